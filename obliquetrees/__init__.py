@@ -1,0 +1,28 @@
+"""obliquetrees: oblique decision trees and forests for scikit-learn.
+
+Trees whose splits are learned linear combinations of the features, trained
+by continuous optimisation. Every estimator stores its trees in one container
+(:class:`~obliquetrees._core.tree.ObliqueTree`) and predicts through the same
+numba traversal kernels.
+
+``import obliquetrees`` compiles nothing and does not import numba; kernels
+are loaded (from numba's on-disk cache when available) on first use.
+"""
+
+import importlib
+
+from obliquetrees._version import __version__
+
+__all__ = [
+    "__version__",
+]
+
+_LAZY_SUBMODULES = ("convert",)
+
+
+def __getattr__(name):
+    # ``obliquetrees.convert`` imports scikit-learn's ensemble module; load it
+    # only when asked for.
+    if name in _LAZY_SUBMODULES:
+        return importlib.import_module(f"obliquetrees.{name}")
+    raise AttributeError(f"module 'obliquetrees' has no attribute {name!r}")

@@ -1,0 +1,44 @@
+"""The one place where numba compilation presets are chosen.
+
+Every kernel of the package is compiled with one of these presets:
+
+- ``nogil=True`` so joblib threads run kernels in parallel;
+- ``cache=True`` so a new process loads machine code instead of compiling
+  (numba 0.68 caches ``parallel=True`` kernels too);
+- no ``fastmath``: NaN/inf semantics and IEEE rounding are kept, which routing
+  ties and bit-identical results across thread counts rely on;
+- no eager signatures, so importing a kernel module compiles nothing; each
+  kernel compiles on first call for the types it receives.
+
+Importing this module imports numba: keep it out of the import path of
+``import obliquetrees`` (estimators import kernel modules inside methods).
+"""
+
+from contextlib import contextmanager
+
+import numba
+
+jit = numba.njit(cache=True, nogil=True)
+jit_parallel = numba.njit(cache=True, nogil=True, parallel=True)
+prange = numba.prange
+
+
+def max_threads():
+    """Largest number of threads numba can use in this process."""
+    return int(numba.config.NUMBA_NUM_THREADS)
+
+
+@contextmanager
+def numba_threads(n_threads):
+    """Run ``parallel=True`` kernels of this thread with ``n_threads`` threads.
+
+    The setting is thread-local in numba and restored on exit. Kernels are
+    written with fixed-size work chunks, so results do not depend on it.
+    """
+    n_threads = max(1, min(int(n_threads), max_threads()))
+    previous = numba.get_num_threads()
+    numba.set_num_threads(n_threads)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(previous)

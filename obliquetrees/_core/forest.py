@@ -1,0 +1,153 @@
+"""Packed storage of several :class:`ObliqueTree` for whole-forest kernels.
+
+An :class:`ObliqueForest` concatenates the arrays of its trees and keeps
+per-tree offsets, so that one numba kernel can evaluate every tree of a forest
+without a Python loop per tree. Children and weight pointers stay *local* to
+their tree (each tree's ``weight_indptr`` starts at 0), which makes every tree
+a zero-copy view into the packed arrays (:attr:`ObliqueForest.trees`).
+
+Layout for tree ``t``:
+
+- nodes ``node_offset[t]:node_offset[t + 1]`` of ``children_left``,
+  ``children_right``, ``bias``, ``value``, ``n_node_samples``, ``depth``;
+- pointers ``node_offset[t] + t : node_offset[t + 1] + t + 1`` of
+  ``weight_indptr`` (one more entry than nodes);
+- weights ``weight_offset[t]:weight_offset[t + 1]`` of ``weight_index`` and
+  ``weight_value``.
+"""
+
+import numpy as np
+
+from obliquetrees._core.tree import (
+    _NODE_ARRAYS,
+    _WEIGHT_ARRAYS,
+    FORMAT_VERSION,
+    INDEX_DTYPE,
+    ObliqueTree,
+)
+
+
+class ObliqueForest:
+    """Several oblique trees packed into concatenated arrays.
+
+    Build it with :meth:`from_trees`. All trees must share ``n_features`` and
+    ``n_outputs``.
+
+    Attributes
+    ----------
+    n_trees : int
+    n_features : int
+    n_outputs : int
+    node_offset : ndarray of int64, shape (n_trees + 1,)
+    weight_offset : ndarray of int64, shape (n_trees + 1,)
+    trees : list of ObliqueTree
+        Zero-copy views of the individual trees.
+    """
+
+    def __init__(self, arrays, node_offset, weight_offset, n_features):
+        for name in _NODE_ARRAYS + _WEIGHT_ARRAYS:
+            setattr(self, name, arrays[name])
+        self.node_offset = np.ascontiguousarray(node_offset, dtype=INDEX_DTYPE)
+        self.weight_offset = np.ascontiguousarray(weight_offset, dtype=INDEX_DTYPE)
+        self.n_features = int(n_features)
+        self.format_version = FORMAT_VERSION
+        self._trees = None
+
+    @classmethod
+    def from_trees(cls, trees):
+        """Pack a sequence of trees (a single tree is wrapped without copying).
+
+        Parameters
+        ----------
+        trees : sequence of ObliqueTree
+
+        Returns
+        -------
+        forest : ObliqueForest
+        """
+        trees = list(trees)
+        if not trees:
+            raise ValueError("A forest needs at least one tree.")
+        n_features = {t.n_features for t in trees}
+        n_outputs = {t.n_outputs for t in trees}
+        if len(n_features) != 1 or len(n_outputs) != 1:
+            raise ValueError("All trees of a forest must share n_features and n_outputs.")
+        node_counts = [t.node_count for t in trees]
+        weight_counts = [t.weight_index.shape[0] for t in trees]
+        node_offset = np.concatenate([[0], np.cumsum(node_counts)])
+        weight_offset = np.concatenate([[0], np.cumsum(weight_counts)])
+        if len(trees) == 1:
+            arrays = {name: getattr(trees[0], name) for name in _NODE_ARRAYS + _WEIGHT_ARRAYS}
+        else:
+            arrays = {
+                name: np.concatenate([getattr(t, name) for t in trees])
+                for name in _NODE_ARRAYS + _WEIGHT_ARRAYS
+            }
+        return cls(arrays, node_offset, weight_offset, n_features.pop())
+
+    @property
+    def n_trees(self):
+        """Number of trees."""
+        return int(self.node_offset.shape[0] - 1)
+
+    @property
+    def n_outputs(self):
+        """Number of columns of ``value``."""
+        return int(self.value.shape[1])
+
+    @property
+    def trees(self):
+        """The individual trees, as views of the packed arrays."""
+        if self._trees is None:
+            self._trees = [self._tree_view(t) for t in range(self.n_trees)]
+        return self._trees
+
+    def _tree_view(self, t):
+        n0, n1 = self.node_offset[t], self.node_offset[t + 1]
+        w0, w1 = self.weight_offset[t], self.weight_offset[t + 1]
+        return ObliqueTree(
+            self.children_left[n0:n1],
+            self.children_right[n0:n1],
+            self.weight_indptr[n0 + t : n1 + t + 1],
+            self.weight_index[w0:w1],
+            self.weight_value[w0:w1],
+            self.bias[n0:n1],
+            self.value[n0:n1],
+            self.n_node_samples[n0:n1],
+            n_features=self.n_features,
+            depth=self.depth[n0:n1],
+        )
+
+    def kernel_arrays(self):
+        """The arrays the traversal kernels take, in their argument order."""
+        return (
+            self.node_offset,
+            self.weight_offset,
+            self.children_left,
+            self.children_right,
+            self.weight_indptr,
+            self.weight_index,
+            self.weight_value,
+            self.bias,
+        )
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_trees"] = None  # views are rebuilt on demand, never pickled twice
+        return state
+
+    def __setstate__(self, state):
+        version = state.get("format_version")
+        if version != FORMAT_VERSION:
+            raise ValueError(
+                f"This ObliqueForest was saved with container format version "
+                f"{version!r}; this obliquetrees reads version {FORMAT_VERSION}. "
+                "Refit the model with this version of obliquetrees."
+            )
+        self.__dict__.update(state)
+
+    def __repr__(self):
+        return (
+            f"ObliqueForest(n_trees={self.n_trees}, n_features={self.n_features}, "
+            f"n_outputs={self.n_outputs}, node_count={self.children_left.shape[0]})"
+        )

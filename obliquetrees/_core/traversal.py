@@ -1,0 +1,216 @@
+"""numba kernels for deterministic (hard) traversal of oblique trees and forests.
+
+One kernel family serves every estimator: a tree is routed by the sign of
+``w . x + b`` (right iff > 0, ties left) over the packed arrays of an
+:class:`~obliquetrees._core.forest.ObliqueForest`.
+
+Shape of the work: each kernel splits the rows into fixed blocks of
+``BLOCK_ROWS`` and runs the blocks in parallel (``prange``); inside a block
+every tree is walked for every row of the block, so a tree's upper nodes stay
+in cache across the block's rows and the rows stay in cache across trees.
+Each output row is written by exactly one block, with trees accumulated in
+tree order, so results are bit-identical for any number of threads.
+
+Inputs: dense float32/float64 arrays in C or F order (read-only ones too), or
+scipy CSR matrices, which are scattered block by block into a dense scratch
+buffer (memory ``rows_per_block * n_features``, bounded by ``CSR_BUFFER``).
+The public wrappers take already validated input; estimators validate.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+
+from obliquetrees._core._jit import jit, jit_parallel, numba_threads, prange
+
+BLOCK_ROWS = 64
+#: Largest dense scratch buffer (in elements) one CSR block may use.
+CSR_BUFFER = 1 << 18
+
+_OP_APPLY = 0
+_OP_VALUE = 1
+_OP_PATH = 2
+
+
+@jit
+def _walk(X, r, t, forest):
+    """Local id of the leaf that row ``r`` of ``X`` reaches in tree ``t``."""
+    node_offset, weight_offset, left, right, indptr, windex, wvalue, bias = forest
+    n0 = node_offset[t]
+    p0 = n0 + t
+    w0 = weight_offset[t]
+    node = 0
+    while left[n0 + node] != -1:
+        s = 0.0
+        for k in range(indptr[p0 + node], indptr[p0 + node + 1]):
+            s += wvalue[w0 + k] * X[r, windex[w0 + k]]
+        if s + bias[n0 + node] > 0.0:
+            node = right[n0 + node]
+        else:
+            node = left[n0 + node]
+    return node
+
+
+@jit
+def _walk_path(X, r, t, forest, path_indices, cursor):
+    """Walk like :func:`_walk`, writing the global ids of visited nodes."""
+    node_offset, weight_offset, left, right, indptr, windex, wvalue, bias = forest
+    n0 = node_offset[t]
+    p0 = n0 + t
+    w0 = weight_offset[t]
+    node = 0
+    pos = cursor
+    while True:
+        path_indices[pos] = n0 + node
+        pos += 1
+        if left[n0 + node] == -1:
+            return pos
+        s = 0.0
+        for k in range(indptr[p0 + node], indptr[p0 + node + 1]):
+            s += wvalue[w0 + k] * X[r, windex[w0 + k]]
+        if s + bias[n0 + node] > 0.0:
+            node = right[n0 + node]
+        else:
+            node = left[n0 + node]
+
+
+@jit
+def _process_block(Xb, row0, forest, op, value, out_leaf, out_value, path_indices, cursor):
+    """Apply operation ``op`` to the rows ``row0 : row0 + len(Xb)``."""
+    node_offset = forest[0]
+    n_trees = node_offset.shape[0] - 1
+    n_out = value.shape[1]
+    for t in range(n_trees):
+        n0 = node_offset[t]
+        for r in range(Xb.shape[0]):
+            i = row0 + r
+            if op == _OP_PATH:
+                cursor[i] = _walk_path(Xb, r, t, forest, path_indices, cursor[i])
+            else:
+                leaf = _walk(Xb, r, t, forest)
+                if op == _OP_APPLY:
+                    out_leaf[i, t] = leaf
+                else:
+                    for k in range(n_out):
+                        out_value[i, k] += value[n0 + leaf, k]
+
+
+@jit_parallel
+def _traverse_dense(X, forest, op, value, out_leaf, out_value, path_indices, cursor):
+    n = X.shape[0]
+    n_blocks = (n + BLOCK_ROWS - 1) // BLOCK_ROWS
+    for b in prange(n_blocks):
+        start = b * BLOCK_ROWS
+        stop = min(start + BLOCK_ROWS, n)
+        _process_block(
+            X[start:stop], start, forest, op, value, out_leaf, out_value, path_indices, cursor
+        )
+
+
+@jit_parallel
+def _traverse_csr(
+    data, indices, indptr, n_features, block_rows, forest, op,
+    value, out_leaf, out_value, path_indices, cursor,
+):  # fmt: skip
+    n = indptr.shape[0] - 1
+    n_blocks = (n + block_rows - 1) // block_rows
+    for b in prange(n_blocks):
+        start = b * block_rows
+        stop = min(start + block_rows, n)
+        buf = np.zeros((stop - start, n_features), dtype=data.dtype)
+        for r in range(stop - start):
+            for k in range(indptr[start + r], indptr[start + r + 1]):
+                buf[r, indices[k]] += data[k]  # += sums duplicate entries, as scipy does
+        _process_block(buf, start, forest, op, value, out_leaf, out_value, path_indices, cursor)
+
+
+def _run(forest, X, op, n_threads, out_leaf, out_value, path_indices, cursor):
+    arrays = forest.kernel_arrays()
+    with numba_threads(n_threads):
+        if sp.issparse(X):
+            block_rows = int(max(1, min(BLOCK_ROWS, CSR_BUFFER // max(1, X.shape[1]))))
+            _traverse_csr(
+                X.data, X.indices, X.indptr, X.shape[1], block_rows, arrays, op,
+                forest.value, out_leaf, out_value, path_indices, cursor,
+            )  # fmt: skip
+        else:
+            _traverse_dense(
+                X, arrays, op, forest.value, out_leaf, out_value, path_indices, cursor
+            )
+
+
+def _empty_outputs():
+    return (
+        np.zeros((0, 0), dtype=np.int64),
+        np.zeros((0, 0), dtype=np.float64),
+        np.zeros(0, dtype=np.int64),
+        np.zeros(0, dtype=np.int64),
+    )
+
+
+def apply(forest, X, n_threads=1):
+    """Leaf reached by every sample in every tree.
+
+    Parameters
+    ----------
+    forest : ObliqueForest
+    X : ndarray of float32 or float64, shape (n_samples, n_features), or CSR matrix
+    n_threads : int, default=1
+
+    Returns
+    -------
+    leaves : ndarray of int64, shape (n_samples, n_trees)
+        Node ids local to each tree.
+    """
+    out_leaf = np.empty((X.shape[0], forest.n_trees), dtype=np.int64)
+    _, out_value, path_indices, cursor = _empty_outputs()
+    _run(forest, X, _OP_APPLY, n_threads, out_leaf, out_value, path_indices, cursor)
+    return out_leaf
+
+
+def predict_value(forest, X, n_threads=1):
+    """Sum over the trees of the ``value`` of the leaf each sample reaches.
+
+    Parameters
+    ----------
+    forest : ObliqueForest
+    X : ndarray of float32 or float64, shape (n_samples, n_features), or CSR matrix
+    n_threads : int, default=1
+
+    Returns
+    -------
+    total : ndarray of float64, shape (n_samples, n_outputs)
+        Trees are added in tree order; divide by ``forest.n_trees`` for the mean.
+    """
+    out_value = np.zeros((X.shape[0], forest.n_outputs), dtype=np.float64)
+    out_leaf, _, path_indices, cursor = _empty_outputs()
+    _run(forest, X, _OP_VALUE, n_threads, out_leaf, out_value, path_indices, cursor)
+    return out_value
+
+
+def decision_path(forest, X, n_threads=1):
+    """Node indicator of the root-to-leaf path of every sample in every tree.
+
+    Parameters
+    ----------
+    forest : ObliqueForest
+    X : ndarray of float32 or float64, shape (n_samples, n_features), or CSR matrix
+    n_threads : int, default=1
+
+    Returns
+    -------
+    indicator : scipy.sparse.csr_matrix of int64, shape (n_samples, n_nodes_total)
+        Column ``forest.node_offset[t] + j`` is node ``j`` of tree ``t``, as in
+        scikit-learn's forests (``n_nodes_ptr`` is ``forest.node_offset``).
+    """
+    leaves = apply(forest, X, n_threads)
+    global_leaves = leaves + forest.node_offset[:-1][None, :]
+    lengths = (forest.depth[global_leaves] + 1).sum(axis=1)
+    indptr = np.zeros(X.shape[0] + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    path_indices = np.empty(indptr[-1], dtype=np.int64)
+    cursor = indptr[:-1].copy()
+    out_leaf, out_value, _, _ = _empty_outputs()
+    _run(forest, X, _OP_PATH, n_threads, out_leaf, out_value, path_indices, cursor)
+    data = np.ones(path_indices.shape[0], dtype=np.int64)
+    shape = (X.shape[0], int(forest.node_offset[-1]))
+    return sp.csr_matrix((data, path_indices, indptr), shape=shape)

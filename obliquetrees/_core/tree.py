@@ -1,0 +1,314 @@
+"""The fitted-tree container shared by every estimator of the package.
+
+An :class:`ObliqueTree` is a binary tree stored as flat, parallel numpy
+arrays (node 0 is the root). Internal node ``i`` holds a hyperplane
+``(w_i, b_i)``; a sample ``x`` goes to ``children_right[i]`` iff
+``w_i . x + b_i > 0`` and to ``children_left[i]`` otherwise (ties go left).
+Leaves have ``children_left == children_right == -1``.
+
+Split weights are stored in CSR form, one row per node (leaves have empty
+rows): the weights of node ``i`` are ``weight_value[k]`` on feature
+``weight_index[k]`` for ``k`` in ``weight_indptr[i]:weight_indptr[i + 1]``.
+A split that uses 3 of 784 features stores 3 numbers.
+
+Only numpy arrays and Python scalars live in the container, so it pickles,
+memory-maps (``joblib.load(..., mmap_mode="r")``) and never holds compiled
+objects. This module imports numpy only.
+"""
+
+import numpy as np
+
+#: Version of the array layout. Bump it when the meaning or the set of arrays
+#: changes; unpickling a different version raises a clear error.
+FORMAT_VERSION = 1
+
+INDEX_DTYPE = np.int64
+VALUE_DTYPE = np.float64
+TREE_LEAF = -1
+
+_NODE_ARRAYS = (
+    "children_left",
+    "children_right",
+    "bias",
+    "value",
+    "n_node_samples",
+    "depth",
+)
+_WEIGHT_ARRAYS = ("weight_indptr", "weight_index", "weight_value")
+ARRAY_NAMES = _NODE_ARRAYS + _WEIGHT_ARRAYS
+
+
+class ObliqueTree:
+    """A fitted oblique decision tree as flat numpy arrays.
+
+    Parameters
+    ----------
+    children_left, children_right : array-like of int, shape (n_nodes,)
+        Child node ids; ``-1`` marks a leaf (both must then be ``-1``).
+    weight_indptr : array-like of int, shape (n_nodes + 1,)
+        CSR row pointer of the split weights, one row per node.
+    weight_index : array-like of int, shape (n_weights,)
+        Feature index of each stored weight.
+    weight_value : array-like of float, shape (n_weights,)
+        Value of each stored weight.
+    bias : array-like of float, shape (n_nodes,)
+        Offset ``b`` of each split (0 at leaves).
+    value : array-like of float, shape (n_nodes, n_outputs)
+        Prediction held by each node: a class distribution for classifiers,
+        the regression value(s) for regressors. Internal nodes hold the value
+        their training samples would get as a leaf.
+    n_node_samples : array-like of float, shape (n_nodes,)
+        (Weighted) number of training samples that reached each node.
+    n_features : int
+        Number of input features the weights refer to.
+    depth : array-like of int, shape (n_nodes,), default=None
+        Depth of each node (root 0); computed from the children if None.
+
+    Attributes
+    ----------
+    node_count : int
+        Number of nodes.
+    n_leaves : int
+        Number of leaves.
+    max_depth : int
+        Depth of the deepest node (0 for a single leaf).
+    n_outputs : int
+        Number of columns of ``value``.
+
+    Notes
+    -----
+    Routing rule: right iff ``w . x + b > 0``, everywhere in the package.
+    A method whose paper uses the other orientation converts when it stores
+    its tree.
+    """
+
+    def __init__(
+        self,
+        children_left,
+        children_right,
+        weight_indptr,
+        weight_index,
+        weight_value,
+        bias,
+        value,
+        n_node_samples,
+        n_features,
+        depth=None,
+    ):
+        self.children_left = np.ascontiguousarray(children_left, dtype=INDEX_DTYPE)
+        self.children_right = np.ascontiguousarray(children_right, dtype=INDEX_DTYPE)
+        self.weight_indptr = np.ascontiguousarray(weight_indptr, dtype=INDEX_DTYPE)
+        self.weight_index = np.ascontiguousarray(weight_index, dtype=INDEX_DTYPE)
+        self.weight_value = np.ascontiguousarray(weight_value, dtype=VALUE_DTYPE)
+        self.bias = np.ascontiguousarray(bias, dtype=VALUE_DTYPE)
+        value = np.asarray(value, dtype=VALUE_DTYPE)
+        if value.ndim == 1:
+            value = value[:, None]
+        self.value = np.ascontiguousarray(value)
+        self.n_node_samples = np.ascontiguousarray(n_node_samples, dtype=VALUE_DTYPE)
+        self.n_features = int(n_features)
+        if depth is None:
+            depth = _node_depths(self.children_left, self.children_right)
+        self.depth = np.ascontiguousarray(depth, dtype=INDEX_DTYPE)
+        self.format_version = FORMAT_VERSION
+
+    # ------------------------------------------------------------------ build
+    @classmethod
+    def from_dense(
+        cls,
+        children_left,
+        children_right,
+        weights,
+        bias,
+        value,
+        n_node_samples,
+        depth=None,
+    ):
+        """Build a tree from a dense ``(n_nodes, n_features)`` weight matrix.
+
+        Exact zeros are not stored; rows of leaves are ignored.
+
+        Parameters
+        ----------
+        children_left, children_right, bias, value, n_node_samples, depth
+            As in :class:`ObliqueTree`.
+        weights : array-like of float, shape (n_nodes, n_features)
+            Split weights, one row per node.
+
+        Returns
+        -------
+        tree : ObliqueTree
+        """
+        weights = np.asarray(weights, dtype=VALUE_DTYPE)
+        children_left = np.asarray(children_left, dtype=INDEX_DTYPE)
+        mask = (weights != 0) & (children_left != TREE_LEAF)[:, None]
+        rows, cols = np.nonzero(mask)
+        indptr = np.zeros(weights.shape[0] + 1, dtype=INDEX_DTYPE)
+        np.cumsum(np.bincount(rows, minlength=weights.shape[0]), out=indptr[1:])
+        return cls(
+            children_left,
+            children_right,
+            indptr,
+            cols,
+            weights[rows, cols],
+            bias,
+            value,
+            n_node_samples,
+            n_features=weights.shape[1],
+            depth=depth,
+        )
+
+    # ------------------------------------------------------------- properties
+    @property
+    def node_count(self):
+        """Number of nodes (internal nodes and leaves)."""
+        return int(self.children_left.shape[0])
+
+    @property
+    def n_outputs(self):
+        """Number of columns of ``value``."""
+        return int(self.value.shape[1])
+
+    @property
+    def is_leaf(self):
+        """Boolean mask of the leaves, shape (n_nodes,)."""
+        return self.children_left == TREE_LEAF
+
+    @property
+    def n_leaves(self):
+        """Number of leaves."""
+        return int(np.count_nonzero(self.is_leaf))
+
+    @property
+    def max_depth(self):
+        """Depth of the deepest node (0 for a tree that is a single leaf)."""
+        return int(self.depth.max()) if self.node_count else 0
+
+    def dense_weights(self):
+        """Split weights as a dense ``(n_nodes, n_features)`` array."""
+        dense = np.zeros((self.node_count, self.n_features), dtype=VALUE_DTYPE)
+        rows = np.repeat(np.arange(self.node_count), np.diff(self.weight_indptr))
+        dense[rows, self.weight_index] = self.weight_value
+        return dense
+
+    # ------------------------------------------------------------- invariants
+    def check_invariants(self):
+        """Raise ``ValueError`` if the arrays do not form a valid tree.
+
+        Checks shapes, dtypes, that the children describe a binary tree rooted
+        at node 0 in which every node is reached exactly once, that leaves have
+        no weights, that the weight CSR is well formed and that every stored
+        number is finite.
+        """
+        n = self.node_count
+        if n == 0:
+            raise ValueError("An ObliqueTree needs at least one node.")
+        for name in _NODE_ARRAYS:
+            arr = getattr(self, name)
+            if arr.shape[0] != n:
+                raise ValueError(f"{name} has {arr.shape[0]} rows, expected {n}.")
+        if self.value.ndim != 2:
+            raise ValueError("value must be 2-D (n_nodes, n_outputs).")
+        left, right = self.children_left, self.children_right
+        if not np.array_equal(left == TREE_LEAF, right == TREE_LEAF):
+            raise ValueError("A node has exactly one child; nodes need 0 or 2.")
+        internal = left != TREE_LEAF
+        children = np.concatenate([left[internal], right[internal]])
+        if children.size and (children.min() < 1 or children.max() >= n):
+            raise ValueError("Child ids must lie in [1, n_nodes).")
+        if np.bincount(children, minlength=n)[1:].tolist() != [1] * (n - 1):
+            raise ValueError("Every non-root node must have exactly one parent.")
+        if not np.array_equal(self.depth, _node_depths(left, right)):
+            raise ValueError("depth does not match the tree structure.")
+        indptr = self.weight_indptr
+        if indptr.shape != (n + 1,) or indptr[0] != 0:
+            raise ValueError("weight_indptr must have n_nodes + 1 entries from 0.")
+        if np.any(np.diff(indptr) < 0) or indptr[-1] != self.weight_index.shape[0]:
+            raise ValueError("weight_indptr must be non-decreasing up to n_weights.")
+        if self.weight_value.shape != self.weight_index.shape:
+            raise ValueError("weight_index and weight_value differ in length.")
+        if np.any(np.diff(indptr)[~internal] != 0):
+            raise ValueError("Leaves must not store split weights.")
+        if self.weight_index.size and (
+            self.weight_index.min() < 0 or self.weight_index.max() >= self.n_features
+        ):
+            raise ValueError("weight_index must lie in [0, n_features).")
+        for name in ("weight_value", "bias", "value", "n_node_samples"):
+            if not np.all(np.isfinite(getattr(self, name))):
+                raise ValueError(f"{name} contains NaN or infinity.")
+
+    # ---------------------------------------------------------------- pickle
+    def __getstate__(self):
+        return dict(self.__dict__)
+
+    def __setstate__(self, state):
+        version = state.get("format_version")
+        if version != FORMAT_VERSION:
+            raise ValueError(
+                f"This ObliqueTree was saved with container format version "
+                f"{version!r}; this obliquetrees reads version {FORMAT_VERSION}. "
+                "Refit the model with this version of obliquetrees."
+            )
+        self.__dict__.update(state)
+
+    def __repr__(self):
+        return (
+            f"ObliqueTree(node_count={self.node_count}, n_leaves={self.n_leaves}, "
+            f"max_depth={self.max_depth}, n_features={self.n_features}, "
+            f"n_outputs={self.n_outputs})"
+        )
+
+
+def _node_depths(children_left, children_right):
+    """Depth of every node, by a breadth-first sweep from the root."""
+    n = children_left.shape[0]
+    depth = np.zeros(n, dtype=INDEX_DTYPE)
+    frontier = np.zeros(1, dtype=INDEX_DTYPE) if n else np.zeros(0, INDEX_DTYPE)
+    level = 0
+    while frontier.size and level <= n:
+        depth[frontier] = level
+        internal = frontier[children_left[frontier] != TREE_LEAF]
+        frontier = np.concatenate([children_left[internal], children_right[internal]])
+        level += 1
+    return depth
+
+
+def fold_standardization(tree, mean, scale):
+    """Express a tree trained on standardised inputs in the raw input units.
+
+    A split ``w . z + b`` on ``z = (x - mean) / scale`` equals
+    ``(w / scale) . x + (b - sum(w * mean / scale))`` on the raw ``x``.
+
+    Parameters
+    ----------
+    tree : ObliqueTree
+        Tree whose weights act on standardised inputs.
+    mean, scale : ndarray of shape (n_features,)
+        The standardisation statistics (``scale`` must be non-zero; use 1 for
+        constant features, as scikit-learn's StandardScaler does).
+
+    Returns
+    -------
+    tree : ObliqueTree
+        A new tree with the same structure and leaf values.
+    """
+    mean = np.asarray(mean, dtype=VALUE_DTYPE)
+    scale = np.asarray(scale, dtype=VALUE_DTYPE)
+    value = tree.weight_value / scale[tree.weight_index]
+    rows = np.repeat(np.arange(tree.node_count), np.diff(tree.weight_indptr))
+    shift = np.bincount(
+        rows, weights=value * mean[tree.weight_index], minlength=tree.node_count
+    )
+    bias = np.where(tree.is_leaf, 0.0, tree.bias - shift)
+    return ObliqueTree(
+        tree.children_left,
+        tree.children_right,
+        tree.weight_indptr,
+        tree.weight_index,
+        value,
+        bias,
+        tree.value,
+        tree.n_node_samples,
+        n_features=tree.n_features,
+        depth=tree.depth,
+    )

@@ -1,0 +1,747 @@
+"""numba kernels of the soft decision tree (Irsoy, Yildiz & Alpaydin, 2012).
+
+Conventions used by every kernel of this module (the *training* convention):
+
+- the tree is held densely while it grows: ``children_left``/``children_right``
+  (``-1`` at leaves), ``W`` (n_nodes, n_features), ``b`` (n_nodes,), leaf
+  values ``Z`` (n_nodes, n_outputs); a child always has a larger id than its
+  parent, so increasing node id is a topological order;
+- the gate of internal node ``m`` is the paper's ``g_m(x) = sigmoid(W[m].x +
+  b[m])``, the probability of the **left** child (eq. 3). The stored container
+  uses the opposite orientation (right iff ``w.x + b > 0``): the grower negates
+  ``W`` and ``b`` when it stores the tree, and :func:`soft_predict_csr` (which
+  reads the stored container) uses ``P(right) = sigmoid(w.x + b)``;
+- path probabilities are accumulated as log-probabilities with a stable
+  log-sigmoid, so a product of many saturated gates is a very negative number
+  rather than 0 * inf or NaN; it is exponentiated only when a leaf's
+  contribution is added (where underflow to 0 is the correct limit);
+- losses (``loss`` codes): 0 = squared error on the raw output (regression,
+  the paper's ``delta = F - r``), 1 = binary cross-entropy on ``sigmoid(F)``
+  (the paper's two-class classifier), 2 = cross-entropy on ``softmax(F)``
+  (our multi-class extension, leaves hold K-vectors of logits). For all three
+  the error signal is ``dE/dF = y_hat - r``.
+
+Randomness comes from an explicit integer seed through a small splitmix64
+generator, never from a global RNG. Kernels over samples that run in
+parallel (``prange``) have no cross-sample reduction, or reduce over fixed
+chunks in chunk order, so results do not depend on the number of threads.
+"""
+
+import numpy as np
+from numba import njit, prange
+
+from obliquetrees._core._jit import jit, jit_parallel
+
+#: Samples per chunk in the parallel kernels (fixed: results do not depend on
+#: the thread count).
+CHUNK = 256
+
+LOSS_SQUARED = 0
+LOSS_BINARY = 1
+LOSS_SOFTMAX = 2
+
+
+# --------------------------------------------------------------------- scalars
+@jit(inline="always")
+def _sigmoid(a):
+    if a >= 0.0:
+        return 1.0 / (1.0 + np.exp(-a))
+    e = np.exp(a)
+    return e / (1.0 + e)
+
+
+@jit(inline="always")
+def _log_sigmoid(a):
+    """log(sigmoid(a)) without overflow or log(0)."""
+    if a >= 0.0:
+        return -np.log1p(np.exp(-a))
+    return a - np.log1p(np.exp(a))
+
+
+@jit(inline="always")
+def _splitmix_next(state):
+    """Advance a one-element uint64 state; return 64 random bits."""
+    state[0] += np.uint64(0x9E3779B97F4A7C15)
+    z = state[0]
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@jit(inline="always")
+def _uniform(state):
+    """Uniform float in [0, 1)."""
+    return float(_splitmix_next(state) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@jit
+def _shuffle(order, state):
+    """Fisher-Yates shuffle in place."""
+    for i in range(order.shape[0] - 1, 0, -1):
+        j = int(_splitmix_next(state) % np.uint64(i + 1))
+        tmp = order[i]
+        order[i] = order[j]
+        order[j] = tmp
+
+
+@jit
+def make_state(seed):
+    """A splitmix64 state array from an integer seed."""
+    state = np.empty(1, dtype=np.uint64)
+    state[0] = np.uint64(seed)
+    _splitmix_next(state)
+    return state
+
+
+@jit
+def uniform_noise(seed, n, half_width):
+    """``n`` draws of U(-half_width, half_width) from an explicit seed."""
+    state = make_state(seed)
+    out = np.empty(n)
+    for i in range(n):
+        out[i] = (2.0 * _uniform(state) - 1.0) * half_width
+    return out
+
+
+@jit(inline="always")
+def _output_error(F, r, loss, err):
+    """err = dE/dF = y_hat - r for one sample; returns the sample's loss."""
+    K = F.shape[0]
+    if loss == LOSS_SQUARED:
+        total = 0.0
+        for k in range(K):
+            err[k] = F[k] - r[k]
+            total += err[k] * err[k]
+        return total
+    if loss == LOSS_BINARY:
+        y = _sigmoid(F[0])
+        err[0] = y - r[0]
+        # -[r log y + (1 - r) log(1 - y)] with log y = log_sigmoid(F)
+        return -(r[0] * _log_sigmoid(F[0]) + (1.0 - r[0]) * _log_sigmoid(-F[0]))
+    # softmax cross-entropy
+    mx = F[0]
+    for k in range(1, K):
+        if F[k] > mx:
+            mx = F[k]
+    s = 0.0
+    for k in range(K):
+        s += np.exp(F[k] - mx)
+    lse = mx + np.log(s)
+    total = 0.0
+    for k in range(K):
+        err[k] = np.exp(F[k] - lse) - r[k]
+        total -= r[k] * (F[k] - lse)
+    return total
+
+
+@jit(inline="always")
+def _sample_error(F, r, loss, metric):
+    """Validation error of one sample: the loss (metric 0) or 0/1 error (metric 1)."""
+    K = F.shape[0]
+    if metric == 0 or loss == LOSS_SQUARED:
+        if loss == LOSS_SQUARED:
+            total = 0.0
+            for k in range(K):
+                d = F[k] - r[k]
+                total += d * d
+            return total
+        if loss == LOSS_BINARY:
+            return -(r[0] * _log_sigmoid(F[0]) + (1.0 - r[0]) * _log_sigmoid(-F[0]))
+        mx = F[0]
+        for k in range(1, K):
+            if F[k] > mx:
+                mx = F[k]
+        s = 0.0
+        for k in range(K):
+            s += np.exp(F[k] - mx)
+        lse = mx + np.log(s)
+        total = 0.0
+        for k in range(K):
+            total -= r[k] * (F[k] - lse)
+        return total
+    # misclassification (ties: predicted class 0 / the first maximum)
+    if loss == LOSS_BINARY:
+        pred = 1.0 if F[0] > 0.0 else 0.0
+        return 0.0 if pred == r[0] else 1.0
+    best = 0
+    for k in range(1, K):
+        if F[k] > F[best]:
+            best = k
+    return 0.0 if r[best] > 0.5 else 1.0
+
+
+# ------------------------------------------------------------ forward (dense)
+@jit
+def _forward_one(x, children_left, children_right, W, b, Z, n_nodes, logp, F):
+    """Soft forward pass of one sample: fills logp[:n_nodes] and F."""
+    K = F.shape[0]
+    d = x.shape[0]
+    for k in range(K):
+        F[k] = 0.0
+    logp[0] = 0.0
+    for j in range(n_nodes):
+        left = children_left[j]
+        if left < 0:
+            p = np.exp(logp[j])
+            if p > 0.0:
+                for k in range(K):
+                    F[k] += p * Z[j, k]
+        else:
+            a = b[j]
+            for f in range(d):
+                a += W[j, f] * x[f]
+            logp[left] = logp[j] + _log_sigmoid(a)
+            logp[children_right[j]] = logp[j] + _log_sigmoid(-a)
+
+
+@jit_parallel
+def forward_context(X, children_left, children_right, W, b, Z, n_nodes, m):
+    """Whole-tree soft output and the context of node ``m``.
+
+    For every sample returns the tree output ``F`` (n_samples, n_outputs),
+    the path probability ``P`` of node ``m`` (product of the gates from the
+    root to ``m``; all ones if ``m < 0``) and ``A = F - P * Z[m]``, the output
+    of every leaf other than ``m``. Replacing leaf ``m`` by a subtree with
+    output ``S(x)`` changes the tree output to ``A + P * S(x)``: this is what
+    lets a split be trained "while the whole tree is evaluated" in O(d) per
+    sample.
+    """
+    n = X.shape[0]
+    K = Z.shape[1]
+    F = np.empty((n, K))
+    P = np.ones(n)
+    A = np.empty((n, K))
+    n_chunks = (n + CHUNK - 1) // CHUNK
+    for c in prange(n_chunks):
+        logp = np.empty(max(n_nodes, 1))
+        f = np.empty(K)
+        for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
+            _forward_one(X[i], children_left, children_right, W, b, Z, n_nodes, logp, f)
+            pm = np.exp(logp[m]) if m >= 0 else 1.0
+            P[i] = pm
+            for k in range(K):
+                F[i, k] = f[k]
+                A[i, k] = f[k] - pm * Z[m, k] if m >= 0 else 0.0
+    return F, P, A
+
+
+# --------------------------------------------------- soft prediction (stored)
+@jit_parallel
+def soft_predict_csr(
+    X,
+    children_left,
+    children_right,
+    weight_indptr,
+    weight_index,
+    weight_value,
+    bias,
+    leaf_value,
+):
+    """Soft output of a stored tree: sum over leaves of path probability x value.
+
+    Reads the shared container (CSR weights, right iff ``w.x + b > 0``):
+    ``P(right | node) = sigmoid(w.x + b)``. ``leaf_value`` is
+    (n_nodes, n_outputs); rows of internal nodes are ignored.
+    """
+    n = X.shape[0]
+    n_nodes = children_left.shape[0]
+    K = leaf_value.shape[1]
+    out = np.zeros((n, K))
+    n_chunks = (n + CHUNK - 1) // CHUNK
+    for c in prange(n_chunks):
+        logp = np.empty(n_nodes)
+        for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
+            logp[0] = 0.0
+            for j in range(n_nodes):
+                left = children_left[j]
+                if left < 0:
+                    p = np.exp(logp[j])
+                    if p > 0.0:
+                        for k in range(K):
+                            out[i, k] += p * leaf_value[j, k]
+                else:
+                    a = bias[j]
+                    for q in range(weight_indptr[j], weight_indptr[j + 1]):
+                        a += weight_value[q] * X[i, weight_index[q]]
+                    logp[children_right[j]] = logp[j] + _log_sigmoid(a)
+                    logp[left] = logp[j] + _log_sigmoid(-a)
+    return out
+
+
+# -------------------------------------------------------------- hard init
+@jit_parallel
+def best_axis_split(X, sorted_index, u, Y):
+    """Best hard axis-aligned split of the weighted data by weighted SSE.
+
+    Parameters
+    ----------
+    X : (n, d) inputs; sorted_index : (d, n) argsort of every column of X;
+    u : (n,) non-negative sample weights (soft membership x sample weight);
+    Y : (n, K) targets (regression values or one-hot classes).
+
+    Returns
+    -------
+    feature : int (-1 if no split separates two distinct values with weight
+    on both sides), threshold : float (midpoint), left_mean, right_mean :
+    (K,) weighted side means, gain : reduction of the weighted SSE.
+    The SSE is sum_k sum_i u_i (y_ik - mean_k)^2; ties in gain go to the
+    lowest feature, then the lowest threshold.
+    """
+    n, d = X.shape
+    K = Y.shape[1]
+    tot_w = 0.0
+    tot_s = np.zeros(K)
+    for i in range(n):
+        tot_w += u[i]
+        for k in range(K):
+            tot_s[k] += u[i] * Y[i, k]
+    # best gain per feature (parallel over features, argmax sequential)
+    gains = np.full(d, -np.inf)
+    thresholds = np.zeros(d)
+    base = 0.0
+    if tot_w > 0.0:
+        for k in range(K):
+            base += tot_s[k] * tot_s[k] / tot_w
+    for f in prange(d):
+        idx = sorted_index[f]
+        sw = 0.0
+        ss = np.zeros(K)
+        best = -np.inf
+        thr = 0.0
+        for q in range(n - 1):
+            i = idx[q]
+            sw += u[i]
+            for k in range(K):
+                ss[k] += u[i] * Y[i, k]
+            x_here = X[i, f]
+            x_next = X[idx[q + 1], f]
+            if x_next <= x_here:
+                continue
+            rw = tot_w - sw
+            if sw <= 0.0 or rw <= 0.0:
+                continue
+            # SSE reduction = sum_k (S_L^2 / W_L + S_R^2 / W_R) - S^2 / W
+            g = 0.0
+            for k in range(K):
+                rs = tot_s[k] - ss[k]
+                g += ss[k] * ss[k] / sw + rs * rs / rw
+            if g > best:
+                best = g
+                thr = 0.5 * (x_here + x_next)
+        gains[f] = best - base
+        thresholds[f] = thr
+    feature = -1
+    best_gain = -np.inf
+    for f in range(d):
+        if gains[f] > best_gain:
+            best_gain = gains[f]
+            feature = f
+    left_mean = np.zeros(K)
+    right_mean = np.zeros(K)
+    if feature < 0 or not np.isfinite(best_gain):
+        return -1, 0.0, left_mean, right_mean, 0.0
+    thr = thresholds[feature]
+    lw = 0.0
+    rw = 0.0
+    for i in range(n):
+        if X[i, feature] <= thr:
+            lw += u[i]
+            for k in range(K):
+                left_mean[k] += u[i] * Y[i, k]
+        else:
+            rw += u[i]
+            for k in range(K):
+                right_mean[k] += u[i] * Y[i, k]
+    for k in range(K):
+        left_mean[k] /= lw
+        right_mean[k] /= rw
+    return feature, thr, left_mean, right_mean, max(best_gain, 0.0)
+
+
+# --------------------------------------------------- training one new split
+@jit(inline="always")
+def _split_output(x, w, b0, zL, zR, out):
+    """Output of the new subtree for one sample; returns the gate g = P(left)."""
+    a = b0
+    for f in range(x.shape[0]):
+        a += w[f] * x[f]
+    g = _sigmoid(a)
+    for k in range(out.shape[0]):
+        out[k] = g * zL[k] + (1.0 - g) * zR[k]
+    return g
+
+
+@jit
+def split_loss_grad(X, R, P, A, sw, w, b0, zL, zR, loss):
+    """Loss and gradient of the whole tree w.r.t. the new split's parameters.
+
+    The tree output is ``A + P * (g zL + (1 - g) zR)`` with ``g =
+    sigmoid(w.x + b0)``; the loss is ``sum_i sw_i E_i`` with ``E`` the
+    paper's error (squared error counted as ``0.5 (F - r)^2`` so that its
+    gradient is the paper's ``delta = F - r``). Returns (loss, grad_w,
+    grad_b, grad_zL, grad_zR). This is the (summed) quantity whose
+    per-sample terms the SGD of :func:`train_split` follows; it is exposed for
+    the finite-difference tests.
+    """
+    n, d = X.shape
+    K = A.shape[1]
+    gw = np.zeros(d)
+    gb = 0.0
+    gL = np.zeros(K)
+    gR = np.zeros(K)
+    F = np.empty(K)
+    s = np.empty(K)
+    err = np.empty(K)
+    total = 0.0
+    for i in range(n):
+        g = _split_output(X[i], w, b0, zL, zR, s)
+        for k in range(K):
+            F[k] = A[i, k] + P[i] * s[k]
+        e = _output_error(F, R[i], loss, err)
+        total += sw[i] * (0.5 * e if loss == LOSS_SQUARED else e)
+        beta = 0.0
+        for k in range(K):
+            delta = sw[i] * err[k] * P[i]
+            beta += delta * (zL[k] - zR[k])
+            gL[k] += delta * g
+            gR[k] += delta * (1.0 - g)
+        ga = beta * g * (1.0 - g)
+        gb += ga
+        for f in range(d):
+            gw[f] += ga * X[i, f]
+    return total, gw, gb, gL, gR
+
+
+@jit
+def split_error(X, R, P, A, sw, w, b0, zL, zR, loss, metric):
+    """Weighted mean error of the tree with the new split (see _sample_error)."""
+    n = X.shape[0]
+    K = A.shape[1]
+    F = np.empty(K)
+    s = np.empty(K)
+    total = 0.0
+    wsum = 0.0
+    for i in range(n):
+        _split_output(X[i], w, b0, zL, zR, s)
+        for k in range(K):
+            F[k] = A[i, k] + P[i] * s[k]
+        total += sw[i] * _sample_error(F, R[i], loss, metric)
+        wsum += sw[i]
+    return total / wsum if wsum > 0.0 else 0.0
+
+
+@jit
+def _finite_params(w, b0, zL, zR, limit):
+    if not (abs(b0) < limit):
+        return False
+    for f in range(w.shape[0]):
+        if not (abs(w[f]) < limit):
+            return False
+    for k in range(zL.shape[0]):
+        if not (abs(zL[k]) < limit and abs(zR[k]) < limit):
+            return False
+    return True
+
+
+@jit
+def sgd_split(
+    X, R, P, A, sw, w, b0, zL, zR, loss, lr, n_epochs, batch_size, momentum,
+    decay, state,
+):
+    """Gradient descent on the new split's parameters (in place).
+
+    Online (``batch_size == 1``, the paper's Fig. 2, lines 8-22) or minibatch
+    SGD with momentum; the step size is multiplied by ``decay`` after every
+    sample; samples are shuffled every epoch with ``state``. Only ``w``,
+    ``b0``, ``zL``, ``zR`` move; the rest of the tree enters through ``P`` and
+    ``A``. Returns (b0, ok): ``ok`` is False if the parameters diverged (they
+    are then left as they were when divergence was detected).
+    """
+    n, d = X.shape
+    K = A.shape[1]
+    order = np.arange(n)
+    vw = np.zeros(d)
+    vb = 0.0
+    vL = np.zeros(K)
+    vR = np.zeros(K)
+    gw = np.zeros(d)
+    gL = np.zeros(K)
+    gR = np.zeros(K)
+    s = np.empty(K)
+    F = np.empty(K)
+    err = np.empty(K)
+    eta = lr
+    for epoch in range(n_epochs):
+        _shuffle(order, state)
+        start = 0
+        while start < n:
+            stop = min(n, start + batch_size)
+            gw[:] = 0.0
+            gb = 0.0
+            gL[:] = 0.0
+            gR[:] = 0.0
+            for q in range(start, stop):
+                i = order[q]
+                g = _split_output(X[i], w, b0, zL, zR, s)
+                for k in range(K):
+                    F[k] = A[i, k] + P[i] * s[k]
+                _output_error(F, R[i], loss, err)
+                # back-propagated error delta = (y_hat - r) * prod of gates
+                beta = 0.0
+                for k in range(K):
+                    delta = sw[i] * err[k] * P[i]
+                    beta += delta * (zL[k] - zR[k])
+                    gL[k] += delta * g
+                    gR[k] += delta * (1.0 - g)
+                ga = beta * g * (1.0 - g)
+                gb += ga
+                for f in range(d):
+                    gw[f] += ga * X[i, f]
+            scale = eta / (stop - start)
+            for f in range(d):
+                vw[f] = momentum * vw[f] - scale * gw[f]
+                w[f] += vw[f]
+            vb = momentum * vb - scale * gb
+            b0 += vb
+            for k in range(K):
+                vL[k] = momentum * vL[k] - scale * gL[k]
+                zL[k] += vL[k]
+                vR[k] = momentum * vR[k] - scale * gR[k]
+                zR[k] += vR[k]
+            for q in range(start, stop):
+                eta *= decay
+            start = stop
+        if not _finite_params(w, b0, zL, zR, 1e8):
+            return b0, False
+    return b0, True
+
+
+@jit
+def train_split(
+    X, R, P, A, sw, Xv, Rv, Pv, Av, swv, w_init, b_init, zL_init, zR_init,
+    loss, metric, lr0, n_restarts, n_epochs, batch_size, momentum, decay, seed,
+    select_on_validation,
+):
+    """Train one new split with ``n_restarts`` step sizes ``lr0 / 2**t``.
+
+    Every restart starts from the same (hard-split) initial point with its own
+    shuffling seed. The restart with the lowest training loss (the paper) or
+    validation error (``select_on_validation``, the authors' code) wins.
+    Diverged restarts are discarded. Returns (w, b, zL, zR, val_error,
+    restart); ``restart`` is -1 (and val_error inf) if every restart diverged.
+    """
+    d = X.shape[1]
+    K = zL_init.shape[0]
+    best_w = w_init.copy()
+    best_b = b_init
+    best_L = zL_init.copy()
+    best_R = zR_init.copy()
+    best_crit = np.inf
+    best_val = np.inf
+    best_t = -1
+    for t in range(n_restarts):
+        state = make_state(seed + 7919 * t)
+        w = w_init.copy()
+        zL = zL_init.copy()
+        zR = zR_init.copy()
+        b0, ok = sgd_split(
+            X, R, P, A, sw, w, b_init, zL, zR, loss, lr0 / 2.0**t, n_epochs,
+            batch_size, momentum, decay, state,
+        )
+        if not ok:
+            continue
+        val = split_error(Xv, Rv, Pv, Av, swv, w, b0, zL, zR, loss, metric)
+        if select_on_validation:
+            crit = val
+        else:
+            crit = split_error(X, R, P, A, sw, w, b0, zL, zR, loss, 0)
+        if not np.isfinite(crit) or not np.isfinite(val):
+            continue
+        if crit < best_crit:
+            best_crit = crit
+            best_val = val
+            best_t = t
+            best_w[:] = w
+            best_b = b0
+            best_L[:] = zL
+            best_R[:] = zR
+    return best_w, best_b, best_L, best_R, best_val, best_t
+
+
+# ------------------------------------------------------- joint finetuning
+@jit
+def _tree_grad_one(
+    x, r, weight, children_left, children_right, W, b, Z, n_nodes, loss,
+    logp, gate, S, err, gW, gb, gZ,
+):
+    """Accumulate one sample's gradient of the whole tree; returns its loss."""
+    K = Z.shape[1]
+    d = x.shape[0]
+    logp[0] = 0.0
+    for j in range(n_nodes):
+        left = children_left[j]
+        if left >= 0:
+            a = b[j]
+            for f in range(d):
+                a += W[j, f] * x[f]
+            gate[j] = _sigmoid(a)
+            logp[left] = logp[j] + _log_sigmoid(a)
+            logp[children_right[j]] = logp[j] + _log_sigmoid(-a)
+    # subtree outputs, bottom-up
+    for j in range(n_nodes - 1, -1, -1):
+        left = children_left[j]
+        if left < 0:
+            for k in range(K):
+                S[j, k] = Z[j, k]
+        else:
+            right = children_right[j]
+            g = gate[j]
+            for k in range(K):
+                S[j, k] = g * S[left, k] + (1.0 - g) * S[right, k]
+    e = _output_error(S[0], r, loss, err)
+    for j in range(n_nodes):
+        p = np.exp(logp[j])
+        if p == 0.0:
+            continue
+        left = children_left[j]
+        if left < 0:
+            for k in range(K):
+                gZ[j, k] += weight * err[k] * p
+        else:
+            right = children_right[j]
+            g = gate[j]
+            beta = 0.0
+            for k in range(K):
+                beta += err[k] * (S[left, k] - S[right, k])
+            ga = weight * p * beta * g * (1.0 - g)
+            gb[j] += ga
+            for f in range(d):
+                gW[j, f] += ga * x[f]
+    return weight * (0.5 * e if loss == LOSS_SQUARED else e)
+
+
+@jit
+def tree_loss_grad(X, R, sw, children_left, children_right, W, b, Z, n_nodes, loss):
+    """Loss and gradient of the whole soft tree w.r.t. every W, b and leaf Z.
+
+    Same loss convention as :func:`split_loss_grad`. Rows of W/b of leaves and
+    rows of Z of internal nodes get zero gradient.
+    """
+    n = X.shape[0]
+    K = Z.shape[1]
+    gW = np.zeros(W.shape)
+    gb = np.zeros(b.shape[0])
+    gZ = np.zeros(Z.shape)
+    logp = np.empty(n_nodes)
+    gate = np.zeros(n_nodes)
+    S = np.empty((n_nodes, K))
+    err = np.empty(K)
+    total = 0.0
+    for i in range(n):
+        total += _tree_grad_one(
+            X[i], R[i], sw[i], children_left, children_right, W, b, Z, n_nodes,
+            loss, logp, gate, S, err, gW, gb, gZ,
+        )
+    return total, gW, gb, gZ
+
+
+@jit
+def tree_error(X, R, sw, children_left, children_right, W, b, Z, n_nodes, loss, metric):
+    """Weighted mean error of the whole soft tree (see _sample_error)."""
+    n = X.shape[0]
+    K = Z.shape[1]
+    logp = np.empty(max(n_nodes, 1))
+    F = np.empty(K)
+    total = 0.0
+    wsum = 0.0
+    for i in range(n):
+        _forward_one(X[i], children_left, children_right, W, b, Z, n_nodes, logp, F)
+        total += sw[i] * _sample_error(F, R[i], loss, metric)
+        wsum += sw[i]
+    return total / wsum if wsum > 0.0 else 0.0
+
+
+@jit
+def finetune_tree(
+    X, R, sw, Xv, Rv, swv, children_left, children_right, W, b, Z, n_nodes,
+    loss, metric, lr, n_epochs, batch_size, momentum, decay, seed,
+):
+    """Joint SGD on all parameters of a grown tree (beyond the paper).
+
+    Same update rule as the growth (online or minibatch SGD with momentum,
+    per-sample step decay, shuffling from ``seed``), on every gate and leaf at
+    once; after every epoch the validation error is measured and the best
+    parameters seen (including the starting point) are kept in W, b, Z.
+    Returns (best validation error, epochs run, best epoch; 0 = unchanged).
+    """
+    n, d = X.shape
+    K = Z.shape[1]
+    state = make_state(seed)
+    Wc = W.copy()
+    bc = b.copy()
+    Zc = Z.copy()
+    best = tree_error(Xv, Rv, swv, children_left, children_right, W, b, Z, n_nodes, loss, metric)
+    best_epoch = 0
+    vW = np.zeros(W.shape)
+    vb = np.zeros(b.shape[0])
+    vZ = np.zeros(Z.shape)
+    gW = np.zeros(W.shape)
+    gb = np.zeros(b.shape[0])
+    gZ = np.zeros(Z.shape)
+    logp = np.empty(n_nodes)
+    gate = np.zeros(n_nodes)
+    S = np.empty((n_nodes, K))
+    err = np.empty(K)
+    order = np.arange(n)
+    eta = lr
+    epochs_run = 0
+    for epoch in range(n_epochs):
+        _shuffle(order, state)
+        start = 0
+        while start < n:
+            stop = min(n, start + batch_size)
+            gW[:] = 0.0
+            gb[:] = 0.0
+            gZ[:] = 0.0
+            for q in range(start, stop):
+                i = order[q]
+                _tree_grad_one(
+                    X[i], R[i], sw[i], children_left, children_right, Wc, bc, Zc,
+                    n_nodes, loss, logp, gate, S, err, gW, gb, gZ,
+                )
+            scale = eta / (stop - start)
+            for j in range(n_nodes):
+                if children_left[j] >= 0:
+                    for f in range(d):
+                        vW[j, f] = momentum * vW[j, f] - scale * gW[j, f]
+                        Wc[j, f] += vW[j, f]
+                    vb[j] = momentum * vb[j] - scale * gb[j]
+                    bc[j] += vb[j]
+                else:
+                    for k in range(K):
+                        vZ[j, k] = momentum * vZ[j, k] - scale * gZ[j, k]
+                        Zc[j, k] += vZ[j, k]
+            for q in range(start, stop):
+                eta *= decay
+            start = stop
+        epochs_run += 1
+        finite = True
+        for j in range(n_nodes):
+            if not (abs(bc[j]) < 1e8):
+                finite = False
+            for k in range(K):
+                if not (abs(Zc[j, k]) < 1e8):
+                    finite = False
+            for f in range(d):
+                if not (abs(Wc[j, f]) < 1e8):
+                    finite = False
+        if not finite:
+            break
+        val = tree_error(Xv, Rv, swv, children_left, children_right, Wc, bc, Zc, n_nodes, loss, metric)
+        if val < best:
+            best = val
+            best_epoch = epoch + 1
+            W[:, :] = Wc
+            b[:] = bc
+            Z[:, :] = Zc
+    return best, epochs_run, best_epoch

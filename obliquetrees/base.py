@@ -1,0 +1,216 @@
+"""Base classes shared by every estimator of the package.
+
+The estimators are thin: they validate input, resolve parameters, draw seeds
+and call one training function that returns :class:`ObliqueTree` objects.
+Everything after training (storage, ``predict``, ``predict_proba``, ``apply``,
+``decision_path``) lives here and goes through the shared traversal kernels.
+
+Class layout (mixins first, as scikit-learn requires)::
+
+    class MyClassifier(ObliqueClassifierMixin, BaseObliqueForest): ...
+    class MyRegressor(ObliqueRegressorMixin, BaseObliqueTree): ...
+
+- :class:`BaseObliqueTree`: a single tree, stored as ``tree_``.
+- :class:`BaseObliqueForest`: several trees packed into ``forest_`` (an
+  :class:`ObliqueForest`), exposed as the list ``trees_``.
+
+A subclass whose prediction is not "average of the reached leaves' values"
+(soft routing, hinge margins) overrides :meth:`_predict_output`.
+"""
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+
+from obliquetrees._core.forest import ObliqueForest
+from obliquetrees.utils.validation import validate_fit_data, validate_predict_data
+
+
+def _n_threads(n_jobs):
+    """Number of numba threads for prediction from an ``n_jobs`` value."""
+    from joblib import effective_n_jobs
+
+    return max(1, effective_n_jobs(n_jobs))
+
+
+class BaseObliqueEstimator(BaseEstimator):
+    """Storage, validation and prediction plumbing common to all estimators."""
+
+    #: dtype(s) prediction input is converted to (float32 input stays float32).
+    _predict_dtype = (np.float64, np.float32)
+
+    # ------------------------------------------------------------------ fit
+    def _validate_fit_data(self, X, y, sample_weight=None):
+        """Validate training data; see :func:`~obliquetrees.utils.validation.validate_fit_data`."""
+        return validate_fit_data(
+            self, X, y, sample_weight, classifier=isinstance(self, ClassifierMixin)
+        )
+
+    # -------------------------------------------------------------- predict
+    def _validate_X_predict(self, X):
+        return validate_predict_data(self, X, dtype=self._predict_dtype)
+
+    def _prediction_threads(self):
+        return _n_threads(getattr(self, "n_jobs", None))
+
+    def _predict_output(self, X):
+        """Mean over the trees of the value of the reached leaf.
+
+        Parameters
+        ----------
+        X : ndarray or CSR matrix, already validated
+
+        Returns
+        -------
+        output : ndarray of float64, shape (n_samples, n_outputs)
+            Class probabilities for classifiers, predictions for regressors.
+        """
+        from obliquetrees._core import traversal  # numba is imported on first use
+
+        forest = self._forest()
+        total = traversal.predict_value(forest, X, self._prediction_threads())
+        return total / forest.n_trees
+
+    def apply(self, X):
+        """Index of the leaf each sample reaches (hard routing).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        leaves : ndarray of int64, shape (n_samples,) for a single tree, (n_samples, n_trees) for a forest
+            Node ids local to each tree.
+        """
+        from obliquetrees._core import traversal  # numba is imported on first use
+
+        X = self._validate_X_predict(X)
+        leaves = traversal.apply(self._forest(), X, self._prediction_threads())
+        return leaves[:, 0] if isinstance(self, BaseObliqueTree) else leaves
+
+    def decision_path(self, X):
+        """Nodes on each sample's root-to-leaf path (hard routing).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        indicator : scipy.sparse.csr_matrix of shape (n_samples, n_nodes)
+            ``indicator[i, j]`` is 1 iff sample ``i`` goes through node ``j``.
+        n_nodes_ptr : ndarray of int64, shape (n_trees + 1,)
+            Forests only: the columns of tree ``t`` are
+            ``n_nodes_ptr[t]:n_nodes_ptr[t + 1]`` (as in scikit-learn).
+        """
+        from obliquetrees._core import traversal  # numba is imported on first use
+
+        X = self._validate_X_predict(X)
+        forest = self._forest()
+        indicator = traversal.decision_path(forest, X, self._prediction_threads())
+        if isinstance(self, BaseObliqueTree):
+            return indicator
+        return indicator, forest.node_offset.copy()
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False  # training needs dense X; predict accepts CSR
+        return tags
+
+
+class BaseObliqueTree(BaseObliqueEstimator):
+    """Base of single-tree estimators: the fitted tree is ``tree_``."""
+
+    def _set_trees(self, trees):
+        (self.tree_,) = trees
+        return self
+
+    def _forest(self):
+        return ObliqueForest.from_trees([self.tree_])
+
+
+class BaseObliqueForest(BaseObliqueEstimator):
+    """Base of forests: the fitted trees are packed in ``forest_``.
+
+    ``trees_`` lists the trees as zero-copy views of ``forest_``; pickles hold
+    the packed arrays once.
+    """
+
+    def _set_trees(self, trees):
+        self.forest_ = ObliqueForest.from_trees(trees)
+        return self
+
+    def _forest(self):
+        return self.forest_
+
+    @property
+    def trees_(self):
+        """list of ObliqueTree: the fitted trees."""
+        if "forest_" not in self.__dict__:
+            raise AttributeError("trees_ exists only after fit.")
+        return self.forest_.trees
+
+
+class ObliqueClassifierMixin(ClassifierMixin):
+    """``predict_proba``/``predict`` for classifiers (``classes_`` order)."""
+
+    def predict_proba(self, X):
+        """Class probabilities of the input samples.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+            Columns follow ``classes_``.
+        """
+        X = self._validate_X_predict(X)
+        return self._predict_output(X)
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba` (``-inf`` where it is 0).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+        """
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+
+    def predict(self, X):
+        """Predicted class of each sample (the most probable one).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,)
+        """
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+
+class ObliqueRegressorMixin(RegressorMixin):
+    """``predict`` for regressors."""
+
+    def predict(self, X):
+        """Predicted target of each sample.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        """
+        X = self._validate_X_predict(X)
+        output = self._predict_output(X)
+        return output[:, 0] if output.shape[1] == 1 else output

@@ -1,0 +1,179 @@
+"""Turn fitted scikit-learn trees and forests into obliquetrees containers.
+
+An axis-aligned split ``x_j <= threshold`` (left) becomes the oblique split
+``1.0 * x_j - threshold`` with one stored weight: the sample goes right iff
+``x_j - threshold > 0``, which in IEEE arithmetic is exactly ``x_j >
+threshold``. Inputs are cast to float32 before routing, as scikit-learn does,
+so converted models route every sample exactly like the original.
+
+The converted predictor runs on the package's traversal kernels (one kernel
+call for the whole forest) and is the starting point of decision-machine
+fine-tuning.
+
+Examples
+--------
+>>> from sklearn.datasets import load_iris
+>>> from sklearn.ensemble import RandomForestClassifier
+>>> from obliquetrees.convert import from_sklearn
+>>> X, y = load_iris(return_X_y=True)
+>>> rf = RandomForestClassifier(n_estimators=10, random_state=0).fit(X, y)
+>>> model = from_sklearn(rf)
+>>> bool((model.predict(X) == rf.predict(X)).all())
+True
+"""
+
+import numpy as np
+from sklearn.base import is_classifier
+from sklearn.ensemble import (
+    ExtraTreesClassifier,
+    ExtraTreesRegressor,
+    RandomForestClassifier,
+    RandomForestRegressor,
+)
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+from sklearn.utils.validation import check_is_fitted
+
+from obliquetrees._core.tree import ObliqueTree
+from obliquetrees.base import (
+    BaseObliqueForest,
+    ObliqueClassifierMixin,
+    ObliqueRegressorMixin,
+)
+
+__all__ = ["ConvertedForestClassifier", "ConvertedForestRegressor", "from_sklearn"]
+
+_SINGLE_TREES = (DecisionTreeClassifier, DecisionTreeRegressor)
+_FORESTS = (
+    RandomForestClassifier,
+    RandomForestRegressor,
+    ExtraTreesClassifier,
+    ExtraTreesRegressor,
+)
+
+
+class _ConvertedMixin:
+    # scikit-learn casts prediction input to float32; so do we, so that
+    # routing matches the original model bit for bit.
+    _predict_dtype = (np.float32,)
+
+    def __init__(self, n_jobs=None):
+        self.n_jobs = n_jobs
+
+
+class ConvertedForestClassifier(_ConvertedMixin, ObliqueClassifierMixin, BaseObliqueForest):
+    """A scikit-learn tree or forest classifier running on obliquetrees kernels.
+
+    Build it with :func:`from_sklearn`; it is already fitted.
+
+    Parameters
+    ----------
+    n_jobs : int, default=None
+        Threads used by ``predict``/``predict_proba``/``apply``
+        (None means 1, -1 all cores).
+
+    Attributes
+    ----------
+    trees_ : list of ObliqueTree
+    forest_ : ObliqueForest
+    classes_ : ndarray of shape (n_classes,)
+    n_classes_ : int
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when the original model has it.
+    """
+
+
+class ConvertedForestRegressor(_ConvertedMixin, ObliqueRegressorMixin, BaseObliqueForest):
+    """A scikit-learn tree or forest regressor running on obliquetrees kernels.
+
+    Build it with :func:`from_sklearn`; it is already fitted.
+
+    Parameters
+    ----------
+    n_jobs : int, default=None
+        Threads used by ``predict``/``apply`` (None means 1, -1 all cores).
+
+    Attributes
+    ----------
+    trees_ : list of ObliqueTree
+    forest_ : ObliqueForest
+    n_features_in_ : int
+    n_outputs_ : int
+    feature_names_in_ : ndarray of str
+        Only when the original model has it.
+    """
+
+
+def _convert_tree(sk_tree, n_features, classifier):
+    """One ``sklearn.tree._tree.Tree`` as an :class:`ObliqueTree`."""
+    left = sk_tree.children_left
+    internal = left != -1
+    indptr = np.zeros(sk_tree.node_count + 1, dtype=np.int64)
+    np.cumsum(internal, out=indptr[1:])
+    value = np.asarray(sk_tree.value, dtype=np.float64)
+    if classifier:
+        value = value[:, 0, :]
+        # Older scikit-learn stores weighted counts, newer ones fractions;
+        # normalising gives the tree's predict_proba either way.
+        totals = value.sum(axis=1, keepdims=True)
+        value = np.divide(value, totals, out=np.zeros_like(value), where=totals > 0)
+    else:
+        value = value[:, :, 0]
+    return ObliqueTree(
+        children_left=left,
+        children_right=sk_tree.children_right,
+        weight_indptr=indptr,
+        weight_index=sk_tree.feature[internal],
+        weight_value=np.ones(int(internal.sum())),
+        bias=np.where(internal, -sk_tree.threshold, 0.0),
+        value=value,
+        n_node_samples=sk_tree.weighted_n_node_samples,
+        n_features=n_features,
+    )
+
+
+def from_sklearn(model, n_jobs=None):
+    """Convert a fitted scikit-learn tree or forest.
+
+    Parameters
+    ----------
+    model : DecisionTreeClassifier, DecisionTreeRegressor, RandomForestClassifier, RandomForestRegressor, ExtraTreesClassifier or ExtraTreesRegressor
+        A fitted model. Classifiers must be single-output.
+    n_jobs : int, default=None
+        Threads the converted model uses for prediction.
+
+    Returns
+    -------
+    converted : ConvertedForestClassifier or ConvertedForestRegressor
+        Fitted; a single tree becomes a forest of one tree. It predicts what
+        ``model`` predicts (inputs are cast to float32 like scikit-learn;
+        NaN input is rejected, so models relying on scikit-learn's missing
+        value support are routed only on complete rows).
+
+    Raises
+    ------
+    TypeError
+        If ``model`` is not one of the supported types.
+    ValueError
+        If ``model`` is a multi-output classifier.
+    """
+    if not isinstance(model, _SINGLE_TREES + _FORESTS):
+        supported = ", ".join(c.__name__ for c in _SINGLE_TREES + _FORESTS)
+        raise TypeError(f"from_sklearn supports {supported}; got {type(model).__name__}.")
+    check_is_fitted(model)
+    classifier = is_classifier(model)
+    if classifier and model.n_outputs_ != 1:
+        raise ValueError("Multi-output classifiers cannot be converted.")
+    estimators = [model] if isinstance(model, _SINGLE_TREES) else model.estimators_
+    trees = [_convert_tree(est.tree_, model.n_features_in_, classifier) for est in estimators]
+    if classifier:
+        converted = ConvertedForestClassifier(n_jobs=n_jobs)
+        converted.classes_ = model.classes_
+        converted.n_classes_ = len(model.classes_)
+    else:
+        converted = ConvertedForestRegressor(n_jobs=n_jobs)
+        converted.n_outputs_ = model.n_outputs_
+    converted.n_features_in_ = model.n_features_in_
+    if hasattr(model, "feature_names_in_"):
+        converted.feature_names_in_ = model.feature_names_in_
+    return converted._set_trees(trees)

@@ -1,0 +1,78 @@
+"""Input validation shared by every estimator (wraps scikit-learn's helpers).
+
+This is the one module that imports scikit-learn's validation helpers,
+including the private ``_check_sample_weight``.
+"""
+
+import numpy as np
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+__all__ = [
+    "check_is_fitted",
+    "validate_fit_data",
+    "validate_predict_data",
+]
+
+
+def validate_fit_data(estimator, X, y, sample_weight, *, classifier):
+    """Validate training data and set ``n_features_in_`` (and ``classes_``).
+
+    Parameters
+    ----------
+    estimator : BaseEstimator
+        The estimator being fitted; receives ``n_features_in_``,
+        ``feature_names_in_`` and, for classifiers, ``classes_`` and
+        ``n_classes_``.
+    X : array-like of shape (n_samples, n_features)
+        Dense input; sparse input raises a ``TypeError``.
+    y : array-like of shape (n_samples,)
+    sample_weight : array-like of shape (n_samples,) or None
+    classifier : bool
+        Encode ``y`` as class indices (classifier) or as float64 targets.
+
+    Returns
+    -------
+    X : ndarray of float64, C-contiguous
+    y : ndarray of int64 class indices (classifier) or float64 targets
+    sample_weight : ndarray of float64 or None
+        None when no weights were given. Negative weights and weights summing
+        to zero raise a ``ValueError``.
+    """
+    X, y = validate_data(
+        estimator,
+        X,
+        y,
+        accept_sparse=False,
+        dtype=np.float64,
+        order="C",
+        y_numeric=not classifier,
+    )
+    if classifier:
+        check_classification_targets(y)
+        estimator.classes_, y = np.unique(y, return_inverse=True)
+        estimator.n_classes_ = len(estimator.classes_)
+        y = y.astype(np.int64, copy=False)
+    else:
+        y = np.ascontiguousarray(y, dtype=np.float64)
+        if not np.all(np.isfinite(y)):
+            raise ValueError("Input y contains NaN or infinity.")
+    if sample_weight is not None:
+        sample_weight = _check_sample_weight(
+            sample_weight, X, dtype=np.float64, ensure_non_negative=True
+        )
+        if not sample_weight.sum() > 0:
+            raise ValueError("sample_weight must not be all zero (sum must be > 0).")
+    return X, y, sample_weight
+
+
+def validate_predict_data(estimator, X, dtype=(np.float64, np.float32)):
+    """Check that ``estimator`` is fitted and validate prediction input.
+
+    float32 and float64 input keeps its dtype (kernels take both); other
+    dtypes become the first entry of ``dtype``. CSR input is accepted.
+    """
+    check_is_fitted(estimator)
+    return validate_data(
+        estimator, X, reset=False, accept_sparse="csr", dtype=list(dtype)
+    )
