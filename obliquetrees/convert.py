@@ -59,6 +59,19 @@ class _ConvertedMixin:
     def __init__(self, n_jobs=None):
         self.n_jobs = n_jobs
 
+    def fit(self, X, y, sample_weight=None):
+        """Not available: a converted model is fitted by :func:`from_sklearn`.
+
+        Raises
+        ------
+        TypeError
+            Always; refit the original scikit-learn model and convert it again.
+        """
+        raise TypeError(
+            f"{type(self).__name__} is created fitted by from_sklearn(); refit the "
+            "scikit-learn model and convert it again."
+        )
+
 
 class ConvertedForestClassifier(_ConvertedMixin, ObliqueClassifierMixin, BaseObliqueForest):
     """A scikit-learn tree or forest classifier running on obliquetrees kernels.

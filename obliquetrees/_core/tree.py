@@ -269,6 +269,8 @@ def _node_depths(children_left, children_right):
         depth[frontier] = level
         internal = frontier[children_left[frontier] != TREE_LEAF]
         frontier = np.concatenate([children_left[internal], children_right[internal]])
+        # out-of-range ids are reported by check_invariants, not followed here
+        frontier = frontier[(frontier > 0) & (frontier < n)]
         level += 1
     return depth
 

@@ -22,15 +22,17 @@ Conventions used by every kernel of this module (the *training* convention):
   the error signal is ``dE/dF = y_hat - r``.
 
 Randomness comes from an explicit integer seed through a small splitmix64
-generator, never from a global RNG. Kernels over samples that run in
-parallel (``prange``) have no cross-sample reduction, or reduce over fixed
-chunks in chunk order, so results do not depend on the number of threads.
+generator, never from a global RNG. Training kernels are serial (they run
+once per split attempt on one node's problem; thread start-up costs more than
+it saves at these sizes); the prediction kernel runs ``prange`` over fixed
+chunks of samples with no cross-sample reduction, so results do not depend on
+the number of threads.
 """
 
 import numpy as np
-from numba import njit, prange
 
-from obliquetrees._core._jit import jit, jit_parallel
+
+from obliquetrees._core._jit import jit, jit_parallel, prange
 
 #: Samples per chunk in the parallel kernels (fixed: results do not depend on
 #: the thread count).
@@ -42,7 +44,7 @@ LOSS_SOFTMAX = 2
 
 
 # --------------------------------------------------------------------- scalars
-@jit(inline="always")
+@jit
 def _sigmoid(a):
     if a >= 0.0:
         return 1.0 / (1.0 + np.exp(-a))
@@ -50,7 +52,7 @@ def _sigmoid(a):
     return e / (1.0 + e)
 
 
-@jit(inline="always")
+@jit
 def _log_sigmoid(a):
     """log(sigmoid(a)) without overflow or log(0)."""
     if a >= 0.0:
@@ -58,7 +60,7 @@ def _log_sigmoid(a):
     return a - np.log1p(np.exp(a))
 
 
-@jit(inline="always")
+@jit
 def _splitmix_next(state):
     """Advance a one-element uint64 state; return 64 random bits."""
     state[0] += np.uint64(0x9E3779B97F4A7C15)
@@ -68,7 +70,7 @@ def _splitmix_next(state):
     return z ^ (z >> np.uint64(31))
 
 
-@jit(inline="always")
+@jit
 def _uniform(state):
     """Uniform float in [0, 1)."""
     return float(_splitmix_next(state) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
@@ -103,7 +105,7 @@ def uniform_noise(seed, n, half_width):
     return out
 
 
-@jit(inline="always")
+@jit
 def _output_error(F, r, loss, err):
     """err = dE/dF = y_hat - r for one sample; returns the sample's loss."""
     K = F.shape[0]
@@ -134,7 +136,7 @@ def _output_error(F, r, loss, err):
     return total
 
 
-@jit(inline="always")
+@jit
 def _sample_error(F, r, loss, metric):
     """Validation error of one sample: the loss (metric 0) or 0/1 error (metric 1)."""
     K = F.shape[0]
@@ -194,34 +196,35 @@ def _forward_one(x, children_left, children_right, W, b, Z, n_nodes, logp, F):
             logp[children_right[j]] = logp[j] + _log_sigmoid(-a)
 
 
-@jit_parallel
+@jit
 def forward_context(X, children_left, children_right, W, b, Z, n_nodes, m):
     """Whole-tree soft output and the context of node ``m``.
 
     For every sample returns the tree output ``F`` (n_samples, n_outputs),
     the path probability ``P`` of node ``m`` (product of the gates from the
     root to ``m``; all ones if ``m < 0``) and ``A = F - P * Z[m]``, the output
-    of every leaf other than ``m``. Replacing leaf ``m`` by a subtree with
-    output ``S(x)`` changes the tree output to ``A + P * S(x)``: this is what
-    lets a split be trained "while the whole tree is evaluated" in O(d) per
-    sample.
+    of every leaf other than ``m`` (zeros if ``m < 0``). Replacing leaf ``m``
+    by a subtree with output ``S(x)`` changes the tree output to
+    ``A + P * S(x)``: this is what lets a split be trained "while the whole
+    tree is evaluated" in O(d) per sample. Serial: it runs once per split
+    attempt inside the growth loop, where thread start-up costs more than it
+    saves.
     """
     n = X.shape[0]
     K = Z.shape[1]
     F = np.empty((n, K))
     P = np.ones(n)
-    A = np.empty((n, K))
-    n_chunks = (n + CHUNK - 1) // CHUNK
-    for c in prange(n_chunks):
-        logp = np.empty(max(n_nodes, 1))
-        f = np.empty(K)
-        for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
-            _forward_one(X[i], children_left, children_right, W, b, Z, n_nodes, logp, f)
-            pm = np.exp(logp[m]) if m >= 0 else 1.0
-            P[i] = pm
-            for k in range(K):
-                F[i, k] = f[k]
-                A[i, k] = f[k] - pm * Z[m, k] if m >= 0 else 0.0
+    A = np.zeros((n, K))
+    logp = np.empty(max(n_nodes, 1))
+    f = np.empty(K)
+    for i in range(n):
+        _forward_one(X[i], children_left, children_right, W, b, Z, n_nodes, logp, f)
+        pm = np.exp(logp[m]) if m >= 0 else 1.0
+        P[i] = pm
+        for k in range(K):
+            F[i, k] = f[k]
+            if m >= 0:
+                A[i, k] = f[k] - pm * Z[m, k]
     return F, P, A
 
 
@@ -269,7 +272,7 @@ def soft_predict_csr(
 
 
 # -------------------------------------------------------------- hard init
-@jit_parallel
+@jit
 def best_axis_split(X, sorted_index, u, Y):
     """Best hard axis-aligned split of the weighted data by weighted SSE.
 
@@ -295,14 +298,14 @@ def best_axis_split(X, sorted_index, u, Y):
         tot_w += u[i]
         for k in range(K):
             tot_s[k] += u[i] * Y[i, k]
-    # best gain per feature (parallel over features, argmax sequential)
+    # best gain per feature, then the first maximum
     gains = np.full(d, -np.inf)
     thresholds = np.zeros(d)
     base = 0.0
     if tot_w > 0.0:
         for k in range(K):
             base += tot_s[k] * tot_s[k] / tot_w
-    for f in prange(d):
+    for f in range(d):
         idx = sorted_index[f]
         sw = 0.0
         ss = np.zeros(K)
@@ -359,7 +362,7 @@ def best_axis_split(X, sorted_index, u, Y):
 
 
 # --------------------------------------------------- training one new split
-@jit(inline="always")
+@jit
 def _split_output(x, w, b0, zL, zR, out):
     """Output of the new subtree for one sample; returns the gate g = P(left)."""
     a = b0
@@ -745,3 +748,36 @@ def finetune_tree(
             b[:] = bc
             Z[:, :] = Zc
     return best, epochs_run, best_epoch
+
+
+# ------------------------------------------------------------------ helpers
+@jit
+def mean_error(F, R, sw, loss, metric):
+    """Weighted mean error of given outputs F (see _sample_error)."""
+    n = F.shape[0]
+    total = 0.0
+    wsum = 0.0
+    for i in range(n):
+        total += sw[i] * _sample_error(F[i], R[i], loss, metric)
+        wsum += sw[i]
+    return total / wsum if wsum > 0.0 else 0.0
+
+
+@jit
+def node_membership(X, sw, children_left, children_right, W, b, n_nodes):
+    """Sum over samples of sw_i x path probability of every node."""
+    n, d = X.shape
+    out = np.zeros(max(n_nodes, 1))
+    logp = np.empty(max(n_nodes, 1))
+    for i in range(n):
+        logp[0] = 0.0
+        for j in range(n_nodes):
+            left = children_left[j]
+            if left >= 0:
+                a = b[j]
+                for f in range(d):
+                    a += W[j, f] * X[i, f]
+                logp[left] = logp[j] + _log_sigmoid(a)
+                logp[children_right[j]] = logp[j] + _log_sigmoid(-a)
+            out[j] += sw[i] * np.exp(logp[j])
+    return out[:n_nodes]

@@ -1,0 +1,388 @@
+"""numba kernels of E2EDT training (Hehn, Kooij & Hamprecht, 2019).
+
+Notation (paper): split ``i`` sends ``x`` right with probability
+``sigma(gamma_i * a_i)``, ``a_i = w_i . x + b_i``; the path probability of leaf
+``l`` is ``mu_l(x)`` (eq. 1), leaves hold class distributions ``pi_l``.
+
+Tree layout taken by the kernels (``tree`` tuple): nodes in an order where a
+parent comes before its children (node 0 is the root)::
+
+    left, right : int64 (n_nodes,)   children, -1 at leaves
+    split_col   : int64 (n_nodes,)   column of the split in the activation
+                                     matrix A (internal nodes), -1 at leaves
+    leaf_col    : int64 (n_nodes,)   column of the leaf in h / pi, -1 inside
+
+Kind of work: the activations ``A = X_b @ W.T + b`` and the weight gradient
+``G.T @ X_b`` are BLAS GEMMs done by the caller; the kernels here are the
+element-wise, per-sample parts (log path probabilities level by level, the
+E-step, the per-split gradient factors of eq. 14, the Adam update). They are
+serial (``nogil``): a forest trains one tree per joblib thread. Every output
+row is written by its own sample and every reduction runs in sample order,
+so results are reproducible bit for bit.
+
+All path products are computed in log space with the stable
+``log sigma(z) = min(z, 0) - log1p(exp(-|z|))``; no clamping is needed and
+nothing divides by zero (E-step rows whose labels have zero probability in
+every leaf fall back to the label-free path posterior; empty leaves keep
+their previous distribution).
+"""
+
+import numpy as np
+
+from obliquetrees._core._jit import jit
+
+
+@jit
+def _log_sigmoid_pair(z):
+    """``(log sigma(z), log sigma(-z))`` without overflow."""
+    e = np.log1p(np.exp(-abs(z)))
+    if z >= 0.0:
+        return -e, -z - e
+    return z - e, -e
+
+
+@jit
+def _sigmoid(z):
+    if z >= 0.0:
+        return 1.0 / (1.0 + np.exp(-z))
+    e = np.exp(z)
+    return e / (1.0 + e)
+
+
+@jit
+def _row_log_paths(A, r, gamma, left, right, split_col, leaf_col, node_lp, out, out_row):
+    """Log path probabilities of row ``r`` of ``A``: ``out[out_row, leaf]``."""
+    node_lp[0] = 0.0
+    for node in range(left.shape[0]):
+        c = split_col[node]
+        if c >= 0:
+            lr, ll = _log_sigmoid_pair(gamma[c] * A[r, c])
+            node_lp[right[node]] = node_lp[node] + lr
+            node_lp[left[node]] = node_lp[node] + ll
+        else:
+            out[out_row, leaf_col[node]] = node_lp[node]
+
+
+@jit
+def log_path_probs(A, gamma, left, right, split_col, leaf_col, n_leaves):
+    """``log mu_l(x_n)`` for every row of the activations ``A`` (eq. 1).
+
+    Parameters
+    ----------
+    A : ndarray (n, n_splits)
+        Split activations ``w_i . x_n + b_i``.
+    gamma : ndarray (n_splits,)
+        Steepness of each split.
+    left, right, split_col, leaf_col : tree layout (see module docstring).
+    n_leaves : int
+
+    Returns
+    -------
+    log_mu : ndarray (n, n_leaves)
+    """
+    n = A.shape[0]
+    out = np.empty((n, n_leaves))
+    node_lp = np.empty(left.shape[0])
+    for r in range(n):
+        _row_log_paths(A, r, gamma, left, right, split_col, leaf_col, node_lp, out, r)
+    return out
+
+
+@jit
+def e_step(A, gamma, left, right, split_col, leaf_col, log_pi, y, sw, h, counts):
+    """E-step (eq. 10) and the sufficient statistics of the leaf M-step (eq. 13).
+
+    Parameters
+    ----------
+    A : ndarray (n, n_splits)
+    gamma : ndarray (n_splits,)
+    left, right, split_col, leaf_col : tree layout.
+    log_pi : ndarray (n_leaves, n_classes)
+        ``log pi_l[k]`` (``-inf`` where the probability is 0).
+    y : int64 (n,)
+    sw : float64 (n,)
+        Sample weights.
+    h : ndarray (n, n_leaves), output
+        Responsibilities ``h_{n,l}``.
+    counts : ndarray (n_leaves, n_classes), accumulated into
+        ``counts[l, k] += sw_n h_{n,l} [y_n = k]``.
+
+    Returns
+    -------
+    loglik : float
+        ``sum_n sw_n log p(y_n | x_n)`` (eq. 4) under the current parameters.
+    """
+    n = A.shape[0]
+    n_leaves = log_pi.shape[0]
+    node_lp = np.empty(left.shape[0])
+    lp = np.empty((1, n_leaves))
+    t = np.empty(n_leaves)
+    loglik = 0.0
+    for r in range(n):
+        _row_log_paths(A, r, gamma, left, right, split_col, leaf_col, node_lp, lp, 0)
+        k = y[r]
+        m = -np.inf
+        for l in range(n_leaves):
+            t[l] = log_pi[l, k] + lp[0, l]
+            if t[l] > m:
+                m = t[l]
+        impossible = m == -np.inf
+        if impossible:
+            # label impossible in every leaf: responsibilities = path posterior
+            for l in range(n_leaves):
+                t[l] = lp[0, l]
+                if t[l] > m:
+                    m = t[l]
+        total = 0.0
+        for l in range(n_leaves):
+            t[l] = np.exp(t[l] - m)
+            total += t[l]
+        inv = 1.0 / total
+        for l in range(n_leaves):
+            hv = t[l] * inv
+            h[r, l] = hv
+            counts[l, k] += sw[r] * hv
+        if impossible:
+            if sw[r] > 0.0:
+                loglik = -np.inf
+        else:
+            loglik += sw[r] * (m + np.log(total))
+    return loglik
+
+
+@jit
+def leaf_m_step(counts, pi):
+    """Closed-form leaf update (eq. 13), in place; empty leaves keep ``pi``."""
+    for l in range(counts.shape[0]):
+        total = 0.0
+        for k in range(counts.shape[1]):
+            total += counts[l, k]
+        if total > 0.0:
+            for k in range(counts.shape[1]):
+                pi[l, k] = counts[l, k] / total
+
+
+@jit
+def split_gradient_factors(A, gamma, left, right, split_col, leaf_col, h, coef, G):
+    """Per-sample, per-split derivative of eq. 14 with respect to ``a_i``.
+
+    ``G[n, i] = coef_n * d/da_i sum_l h_{n,l} log mu_l(x_n)
+    = coef_n * gamma_i * (H_right(i) - sigma(gamma_i a_i) * H(i))`` where
+    ``H(i)`` sums ``h_{n,l}`` over the leaves below node ``i``. The weight
+    gradient is then ``G.T @ X`` and the bias gradient ``G.sum(0)``.
+
+    Parameters
+    ----------
+    A : ndarray (n, n_splits)
+    gamma : ndarray (n_splits,)
+    left, right, split_col, leaf_col : tree layout.
+    h : ndarray (n, n_leaves)
+    coef : ndarray (n,)
+        Per-sample factor (sample weight / batch weight).
+    G : ndarray (n, n_splits), output.
+    """
+    n = A.shape[0]
+    n_nodes = left.shape[0]
+    H = np.empty(n_nodes)
+    for r in range(n):
+        c0 = coef[r]
+        for node in range(n_nodes - 1, -1, -1):
+            c = split_col[node]
+            if c < 0:
+                H[node] = h[r, leaf_col[node]]
+            else:
+                hr = H[right[node]]
+                hn = hr + H[left[node]]
+                H[node] = hn
+                g = gamma[c]
+                G[r, c] = c0 * g * (hr - _sigmoid(g * A[r, c]) * hn)
+
+
+@jit
+def adam_update(param, grad, m, v, step, lr, beta1, beta2, eps):
+    """One Adam step (Kingma & Ba) minimising, in place, on flat arrays.
+
+    ``step`` is the 1-based step count used for the bias corrections.
+    """
+    bc1 = 1.0 - beta1**step
+    bc2 = np.sqrt(1.0 - beta2**step)
+    a = lr / bc1
+    for j in range(param.shape[0]):
+        g = grad[j]
+        mj = beta1 * m[j] + (1.0 - beta1) * g
+        vj = beta2 * v[j] + (1.0 - beta2) * g * g
+        m[j] = mj
+        v[j] = vj
+        param[j] -= a * mj / (np.sqrt(vj) / bc2 + eps)
+
+
+@jit
+def add_laplacian_grad(W, mask, nb_indptr, nb_indices, lam, out):
+    """``out += d/dW lam * sum_i w_i^T M_i w_i`` for the grid-graph Laplacian.
+
+    ``M_i`` is the Laplacian of the 4-neighbour pixel graph restricted to the
+    features split ``i`` may use (``mask[i] != 0``): ``(M w)_j = sum over
+    neighbours j' of j in the mask of (w_j - w_j')``.
+
+    Parameters
+    ----------
+    W : ndarray (n_splits, n_features)
+    mask : ndarray (n_splits, n_features) of uint8
+    nb_indptr, nb_indices : CSR adjacency of the pixel grid (n_features rows).
+    lam : float
+    out : ndarray (n_splits, n_features), accumulated into.
+    """
+    for i in range(W.shape[0]):
+        for j in range(W.shape[1]):
+            if mask[i, j] == 0:
+                continue
+            acc = 0.0
+            for q in range(nb_indptr[j], nb_indptr[j + 1]):
+                jn = nb_indices[q]
+                if mask[i, jn] != 0:
+                    acc += W[i, j] - W[i, jn]
+            out[i, j] += 2.0 * lam * acc
+
+
+@jit
+def laplacian_penalty(W, mask, nb_indptr, nb_indices):
+    """``sum_i w_i^T M_i w_i`` (sum of squared differences over mask edges)."""
+    total = 0.0
+    for i in range(W.shape[0]):
+        for j in range(W.shape[1]):
+            if mask[i, j] == 0:
+                continue
+            for q in range(nb_indptr[j], nb_indptr[j + 1]):
+                jn = nb_indices[q]
+                if jn > j and mask[i, jn] != 0:
+                    d = W[i, j] - W[i, jn]
+                    total += d * d
+    return total
+
+
+@jit
+def fit_stump(
+    X, y, sw, w, b, pi, gamma0, dgamma, n_epochs, order, batch_size,
+    lr, beta1, beta2, eps, lam, nb_indptr, nb_indices,
+):
+    """Train one stump (a split and two leaves) by EM with Adam, in place.
+
+    Runs the whole schedule of one greedy split (sect. 2.5) in one call.
+    Epoch ``e`` (0-based): E-step on all rows with the current parameters
+    (eq. 10); for ``e >= 1`` Adam over the shuffled minibatches of
+    ``order[e - 1]`` on eq. 14 (mean over the batch, minus the spatial
+    penalty eq. 15); closed-form leaf update (eq. 13) from the E-step
+    responsibilities; then ``gamma += dgamma``. The first epoch updates only
+    the leaves: with uniform initial leaves the split gradient is zero there
+    (the official code does the same).
+
+    Parameters
+    ----------
+    X : ndarray (n, k)
+        The node's samples, restricted to the split's features.
+    y : int64 (n,)
+    sw : float64 (n,)
+    w : ndarray (k,), in/out
+    b : ndarray (1,), in/out
+    pi : ndarray (2, n_classes), in/out
+        Leaf distributions, row 0 = left leaf, row 1 = right leaf.
+    gamma0, dgamma : float
+        Initial steepness and its increase per epoch.
+    n_epochs : int
+    order : int64 (n_epochs - 1, n)
+        Row order of each Adam epoch.
+    batch_size : int
+    lr, beta1, beta2, eps : Adam parameters.
+    lam : float
+        Spatial regularisation strength.
+    nb_indptr, nb_indices : CSR adjacency between the k features (pixels).
+
+    Returns
+    -------
+    gamma : float
+        Steepness after the last epoch.
+    """
+    n, k = X.shape
+    n_classes = pi.shape[1]
+    hr = np.empty(n)
+    counts = np.zeros((2, n_classes))
+    log_pi = np.empty((2, n_classes))
+    gw = np.empty(k)
+    gb = np.zeros(1)
+    mw = np.zeros(k)
+    vw = np.zeros(k)
+    mb = np.zeros(1)
+    vb = np.zeros(1)
+    gamma = gamma0
+    step = 0
+    for epoch in range(n_epochs):
+        # E-step
+        for c in range(2):
+            for q in range(n_classes):
+                log_pi[c, q] = np.log(pi[c, q]) if pi[c, q] > 0.0 else -np.inf
+                counts[c, q] = 0.0
+        for r in range(n):
+            a = b[0]
+            for j in range(k):
+                a += X[r, j] * w[j]
+            lsr, lsl = _log_sigmoid_pair(gamma * a)
+            tr = log_pi[1, y[r]] + lsr
+            tl = log_pi[0, y[r]] + lsl
+            if tr == -np.inf and tl == -np.inf:
+                tr = lsr
+                tl = lsl
+            hv = _sigmoid(tr - tl)
+            hr[r] = hv
+            counts[1, y[r]] += sw[r] * hv
+            counts[0, y[r]] += sw[r] * (1.0 - hv)
+        # M-step, splits
+        if epoch >= 1:
+            perm = order[epoch - 1]
+            for start in range(0, n, batch_size):
+                stop = min(start + batch_size, n)
+                total = 0.0
+                for q in range(start, stop):
+                    total += sw[perm[q]]
+                if total <= 0.0:
+                    continue
+                gw[:] = 0.0
+                gb[0] = 0.0
+                for q in range(start, stop):
+                    r = perm[q]
+                    a = b[0]
+                    for j in range(k):
+                        a += X[r, j] * w[j]
+                    # minimisation: -d/da [h log s + (1 - h) log(1 - s)] / total
+                    c = -sw[r] * gamma * (hr[r] - _sigmoid(gamma * a)) / total
+                    for j in range(k):
+                        gw[j] += c * X[r, j]
+                    gb[0] += c
+                if lam > 0.0:
+                    for j in range(k):
+                        acc = 0.0
+                        for q in range(nb_indptr[j], nb_indptr[j + 1]):
+                            acc += w[j] - w[nb_indices[q]]
+                        gw[j] += 2.0 * lam * acc
+                step += 1
+                adam_update(w, gw, mw, vw, step, lr, beta1, beta2, eps)
+                adam_update(b, gb, mb, vb, step, lr, beta1, beta2, eps)
+        # M-step, leaves
+        leaf_m_step(counts, pi)
+        gamma += dgamma
+    return gamma
+
+
+@jit
+def count_right(X, w, b):
+    """Number of rows with ``X[r] . w + b > 0`` and the boolean mask."""
+    n, k = X.shape
+    right = np.empty(n, dtype=np.bool_)
+    count = 0
+    for r in range(n):
+        a = b
+        for j in range(k):
+            a += X[r, j] * w[j]
+        right[r] = a > 0.0
+        if a > 0.0:
+            count += 1
+    return count, right

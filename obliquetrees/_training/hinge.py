@@ -1,0 +1,513 @@
+"""Training of random hinge forests and ferns (Lay et al.) by minibatch SGD.
+
+Model (one forward pass, per sample ``x``)::
+
+    z = (x - x_mean) / x_scale                  standardised input (filled gap)
+    h = A z                                     bias-free linear layer (H features)
+    u = (h - bn_mean) / sqrt(bn_var + BN_EPS)   batch norm without affine params,
+                                                running statistics in training
+                                                and prediction alike
+    o_m = |r*_m(u)| W[m, leaf_m(u)]             hinge tree/fern m (Algorithm 3)
+    f = sum_m o_m                 (head="sum")  or  f = Q o + q  (head="linear")
+    loss = softmax cross-entropy (classification) or mean squared error
+
+Gradients are exact and sparse (eqs. 11-12); the batch-norm statistics are
+constants in the backward pass (as in the paper) and are updated *after* each
+step from the batch's pre-normalisation features, with the reference code's
+schedule ``alpha = min(i / (i + 1), 0.99)`` (``stat = alpha stat + (1 - alpha)
+batch_stat``, unbiased batch variance). The first batch initialises them
+before its forward pass (the reference code starts from whatever the
+statistics were initialised to).
+
+Everything here is arrays in, arrays out; :class:`HingeModel` holds plain
+numpy arrays and Python scalars only (picklable), including optimiser state,
+so ``warm_start`` and ``partial_fit`` continue exactly where training stopped.
+"""
+
+import time
+
+import numpy as np
+
+from obliquetrees._core.tree import ObliqueTree, fold_standardization
+
+BN_EPS = 1e-7
+BN_ALPHA_MAX = 0.99
+ADAM_BETA1 = 0.9
+ADAM_BETA2 = 0.999
+ADAM_EPS = 1e-8
+ADAGRAD_EPS = 1e-10
+PREDICT_CHUNK = 8192
+
+_OPT_CODES = {"adam": 0, "lazy_adam": 1, "adagrad": 2, "sgd": 3}
+
+
+class HingeModel:
+    """All learnable and running state of a hinge forest (numpy arrays only)."""
+
+    def __init__(self, **arrays):
+        self.__dict__.update(arrays)
+
+    @property
+    def n_trees(self):
+        return self.thr.shape[0]
+
+    @property
+    def n_leaves(self):
+        return self.W.shape[1]
+
+    def copy(self):
+        return HingeModel(
+            **{
+                k: (v.copy() if isinstance(v, np.ndarray) else v)
+                for k, v in self.__dict__.items()
+            }
+        )
+
+    def params(self):
+        """Names of the arrays that define predictions (snapshot for early stopping)."""
+        names = ["A", "bn_mean", "bn_var", "thr", "W"]
+        if self.head == "linear":
+            names += ["Q", "q"]
+        return names
+
+
+def init_model(
+    n_inputs,
+    n_outputs,
+    *,
+    n_trees,
+    depth,
+    tree_type,
+    n_hinge_features,
+    head,
+    x_mean,
+    x_scale,
+    seed,
+):
+    """Initialise a hinge forest (the paper's Algorithm 1).
+
+    Thresholds ``U(-3, 3)`` (they act on batch-normalised features), leaf
+    weights ``N(0, 0.01)``, feature indices uniform over the ``H`` hinge
+    features. The linear layer gets PyTorch's default ``U(-1/sqrt(p),
+    1/sqrt(p))`` (the paper does not say); with ``n_hinge_features=None`` it
+    is the identity and stays fixed. The linear head, if any, gets the same
+    default initialisation.
+    """
+    rng = np.random.default_rng(seed)
+    learn_A = n_hinge_features is not None
+    H = n_inputs if not learn_A else int(n_hinge_features)
+    if learn_A:
+        bound = 1.0 / np.sqrt(n_inputs)
+        A = rng.uniform(-bound, bound, size=(H, n_inputs))
+    else:
+        A = np.eye(n_inputs)
+    n_thr = depth if tree_type == "fern" else 2**depth - 1
+    L = 2**depth
+    C = n_outputs if head == "sum" else 1
+    feat = rng.integers(0, H, size=(n_trees, n_thr)).astype(np.int64)
+    thr = rng.uniform(-3.0, 3.0, size=(n_trees, n_thr))
+    W = rng.normal(0.0, 0.01, size=(n_trees, L, C))
+    model = HingeModel(
+        A=np.ascontiguousarray(A),
+        learn_A=learn_A,
+        bn_mean=np.zeros(H),
+        bn_var=np.ones(H),
+        bn_count=0,
+        feat=feat,
+        thr=thr,
+        W=W,
+        depth=int(depth),
+        is_fern=tree_type == "fern",
+        head=head,
+        n_outputs=int(n_outputs),
+        x_mean=np.asarray(x_mean, dtype=np.float64),
+        x_scale=np.asarray(x_scale, dtype=np.float64),
+        step=0,
+        opt_state=None,
+        optimizer=None,
+    )
+    if head == "linear":
+        bound = 1.0 / np.sqrt(n_trees)
+        model.Q = rng.uniform(-bound, bound, size=(n_outputs, n_trees))
+        model.q = rng.uniform(-bound, bound, size=n_outputs)
+    return model
+
+
+def _init_opt_state(model, optimizer):
+    """Optimiser buffers (moments or accumulators), zero-initialised."""
+    names = ["W", "thr", "A"] + (["Q", "q"] if model.head == "linear" else [])
+    state = {}
+    for name in names:
+        shape = getattr(model, name).shape
+        state[name + "_1"] = np.zeros(shape)
+        state[name + "_2"] = np.zeros(shape) if optimizer in ("adam", "lazy_adam") else np.zeros(1)
+    M, L = model.W.shape[:2]
+    NT = model.thr.shape[1]
+    state["wmark"] = np.full((M, L), -1, dtype=np.int64)
+    state["wslot"] = np.zeros((M, L), dtype=np.int64)
+    state["tmark"] = np.full((M, NT), -1, dtype=np.int64)
+    state["tslot"] = np.zeros((M, NT), dtype=np.int64)
+    return state
+
+
+def _standardise(model, X):
+    return (X - model.x_mean) / model.x_scale
+
+
+def hinge_features(model, Z):
+    """Batch-normalised hinge features ``u`` of standardised inputs ``Z``."""
+    Hf = Z @ model.A.T
+    return (Hf - model.bn_mean) / np.sqrt(model.bn_var + BN_EPS)
+
+
+def _forward_out(model, U, store_bufs=None):
+    from obliquetrees._training import _hinge_kernels as K  # numba is imported on first use
+
+    n = U.shape[0]
+    M = model.n_trees
+    stride = 1 if model.head == "linear" else 0
+    n_out = M if model.head == "linear" else model.n_outputs
+    out = np.empty((n, n_out))
+    if store_bufs is None:
+        dummy_i = np.empty((1, 1), dtype=np.int64)
+        K.forward(U, model.thr, model.feat, model.W, model.depth, model.is_fern,
+                  stride, out, dummy_i, np.empty((1, 1)), dummy_i, False)
+    else:
+        leaf, rstar, vstar = store_bufs
+        K.forward(U, model.thr, model.feat, model.W, model.depth, model.is_fern,
+                  stride, out, leaf[:n], rstar[:n], vstar[:n], True)
+    return out
+
+
+def _head(model, out):
+    if model.head == "linear":
+        return out @ model.Q.T + model.q
+    return out
+
+
+def decision_values(model, X, n_threads=1):
+    """Raw outputs (logits or standardised regression values), shape (n, K).
+
+    ``X`` is raw (unstandardised) input, dense; processed in chunks.
+    """
+    from threadpoolctl import threadpool_limits
+
+    from obliquetrees._core._jit import numba_threads
+
+    X = np.asarray(X)
+    n = X.shape[0]
+    res = np.empty((n, model.n_outputs))
+    with threadpool_limits(limits=1, user_api="blas"), numba_threads(n_threads):
+        for start in range(0, n, PREDICT_CHUNK):
+            Xc = np.asarray(X[start:start + PREDICT_CHUNK], dtype=np.float64)
+            U = np.ascontiguousarray(hinge_features(model, _standardise(model, Xc)))
+            res[start:start + Xc.shape[0]] = _head(model, _forward_out(model, U))
+    return res
+
+
+def softmax(F):
+    E = np.exp(F - F.max(axis=1, keepdims=True))
+    return E / E.sum(axis=1, keepdims=True)
+
+
+def loss_and_grad(F, Y, w, task):
+    """Per-sample weighted mean loss and its gradient with respect to ``F``.
+
+    Classification: ``Y`` int class indices, softmax cross-entropy.
+    Regression: ``Y`` (n, K) floats, mean over outputs of squared errors.
+    ``w``: per-sample weights normalised to mean 1 over the training set.
+    """
+    B = F.shape[0]
+    if task == "classification":
+        P = softmax(F)
+        rows = np.arange(B)
+        p_true = np.maximum(P[rows, Y], 1e-300)
+        loss = -(w * np.log(p_true)).sum() / B
+        G = P
+        G[rows, Y] -= 1.0
+        G *= (w / B)[:, None]
+    else:
+        D = F - Y
+        K = F.shape[1]
+        loss = (w * (D * D).sum(axis=1)).sum() / (B * K)
+        G = D * (2.0 * w / (B * K))[:, None]
+    return loss, G
+
+
+def mean_loss(model, X, Y, w, task, n_threads=1):
+    """Weighted mean loss over a data set (raw X)."""
+    F = decision_values(model, X, n_threads)
+    loss, _ = loss_and_grad(F, Y, w, task)
+    return loss * X.shape[0] / max(w.sum(), 1e-300)
+
+
+class _Scratch:
+    def __init__(self, model, B):
+        M, L = model.W.shape[:2]
+        C = model.W.shape[2]
+        self.leaf = np.empty((B, M), dtype=np.int64)
+        self.rstar = np.empty((B, M))
+        self.vstar = np.empty((B, M), dtype=np.int64)
+        self.contrib = np.empty((B, M))
+        self.contrib_feat = np.empty((B, M), dtype=np.int64)
+        self.gW = np.empty((M, B, C))
+        self.gt = np.empty((M, B))
+        self.touched_w = np.empty((M, B + 1), dtype=np.int64)
+        self.touched_t = np.empty((M, B + 1), dtype=np.int64)
+        self.gU = np.empty((B, model.A.shape[0]))
+
+
+def batch_gradients(model, Zb, Yb, wb, task, scratch, update=False, hp=None, opt=0):
+    """Forward + exact backward on one batch of standardised inputs ``Zb``.
+
+    Returns ``(loss, grads)`` where ``grads`` holds ``gA`` (and ``gQ``,
+    ``gq`` for the linear head). Tree gradients stay in the scratch slots;
+    with ``update`` the kernel also applies the optimiser step to the trees
+    (using the step's hyper-parameters ``hp``).
+    """
+    from obliquetrees._training import _hinge_kernels as K  # numba is imported on first use
+
+    B = Zb.shape[0]
+    st = model.opt_state
+    Hf = Zb @ model.A.T
+    sd = np.sqrt(model.bn_var + BN_EPS)
+    U = np.ascontiguousarray((Hf - model.bn_mean) / sd)
+    out = _forward_out(model, U, (scratch.leaf, scratch.rstar, scratch.vstar))
+    F = _head(model, out)
+    loss, G = loss_and_grad(F, Yb, wb, task)
+    grads = {}
+    if model.head == "linear":
+        grads["Q"] = G.T @ out
+        grads["q"] = G.sum(axis=0)
+        G_trees = np.ascontiguousarray(G @ model.Q)
+        stride = 1
+    else:
+        G_trees = np.ascontiguousarray(G)
+        stride = 0
+    if hp is None:
+        hp = np.zeros(6)
+    K.backward_update(
+        G_trees, scratch.leaf[:B], scratch.rstar[:B], scratch.vstar[:B],
+        model.feat, model.thr, model.W, stride,
+        scratch.contrib[:B], scratch.contrib_feat[:B],
+        opt, st["W_1"], st["W_2"], st["thr_1"], st["thr_2"], hp, model.step,
+        st["wmark"], st["wslot"], st["tmark"], st["tslot"],
+        scratch.gW, scratch.gt, scratch.touched_w, scratch.touched_t, update,
+    )
+    if model.learn_A:
+        gU = scratch.gU[:B]
+        K.input_gradient(scratch.contrib[:B], scratch.contrib_feat[:B], gU)
+        grads["A"] = (gU / sd).T @ Zb
+    return loss, grads, Hf
+
+
+def _update_bn(model, Hf):
+    B = Hf.shape[0]
+    if B < 2:
+        return
+    mean = Hf.mean(axis=0)
+    var = Hf.var(axis=0, ddof=1)
+    i = model.bn_count
+    alpha = min(i / (i + 1.0), BN_ALPHA_MAX)
+    model.bn_mean = alpha * model.bn_mean + (1.0 - alpha) * mean
+    model.bn_var = alpha * model.bn_var + (1.0 - alpha) * var
+    model.bn_count = i + 1
+
+
+def _step_hp(model, optimizer, lr):
+    t = model.step + 1
+    if optimizer in ("adam", "lazy_adam"):
+        bc1 = 1.0 - ADAM_BETA1**t
+        bc2 = 1.0 - ADAM_BETA2**t
+        return np.array([lr, ADAM_BETA1, ADAM_BETA2, ADAM_EPS, lr / bc1, 1.0 / np.sqrt(bc2)])
+    return np.array([lr, 0.0, 0.0, ADAGRAD_EPS, 0.0, 0.0])
+
+
+def _dense_step(model, name, g, optimizer, hp):
+    from obliquetrees._training import _hinge_kernels as K  # numba is imported on first use
+
+    p = getattr(model, name)
+    st = model.opt_state
+    if optimizer in ("adam", "lazy_adam"):
+        K.dense_adam(p.reshape(-1), st[name + "_1"].reshape(-1), st[name + "_2"].reshape(-1),
+                     np.ascontiguousarray(g).reshape(-1), hp[4], hp[5], hp[1], hp[2], hp[3])
+    elif optimizer == "adagrad":
+        K.dense_adagrad(p.reshape(-1), st[name + "_1"].reshape(-1),
+                        np.ascontiguousarray(g).reshape(-1), hp[0], hp[3])
+    else:
+        p -= hp[0] * g
+
+
+def train_step(model, Zb, Yb, wb, task, optimizer, lr, scratch):
+    """One optimiser step on one batch; returns the batch loss."""
+    if model.opt_state is None or model.optimizer != optimizer:
+        model.opt_state = _init_opt_state(model, optimizer)
+        model.optimizer = optimizer
+    if model.bn_count == 0:
+        _update_bn(model, Zb @ model.A.T)   # first batch sets the statistics
+        model.bn_count = 0
+    hp = _step_hp(model, optimizer, lr)
+    loss, grads, Hf = batch_gradients(
+        model, Zb, Yb, wb, task, scratch, update=True, hp=hp, opt=_OPT_CODES[optimizer]
+    )
+    for name, g in grads.items():
+        _dense_step(model, name, g, optimizer, hp)
+    model.step += 1
+    _update_bn(model, Hf)
+    return loss
+
+
+def fit_epochs(
+    model,
+    X,
+    Y,
+    sample_weight,
+    *,
+    task,
+    optimizer,
+    learning_rate,
+    batch_size,
+    max_epochs,
+    seed,
+    X_val=None,
+    Y_val=None,
+    w_val=None,
+    n_iter_no_change=None,
+    n_threads=1,
+    verbose=0,
+    history=None,
+):
+    """Run up to ``max_epochs`` epochs of minibatch training (in place).
+
+    With validation data, the model's prediction parameters are restored to
+    the epoch of lowest validation loss at the end (optimiser state keeps the
+    last step, so warm starts continue from the restored parameters), and
+    training stops after ``n_iter_no_change`` epochs without improvement.
+
+    Returns a history dict: ``loss`` (mean training loss per epoch),
+    ``val_loss``, ``best_epoch`` (1-based, over all epochs of this call),
+    ``epoch_time`` (seconds per epoch).
+    """
+    from threadpoolctl import threadpool_limits
+
+    from obliquetrees._core._jit import numba_threads
+
+    n = X.shape[0]
+    B = min(int(batch_size), n)
+    rng = np.random.default_rng(seed)
+    w = np.ones(n) if sample_weight is None else sample_weight / sample_weight.mean()
+    Z = np.ascontiguousarray(_standardise(model, X))
+    scratch = _Scratch(model, B)
+    hist = history if history is not None else {
+        "loss": [], "val_loss": [], "epoch_time": [], "best_epoch": 0
+    }
+    best = np.inf
+    best_params = None
+    since_best = 0
+    with threadpool_limits(limits=1, user_api="blas"), numba_threads(n_threads):
+        for epoch in range(max_epochs):
+            t0 = time.perf_counter()
+            order = rng.permutation(n)
+            total = 0.0
+            for start in range(0, n, B):
+                idx = order[start:start + B]
+                total += train_step(model, Z[idx], Y[idx], w[idx], task,
+                                    optimizer, learning_rate, scratch) * idx.shape[0]
+            hist["epoch_time"].append(time.perf_counter() - t0)
+            hist["loss"].append(total / n)
+            msg = f"epoch {len(hist['loss'])}: loss {total / n:.5f}"
+            if X_val is not None:
+                vl = mean_loss(model, X_val, Y_val, w_val, task, n_threads)
+                hist["val_loss"].append(vl)
+                msg += f", val_loss {vl:.5f}"
+                if vl < best:
+                    best = vl
+                    since_best = 0
+                    hist["best_epoch"] = len(hist["loss"])
+                    best_params = {k: getattr(model, k).copy() for k in model.params()}
+                    best_params["bn_count"] = model.bn_count
+                else:
+                    since_best += 1
+            if verbose:
+                print(msg + f" ({hist['epoch_time'][-1]:.2f} s)")
+            if n_iter_no_change is not None and since_best >= n_iter_no_change:
+                break
+    if best_params is not None:
+        for k, v in best_params.items():
+            setattr(model, k, v)
+    else:
+        hist["best_epoch"] = len(hist["loss"])
+    return hist
+
+
+# --------------------------------------------------------------- storage
+def leaf_counts(model, X, sample_weight=None, n_threads=1):
+    """(Weighted) number of samples reaching each leaf, shape (M, L)."""
+    from threadpoolctl import threadpool_limits
+
+    from obliquetrees._core._jit import numba_threads
+
+    M, L = model.W.shape[:2]
+    counts = np.zeros(M * L)
+    n = X.shape[0]
+    chunk = PREDICT_CHUNK
+    bufs = (np.empty((chunk, M), dtype=np.int64), np.empty((chunk, M)),
+            np.empty((chunk, M), dtype=np.int64))
+    with threadpool_limits(limits=1, user_api="blas"), numba_threads(n_threads):
+        for start in range(0, n, chunk):
+            Xc = np.asarray(X[start:start + chunk], dtype=np.float64)
+            U = np.ascontiguousarray(hinge_features(model, _standardise(model, Xc)))
+            _forward_out(model, U, bufs)
+            leaf = bufs[0][: Xc.shape[0]] + (np.arange(M) * L)[None, :]
+            wts = None if sample_weight is None else np.repeat(
+                sample_weight[start:start + Xc.shape[0]], M)
+            counts += np.bincount(leaf.ravel(), weights=wts, minlength=M * L)
+    return counts.reshape(M, L)
+
+
+def to_trees(model, counts, value_scale=1.0):
+    """Store every hinge tree/fern as an :class:`ObliqueTree` on the raw input.
+
+    Node ``v`` of the perfect heap-ordered tree tests hinge feature
+    ``f = feat[v]`` against threshold ``t``: right iff ``u_f - t > 0`` with
+    ``u_f = (A_f . z - bn_mean_f) / sd_f`` and ``z`` the standardised input,
+    i.e. weights ``A_f / sd_f`` and bias ``-bn_mean_f / sd_f - t`` on ``z``,
+    then folded into raw units. Ferns are stored as trees whose nodes of one
+    level share the level's split. Leaf ``value`` holds the leaf weight
+    vector ``W[m, l]`` times ``value_scale`` (the tree output is
+    ``|r*| value``, see the estimators' Notes); inner nodes hold zeros.
+    ``counts`` (M, L) are the training samples per leaf.
+    """
+    M, L, C = model.W.shape
+    D = model.depth
+    n_inner = L - 1
+    n_nodes = 2 * L - 1
+    p = model.A.shape[1]
+    sd = np.sqrt(model.bn_var + BN_EPS)
+    Wz = model.A / sd[:, None]                   # (H, p) weights on z
+    bz = -model.bn_mean / sd                     # (H,)
+    nodes = np.arange(n_nodes)
+    left = np.where(nodes < n_inner, 2 * nodes + 1, -1)
+    right = np.where(nodes < n_inner, 2 * nodes + 2, -1)
+    level = np.floor(np.log2(nodes[:n_inner] + 1)).astype(np.int64)
+    depth = np.floor(np.log2(nodes + 1)).astype(np.int64)
+    trees = []
+    for m in range(M):
+        d_idx = level if model.is_fern else np.arange(n_inner)
+        f = model.feat[m, d_idx]
+        t = model.thr[m, d_idx]
+        dense = np.zeros((n_nodes, p))
+        dense[:n_inner] = Wz[f]
+        bias = np.zeros(n_nodes)
+        bias[:n_inner] = bz[f] - t
+        value = np.zeros((n_nodes, C))
+        value[n_inner:] = model.W[m] * value_scale
+        nns = np.zeros(n_nodes)
+        nns[n_inner:] = counts[m]
+        for lev in range(D - 1, -1, -1):
+            lo, hi = 2**lev - 1, 2**(lev + 1) - 1
+            idx = np.arange(lo, hi)
+            nns[idx] = nns[2 * idx + 1] + nns[2 * idx + 2]
+        tree = ObliqueTree.from_dense(left, right, dense, bias, value, nns, depth=depth)
+        trees.append(fold_standardization(tree, model.x_mean, model.x_scale))
+    return trees

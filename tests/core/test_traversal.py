@@ -1,0 +1,110 @@
+"""Traversal kernels against the plain-numpy references in tests/reference.py."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from obliquetrees._core import traversal
+from obliquetrees._core.forest import ObliqueForest
+from obliquetrees._core.tree import ObliqueTree
+from tests import reference
+
+
+def _random_forest(seed, n_trees, n_features, n_outputs, max_depth):
+    rng = np.random.default_rng(seed)
+    trees = [
+        reference.random_tree(rng, n_features, n_outputs, max_depth, density=rng.random())
+        for _ in range(n_trees)
+    ]
+    return trees, ObliqueForest.from_trees(trees)
+
+
+def _layouts(X):
+    """The input layouts the kernels accept: dtypes, orders, read-only, CSR."""
+    readonly = X.copy()
+    readonly.flags.writeable = False
+    return {
+        "C": X,
+        "F": np.asfortranarray(X),
+        "readonly": readonly,
+        "strided": np.repeat(X, 2, axis=1)[:, ::2],
+        "csr": sp.csr_matrix(X),
+    }
+
+
+forest_params = dict(
+    seed=st.integers(0, 2**31 - 1),
+    n_trees=st.integers(1, 4),
+    n_features=st.integers(1, 12),
+    n_outputs=st.integers(1, 3),
+    max_depth=st.integers(0, 7),
+    n_samples=st.integers(0, 150),
+    dtype=st.sampled_from([np.float32, np.float64]),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(**forest_params)
+def test_kernels_match_reference(seed, n_trees, n_features, n_outputs, max_depth, n_samples, dtype):
+    trees, forest = _random_forest(seed, n_trees, n_features, n_outputs, max_depth)
+    rng = np.random.default_rng(seed + 1)
+    X = rng.normal(size=(n_samples, n_features)).astype(dtype)
+    X[rng.random(X.shape) < 0.3] = 0  # exact zeros exercise CSR and ties
+    expected_leaves = reference.apply(trees, X)
+    expected_value = reference.predict_value(trees, X)
+    expected_path = reference.decision_path(trees, X)
+    for name, Xl in _layouts(X).items():
+        np.testing.assert_array_equal(traversal.apply(forest, Xl), expected_leaves, err_msg=name)
+        np.testing.assert_array_equal(
+            traversal.predict_value(forest, Xl), expected_value, err_msg=name
+        )
+        path = traversal.decision_path(forest, Xl)
+        np.testing.assert_array_equal(path.toarray(), expected_path, err_msg=name)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n_samples=st.integers(1, 700))
+def test_results_identical_for_any_thread_count(seed, n_samples):
+    _, forest = _random_forest(seed, 5, 8, 3, 8)
+    X = np.random.default_rng(seed).normal(size=(n_samples, 8))
+    for kernel in (traversal.apply, traversal.predict_value):
+        one = kernel(forest, X, n_threads=1)
+        two = kernel(forest, X, n_threads=2)
+        assert one.tobytes() == two.tobytes()
+    path1 = traversal.decision_path(forest, X, n_threads=1)
+    path2 = traversal.decision_path(forest, X, n_threads=2)
+    assert (path1 != path2).nnz == 0
+
+
+def test_ties_go_left():
+    # root: x0 - 0.5 > 0 goes right; x0 == 0.5 exactly is a tie
+    tree = ObliqueTree([1, -1, -1], [2, -1, -1], [0, 1, 1, 1], [0], [1.0], [-0.5, 0, 0],
+                       [[0.0], [1.0], [2.0]], [3, 2, 1], n_features=1)  # fmt: skip
+    forest = ObliqueForest.from_trees([tree])
+    X = np.array([[0.5], [np.nextafter(0.5, 1)], [np.nextafter(0.5, 0)]])
+    np.testing.assert_array_equal(traversal.apply(forest, X)[:, 0], [1, 2, 1])
+
+
+def test_csr_with_many_features_uses_bounded_buffer():
+    rng = np.random.default_rng(0)
+    n_features = 300_000  # one CSR block row fits the buffer; rows are processed one by one
+    tree = reference.random_tree(rng, 5, 2, 4, density=1.0)
+    tree = ObliqueTree(tree.children_left, tree.children_right, tree.weight_indptr,
+                       tree.weight_index * 50_000, tree.weight_value, tree.bias, tree.value,
+                       tree.n_node_samples, n_features=n_features)  # fmt: skip
+    X = sp.random(20, n_features, density=1e-4, format="lil", random_state=0)
+    X[:, 50_000] = 1.0
+    X = X.tocsr()
+    forest = ObliqueForest.from_trees([tree])
+    np.testing.assert_array_equal(traversal.apply(forest, X), reference.apply([tree], X))
+
+
+@pytest.mark.parametrize("n_samples", [0, 1, 65])
+def test_output_shapes(n_samples):
+    _, forest = _random_forest(0, 3, 4, 2, 5)
+    X = np.zeros((n_samples, 4))
+    assert traversal.apply(forest, X).shape == (n_samples, 3)
+    assert traversal.predict_value(forest, X).shape == (n_samples, 2)
+    assert traversal.decision_path(forest, X).shape == (n_samples, forest.node_offset[-1])

@@ -1,0 +1,121 @@
+"""The ObliqueTree / ObliqueForest containers: invariants, folding, persistence."""
+
+import pickle
+
+import joblib
+import numpy as np
+import pytest
+
+from obliquetrees._core import traversal
+from obliquetrees._core.forest import ObliqueForest
+from obliquetrees._core.tree import FORMAT_VERSION, ObliqueTree, fold_standardization
+from tests import reference
+
+
+def assert_tree_equal(a, b):
+    """Every array and scalar of two trees is identical."""
+    for name in ("children_left", "children_right", "weight_indptr", "weight_index",
+                 "weight_value", "bias", "value", "n_node_samples", "depth"):  # fmt: skip
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    assert a.n_features == b.n_features
+
+
+def _stump(**overrides):
+    args = dict(children_left=[1, -1, -1], children_right=[2, -1, -1],
+                weight_indptr=[0, 2, 2, 2], weight_index=[0, 2], weight_value=[1.0, -2.0],
+                bias=[0.5, 0, 0], value=[[0.5, 0.5], [1, 0], [0, 1]],
+                n_node_samples=[10, 6, 4], n_features=3)  # fmt: skip
+    args.update(overrides)
+    return ObliqueTree(**args)
+
+
+def test_properties_and_dense_weights():
+    tree = _stump()
+    tree.check_invariants()
+    assert (tree.node_count, tree.n_leaves, tree.max_depth, tree.n_outputs) == (3, 2, 1, 2)
+    np.testing.assert_array_equal(tree.depth, [0, 1, 1])
+    np.testing.assert_array_equal(tree.dense_weights(), [[1, 0, -2], [0, 0, 0], [0, 0, 0]])
+    rebuilt = ObliqueTree.from_dense(tree.children_left, tree.children_right,
+                                     tree.dense_weights(), tree.bias, tree.value,
+                                     tree.n_node_samples)  # fmt: skip
+    assert_tree_equal(rebuilt, tree)
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (dict(children_right=[2, 0, -1]), "exactly one child"),
+        (dict(children_left=[1, -1, -1], children_right=[1, -1, -1]), "exactly one parent"),
+        (dict(children_left=[3, -1, -1]), r"\[1, n_nodes\)"),
+        (dict(weight_indptr=[0, 1, 2, 2]), "Leaves must not store"),
+        (dict(weight_index=[0, 3]), "n_features"),
+        (dict(bias=[np.nan, 0, 0]), "bias contains NaN"),
+        (dict(value=[[0.5, 0.5], [1, 0]]), "value has 2 rows"),
+        (dict(weight_indptr=[0, 2, 2]), "n_nodes \\+ 1"),
+    ],
+)
+def test_invariants_catch_broken_trees(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        _stump(**overrides).check_invariants()
+
+
+def test_fold_standardization_routes_raw_inputs_like_standardised_ones(rng):
+    tree = reference.random_tree(rng, 6, 2, 6, density=0.7)
+    X = rng.normal(3.0, 5.0, size=(400, 6))
+    mean, scale = X.mean(axis=0), X.std(axis=0)
+    folded = fold_standardization(tree, mean, scale)
+    folded.check_invariants()
+    margins_raw = folded.dense_weights() @ X.T + folded.bias[:, None]
+    margins_std = tree.dense_weights() @ ((X - mean) / scale).T + tree.bias[:, None]
+    internal = ~tree.is_leaf
+    np.testing.assert_allclose(margins_raw[internal], margins_std[internal], atol=1e-9)
+
+
+def test_random_forest_views_are_zero_copy_and_consistent(rng):
+    trees = [reference.random_tree(rng, 4, 3, 5) for _ in range(3)]
+    forest = ObliqueForest.from_trees(trees)
+    for original, view in zip(trees, forest.trees):
+        view.check_invariants()
+        assert_tree_equal(original, view)
+        assert np.shares_memory(view.value, forest.value)
+    single = ObliqueForest.from_trees(trees[:1])
+    assert single.value is trees[0].value  # one tree is wrapped, not copied
+
+
+def test_forest_rejects_mismatched_trees(rng):
+    with pytest.raises(ValueError, match="n_features"):
+        ObliqueForest.from_trees([reference.random_tree(rng, 3), reference.random_tree(rng, 4)])
+    with pytest.raises(ValueError, match="at least one tree"):
+        ObliqueForest.from_trees([])
+
+
+def test_pickle_round_trip(rng):
+    trees = [reference.random_tree(rng, 5, 2, 6) for _ in range(3)]
+    forest = ObliqueForest.from_trees(trees)
+    forest.trees  # builds the cached views, which must not be pickled
+    clone = pickle.loads(pickle.dumps(forest))
+    assert clone._trees is None
+    for a, b in zip(forest.trees, clone.trees):
+        assert_tree_equal(a, b)
+    assert_tree_equal(pickle.loads(pickle.dumps(trees[0])), trees[0])
+
+
+def test_memmap_reload_predicts_identically(rng, tmp_path):
+    trees = [reference.random_tree(rng, 5, 2, 6) for _ in range(3)]
+    forest = ObliqueForest.from_trees(trees)
+    X = rng.normal(size=(50, 5))
+    joblib.dump(forest, tmp_path / "forest.joblib")
+    loaded = joblib.load(tmp_path / "forest.joblib", mmap_mode="r")
+    assert isinstance(loaded.value, np.memmap) and not loaded.value.flags.writeable
+    np.testing.assert_array_equal(
+        traversal.predict_value(loaded, X), traversal.predict_value(forest, X)
+    )
+
+
+@pytest.mark.parametrize("container", ["tree", "forest"])
+def test_unknown_format_version_is_a_clear_error(rng, container):
+    tree = reference.random_tree(rng, 3)
+    obj = tree if container == "tree" else ObliqueForest.from_trees([tree, tree])
+    obj.format_version = FORMAT_VERSION + 1
+    with pytest.raises(ValueError, match="container format version"):
+        pickle.loads(pickle.dumps(obj))
