@@ -27,6 +27,17 @@ from obliquetrees._core.tree import (
 )
 
 
+#: One routing step's data in 32 bytes: children (global ids, -1 at leaves),
+#: the bias and the node's first weight (feature, value) inline, so that an
+#: axis-aligned step reads one record; ``n_extra`` further weights follow at
+#: ``extra_start[node]`` in the weight pairs.
+ROUTING_NODE = np.dtype(
+    [("left", np.int32), ("right", np.int32), ("feature", np.int32), ("n_extra", np.int32),
+     ("bias", np.float64), ("weight", np.float64)]
+)  # fmt: skip
+ROUTING_WEIGHT = np.dtype([("index", np.int64), ("value", np.float64)])
+
+
 class ObliqueForest:
     """Several oblique trees packed into concatenated arrays.
 
@@ -52,6 +63,7 @@ class ObliqueForest:
         self.n_features = int(n_features)
         self.format_version = FORMAT_VERSION
         self._trees = None
+        self._routing = None
 
     @classmethod
     def from_trees(cls, trees):
@@ -73,6 +85,8 @@ class ObliqueForest:
         if len(n_features) != 1 or len(n_outputs) != 1:
             raise ValueError("All trees of a forest must share n_features and n_outputs.")
         node_counts = [t.node_count for t in trees]
+        if sum(node_counts) >= np.iinfo(ROUTING_NODE.fields["left"][0]).max:
+            raise ValueError("A forest may hold at most 2**31 - 1 nodes in total.")
         weight_counts = [t.weight_index.shape[0] for t in trees]
         node_offset = np.concatenate([[0], np.cumsum(node_counts)])
         weight_offset = np.concatenate([[0], np.cumsum(weight_counts)])
@@ -118,22 +132,24 @@ class ObliqueForest:
             depth=self.depth[n0:n1],
         )
 
-    def kernel_arrays(self):
-        """The arrays the traversal kernels take, in their argument order."""
-        return (
-            self.node_offset,
-            self.weight_offset,
-            self.children_left,
-            self.children_right,
-            self.weight_indptr,
-            self.weight_index,
-            self.weight_value,
-            self.bias,
-        )
+    def routing_arrays(self):
+        """The traversal kernels' layout: ``(roots, nodes, extra_start, weights)``.
+
+        Everything an axis-aligned routing step reads sits in one 32-byte
+        ``nodes`` record (see ``ROUTING_NODE``), instead of one cache line per
+        container array; weights beyond a node's first are 16-byte
+        ``(index, value)`` pairs from ``extra_start[node]``. Derived from the
+        container on first use and cached (never pickled).
+        """
+        if self._routing is None:
+            self._routing = _routing_layout(self)
+        return self._routing
 
     def __getstate__(self):
         state = dict(self.__dict__)
-        state["_trees"] = None  # views are rebuilt on demand, never pickled twice
+        # derived data is rebuilt on demand, never pickled
+        state["_trees"] = None
+        state["_routing"] = None
         return state
 
     def __setstate__(self, state):
@@ -151,3 +167,23 @@ class ObliqueForest:
             f"ObliqueForest(n_trees={self.n_trees}, n_features={self.n_features}, "
             f"n_outputs={self.n_outputs}, node_count={self.children_left.shape[0]})"
         )
+
+
+def _routing_layout(forest):
+    n_nodes = forest.children_left.shape[0]
+    tree_of_node = np.repeat(np.arange(forest.n_trees), np.diff(forest.node_offset))
+    nodes = np.zeros(n_nodes, dtype=ROUTING_NODE)
+    for name, children in (("left", forest.children_left), ("right", forest.children_right)):
+        nodes[name] = np.where(children == -1, -1, children + forest.node_offset[tree_of_node])
+    pointer_rows = np.arange(n_nodes) + tree_of_node  # each tree has one extra pointer
+    start = forest.weight_indptr[pointer_rows] + forest.weight_offset[tree_of_node]
+    count = np.diff(forest.weight_indptr)[pointer_rows]
+    has_weight = count > 0
+    nodes["feature"][has_weight] = forest.weight_index[start[has_weight]]
+    nodes["weight"][has_weight] = forest.weight_value[start[has_weight]]
+    nodes["n_extra"] = np.maximum(count - 1, 0)
+    nodes["bias"] = forest.bias
+    weights = np.empty(forest.weight_index.shape[0], dtype=ROUTING_WEIGHT)
+    weights["index"] = forest.weight_index
+    weights["value"] = forest.weight_value
+    return forest.node_offset, nodes, start + 1, weights

@@ -4,12 +4,14 @@ One kernel family serves every estimator: a tree is routed by the sign of
 ``w . x + b`` (right iff > 0, ties left) over the packed arrays of an
 :class:`~obliquetrees._core.forest.ObliqueForest`.
 
-Shape of the work: each kernel splits the rows into fixed blocks of
-``BLOCK_ROWS`` and runs the blocks in parallel (``prange``); inside a block
-every tree is walked for every row of the block, so a tree's upper nodes stay
-in cache across the block's rows and the rows stay in cache across trees.
-Each output row is written by exactly one block, with trees accumulated in
-tree order, so results are bit-identical for any number of threads.
+Shape of the work: a gather-and-branch walk, latency-bound, not a matrix
+product. Each kernel splits the rows into blocks and runs the blocks in
+parallel (``prange``); inside a block each tree is walked for every row of
+the block before the next tree, so the tree's hot nodes stay in cache across
+the block's rows and the block's rows stay in cache across trees (the layout
+each step reads is ``ObliqueForest.routing_arrays``). Each output row is
+written by exactly one block, with trees accumulated in tree order, so
+results are bit-identical for any block size and any number of threads.
 
 Inputs: dense float32/float64 arrays in C or F order (read-only ones too), or
 scipy CSR matrices, which are scattered block by block into a dense scratch
@@ -22,7 +24,10 @@ import scipy.sparse as sp
 
 from obliquetrees._core._jit import jit, jit_parallel, numba_threads, prange
 
+#: Smallest number of rows per block.
 BLOCK_ROWS = 64
+#: Largest dense block (in bytes) a thread walks through all trees at once.
+BLOCK_BYTES = 1 << 18
 #: Largest dense scratch buffer (in elements) one CSR block may use.
 CSR_BUFFER = 1 << 18
 
@@ -32,75 +37,69 @@ _OP_PATH = 2
 
 
 @jit
-def _walk(X, r, t, forest):
-    """Local id of the leaf that row ``r`` of ``X`` reaches in tree ``t``."""
-    node_offset, weight_offset, left, right, indptr, windex, wvalue, bias = forest
-    n0 = node_offset[t]
-    p0 = n0 + t
-    w0 = weight_offset[t]
-    node = 0
-    while left[n0 + node] != -1:
-        s = 0.0
-        for k in range(indptr[p0 + node], indptr[p0 + node + 1]):
-            s += wvalue[w0 + k] * X[r, windex[w0 + k]]
-        if s + bias[n0 + node] > 0.0:
-            node = right[n0 + node]
-        else:
-            node = left[n0 + node]
+def _margin(X, r, rec, node, extra_start, weights):
+    """``w . x + b`` of node ``node`` for row ``r``, summed in storage order."""
+    s = rec.weight * X[r, rec.feature]
+    first = extra_start[node]
+    for k in range(first, first + rec.n_extra):
+        s += weights[k].value * X[r, weights[k].index]
+    return s + rec.bias
+
+
+@jit
+def _walk(X, r, root, nodes, extra_start, weights):
+    """Global id of the leaf that row ``r`` of ``X`` reaches from ``root``."""
+    node = root
+    while nodes[node].left != -1:
+        rec = nodes[node]
+        node = rec.right if _margin(X, r, rec, node, extra_start, weights) > 0.0 else rec.left
     return node
 
 
 @jit
-def _walk_path(X, r, t, forest, path_indices, cursor):
-    """Walk like :func:`_walk`, writing the global ids of visited nodes."""
-    node_offset, weight_offset, left, right, indptr, windex, wvalue, bias = forest
-    n0 = node_offset[t]
-    p0 = n0 + t
-    w0 = weight_offset[t]
-    node = 0
+def _walk_path(X, r, root, nodes, extra_start, weights, path_indices, cursor):
+    """Walk like :func:`_walk`, writing the visited nodes from ``cursor`` on."""
+    node = root
     pos = cursor
     while True:
-        path_indices[pos] = n0 + node
+        path_indices[pos] = node
         pos += 1
-        if left[n0 + node] == -1:
+        rec = nodes[node]
+        if rec.left == -1:
             return pos
-        s = 0.0
-        for k in range(indptr[p0 + node], indptr[p0 + node + 1]):
-            s += wvalue[w0 + k] * X[r, windex[w0 + k]]
-        if s + bias[n0 + node] > 0.0:
-            node = right[n0 + node]
-        else:
-            node = left[n0 + node]
+        node = rec.right if _margin(X, r, rec, node, extra_start, weights) > 0.0 else rec.left
 
 
 @jit
 def _process_block(Xb, row0, forest, op, value, out_leaf, out_value, path_indices, cursor):
-    """Apply operation ``op`` to the rows ``row0 : row0 + len(Xb)``."""
-    node_offset = forest[0]
-    n_trees = node_offset.shape[0] - 1
+    """Apply operation ``op`` to the rows ``row0 : row0 + len(Xb)``, tree by tree."""
+    roots, nodes, extra_start, weights = forest
+    n_trees = roots.shape[0] - 1
     n_out = value.shape[1]
     for t in range(n_trees):
-        n0 = node_offset[t]
+        root = roots[t]
         for r in range(Xb.shape[0]):
             i = row0 + r
             if op == _OP_PATH:
-                cursor[i] = _walk_path(Xb, r, t, forest, path_indices, cursor[i])
+                cursor[i] = _walk_path(
+                    Xb, r, root, nodes, extra_start, weights, path_indices, cursor[i]
+                )
             else:
-                leaf = _walk(Xb, r, t, forest)
+                leaf = _walk(Xb, r, root, nodes, extra_start, weights)
                 if op == _OP_APPLY:
-                    out_leaf[i, t] = leaf
+                    out_leaf[i, t] = leaf - root
                 else:
                     for k in range(n_out):
-                        out_value[i, k] += value[n0 + leaf, k]
+                        out_value[i, k] += value[leaf, k]
 
 
 @jit_parallel
-def _traverse_dense(X, forest, op, value, out_leaf, out_value, path_indices, cursor):
+def _traverse_dense(X, block_rows, forest, op, value, out_leaf, out_value, path_indices, cursor):
     n = X.shape[0]
-    n_blocks = (n + BLOCK_ROWS - 1) // BLOCK_ROWS
+    n_blocks = (n + block_rows - 1) // block_rows
     for b in prange(n_blocks):
-        start = b * BLOCK_ROWS
-        stop = min(start + BLOCK_ROWS, n)
+        start = b * block_rows
+        stop = min(start + block_rows, n)
         _process_block(
             X[start:stop], start, forest, op, value, out_leaf, out_value, path_indices, cursor
         )
@@ -123,8 +122,21 @@ def _traverse_csr(
         _process_block(buf, start, forest, op, value, out_leaf, out_value, path_indices, cursor)
 
 
+def _dense_block_rows(X, n_threads):
+    """Rows per block: one block per thread, capped so a block stays in L2.
+
+    Each tree is walked for all rows of a block before the next tree, so the
+    larger the block the fewer times a tree is brought into cache. Outputs
+    are computed row by row, so the blocking never changes a result.
+    """
+    row_bytes = max(1, X.shape[1] * X.itemsize)
+    cap = max(BLOCK_ROWS, BLOCK_BYTES // row_bytes)
+    per_thread = -(-X.shape[0] // max(1, n_threads))
+    return int(max(BLOCK_ROWS, min(per_thread, cap)))
+
+
 def _run(forest, X, op, n_threads, out_leaf, out_value, path_indices, cursor):
-    arrays = forest.kernel_arrays()
+    arrays = forest.routing_arrays()
     with numba_threads(n_threads):
         if sp.issparse(X):
             block_rows = int(max(1, min(BLOCK_ROWS, CSR_BUFFER // max(1, X.shape[1]))))
@@ -134,7 +146,7 @@ def _run(forest, X, op, n_threads, out_leaf, out_value, path_indices, cursor):
             )  # fmt: skip
         else:
             _traverse_dense(
-                X, arrays, op, forest.value, out_leaf, out_value, path_indices, cursor
+                X, _dense_block_rows(X, n_threads), arrays, op, forest.value, out_leaf, out_value, path_indices, cursor
             )
 
 
