@@ -193,3 +193,211 @@ def hinge_train_step(model, Zb, Yb, lr, optimizer="adam"):
         )
     model["t"] = t
     return model
+
+
+# ---- co2 ----
+# Plain-numpy references of obliquetrees/_training/_co2_kernels.py. Vectorised
+# where the kernel loops, so sums may differ in the last bits: compare with a
+# tolerance.
+
+_CO2_MASK = (1 << 64) - 1
+
+
+class Co2Rng:
+    """splitmix64 with Python integers (the kernels' generator)."""
+
+    def __init__(self, seed):
+        self.state = int(seed) & _CO2_MASK
+
+    def next(self):
+        self.state = (self.state + 0x9E3779B97F4A7C15) & _CO2_MASK
+        z = self.state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _CO2_MASK
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _CO2_MASK
+        return z ^ (z >> 31)
+
+    def integer(self, n):
+        return self.next() % n
+
+
+def co2_node_seed(tree_seed, node_id):
+    rng = Co2Rng((int(tree_seed) * 0x100000001B3 + int(node_id)) & _CO2_MASK)
+    return rng.next()
+
+
+def co2_shuffle(perm, rng):
+    for i in range(len(perm) - 1, 0, -1):
+        j = rng.integer(i + 1)
+        perm[i], perm[j] = perm[j], perm[i]
+
+
+def co2_weighted_entropy(yb, wb, mask, n_classes):
+    """``N_L H_L + N_R H_R`` (nats) of the partition ``mask`` (True = right)."""
+    out = 0.0
+    for side in (~mask, mask):
+        c = np.bincount(yb[side], weights=wb[side], minlength=n_classes)
+        n = c.sum()
+        if n > 0:
+            c = c[c > 0]
+            out += n * np.log(n) - np.sum(c * np.log(c))
+    return out
+
+
+def co2_best_axis_split(Xb, yb, wb, n_classes, max_features, min_samples_leaf, rng):
+    """Exhaustive search over the same random features as the kernel.
+
+    Returns ``(feature, threshold, impurity)``; -1 as feature if no split.
+    """
+    m, p = Xb.shape
+    feats = list(range(p))
+    best = (-1, 0.0, np.inf)
+    visited = 0
+    for k in range(p):
+        if visited >= max_features:
+            break
+        j = k + rng.integer(p - k)
+        feats[k], feats[j] = feats[j], feats[k]
+        f = feats[k]
+        col = Xb[:, f]
+        if col.max() <= col.min() + 1e-7:
+            continue
+        visited += 1
+        v = np.sort(col)
+        for t in range(m - 1):
+            if v[t + 1] <= v[t] + 1e-7:
+                continue
+            if t + 1 < min_samples_leaf or m - t - 1 < min_samples_leaf:
+                continue
+            thr = 0.5 * (v[t] + v[t + 1])
+            if thr >= v[t + 1] or thr < v[t]:
+                thr = v[t]
+            imp = co2_weighted_entropy(yb, wb, col > thr, n_classes)
+            if imp < best[2] - 1e-9 * max(1.0, abs(best[2]) if np.isfinite(best[2]) else 1.0):
+                best = (f, thr, imp)
+    return best
+
+
+def co2_log_loss(theta, yb):
+    """``logsumexp(theta) - theta[y]`` per sample."""
+    mx = theta.max()
+    return mx + np.log(np.sum(np.exp(theta - mx))) - theta[yb]
+
+
+def co2_surrogate(Xb, yb, wb, w, b, theta0, theta1):
+    """Weighted means of the surrogate (Eq. 10) and the empirical loss (Eq. 2)."""
+    z = Xb @ w + b
+    l0 = co2_log_loss(theta0, yb)
+    l1 = co2_log_loss(theta1, yb)
+    sur = np.maximum(-z + l0, z + l1) - np.abs(z)
+    emp = np.where(z > 0, l1, l0)
+    return np.sum(wb * sur) / wb.sum(), np.sum(wb * emp) / wb.sum()
+
+
+def co2_cccp_objective(Xb, yb, wb, w, b, theta0, theta1, signs):
+    """Weighted mean of the linearised CCCP objective (Eq. 11)."""
+    z = Xb @ w + b
+    l0 = co2_log_loss(theta0, yb)
+    l1 = co2_log_loss(theta1, yb)
+    return np.sum(wb * (np.maximum(-z + l0, z + l1) - signs * z)) / wb.sum()
+
+
+def co2_minibatch_gradient(Xb, yb, wb, batch, w, b, theta0, theta1, signs):
+    """Weighted-mean subgradient of Eq. 11 over the rows ``batch``.
+
+    Returns ``(gw, gb, g0, g1, run, wsum)`` as the kernel does.
+    """
+    Xm, ym, wm, sm = Xb[batch], yb[batch], wb[batch], signs[batch]
+    z = Xm @ w + b
+    a0 = -z + co2_log_loss(theta0, ym)
+    a1 = z + co2_log_loss(theta1, ym)
+    left = a0 >= a1
+    coef = np.where(left, -(1.0 + sm), 1.0 - sm)
+    wsum = wm.sum()
+    run = np.sum(wm * (np.maximum(a0, a1) - np.abs(z)))
+    K = theta0.shape[0]
+
+    def softmax(t):
+        e = np.exp(t - t.max())
+        return e / e.sum()
+
+    g0 = wm[left].sum() * softmax(theta0) - np.bincount(ym[left], wm[left], minlength=K)
+    g1 = wm[~left].sum() * softmax(theta1) - np.bincount(ym[~left], wm[~left], minlength=K)
+    gw = (wm * coef) @ Xm
+    gb = np.sum(wm * coef)
+    return gw / wsum, gb / wsum, g0 / wsum, g1 / wsum, run, wsum
+
+
+def co2_cccp(Xb, yb, wb, w, b, theta0, theta1, nu, learning_rate, batch_size, momentum,
+             n_epochs, max_iter, tol, rng, osc_patience=2, lr_decay=0.5):
+    """The kernel's CCCP loop in numpy. Returns ``(w, b, theta0, theta1, history)``."""
+    w, theta0, theta1 = w.copy(), theta0.copy(), theta1.copy()
+    m = Xb.shape[0]
+
+    def project(w, b):
+        sq = b * b + w @ w
+        if sq > nu:
+            r = np.sqrt(nu / sq)
+            return w * r, b * r
+        return w, b
+
+    w, b = project(w, b)
+    best, _ = co2_surrogate(Xb, yb, wb, w, b, theta0, theta1)
+    signs = np.where(Xb @ w + b > 0, 1.0, -1.0)
+    best_params = (w.copy(), b, theta0.copy(), theta1.copy())
+    history = [best]
+    vw, vb = np.zeros_like(w), 0.0
+    v0, v1 = np.zeros_like(theta0), np.zeros_like(theta1)
+    eta, prev_run, n_up = learning_rate, np.inf, 0
+    perm = list(range(m))
+    for _ in range(max_iter):
+        for _ in range(n_epochs):
+            co2_shuffle(perm, rng)
+            run = tot = 0.0
+            for lo in range(0, m, batch_size):
+                batch = np.asarray(perm[lo:lo + batch_size])
+                gw, gb, g0, g1, r, ws = co2_minibatch_gradient(
+                    Xb, yb, wb, batch, w, b, theta0, theta1, signs)
+                run += r
+                tot += ws
+                if ws <= 0:
+                    continue
+                vw = momentum * vw - eta * gw
+                w = w + vw
+                vb = momentum * vb - eta * gb
+                b = b + vb
+                v0 = momentum * v0 - eta * g0
+                theta0 = theta0 + v0
+                v1 = momentum * v1 - eta * g1
+                theta1 = theta1 + v1
+                w, b = project(w, b)
+            if tot > 0:
+                run /= tot
+            if run > prev_run:
+                n_up += 1
+                if n_up >= osc_patience:
+                    eta *= lr_decay
+                    n_up = 0
+            prev_run = run
+        current, _ = co2_surrogate(Xb, yb, wb, w, b, theta0, theta1)
+        signs = np.where(Xb @ w + b > 0, 1.0, -1.0)
+        if current < best:
+            gain = best - current
+            best = current
+            best_params = (w.copy(), b, theta0.copy(), theta1.copy())
+            history.append(best)
+            if gain <= tol * abs(best):
+                break
+        else:
+            break
+    w, b, theta0, theta1 = best_params
+    return w, b, theta0, theta1, np.asarray(history)
+
+
+def co2_leaf_histograms(tree_value, leaf_of_row, y, row_weight, n_classes):
+    """Normalised weighted class histogram of the rows reaching each leaf."""
+    out = {}
+    for leaf in np.unique(leaf_of_row):
+        rows = leaf_of_row == leaf
+        h = np.bincount(y[rows], weights=row_weight[rows], minlength=n_classes)
+        out[int(leaf)] = h / h.sum()
+    return out

@@ -140,7 +140,9 @@ def _init_opt_state(model, optimizer):
     for name in names:
         shape = getattr(model, name).shape
         state[name + "_1"] = np.zeros(shape)
-        state[name + "_2"] = np.zeros(shape) if optimizer in ("adam", "lazy_adam") else np.zeros(1)
+        state[name + "_2"] = (
+            np.zeros(shape) if optimizer in ("adam", "lazy_adam") else np.zeros((1,) * len(shape))
+        )
     M, L = model.W.shape[:2]
     NT = model.thr.shape[1]
     state["wmark"] = np.full((M, L), -1, dtype=np.int64)
@@ -241,39 +243,34 @@ def mean_loss(model, X, Y, w, task, n_threads=1):
     return loss * X.shape[0] / max(w.sum(), 1e-300)
 
 
-class _Scratch:
-    def __init__(self, model, B):
-        M, L = model.W.shape[:2]
-        C = model.W.shape[2]
-        self.leaf = np.empty((B, M), dtype=np.int64)
-        self.rstar = np.empty((B, M))
-        self.vstar = np.empty((B, M), dtype=np.int64)
-        self.contrib = np.empty((B, M))
-        self.contrib_feat = np.empty((B, M), dtype=np.int64)
-        self.gW = np.empty((M, B, C))
-        self.gt = np.empty((M, B))
-        self.touched_w = np.empty((M, B + 1), dtype=np.int64)
-        self.touched_t = np.empty((M, B + 1), dtype=np.int64)
-        self.gU = np.empty((B, model.A.shape[0]))
+def batch_gradients(model, Zb, Yb, wb, task):
+    """Loss and exact gradients on one batch of standardised inputs ``Zb``.
 
+    Runs the same kernels as training (without an update) and scatters the
+    sparse tree gradients into dense arrays; for tests and diagnostics.
+    ``Yb``: class indices or (B, K) targets; ``wb``: per-sample weights.
 
-def batch_gradients(model, Zb, Yb, wb, task, scratch, update=False, hp=None, opt=0):
-    """Forward + exact backward on one batch of standardised inputs ``Zb``.
-
-    Returns ``(loss, grads)`` where ``grads`` holds ``gA`` (and ``gQ``,
-    ``gq`` for the linear head). Tree gradients stay in the scratch slots;
-    with ``update`` the kernel also applies the optimiser step to the trees
-    (using the step's hyper-parameters ``hp``).
+    Returns
+    -------
+    loss : float
+    grads : dict of ndarray
+        ``W``, ``thr``, ``A`` (if learnt), ``Q`` and ``q`` (linear head).
     """
     from obliquetrees._training import _hinge_kernels as K  # numba is imported on first use
 
     B = Zb.shape[0]
-    st = model.opt_state
+    M, L, C = model.W.shape
+    NT = model.thr.shape[1]
+    leaf = np.empty((B, M), dtype=np.int64)
+    rstar = np.empty((B, M))
+    vstar = np.empty((B, M), dtype=np.int64)
     Hf = Zb @ model.A.T
     sd = np.sqrt(model.bn_var + BN_EPS)
     U = np.ascontiguousarray((Hf - model.bn_mean) / sd)
-    out = _forward_out(model, U, (scratch.leaf, scratch.rstar, scratch.vstar))
+    out = _forward_out(model, U, (leaf, rstar, vstar))
     F = _head(model, out)
+    if task != "classification" and np.ndim(Yb) == 1:
+        Yb = Yb[:, None]
     loss, G = loss_and_grad(F, Yb, wb, task)
     grads = {}
     if model.head == "linear":
@@ -284,77 +281,112 @@ def batch_gradients(model, Zb, Yb, wb, task, scratch, update=False, hp=None, opt
     else:
         G_trees = np.ascontiguousarray(G)
         stride = 0
-    if hp is None:
-        hp = np.zeros(6)
+    contrib = np.empty((B, M))
+    contrib_feat = np.empty((B, M), dtype=np.int64)
+    gW = np.empty((M, B, C))
+    gt = np.empty((M, B))
+    tw = np.empty((M, B + 1), dtype=np.int64)
+    tt = np.empty((M, B + 1), dtype=np.int64)
+    z = np.zeros(1)
     K.backward_update(
-        G_trees, scratch.leaf[:B], scratch.rstar[:B], scratch.vstar[:B],
-        model.feat, model.thr, model.W, stride,
-        scratch.contrib[:B], scratch.contrib_feat[:B],
-        opt, st["W_1"], st["W_2"], st["thr_1"], st["thr_2"], hp, model.step,
-        st["wmark"], st["wslot"], st["tmark"], st["tslot"],
-        scratch.gW, scratch.gt, scratch.touched_w, scratch.touched_t, update,
+        G_trees, leaf, rstar, vstar, model.feat, model.thr, model.W, stride,
+        contrib, contrib_feat, 0, model.W, model.W, model.thr, model.thr, z, 0,
+        np.full((M, L), -1, dtype=np.int64), np.zeros((M, L), dtype=np.int64),
+        np.full((M, NT), -1, dtype=np.int64), np.zeros((M, NT), dtype=np.int64),
+        gW, gt, tw, tt, False,
     )
+    dW = np.zeros_like(model.W)
+    dt = np.zeros_like(model.thr)
+    for m in range(M):  # scatter of the slots (tests only)
+        dW[m, tw[m, :tw[m, B]]] = gW[m, :tw[m, B]]
+        dt[m, tt[m, :tt[m, B]]] = gt[m, :tt[m, B]]
+    grads["W"] = dW
+    grads["thr"] = dt
     if model.learn_A:
-        gU = scratch.gU[:B]
-        K.input_gradient(scratch.contrib[:B], scratch.contrib_feat[:B], gU)
+        gU = np.empty((B, model.A.shape[0]))
+        K.input_gradient(contrib, contrib_feat, gU)
         grads["A"] = (gU / sd).T @ Zb
-    return loss, grads, Hf
+    return loss, grads
 
 
-def _update_bn(model, Hf):
-    B = Hf.shape[0]
-    if B < 2:
-        return
-    mean = Hf.mean(axis=0)
-    var = Hf.var(axis=0, ddof=1)
-    i = model.bn_count
-    alpha = min(i / (i + 1.0), BN_ALPHA_MAX)
-    model.bn_mean = alpha * model.bn_mean + (1.0 - alpha) * mean
-    model.bn_var = alpha * model.bn_var + (1.0 - alpha) * var
-    model.bn_count = i + 1
-
-
-def _step_hp(model, optimizer, lr):
-    t = model.step + 1
-    if optimizer in ("adam", "lazy_adam"):
-        bc1 = 1.0 - ADAM_BETA1**t
-        bc2 = 1.0 - ADAM_BETA2**t
-        return np.array([lr, ADAM_BETA1, ADAM_BETA2, ADAM_EPS, lr / bc1, 1.0 / np.sqrt(bc2)])
-    return np.array([lr, 0.0, 0.0, ADAGRAD_EPS, 0.0, 0.0])
-
-
-def _dense_step(model, name, g, optimizer, hp):
-    from obliquetrees._training import _hinge_kernels as K  # numba is imported on first use
-
-    p = getattr(model, name)
-    st = model.opt_state
-    if optimizer in ("adam", "lazy_adam"):
-        K.dense_adam(p.reshape(-1), st[name + "_1"].reshape(-1), st[name + "_2"].reshape(-1),
-                     np.ascontiguousarray(g).reshape(-1), hp[4], hp[5], hp[1], hp[2], hp[3])
-    elif optimizer == "adagrad":
-        K.dense_adagrad(p.reshape(-1), st[name + "_1"].reshape(-1),
-                        np.ascontiguousarray(g).reshape(-1), hp[0], hp[3])
-    else:
-        p -= hp[0] * g
-
-
-def train_step(model, Zb, Yb, wb, task, optimizer, lr, scratch):
-    """One optimiser step on one batch; returns the batch loss."""
+def ensure_opt_state(model, optimizer):
+    """(Re)create optimiser buffers when the optimiser changes."""
     if model.opt_state is None or model.optimizer != optimizer:
         model.opt_state = _init_opt_state(model, optimizer)
         model.optimizer = optimizer
-    if model.bn_count == 0:
-        _update_bn(model, Zb @ model.A.T)   # first batch sets the statistics
-        model.bn_count = 0
-    hp = _step_hp(model, optimizer, lr)
-    loss, grads, Hf = batch_gradients(
-        model, Zb, Yb, wb, task, scratch, update=True, hp=hp, opt=_OPT_CODES[optimizer]
+
+
+class _EpochScratch:
+    def __init__(self, model, B):
+        M = model.n_trees
+        C = model.W.shape[2]
+        K = model.n_outputs
+        Hn, p = model.A.shape
+        n_out = M if model.head == "linear" else K
+        self.Zb = np.empty((B, p))
+        self.U = np.empty((B, Hn))
+        self.out = np.empty((B, n_out))
+        self.F = np.empty((B, K))
+        self.G = np.empty((B, K))
+        self.Gt = np.empty((B, M))
+        self.leaf = np.empty((B, M), dtype=np.int64)
+        self.rstar = np.empty((B, M))
+        self.vstar = np.empty((B, M), dtype=np.int64)
+        self.contrib = np.empty((B, M))
+        self.contrib_feat = np.empty((B, M), dtype=np.int64)
+        self.gW = np.empty((M, B, C))
+        self.gt = np.empty((M, B))
+        self.touched_w = np.empty((M, B + 1), dtype=np.int64)
+        self.touched_t = np.empty((M, B + 1), dtype=np.int64)
+        self.gU = np.empty((B, Hn))
+
+
+def run_epoch(model, Z, Yi, Yf, w, order, task, optimizer, lr, batch_size, scratch=None):
+    """One epoch over ``Z[order]`` (standardised inputs) in one compiled call.
+
+    Returns the per-batch mean losses.
+    """
+    from obliquetrees._training import _hinge_kernels as K  # numba is imported on first use
+
+    ensure_opt_state(model, optimizer)
+    B = min(int(batch_size), order.shape[0])
+    if scratch is None:
+        scratch = _EpochScratch(model, B)
+    st = model.opt_state
+    linear = model.head == "linear"
+    dummy = np.zeros((1, 1))
+    Q = model.Q if linear else dummy
+    q = model.q if linear else np.zeros(1)
+    eps = ADAM_EPS if optimizer in ("adam", "lazy_adam") else ADAGRAD_EPS
+    counters = np.array([model.bn_count, model.step], dtype=np.int64)
+    nbatch = (order.shape[0] + B - 1) // B
+    batch_loss = np.empty(nbatch)
+    S = scratch
+    K.train_epoch(
+        Z, Yi, Yf, w, order, B, task == "classification", linear, model.learn_A,
+        model.A, model.bn_mean, model.bn_var, counters, model.feat, model.thr, model.W,
+        Q, q, model.depth, model.is_fern,
+        _OPT_CODES[optimizer], float(lr), ADAM_BETA1, ADAM_BETA2, eps,
+        st["A_1"], st["A_2"], st["W_1"], st["W_2"], st["thr_1"], st["thr_2"],
+        st.get("Q_1", dummy), st.get("Q_2", dummy), st.get("q_1", np.zeros(1)),
+        st.get("q_2", np.zeros(1)),
+        st["wmark"], st["wslot"], st["tmark"], st["tslot"],
+        S.Zb, S.U, S.out, S.F, S.G, S.Gt, S.leaf, S.rstar, S.vstar, S.contrib,
+        S.contrib_feat, S.gW, S.gt, S.touched_w, S.touched_t, S.gU, batch_loss,
     )
-    for name, g in grads.items():
-        _dense_step(model, name, g, optimizer, hp)
-    model.step += 1
-    _update_bn(model, Hf)
-    return loss
+    model.bn_count = int(counters[0])
+    model.step = int(counters[1])
+    return batch_loss
+
+
+def _targets(Y, task):
+    """(Yi, Yf) arrays for the epoch kernel."""
+    if task == "classification":
+        return np.ascontiguousarray(Y, dtype=np.int64), np.zeros((1, 1))
+    Yf = np.asarray(Y, dtype=np.float64)
+    if Yf.ndim == 1:
+        Yf = Yf[:, None]
+    return np.zeros(1, dtype=np.int64), np.ascontiguousarray(Yf)
 
 
 def fit_epochs(
@@ -397,7 +429,9 @@ def fit_epochs(
     rng = np.random.default_rng(seed)
     w = np.ones(n) if sample_weight is None else sample_weight / sample_weight.mean()
     Z = np.ascontiguousarray(_standardise(model, X))
-    scratch = _Scratch(model, B)
+    Yi, Yf = _targets(Y, task)
+    ensure_opt_state(model, optimizer)
+    scratch = _EpochScratch(model, B)
     hist = history if history is not None else {
         "loss": [], "val_loss": [], "epoch_time": [], "best_epoch": 0
     }
@@ -408,11 +442,14 @@ def fit_epochs(
         for epoch in range(max_epochs):
             t0 = time.perf_counter()
             order = rng.permutation(n)
-            total = 0.0
-            for start in range(0, n, B):
-                idx = order[start:start + B]
-                total += train_step(model, Z[idx], Y[idx], w[idx], task,
-                                    optimizer, learning_rate, scratch) * idx.shape[0]
+            losses = run_epoch(model, Z, Yi, Yf, w, order, task, optimizer,
+                               learning_rate, B, scratch)
+            sizes = np.full(losses.shape[0], B)
+            sizes[-1] = n - B * (losses.shape[0] - 1)
+            total = float(losses @ sizes)
+            if not (np.isfinite(total) and np.all(np.isfinite(model.W))
+                    and np.all(np.isfinite(model.thr)) and np.all(np.isfinite(model.A))):
+                raise FloatingPointError("non-finite loss or parameters")
             hist["epoch_time"].append(time.perf_counter() - t0)
             hist["loss"].append(total / n)
             msg = f"epoch {len(hist['loss'])}: loss {total / n:.5f}"
