@@ -11,9 +11,11 @@ are loaded (from numba's on-disk cache when available) on first use.
 
 import importlib
 
+from obliquetrees._co2 import CO2ForestClassifier
 from obliquetrees._version import __version__
 
 __all__ = [
+    "CO2ForestClassifier",
     "__version__",
 ]
 

@@ -490,7 +490,7 @@ def split_node(
     seed,
     w_out,
     hist_out,
-    center,
+    options,
 ):
     """Fit the CO2 stump of one node and partition its samples in place.
 
@@ -537,7 +537,7 @@ def split_node(
         for j in range(p):
             Xb[t, j] = X[r, j]
     mu = np.zeros(p)
-    if center:
+    if options & 1:
         tw = 0.0
         for t in range(m):
             tw += wb[t]
@@ -550,7 +550,7 @@ def split_node(
                 Xb[t, j] -= mu[j]
     state = np.empty(1, dtype=np.uint64)
     state[0] = seed
-    feature, threshold, _ = best_axis_split(
+    feature, threshold, axis_imp = best_axis_split(
         Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, state
     )
     if feature < 0:
@@ -581,14 +581,31 @@ def split_node(
         history,
     )
     n_right = 0
+    cl = np.zeros(n_classes)
+    cr = np.zeros(n_classes)
     for t in range(m):
         z = b
         for j in range(p):
             z += w_out[j] * Xb[t, j]
         if z > 0.0:
             n_right += 1
+            cr[yb[t]] += wb[t]
+        else:
+            cl[yb[t]] += wb[t]
+    worse = False
+    if options & 2:
+        nl = 0.0
+        nr = 0.0
+        sl = 0.0
+        sr = 0.0
+        for k in range(n_classes):
+            nl += cl[k]
+            nr += cr[k]
+            sl += xlogx(cl[k])
+            sr += xlogx(cr[k])
+        worse = (xlogx(nl) - sl) + (xlogx(nr) - sr) > axis_imp
     oblique = True
-    if n_right < min_samples_leaf or m - n_right < min_samples_leaf or n_right == 0 or n_right == m:
+    if worse or n_right < min_samples_leaf or m - n_right < min_samples_leaf or n_right == 0 or n_right == m:
         oblique = False
         for j in range(p):
             w_out[j] = 0.0
@@ -640,7 +657,7 @@ def grow_tree(
     max_iter,
     tol,
     seed,
-    center,
+    options,
 ):
     """Grow one CO2 tree breadth-first on the rows ``rows`` of ``X``.
 
@@ -708,7 +725,7 @@ def grow_tree(
             node_seed(seed, node),
             w_buf,
             hist,
-            center,
+            options,
         )
         tot = 0.0
         for k in range(n_classes):

@@ -71,7 +71,7 @@ def grow_tree(Xs, y, row_weight, n_classes, seed, params):
         params["max_cccp_iter"],
         params["tol"],
         np.uint64(seed),
-        params["center"],
+        params["options"],
     )
 
 
@@ -118,7 +118,7 @@ def fit_forest(
     cccp_epochs=1,
     max_cccp_iter=20,
     tol=1e-3,
-    center=False,
+    options=1,
     bootstrap=True,
     n_jobs=None,
     verbose=0,
@@ -165,7 +165,7 @@ def fit_forest(
         max_cccp_iter=int(max_cccp_iter),
         tol=float(tol),
         bootstrap=bool(bootstrap),
-        center=bool(center),
+        options=int(options),
     )
     y = np.ascontiguousarray(y, dtype=np.int64)
     results = parallel_map(

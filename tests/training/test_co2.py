@@ -1,0 +1,289 @@
+"""CO2 kernels (obliquetrees/_training/_co2_kernels.py) against tests/reference.py."""
+
+import numpy as np
+import pytest
+
+from tests import reference as ref
+
+K = pytest.importorskip("obliquetrees._training._co2_kernels")
+co2 = pytest.importorskip("obliquetrees._training.co2")
+
+
+def _state(seed):
+    s = np.empty(1, dtype=np.uint64)
+    s[0] = np.uint64(seed)
+    return s
+
+
+def _problem(rng, m=120, p=5, n_classes=4, integer_weights=True):
+    X = rng.normal(size=(m, p))
+    W = rng.normal(size=(p, n_classes))
+    y = np.argmax(X @ W + 0.5 * rng.normal(size=(m, n_classes)), axis=1).astype(np.int64)
+    if integer_weights:
+        w = rng.integers(1, 4, size=m).astype(np.float64)
+    else:
+        w = rng.uniform(0.2, 2.0, size=m)
+    return np.ascontiguousarray(X), y, w
+
+
+def _params(rng, p, n_classes, scale=1.0):
+    return (
+        scale * rng.normal(size=p),
+        float(scale * rng.normal()),
+        rng.normal(size=n_classes),
+        rng.normal(size=n_classes),
+    )
+
+
+# ------------------------------------------------------------------ rng
+def test_rng_matches_reference():
+    state = _state(12345)
+    r = ref.Co2Rng(12345)
+    for _ in range(50):
+        assert int(K.rng_next(state)) == r.next()
+    for n in (1, 2, 7, 1000):
+        assert K.rng_int(state, n) == r.integer(n)
+    for tree_seed, node in [(0, 0), (7, 3), (2**31 - 2, 10**6)]:
+        assert int(K.node_seed(tree_seed, node)) == ref.co2_node_seed(tree_seed, node)
+
+
+def test_shuffle_matches_reference():
+    perm = np.arange(37)
+    K.shuffle(perm, 37, _state(5))
+    expected = list(range(37))
+    ref.co2_shuffle(expected, ref.Co2Rng(5))
+    np.testing.assert_array_equal(perm, expected)
+
+
+# ----------------------------------------------------- axis-aligned init
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("min_samples_leaf", [1, 5])
+def test_best_axis_split_matches_exhaustive_search(seed, min_samples_leaf):
+    rng = np.random.default_rng(seed)
+    X, y, w = _problem(rng, m=60, p=6)
+    X[:, 2] = 1.5  # a constant feature is skipped and does not count
+    X[:, 3] = np.round(X[:, 3])  # ties
+    f, thr, imp = K.best_axis_split(X, y, w, X.shape[0], 4, 3, min_samples_leaf, _state(seed))
+    rf, rthr, rimp = ref.co2_best_axis_split(X, y, w, 4, 3, min_samples_leaf, ref.Co2Rng(seed))
+    assert f >= 0 and f != 2
+    np.testing.assert_allclose(imp, rimp, rtol=1e-10)
+    # the kernel's threshold realises the reported impurity
+    np.testing.assert_allclose(
+        ref.co2_weighted_entropy(y, w, X[:, f] > thr, 4), imp, rtol=1e-10
+    )
+    if f == rf:
+        assert thr == rthr
+    right = (X[:, f] > thr).sum()
+    assert min_samples_leaf <= right <= X.shape[0] - min_samples_leaf
+
+
+def test_best_axis_split_no_valid_split():
+    X = np.ones((10, 3))
+    y = np.arange(10) % 2
+    f, _, _ = K.best_axis_split(X, y, np.ones(10), 10, 2, 3, 1, _state(0))
+    assert f == -1
+
+
+# ------------------------------------------------------------ surrogate
+@pytest.mark.parametrize("seed", range(5))
+def test_surrogate_matches_reference_and_bounds_loss(seed):
+    rng = np.random.default_rng(seed)
+    X, y, wt = _problem(rng, integer_weights=bool(seed % 2))
+    for scale in (0.01, 1.0, 30.0):
+        w, b, t0, t1 = _params(rng, X.shape[1], 4, scale)
+        signs = np.empty(X.shape[0])
+        sur, emp = K.surrogate(X, y, wt, X.shape[0], w, b, t0, t1, signs)
+        rsur, remp = ref.co2_surrogate(X, y, wt, w, b, t0, t1)
+        np.testing.assert_allclose([sur, emp], [rsur, remp], rtol=1e-12)
+        np.testing.assert_array_equal(signs, np.where(X @ w + b > 0, 1.0, -1.0))
+        # Eq. 5: the surrogate upper-bounds the empirical loss
+        assert sur >= emp - 1e-12
+        # Eq. 8: the bound tightens as ||w|| grows
+        sur_big, _ = K.surrogate(X, y, wt, X.shape[0], 3 * w, 3 * b, t0, t1, signs)
+        assert sur_big <= sur + 1e-12
+        # CCCP: the linearised objective (Eq. 11) upper-bounds the surrogate
+        other_signs = np.where(rng.random(X.shape[0]) < 0.5, 1.0, -1.0)
+        lin = ref.co2_cccp_objective(X, y, wt, w, b, t0, t1, other_signs)
+        assert lin >= sur - 1e-12
+
+
+def test_surrogate_is_tight_for_large_margins():
+    rng = np.random.default_rng(0)
+    X, y, wt = _problem(rng)
+    w, b, t0, t1 = _params(rng, X.shape[1], 4)
+    signs = np.empty(X.shape[0])
+    sur, emp = K.surrogate(X, y, wt, X.shape[0], 1e6 * w, 1e6 * b, t0, t1, signs)
+    np.testing.assert_allclose(sur, emp, rtol=1e-6)
+
+
+# ------------------------------------------------------------- gradient
+@pytest.mark.parametrize("seed", range(4))
+def test_minibatch_gradient_matches_reference(seed):
+    rng = np.random.default_rng(seed)
+    X, y, wt = _problem(rng, integer_weights=bool(seed % 2))
+    w, b, t0, t1 = _params(rng, X.shape[1], 4)
+    signs = np.where(rng.random(X.shape[0]) < 0.5, 1.0, -1.0)
+    perm = rng.permutation(X.shape[0]).astype(np.int64)
+    gw, g0, g1 = np.empty(X.shape[1]), np.empty(4), np.empty(4)
+    lo, hi = 10, 45
+    gb, run, wsum = K.minibatch_gradient(X, y, wt, perm, lo, hi, w, b, t0, t1, signs, gw, g0, g1)
+    rgw, rgb, rg0, rg1, rrun, rwsum = ref.co2_minibatch_gradient(
+        X, y, wt, perm[lo:hi], w, b, t0, t1, signs
+    )
+    np.testing.assert_allclose(gw, rgw, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose([gb, run, wsum], [rgb, rrun, rwsum], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(g0, rg0, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(g1, rg1, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_minibatch_gradient_finite_differences(seed):
+    """Away from the kinks the subgradient is the gradient of Eq. 11."""
+    rng = np.random.default_rng(seed)
+    X, y, wt = _problem(rng, m=40)
+    w, b, t0, t1 = _params(rng, X.shape[1], 4)
+    signs = np.where(rng.random(X.shape[0]) < 0.5, 1.0, -1.0)
+    perm = np.arange(X.shape[0], dtype=np.int64)
+    gw, g0, g1 = np.empty(X.shape[1]), np.empty(4), np.empty(4)
+    gb, _, _ = K.minibatch_gradient(X, y, wt, perm, 0, 40, w, b, t0, t1, signs, gw, g0, g1)
+    theta = np.concatenate([w, [b], t0, t1])
+    p = X.shape[1]
+
+    def f(v):
+        return ref.co2_cccp_objective(X, y, wt, v[:p], v[p], v[p + 1:p + 5], v[p + 5:], signs)
+
+    eps = 1e-6
+    num = np.array([(f(theta + eps * e) - f(theta - eps * e)) / (2 * eps) for e in np.eye(theta.size)])
+    np.testing.assert_allclose(num, np.concatenate([gw, [gb], g0, g1]), rtol=1e-5, atol=1e-7)
+
+
+# ------------------------------------------------------------------ CCCP
+def _cccp_inputs(seed, m=150):
+    rng = np.random.default_rng(seed)
+    X, y, wt = _problem(rng, m=m)
+    X -= np.average(X, axis=0, weights=wt)
+    f, thr, _ = K.best_axis_split(X, y, wt, m, 4, 2, 1, _state(seed))
+    w = np.zeros(X.shape[1])
+    w[f] = 1.0
+    t0, t1 = K.init_theta(X, y, wt, m, f, thr, 4)
+    return X, y, wt, w, -thr, t0, t1
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("nu", [0.5, 10.0])
+def test_cccp_matches_reference(seed, nu):
+    X, y, wt, w, b, t0, t1 = _cccp_inputs(seed)
+    args = dict(learning_rate=0.03, batch_size=32, momentum=0.9, n_epochs=2, max_iter=6, tol=1e-4)
+    kw, kt0, kt1 = w.copy(), t0.copy(), t1.copy()
+    history = np.empty(args["max_iter"] + 1)
+    kb, n_iter, n_hist = K.cccp(
+        X, y, wt, X.shape[0], kw, b, kt0, kt1, nu, args["learning_rate"], args["batch_size"],
+        args["momentum"], args["n_epochs"], args["max_iter"], args["tol"], _state(seed), history,
+    )
+    rw, rb, rt0, rt1, rhist = ref.co2_cccp(
+        X, y, wt, w, b, t0, t1, nu, args["learning_rate"], args["batch_size"], args["momentum"],
+        args["n_epochs"], args["max_iter"], args["tol"], ref.Co2Rng(seed),
+    )
+    np.testing.assert_allclose(history[:n_hist], rhist, rtol=1e-9)
+    np.testing.assert_allclose(np.concatenate([kw, [kb], kt0, kt1]),
+                               np.concatenate([rw, [rb], rt0, rt1]), rtol=1e-8, atol=1e-10)
+    assert kw @ kw + kb * kb <= nu * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("nu", [0.1, 4.0, 100.0])
+def test_cccp_surrogate_non_increasing_and_improves(seed, nu):
+    X, y, wt, w, b, t0, t1 = _cccp_inputs(seed, m=300)
+    history = np.empty(31)
+    signs = np.empty(X.shape[0])
+    kb, n_iter, n_hist = K.cccp(
+        X, y, wt, X.shape[0], w, b, t0, t1, nu, 0.03, 100, 0.9, 1, 30, 1e-4, _state(seed), history
+    )
+    hist = history[:n_hist]
+    assert n_hist >= 2 and 1 <= n_iter <= 30
+    assert np.all(np.diff(hist) <= 0)
+    assert hist[-1] < hist[0]
+    # the returned parameters are the last accepted iterate
+    sur, emp = K.surrogate(X, y, wt, X.shape[0], w, kb, t0, t1, signs)
+    np.testing.assert_allclose(sur, hist[-1], rtol=1e-12)
+    assert emp <= sur + 1e-12
+
+
+# ----------------------------------------------------------------- trees
+def _grow(X, y, row_weight, n_classes, seed=0, **kw):
+    params = dict(
+        max_features=2, max_depth=-1, min_samples_split=2, min_samples_leaf=1,
+        max_leaf_nodes=-1, nu=10.0, learning_rate=0.03, batch_size=100, momentum=0.9,
+        cccp_epochs=1, max_cccp_iter=5, tol=1e-3, options=1,
+    )
+    params.update(kw)
+    return co2.grow_tree(X, y, row_weight, n_classes, seed, params)
+
+
+def _tree_from(arrays):
+    from obliquetrees._core.tree import ObliqueTree
+
+    left, right, weights, bias, value, nns, depth, _ = arrays
+    return ObliqueTree.from_dense(left, right, weights, bias, value, nns, depth)
+
+
+def _leaf_of(tree, X):
+    return np.array([ref.walk(tree, x)[-1] for x in X])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_grown_tree_routes_and_histograms(seed):
+    rng = np.random.default_rng(seed)
+    X, y, _ = _problem(rng, m=200, p=4, n_classes=3)
+    counts = co2.bootstrap_counts(200, seed)
+    arrays = _grow(X, y, counts, 3, seed=seed)
+    tree = _tree_from(arrays)
+    tree.check_invariants()
+    rows = np.flatnonzero(counts > 0)
+    leaves = _leaf_of(tree, X[rows])
+    # leaves hold the weighted class distribution of the rows reaching them
+    hists = ref.co2_leaf_histograms(tree.value, leaves, y[rows], counts[rows], 3)
+    for leaf, h in hists.items():
+        np.testing.assert_allclose(tree.value[leaf], h, rtol=1e-12)
+        np.testing.assert_allclose(tree.n_node_samples[leaf], counts[rows][leaves == leaf].sum())
+    # fully grown: every leaf is pure (continuous X has no duplicate rows)
+    assert all(np.count_nonzero(h) == 1 for h in hists.values())
+    assert tree.n_node_samples[0] == counts.sum()
+    # breadth-first ids: depth never decreases with the node id
+    assert np.all(np.diff(tree.depth) >= 0)
+
+
+def test_grow_tree_limits():
+    rng = np.random.default_rng(1)
+    X, y, _ = _problem(rng, m=300, p=4, n_classes=3)
+    ones = np.ones(300)
+    t = _tree_from(_grow(X, y, ones, 3, max_depth=3))
+    assert t.max_depth <= 3
+    t = _tree_from(_grow(X, y, ones, 3, max_leaf_nodes=7))
+    assert t.n_leaves == 7
+    t = _tree_from(_grow(X, y, ones, 3, min_samples_leaf=20))
+    leaves = _leaf_of(t, X)
+    assert np.bincount(leaves)[np.unique(leaves)].min() >= 20
+    t = _tree_from(_grow(X, y, ones, 3, min_samples_split=100))
+    internal = ~t.is_leaf
+    assert np.all(t.n_node_samples[internal] >= 100)
+
+
+def test_grow_tree_is_deterministic_and_seed_dependent():
+    rng = np.random.default_rng(2)
+    X, y, _ = _problem(rng, m=200, p=4, n_classes=3)
+    ones = np.ones(200)
+    a = _grow(X, y, ones, 3, seed=11)
+    b = _grow(X, y, ones, 3, seed=11)
+    c = _grow(X, y, ones, 3, seed=12)
+    for u, v in zip(a, b):
+        np.testing.assert_array_equal(u, v)
+    assert not (a[2].shape == c[2].shape and np.array_equal(a[2], c[2]))
+
+
+def test_pure_and_single_sample_nodes_are_leaves():
+    X = np.random.default_rng(0).normal(size=(5, 3))
+    arrays = _grow(X, np.zeros(5, dtype=np.int64), np.ones(5), 1)
+    assert arrays[0].shape == (1,)
+    arrays = _grow(X[:1], np.zeros(1, dtype=np.int64), np.ones(1), 2)
+    assert arrays[0].shape == (1,)
