@@ -401,3 +401,147 @@ def co2_leaf_histograms(tree_value, leaf_of_row, y, row_weight, n_classes):
         h = np.bincount(y[rows], weights=row_weight[rows], minlength=n_classes)
         out[int(leaf)] = h / h.sum()
     return out
+
+
+# ---- e2edt ----
+
+
+def e2edt_log_sigmoid(z):
+    """``log sigma(z)`` (stable)."""
+    return -np.logaddexp(0.0, -z)
+
+
+def e2edt_leaf_paths(left, right):
+    """For every leaf (in node order): list of (node, went_right) on its path."""
+    parent = {}
+    for node in range(len(left)):
+        if left[node] >= 0:
+            parent[left[node]] = (node, False)
+            parent[right[node]] = (node, True)
+    paths = []
+    for node in range(len(left)):
+        if left[node] < 0:
+            path, cur = [], node
+            while cur in parent:
+                par, went_right = parent[cur]
+                path.append((par, went_right))
+                cur = par
+            paths.append(path[::-1])
+    return paths
+
+
+def e2edt_log_path_probs(A, gamma, left, right, split_col):
+    """``log mu_l`` (eq. 1) leaf by leaf from explicit root-to-leaf paths; A is (n, n_splits)."""
+    paths = e2edt_leaf_paths(left, right)
+    out = np.zeros((A.shape[0], len(paths)))
+    for l, path in enumerate(paths):
+        for node, went_right in path:
+            z = gamma[split_col[node]] * A[:, split_col[node]]
+            out[:, l] += e2edt_log_sigmoid(z if went_right else -z)
+    return out
+
+
+def e2edt_e_step(A, gamma, left, right, split_col, pi, y, sw):
+    """Responsibilities (n, L) (eq. 10), leaf statistics (L, K), weighted log-likelihood."""
+    from scipy.special import logsumexp
+
+    log_mu = e2edt_log_path_probs(A, gamma, left, right, split_col)
+    with np.errstate(divide="ignore"):
+        terms = np.log(pi[:, y].T) + log_mu
+    impossible = np.all(np.isneginf(terms), axis=1)
+    terms[impossible] = log_mu[impossible]
+    norm = logsumexp(terms, axis=1)
+    h = np.exp(terms - norm[:, None])
+    counts = np.zeros(pi.shape)
+    for k in range(pi.shape[1]):
+        counts[:, k] = (sw[y == k, None] * h[y == k]).sum(axis=0)
+    loglik = -np.inf if np.any(impossible & (sw > 0)) else float(sw @ norm)
+    return h, counts, loglik
+
+
+def e2edt_leaf_m_step(counts, pi):
+    """Eq. 13 with empty leaves keeping their distribution."""
+    total = counts.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, counts / total, pi)
+
+
+def e2edt_split_objective(W, b, gamma, left, right, split_col, h, coef, X):
+    """``sum_n coef_n sum_l h_{n,l} log mu_l(x_n)`` (eq. 14) for X (n, p), h (n, L)."""
+    A = X @ W.T + b
+    return float(coef @ (h * e2edt_log_path_probs(A, gamma, left, right, split_col)).sum(axis=1))
+
+
+def e2edt_split_gradient(W, b, gamma, left, right, split_col, h, coef, X):
+    """Gradient of :func:`e2edt_split_objective` from per-leaf path derivatives."""
+    A = X @ W.T + b
+    dA = np.zeros_like(A)
+    for l, path in enumerate(e2edt_leaf_paths(left, right)):
+        for node, went_right in path:
+            c = split_col[node]
+            s = 1.0 / (1.0 + np.exp(-gamma[c] * A[:, c]))
+            d = gamma[c] * (1.0 - s) if went_right else -gamma[c] * s
+            dA[:, c] += coef * h[:, l] * d
+    return dA.T @ X, dA.sum(axis=0), dA
+
+
+def e2edt_grid_laplacian(image_shape):
+    """Dense 4-neighbour grid Laplacian (degree on the diagonal, -1 for neighbours)."""
+    h, w = image_shape
+    p = h * w
+    M = np.zeros((p, p))
+    for r in range(h):
+        for c in range(w):
+            i = r * w + c
+            for dr, dc in ((0, 1), (1, 0), (0, -1), (-1, 0)):
+                rr, cc = r + dr, c + dc
+                if 0 <= rr < h and 0 <= cc < w:
+                    M[i, rr * w + cc] = -1.0
+                    M[i, i] += 1.0
+    return M
+
+
+def e2edt_masked_laplacian(M, mask_row):
+    """Laplacian of the graph of ``M`` restricted to the nodes in ``mask_row``."""
+    keep = mask_row.astype(bool)
+    A = (M < 0) & keep[:, None] & keep[None, :]
+    L = -A.astype(float)
+    L[np.diag_indices_from(L)] = A.sum(axis=1)
+    return L
+
+
+def e2edt_fit_stump(X, y, sw, w, b, pi, gamma0, dgamma, n_epochs, order, batch_size,
+                    lr, beta1, beta2, eps, lam, M):
+    """The stump schedule of the E2EDT kernel, in numpy (M: dense local Laplacian)."""
+    w, b, pi = w.copy(), float(b), pi.copy()
+    mw, vw, mb, vb = np.zeros_like(w), np.zeros_like(w), 0.0, 0.0
+    gamma, step = gamma0, 0
+    for epoch in range(n_epochs):
+        z = gamma * (X @ w + b)
+        lr_, ll_ = e2edt_log_sigmoid(z), e2edt_log_sigmoid(-z)
+        with np.errstate(divide="ignore"):
+            tr = np.log(pi[1, y]) + lr_
+            tl = np.log(pi[0, y]) + ll_
+        hr = 1.0 / (1.0 + np.exp(tl - tr))
+        counts = np.zeros_like(pi)
+        np.add.at(counts[1], y, sw * hr)
+        np.add.at(counts[0], y, sw * (1 - hr))
+        if epoch >= 1:
+            perm = order[epoch - 1]
+            for s in range(0, X.shape[0], batch_size):
+                rows = perm[s : s + batch_size]
+                total = sw[rows].sum()
+                if total <= 0:
+                    continue
+                zb = gamma * (X[rows] @ w + b)
+                c = -sw[rows] * gamma * (hr[rows] - 1.0 / (1.0 + np.exp(-zb))) / total
+                gw = c @ X[rows] + 2.0 * lam * (M @ w)
+                gb = c.sum()
+                step += 1
+                w, mw, vw = adam_step(w, mw, vw, gw, step, lr, beta1, beta2, eps)
+                bb, mb, vb = adam_step(np.array([b]), np.array([mb]), np.array([vb]),
+                                       np.array([gb]), step, lr, beta1, beta2, eps)
+                b, mb, vb = float(bb[0]), float(mb[0]), float(vb[0])
+        pi = e2edt_leaf_m_step(counts, pi)
+        gamma += dgamma
+    return w, b, pi, gamma

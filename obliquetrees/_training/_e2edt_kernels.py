@@ -88,66 +88,162 @@ def log_path_probs(A, gamma, left, right, split_col, leaf_col, n_leaves):
     return out
 
 
+def steep_activations(A, gamma):
+    """``T = gamma[:, None] * A`` (in place: ``A`` is overwritten), ``E = exp(-|T|)``.
+
+    ``A`` is split-major, shape (n_splits, n). Plain numpy: its SIMD ``exp``
+    is about 4x faster than numba's scalar one, and every split probability
+    follows from ``T`` and ``E`` without another transcendental
+    (``sigma(T) = 1 / (1 + E)`` if ``T >= 0`` else ``E / (1 + E)``, and the
+    complement the other way round: both accurate in the tails).
+    """
+    T = A
+    T *= gamma[:, None]
+    E = np.abs(T)
+    np.negative(E, out=E)
+    np.exp(E, out=E)
+    return T, E
+
+
 @jit
-def e_step(A, gamma, left, right, split_col, leaf_col, log_pi, y, sw, h, counts):
+def _split_probs(t, e):
+    """``(P(right), P(left))`` of a split from ``t = gamma a``, ``e = exp(-|t|)``."""
+    big = 1.0 / (1.0 + e)
+    small = e * big
+    if t >= 0.0:
+        return big, small
+    return small, big
+
+
+@jit
+def _fill_split_probs(T, E, c, sr, sl):
+    """Right/left probabilities of split ``c`` for every sample (SIMD loop)."""
+    for r in range(T.shape[1]):
+        e = E[c, r]
+        big = 1.0 / (1.0 + e)
+        small = e * big
+        pos = T[c, r] >= 0.0
+        sr[r] = big if pos else small
+        sl[r] = small if pos else big
+
+
+@jit
+def e_step(T, E, left, right, split_col, leaf_col, pi, y, sw, h, counts):
     """E-step (eq. 10) and the sufficient statistics of the leaf M-step (eq. 13).
+
+    Sample-major loops inside a node loop: path probabilities are products of
+    split probabilities, level by level from the root (parents precede
+    children), each node's product computed for all samples at once. A sample
+    whose total ``sum_l pi_l[y] mu_l`` underflows to 0 is redone in log space;
+    one whose label has probability 0 in every leaf gets the label-free path
+    posterior ``h = mu``.
 
     Parameters
     ----------
-    A : ndarray (n, n_splits)
-    gamma : ndarray (n_splits,)
+    T, E : ndarray (n_splits, n)
+        Steep activations and ``exp(-|T|)`` (:func:`steep_activations`).
     left, right, split_col, leaf_col : tree layout.
-    log_pi : ndarray (n_leaves, n_classes)
-        ``log pi_l[k]`` (``-inf`` where the probability is 0).
+    pi : ndarray (n_leaves, n_classes)
+        Leaf class distributions of the previous iteration.
     y : int64 (n,)
     sw : float64 (n,)
         Sample weights.
-    h : ndarray (n, n_leaves), output
-        Responsibilities ``h_{n,l}``.
+    h : ndarray (n_leaves, n), output
+        Responsibilities ``h_{n,l}`` (leaf-major).
     counts : ndarray (n_leaves, n_classes), accumulated into
         ``counts[l, k] += sw_n h_{n,l} [y_n = k]``.
 
     Returns
     -------
     loglik : float
-        ``sum_n sw_n log p(y_n | x_n)`` (eq. 4) under the current parameters.
+        ``sum_n sw_n log p(y_n | x_n)`` (eq. 4) under the current parameters
+        (``-inf`` if a weighted sample's label is impossible).
     """
-    n = A.shape[0]
-    n_leaves = log_pi.shape[0]
-    node_lp = np.empty(left.shape[0])
-    lp = np.empty((1, n_leaves))
-    t = np.empty(n_leaves)
+    n = T.shape[1]
+    n_nodes = left.shape[0]
+    n_leaves = pi.shape[0]
+    mu = np.empty((n_nodes, n))
+    sr = np.empty(n)
+    sl = np.empty(n)
+    for r in range(n):
+        mu[0, r] = 1.0
+    for node in range(n_nodes):
+        c = split_col[node]
+        if c >= 0:
+            _fill_split_probs(T, E, c, sr, sl)
+            nr = right[node]
+            nl = left[node]
+            for r in range(n):
+                mu[nr, r] = mu[node, r] * sr[r]
+                mu[nl, r] = mu[node, r] * sl[r]
+        else:
+            l = leaf_col[node]
+            for r in range(n):
+                h[l, r] = pi[l, y[r]] * mu[node, r]
+    total = np.zeros(n)
+    for l in range(n_leaves):
+        for r in range(n):
+            total[r] += h[l, r]
     loglik = 0.0
     for r in range(n):
-        _row_log_paths(A, r, gamma, left, right, split_col, leaf_col, node_lp, lp, 0)
-        k = y[r]
-        m = -np.inf
-        for l in range(n_leaves):
-            t[l] = log_pi[l, k] + lp[0, l]
-            if t[l] > m:
-                m = t[l]
-        impossible = m == -np.inf
-        if impossible:
-            # label impossible in every leaf: responsibilities = path posterior
-            for l in range(n_leaves):
-                t[l] = lp[0, l]
-                if t[l] > m:
-                    m = t[l]
-        total = 0.0
-        for l in range(n_leaves):
-            t[l] = np.exp(t[l] - m)
-            total += t[l]
-        inv = 1.0 / total
-        for l in range(n_leaves):
-            hv = t[l] * inv
-            h[r, l] = hv
-            counts[l, k] += sw[r] * hv
-        if impossible:
-            if sw[r] > 0.0:
-                loglik = -np.inf
+        if total[r] > 0.0:
+            loglik += sw[r] * np.log(total[r])
+            total[r] = 1.0 / total[r]
         else:
-            loglik += sw[r] * (m + np.log(total))
+            total[r] = 1.0
+            if _estep_log_row(T, left, right, split_col, leaf_col, pi, y, r, h):
+                if sw[r] > 0.0:
+                    loglik = -np.inf
+            else:
+                # log p(y|x) of the rescued row (it underflowed in linear space)
+                loglik += sw[r] * _row_log_evidence(T, left, right, split_col,
+                                                    leaf_col, pi, y, r)
+    for l in range(n_leaves):
+        for r in range(n):
+            v = h[l, r] * total[r]
+            h[l, r] = v
+            counts[l, y[r]] += sw[r] * v
     return loglik
+
+
+@jit
+def _row_log_terms(T, left, right, split_col, leaf_col, pi, y, r):
+    """``log pi_l[y_r] + log mu_l`` of one sample (log space) and ``log mu_l``."""
+    n_nodes = left.shape[0]
+    n_leaves = pi.shape[0]
+    node_lp = np.empty(n_nodes)
+    lp = np.empty((1, n_leaves))
+    ones = np.ones(T.shape[0])
+    Tr = np.ascontiguousarray(T[:, r]).reshape(1, -1)
+    _row_log_paths(Tr, 0, ones, left, right, split_col, leaf_col, node_lp, lp, 0)
+    terms = np.empty(n_leaves)
+    for l in range(n_leaves):
+        p = pi[l, y[r]]
+        terms[l] = np.log(p) + lp[0, l] if p > 0.0 else -np.inf
+    return terms, lp[0]
+
+
+@jit
+def _row_log_evidence(T, left, right, split_col, leaf_col, pi, y, r):
+    terms, _ = _row_log_terms(T, left, right, split_col, leaf_col, pi, y, r)
+    m = terms.max()
+    return m + np.log(np.exp(terms - m).sum())
+
+
+@jit
+def _estep_log_row(T, left, right, split_col, leaf_col, pi, y, r, h):
+    """Responsibilities of sample ``r`` in log space; True if its label is impossible."""
+    terms, lp = _row_log_terms(T, left, right, split_col, leaf_col, pi, y, r)
+    m = terms.max()
+    impossible = m == -np.inf
+    if impossible:
+        terms = lp.copy()
+        m = terms.max()
+    e = np.exp(terms - m)
+    e /= e.sum()
+    for l in range(e.shape[0]):
+        h[l, r] = e[l]
+    return impossible
 
 
 @jit
@@ -163,39 +259,48 @@ def leaf_m_step(counts, pi):
 
 
 @jit
-def split_gradient_factors(A, gamma, left, right, split_col, leaf_col, h, coef, G):
-    """Per-sample, per-split derivative of eq. 14 with respect to ``a_i``.
+def split_gradient_factors(T, E, gamma, left, right, split_col, leaf_col, h, coef, G):
+    """Per-split, per-sample derivative of eq. 14 with respect to ``a_i``.
 
-    ``G[n, i] = coef_n * d/da_i sum_l h_{n,l} log mu_l(x_n)
-    = coef_n * gamma_i * (H_right(i) - sigma(gamma_i a_i) * H(i))`` where
-    ``H(i)`` sums ``h_{n,l}`` over the leaves below node ``i``. The weight
-    gradient is then ``G.T @ X`` and the bias gradient ``G.sum(0)``.
+    ``G[i, n] = coef_n * d/da_i sum_l h_{n,l} log mu_l(x_n)
+    = coef_n * gamma_i * (H_R(i) * (1 - s_i) - H_L(i) * s_i)`` with
+    ``s_i = sigma(gamma_i a_i)`` and ``H_R(i)``, ``H_L(i)`` the sums of
+    ``h_{n,l}`` over the leaves of the right and left subtrees (accumulated
+    from the leaves up, all samples at once). The weight gradient is then the
+    GEMM ``G @ X`` and the bias gradient ``G.sum(1)``.
 
     Parameters
     ----------
-    A : ndarray (n, n_splits)
+    T, E : ndarray (n_splits, n)
+        Steep activations and ``exp(-|T|)`` (:func:`steep_activations`).
     gamma : ndarray (n_splits,)
     left, right, split_col, leaf_col : tree layout.
-    h : ndarray (n, n_leaves)
+    h : ndarray (n_leaves, n)
     coef : ndarray (n,)
         Per-sample factor (sample weight / batch weight).
-    G : ndarray (n, n_splits), output.
+    G : ndarray (n_splits, n), output.
     """
-    n = A.shape[0]
+    n = T.shape[1]
     n_nodes = left.shape[0]
-    H = np.empty(n_nodes)
-    for r in range(n):
-        c0 = coef[r]
-        for node in range(n_nodes - 1, -1, -1):
-            c = split_col[node]
-            if c < 0:
-                H[node] = h[r, leaf_col[node]]
-            else:
-                hr = H[right[node]]
-                hn = hr + H[left[node]]
-                H[node] = hn
-                g = gamma[c]
-                G[r, c] = c0 * g * (hr - _sigmoid(g * A[r, c]) * hn)
+    H = np.empty((n_nodes, n))
+    sr = np.empty(n)
+    sl = np.empty(n)
+    for node in range(n_nodes - 1, -1, -1):
+        c = split_col[node]
+        if c < 0:
+            l = leaf_col[node]
+            for r in range(n):
+                H[node, r] = h[l, r]
+        else:
+            _fill_split_probs(T, E, c, sr, sl)
+            nr = right[node]
+            nl = left[node]
+            g = gamma[c]
+            for r in range(n):
+                hr = H[nr, r]
+                hl = H[nl, r]
+                H[node, r] = hr + hl
+                G[c, r] = coef[r] * g * (hr * sl[r] - hl * sr[r])
 
 
 @jit
@@ -278,8 +383,10 @@ def fit_stump(
 
     Parameters
     ----------
-    X : ndarray (n, k)
-        The node's samples, restricted to the split's features.
+    X : ndarray (n, k) of float32 or float64
+        The node's samples, restricted to the split's features (the
+        activations and the weight gradient are BLAS gemv in this dtype; the
+        rest is float64).
     y : int64 (n,)
     sw : float64 (n,)
     w : ndarray (k,), in/out
@@ -306,9 +413,11 @@ def fit_stump(
     n_classes = pi.shape[1]
     hr = np.empty(n)
     counts = np.zeros((2, n_classes))
-    log_pi = np.empty((2, n_classes))
     gw = np.empty(k)
     gb = np.zeros(1)
+    bs = min(batch_size, n)
+    buf = np.empty((bs, k), dtype=X.dtype)
+    coef = np.empty(bs, dtype=X.dtype)
     mw = np.zeros(k)
     vw = np.zeros(k)
     mb = np.zeros(1)
@@ -319,19 +428,24 @@ def fit_stump(
         # E-step
         for c in range(2):
             for q in range(n_classes):
-                log_pi[c, q] = np.log(pi[c, q]) if pi[c, q] > 0.0 else -np.inf
                 counts[c, q] = 0.0
+        act = np.dot(X, w.astype(X.dtype))  # BLAS gemv
         for r in range(n):
-            a = b[0]
-            for j in range(k):
-                a += X[r, j] * w[j]
-            lsr, lsl = _log_sigmoid_pair(gamma * a)
-            tr = log_pi[1, y[r]] + lsr
-            tl = log_pi[0, y[r]] + lsl
-            if tr == -np.inf and tl == -np.inf:
-                tr = lsr
-                tl = lsl
-            hv = _sigmoid(tr - tl)
+            t = gamma * (np.float64(act[r]) + b[0])
+            sr, sl = _split_probs(t, np.exp(-abs(t)))
+            num_r = pi[1, y[r]] * sr
+            tot = num_r + pi[0, y[r]] * sl
+            if tot > 0.0:
+                hv = num_r / tot
+            else:  # underflow or impossible label: log space / path posterior
+                lsr, lsl = _log_sigmoid_pair(t)
+                if pi[1, y[r]] > 0.0 or pi[0, y[r]] > 0.0:
+                    tr = np.log(pi[1, y[r]]) + lsr if pi[1, y[r]] > 0.0 else -np.inf
+                    tl = np.log(pi[0, y[r]]) + lsl if pi[0, y[r]] > 0.0 else -np.inf
+                else:
+                    tr = lsr
+                    tl = lsl
+                hv = _sigmoid(tr - tl)
             hr[r] = hv
             counts[1, y[r]] += sw[r] * hv
             counts[0, y[r]] += sw[r] * (1.0 - hv)
@@ -345,18 +459,21 @@ def fit_stump(
                     total += sw[perm[q]]
                 if total <= 0.0:
                     continue
-                gw[:] = 0.0
+                m = stop - start
+                for q in range(m):
+                    r = perm[start + q]
+                    for j in range(k):
+                        buf[q, j] = X[r, j]
+                act_b = np.dot(buf[:m], w.astype(X.dtype))  # BLAS gemv
                 gb[0] = 0.0
-                for q in range(start, stop):
-                    r = perm[q]
-                    a = b[0]
-                    for j in range(k):
-                        a += X[r, j] * w[j]
+                for q in range(m):
+                    r = perm[start + q]
                     # minimisation: -d/da [h log s + (1 - h) log(1 - s)] / total
-                    c = -sw[r] * gamma * (hr[r] - _sigmoid(gamma * a)) / total
-                    for j in range(k):
-                        gw[j] += c * X[r, j]
+                    t = gamma * (np.float64(act_b[q]) + b[0])
+                    c = -sw[r] * gamma * (hr[r] - _sigmoid(t)) / total
+                    coef[q] = c
                     gb[0] += c
+                gw[:] = np.dot(coef[:m], buf[:m])  # BLAS gemv (transposed)
                 if lam > 0.0:
                     for j in range(k):
                         acc = 0.0
@@ -378,10 +495,9 @@ def count_right(X, w, b):
     n, k = X.shape
     right = np.empty(n, dtype=np.bool_)
     count = 0
+    act = np.dot(X, w.astype(X.dtype))
     for r in range(n):
-        a = b
-        for j in range(k):
-            a += X[r, j] * w[j]
+        a = np.float64(act[r]) + b
         right[r] = a > 0.0
         if a > 0.0:
             count += 1

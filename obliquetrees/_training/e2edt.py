@@ -204,7 +204,8 @@ class _Grower:
             features = draw_features(self.rng, self.Z.shape[1], p)
             if features is None:
                 if X_node is None:
-                    X_node = np.ascontiguousarray(self.Z[rows])
+                    whole = node.start == 0 and node.end == self.Z.shape[0]
+                    X_node = self.Z if whole else np.ascontiguousarray(self.Z[rows])
                 Xs = X_node
             else:
                 Xs = np.ascontiguousarray(self.Z[np.ix_(rows, features)])
@@ -334,10 +335,12 @@ class TrainingTree:
             return np.log(self.pi)
 
     def activations(self, X, W=None, b=None):
+        """Split-major activations ``W @ X.T + b``, shape (n_splits, n) (GEMM)."""
         W = self.W if W is None else W
         b = self.b if b is None else b
-        A = X @ W.T
-        A += b
+        A = W.astype(X.dtype, copy=False) @ X.T
+        A = A.astype(np.float64, copy=False)
+        A += b[:, None]
         return A
 
 
@@ -368,39 +371,39 @@ def finetune(tt, Z, y, sw, params, rng, adjacency):
     left, right, split_col, leaf_col = tt.layout
     for epoch in range(p.finetune_epochs):
         counts = np.zeros((tt.n_leaves, n_classes))
-        log_pi = tt.log_pi()
         if epoch == 0:
             for s in range(0, N, ESTEP_BLOCK):
                 e = min(s + ESTEP_BLOCK, N)
-                A = tt.activations(Z[s:e])
-                h = np.empty((e - s, tt.n_leaves))
-                K.e_step(A, tt.gamma, left, right, split_col, leaf_col, log_pi,
+                T, E = K.steep_activations(tt.activations(Z[s:e]), tt.gamma)
+                h = np.empty((tt.n_leaves, e - s))
+                K.e_step(T, E, left, right, split_col, leaf_col, tt.pi,
                          y[s:e], sw[s:e], h, counts)
         else:
             W0 = tt.W.copy()
             b0 = tt.b.copy()
+            pi0 = tt.pi.copy()
             perm = rng.permutation(N)
             for s in range(0, N, p.batch_size):
                 rows = perm[s : s + p.batch_size]
                 Xb = Z[rows]
-                yb = y[rows]
                 swb = sw[rows]
-                A0 = tt.activations(Xb, W0, b0)
-                h = np.empty((rows.shape[0], tt.n_leaves))
-                K.e_step(A0, tt.gamma, left, right, split_col, leaf_col, log_pi,
-                         yb, swb, h, counts)
+                T, E = K.steep_activations(tt.activations(Xb, W0, b0), tt.gamma)
+                h = np.empty((tt.n_leaves, rows.shape[0]))
+                K.e_step(T, E, left, right, split_col, leaf_col, pi0,
+                         y[rows], swb, h, counts)
                 total = swb.sum()
                 if total <= 0:
                     continue
-                A = A0 if s == 0 else tt.activations(Xb)
-                G = np.empty_like(A)
-                K.split_gradient_factors(A, tt.gamma, left, right, split_col, leaf_col,
-                                         h, swb / total, G)
-                gW = G.T @ Xb
+                if s > 0:  # the parameters moved since the epoch start
+                    T, E = K.steep_activations(tt.activations(Xb), tt.gamma)
+                G = np.empty_like(T)
+                K.split_gradient_factors(T, E, tt.gamma, left, right, split_col,
+                                         leaf_col, h, swb / total, G)
+                gW = (G.astype(Xb.dtype, copy=False) @ Xb).astype(np.float64, copy=False)
                 np.negative(gW, out=gW)
                 if mask is not None:
                     gW *= mask
-                gb = -G.sum(axis=0)
+                gb = -G.sum(axis=1)
                 if lam > 0:
                     K.add_laplacian_grad(tt.W, mask, adjacency[0], adjacency[1], lam, gW)
                 step += 1

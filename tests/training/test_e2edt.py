@@ -1,0 +1,285 @@
+"""E2EDT training kernels against the plain-numpy references (tests/reference.py)."""
+
+import numpy as np
+import pytest
+
+from obliquetrees._core import traversal
+from obliquetrees._core.forest import ObliqueForest
+from obliquetrees._training import _e2edt_kernels as K
+from obliquetrees._training import e2edt as E
+from tests import reference as ref
+
+
+def _layout(rng, max_depth=4, n_features=5):
+    tree = ref.random_tree(rng, n_features, max_depth=max_depth, split_prob=0.85)
+    while tree.node_count < 3:
+        tree = ref.random_tree(rng, n_features, max_depth=max_depth, split_prob=0.85)
+    return tree, E.tree_layout(tree)
+
+
+def _problem(seed, n=60, n_classes=3, max_depth=4, scale=3.0):
+    rng = np.random.default_rng(seed)
+    tree, (left, right, split_col, leaf_col) = _layout(rng, max_depth)
+    n_splits, n_leaves = int((left >= 0).sum()), int((left < 0).sum())
+    A = rng.normal(scale=scale, size=(n, n_splits))
+    gamma = rng.uniform(0.5, 3.0, n_splits)
+    pi = rng.dirichlet(np.ones(n_classes), n_leaves)
+    y = rng.integers(0, n_classes, n)
+    sw = rng.uniform(0.0, 2.0, n)
+    return rng, (left, right, split_col, leaf_col), A, gamma, pi, y, sw
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_log_path_probs_matches_reference(seed):
+    _, (left, right, split_col, leaf_col), A, gamma, *_ = _problem(seed)
+    got = K.log_path_probs(A, gamma, left, right, split_col, leaf_col, int((left < 0).sum()))
+    want = ref.e2edt_log_path_probs(A, gamma, left, right, split_col)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    # probabilities of the leaves sum to one
+    np.testing.assert_allclose(np.exp(got).sum(axis=1), 1.0, rtol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("scale", [1.0, 400.0])  # 400: products underflow, log-space rescue
+def test_e_step_matches_reference(seed, scale):
+    _, (left, right, split_col, leaf_col), A, gamma, pi, y, sw = _problem(seed, scale=scale)
+    pi[0, :] = 0.0  # leaves with zero probability for some labels
+    pi[0, 0] = 1.0
+    T, Ex = K.steep_activations(np.ascontiguousarray(A.T), gamma)
+    h = np.empty((pi.shape[0], A.shape[0]))
+    counts = np.zeros_like(pi)
+    loglik = K.e_step(T, Ex, left, right, split_col, leaf_col, pi, y, sw, h, counts)
+    h_ref, counts_ref, loglik_ref = ref.e2edt_e_step(A, gamma, left, right, split_col, pi, y, sw)
+    np.testing.assert_allclose(h.T, h_ref, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(counts, counts_ref, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(loglik, loglik_ref, rtol=1e-9)
+    assert np.all(np.isfinite(h))
+
+
+def test_e_step_impossible_label_falls_back_to_path_posterior():
+    _, (left, right, split_col, leaf_col), A, gamma, pi, y, sw = _problem(0)
+    pi[:, 0] = 0.0
+    pi /= pi.sum(axis=1, keepdims=True)
+    y[:5] = 0  # label 0 has probability 0 in every leaf
+    T, Ex = K.steep_activations(np.ascontiguousarray(A.T), gamma)
+    h = np.empty((pi.shape[0], A.shape[0]))
+    counts = np.zeros_like(pi)
+    loglik = K.e_step(T, Ex, left, right, split_col, leaf_col, pi, y, sw, h, counts)
+    mu = np.exp(ref.e2edt_log_path_probs(A, gamma, left, right, split_col))
+    np.testing.assert_allclose(h.T[:5], mu[:5], rtol=1e-9)
+    assert loglik == -np.inf
+    assert np.all(np.isfinite(counts))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_split_gradient_matches_reference_and_finite_differences(seed):
+    rng, (left, right, split_col, leaf_col), _, gamma, pi, y, sw = _problem(seed, n=40)
+    n_splits = int((left >= 0).sum())
+    p = 4
+    X = rng.normal(size=(40, p))
+    W = rng.normal(size=(n_splits, p))
+    b = rng.normal(size=n_splits)
+    A = X @ W.T + b
+    h, _, _ = ref.e2edt_e_step(A, gamma, left, right, split_col, pi, y, sw)
+    coef = sw / sw.sum()
+    T, Ex = K.steep_activations(np.ascontiguousarray(A.T), gamma)
+    G = np.empty_like(T)
+    K.split_gradient_factors(T, Ex, gamma, left, right, split_col, leaf_col,
+                             np.ascontiguousarray(h.T), coef, G)
+    gW, gb, dA = ref.e2edt_split_gradient(W, b, gamma, left, right, split_col, h, coef, X)
+    np.testing.assert_allclose(G, dA.T, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(G @ X, gW, rtol=1e-10, atol=1e-14)
+    # central finite differences of eq. 14
+    f = lambda W_, b_: ref.e2edt_split_objective(W_, b_, gamma, left, right, split_col, h, coef, X)
+    eps = 1e-6
+    for i in range(n_splits):
+        for j in range(p):
+            Wp, Wm = W.copy(), W.copy()
+            Wp[i, j] += eps
+            Wm[i, j] -= eps
+            np.testing.assert_allclose((f(Wp, b) - f(Wm, b)) / (2 * eps), gW[i, j],
+                                       rtol=1e-5, atol=1e-8)
+        bp, bm = b.copy(), b.copy()
+        bp[i] += eps
+        bm[i] -= eps
+        np.testing.assert_allclose((f(W, bp) - f(W, bm)) / (2 * eps), G[i].sum(),
+                                   rtol=1e-5, atol=1e-8)
+
+
+def test_leaf_m_step_matches_reference_and_guards_empty_leaves():
+    rng = np.random.default_rng(0)
+    counts = rng.uniform(size=(6, 4))
+    counts[2] = 0.0
+    pi = rng.dirichlet(np.ones(4), 6)
+    want = ref.e2edt_leaf_m_step(counts, pi)
+    K.leaf_m_step(counts, pi)
+    np.testing.assert_array_equal(pi, want)
+    assert np.all(np.isfinite(pi))
+
+
+def test_adam_update_matches_reference():
+    rng = np.random.default_rng(0)
+    p, m, v = rng.normal(size=20), rng.normal(size=20) * 0.1, rng.uniform(size=20)
+    g = rng.normal(size=20)
+    want = ref.adam_step(p, m, v, g, 7, 0.01)
+    K.adam_update(p, g, m, v, 7, 0.01, 0.9, 0.999, 1e-8)
+    np.testing.assert_allclose(p, want[0], rtol=1e-14)
+    np.testing.assert_allclose(m, want[1], rtol=1e-14)
+    np.testing.assert_allclose(v, want[2], rtol=1e-14)
+
+
+@pytest.mark.parametrize("shape", [(3, 4), (5, 5)])
+def test_grid_adjacency_and_laplacian(shape):
+    rng = np.random.default_rng(0)
+    M = ref.e2edt_grid_laplacian(shape)
+    p = shape[0] * shape[1]
+    indptr, indices = E.grid_adjacency(shape)
+    dense = np.zeros((p, p))
+    for i in range(p):
+        dense[i, indices[indptr[i] : indptr[i + 1]]] = 1
+    np.testing.assert_array_equal(dense, (M < 0).astype(float))
+    W = rng.normal(size=(3, p))
+    mask = (rng.random((3, p)) < 0.7).astype(np.uint8)
+    W *= mask
+    out = np.zeros_like(W)
+    K.add_laplacian_grad(W, mask, indptr, indices, 0.3, out)
+    for i in range(3):
+        Li = ref.e2edt_masked_laplacian(M, mask[i])
+        np.testing.assert_allclose(out[i], 2 * 0.3 * Li @ W[i], rtol=1e-12, atol=1e-14)
+    pen = K.laplacian_penalty(W, mask, indptr, indices)
+    want = sum(W[i] @ ref.e2edt_masked_laplacian(M, mask[i]) @ W[i] for i in range(3))
+    np.testing.assert_allclose(pen, want, rtol=1e-12)
+    # induced adjacency of a feature subset = masked Laplacian in local indices
+    feats = np.sort(rng.choice(p, 7, replace=False))
+    li, lx = E.induced_adjacency(feats, indptr, indices, p)
+    local = np.zeros((7, 7))
+    for i in range(7):
+        local[i, lx[li[i] : li[i + 1]]] = 1
+    np.testing.assert_array_equal(local, (M[np.ix_(feats, feats)] < 0).astype(float))
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.05])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_fit_stump_matches_reference(lam, dtype):
+    rng = np.random.default_rng(1)
+    shape = (3, 3)
+    n, k = 150, 9
+    X = rng.normal(size=(n, k))
+    y = (X[:, 0] + 0.5 * rng.normal(size=n) > 0).astype(np.int64) + (X[:, 1] > 1)
+    sw = rng.uniform(0.5, 1.5, n)
+    w0 = rng.normal(size=k)
+    w0 /= np.linalg.norm(w0)
+    pi0 = np.full((2, 3), 1 / 3)
+    n_epochs, batch = 6, 40
+    order = rng.permuted(np.tile(np.arange(n), (n_epochs - 1, 1)), axis=1)
+    indptr, indices = E.grid_adjacency(shape)
+    w, b, pi = w0.copy(), np.array([0.1]), pi0.copy()
+    gamma = K.fit_stump(X.astype(dtype), y, sw, w, b, pi, 1.0, 0.1, n_epochs, order, batch,
+                        0.01, 0.9, 0.999, 1e-8, lam, indptr, indices)
+    w_ref, b_ref, pi_ref, gamma_ref = ref.e2edt_fit_stump(
+        X.astype(dtype).astype(np.float64), y, sw, w0, 0.1, pi0, 1.0, 0.1, n_epochs, order,
+        batch, 0.01, 0.9, 0.999, 1e-8, lam, ref.e2edt_grid_laplacian(shape))
+    tol = 1e-9 if dtype == np.float64 else 2e-4
+    np.testing.assert_allclose(w, w_ref, rtol=tol, atol=tol)
+    np.testing.assert_allclose(b[0], b_ref, rtol=tol, atol=tol)
+    np.testing.assert_allclose(pi, pi_ref, rtol=tol, atol=tol)
+    assert gamma == pytest.approx(gamma_ref)
+    assert gamma == pytest.approx(1.0 + 0.1 * n_epochs)
+
+
+def test_em_leaf_iterations_do_not_decrease_likelihood():
+    """With the splits fixed, E-step + closed-form leaves is exact EM."""
+    _, (left, right, split_col, leaf_col), A, gamma, pi, y, sw = _problem(3, n=200)
+    T, Ex = K.steep_activations(np.ascontiguousarray(A.T), gamma)
+    pi = np.full_like(pi, 1.0 / pi.shape[1])
+    previous = -np.inf
+    for _ in range(15):
+        h = np.empty((pi.shape[0], A.shape[0]))
+        counts = np.zeros_like(pi)
+        loglik = K.e_step(T, Ex, left, right, split_col, leaf_col, pi, y, sw, h, counts)
+        assert loglik >= previous - 1e-9
+        previous = loglik
+        K.leaf_m_step(counts, pi)
+
+
+def _toy(seed=0, n=300):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4))
+    y = (X[:, 0] > 0).astype(np.int64) + 2 * (X[:, 1] + X[:, 2] > 0.5)
+    return X, y
+
+
+def _build(X, y, **kw):
+    mean, scale = X.mean(0), X.std(0)
+    Z = np.ascontiguousarray((X - mean) / scale)
+    params = E.E2EDTParams(**{"max_depth": 3, "max_epochs": 5, "finetune_epochs": 5,
+                              "learning_rate": 0.02, **kw})
+    return E.build_tree(X, Z, y, np.ones(len(y)), int(y.max()) + 1, mean, scale, params, 0)
+
+
+def test_soft_model_with_huge_steepness_equals_hard_traversal():
+    X, y = _toy()
+    tree, steep = _build(X, y)
+    tree.check_invariants()
+    hard = traversal.predict_value(ObliqueForest.from_trees([tree]), X, 1)
+    soft = E.soft_predict_proba(tree, steep * 1e9, X)
+    np.testing.assert_allclose(soft, hard, atol=1e-9)
+    # and the default steepness gives a proper distribution close to it
+    soft = E.soft_predict_proba(tree, steep, X)
+    np.testing.assert_allclose(soft.sum(axis=1), 1.0, rtol=1e-12)
+
+
+def test_stored_tree_statistics_and_folding():
+    X, y = _toy()
+    X = X * np.array([1.0, 10.0, 0.1, 3.0]) + 5.0
+    tree, steep = _build(X, y)
+    tree.check_invariants()
+    assert tree.n_node_samples[0] == len(y)
+    internal = tree.children_left >= 0
+    np.testing.assert_allclose(
+        tree.n_node_samples[internal],
+        tree.n_node_samples[tree.children_left[internal]]
+        + tree.n_node_samples[tree.children_right[internal]],
+    )
+    np.testing.assert_allclose(tree.value.sum(axis=1), 1.0)
+    assert np.all(steep[internal] > 0) and np.all(steep[~internal] == 0)
+
+
+def test_greedy_growth_limits():
+    X, y = _toy()
+    tree, _ = _build(X, y, max_depth=2, finetune_epochs=0)
+    assert tree.max_depth <= 2
+    tree, _ = _build(X, y, max_depth=None, max_leaf_nodes=3, finetune_epochs=0)
+    assert tree.n_leaves <= 3
+    tree, _ = _build(X, y, min_samples_split=10**6)
+    assert tree.node_count == 1
+    np.testing.assert_allclose(tree.value[0], np.bincount(y) / len(y))
+
+
+def test_pure_data_gives_a_single_leaf():
+    X, _ = _toy()
+    tree, _ = _build(X, np.zeros(len(X), dtype=np.int64))
+    assert tree.node_count == 1
+
+
+def test_patches_are_anywhere_and_features_subsets_respected():
+    rng = np.random.default_rng(0)
+    shape = (6, 6)
+    X = rng.normal(size=(400, 36))
+    y = (X[:, 14] + X[:, 21] > 0).astype(np.int64)
+    mean, scale = X.mean(0), X.std(0)
+    Z = np.ascontiguousarray((X - mean) / scale)
+    params = E.E2EDTParams(max_depth=4, max_epochs=3, finetune_epochs=2, image_shape=shape,
+                           patch_size=3, spatial_reg=0.01)
+    starts = set()
+    for seed in range(4):
+        tree, _ = E.build_tree(X, Z, y, np.ones(400), 2, mean, scale, params, seed)
+        W = tree.dense_weights()
+        for i in np.flatnonzero(tree.children_left >= 0):
+            rows, cols = np.nonzero(W[i].reshape(shape))
+            assert rows.max() - rows.min() < 3 and cols.max() - cols.min() < 3
+            starts.add((rows.min(), cols.min()))
+    assert any(r != c for r, c in starts)  # not only on the diagonal
+    params = E.E2EDTParams(max_depth=3, max_epochs=3, finetune_epochs=2, n_sub_features=5)
+    tree, _ = E.build_tree(X, Z, y, np.ones(400), 2, mean, scale, params, 0)
+    assert np.all(np.diff(tree.weight_indptr)[tree.children_left >= 0] <= 5)
