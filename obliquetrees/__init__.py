@@ -12,10 +12,15 @@ are loaded (from numba's on-disk cache when available) on first use.
 import importlib
 
 from obliquetrees._co2 import CO2ForestClassifier
+from obliquetrees._e2edt import E2EDTClassifier
+from obliquetrees._hinge import HingeForestClassifier, HingeForestRegressor
 from obliquetrees._version import __version__
 
 __all__ = [
     "CO2ForestClassifier",
+    "E2EDTClassifier",
+    "HingeForestClassifier",
+    "HingeForestRegressor",
     "__version__",
 ]
 

@@ -1,0 +1,620 @@
+"""Random hinge forests and ferns (Lay et al.) as scikit-learn estimators.
+
+Thin estimators: validate, resolve parameters, draw seeds, call
+:mod:`obliquetrees._training.hinge`, store the trees. numba is imported on
+first use (inside ``fit``/prediction), never at import time.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.model_selection import train_test_split
+from sklearn.utils.validation import validate_data
+
+from obliquetrees._forest import draw_seeds
+from obliquetrees.base import (
+    BaseObliqueForest,
+    ObliqueClassifierMixin,
+    ObliqueRegressorMixin,
+)
+from obliquetrees.utils._param_validation import (
+    Integral,
+    Interval,
+    Real,
+    RealNotInt,
+    StrOptions,
+    _fit_context,
+)
+
+_COMMON_DOC = """
+    Parameters
+    ----------
+    n_estimators : int, default=100
+        Number of hinge trees (or ferns) M.
+    max_depth : int, default=10
+        Depth D of every tree/fern: ``2**D`` leaves; a tree has ``2**D - 1``
+        decisions, a fern ``D`` (one per level, shared by all its nodes).
+    tree_type : {"tree", "fern"}, default="tree"
+        Random hinge trees or random hinge ferns.
+    n_hinge_features : int or None, default=100
+        Size of the learnable bias-free linear layer in front of the forest
+        (the paper's "100 inner product" features). None feeds the
+        standardised raw features instead (no linear layer). Each decision
+        tests one of these features, drawn at random once (not learnt).
+    head : {"sum", "linear"}, default="sum"
+        How tree outputs are combined: ``"sum"`` gives every leaf a
+        ``n_outputs``-vector and sums over trees (the paper's letter/USPS
+        architecture); ``"linear"`` gives every leaf a scalar and learns a
+        linear layer (with bias) from the M tree outputs (the reference
+        code's UCI architecture).
+    optimizer : {"adam", "lazy_adam", "adagrad", "sgd"}, default="lazy_adam"
+        ``"adam"``: Adam on every parameter every step (the paper).
+        ``"lazy_adam"``: Adam whose moments and values move only for the leaf
+        rows and thresholds that received a gradient in the batch (the
+        linear layer and head stay dense); this is the one deviation in the
+        default, chosen for speed (an epoch of 100 depth-10 trees updates
+        2.9 M leaf weights per batch with dense Adam); see Notes.
+        ``"adagrad"``: AdaGrad (the paper's UCI experiments; exact on sparse
+        gradients). ``"sgd"``: plain gradient steps (Algorithm 2).
+    learning_rate : float, default=0.005
+        Step size (the paper's Adam learning rate).
+    batch_size : int, default=50
+        Minibatch size (the paper: 53 for letter, 29 for USPS; the reference
+        code: 50).
+    max_epochs : int, default=100
+        Maximum number of passes over the training data.
+    early_stopping : bool, default=True
+        Hold out ``validation_fraction`` of the training data, evaluate the
+        validation loss after every epoch, keep the parameters of the best
+        epoch and stop after ``n_iter_no_change`` epochs without improvement.
+        (The paper picked the best *test* epoch; we never look at test data.)
+    validation_fraction : float, default=0.1
+        Fraction of the training data held out (stratified for classifiers
+        when possible) when ``early_stopping`` is True.
+    n_iter_no_change : int, default=20
+        Patience of early stopping, in epochs.
+    warm_start : bool, default=False
+        Reuse the fitted forest, its batch-norm statistics and optimiser
+        state, and train ``max_epochs`` more epochs.
+    n_jobs : int, default=None
+        Threads for the numba kernels (training and prediction). Results are
+        identical for any value.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the initialisation, the validation split and the minibatch
+        order.
+    verbose : int, default=0
+        Print the training and validation loss of every epoch.
+"""
+
+_COMMON_ATTR = """
+    trees_ : list of ObliqueTree
+        The hinge trees as oblique trees on the raw input: node ``v`` of tree
+        ``m`` splits on ``w . x + b > 0`` with the linear layer, the batch
+        normalisation and the input standardisation folded into ``w, b``,
+        so :meth:`apply` and :meth:`decision_path` use the shared traversal.
+        Leaves store the leaf weight vectors (``value``); the tree output is
+        ``|r*| value`` with ``r*`` the decision margin of smallest magnitude on
+        the path, which needs the hinge kernel (used by ``predict``).
+    forest_ : ObliqueForest
+        The same trees, packed.
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of features seen during fit (only when X has string names).
+    n_iter_ : int
+        Number of epochs run (over all ``fit``/``partial_fit`` calls of a
+        warm-started model).
+    best_epoch_ : int
+        Epoch (1-based, within the last ``fit``) whose parameters were kept.
+    loss_curve_ : list of float
+        Mean training loss of every epoch.
+    validation_loss_curve_ : list of float
+        Validation loss of every epoch (empty without early stopping).
+"""
+
+_NOTES = """
+    The model (Lay et al., 2018): a bias-free linear layer, batch
+    normalisation without scale/shift whose running mean/variance are used in
+    both training and prediction (constants in the backward pass), then M
+    hinge trees. Each decision compares one normalised feature ``u_f`` with a
+    learnt threshold ``t``; the traversal (Algorithm 3) tracks the margin
+    ``r* = u_f - t`` of smallest magnitude on the path and the tree outputs
+    ``|r*| w_leaf``. Gradients are exact and sparse (eqs. 11-12): per sample
+    and tree only the leaf reached and the decision of smallest margin (and
+    through it one hinge feature) receive a gradient. Initialisation follows
+    Algorithm 1: thresholds ``U(-3, 3)``, leaf weights ``N(0, 0.01)``,
+    random feature indices.
+
+    Gaps filled and deviations (also in ``benchmarks/results/hinge.md``):
+
+    - the raw input is standardised before the linear layer (the statistics
+      are folded back into the stored trees);
+    - the batch-norm statistics are initialised from the first minibatch and
+      then updated after every step with the reference code's schedule
+      ``alpha = min(i / (i + 1), 0.99)`` (unbiased batch variance);
+    - the linear layer (and linear head) use PyTorch's default uniform
+      initialisation;
+    - early stopping on a held-out validation fraction instead of the
+      paper's best-test-epoch selection;
+    - the default optimiser is lazy Adam (``optimizer="adam"`` is the
+      paper's dense Adam);
+    - sample weights multiply the per-sample loss (normalised to mean 1).
+"""
+
+
+def _as_dense(X):
+    return X.toarray() if sp.issparse(X) else X
+
+
+class _BaseHingeForest(BaseObliqueForest):
+    _parameter_constraints = {
+        "n_estimators": [Interval(Integral, 1, None, closed="left")],
+        "max_depth": [Interval(Integral, 1, 20, closed="both")],
+        "tree_type": [StrOptions({"tree", "fern"})],
+        "n_hinge_features": [Interval(Integral, 1, None, closed="left"), None],
+        "head": [StrOptions({"sum", "linear"})],
+        "optimizer": [StrOptions({"adam", "lazy_adam", "adagrad", "sgd"})],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "max_epochs": [Interval(Integral, 1, None, closed="left")],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(RealNotInt, 0, 1, closed="neither")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "warm_start": ["boolean"],
+        "n_jobs": [Integral, None],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    _task = None
+
+    def __init__(
+        self,
+        n_estimators=100,
+        *,
+        max_depth=10,
+        tree_type="tree",
+        n_hinge_features=100,
+        head="sum",
+        optimizer="lazy_adam",
+        learning_rate=0.005,
+        batch_size=50,
+        max_epochs=100,
+        early_stopping=True,
+        validation_fraction=0.1,
+        n_iter_no_change=20,
+        warm_start=False,
+        n_jobs=None,
+        random_state=None,
+        verbose=0,
+    ):
+        self.n_estimators = n_estimators
+        self.max_depth = max_depth
+        self.tree_type = tree_type
+        self.n_hinge_features = n_hinge_features
+        self.head = head
+        self.optimizer = optimizer
+        self.learning_rate = learning_rate
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # Subclasses define _encode_targets(y, fit) (targets in the units the
+    # model learns) and _n_model_outputs().
+
+    # ------------------------------------------------------------ fitting
+    def _new_model(self, X, seed):
+        from obliquetrees._training import hinge  # numba is imported on first use
+
+        mean = X.mean(axis=0)
+        scale = X.std(axis=0)
+        scale[~(scale > 1e-12 * np.maximum(1.0, np.abs(mean)))] = 1.0
+        return hinge.init_model(
+            X.shape[1],
+            self._n_model_outputs(),
+            n_trees=self.n_estimators,
+            depth=self.max_depth,
+            tree_type=self.tree_type,
+            n_hinge_features=self.n_hinge_features,
+            head=self.head,
+            x_mean=mean,
+            x_scale=scale,
+            seed=int(seed),
+        )
+
+    def _check_warm_model(self, X):
+        model = self._model
+        structure = (
+            model.n_trees == self.n_estimators
+            and model.depth == self.max_depth
+            and model.is_fern == (self.tree_type == "fern")
+            and model.head == self.head
+            and (model.A.shape[0] if model.learn_A else None) == self.n_hinge_features
+        )
+        if not structure:
+            raise ValueError(
+                "warm_start/partial_fit need the same n_estimators, max_depth, "
+                "tree_type, head and n_hinge_features as the fitted model."
+            )
+
+    def _train(self, X, T, sample_weight, *, max_epochs, validate, seed_offset):
+        from obliquetrees._training import hinge  # numba is imported on first use
+
+        seeds = self._seeds
+        n = X.shape[0]
+        X_val = T_val = w_val = None
+        n_val = int(np.ceil(self.validation_fraction * n)) if validate else 0
+        if validate and 2 <= n_val <= n - 2:
+            idx = np.arange(n)
+            strat = self._stratify(T)
+            try:
+                tr, va = train_test_split(
+                    idx, test_size=n_val, random_state=int(seeds[1]), stratify=strat
+                )
+            except ValueError:
+                tr, va = train_test_split(idx, test_size=n_val, random_state=int(seeds[1]))
+            tr, va = np.sort(tr), np.sort(va)
+            X_val, T_val = X[va], T[va]
+            w_val = np.ones(va.shape[0]) if sample_weight is None else sample_weight[va]
+            if not w_val.sum() > 0:
+                w_val = np.ones(va.shape[0])
+            X, T = X[tr], T[tr]
+            sample_weight = None if sample_weight is None else sample_weight[tr]
+            if sample_weight is not None and not sample_weight.sum() > 0:
+                sample_weight = None
+        task = "classification" if self._task == "classification" else "regression"
+        try:
+            hist = hinge.fit_epochs(
+            self._model,
+            X,
+            T,
+            sample_weight,
+            task=task,
+            optimizer=self.optimizer,
+            learning_rate=self.learning_rate,
+            batch_size=self.batch_size,
+            max_epochs=max_epochs,
+            seed=[int(seeds[2]), int(seed_offset)],
+            X_val=X_val,
+            Y_val=T_val,
+            w_val=w_val,
+            n_iter_no_change=self.n_iter_no_change if X_val is not None else None,
+            n_threads=self._prediction_threads(),
+            verbose=self.verbose,
+            )
+        except FloatingPointError as exc:
+            del self._model  # never keep a diverged (non-finite) model
+            raise ValueError(
+                f"{type(self).__name__} training diverged ({exc}); "
+                "lower learning_rate."
+            ) from exc
+        self.n_iter_ += len(hist["loss"])
+        self.best_epoch_ = hist["best_epoch"]
+        self.loss_curve_ = hist["loss"]
+        self.validation_loss_curve_ = hist["val_loss"]
+        self.epoch_times_ = hist["epoch_time"]
+
+    def _store(self, X, sample_weight):
+        from obliquetrees._training import hinge  # numba is imported on first use
+
+        counts = hinge.leaf_counts(self._model, X, sample_weight, self._prediction_threads())
+        self._set_trees(hinge.to_trees(self._model, counts, self._value_scale()))
+
+    def _value_scale(self):
+        return 1.0
+
+    def _stratify(self, T):
+        return None
+
+    def _fit(self, X, y, sample_weight):
+        X, y, sample_weight = self._validate_fit_data(X, y, sample_weight)
+        T = self._encode_targets(y, fit=True)
+        warm = self.warm_start and hasattr(self, "_model")
+        if warm:
+            self._check_warm_model(X)
+        else:
+            self._seeds = draw_seeds(self.random_state, 3)
+            self._model = self._new_model(X, self._seeds[0])
+            self.n_iter_ = 0
+        self._train(
+            X, T, sample_weight, max_epochs=self.max_epochs,
+            validate=self.early_stopping, seed_offset=self.n_iter_,
+        )
+        self._store(X, sample_weight)
+        return self
+
+    def _partial_fit(self, X, y, sample_weight, classes=None):
+        first = not hasattr(self, "_model")
+        if first:
+            X, y, sample_weight = self._validate_fit_data(X, y, sample_weight)
+            if classes is not None:
+                self._set_classes(classes, y)
+                y = np.searchsorted(self.classes_, self._raw_y)
+            T = self._encode_targets(y, fit=True)
+            self._seeds = draw_seeds(self.random_state, 3)
+            self._model = self._new_model(X, self._seeds[0])
+            self.n_iter_ = 0
+        else:
+            self._check_warm_model(X)
+            X, y = validate_data(self, X, y, reset=False, dtype=np.float64, order="C",
+                                 y_numeric=self._task != "classification")
+            if sample_weight is not None:
+                sample_weight = np.asarray(sample_weight, dtype=np.float64)
+            T = self._encode_targets(self._index_y(y), fit=False)
+        self._train(X, T, sample_weight, max_epochs=1, validate=False,
+                    seed_offset=self.n_iter_)
+        self._store(X, sample_weight)
+        return self
+
+    def _index_y(self, y):
+        return y
+
+    # --------------------------------------------------------- prediction
+    def _decision(self, X):
+        from obliquetrees._training import hinge  # numba is imported on first use
+
+        return hinge.decision_values(self._model, _as_dense(X), self._prediction_threads())
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = False
+        return tags
+
+
+class HingeForestClassifier(ObliqueClassifierMixin, _BaseHingeForest):
+    __doc__ = (
+        """Random hinge forest / ferns classifier trained end to end.
+
+    M hinge trees (or ferns) over a learnt pool of features, their outputs
+    summed (or combined by a learnt linear head) into class logits, trained
+    with softmax cross-entropy by minibatch Adam/AdaGrad.
+"""
+        + _COMMON_DOC
+        + """
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+    n_classes_ : int
+        Number of classes."""
+        + _COMMON_ATTR
+        + """
+    See Also
+    --------
+    HingeForestRegressor : the same model with squared loss.
+
+    Notes
+    -----"""
+        + _NOTES
+        + """
+    References
+    ----------
+    .. [1] N. Lay, A. P. Harrison, S. Schreiber, G. Dawer, A. Barbu, "Random
+       Hinge Forest for Differentiable Learning", arXiv:1802.03882, 2018.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from obliquetrees import HingeForestClassifier
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = HingeForestClassifier(n_estimators=10, max_depth=3,
+    ...                             n_hinge_features=8, learning_rate=0.05,
+    ...                             max_epochs=30, random_state=0).fit(X, y)
+    >>> clf.predict(X[:3])
+    array([0, 0, 0])
+    """
+    )
+
+    _task = "classification"
+
+    def _validate_fit_data(self, X, y, sample_weight=None):
+        X, y, sample_weight = super()._validate_fit_data(X, y, sample_weight)
+        self._raw_y = self.classes_[y]
+        return X, y, sample_weight
+
+    def _set_classes(self, classes, y):
+        classes = np.unique(np.asarray(classes))
+        missing = np.setdiff1d(self.classes_, classes)
+        if missing.size:
+            raise ValueError(f"y contains labels {missing!r} not in classes.")
+        self.classes_ = classes
+        self.n_classes_ = len(classes)
+
+    def _index_y(self, y):
+        idx = np.searchsorted(self.classes_, y)
+        idx = np.clip(idx, 0, len(self.classes_) - 1)
+        if not np.all(self.classes_[idx] == y):
+            raise ValueError("y contains labels not seen in the first partial_fit call.")
+        return idx
+
+    def _n_model_outputs(self):
+        return len(self.classes_)
+
+    def _encode_targets(self, y, fit):
+        return np.asarray(y, dtype=np.int64)
+
+    def _stratify(self, T):
+        return T
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Train the forest.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : HingeForestClassifier
+        """
+        return self._fit(X, y, sample_weight)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """One epoch of training on the given data (no early stopping).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        classes : array-like of shape (n_classes,), default=None
+            All classes, required in the first call unless ``y`` has them all.
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : HingeForestClassifier
+        """
+        return self._partial_fit(X, y, sample_weight, classes)
+
+    def decision_function(self, X):
+        """Class logits (forest output before the softmax).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        logits : ndarray of shape (n_samples, n_classes), or (n_samples,) for two classes
+            For two classes, the logit difference (positive favours
+            ``classes_[1]``), as scikit-learn expects.
+        """
+        X = self._validate_X_predict(X)
+        F = self._decision(X)
+        return F[:, 1] - F[:, 0] if F.shape[1] == 2 else F
+
+    def predict(self, X):
+        """Predicted class of each sample (largest logit).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,)
+        """
+        X = self._validate_X_predict(X)  # before touching classes_ (unfitted check)
+        return self.classes_[np.argmax(self._decision(X), axis=1)]
+
+    def _predict_output(self, X):
+        F = self._decision(X)
+        E = np.exp(F - F.max(axis=1, keepdims=True))
+        return E / E.sum(axis=1, keepdims=True)
+
+
+class HingeForestRegressor(ObliqueRegressorMixin, _BaseHingeForest):
+    __doc__ = (
+        """Random hinge forest / ferns regressor trained end to end.
+
+    M hinge trees (or ferns) over a learnt pool of features, their outputs
+    summed (or combined by a learnt linear head), trained with squared loss
+    (the paper's abalone regression) by minibatch Adam/AdaGrad. The target is
+    standardised internally (mean/standard deviation of the training ``y``).
+"""
+        + _COMMON_DOC
+        + """
+    Attributes
+    ----------"""
+        + _COMMON_ATTR
+        + """
+    See Also
+    --------
+    HingeForestClassifier : the same model with softmax cross-entropy.
+
+    Notes
+    -----"""
+        + _NOTES
+        + """    - the regression target is standardised for training; leaf values
+      in ``trees_`` are in target units (``|r*| value`` summed over trees,
+      plus the training mean, is the prediction of the summed head).
+
+    References
+    ----------
+    .. [1] N. Lay, A. P. Harrison, S. Schreiber, G. Dawer, A. Barbu, "Random
+       Hinge Forest for Differentiable Learning", arXiv:1802.03882, 2018.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from obliquetrees import HingeForestRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 3))
+    >>> y = X[:, 0] - 2 * X[:, 1]
+    >>> reg = HingeForestRegressor(n_estimators=10, max_depth=3,
+    ...                            n_hinge_features=8, learning_rate=0.05,
+    ...                            max_epochs=30, random_state=0).fit(X, y)
+    >>> bool(reg.score(X, y) > 0.8)
+    True
+    """
+    )
+
+    _task = "regression"
+
+    def _n_model_outputs(self):
+        return 1
+
+    def _encode_targets(self, y, fit):
+        y = np.asarray(y, dtype=np.float64)
+        if fit and not hasattr(self, "_y_mean"):
+            self._y_mean = float(y.mean())
+            std = float(y.std())
+            self._y_scale = std if std > 0 else 1.0
+        return ((y - self._y_mean) / self._y_scale)[:, None]
+
+    def _fit(self, X, y, sample_weight):
+        if not (self.warm_start and hasattr(self, "_model")):
+            for name in ("_y_mean", "_y_scale"):
+                self.__dict__.pop(name, None)
+        return super()._fit(X, y, sample_weight)
+
+    def _value_scale(self):
+        return self._y_scale
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Train the forest.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : HingeForestRegressor
+        """
+        return self._fit(X, y, sample_weight)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, sample_weight=None):
+        """One epoch of training on the given data (no early stopping).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : HingeForestRegressor
+        """
+        if not hasattr(self, "_model"):
+            for name in ("_y_mean", "_y_scale"):
+                self.__dict__.pop(name, None)
+        return self._partial_fit(X, y, sample_weight)
+
+    def _predict_output(self, X):
+        return self._y_mean + self._y_scale * self._decision(X)
+

@@ -1,0 +1,185 @@
+"""HingeForestClassifier / HingeForestRegressor at estimator level."""
+
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_iris, make_classification, make_regression
+from sklearn.model_selection import train_test_split
+
+from obliquetrees._hinge import HingeForestClassifier, HingeForestRegressor
+
+SMALL = dict(n_estimators=8, max_depth=3, n_hinge_features=8, learning_rate=0.05,
+             max_epochs=30, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def iris():
+    return load_iris(return_X_y=True)
+
+
+@pytest.mark.parametrize("tree_type", ["tree", "fern"])
+@pytest.mark.parametrize("head", ["sum", "linear"])
+def test_classifier_learns_iris(iris, tree_type, head):
+    X, y = iris
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+    clf = HingeForestClassifier(tree_type=tree_type, head=head, **SMALL).fit(Xtr, ytr)
+    assert clf.score(Xte, yte) >= 0.9
+    proba = clf.predict_proba(Xte)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert np.all(np.isfinite(clf.decision_function(Xte)))
+    assert 1 <= clf.best_epoch_ <= clf.n_iter_ <= SMALL["max_epochs"]
+    assert len(clf.validation_loss_curve_) == clf.n_iter_
+    for tree in clf.trees_:
+        tree.check_invariants()
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "lazy_adam", "adagrad", "sgd"])
+def test_optimizers_train(optimizer):
+    X, y = make_classification(300, 6, n_informative=4, random_state=0)
+    lr = {"sgd": 0.5, "adagrad": 0.2}.get(optimizer, 0.05)
+    clf = HingeForestClassifier(optimizer=optimizer, **{**SMALL, "learning_rate": lr})
+    clf.fit(X, y)
+    assert clf.score(X, y) > 0.85
+    assert clf.loss_curve_[-1] < clf.loss_curve_[0]
+
+
+def test_labels_strings_and_predict_consistency(iris):
+    X, y = iris
+    names = np.array(["setosa", "versicolor", "virginica"])[y]
+    clf = HingeForestClassifier(**SMALL).fit(X, names)
+    np.testing.assert_array_equal(clf.classes_, np.unique(names))
+    batch = clf.predict_proba(X)
+    single = np.vstack([clf.predict_proba(X[i:i + 1]) for i in range(0, 150, 17)])
+    np.testing.assert_allclose(batch[::17], single, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(clf.predict_proba(X.astype(np.float32)), batch, rtol=1e-5)
+
+
+def test_regressor(rng):
+    X, y = make_regression(400, 5, noise=1.0, random_state=0)
+    y = y + 50.0
+    for head in ("sum", "linear"):
+        reg = HingeForestRegressor(head=head, **SMALL).fit(X, y)
+        assert reg.score(X, y) > 0.8
+        assert reg.predict(X).shape == (400,)
+        for tree in reg.trees_:
+            tree.check_invariants()
+
+
+def test_same_seed_same_model_any_n_jobs(iris):
+    X, y = iris
+    a = HingeForestClassifier(n_jobs=1, **SMALL).fit(X, y)
+    b = HingeForestClassifier(n_jobs=2, **SMALL).fit(X, y)
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+    np.testing.assert_array_equal(a.forest_.weight_value, b.forest_.weight_value)
+    c = HingeForestClassifier(**{**SMALL, "random_state": 1}).fit(X, y)
+    assert not np.array_equal(a.forest_.bias, c.forest_.bias)
+
+
+def test_apply_and_decision_path_follow_hinge_routing(iris):
+    from obliquetrees._training import hinge as H
+
+    X, y = iris
+    clf = HingeForestClassifier(**SMALL).fit(X, y)
+    leaves = clf.apply(X)
+    assert leaves.shape == (150, SMALL["n_estimators"])
+    model = clf._model
+    leaf = np.empty((150, model.n_trees), np.int64)
+    U = np.ascontiguousarray(H.hinge_features(model, H._standardise(model, X)))
+    H._forward_out(model, U, (leaf, np.empty(leaf.shape), np.empty(leaf.shape, np.int64)))
+    np.testing.assert_array_equal(leaves, leaf + 2**SMALL["max_depth"] - 1)
+    indicator, ptr = clf.decision_path(X)
+    assert indicator.shape == (150, ptr[-1])
+    np.testing.assert_array_equal(indicator.sum(axis=1).A1, SMALL["n_estimators"] * 4)
+    # leaf counts are the training samples reaching each leaf
+    tree = clf.trees_[0]
+    assert tree.n_node_samples[0] == 150
+
+
+def test_warm_start_and_partial_fit(iris):
+    X, y = iris
+    clf = HingeForestClassifier(**{**SMALL, "max_epochs": 3, "early_stopping": False})
+    clf.fit(X, y)
+    assert clf.n_iter_ == 3
+    clf.set_params(warm_start=True)
+    clf.fit(X, y)
+    assert clf.n_iter_ == 6
+    with pytest.raises(ValueError, match="same n_estimators"):
+        clf.set_params(n_estimators=3).fit(X, y)
+
+    pf = HingeForestClassifier(**SMALL)
+    pf.partial_fit(X[y < 2], y[y < 2], classes=[0, 1, 2])
+    np.testing.assert_array_equal(pf.classes_, [0, 1, 2])
+    for _ in range(10):
+        pf.partial_fit(X, y)
+    assert pf.n_iter_ == 11
+    assert pf.score(X, y) > 0.8
+    with pytest.raises(ValueError, match="not seen"):
+        pf.partial_fit(X[:5], np.full(5, 7))
+    reg = HingeForestRegressor(**SMALL)
+    for _ in range(3):
+        reg.partial_fit(X[:, :3], X[:, 3])
+    assert reg.n_iter_ == 3
+
+
+def test_sample_weight_ones_equal_none(iris):
+    X, y = iris
+    a = HingeForestClassifier(**SMALL).fit(X, y)
+    b = HingeForestClassifier(**SMALL).fit(X, y, sample_weight=np.ones(150))
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+    w = np.where(y == 0, 5.0, 1.0)
+    c = HingeForestClassifier(**SMALL).fit(X, y, sample_weight=w)
+    assert not np.array_equal(a.predict_proba(X), c.predict_proba(X))
+
+
+def test_pickle_roundtrip(iris):
+    X, y = iris
+    clf = HingeForestClassifier(**SMALL).fit(X, y)
+    clone = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(clone.predict_proba(X), clf.predict_proba(X))
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"n_estimators": 0}, "n_estimators"),
+        ({"max_depth": 0}, "max_depth"),
+        ({"tree_type": "bush"}, "tree_type"),
+        ({"optimizer": "rmsprop"}, "optimizer"),
+        ({"learning_rate": -1.0}, "learning_rate"),
+        ({"validation_fraction": 1.0}, "validation_fraction"),
+        ({"head": "mean"}, "head"),
+        ({"n_hinge_features": 0}, "n_hinge_features"),
+    ],
+)
+def test_bad_parameters(iris, params, match):
+    X, y = iris
+    with pytest.raises(ValueError, match=match):
+        HingeForestClassifier(**params).fit(X, y)
+
+
+def test_divergence_is_an_error_not_nan(iris):
+    X, y = iris
+    clf = HingeForestClassifier(**{**SMALL, "learning_rate": 1e200, "optimizer": "sgd"})
+    with pytest.raises(ValueError, match="learning_rate"):
+        clf.fit(X * 1e100, y)
+    assert not hasattr(clf, "forest_")
+
+
+def test_no_linear_layer(iris):
+    X, y = iris
+    clf = HingeForestClassifier(**{**SMALL, "n_hinge_features": None}).fit(X, y)
+    assert clf.score(X, y) > 0.9
+    assert clf._model.A.shape == (4, 4)
+    np.testing.assert_array_equal(clf._model.A, np.eye(4))  # fixed identity
+
+
+@pytest.mark.slow
+def test_letter_uci_subset(shared_data):
+    d = shared_data("letter_uci")
+    X, y = d["X_train"][:4000], d["y_train"][:4000]
+    clf = HingeForestClassifier(n_estimators=30, max_depth=6, max_epochs=8,
+                                early_stopping=False, random_state=0, n_jobs=2)
+    clf.fit(X, y)
+    err = 1 - clf.score(d["X_test"], d["y_test"])
+    assert err < 0.25
