@@ -14,6 +14,7 @@ import importlib
 from obliquetrees._co2 import CO2ForestClassifier
 from obliquetrees._e2edt import E2EDTClassifier
 from obliquetrees._hinge import HingeForestClassifier, HingeForestRegressor
+from obliquetrees._soft import SoftTreeClassifier, SoftTreeRegressor
 from obliquetrees._version import __version__
 
 __all__ = [
@@ -21,6 +22,8 @@ __all__ = [
     "E2EDTClassifier",
     "HingeForestClassifier",
     "HingeForestRegressor",
+    "SoftTreeClassifier",
+    "SoftTreeRegressor",
     "__version__",
 ]
 

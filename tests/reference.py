@@ -403,6 +403,149 @@ def co2_leaf_histograms(tree_value, leaf_of_row, y, row_weight, n_classes):
     return out
 
 
+# ---- soft ----
+# Training convention: gate g = sigmoid(W[m] . x + b[m]) is P(left) (the paper's
+# eq. 3); the stored container uses P(right) = sigmoid(w . x + b).
+
+
+def _soft_sigmoid(a):
+    return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(a, dtype=np.float64)))
+
+
+def soft_node_response(x, children_left, children_right, W, b, Z, m=0):
+    """The paper's Fig. 1: response of the subtree rooted at m, recursively."""
+    if children_left[m] < 0:
+        return Z[m].astype(np.float64)
+    g = _soft_sigmoid(W[m] @ x + b[m])
+    return g * soft_node_response(x, children_left, children_right, W, b, Z, children_left[m]) + (
+        1.0 - g
+    ) * soft_node_response(x, children_left, children_right, W, b, Z, children_right[m])
+
+
+def soft_path_probability(x, children_left, children_right, W, b, m):
+    """Product of the gates from the root to node m."""
+    parent = {}
+    for j in range(len(children_left)):
+        if children_left[j] >= 0:
+            parent[children_left[j]] = (j, True)
+            parent[children_right[j]] = (j, False)
+    p = 1.0
+    while m != 0:
+        j, is_left = parent[m]
+        g = _soft_sigmoid(W[j] @ x + b[j])
+        p *= g if is_left else 1.0 - g
+        m = j
+    return p
+
+
+def soft_forward_context(X, children_left, children_right, W, b, Z, m):
+    """(F, P, A) of forward_context, sample by sample."""
+    n, K = X.shape[0], Z.shape[1]
+    F = np.array([soft_node_response(x, children_left, children_right, W, b, Z) for x in X])
+    F = F.reshape(n, K)
+    if m < 0:
+        return F, np.ones(n), np.zeros((n, K))
+    P = np.array([soft_path_probability(x, children_left, children_right, W, b, m) for x in X])
+    return F, P, F - P[:, None] * Z[m]
+
+
+def soft_predict_stored(tree, X, leaf_value):
+    """Soft output of a stored container (P(right) = sigmoid(w . x + b))."""
+    X = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
+    W = tree.dense_weights()
+    out = np.zeros((X.shape[0], leaf_value.shape[1]))
+    for i, x in enumerate(X):
+        stack = [(0, 1.0)]
+        while stack:
+            j, p = stack.pop()
+            if tree.children_left[j] < 0:
+                out[i] += p * leaf_value[j]
+                continue
+            g_right = _soft_sigmoid(W[j] @ x + tree.bias[j])
+            stack.append((tree.children_right[j], p * g_right))
+            stack.append((tree.children_left[j], p * (1.0 - g_right)))
+    return out
+
+
+def soft_best_axis_split(X, u, Y):
+    """Brute force over every feature and midpoint: (feature, threshold, gain)."""
+    n, d = X.shape
+    best = (-1, 0.0, -np.inf)
+
+    def sse(mask):
+        w = u[mask]
+        if w.sum() <= 0:
+            return None
+        mean = (w[:, None] * Y[mask]).sum(0) / w.sum()
+        return float((w[:, None] * (Y[mask] - mean) ** 2).sum())
+
+    total = sse(np.ones(n, bool))
+    for f in range(d):
+        values = np.unique(X[:, f])
+        for lo, hi in zip(values[:-1], values[1:]):
+            thr = 0.5 * (lo + hi)
+            left = X[:, f] <= thr
+            sl, sr = sse(left), sse(~left)
+            if sl is None or sr is None:
+                continue
+            gain = total - sl - sr
+            if gain > best[2] + 1e-12:
+                best = (f, thr, gain)
+    return best
+
+
+def soft_loss(F, R, sw, loss):
+    """Summed weighted loss: 0.5 (F - r)^2, binary or softmax cross-entropy."""
+    if loss == 0:
+        return float((sw[:, None] * 0.5 * (F - R) ** 2).sum())
+    if loss == 1:
+        f, r = F[:, 0], R[:, 0]
+        return float((sw * (np.logaddexp(0.0, -f) * r + np.logaddexp(0.0, f) * (1 - r))).sum())
+    lse = np.logaddexp.reduce(F, axis=1)
+    return float(-(sw * (R * (F - lse[:, None])).sum(1)).sum())
+
+
+def soft_split_tree_loss(X, R, sw, children_left, children_right, W, b, Z, m, w, b0, zL, zR, loss):
+    """Loss of the whole tree after leaf m becomes a gate (w, b0) with leaves zL, zR."""
+    n_nodes = len(children_left)
+    cl = np.append(children_left, [-1, -1]).copy()
+    cr = np.append(children_right, [-1, -1]).copy()
+    cl[m], cr[m] = n_nodes, n_nodes + 1
+    W2 = np.vstack([W, np.zeros((2, W.shape[1]))])
+    W2[m] = w
+    b2 = np.append(b, [0.0, 0.0])
+    b2[m] = b0
+    Z2 = np.vstack([Z, zL[None], zR[None]])
+    F = np.array([soft_node_response(x, cl, cr, W2, b2, Z2) for x in X]).reshape(len(X), -1)
+    return soft_loss(F, R, sw, loss)
+
+
+def soft_tree_loss(X, R, sw, children_left, children_right, W, b, Z, loss):
+    """Loss of the whole soft tree."""
+    F = np.array([soft_node_response(x, children_left, children_right, W, b, Z) for x in X])
+    return soft_loss(F.reshape(len(X), -1), R, sw, loss)
+
+
+def soft_random_tree(rng, n_features, n_outputs=1, n_splits=4, scale=1.0):
+    """A random soft tree in the training convention (children after parents)."""
+    cl, cr = [-1], [-1]
+    leaves = [0]
+    for _ in range(n_splits):
+        m = leaves.pop(rng.integers(len(leaves)))
+        cl[m], cr[m] = len(cl), len(cl) + 1
+        leaves += [len(cl), len(cl) + 1]
+        cl += [-1, -1]
+        cr += [-1, -1]
+    n = len(cl)
+    W = rng.normal(size=(n, n_features)) * scale
+    b = rng.normal(size=n) * scale
+    internal = np.asarray(cl) >= 0
+    W[~internal] = 0.0
+    b[~internal] = 0.0
+    Z = rng.normal(size=(n, n_outputs))
+    return np.asarray(cl, np.int64), np.asarray(cr, np.int64), W, b, Z
+
+
 # ---- e2edt ----
 
 

@@ -41,6 +41,9 @@ ACTIVE_MIN = 1e-7
 #: Probabilities are clipped to [PROBA_CLIP, 1 - PROBA_CLIP] before taking
 #: logits for the initial leaf values of classifiers.
 PROBA_CLIP = 1e-4
+#: Joint finetuning (beyond the paper) tries the step sizes
+#: ``learning_rate / 2**t`` for these t and keeps the best validation state.
+FINETUNE_RESTARTS = (4, 6, 8)
 
 
 class SoftTreeArrays:
@@ -359,3 +362,136 @@ def soft_predict(tree, X, leaf_value):
         rows = X[start : start + block].toarray()
         out[start : start + block] = _k.soft_predict_csr(rows, *args)
     return out
+
+
+def validation_split(y, validation_fraction, seed, stratify):
+    """Indices (train, validation) of a seeded split.
+
+    ``validation_fraction`` of the samples (rounded down) go to validation;
+    classifiers split class by class (a class with one sample stays in
+    training). When either part would be empty, both parts are the whole data
+    (the split decisions then use the training error).
+    """
+    n = y.shape[0]
+    rng = np.random.default_rng(seed)
+    if validation_fraction <= 0.0:
+        everything = np.arange(n)
+        return everything, everything
+    if stratify:
+        val = []
+        for c in np.unique(y):
+            members = rng.permutation(np.flatnonzero(y == c))
+            val.append(members[: int(validation_fraction * members.size)])
+        val = np.sort(np.concatenate(val))
+    else:
+        val = np.sort(rng.permutation(n)[: int(validation_fraction * n)])
+    train = np.setdiff1d(np.arange(n), val, assume_unique=True)
+    if val.size == 0 or train.size == 0:
+        everything = np.arange(n)
+        return everything, everything
+    return train, val
+
+
+def fit_soft_tree(
+    X,
+    y,
+    sample_weight,
+    *,
+    n_classes=None,
+    validation_fraction=0.5,
+    max_depth=None,
+    max_leaf_nodes=None,
+    learning_rate=5.0,
+    n_restarts=10,
+    max_epochs=25,
+    batch_size=1,
+    tol=1e-3,
+    select_on_validation=False,
+    classification_metric="error",
+    finetune_epochs=0,
+    seeds=(0, 0, 0),
+    verbose=0,
+):
+    """Standardise, split, grow (and optionally finetune) a soft tree.
+
+    Parameters
+    ----------
+    X : ndarray (n, d) float64
+    y : ndarray (n,)
+        float targets (regression, ``n_classes`` None) or class indices.
+    sample_weight : ndarray (n,) or None
+    n_classes : int or None
+        None for regression.
+    seeds : (split seed, growth seed, finetune seed)
+    Other parameters: see :func:`grow_soft_tree` and :func:`finetune`.
+
+    Returns
+    -------
+    tree : ObliqueTree
+        In the container convention and raw input units.
+    info : dict
+        ``growth_log`` (one dict per split attempt), ``finetune`` (or None),
+        ``n_train``, ``n_validation``.
+    """
+    n, d = X.shape
+    sw = np.ones(n) if sample_weight is None else np.asarray(sample_weight, np.float64)
+    classifier = n_classes is not None
+    if classifier and n_classes == 1:
+        single = ObliqueTree.from_dense(
+            [-1], [-1], np.zeros((1, d)), [0.0], [[1.0]], [sw.sum()], depth=[0]
+        )
+        return single, dict(growth_log=[], finetune=None, n_train=n, n_validation=0)
+    train, val = validation_split(
+        y, validation_fraction, seeds[0], stratify=classifier
+    )
+    sw_tr, sw_va = sw[train], sw[val]
+    # weights enter the SGD steps: rescale to mean 1 so learning_rate keeps its meaning
+    scale_w = sw_tr.sum() / train.size
+    if not scale_w > 0.0:  # all training weight zero: fall back to unit weights
+        sw_tr = np.ones(train.size)
+        scale_w = 1.0
+    sw_tr = sw_tr / scale_w
+    sw_va = sw_va / scale_w if sw_va.sum() > 0.0 else np.ones(val.size)
+    x_mean, x_scale = weighted_standardization(X[train], sw_tr)
+    Xs = (X - x_mean) / x_scale
+    X_tr = np.ascontiguousarray(Xs[train])
+    X_va = np.ascontiguousarray(Xs[val])
+    y_mean = y_scale = None
+    if not classifier:
+        loss, metric = _k.LOSS_SQUARED, 0
+        y_mean, y_scale = weighted_standardization(y[train, None].astype(np.float64), sw_tr)
+        y_mean, y_scale = float(y_mean[0]), float(y_scale[0])
+        R = ((y - y_mean) / y_scale)[:, None]
+    elif n_classes <= 2:
+        loss = _k.LOSS_BINARY
+        metric = 1 if classification_metric == "error" else 0
+        R = (y == 1).astype(np.float64)[:, None]
+    else:
+        loss = _k.LOSS_SOFTMAX
+        metric = 1 if classification_metric == "error" else 0
+        R = np.zeros((n, n_classes))
+        R[np.arange(n), y] = 1.0
+    R_tr, R_va = np.ascontiguousarray(R[train]), np.ascontiguousarray(R[val])
+    tree, log = grow_soft_tree(
+        X_tr, R_tr, sw_tr, X_va, R_va, sw_va,
+        loss=loss, metric=metric, max_depth=max_depth, max_leaf_nodes=max_leaf_nodes,
+        learning_rate=learning_rate, n_restarts=n_restarts, max_epochs=max_epochs,
+        batch_size=batch_size, tol=tol, select_on_validation=select_on_validation,
+        seed=int(seeds[1]), verbose=verbose,
+    )  # fmt: skip
+    ft = None
+    if finetune_epochs > 0 and tree.n_nodes > 1:
+        rates = [learning_rate / 2.0**t for t in FINETUNE_RESTARTS]
+        ft = finetune(
+            tree, X_tr, R_tr, sw_tr, X_va, R_va, sw_va, loss=loss, metric=metric,
+            learning_rates=rates, n_epochs=finetune_epochs, batch_size=batch_size,
+            seed=int(seeds[2]),
+        )  # fmt: skip
+        if verbose:
+            print(f"[SoftTree] finetune: validation error {ft['error_before']:.5f} -> "
+                  f"{ft['error_after']:.5f} (step {ft['learning_rate']}, epoch {ft['epoch']})")
+    stored = to_container(
+        tree, X_tr, sw_tr * scale_w, x_mean, x_scale, loss, y_mean=y_mean, y_scale=y_scale
+    )
+    info = dict(growth_log=log, finetune=ft, n_train=int(train.size), n_validation=int(val.size))
+    return stored, info
