@@ -110,6 +110,45 @@ def logsumexp(theta):
 
 
 @jit
+def softmax_lse(theta, prob):
+    """Write ``softmax(theta)`` to ``prob`` and return ``logsumexp(theta)``."""
+    mx = theta[0]
+    for k in range(1, theta.shape[0]):
+        if theta[k] > mx:
+            mx = theta[k]
+    acc = 0.0
+    for k in range(theta.shape[0]):
+        e = np.exp(theta[k] - mx)
+        prob[k] = e
+        acc += e
+    inv = 1.0 / acc
+    for k in range(theta.shape[0]):
+        prob[k] *= inv
+    return mx + np.log(acc)
+
+
+@jit
+def row_dot(w, Xb, i, b):
+    """``b + w . Xb[i]`` with four partial sums (no fastmath: fixed order)."""
+    p = w.shape[0]
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    j = 0
+    while j + 4 <= p:
+        s0 += w[j] * Xb[i, j]
+        s1 += w[j + 1] * Xb[i, j + 1]
+        s2 += w[j + 2] * Xb[i, j + 2]
+        s3 += w[j + 3] * Xb[i, j + 3]
+        j += 4
+    while j < p:
+        s0 += w[j] * Xb[i, j]
+        j += 1
+    return b + ((s0 + s1) + (s2 + s3))
+
+
+@jit
 def project_ball(w, b, nu):
     """Project ``(w, b)`` on ``||(w, b)||^2 <= nu``; returns the new ``b``."""
     sq = b * b
@@ -212,10 +251,10 @@ def best_axis_split(Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, st
 
 
 @jit
-def init_theta(Xb, yb, wb, m, feature, threshold, n_classes):
+def init_theta(Xb, yb, wb, m, feature, threshold, n_classes, prior):
     """Leaf logits from the class frequencies on each side of an axis split."""
-    c0 = np.full(n_classes, THETA_PRIOR)
-    c1 = np.full(n_classes, THETA_PRIOR)
+    c0 = np.full(n_classes, prior)
+    c1 = np.full(n_classes, prior)
     for i in range(m):
         if Xb[i, feature] > threshold:
             c1[yb[i]] += wb[i]
@@ -250,9 +289,7 @@ def surrogate(Xb, yb, wb, m, w, b, theta0, theta1, signs):
     emp = 0.0
     tot = 0.0
     for i in range(m):
-        z = b
-        for j in range(p):
-            z += w[j] * Xb[i, j]
+        z = row_dot(w, Xb, i, b)
         l0 = lse0 - theta0[yb[i]]
         l1 = lse1 - theta1[yb[i]]
         a0 = -z + l0
@@ -273,11 +310,12 @@ def surrogate(Xb, yb, wb, m, w, b, theta0, theta1, signs):
 
 
 @jit
-def minibatch_gradient(Xb, yb, wb, perm, lo, hi, w, b, theta0, theta1, signs, gw, g0, g1):
+def minibatch_gradient(Xb, yb, wb, perm, lo, hi, w, b, theta0, theta1, signs, gw, g0, g1, prob0, prob1):
     """Subgradient of the CCCP objective (Eq. 11) averaged over a minibatch.
 
     The minibatch is ``perm[lo:hi]``. Writes the weighted mean gradients in
-    ``gw`` (w), ``g0`` (theta0) and ``g1`` (theta1).
+    ``gw`` (w), ``g0`` (theta0) and ``g1`` (theta1); ``prob0``/``prob1`` are
+    scratch for the leaf softmaxes.
 
     Returns
     -------
@@ -291,8 +329,8 @@ def minibatch_gradient(Xb, yb, wb, perm, lo, hi, w, b, theta0, theta1, signs, gw
     """
     p = Xb.shape[1]
     n_classes = theta0.shape[0]
-    lse0 = logsumexp(theta0)
-    lse1 = logsumexp(theta1)
+    lse0 = softmax_lse(theta0, prob0)
+    lse1 = softmax_lse(theta1, prob1)
     for j in range(p):
         gw[j] = 0.0
     for k in range(n_classes):
@@ -307,9 +345,7 @@ def minibatch_gradient(Xb, yb, wb, perm, lo, hi, w, b, theta0, theta1, signs, gw
         i = perm[t]
         wt = wb[i]
         yi = yb[i]
-        z = b
-        for j in range(p):
-            z += w[j] * Xb[i, j]
+        z = row_dot(w, Xb, i, b)
         a0 = -z + lse0 - theta0[yi]
         a1 = z + lse1 - theta1[yi]
         s = signs[i]
@@ -334,8 +370,8 @@ def minibatch_gradient(Xb, yb, wb, perm, lo, hi, w, b, theta0, theta1, signs, gw
     inv = 1.0 / wsum
     # softmax part of the log-loss gradient: n_leaf * softmax(theta) - counts
     for k in range(n_classes):
-        g0[k] = (g0[k] + n0 * np.exp(theta0[k] - lse0)) * inv
-        g1[k] = (g1[k] + n1 * np.exp(theta1[k] - lse1)) * inv
+        g0[k] = (g0[k] + n0 * prob0[k]) * inv
+        g1[k] = (g1[k] + n1 * prob1[k]) * inv
     for j in range(p):
         gw[j] *= inv
     return gb * inv, run, wsum
@@ -396,6 +432,8 @@ def cccp(
     gw = np.empty(p)
     g0 = np.empty(n_classes)
     g1 = np.empty(n_classes)
+    prob0 = np.empty(n_classes)
+    prob1 = np.empty(n_classes)
     vw = np.zeros(p)
     v0 = np.zeros(n_classes)
     v1 = np.zeros(n_classes)
@@ -421,7 +459,8 @@ def cccp(
             for lo in range(0, m, batch_size):
                 hi = min(lo + batch_size, m)
                 gb, r, ws = minibatch_gradient(
-                    Xb, yb, wb, perm, lo, hi, w, b, theta0, theta1, signs, gw, g0, g1
+                    Xb, yb, wb, perm, lo, hi, w, b, theta0, theta1, signs, gw, g0, g1,
+                    prob0, prob1,
                 )
                 run += r
                 tot += ws
@@ -491,6 +530,7 @@ def split_node(
     w_out,
     hist_out,
     options,
+    theta_prior,
 ):
     """Fit the CO2 stump of one node and partition its samples in place.
 
@@ -531,6 +571,7 @@ def split_node(
             n_nonzero += 1
     if not can_split or n_nonzero <= 1 or m < min_samples_split or m < 2 * min_samples_leaf:
         return -1, 0.0, 0, False
+    n_local = n_classes
     Xb = np.empty((m, p))
     for t in range(m):
         r = idx[start + t]
@@ -551,7 +592,7 @@ def split_node(
     state = np.empty(1, dtype=np.uint64)
     state[0] = seed
     feature, threshold, axis_imp = best_axis_split(
-        Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, state
+        Xb, yb, wb, m, n_local, max_features, min_samples_leaf, state
     )
     if feature < 0:
         return -1, 0.0, 0, False
@@ -559,7 +600,7 @@ def split_node(
     for j in range(p):
         w_out[j] = 0.0
     w_out[feature] = 1.0
-    theta0, theta1 = init_theta(Xb, yb, wb, m, feature, threshold, n_classes)
+    theta0, theta1 = init_theta(Xb, yb, wb, m, feature, threshold, n_local, theta_prior)
     history = np.empty(max_iter + 1)
     b, n_iter, _ = cccp(
         Xb,
@@ -581,8 +622,8 @@ def split_node(
         history,
     )
     n_right = 0
-    cl = np.zeros(n_classes)
-    cr = np.zeros(n_classes)
+    cl = np.zeros(n_local)
+    cr = np.zeros(n_local)
     for t in range(m):
         z = b
         for j in range(p):
@@ -598,7 +639,7 @@ def split_node(
         nr = 0.0
         sl = 0.0
         sr = 0.0
-        for k in range(n_classes):
+        for k in range(n_local):
             nl += cl[k]
             nr += cr[k]
             sl += xlogx(cl[k])
@@ -658,6 +699,7 @@ def grow_tree(
     tol,
     seed,
     options,
+    theta_prior,
 ):
     """Grow one CO2 tree breadth-first on the rows ``rows`` of ``X``.
 
@@ -726,6 +768,7 @@ def grow_tree(
             w_buf,
             hist,
             options,
+            theta_prior,
         )
         tot = 0.0
         for k in range(n_classes):

@@ -72,6 +72,7 @@ def grow_tree(Xs, y, row_weight, n_classes, seed, params):
         params["tol"],
         np.uint64(seed),
         params["options"],
+        params["theta_prior"],
     )
 
 
@@ -119,6 +120,7 @@ def fit_forest(
     max_cccp_iter=20,
     tol=1e-3,
     options=1,
+    theta_prior=1.0,
     bootstrap=True,
     n_jobs=None,
     verbose=0,
@@ -166,6 +168,7 @@ def fit_forest(
         tol=float(tol),
         bootstrap=bool(bootstrap),
         options=int(options),
+        theta_prior=float(theta_prior),
     )
     y = np.ascontiguousarray(y, dtype=np.int64)
     results = parallel_map(

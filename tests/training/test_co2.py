@@ -126,7 +126,9 @@ def test_minibatch_gradient_matches_reference(seed):
     perm = rng.permutation(X.shape[0]).astype(np.int64)
     gw, g0, g1 = np.empty(X.shape[1]), np.empty(4), np.empty(4)
     lo, hi = 10, 45
-    gb, run, wsum = K.minibatch_gradient(X, y, wt, perm, lo, hi, w, b, t0, t1, signs, gw, g0, g1)
+    gb, run, wsum = K.minibatch_gradient(
+        X, y, wt, perm, lo, hi, w, b, t0, t1, signs, gw, g0, g1, np.empty(4), np.empty(4)
+    )
     rgw, rgb, rg0, rg1, rrun, rwsum = ref.co2_minibatch_gradient(
         X, y, wt, perm[lo:hi], w, b, t0, t1, signs
     )
@@ -145,7 +147,9 @@ def test_minibatch_gradient_finite_differences(seed):
     signs = np.where(rng.random(X.shape[0]) < 0.5, 1.0, -1.0)
     perm = np.arange(X.shape[0], dtype=np.int64)
     gw, g0, g1 = np.empty(X.shape[1]), np.empty(4), np.empty(4)
-    gb, _, _ = K.minibatch_gradient(X, y, wt, perm, 0, 40, w, b, t0, t1, signs, gw, g0, g1)
+    gb, _, _ = K.minibatch_gradient(
+        X, y, wt, perm, 0, 40, w, b, t0, t1, signs, gw, g0, g1, np.empty(4), np.empty(4)
+    )
     theta = np.concatenate([w, [b], t0, t1])
     p = X.shape[1]
 
@@ -165,7 +169,7 @@ def _cccp_inputs(seed, m=150):
     f, thr, _ = K.best_axis_split(X, y, wt, m, 4, 2, 1, _state(seed))
     w = np.zeros(X.shape[1])
     w[f] = 1.0
-    t0, t1 = K.init_theta(X, y, wt, m, f, thr, 4)
+    t0, t1 = K.init_theta(X, y, wt, m, f, thr, 4, 1.0)
     return X, y, wt, w, -thr, t0, t1
 
 
@@ -214,7 +218,7 @@ def _grow(X, y, row_weight, n_classes, seed=0, **kw):
     params = dict(
         max_features=2, max_depth=-1, min_samples_split=2, min_samples_leaf=1,
         max_leaf_nodes=-1, nu=10.0, learning_rate=0.03, batch_size=100, momentum=0.9,
-        cccp_epochs=1, max_cccp_iter=5, tol=1e-3, options=1,
+        cccp_epochs=1, max_cccp_iter=5, tol=1e-3, options=1, theta_prior=1.0,
     )
     params.update(kw)
     return co2.grow_tree(X, y, row_weight, n_classes, seed, params)
