@@ -9,7 +9,7 @@ from sklearn.ensemble import (
     RandomForestClassifier,
     RandomForestRegressor,
 )
-from sklearn.linear_model import LogisticRegression
+from sklearn.neighbors import KNeighborsClassifier
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from obliquetrees.convert import from_sklearn
@@ -80,7 +80,7 @@ def test_multi_output_regressor():
 def test_rejects_unsupported_models():
     X, y = load_iris(return_X_y=True)
     with pytest.raises(TypeError, match="from_sklearn supports"):
-        from_sklearn(LogisticRegression().fit(X, y))
+        from_sklearn(KNeighborsClassifier().fit(X, y))
     with pytest.raises(ValueError, match="Multi-output classifiers"):
         from_sklearn(DecisionTreeClassifier().fit(X, np.column_stack([y, y])))
     with pytest.raises(Exception, match="not fitted"):
