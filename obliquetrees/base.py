@@ -194,7 +194,8 @@ class ObliqueClassifierMixin(ClassifierMixin):
         -------
         y : ndarray of shape (n_samples,)
         """
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)  # checks fitting before classes_ is read
+        return self.classes_[np.argmax(proba, axis=1)]
 
 
 class ObliqueRegressorMixin(RegressorMixin):

@@ -83,11 +83,6 @@ EXPECTED_FAILED_CHECKS = {
             "fully grown trees end in pure leaves whatever the class weights; the check "
             "relies on min_weight_fraction_leaf, which CO2 Forest does not have"
         ),
-        "check_estimators_unfitted": (
-            "base.ObliqueClassifierMixin.predict reads self.classes_ before "
-            "predict_proba checks fitting (AttributeError, not NotFittedError); "
-            "foundation fix pending"
-        ),
     },
 }
 
