@@ -518,7 +518,7 @@ def train_epoch(
             _dense_step(Q.reshape(-1), Q_1.reshape(-1), Q_2.reshape(-1), gQ.reshape(-1), opt, hp)
             _dense_step(q, q_1, q_2, gq, opt, hp)
         if learn_A:
-            for i in prange(Bc):
+            for i in range(Bc):  # 5000 scattered adds: not worth a parallel region
                 _input_gradient_row(i, contrib, contrib_feat, gU)
             for i in range(Bc):
                 for h in range(Hn):

@@ -1,0 +1,430 @@
+"""Random hinge forests and ferns (Lay et al.) on the paper's data sets.
+
+Three sections, all written to ``benchmarks/results/hinge.md``:
+
+speed
+    One epoch over letter_uci (16000 rows, batch 50 = 320 steps) of the
+    paper's Table 3 model: 100 depth-10 trees, 100 inner-product features,
+    26 outputs per leaf summed over trees (2.9 M parameters). Ours with lazy
+    Adam, dense Adam and AdaGrad, trees and ferns, 1 and 2 numba threads;
+    the straightforward vectorised numpy forward/backward of
+    ``tests/reference.py`` (``hinge_train_step``, timed on a few batches and
+    scaled to 320); and the kernels alone (forward, backward + step) to show
+    what dominates. The authors' C++/PyTorch code measured on this machine is
+    quoted from ../shared/ANCHORS.md section 5b (6.7 s per epoch).
+
+table3
+    letter_uci (16000/4000) and usps (7291/2007): 100 trees/ferns of depth
+    10, 100 inner-product features, summed head, Adam at the paper's
+    learning rate 0.005, the paper's batch sizes (letter 53, usps 29),
+    ``early_stopping`` on a 10 % validation split of the training data (the
+    paper kept the best *test* epoch; we never look at the test set while
+    training), up to ``max_epochs``. Lazy Adam (our default) and dense Adam
+    (the paper's) side by side for trees. scikit-learn RandomForestClassifier
+    (100 trees, depth 10 as in the paper's Table 2, and unlimited depth) in
+    the same process on the same split.
+
+table2
+    The paper's UCI protocol: configurations trees {1, 10, 50, 100} x depth
+    {1, 3, 5, 7, 10} (poker: a reduced grid, see the notes), chosen per run
+    by the validation loss of the estimator's own validation split (the same
+    split for every configuration: same random_state); AdaGrad with one
+    learning rate (0.05) for all sets, 100 inner-product features, the
+    reference code's linear head over scalar tree outputs. iris: 5 shuffles x
+    3 folds (test fold; the other two folds are train + validation, as in the
+    paper) = 15 runs; abalone: the UCI split (3133/1044), a third of the
+    training part for validation, 3 classes rings < 9 / 9-10 / > 10 as the
+    reference code; abalone regression: squared loss, R^2; madelon: official
+    train/valid sets as train/test, a quarter of train for validation;
+    poker: only the 25010-row training file exists: a seeded 20 % test split,
+    a quarter of the rest for validation. RandomForest (100 trees, depth 10,
+    as in the paper) on the same train + validation rows.
+
+    python -m benchmarks.bench_hinge            # all sections (about 1 h here)
+    python -m benchmarks.bench_hinge --quick    # smoke test (minutes)
+"""
+
+import os
+
+# Idle OpenMP workers sleep instead of spinning: on a shared machine spinning
+# workers steal the CPU from the working ones (measured: 2-thread epoch 3.9 s
+# spinning vs 1.1 s passive under load). Must be set before numba loads libgomp.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import argparse  # noqa: E402
+import tempfile
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor  # noqa: E402
+from sklearn.metrics import r2_score  # noqa: E402
+
+from benchmarks.common import write_results  # noqa: E402
+from benchmarks.datasets import load  # noqa: E402
+from obliquetrees import HingeForestClassifier, HingeForestRegressor  # noqa: E402
+
+PAPER_T3 = {  # data set -> (hinge forest, hinge ferns, ADF, NDF) test error %
+    "letter_uci": (2.56, 2.78, 3.42, 2.92),
+    "usps": (5.53, 5.64, 5.59, 5.01),
+}
+PAPER_T2 = {  # data set -> (forest, config, ferns, config, RF)
+    "iris": ("2.13 (2.66)", "10/5", "2.27 (2.25)", "10/5", "4.13 (2.33)"),
+    "abalone3": ("34.4 (0.56)", "50/1", "34.4 (0.56)", "50/1", "34.8 (0.40)"),
+    "abalone_reg": ("R2 0.57 (0.07)", "100/1", "R2 0.57 (0.07)", "100/1", "R2 0.54 (0.01)"),
+    "madelon": ("40.8 (1.60)", "10/3", "40.8 (1.41)", "50/7", "29.3 (1.13)"),
+    "poker": ("32.6 (4.80)", "50/3", "33.9 (4.70)", "100/3", "40.4 (0.18)"),
+}
+AUTHORS_EPOCH_S = 6.7  # ../shared/ANCHORS.md section 5b
+
+
+# ------------------------------------------------------------------ speed
+def _letter_arrays():
+    d = load("letter_uci")
+    return (d["X_train"].astype(np.float64), d["y_train"].astype(np.int64),
+            d["X_test"], d["y_test"])
+
+
+def bench_speed(quick):
+    from threadpoolctl import threadpool_limits
+
+    from obliquetrees._core._jit import numba_threads
+    from obliquetrees._training import _hinge_kernels as K
+    from obliquetrees._training import hinge as H
+    from tests import reference as R
+
+    X, y, _, _ = _letter_arrays()
+    n = X.shape[0]
+    M = 30 if quick else 100
+    mean, scale = X.mean(0), X.std(0)
+    Z = np.ascontiguousarray((X - mean) / scale)
+    Yi, Yf = H._targets(y, "classification")
+    w = np.ones(n)
+    rows = []
+    reps = 1 if quick else 3
+
+    def new_model(tree_type):
+        return H.init_model(16, 26, n_trees=M, depth=10, tree_type=tree_type,
+                            n_hinge_features=100, head="sum", x_mean=mean, x_scale=scale,
+                            seed=0)
+
+    ours = {}
+    configs = [("tree", "lazy_adam"), ("tree", "adam"), ("tree", "adagrad"),
+               ("fern", "lazy_adam"), ("fern", "adam")]
+    for tree_type, opt in configs:
+        for n_threads in (1, 2):
+            model = new_model(tree_type)
+            rng = np.random.default_rng(0)
+            walls, cpus = [], []
+            with threadpool_limits(1, "blas"), numba_threads(n_threads):
+                H.run_epoch(model, Z, Yi, Yf, w, rng.permutation(n)[:500],
+                            "classification", opt, 0.005, 50)  # compile / warm-up
+                for _ in range(reps):
+                    order = rng.permutation(n)
+                    t0, c0 = time.perf_counter(), time.process_time()
+                    H.run_epoch(model, Z, Yi, Yf, w, order, "classification", opt, 0.005, 50)
+                    walls.append(time.perf_counter() - t0)
+                    cpus.append(time.process_time() - c0)
+            ours[(tree_type, opt, n_threads)] = float(np.median(walls))
+            rows.append({
+                "implementation": f"ours, {tree_type}s, {opt}",
+                "numba threads": n_threads,
+                "s/epoch (wall, median)": round(float(np.median(walls)), 3),
+                "CPU s/epoch": round(float(np.median(cpus)), 3),
+                "epochs timed": reps,
+            })
+    # numpy reference (tests/reference.py), a few batches scaled to 320
+    n_batches = 3 if quick else 8
+    for opt in ("adam", "lazy_adam"):
+        model = new_model("tree")
+        ref = {"A": model.A.copy(), "bn_mean": np.zeros(100), "bn_var": np.ones(100),
+               "thr": model.thr.copy(), "feat": model.feat, "W": model.W.copy(),
+               "depth": 10, "is_fern": False, "t": 0}
+        Hf = Z[:50] @ ref["A"].T
+        ref["bn_mean"], ref["bn_var"] = Hf.mean(0), Hf.var(0, ddof=1)
+        for name in ("A", "thr", "W"):
+            ref[name + "_1"] = np.zeros_like(ref[name])
+            ref[name + "_2"] = np.zeros_like(ref[name])
+        with threadpool_limits(1, "blas"):
+            R.hinge_train_step(ref, Z[:50], y[:50], 0.005, opt)
+            t0, c0 = time.perf_counter(), time.process_time()
+            for b in range(1, n_batches + 1):
+                sl = slice(50 * b, 50 * b + 50)
+                R.hinge_train_step(ref, Z[sl], y[sl], 0.005, opt)
+            wall = (time.perf_counter() - t0) * (n // 50) / n_batches
+            cpu = (time.process_time() - c0) * (n // 50) / n_batches
+        ours[("numpy", opt)] = wall
+        rows.append({
+            "implementation": f"numpy reference (tests/reference.py), trees, {opt}",
+            "numba threads": "-", "s/epoch (wall, median)": round(wall, 2),
+            "CPU s/epoch": round(cpu, 2),
+            "epochs timed": f"{n_batches} batches x {n // 50 / n_batches:.0f}",
+        })
+    rows.append({"implementation": "authors' HingeTreeForTorch (C++/PyTorch), ANCHORS.md 5b",
+                 "numba threads": "2 (torch)", "s/epoch (wall, median)": AUTHORS_EPOCH_S,
+                 "CPU s/epoch": "-", "epochs timed": 5})
+    # kernels alone, one thread: what dominates an epoch
+    prof = []
+    model = new_model("tree")
+    B = 50
+    out = np.empty((B, 26))
+    leaf = np.empty((B, M), np.int64)
+    rstar = np.empty((B, M))
+    vstar = np.empty((B, M), np.int64)
+    contrib = np.empty((B, M))
+    cf = np.empty((B, M), np.int64)
+    gW = np.empty((M, B, 26))
+    gt = np.empty((M, B))
+    tw = np.empty((M, B + 1), np.int64)
+    tt = np.empty((M, B + 1), np.int64)
+    G = np.random.default_rng(0).normal(size=(B, 26)) / B
+    hp = np.array([0.005, 0.9, 0.999, 1e-8, 0.005, 1.0])
+    Hf = Z[:B] @ model.A.T
+    model.bn_mean, model.bn_var = Hf.mean(0), Hf.var(0)
+    nb = n // B
+    with threadpool_limits(1, "blas"), numba_threads(1):
+        for opt_name, opt in (("lazy_adam", 1), ("adam", 0)):
+            st = H._init_opt_state(model, opt_name)
+            tf = tb = 0.0
+            for b in range(nb):
+                U = np.ascontiguousarray(H.hinge_features(model, Z[b * B:(b + 1) * B]))
+                c0 = time.process_time()
+                K.forward(U, model.thr, model.feat, model.W, 10, False, 0, out, leaf, rstar,
+                          vstar, True)
+                c1 = time.process_time()
+                K.backward_update(G, leaf, rstar, vstar, model.feat, model.thr, model.W, 0,
+                                  contrib, cf, opt, st["W_1"], st["W_2"], st["thr_1"],
+                                  st["thr_2"], hp, b, st["wmark"], st["wslot"], st["tmark"],
+                                  st["tslot"], gW, gt, tw, tt, True)
+                c2 = time.process_time()
+                tf += c1 - c0
+                tb += c2 - c1
+            prof.append({"kernel (1 thread, 320 batches, CPU s)": "forward (traversal + leaf gather)",
+                         "optimizer": opt_name, "CPU s/epoch": round(tf, 3)})
+            prof.append({"kernel (1 thread, 320 batches, CPU s)": "backward + tree optimiser step",
+                         "optimizer": opt_name, "CPU s/epoch": round(tb, 3)})
+    return rows, prof, ours
+
+
+# ----------------------------------------------------------------- table 3
+def _rf_error(Xtr, ytr, Xte, yte, depth):
+    t0 = time.perf_counter()
+    rf = RandomForestClassifier(100, max_depth=depth, n_jobs=2, random_state=0).fit(Xtr, ytr)
+    return 100 * (1 - rf.score(Xte, yte)), time.perf_counter() - t0
+
+
+def bench_table3(quick):
+    rows = []
+    sets = ["letter_uci"] if quick else ["letter_uci", "usps"]
+    batch = {"letter_uci": 53, "usps": 29}
+    for name in sets:
+        d = load(name)
+        Xtr, ytr, Xte, yte = d["X_train"], d["y_train"], d["X_test"], d["y_test"]
+        variants = [("tree", "lazy_adam"), ("fern", "lazy_adam")]
+        if name == "letter_uci":
+            variants.append(("tree", "adam"))
+        for tree_type, opt in variants:
+            est = HingeForestClassifier(
+                30 if quick else 100, max_depth=10, tree_type=tree_type,
+                n_hinge_features=100, optimizer=opt, learning_rate=0.005,
+                batch_size=batch[name], max_epochs=4 if quick else (60 if opt == "adam" else 100),
+                n_iter_no_change=20, early_stopping=True, validation_fraction=0.1,
+                random_state=0, n_jobs=1,
+            )
+            t0 = time.perf_counter()
+            est.fit(Xtr, ytr)
+            total = time.perf_counter() - t0
+            err = 100 * (1 - est.score(Xte, yte))
+            paper = PAPER_T3[name][0 if tree_type == "tree" else 1]
+            rows.append({
+                "data set": name, "model": f"hinge {tree_type}s, {opt}",
+                "test error %": round(err, 2), "paper %": paper,
+                "epochs run": est.n_iter_, "best epoch (val loss)": est.best_epoch_,
+                "s/epoch (median)": round(float(np.median(est.epoch_times_)), 2),
+                "total fit s": round(total, 1),
+            })
+            print(rows[-1], flush=True)
+        for depth in (10, None):
+            err, sec = _rf_error(Xtr, ytr, Xte, yte, depth)
+            rows.append({"data set": name,
+                         "model": f"sklearn RandomForest, 100 trees, max_depth={depth}",
+                         "test error %": round(err, 2), "paper %": "-", "epochs run": "-",
+                         "best epoch (val loss)": "-", "s/epoch (median)": "-",
+                         "total fit s": round(sec, 1)})
+        rows.append({"data set": name, "model": "paper: alternating decision forest / "
+                     "neural decision forest", "test error %": "-",
+                     "paper %": f"{PAPER_T3[name][2]} / {PAPER_T3[name][3]}",
+                     "epochs run": "-", "best epoch (val loss)": "-",
+                     "s/epoch (median)": "-", "total fit s": "-"})
+    return rows
+
+
+# ----------------------------------------------------------------- table 2
+def _abalone3(r):
+    return np.digitize(r, [9, 11])  # rings < 9, 9-10, > 10
+
+
+def _table2_runs(name, quick):
+    """List of (X_trval, y_trval, X_test, y_test, validation_fraction, task)."""
+    if name == "iris":
+        d = load("iris")
+        X, y = d["X"], d["y"]
+        runs = []
+        for shuffle in range(2 if quick else 5):
+            order = np.random.default_rng(shuffle).permutation(len(y))
+            folds = np.array_split(order, 3)
+            for f in range(1 if quick else 3):
+                te = folds[f]
+                tv = np.concatenate([folds[(f + 1) % 3], folds[(f + 2) % 3]])
+                runs.append((X[tv], y[tv], X[te], y[te], 0.5, "classification"))
+        return runs
+    if name in ("abalone3", "abalone_reg"):
+        d = load("abalone")
+        if name == "abalone3":
+            return [(d["X_train"], _abalone3(d["y_train"]), d["X_test"],
+                     _abalone3(d["y_test"]), 1 / 3, "classification")]
+        return [(d["X_train"], d["y_train"], d["X_test"], d["y_test"], 1 / 3, "regression")]
+    if name == "madelon":
+        d = load("madelon")
+        return [(d["X_train"], d["y_train"], d["X_test"], d["y_test"], 0.25, "classification")]
+    if name == "poker":
+        d = load("poker_train")
+        X, y = d["X"], d["y"]
+        order = np.random.default_rng(0).permutation(len(y))
+        n_test = len(y) // 5
+        te, tv = order[:n_test], order[n_test:]
+        return [(X[tv], y[tv], X[te], y[te], 0.25, "classification")]
+    raise ValueError(name)
+
+
+def bench_table2(quick):
+    rows = []
+    full_grid = [(m, d) for m in (1, 10, 50, 100) for d in (1, 3, 5, 7, 10)]
+    grids = {
+        "iris": full_grid, "abalone3": full_grid, "abalone_reg": full_grid,
+        "madelon": full_grid,
+        "poker": [(m, d) for m in (10, 50, 100) for d in (1, 3, 5)],
+    }
+    epochs = {"iris": 100, "abalone3": 60, "abalone_reg": 60, "madelon": 60, "poker": 25}
+    sets = ["iris", "abalone3"] if quick else list(grids)
+    for name in sets:
+        grid = [(10, 1), (10, 5)] if quick else grids[name]
+        runs = _table2_runs(name, quick)
+        t_set = time.perf_counter()
+        for tree_type in ("tree", "fern"):
+            scores, chosen = [], []
+            for Xtv, ytv, Xte, yte, vf, task in runs:
+                best = None
+                for m, depth in grid:
+                    cls = HingeForestClassifier if task == "classification" else HingeForestRegressor
+                    est = cls(m, max_depth=depth, tree_type=tree_type, n_hinge_features=100,
+                              head="linear", optimizer="adagrad", learning_rate=0.05,
+                              batch_size=50, max_epochs=5 if quick else epochs[name],
+                              n_iter_no_change=15, validation_fraction=vf,
+                              random_state=0, n_jobs=1).fit(Xtv, ytv)
+                    val = min(est.validation_loss_curve_)
+                    if best is None or val < best[0]:
+                        best = (val, est, f"{m}/{depth}")
+                est = best[1]
+                if task == "classification":
+                    scores.append(100 * (1 - est.score(Xte, yte)))
+                else:
+                    scores.append(r2_score(yte, est.predict(Xte)))
+                chosen.append(best[2])
+            configs, counts = np.unique(chosen, return_counts=True)
+            paper = PAPER_T2[name]
+            metric = "R^2" if name == "abalone_reg" else "error %"
+            rows.append({
+                "data set": name, "model": f"hinge {tree_type}s", "metric": metric,
+                "ours mean (std)": f"{np.mean(scores):.3g} ({np.std(scores):.2g})",
+                "runs": len(runs), "config chosen (trees/depth: runs)":
+                    ", ".join(f"{c}: {k}" for c, k in zip(configs, counts)),
+                "paper (std)": paper[0] if tree_type == "tree" else paper[2],
+                "paper config": paper[1] if tree_type == "tree" else paper[3],
+            })
+            print(rows[-1], f"{time.perf_counter() - t_set:.0f} s", flush=True)
+        rf_scores = []
+        for Xtv, ytv, Xte, yte, vf, task in runs:
+            if task == "classification":
+                rf = RandomForestClassifier(100, max_depth=10, n_jobs=2, random_state=0)
+                rf_scores.append(100 * (1 - rf.fit(Xtv, ytv).score(Xte, yte)))
+            else:
+                rf = RandomForestRegressor(100, max_depth=10, n_jobs=2, random_state=0)
+                rf_scores.append(rf.fit(Xtv, ytv).score(Xte, yte))
+        rows.append({
+            "data set": name, "model": "sklearn RandomForest (100 trees, depth 10)",
+            "metric": "R^2" if name == "abalone_reg" else "error %",
+            "ours mean (std)": f"{np.mean(rf_scores):.3g} ({np.std(rf_scores):.2g})",
+            "runs": len(runs), "config chosen (trees/depth: runs)": "-",
+            "paper (std)": PAPER_T2[name][4], "paper config": "100/10",
+        })
+    return rows
+
+
+NOTES = """
+Model and protocol: see the module docstring of `benchmarks/bench_hinge.py` and the
+estimators' Notes. One run per configuration unless stated (the paper averages 10 runs).
+All accuracy fits use one numba thread (`n_jobs=1`; results are identical for any thread
+count). `OMP_WAIT_POLICY=PASSIVE` is set by the benchmark (idle OpenMP workers sleep
+instead of spinning; on this shared machine that made 2-thread epochs ~3.5x faster).
+Timings were taken on a 2-core VM shared with other jobs: wall times are inflated
+by contention; CPU times are given beside them.
+
+Deviations from the paper (also in the estimators' docstrings):
+
+- **Lazy Adam by default.** Dense Adam moves all 2.9 M parameters of the Table 3 model at
+  every one of 320 steps per epoch (a memory stream of ~0.15 GB per step); lazy Adam moves
+  only the leaf rows and thresholds that received a gradient in the batch (at most
+  50 x 100 of each) with the global step's bias correction. Accuracy of both is in the
+  Table 3 section.
+- Validation: early stopping keeps the epoch of lowest validation loss on a held-out part
+  of the training data; the paper kept the best *test* epoch of 200 (Table 3).
+- The raw input is standardised before the linear layer; batch-norm statistics start from
+  the first minibatch and follow the reference code's running-average schedule
+  (alpha = min(i/(i+1), 0.99)); the linear layer uses PyTorch's default initialisation.
+- Table 2: AdaGrad with one learning rate (0.05) for every set (the paper tuned one per
+  set, not published); the linear head over scalar tree outputs of the reference code;
+  abalone as 3 classes (rings < 9, 9-10, > 10, as the reference code); poker from its
+  training file only (seeded 20 % test split) and a reduced grid (trees {10, 50, 100} x
+  depth {1, 3, 5}: the paper's best poker models are depth 3) with 25 epochs at most;
+  madelon is reported, not a target.
+"""
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small smoke-test version")
+    parser.add_argument("--sections", default="speed,table3,table2")
+    args = parser.parse_args(argv)
+    sections = args.sections.split(",")
+    tables = []
+    notes = NOTES
+    if "speed" in sections:
+        rows, prof, ours = bench_speed(args.quick)
+        tables.append(("Speed: one epoch of letter_uci (16000 rows, batch 50), 100 trees depth 10, "
+                       "100 features, 26 outputs", rows))
+        tables.append(("Where the time goes (kernels alone, one thread)", prof))
+        best = min(v for k, v in ours.items() if k[0] in ("tree",) and k[1] == "lazy_adam")
+        dense = min(v for k, v in ours.items() if k[0] == "tree" and k[1] == "adam")
+        notes += (
+            f"\nSpeed summary: ours, trees, lazy Adam {best:.2f} s/epoch (wall, best thread "
+            f"count) vs the authors' code {AUTHORS_EPOCH_S} s ({AUTHORS_EPOCH_S / best:.1f}x) "
+            f"and vs the numpy reference with the same optimiser "
+            f"{ours[('numpy', 'lazy_adam')]:.1f} s ({ours[('numpy', 'lazy_adam')] / best:.0f}x); "
+            f"dense Adam {dense:.2f} s vs numpy dense {ours[('numpy', 'adam')]:.1f} s "
+            f"({ours[('numpy', 'adam')] / dense:.0f}x).\n"
+        )
+    if "table3" in sections:
+        tables.append(("Table 3: letter_uci and usps (100 trees/ferns, depth 10, 100 features)",
+                       bench_table3(args.quick)))
+    if "table2" in sections:
+        tables.append(("Table 2: UCI sets (configuration chosen on validation data)",
+                       bench_table2(args.quick)))
+    target = "hinge.md" if not args.quick else Path(tempfile.gettempdir()) / "hinge_quick.md"
+    path = write_results(target,
+                         "Random hinge forest / ferns (Lay et al.)", tables, notes)
+    print(path)
+
+
+if __name__ == "__main__":
+    main()
