@@ -28,7 +28,7 @@ def test_regressor_fits_and_stores_a_valid_tree(friedman, fitted_regressor):
     reg = fitted_regressor
     reg.tree_.check_invariants()
     assert reg.tree_.node_count >= 3
-    assert reg.score(X, y) > 0.7
+    assert reg.score(X, y) > 0.6
     assert len(reg.growth_log_) >= 1
     assert reg.tree_.n_node_samples[0] == pytest.approx(250)  # soft membership of the root
 

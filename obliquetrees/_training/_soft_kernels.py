@@ -22,11 +22,12 @@ Conventions used by every kernel of this module (the *training* convention):
   the error signal is ``dE/dF = y_hat - r``.
 
 Randomness comes from an explicit integer seed through a small splitmix64
-generator, never from a global RNG. Training kernels are serial (they run
-once per split attempt on one node's problem; thread start-up costs more than
-it saves at these sizes); the prediction kernel runs ``prange`` over fixed
-chunks of samples with no cross-sample reduction, so results do not depend on
-the number of threads.
+generator, never from a global RNG. Parallelism: the SGD restarts of a split
+run in parallel (independent, each with its own seed; the winner is chosen
+sequentially), the prediction kernel runs ``prange`` over fixed chunks of
+samples with no cross-sample reduction; the other training kernels are serial
+(one call per split attempt, too small to gain from threads). Results do not
+depend on the number of threads.
 """
 
 import numba
@@ -240,6 +241,30 @@ def forward_context(X, children_left, children_right, W, b, Z, n_nodes, m):
 
 
 # --------------------------------------------------- soft prediction (stored)
+@inline
+def _soft_predict_row(
+    X, i, children_left, children_right, weight_indptr, weight_index, weight_value,
+    bias, leaf_value, logp, out,
+):
+    """Soft output of sample i over a stored tree, added into out[i]."""
+    n_nodes = children_left.shape[0]
+    K = leaf_value.shape[1]
+    logp[0] = 0.0
+    for j in range(n_nodes):
+        left = children_left[j]
+        if left < 0:
+            p = np.exp(logp[j])
+            if p > 0.0:
+                for k in range(K):
+                    out[i, k] += p * leaf_value[j, k]
+        else:
+            a = bias[j]
+            for q in range(weight_indptr[j], weight_indptr[j + 1]):
+                a += weight_value[q] * X[i, weight_index[q]]
+            logp[children_right[j]] = logp[j] + _log_sigmoid(a)
+            logp[left] = logp[j] + _log_sigmoid(-a)
+
+
 @jit_parallel
 def soft_predict_csr(
     X,
@@ -255,30 +280,43 @@ def soft_predict_csr(
 
     Reads the shared container (CSR weights, right iff ``w.x + b > 0``):
     ``P(right | node) = sigmoid(w.x + b)``. ``leaf_value`` is
-    (n_nodes, n_outputs); rows of internal nodes are ignored.
+    (n_nodes, n_outputs); rows of internal nodes are ignored. ``prange`` over
+    fixed chunks of rows; each row is independent.
     """
     n = X.shape[0]
     n_nodes = children_left.shape[0]
-    K = leaf_value.shape[1]
-    out = np.zeros((n, K))
+    out = np.zeros((n, leaf_value.shape[1]))
     n_chunks = (n + CHUNK - 1) // CHUNK
     for c in prange(n_chunks):
         logp = np.empty(n_nodes)
         for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
-            logp[0] = 0.0
-            for j in range(n_nodes):
-                left = children_left[j]
-                if left < 0:
-                    p = np.exp(logp[j])
-                    if p > 0.0:
-                        for k in range(K):
-                            out[i, k] += p * leaf_value[j, k]
-                else:
-                    a = bias[j]
-                    for q in range(weight_indptr[j], weight_indptr[j + 1]):
-                        a += weight_value[q] * X[i, weight_index[q]]
-                    logp[children_right[j]] = logp[j] + _log_sigmoid(a)
-                    logp[left] = logp[j] + _log_sigmoid(-a)
+            _soft_predict_row(
+                X, i, children_left, children_right, weight_indptr, weight_index,
+                weight_value, bias, leaf_value, logp, out,
+            )
+    return out
+
+
+@jit
+def soft_predict_csr_serial(
+    X,
+    children_left,
+    children_right,
+    weight_indptr,
+    weight_index,
+    weight_value,
+    bias,
+    leaf_value,
+):
+    """:func:`soft_predict_csr` without threads (small inputs: no pool start-up)."""
+    n = X.shape[0]
+    out = np.zeros((n, leaf_value.shape[1]))
+    logp = np.empty(children_left.shape[0])
+    for i in range(n):
+        _soft_predict_row(
+            X, i, children_left, children_right, weight_indptr, weight_index,
+            weight_value, bias, leaf_value, logp, out,
+        )
     return out
 
 
@@ -533,7 +571,7 @@ def sgd_split(
     return b0, True
 
 
-@jit
+@jit_parallel
 def train_split(
     X, R, P, A, sw, Xv, Rv, Pv, Av, swv, w_init, b_init, zL_init, zR_init,
     loss, metric, lr0, n_restarts, n_epochs, batch_size, momentum, decay, seed,
@@ -543,20 +581,22 @@ def train_split(
 
     Every restart starts from the same (hard-split) initial point with its own
     shuffling seed. The restart with the lowest training loss (the paper) or
-    validation error (``select_on_validation``, the authors' code) wins.
-    Diverged restarts are discarded. Returns (w, b, zL, zR, val_error,
-    restart); ``restart`` is -1 (and val_error inf) if every restart diverged.
+    validation error (``select_on_validation``, the authors' code) wins (the
+    first one on ties). Diverged restarts are discarded. Restarts are
+    independent and run in parallel (``prange``); the winner is picked
+    sequentially afterwards, so the result does not depend on the thread
+    count. Returns (w, b, zL, zR, val_error, restart); ``restart`` is -1 (and
+    val_error inf) if every restart diverged.
     """
     d = X.shape[1]
     K = zL_init.shape[0]
-    best_w = w_init.copy()
-    best_b = b_init
-    best_L = zL_init.copy()
-    best_R = zR_init.copy()
-    best_crit = np.inf
-    best_val = np.inf
-    best_t = -1
-    for t in range(n_restarts):
+    Ws = np.empty((n_restarts, d))
+    bs = np.empty(n_restarts)
+    Ls = np.empty((n_restarts, K))
+    Rs = np.empty((n_restarts, K))
+    crits = np.full(n_restarts, np.inf)
+    vals = np.full(n_restarts, np.inf)
+    for t in prange(n_restarts):
         state = make_state(seed + 7919 * t)
         w = w_init.copy()
         zL = zL_init.copy()
@@ -565,24 +605,29 @@ def train_split(
             X, R, P, A, sw, w, b_init, zL, zR, loss, lr0 / 2.0**t, n_epochs,
             batch_size, momentum, decay, state,
         )
-        if not ok:
-            continue
-        val = split_error(Xv, Rv, Pv, Av, swv, w, b0, zL, zR, loss, metric)
-        if select_on_validation:
-            crit = val
-        else:
-            crit = split_error(X, R, P, A, sw, w, b0, zL, zR, loss, 0)
-        if not np.isfinite(crit) or not np.isfinite(val):
-            continue
-        if crit < best_crit:
-            best_crit = crit
-            best_val = val
+        Ws[t] = w
+        bs[t] = b0
+        Ls[t] = zL
+        Rs[t] = zR
+        if ok:
+            val = split_error(Xv, Rv, Pv, Av, swv, w, b0, zL, zR, loss, metric)
+            if select_on_validation:
+                crit = val
+            else:
+                crit = split_error(X, R, P, A, sw, w, b0, zL, zR, loss, 0)
+            if np.isfinite(crit) and np.isfinite(val):
+                crits[t] = crit
+                vals[t] = val
+    best_t = -1
+    best_crit = np.inf
+    for t in range(n_restarts):
+        if crits[t] < best_crit:
+            best_crit = crits[t]
             best_t = t
-            best_w[:] = w
-            best_b = b0
-            best_L[:] = zL
-            best_R[:] = zR
-    return best_w, best_b, best_L, best_R, best_val, best_t
+    if best_t < 0:
+        return w_init.copy(), b_init, zL_init.copy(), zR_init.copy(), np.inf, -1
+    return (Ws[best_t].copy(), bs[best_t], Ls[best_t].copy(), Rs[best_t].copy(),
+            vals[best_t], best_t)
 
 
 # ------------------------------------------------------- joint finetuning

@@ -44,6 +44,9 @@ PROBA_CLIP = 1e-4
 #: Joint finetuning (beyond the paper) tries the step sizes
 #: ``learning_rate / 2**t`` for these t and keeps the best validation state.
 FINETUNE_RESTARTS = (4, 6, 8)
+#: Soft prediction of at most this many rows runs serially (a thread pool
+#: start-up costs more than the work).
+SERIAL_PREDICT_ROWS = 2048
 
 
 class SoftTreeArrays:
@@ -354,13 +357,16 @@ def soft_predict(tree, X, leaf_value):
         np.ascontiguousarray(leaf_value, dtype=np.float64),
     )
     if not sp.issparse(X):
-        return _k.soft_predict_csr(np.ascontiguousarray(X), *args)
+        X = np.ascontiguousarray(X)
+        if X.shape[0] <= SERIAL_PREDICT_ROWS:
+            return _k.soft_predict_csr_serial(X, *args)
+        return _k.soft_predict_csr(X, *args)
     X = X.tocsr()
     block = 4096
     out = np.empty((X.shape[0], leaf_value.shape[1]))
     for start in range(0, X.shape[0], block):
         rows = X[start : start + block].toarray()
-        out[start : start + block] = _k.soft_predict_csr(rows, *args)
+        out[start : start + block] = _k.soft_predict_csr_serial(rows, *args)
     return out
 
 
