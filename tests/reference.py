@@ -348,13 +348,19 @@ def co2_cccp(Xb, yb, wb, w, b, theta0, theta1, nu, learning_rate, batch_size, mo
     vw, vb = np.zeros_like(w), 0.0
     v0, v1 = np.zeros_like(theta0), np.zeros_like(theta1)
     eta, prev_run, n_up = learning_rate, np.inf, 0
-    perm = list(range(m))
+    n_batches = -(-m // batch_size)
     for _ in range(max_iter):
-        for _ in range(n_epochs):
+        if n_batches > 1:  # new random order of the rows, cut into batches
+            perm = list(range(m))
             co2_shuffle(perm, rng)
+            Xb, yb, wb, signs = Xb[perm], yb[perm], wb[perm], signs[perm]
+        for _ in range(n_epochs):
+            order = list(range(n_batches))
+            if n_batches > 1:
+                co2_shuffle(order, rng)
             run = tot = 0.0
-            for lo in range(0, m, batch_size):
-                batch = np.asarray(perm[lo:lo + batch_size])
+            for k in order:
+                batch = np.arange(k * batch_size, min((k + 1) * batch_size, m))
                 gw, gb, g0, g1, r, ws = co2_minibatch_gradient(
                     Xb, yb, wb, batch, w, b, theta0, theta1, signs)
                 run += r
@@ -482,7 +488,7 @@ def soft_best_axis_split(X, u, Y):
     total = sse(np.ones(n, bool))
     for f in range(d):
         values = np.unique(X[:, f])
-        for lo, hi in zip(values[:-1], values[1:]):
+        for lo, hi in zip(values[:-1], values[1:], strict=True):
             thr = 0.5 * (lo + hi)
             left = X[:, f] <= thr
             sl, sr = sse(left), sse(~left)
@@ -688,3 +694,63 @@ def e2edt_fit_stump(X, y, sw, w, b, pi, gamma0, dgamma, n_epochs, order, batch_s
         pi = e2edt_leaf_m_step(counts, pi)
         gamma += dgamma
     return w, b, pi, gamma
+
+
+# ---- decision machine ----
+def machine_template_matrix(children_left, children_right):
+    """Dense template matrix B (leaves x splits) of one tree, node-id order, recursively."""
+    left = np.asarray(children_left)
+    right = np.asarray(children_right)
+    splits = [i for i in range(left.shape[0]) if left[i] != -1]
+    leaves = [i for i in range(left.shape[0]) if left[i] == -1]
+    col = {node: j for j, node in enumerate(splits)}
+    row = {node: j for j, node in enumerate(leaves)}
+    B = np.zeros((len(leaves), len(splits)), dtype=np.int64)
+
+    def visit(node, path):
+        if left[node] == -1:
+            for split, sign in path:
+                B[row[node], col[split]] = sign
+            return
+        visit(left[node], path + [(node, -1)])
+        visit(right[node], path + [(node, 1)])
+
+    visit(0, [])
+    return B
+
+
+def machine_select_leaves(H, B, leaf_offset):
+    """argmax over each tree's leaves of B~ H (paper eq. 3); first maximum."""
+    norm = np.abs(B).sum(axis=1).astype(float)
+    scores = (B @ H.T).T / np.where(norm > 0, norm, 1.0)
+    out = np.empty((H.shape[0], len(leaf_offset) - 1), dtype=np.int64)
+    for t in range(len(leaf_offset) - 1):
+        a, b = leaf_offset[t], leaf_offset[t + 1]
+        out[:, t] = a + np.argmax(scores[:, a:b], axis=1)
+    return out
+
+
+def machine_segment_softmax(Z, leaf_offset, inv_temperature):
+    """Softmax of Z / temperature over each tree's block of columns."""
+    E = np.empty_like(Z)
+    for t in range(len(leaf_offset) - 1):
+        a, b = leaf_offset[t], leaf_offset[t + 1]
+        z = Z[:, a:b] * inv_temperature
+        z = np.exp(z - z.max(axis=1, keepdims=True))
+        E[:, a:b] = z / z.sum(axis=1, keepdims=True)
+    return E
+
+
+def machine_mixture_backward(E, Vy, leaf_offset, sw, inv_temperature):
+    """R, dLoss/dZ and log p of the forest mixture p = mean_t sum_l E V[:, y]."""
+    n_trees = len(leaf_offset) - 1
+    q = E * Vy
+    total = q.sum(axis=1, keepdims=True)
+    R = q / total
+    logp = np.log(total[:, 0] / n_trees)
+    GZ = np.empty_like(E)
+    for t in range(n_trees):
+        a, b = leaf_offset[t], leaf_offset[t + 1]
+        rt = R[:, a:b].sum(axis=1, keepdims=True)
+        GZ[:, a:b] = -sw[:, None] * inv_temperature * (R[:, a:b] - E[:, a:b] * rt)
+    return R, GZ, logp

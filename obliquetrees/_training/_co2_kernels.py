@@ -427,8 +427,20 @@ def cccp(
     """
     p = w.shape[0]
     n_classes = theta0.shape[0]
+    # private copies, physically reordered at each outer iteration so that
+    # minibatches read contiguous rows (random row access dominated big nodes)
+    Xc = Xb[:m].copy()
+    yc = yb[:m].copy()
+    wc = wb[:m].copy()
+    Xt = np.empty_like(Xc)
+    yt = np.empty_like(yc)
+    wt = np.empty_like(wc)
     signs = np.empty(m)
+    st = np.empty(m)
     perm = np.arange(m)
+    ident = np.arange(m)
+    n_batches = (m + batch_size - 1) // batch_size
+    border = np.arange(n_batches)
     gw = np.empty(p)
     g0 = np.empty(n_classes)
     g1 = np.empty(n_classes)
@@ -443,7 +455,7 @@ def cccp(
     best_t1 = theta1.copy()
     b = project_ball(w, b, nu)
     best_b = b
-    best, _ = surrogate(Xb, yb, wb, m, w, b, theta0, theta1, signs)
+    best, _ = surrogate(Xc, yc, wc, m, w, b, theta0, theta1, signs)
     history[0] = best
     n_hist = 1
     eta = learning_rate
@@ -452,14 +464,33 @@ def cccp(
     n_iter = 0
     for it in range(max_iter):
         n_iter += 1
-        for ep in range(n_epochs):
+        if n_batches > 1:
+            for t in range(m):
+                perm[t] = t
             shuffle(perm, m, state)
+            for t in range(m):
+                r = perm[t]
+                for j in range(p):
+                    Xt[t, j] = Xc[r, j]
+                yt[t] = yc[r]
+                wt[t] = wc[r]
+                st[t] = signs[r]
+            Xc, Xt = Xt, Xc
+            yc, yt = yt, yc
+            wc, wt = wt, wc
+            signs, st = st, signs
+        for ep in range(n_epochs):
+            if n_batches > 1:
+                for k in range(n_batches):
+                    border[k] = k
+                shuffle(border, n_batches, state)
             run = 0.0
             tot = 0.0
-            for lo in range(0, m, batch_size):
+            for kb in range(n_batches):
+                lo = border[kb] * batch_size
                 hi = min(lo + batch_size, m)
                 gb, r, ws = minibatch_gradient(
-                    Xb, yb, wb, perm, lo, hi, w, b, theta0, theta1, signs, gw, g0, g1,
+                    Xc, yc, wc, ident, lo, hi, w, b, theta0, theta1, signs, gw, g0, g1,
                     prob0, prob1,
                 )
                 run += r
@@ -485,7 +516,7 @@ def cccp(
                     eta *= LR_DECAY
                     n_up = 0
             prev_run = run
-        current, _ = surrogate(Xb, yb, wb, m, w, b, theta0, theta1, signs)
+        current, _ = surrogate(Xc, yc, wc, m, w, b, theta0, theta1, signs)
         if current < best:
             gain = best - current
             best = current
