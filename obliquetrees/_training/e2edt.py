@@ -335,24 +335,31 @@ class TrainingTree:
             return np.log(self.pi)
 
     def activations(self, X, W=None, b=None):
-        """Split-major activations ``W @ X.T + b``, shape (n_splits, n) (GEMM)."""
+        """Split-major activations ``W @ X.T + b``, shape (n_splits, n) (GEMM).
+
+        In the dtype of ``X`` (float32 data: float32 activations).
+        """
         W = self.W if W is None else W
         b = self.b if b is None else b
         A = W.astype(X.dtype, copy=False) @ X.T
-        A = A.astype(np.float64, copy=False)
-        A += b[:, None]
+        A += b.astype(X.dtype)[:, None]
         return A
 
 
 def finetune(tt, Z, y, sw, params, rng, adjacency):
     """Joint EM of all splits and leaves of ``tt`` (in place).
 
-    Epoch: E-step with the parameters of the epoch start (eq. 10, computed per
-    minibatch from a copy of those parameters, so no ``n x n_leaves``
-    responsibility matrix is stored), Adam over shuffled minibatches on eq. 14
-    (minus eq. 15), closed-form leaves (eq. 13) from the E-step statistics,
-    then every split's steepness grows by ``steepness_increase``. The first
-    epoch updates only the leaves, as in the official code.
+    Epoch: for each shuffled minibatch, E-step (eq. 10) of its samples with
+    the current split parameters and the leaves of the previous epoch, then
+    one Adam step on eq. 14 (minus eq. 15) with those responsibilities; at the
+    end of the epoch, closed-form leaves (eq. 13) from the statistics of all
+    minibatches, then every split's steepness grows by ``steepness_increase``.
+    The first epoch updates only the leaves, as in the official code. (The
+    official code computes all responsibilities once at the start of the
+    epoch; computing them per minibatch at the parameters the step starts
+    from saves one activation GEMM per minibatch, stores no
+    ``n x n_leaves`` matrix, and is what the paper's "each iteration
+    evaluates eqs. 10 and 13 and at least one update of eq. 14" allows.)
     """
     p = params
     N = Z.shape[0]
@@ -379,31 +386,24 @@ def finetune(tt, Z, y, sw, params, rng, adjacency):
                 K.e_step(T, E, left, right, split_col, leaf_col, tt.pi,
                          y[s:e], sw[s:e], h, counts)
         else:
-            W0 = tt.W.copy()
-            b0 = tt.b.copy()
-            pi0 = tt.pi.copy()
             perm = rng.permutation(N)
             for s in range(0, N, p.batch_size):
                 rows = perm[s : s + p.batch_size]
-                Xb = Z[rows]
                 swb = sw[rows]
-                T, E = K.steep_activations(tt.activations(Xb, W0, b0), tt.gamma)
-                h = np.empty((tt.n_leaves, rows.shape[0]))
-                K.e_step(T, E, left, right, split_col, leaf_col, pi0,
-                         y[rows], swb, h, counts)
                 total = swb.sum()
                 if total <= 0:
                     continue
-                if s > 0:  # the parameters moved since the epoch start
-                    T, E = K.steep_activations(tt.activations(Xb), tt.gamma)
-                G = np.empty_like(T)
-                K.split_gradient_factors(T, E, tt.gamma, left, right, split_col,
-                                         leaf_col, h, swb / total, G)
-                gW = (G.astype(Xb.dtype, copy=False) @ Xb).astype(np.float64, copy=False)
+                Xb = Z[rows]
+                T, E = K.steep_activations(tt.activations(Xb), tt.gamma)
+                h = np.empty((tt.n_leaves, rows.shape[0]))
+                G = np.empty_like(T)  # dtype of the data, for the GEMM below
+                K.em_batch(T, E, tt.gamma, left, right, split_col, leaf_col, tt.pi,
+                           y[rows], swb, swb / total, h, counts, G)
+                gW = (G @ Xb).astype(np.float64, copy=False)
                 np.negative(gW, out=gW)
                 if mask is not None:
                     gW *= mask
-                gb = -G.sum(axis=1)
+                gb = -G.sum(axis=1, dtype=np.float64)
                 if lam > 0:
                     K.add_laplacian_grad(tt.W, mask, adjacency[0], adjacency[1], lam, gW)
                 step += 1

@@ -283,3 +283,24 @@ def test_patches_are_anywhere_and_features_subsets_respected():
     params = E.E2EDTParams(max_depth=3, max_epochs=3, finetune_epochs=2, n_sub_features=5)
     tree, _ = E.build_tree(X, Z, y, np.ones(400), 2, mean, scale, params, 0)
     assert np.all(np.diff(tree.weight_indptr)[tree.children_left >= 0] <= 5)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_fused_em_batch_equals_e_step_then_gradient(seed):
+    _, (left, right, split_col, leaf_col), A, gamma, pi, y, sw = _problem(seed, n=300)
+    T, Ex = K.steep_activations(np.ascontiguousarray(A.T), gamma)
+    coef = sw / sw.sum()
+    h1 = np.empty((pi.shape[0], A.shape[0]))
+    c1 = np.zeros_like(pi)
+    ll1 = K.e_step(T, Ex, left, right, split_col, leaf_col, pi, y, sw, h1, c1)
+    G1 = np.empty_like(T)
+    K.split_gradient_factors(T, Ex, gamma, left, right, split_col, leaf_col, h1, coef, G1)
+    h2 = np.empty_like(h1)
+    c2 = np.zeros_like(pi)
+    G2 = np.empty_like(T)
+    ll2 = K.em_batch(T, Ex, gamma, left, right, split_col, leaf_col, pi, y, sw, coef,
+                     h2, c2, G2)
+    np.testing.assert_array_equal(h1, h2)
+    np.testing.assert_array_equal(c1, c2)
+    np.testing.assert_array_equal(G1, G2)
+    assert ll1 == ll2
