@@ -52,7 +52,7 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         Bound on the squared norm of each split's weight vector (bias
         included), in standardised feature units. Larger values make the
         surrogate a tighter but less smooth bound (the paper's ``nu``).
-    learning_rate : float, default=0.03
+    learning_rate : float, default=0.1
         Initial step size ``eta`` of the stochastic subgradient descent.
     max_features : {"sqrt", "log2"}, int, float or None, default="sqrt"
         Number ``q`` of random candidate features for the axis-aligned split
@@ -72,13 +72,13 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         Minibatch size of the subgradient descent (the paper's 100).
     momentum : float, default=0.9
         Momentum of the subgradient descent (the paper's 0.9).
-    cccp_epochs : int, default=1
+    cccp_epochs : int, default=3
         Epochs over the node's samples per CCCP iteration (the paper's
         ``tau``): the sign of ``w.x`` in the linearised concave term is
         updated every ``cccp_epochs`` epochs.
     max_cccp_iter : int, default=20
         Maximum number of CCCP (outer) iterations per node.
-    tol : float, default=1e-3
+    tol : float, default=1e-2
         CCCP stops when an outer iteration improves the surrogate by less
         than ``tol`` times its value; an iteration that does not improve it is
         undone and ends the loop.
@@ -198,7 +198,7 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         n_estimators=100,
         *,
         nu=10.0,
-        learning_rate=0.03,
+        learning_rate=0.1,
         max_features="sqrt",
         max_depth=None,
         min_samples_split=2,
@@ -206,9 +206,9 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         max_leaf_nodes=None,
         batch_size=100,
         momentum=0.9,
-        cccp_epochs=1,
+        cccp_epochs=3,
         max_cccp_iter=20,
-        tol=1e-3,
+        tol=1e-2,
         bootstrap=True,
         class_weight=None,
         n_jobs=None,

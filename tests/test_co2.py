@@ -167,15 +167,14 @@ def test_clone_keeps_parameters():
 
 
 def test_beats_random_forest_on_oblique_problem():
-    """Rotated class boundaries are what oblique splits are for."""
-    X, y = make_classification(
-        n_samples=1500, n_features=10, n_informative=8, n_redundant=0, n_classes=3,
-        class_sep=1.0, random_state=3,
-    )
+    """Linear class boundaries in general position are what oblique splits are for."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1500, 8))
+    y = np.argmax(X @ rng.normal(size=(8, 3)), axis=1)
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.4, random_state=0)
     co2 = CO2ForestClassifier(n_estimators=10, random_state=0).fit(Xtr, ytr)
     rf = RandomForestClassifier(n_estimators=10, random_state=0).fit(Xtr, ytr)
-    assert co2.score(Xte, yte) > rf.score(Xte, yte)
+    assert co2.score(Xte, yte) > rf.score(Xte, yte) + 0.03
 
 
 @pytest.mark.slow
