@@ -96,7 +96,7 @@ def run_one(name, seed, classifier, finetune_epochs):
         def score(pred):
             return 100.0 * np.mean(pred == y_test)
     else:
-        mu, sd = y_rest.mean(), y_rest.std()
+        sd = y_rest.std()  # MSE of the target standardised with the 2/3's statistics
 
         def score(pred):
             return float(np.mean(((pred - y_test) / sd) ** 2))
@@ -133,6 +133,47 @@ def run_one(name, seed, classifier, finetune_epochs):
     return out
 
 
+DEVIATIONS = """Deviations and filled gaps (see the estimators' docstrings): initial gate
+P(left) = sigmoid(-0.5 (x_j - threshold)) on the standardised feature of the best hard
+split of the membership-weighted data, U(-0.005, 0.005) on the other weights, children at
+the hard split's side means (classifiers: their clipped logits), as in the authors' code
+(the paper's literal w_0 = 1 cannot encode a threshold); online SGD with momentum 0.1 and a
+per-sample step decay of 0.9999 (authors' code), 10 restarts with step 5 / 2^t, 25 epochs,
+a restart stopped once its step decayed below 1e-6 of its start (ours; only on large
+sets); the restart is chosen on the training error (the paper; the authors' code uses
+the validation error); samples with path probability < 1e-7 to the node being split are
+left out of its SGD (ours); the regressor keeps a split if the validation MSE (of the
+standardised target) drops by more than 1e-2 (the paper gives no threshold; 1e-2
+reproduces its Table 1 sizes, the authors' 1e-3 is the 'tol=1e-3' column), the classifier
+if the validation misclassification rate drops by more than 1e-3 (authors' code)."""
+
+
+def _summary(rows, classifier):
+    """Criteria of the issue, counted over the rows."""
+    n = len(rows)
+    if classifier:
+        return [
+            f"classification: within 2 points of the paper's soft-tree accuracy on "
+            f"{sum(r['within 2 pts of paper'] for r in rows)}/{n} sets "
+            f"(with finetune: {sum(r['ours+finetune acc %'] >= _paper_acc(r) - 2 for r in rows)}"
+            f"/{n}); above scikit-learn's depth-tuned tree on "
+            f"{sum(r['beats sklearn'] for r in rows)}/{n} "
+            f"(with finetune: {sum(r['finetune beats sklearn'] for r in rows)}/{n})",
+        ]
+    return [
+        f"regression: MSE <= 1.1 x the paper's and nodes <= 2 x the paper's on "
+        f"{sum(r['<= 1.1 x paper MSE and <= 2 x size'] for r in rows)}/{n} sets (defaults)",
+        f"regression: MSE below scikit-learn's depth-tuned tree on "
+        f"{sum(r['beats sklearn'] for r in rows)}/{n} (defaults), "
+        f"{sum(r['finetune beats sklearn'] for r in rows)}/{n} (finetune, same sizes), "
+        f"{sum(r['tol=1e-3 beats sklearn'] for r in rows)}/{n} (tol=1e-3)",
+    ]
+
+
+def _paper_acc(row):
+    return float(row["paper soft acc % / size"].split(" / ")[0])
+
+
 def _mean(runs, key, field):
     return float(np.mean([r[key][field] for r in runs]))
 
@@ -155,9 +196,11 @@ def main(argv=None):
     rng = np.random.default_rng(0)
     Xw = rng.normal(size=(60, 3))
     SoftTreeRegressor(n_restarts=1, max_epochs=1, finetune_epochs=1).fit(Xw, Xw[:, 0]).predict(Xw)
-    SoftTreeClassifier(n_restarts=1, max_epochs=1, finetune_epochs=1).fit(Xw, Xw[:, 0] > 0).predict(Xw)
+    warm = SoftTreeClassifier(n_restarts=1, max_epochs=1, finetune_epochs=1)
+    warm.fit(Xw, Xw[:, 0] > 0).predict(Xw)
 
     tables = []
+    summary = []
     for classifier, sets, paper in ((False, reg_sets, PAPER_REGRESSION),
                                     (True, cls_sets, PAPER_CLASSIFICATION)):
         rows, time_rows = [], []
@@ -186,13 +229,17 @@ def main(argv=None):
             if classifier:
                 row["within 2 pts of paper"] = row[f"ours {unit}"] >= p_soft - 2.0
                 row["beats sklearn"] = row[f"ours {unit}"] > row[f"sklearn {unit}"]
-                row["finetune beats sklearn"] = row[f"ours+finetune {unit}"] > row[f"sklearn {unit}"]
+                row["finetune beats sklearn"] = (
+                    row[f"ours+finetune {unit}"] > row[f"sklearn {unit}"]
+                )
             else:
                 row["<= 1.1 x paper MSE and <= 2 x size"] = bool(
                     row[f"ours {unit}"] <= 1.1 * p_soft and row["ours nodes"] <= 2 * p_size
                 )
                 row["beats sklearn"] = row[f"ours {unit}"] < row[f"sklearn {unit}"]
-                row["finetune beats sklearn"] = row[f"ours+finetune {unit}"] < row[f"sklearn {unit}"]
+                row["finetune beats sklearn"] = (
+                    row[f"ours+finetune {unit}"] < row[f"sklearn {unit}"]
+                )
                 row["tol=1e-3 beats sklearn"] = row["ours tol=1e-3 MSE"] < row[f"sklearn {unit}"]
             rows.append(row)
             time_rows.append({
@@ -209,6 +256,7 @@ def main(argv=None):
         if rows:
             kind = "binary classification (Table 2)" if classifier else "regression (Table 1)"
             tables.append((f"{kind}: means over {seeds} seeds", rows))
+            summary += _summary(rows, classifier)
             tables.append((f"{kind}: times (s, means over {seeds} seeds)", time_rows))
     notes = (
         "Protocol: per seed, 1/3 test; the other 2/3 go to our estimator with "
@@ -217,13 +265,18 @@ def main(argv=None):
         "accuracy in %. scikit-learn: max_depth from {1..20, None} chosen on the same "
         "validation half, refitted on both halves. Node counts are tree_.node_count "
         "(internal + leaves). Variants: 'ours' = defaults (faithful growth, soft "
-        "routing; regressor tol=1e-2, classifier tol=1e-3); 'hard-routing' = the same tree predicting with the shared hard "
+        "routing; regressor tol=1e-2, classifier tol=1e-3); 'hard-routing' = the same "
+        "tree predicting with the shared hard "
         f"traversal; 'finetune' = the same growth then finetune_epochs={args.finetune_epochs} "
         "of joint SGD keeping the best validation state (beyond the paper); "
         "'tol=1e-3' (regression) = the split threshold of the authors' code. "
-        "fried_delve is a different (larger) sample of the add10 (Friedman #1) function."
+        "fried_delve is a different (larger) sample of the add10 (Friedman #1) function.\n\n"
+        + DEVIATIONS
+        + "\n\nSummary (computed from the tables below):\n\n"
+        + "\n".join(f"- {line}" for line in summary)
     )
-    write_results(args.out, "Soft decision trees (Irsoy et al. 2012): Tables 1 and 2", tables, notes)
+    title = "Soft decision trees (Irsoy et al. 2012): Tables 1 and 2"
+    write_results(args.out, title, tables, notes)
 
 
 if __name__ == "__main__":

@@ -57,7 +57,9 @@ def test_same_seed_same_tree_and_scale_invariance(friedman):
     # standardisation inside: rescaled inputs and target give the same model
     c = SoftTreeRegressor(**FAST).fit(X * 1000.0 + 5.0, y * 10.0 - 3.0)
     assert c.tree_.node_count == a.tree_.node_count
-    np.testing.assert_allclose(c.predict(X * 1000.0 + 5.0), a.predict(X) * 10.0 - 3.0, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        c.predict(X * 1000.0 + 5.0), a.predict(X) * 10.0 - 3.0, rtol=1e-6, atol=1e-6
+    )
 
 
 def test_limits_and_finetune(friedman):

@@ -524,7 +524,7 @@ def sgd_split(
     F = np.empty(K)
     err = np.empty(K)
     eta = lr
-    for epoch in range(n_epochs):
+    for _epoch in range(n_epochs):
         _shuffle(order, state)
         start = 0
         while start < n:
@@ -561,7 +561,7 @@ def sgd_split(
                 zL[k] += vL[k]
                 vR[k] = momentum * vR[k] - scale * gR[k]
                 zR[k] += vR[k]
-            for q in range(start, stop):
+            for _ in range(start, stop):
                 eta *= decay
             start = stop
         if not _finite_params(w, b0, zL, zR, 1e8):
@@ -783,7 +783,7 @@ def finetune_tree(
                     for k in range(K):
                         vZ[j, k] = momentum * vZ[j, k] - scale * gZ[j, k]
                         Zc[j, k] += vZ[j, k]
-            for q in range(start, stop):
+            for _ in range(start, stop):
                 eta *= decay
             start = stop
         epochs_run += 1
@@ -799,7 +799,9 @@ def finetune_tree(
                     finite = False
         if not finite:
             break
-        val = tree_error(Xv, Rv, swv, children_left, children_right, Wc, bc, Zc, n_nodes, loss, metric)
+        val = tree_error(
+            Xv, Rv, swv, children_left, children_right, Wc, bc, Zc, n_nodes, loss, metric
+        )
         if val < best:
             best = val
             best_epoch = epoch + 1
