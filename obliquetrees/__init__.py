@@ -16,6 +16,7 @@ from obliquetrees._e2edt import E2EDTClassifier
 from obliquetrees._hinge import HingeForestClassifier, HingeForestRegressor
 from obliquetrees._soft import SoftTreeClassifier, SoftTreeRegressor
 from obliquetrees._version import __version__
+from obliquetrees.inspection import export_text, plot_tree
 
 __all__ = [
     "CO2ForestClassifier",
@@ -25,6 +26,8 @@ __all__ = [
     "SoftTreeClassifier",
     "SoftTreeRegressor",
     "__version__",
+    "export_text",
+    "plot_tree",
 ]
 
 _LAZY_SUBMODULES = ("convert",)

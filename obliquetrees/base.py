@@ -112,6 +112,22 @@ class BaseObliqueEstimator(BaseEstimator):
             return indicator
         return indicator, forest.node_offset.copy()
 
+    @property
+    def feature_importances_(self):
+        """ndarray of shape (n_features_in_,): impurity-based feature importances.
+
+        Each split's weighted impurity decrease (Gini for class distributions,
+        squared error for values) is shared among its features in proportion
+        to ``|w_j| * std(x_j)`` (training standard deviation), normalised per
+        tree, averaged over trees and normalised to sum to 1; all zeros when
+        every tree is a single leaf. Full definition:
+        :mod:`obliquetrees.inspection`. Computed on access, O(n_nodes).
+        """
+        # added for issue 9 (feature importances); numpy only, no numba
+        from obliquetrees.inspection import estimator_feature_importances
+
+        return estimator_feature_importances(self)
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = False  # training needs dense X; predict accepts CSR

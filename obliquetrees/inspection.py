@@ -1,0 +1,615 @@
+"""Seeing inside the trees: text export, plots and feature importances.
+
+Everything here works on the shared container
+(:class:`~obliquetrees._core.tree.ObliqueTree`), so it applies to every
+estimator of the package (and to the predictors of
+:mod:`obliquetrees.convert`) and speaks in the units of the user's ``X``: the
+stored split weights act on the raw input (estimators that standardise fold
+the scaling into the weights).
+
+- :func:`export_text`: one line per node; an oblique split is shown by its
+  ``top_k`` most influential terms plus the number of further terms.
+- :func:`plot_tree`: a matplotlib drawing like scikit-learn's ``plot_tree``,
+  with edge widths proportional to the training samples that follow each
+  edge, leaf class distributions as small bar charts and, for image inputs,
+  every split's weight vector drawn as an image.
+- ``feature_importances_`` of every estimator is computed by
+  :func:`_feature_importances` (definition in its docstring and in the Notes
+  of :func:`export_text`'s module, repeated here):
+
+  **Definition.** For an internal node ``t`` with children ``l`` and ``r``,
+  let ``N`` be the (weighted) training samples reaching a node and ``S`` the
+  sum of the node's outputs over them, ``S = N * value``. The node's
+  *impurity decrease* is::
+
+      D_t = |S_l|^2 / N_l + |S_r|^2 / N_r - |S_t|^2 / N_t
+
+  For a classifier whose ``value`` rows are class distributions this is
+  exactly ``N_t * Gini(t) - N_l * Gini(l) - N_r * Gini(r)``, the weighted Gini
+  decrease of scikit-learn; for a regressor it is the variance (squared-error)
+  reduction ``N_l N_r / N_t * |mean_l - mean_r|^2``. ``N`` and ``S`` are summed
+  from the leaves upwards, so every ``D_t >= 0`` and the definition also holds
+  for trees whose internal nodes store no value (hinge trees, whose leaves hold
+  scores: there ``D_t`` is the between-children sum of squares of the leaf
+  scores). ``D_t`` is then shared among the features of the split in
+  proportion to ``|w_j| * std(x_j)``, the typical size of each term of
+  ``w . x`` over the training data (``std`` weighted by ``sample_weight``;
+  ``|w_j|`` alone when the standard deviations are unknown, as for converted
+  scikit-learn models, where each split has one feature anyway). A tree's
+  importances are normalised to sum to 1; a forest averages the normalised
+  importances of its trees that have at least one split and normalises
+  again. A model whose every tree is a single leaf has all-zero importances,
+  as in scikit-learn.
+
+This module imports numpy only; matplotlib is imported inside
+:func:`plot_tree`.
+"""
+
+import numpy as np
+
+__all__ = ["export_text", "plot_tree"]
+
+
+# --------------------------------------------------------------------- model
+def _trees_of(model):
+    """The list of ObliqueTree of ``model`` (estimator, forest or tree)."""
+    from obliquetrees._core.forest import ObliqueForest
+    from obliquetrees._core.tree import ObliqueTree
+
+    if isinstance(model, ObliqueTree):
+        return [model]
+    if isinstance(model, ObliqueForest):
+        return model.trees
+    if "forest_" in getattr(model, "__dict__", {}):
+        return model.forest_.trees
+    if "tree_" in getattr(model, "__dict__", {}) and isinstance(model.tree_, ObliqueTree):
+        return [model.tree_]
+    from sklearn.exceptions import NotFittedError
+
+    if hasattr(model, "fit"):
+        raise NotFittedError(
+            f"This {type(model).__name__} instance is not fitted yet. Call 'fit' "
+            "before inspecting its trees."
+        )
+    raise TypeError(
+        "Expected a fitted obliquetrees estimator, an ObliqueTree or an "
+        f"ObliqueForest; got {type(model).__name__}."
+    )
+
+
+def _pick_tree(model, tree_index):
+    trees = _trees_of(model)
+    if not isinstance(tree_index, (int, np.integer)) or isinstance(tree_index, bool):
+        raise TypeError(f"tree_index must be an int; got {tree_index!r}.")
+    if not -len(trees) <= tree_index < len(trees):
+        raise ValueError(
+            f"tree_index={tree_index} is out of range for a model with {len(trees)} "
+            f"tree{'s' if len(trees) != 1 else ''}."
+        )
+    return trees[tree_index]
+
+
+def _feature_names(model, feature_names, n_features):
+    if feature_names is None:
+        names = getattr(model, "feature_names_in_", None)
+        if names is None:
+            return [f"x{j}" for j in range(n_features)]
+        return [str(v) for v in names]
+    names = [str(v) for v in feature_names]
+    if len(names) != n_features:
+        raise ValueError(
+            f"feature_names has {len(names)} entries but the model has {n_features} features."
+        )
+    return names
+
+
+def _class_names(model, class_names, n_outputs):
+    if class_names is not None:
+        names = [str(v) for v in class_names]
+        if len(names) != n_outputs:
+            raise ValueError(
+                f"class_names has {len(names)} entries but the model has {n_outputs} classes."
+            )
+        return names
+    classes = getattr(model, "classes_", None)
+    if classes is not None and len(classes) == n_outputs:
+        return [str(v) for v in classes]
+    return None
+
+
+def _is_classifier(model):
+    return getattr(model, "_estimator_type", None) == "classifier" or (
+        "classes_" in getattr(model, "__dict__", {})
+    )
+
+
+def _is_distribution(row):
+    return (row.shape[0] > 1) and bool(np.all(row >= -1e-9) and abs(row.sum() - 1.0) <= 1e-6)
+
+
+# ------------------------------------------------------------- importances
+def _feature_importances(trees, feature_std=None):
+    """Feature importances of a list of trees (see the module docstring).
+
+    Parameters
+    ----------
+    trees : ObliqueForest or list of ObliqueTree
+        The trees; all share ``n_features``.
+    feature_std : ndarray of shape (n_features,) or None
+        Training standard deviation of every feature; None weighs the
+        features of a split by ``|w_j|`` alone.
+
+    Returns
+    -------
+    importances : ndarray of float64, shape (n_features,)
+        Non-negative, summing to 1 (all zeros when no tree has a split with a
+        positive impurity decrease).
+    """
+    from obliquetrees._core.forest import ObliqueForest
+
+    forest = trees if isinstance(trees, ObliqueForest) else ObliqueForest.from_trees(trees)
+    n_features = forest.n_features
+    n_trees = forest.n_trees
+    node_offset = forest.node_offset
+    n_nodes = forest.children_left.shape[0]
+    tree_of_node = np.repeat(np.arange(n_trees), np.diff(node_offset))
+    internal = forest.children_left != -1
+    # global child ids (children are stored local to each tree)
+    left = np.where(internal, forest.children_left + node_offset[tree_of_node], -1)
+    right = np.where(internal, forest.children_right + node_offset[tree_of_node], -1)
+
+    # N and S = N * value summed from the leaves up, one depth level at a time
+    N = np.where(internal, 0.0, np.maximum(forest.n_node_samples, 0.0))
+    S = np.where(internal[:, None], 0.0, forest.value * N[:, None])
+    depth = forest.depth
+    for d in range(int(depth.max()) - 1, -1, -1) if n_nodes else ():
+        nodes = np.flatnonzero(internal & (depth == d))
+        N[nodes] = N[left[nodes]] + N[right[nodes]]
+        S[nodes] = S[left[nodes]] + S[right[nodes]]
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.where(N > 0, np.einsum("ij,ij->i", S, S) / N, 0.0)  # |S|^2 / N
+    decrease = np.zeros(n_nodes)
+    idx = np.flatnonzero(internal)
+    decrease[idx] = q[left[idx]] + q[right[idx]] - q[idx]
+    # rounding can make a zero decrease slightly negative
+    decrease = np.maximum(decrease, 0.0)
+
+    # share each node's decrease among its features by |w_j| * std_j
+    pointer_rows = np.arange(n_nodes) + tree_of_node  # one extra pointer per tree
+    counts = np.diff(forest.weight_indptr)[pointer_rows]
+    row = np.repeat(np.arange(n_nodes), counts)
+    feature = forest.weight_index
+    weight = np.abs(forest.weight_value)
+    if feature_std is None:
+        contrib = weight
+    else:
+        contrib = weight * np.asarray(feature_std, dtype=np.float64)[feature]
+        total = np.bincount(row, weights=contrib, minlength=n_nodes)
+        # a split whose features all had zero spread: fall back to |w_j|
+        zero = total[row] <= 0
+        contrib = np.where(zero, weight, contrib)
+    total = np.bincount(row, weights=contrib, minlength=n_nodes)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(total[row] > 0, contrib / total[row], 0.0)
+    per_tree = np.bincount(
+        tree_of_node[row] * n_features + feature,
+        weights=decrease[row] * share,
+        minlength=n_trees * n_features,
+    ).reshape(n_trees, n_features)
+
+    tree_total = per_tree.sum(axis=1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_tree = np.where(tree_total > 0, per_tree / tree_total, 0.0)
+    has_split = np.bincount(tree_of_node, weights=internal, minlength=n_trees) > 0
+    if not has_split.any():
+        return np.zeros(n_features)
+    importances = per_tree[has_split].mean(axis=0)
+    total = importances.sum()
+    return importances / total if total > 0 else np.zeros(n_features)
+
+
+def estimator_feature_importances(estimator):
+    """``feature_importances_`` of a fitted estimator (used by the base class)."""
+    trees = _trees_of(estimator)
+    return _feature_importances(trees, getattr(estimator, "_feature_std", None))
+
+
+# ----------------------------------------------------------------- text
+def _format_number(v, decimals):
+    v = float(v)
+    if v != 0.0 and abs(v) < 0.5 * 10.0 ** (-decimals):
+        return f"{v:.{max(decimals - 1, 1)}e}"  # would round to 0
+    return f"{v:.{decimals}f}"
+
+
+def _format_count(n):
+    """Integral sample counts without decimals, weighted ones with two."""
+    n = float(n)
+    return str(int(n)) if n.is_integer() else f"{n:.2f}"
+
+
+def _split_terms(tree, node, names, feature_std, top_k, decimals):
+    """``(expression, threshold)`` of the split of ``node``: expr > threshold goes right."""
+    lo, hi = tree.weight_indptr[node], tree.weight_indptr[node + 1]
+    idx = tree.weight_index[lo:hi]
+    val = tree.weight_value[lo:hi]
+    rank = np.abs(val) if feature_std is None else np.abs(val) * feature_std[idx]
+    order = np.lexsort((idx, -rank))  # most influential first, ties by feature
+    shown = order[: max(int(top_k), 0)]
+    parts = []
+    for pos, k in enumerate(shown):
+        coef = val[k]
+        sign = "-" if coef < 0 else ("+" if pos else "")
+        mag = abs(coef)
+        term = names[idx[k]] if mag == 1.0 else f"{_format_number(mag, decimals)}*{names[idx[k]]}"
+        parts.append(f"{sign} {term}" if sign and pos else f"{sign}{term}")
+    rest = len(val) - len(shown)
+    if rest:
+        parts.append(f"+ [{rest} more term{'s' if rest != 1 else ''}]")
+    expr = " ".join(parts) if parts else "0"
+    return expr, -tree.bias[node]
+
+
+def _leaf_text(model, tree, node, class_names, decimals, classifier):
+    value = tree.value[node]
+    fmt = ", ".join(f"{v:.{decimals}f}" for v in value[:10])
+    if value.shape[0] > 10:
+        fmt += f", ... ({value.shape[0]} values)"
+    if classifier and _is_distribution(value):
+        label = class_names[int(np.argmax(value))] if class_names else str(int(np.argmax(value)))
+        return f"class: {label}  proba: [{fmt}]"
+    if value.shape[0] == 1:
+        return f"value: {_format_number(value[0], decimals)}"
+    return f"value: [{fmt}]"
+
+
+def export_text(
+    model,
+    feature_names=None,
+    top_k=3,
+    tree_index=0,
+    *,
+    class_names=None,
+    max_depth=None,
+    decimals=3,
+    show_samples=True,
+):
+    """Text report of one tree of a fitted model, one line per node.
+
+    Each split appears twice, like in :func:`sklearn.tree.export_text`: as
+    ``expression <= threshold`` above its left subtree and
+    ``expression > threshold`` above its right subtree, where ``expression``
+    is ``w . x`` in the units of ``X``. Only the ``top_k`` terms with the
+    largest ``|w_j| * std(x_j)`` (training standard deviation; ``|w_j|`` when
+    unknown) are written, followed by ``+ [m more terms]`` when the split uses
+    more features; the threshold ``-b`` always refers to the full ``w . x``.
+    Leaves show the predicted class and class distribution (classifiers) or
+    the stored value(s) (regressors, and hinge trees whose leaves hold
+    scores).
+
+    Parameters
+    ----------
+    model : fitted obliquetrees estimator, ObliqueTree or ObliqueForest
+        The model to describe.
+    feature_names : sequence of str, default=None
+        Names of the features; default ``feature_names_in_`` when the model
+        was fitted on a DataFrame, else ``x0, x1, ...``.
+    top_k : int, default=3
+        Number of terms of each oblique split written out.
+    tree_index : int, default=0
+        Which tree of a forest to describe.
+    class_names : sequence of str, default=None
+        Names of the classes; default ``classes_``.
+    max_depth : int, default=None
+        Only nodes up to this depth are written; deeper subtrees are
+        summarised as ``truncated branch of depth d``.
+    decimals : int, default=3
+        Digits after the decimal point.
+    show_samples : bool, default=True
+        Append ``n=...`` (weighted training samples reaching the node).
+
+    Returns
+    -------
+    report : str
+        The text, one line per node, ending with a newline.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from obliquetrees import CO2ForestClassifier, export_text
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = CO2ForestClassifier(n_estimators=2, max_depth=2, random_state=0).fit(X, y)
+    >>> print(export_text(clf, top_k=2))  # doctest: +SKIP
+    |--- 0.451*x3 + 0.15*x2 + [2 more terms] <= 1.043  n=150
+    |   |--- class: 0  proba: [1.000, 0.000, 0.000]  n=48
+    ...
+    """
+    tree = _pick_tree(model, tree_index)
+    if not isinstance(top_k, (int, np.integer)) or top_k < 0:
+        raise ValueError(f"top_k must be a non-negative int; got {top_k!r}.")
+    if max_depth is not None and (not isinstance(max_depth, (int, np.integer)) or max_depth < 0):
+        raise ValueError(f"max_depth must be None or a non-negative int; got {max_depth!r}.")
+    names = _feature_names(model, feature_names, tree.n_features)
+    classifier = _is_classifier(model)
+    cnames = _class_names(model, class_names, tree.n_outputs) if classifier else None
+    std = getattr(model, "_feature_std", None)
+    std = None if std is None else np.asarray(std, dtype=np.float64)
+
+    def samples(node):
+        return f"  n={_format_count(tree.n_node_samples[node])}" if show_samples else ""
+
+    def subtree_depth(node):
+        lo = tree.depth[node]
+        stack, deepest = [node], lo
+        while stack:
+            n = stack.pop()
+            deepest = max(deepest, tree.depth[n])
+            if tree.children_left[n] != -1:
+                stack.extend((tree.children_left[n], tree.children_right[n]))
+        return int(deepest - lo)
+
+    lines = []
+    if tree.children_left[0] == -1:
+        lines.append(_leaf_text(model, tree, 0, cnames, decimals, classifier) + samples(0))
+        return "\n".join(lines) + "\n"
+    # explicit stack (trees can be deeper than Python's recursion limit)
+    stack = [("split", 0, 0)]
+    while stack:
+        kind, node, indent = stack.pop()
+        prefix = "|   " * indent + "|--- "
+        if kind == "leaf":
+            lines.append(
+                prefix + _leaf_text(model, tree, node, cnames, decimals, classifier) + samples(node)
+            )
+            continue
+        if kind == "line":
+            lines.append(node)  # here ``node`` is the text of the line
+            continue
+        if kind == "truncated":
+            lines.append(prefix + f"truncated branch of depth {subtree_depth(node)}")
+            continue
+        expr, thr = _split_terms(tree, node, names, std, top_k, decimals)
+        thr = _format_number(thr, decimals)
+        pending = []
+        for child, op in ((tree.children_left[node], "<="), (tree.children_right[node], ">")):
+            pending.append(("line", f"{prefix}{expr} {op} {thr}{samples(child)}", indent))
+            if tree.children_left[child] == -1:
+                pending.append(("leaf", child, indent + 1))
+            elif max_depth is not None and tree.depth[child] > max_depth:
+                pending.append(("truncated", child, indent + 1))
+            else:
+                pending.append(("split", child, indent + 1))
+        stack.extend(reversed(pending))
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------ plot
+def _layout(tree, max_depth):
+    """Visible nodes and their (x, y) positions: leaves (and truncated nodes)
+    spaced by 1 from left to right, parents centred above their children."""
+    left, right = tree.children_left, tree.children_right
+    x, order, truncated = {}, [], set()
+    next_x = 0.0
+    # iterative post-order walk, left subtree first
+    stack = [(0, False)]
+    while stack:
+        node, done = stack.pop()
+        is_internal = left[node] != -1
+        cut = is_internal and max_depth is not None and tree.depth[node] >= max_depth
+        if not is_internal or cut:
+            if cut:
+                truncated.add(node)
+            x[node] = next_x
+            next_x += 1.0
+            order.append(node)
+        elif done:
+            x[node] = 0.5 * (x[left[node]] + x[right[node]])
+            order.append(node)
+        else:
+            stack.extend(((node, True), (right[node], False), (left[node], False)))
+    return order, x, truncated, int(next_x)
+
+
+def plot_tree(
+    model,
+    tree_index=0,
+    *,
+    max_depth=None,
+    feature_names=None,
+    class_names=None,
+    top_k=3,
+    image_shape=None,
+    decimals=2,
+    show_samples=True,
+    ax=None,
+    fontsize=None,
+    cmap="RdBu_r",
+):
+    """Draw one tree of a fitted model with matplotlib.
+
+    Nodes are boxes as in :func:`sklearn.tree.plot_tree`: an internal node
+    shows its split ``w . x`` by its ``top_k`` largest terms (see
+    :func:`export_text`) and the threshold (samples with ``w . x`` above it go
+    right); a leaf shows its predicted class and, for classifiers, its class
+    distribution as a small bar chart (regressors: the value). The width of
+    each edge is proportional to the (weighted) number of training samples
+    that follow it. When the inputs are images (``image_shape`` given, or the
+    estimator's own ``image_shape`` parameter, as E2EDT has) every split's
+    weight vector is drawn as an image in its node (red positive, blue
+    negative, symmetric colour scale per node), the figure style of the E2EDT
+    paper.
+
+    Requires matplotlib (``pip install obliquetrees[plots]``).
+
+    Parameters
+    ----------
+    model : fitted obliquetrees estimator, ObliqueTree or ObliqueForest
+        The model to draw.
+    tree_index : int, default=0
+        Which tree of a forest to draw.
+    max_depth : int, default=None
+        Draw only nodes up to this depth; deeper subtrees are shown as
+        ``(...)``.
+    feature_names : sequence of str, default=None
+        Names of the features (default ``feature_names_in_`` or
+        ``x0, x1, ...``).
+    class_names : sequence of str, default=None
+        Names of the classes (default ``classes_``).
+    top_k : int, default=3
+        Terms of each oblique split written in its box (text mode).
+    image_shape : tuple (height, width), default=None
+        Draw split weights as images of this shape (``height * width`` must
+        equal the number of features). Default: the estimator's
+        ``image_shape`` parameter when it has one.
+    decimals : int, default=2
+        Digits after the decimal point.
+    show_samples : bool, default=True
+        Write the (weighted) number of training samples in every node.
+    ax : matplotlib Axes, default=None
+        Axes to draw in; default: a new figure sized for the tree.
+    fontsize : float, default=None
+        Text size; default chosen from the number of leaves drawn.
+    cmap : str or Colormap, default="RdBu_r"
+        Colour map of the weight images.
+
+    Returns
+    -------
+    ax : matplotlib Axes
+        The axes holding the drawing.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from obliquetrees import E2EDTClassifier, plot_tree
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = E2EDTClassifier(max_depth=2, max_epochs=5, random_state=0).fit(X, y)
+    >>> ax = plot_tree(clf)  # doctest: +SKIP
+    """
+    try:
+        import matplotlib.pyplot as plt
+        from matplotlib import colormaps
+    except ImportError as exc:  # pragma: no cover - matplotlib is in the test extra
+        raise ImportError(
+            "plot_tree needs matplotlib: pip install matplotlib (or obliquetrees[plots])."
+        ) from exc
+
+    tree = _pick_tree(model, tree_index)
+    if max_depth is not None and (not isinstance(max_depth, (int, np.integer)) or max_depth < 0):
+        raise ValueError(f"max_depth must be None or a non-negative int; got {max_depth!r}.")
+    if image_shape is None:
+        image_shape = getattr(model, "image_shape", None)
+    if image_shape is not None:
+        image_shape = tuple(int(v) for v in image_shape)
+        if len(image_shape) != 2 or image_shape[0] * image_shape[1] != tree.n_features:
+            raise ValueError(
+                f"image_shape={image_shape} does not match the model's {tree.n_features} "
+                "features (height * width must equal n_features)."
+            )
+    names = _feature_names(model, feature_names, tree.n_features)
+    classifier = _is_classifier(model)
+    cnames = _class_names(model, class_names, tree.n_outputs) if classifier else None
+    std = getattr(model, "_feature_std", None)
+    std = None if std is None else np.asarray(std, dtype=np.float64)
+
+    order, xpos, truncated, n_columns = _layout(tree, max_depth)
+    depth_shown = max(int(tree.depth[n]) for n in order)
+    if ax is None:
+        width = min(max(6.0, 1.9 * n_columns), 60.0)
+        height = min(max(3.5, 2.0 * (depth_shown + 1)), 40.0)
+        _, ax = plt.subplots(figsize=(width, height))
+    if fontsize is None:
+        fontsize = 9 if n_columns <= 8 else (7 if n_columns <= 24 else 5)
+    ax.set_xlim(-0.5, n_columns - 0.5)
+    ax.set_ylim(-depth_shown - 0.5, 0.5)
+    ax.set_axis_off()
+
+    def ypos(node):
+        return -float(tree.depth[node])
+
+    # edges, widest for the edge carrying all training samples
+    n_root = tree.n_node_samples[0] if tree.n_node_samples[0] > 0 else 1.0
+    for node in order:
+        if tree.children_left[node] == -1 or node in truncated:
+            continue
+        for child, label in ((tree.children_left[node], "≤"), (tree.children_right[node], ">")):
+            frac = max(tree.n_node_samples[child], 0.0) / n_root
+            ax.plot(
+                [xpos[node], xpos[child]], [ypos(node), ypos(child)],
+                color="0.45", linewidth=0.4 + 9.0 * frac, solid_capstyle="round", zorder=1,
+            )  # fmt: skip
+            if node == 0:
+                ax.text(
+                    0.5 * (xpos[node] + xpos[child]), 0.5 * (ypos(node) + ypos(child)),
+                    label, ha="center", va="center", fontsize=fontsize, zorder=2,
+                    bbox=dict(boxstyle="circle,pad=0.15", fc="white", ec="none"),
+                )  # fmt: skip
+
+    colors = colormaps["tab10" if tree.n_outputs <= 10 else "tab20"]
+    box = dict(boxstyle="round,pad=0.3", fc="white", ec="0.3", lw=0.8)
+    for node in order:
+        x, y = xpos[node], ypos(node)
+        n_text = f"n = {_format_count(tree.n_node_samples[node])}" if show_samples else ""
+        if node in truncated:
+            ax.text(x, y, "(...)" + (f"\n{n_text}" if n_text else ""), ha="center",
+                    va="center", fontsize=fontsize, bbox=box, zorder=3)  # fmt: skip
+            continue
+        if tree.children_left[node] != -1:
+            if image_shape is not None:
+                _draw_weight_image(ax, tree, node, x, y, image_shape, cmap, n_text, fontsize)
+                continue
+            expr, thr = _split_terms(tree, node, names, std, top_k, decimals)
+            expr = expr.replace(" + ", "\n+ ").replace(" - ", "\n- ")
+            text = f"{expr}\n> {_format_number(thr, decimals)} ?"
+            if n_text:
+                text += f"\n{n_text}"
+            ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, bbox=box,
+                    zorder=3, linespacing=1.15)  # fmt: skip
+            continue
+        value = tree.value[node]
+        if classifier and _is_distribution(value):
+            k = int(np.argmax(value))
+            label = cnames[k] if cnames else str(k)
+            leaf_box = dict(box, fc=colors(k % colors.N), alpha=0.25 + 0.6 * float(value[k]))
+            ax.text(
+                x, y + 0.08, f"class {label}" + (f"\n{n_text}" if n_text else ""),
+                ha="center", va="bottom", fontsize=fontsize, bbox=leaf_box, zorder=3,
+            )  # fmt: skip
+            inset = ax.inset_axes([x - 0.38, y - 0.42, 0.76, 0.36], transform=ax.transData)
+            bar_colors = [colors(j % colors.N) for j in range(value.shape[0])]
+            inset.bar(np.arange(value.shape[0]), value, color=bar_colors, width=0.8)
+            inset.set_ylim(0, 1)
+            inset.set_xlim(-0.6, value.shape[0] - 0.4)
+            inset.set_xticks([])
+            inset.set_yticks([])
+            for spine in inset.spines.values():
+                spine.set_linewidth(0.5)
+        else:
+            if value.shape[0] == 1:
+                text = f"value = {_format_number(value[0], decimals)}"
+            else:
+                shown = ", ".join(_format_number(v, decimals) for v in value[:4])
+                more = ", ..." if value.shape[0] > 4 else ""
+                text = f"value = [{shown}{more}]"
+            if n_text:
+                text += f"\n{n_text}"
+            ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, bbox=box, zorder=3)
+    return ax
+
+
+def _draw_weight_image(ax, tree, node, x, y, image_shape, cmap, n_text, fontsize):
+    """One split's weight vector as an image centred at (x, y)."""
+    dense = np.zeros(tree.n_features)
+    lo, hi = tree.weight_indptr[node], tree.weight_indptr[node + 1]
+    dense[tree.weight_index[lo:hi]] = tree.weight_value[lo:hi]
+    limit = np.abs(dense).max() or 1.0
+    h, w = image_shape
+    size = 0.7
+    ih, iw = (size, size * w / h) if h >= w else (size * h / w, size)
+    inset = ax.inset_axes([x - iw / 2, y - ih / 2, iw, ih], transform=ax.transData)
+    inset.imshow(dense.reshape(image_shape), cmap=cmap, vmin=-limit, vmax=limit,
+                 interpolation="nearest")  # fmt: skip
+    inset.set_xticks([])
+    inset.set_yticks([])
+    if n_text:
+        ax.text(x, y - ih / 2 - 0.02, n_text, ha="center", va="top", fontsize=fontsize, zorder=3)
