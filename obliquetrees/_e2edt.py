@@ -154,10 +154,12 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
     >>> from sklearn.datasets import load_iris
     >>> from obliquetrees import E2EDTClassifier
     >>> X, y = load_iris(return_X_y=True)
-    >>> clf = E2EDTClassifier(max_depth=3, max_epochs=10, random_state=0).fit(X, y)
+    >>> # 150 samples give one Adam step per epoch: a larger step than the paper's
+    >>> clf = E2EDTClassifier(max_depth=3, max_epochs=10, learning_rate=0.05,
+    ...                       random_state=0).fit(X, y)
     >>> clf.tree_.max_depth <= 3
     True
-    >>> clf.score(X, y) > 0.8
+    >>> clf.score(X, y) > 0.9
     True
     """
 
