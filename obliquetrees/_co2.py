@@ -144,8 +144,21 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
       initial split with a pseudo-count of 1.
     - Learning-rate reduction on oscillation: the rate is halved after the
       running surrogate of an epoch has risen twice. An outer iteration that
-      does not lower the exact surrogate is undone, which keeps the CCCP
-      objective non-increasing.
+      does not lower the exact surrogate is undone and ends the loop, which
+      keeps the CCCP objective non-increasing.
+    - Minibatches: at the start of every CCCP iteration the node's rows are
+      put in a random order and cut into consecutive batches, visited in a
+      fresh random order every epoch (membership is redrawn every
+      ``cccp_epochs`` epochs rather than every epoch; reading contiguous rows
+      roughly halved the cost per sample on large nodes). Gradients are
+      weighted means over the batch (bootstrap counts and sample weights);
+      momentum acts on ``w``, ``b``, ``theta0`` and ``theta1``; ``(w, b)``
+      together lie in the ``nu``-ball (homogeneous coordinates).
+    - The paper does not give ``tau``, the number of CCCP iterations or the
+      convergence test; the defaults (``cccp_epochs=3``,
+      ``max_cccp_iter=20``, ``tol=1e-2``, ``learning_rate=0.1``, ``nu=10``)
+      were chosen on validation splits of the training parts of letter,
+      satimage, pendigits and usps (never on test data).
     - A sample goes right iff ``w.x + b > 0`` (the paper: ``>= 0``).
     - Without an empty side, the optimised split is kept even when its
       information gain is below the initial split's.

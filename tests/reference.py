@@ -277,6 +277,16 @@ def co2_best_axis_split(Xb, yb, wb, n_classes, max_features, min_samples_leaf, r
     return best
 
 
+def co2_init_theta(Xb, yb, wb, feature, threshold, n_classes, prior):
+    """Leaf logits: log class frequencies (plus ``prior``) on each side of a split."""
+    right = Xb[:, feature] > threshold
+    out = []
+    for side in (~right, right):
+        c = np.bincount(yb[side], weights=wb[side], minlength=n_classes) + prior
+        out.append(np.log(c / c.sum()))
+    return out[0], out[1]
+
+
 def co2_log_loss(theta, yb):
     """``logsumexp(theta) - theta[y]`` per sample."""
     mx = theta.max()

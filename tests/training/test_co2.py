@@ -84,6 +84,16 @@ def test_best_axis_split_no_valid_split():
     assert f == -1
 
 
+@pytest.mark.parametrize("prior", [1.0, 0.1])
+def test_init_theta_matches_reference(prior):
+    rng = np.random.default_rng(3)
+    X, y, w = _problem(rng, m=50)
+    t0, t1 = K.init_theta(X, y, w, 50, 1, 0.2, 4, prior)
+    r0, r1 = ref.co2_init_theta(X, y, w, 1, 0.2, 4, prior)
+    np.testing.assert_allclose(t0, r0, rtol=1e-12)
+    np.testing.assert_allclose(t1, r1, rtol=1e-12)
+
+
 # ------------------------------------------------------------ surrogate
 @pytest.mark.parametrize("seed", range(5))
 def test_surrogate_matches_reference_and_bounds_loss(seed):
