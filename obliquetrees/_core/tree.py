@@ -275,6 +275,31 @@ def _node_depths(children_left, children_right):
     return depth
 
 
+def standardization(X, sample_weight=None):
+    """Per-feature (weighted) mean and scale for internal standardisation.
+
+    Constant features get scale 1. A feature counts as constant when its
+    standard deviation is zero or at rounding level of its mean
+    (``std <= 1e-12 * |mean|``); the test is relative, so features measured
+    in tiny units (values around 1e-30) keep their own scale.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    sample_weight : ndarray of shape (n_samples,), default=None
+
+    Returns
+    -------
+    mean, scale : ndarray of float64, shape (n_features,)
+    """
+    X = np.asarray(X, dtype=VALUE_DTYPE)
+    mean = np.average(X, axis=0, weights=sample_weight)
+    var = np.average((X - mean) ** 2, axis=0, weights=sample_weight)
+    scale = np.sqrt(var)
+    scale[~(scale > 1e-12 * np.abs(mean))] = 1.0
+    return mean, scale
+
+
 def fold_standardization(tree, mean, scale):
     """Express a tree trained on standardised inputs in the raw input units.
 
