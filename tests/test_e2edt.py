@@ -189,3 +189,16 @@ def test_depth6_tree_on_paper_data(shared_data, name, floor):
     clf = E2EDTClassifier(max_depth=6, max_epochs=20, random_state=0)
     clf.fit(d["X_train"], d["y_train"])
     assert clf.score(d["X_test"], d["y_test"]) > floor
+
+
+@pytest.mark.parametrize("routing", ["hard", "soft"])
+def test_predict_accepts_csr_and_float32(blobs, routing):
+    import scipy.sparse as sp
+
+    X, y = blobs
+    clf = E2EDTClassifier(**FAST, routing=routing).fit(X, y)
+    dense = clf.predict_proba(X)
+    np.testing.assert_allclose(clf.predict_proba(sp.csr_matrix(X)), dense, atol=1e-12)
+    # float32 input stays float32 in traversal: a row on a split's plane may flip
+    proba32 = clf.predict_proba(X.astype(np.float32))
+    assert np.mean(np.abs(proba32 - dense).max(axis=1) < 1e-4) > 0.99
