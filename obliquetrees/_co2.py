@@ -307,6 +307,7 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
                 "Warm-start fitting without increasing n_estimators does not fit "
                 "new trees.",
                 UserWarning,
+                stacklevel=2,
             )
             return self
         trees, stats = co2.fit_forest(

@@ -66,7 +66,7 @@ def test_same_model_for_any_n_jobs(blobs):
     X, y = blobs
     a = CO2ForestClassifier(n_jobs=1, **FAST).fit(X, y)
     b = CO2ForestClassifier(n_jobs=2, **FAST).fit(X, y)
-    for ta, tb in zip(a.trees_, b.trees_):
+    for ta, tb in zip(a.trees_, b.trees_, strict=True):
         np.testing.assert_array_equal(ta.weight_value, tb.weight_value)
         np.testing.assert_array_equal(ta.children_left, tb.children_left)
     np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))

@@ -282,7 +282,6 @@ def surrogate(Xb, yb, wb, m, w, b, theta0, theta1, signs):
     linearisation point) and returns the weighted mean of the stump's
     empirical loss (Eq. 2) as the second value.
     """
-    p = Xb.shape[1]
     lse0 = logsumexp(theta0)
     lse1 = logsumexp(theta1)
     acc = 0.0
@@ -310,7 +309,9 @@ def surrogate(Xb, yb, wb, m, w, b, theta0, theta1, signs):
 
 
 @jit
-def minibatch_gradient(Xb, yb, wb, perm, lo, hi, w, b, theta0, theta1, signs, gw, g0, g1, prob0, prob1):
+def minibatch_gradient(
+    Xb, yb, wb, perm, lo, hi, w, b, theta0, theta1, signs, gw, g0, g1, prob0, prob1
+):
     """Subgradient of the CCCP objective (Eq. 11) averaged over a minibatch.
 
     The minibatch is ``perm[lo:hi]``. Writes the weighted mean gradients in
@@ -462,7 +463,7 @@ def cccp(
     prev_run = np.inf
     n_up = 0
     n_iter = 0
-    for it in range(max_iter):
+    for _ in range(max_iter):
         n_iter += 1
         if n_batches > 1:
             for t in range(m):
@@ -479,7 +480,7 @@ def cccp(
             yc, yt = yt, yc
             wc, wt = wt, wc
             signs, st = st, signs
-        for ep in range(n_epochs):
+        for _ in range(n_epochs):
             if n_batches > 1:
                 for k in range(n_batches):
                     border[k] = k
@@ -677,7 +678,8 @@ def split_node(
             sr += xlogx(cr[k])
         worse = (xlogx(nl) - sl) + (xlogx(nr) - sr) > axis_imp
     oblique = True
-    if worse or n_right < min_samples_leaf or m - n_right < min_samples_leaf or n_right == 0 or n_right == m:
+    too_small = min(n_right, m - n_right) < max(min_samples_leaf, 1)
+    if worse or too_small:
         oblique = False
         for j in range(p):
             w_out[j] = 0.0

@@ -167,7 +167,9 @@ def test_minibatch_gradient_finite_differences(seed):
         return ref.co2_cccp_objective(X, y, wt, v[:p], v[p], v[p + 1:p + 5], v[p + 5:], signs)
 
     eps = 1e-6
-    num = np.array([(f(theta + eps * e) - f(theta - eps * e)) / (2 * eps) for e in np.eye(theta.size)])
+    num = np.array(
+        [(f(theta + eps * e) - f(theta - eps * e)) / (2 * eps) for e in np.eye(theta.size)]
+    )
     np.testing.assert_allclose(num, np.concatenate([gw, [gb], g0, g1]), rtol=1e-5, atol=1e-7)
 
 
@@ -290,7 +292,7 @@ def test_grow_tree_is_deterministic_and_seed_dependent():
     a = _grow(X, y, ones, 3, seed=11)
     b = _grow(X, y, ones, 3, seed=11)
     c = _grow(X, y, ones, 3, seed=12)
-    for u, v in zip(a, b):
+    for u, v in zip(a, b, strict=True):
         np.testing.assert_array_equal(u, v)
     assert not (a[2].shape == c[2].shape and np.array_equal(a[2], c[2]))
 
