@@ -183,3 +183,13 @@ def test_letter_uci_subset(shared_data):
     clf.fit(X, y)
     err = 1 - clf.score(d["X_test"], d["y_test"])
     assert err < 0.25
+
+
+def test_sparse_predict_input_and_importances(iris):
+    import scipy.sparse as sp
+
+    X, y = iris
+    clf = HingeForestClassifier(**SMALL).fit(X, y)
+    np.testing.assert_allclose(clf.predict_proba(sp.csr_matrix(X)), clf.predict_proba(X))
+    imp = clf.feature_importances_
+    assert imp.shape == (4,) and np.all(imp >= 0) and imp.sum() == pytest.approx(1.0)
