@@ -425,6 +425,7 @@ def plot_tree(
     ax=None,
     fontsize=None,
     cmap="RdBu_r",
+    image_weights="std",
 ):
     """Draw one tree of a fitted model with matplotlib.
 
@@ -437,8 +438,8 @@ def plot_tree(
     that follow it. When the inputs are images (``image_shape`` given, or the
     estimator's own ``image_shape`` parameter, as E2EDT has) every split's
     weight vector is drawn as an image in its node (red positive, blue
-    negative, symmetric colour scale per node), the figure style of the E2EDT
-    paper.
+    negative, symmetric colour scale per node; see ``image_weights``), the
+    figure style of the E2EDT paper.
 
     Requires matplotlib (``pip install obliquetrees[plots]``).
 
@@ -472,6 +473,13 @@ def plot_tree(
         Text size; default chosen from the number of leaves drawn.
     cmap : str or Colormap, default="RdBu_r"
         Colour map of the weight images.
+    image_weights : {"std", "raw"}, default="std"
+        What the weight images show: ``"std"`` draws ``w_j * std(x_j)``
+        (training standard deviation; the weight on standardised input), so
+        that nearly constant pixels, such as image borders, whose raw weights
+        can be huge but matter little, do not dominate the colour scale;
+        ``"raw"`` draws ``w_j`` in the units of ``X``. Without known
+        standard deviations (a bare tree) both draw ``w_j``.
 
     Returns
     -------
@@ -497,6 +505,8 @@ def plot_tree(
     tree = _pick_tree(model, tree_index)
     if max_depth is not None and (not isinstance(max_depth, (int, np.integer)) or max_depth < 0):
         raise ValueError(f"max_depth must be None or a non-negative int; got {max_depth!r}.")
+    if image_weights not in ("std", "raw"):
+        raise ValueError(f"image_weights must be 'std' or 'raw'; got {image_weights!r}.")
     if image_shape is None:
         image_shape = getattr(model, "image_shape", None)
     if image_shape is not None:
@@ -534,8 +544,10 @@ def plot_tree(
             continue
         for child, label in ((tree.children_left[node], "≤"), (tree.children_right[node], ">")):
             frac = max(tree.n_node_samples[child], 0.0) / n_root
+            # stop at the box of a leaf, above its bar chart
+            y_end = ypos(child) + (0.15 if child not in truncated else 0.0)
             ax.plot(
-                [xpos[node], xpos[child]], [ypos(node), ypos(child)],
+                [xpos[node], xpos[child]], [ypos(node), y_end],
                 color="0.45", linewidth=0.4 + 9.0 * frac, solid_capstyle="round", zorder=1,
             )  # fmt: skip
             if node == 0:
@@ -556,7 +568,8 @@ def plot_tree(
             continue
         if tree.children_left[node] != -1:
             if image_shape is not None:
-                _draw_weight_image(ax, tree, node, x, y, image_shape, cmap, n_text, fontsize)
+                scale = std if image_weights == "std" else None
+                _draw_weight_image(ax, tree, node, x, y, image_shape, scale, cmap, n_text, fontsize)
                 continue
             expr, thr = _split_terms(tree, node, names, std, top_k, decimals)
             expr = expr.replace(" + ", "\n+ ").replace(" - ", "\n- ")
@@ -597,11 +610,13 @@ def plot_tree(
     return ax
 
 
-def _draw_weight_image(ax, tree, node, x, y, image_shape, cmap, n_text, fontsize):
-    """One split's weight vector as an image centred at (x, y)."""
+def _draw_weight_image(ax, tree, node, x, y, image_shape, scale, cmap, n_text, fontsize):
+    """One split's weight vector (times ``scale`` if given) as an image at (x, y)."""
     dense = np.zeros(tree.n_features)
     lo, hi = tree.weight_indptr[node], tree.weight_indptr[node + 1]
     dense[tree.weight_index[lo:hi]] = tree.weight_value[lo:hi]
+    if scale is not None:
+        dense = dense * scale
     limit = np.abs(dense).max() or 1.0
     h, w = image_shape
     size = 0.7

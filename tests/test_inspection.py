@@ -305,6 +305,16 @@ def test_plot_tree_images_and_truncation(plt):
     assert [a for a in ax.child_axes if a.images][0].images[0].get_array().shape == (4, 3)
     with pytest.raises(ValueError, match="image_shape"):
         plot_tree(clf, image_shape=(5, 5))
+    # default images show w_j * std(x_j); "raw" the stored weights
+    lo, hi = tree.weight_indptr[0], tree.weight_indptr[1]
+    raw = np.zeros(12)
+    raw[tree.weight_index[lo:hi]] = tree.weight_value[lo:hi]
+    for mode, expected in (("std", raw * clf._feature_std), ("raw", raw)):
+        ax = plot_tree(clf, image_weights=mode)
+        drawn = [np.asarray(a.images[0].get_array()).ravel() for a in ax.child_axes if a.images]
+        assert any(np.allclose(image, expected) for image in drawn)  # the root's image
+    with pytest.raises(ValueError, match="image_weights"):
+        plot_tree(clf, image_weights="scaled")
     ax = plot_tree(clf, max_depth=0, image_shape=None)
     if tree.node_count > 1:
         assert any(t.get_text().startswith("(...)") for t in ax.texts)
