@@ -20,7 +20,7 @@ Parts:
   plus test accuracy, split nodes per tree, split evaluations per test
   sample, fit time. Settings ``dataset:trees:epochs:steepness_increase``.
 
-Every part stores its raw rows in ``benchmarks/results/e2edt_raw.json`` so
+Every part stores its raw rows in ``benchmarks/results/e2edt_raw_<tag>.json`` so
 parts can be run separately; the markdown file is rewritten from all stored
 rows after each run. Heavy runs should be started with ``nice``.
 """
@@ -299,6 +299,8 @@ def main(argv=None):
         "letter_uci:70:30:0.1", "letter_uci:70:45:0.1", "usps:100:15:0.0",
         "letter_uci:70:15:0.0"])
     parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--tag", default="main",
+                        help="raw-results file suffix, so parts can run concurrently")
     args = parser.parse_args(argv)
     _warm_up()
     new = []
@@ -308,9 +310,12 @@ def main(argv=None):
         new += part_trees(args.quick)
     if "forest" in args.parts:
         new += part_forest(args.quick, args.forest_settings, args.n_jobs)
-    raw = RAW_QUICK if args.quick else RAW
-    rows = _merge(_load_raw(raw), new)
-    raw.write_text(json.dumps(rows, indent=1))
+    base = RAW_QUICK if args.quick else RAW
+    raw = base.with_name(f"{base.stem}_{args.tag}.json")
+    raw.write_text(json.dumps(_merge(_load_raw(raw), new), indent=1))
+    rows = []  # every stored part, oldest file first
+    for path in sorted(base.parent.glob(f"{base.stem}*.json"), key=lambda p: p.stat().st_mtime):
+        rows = _merge(rows, _load_raw(path))
     write_results(
         "e2edt_quick.md" if args.quick else "e2edt.md",
         "E2EDT: end-to-end learned deterministic trees and forests"
