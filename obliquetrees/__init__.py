@@ -30,7 +30,7 @@ __all__ = [
     "plot_tree",
 ]
 
-_LAZY_SUBMODULES = ("convert",)
+_LAZY_SUBMODULES = ("convert", "machine")
 
 
 def __getattr__(name):

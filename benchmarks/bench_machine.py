@@ -1,0 +1,373 @@
+"""Decision machines: BLAS inference vs traversal, and fine-tuning converted forests.
+
+Part ``inference``: synthetic perfect trees (every split axis-aligned or
+dense oblique) over depth, n_features, batch size and forest size. Both hard
+paths run in this process, interleaved, best of ``--repeat`` after a warm-up,
+with ``n_threads`` threads each (BLAS limited to the same count). Memory: the
+model bytes each path reads (routing records + weight pairs; S, t, B, V) and
+the BLAS path's margin workspace. The per-row times are then fitted (non-
+negative least squares) by the cost model of
+``obliquetrees.machine.inference_costs``; the fitted constants are printed
+(and are what ``obliquetrees/machine.py`` ships in ``_COST``), and the rule's
+choices are checked against the measured winner.
+
+Part ``finetune``: scikit-learn RandomForestClassifier (30 trees, max_depth
+4/6/8) on satimage, pendigits, letter (LIBSVM split) and usps, converted;
+test accuracy of the forest, of two leaf-only baselines (frequency refit,
+EM refit of the forest likelihood) and of ``machine.finetune``; predict time
+of the converted and the fine-tuned model; weight density.
+
+    python -m benchmarks.bench_machine --part inference [--quick]
+    python -m benchmarks.bench_machine --part finetune [--depths 6] [--datasets satimage ...]
+
+Each part stores its rows in ``benchmarks/results/decision_machine_<part>.json``;
+the markdown ``benchmarks/results/decision_machine.md`` is rebuilt from the
+JSON files present, so the parts can be re-run separately.
+"""
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import nnls
+
+from benchmarks.common import RESULTS_DIR, timed, write_results
+
+JSON = str(RESULTS_DIR / "decision_machine_{}.json")
+
+
+# ------------------------------------------------------------------ inference
+def perfect_forest(rng, n_trees, depth, n_features, dense, n_outputs=4):
+    from obliquetrees._core.forest import ObliqueForest
+    from obliquetrees._core.tree import ObliqueTree
+
+    trees = []
+    n_nodes = 2 ** (depth + 1) - 1
+    n_int = 2**depth - 1
+    ids = np.arange(n_nodes)
+    left = np.where(ids < n_int, 2 * ids + 1, -1)
+    right = np.where(ids < n_int, 2 * ids + 2, -1)
+    for _ in range(n_trees):
+        if dense:
+            W = rng.normal(size=(n_int, n_features)) / np.sqrt(n_features)
+            indptr = np.concatenate([np.arange(n_int + 1) * n_features, np.full(n_nodes - n_int,
+                                     n_int * n_features)])  # fmt: skip
+            index = np.tile(np.arange(n_features), n_int)
+            value = W.ravel()
+        else:
+            indptr = np.concatenate([np.arange(n_int + 1), np.full(n_nodes - n_int, n_int)])
+            index = rng.integers(0, n_features, n_int)
+            value = np.ones(n_int)
+        bias = np.concatenate([rng.normal(size=n_int) * 0.3, np.zeros(n_nodes - n_int)])
+        leaf_value = rng.random((n_nodes, n_outputs))
+        trees.append(ObliqueTree(left, right, indptr, index, value, bias, leaf_value,
+                                 np.ones(n_nodes), n_features=n_features))  # fmt: skip
+    return ObliqueForest.from_trees(trees)
+
+
+def _routing_bytes(forest):
+    roots, nodes, extra, weights = forest.routing_arrays()
+    return roots.nbytes + nodes.nbytes + extra.nbytes + weights.nbytes
+
+
+def inference_grid(quick, repeat, n_threads, budget_s):
+    from obliquetrees import machine
+    from obliquetrees._core import traversal
+
+    rng = np.random.default_rng(0)
+    depths = [2, 4, 6, 8] if quick else [2, 3, 4, 5, 6, 7, 8, 10, 12]
+    features = [16, 256]
+    batches = [256, 4096]
+    forests = [1, 30]
+    rows = []
+    for n_trees in forests:
+        for dense in (False, True):
+            for p in features:
+                X_all = rng.normal(size=(max(batches), p))
+                for depth in depths:
+                    forest = perfect_forest(rng, n_trees, depth, p, dense)
+                    dm = machine.to_machine(forest)
+                    for n in batches:
+                        X = X_all[:n]
+                        # skip BLAS configurations that would take > budget_s
+                        blas_flops = n * dm.n_splits * (p if not sp.issparse(dm.S) else 1)
+                        row = {
+                            "trees": n_trees, "splits": "dense" if dense else "axis",
+                            "features": p, "depth": depth, "batch": n,
+                        }  # fmt: skip
+                        traversal.predict_value(forest, X[:8], n_threads)
+                        t_walk = []
+                        t_blas = []
+                        rate = 2e9 if not sp.issparse(dm.S) else 5e7  # modelled margins/s
+                        run_blas = blas_flops < budget_s * rate
+                        if run_blas:
+                            dm.predict_value(X[:8], n_threads)
+                        for _ in range(repeat):
+                            _, t = timed(traversal.predict_value, forest, X, n_threads)
+                            t_walk.append(t[0])
+                            if run_blas:
+                                out, t = timed(dm.predict_value, X, n_threads)
+                                t_blas.append(t[0])
+                        row["traversal ms"] = 1e3 * min(t_walk)
+                        row["blas ms"] = 1e3 * min(t_blas) if run_blas else float("nan")
+                        if run_blas:
+                            ref = traversal.predict_value(forest, X, n_threads)
+                            row["same output"] = bool(np.allclose(out, ref, rtol=1e-9, atol=1e-9))
+                        row["traversal model KiB"] = _routing_bytes(forest) / 1024
+                        block = min(n, max(1, machine.BLOCK_ELEMENTS // dm.n_splits))
+                        row["blas model KiB"] = dm.nbytes() / 1024
+                        row["blas workspace KiB"] = block * dm.n_splits * 9 / 1024
+                        stats = machine._forest_stats(forest)
+                        row.update({f"_{k}": v for k, v in stats.items()})
+                        rows.append(row)
+                        print({k: v for k, v in row.items() if not k.startswith("_")}, flush=True)
+    return rows
+
+
+def fit_cost_model(rows):
+    """Non-negative least squares (relative error) of batch times on the cost model."""
+    blas = [r for r in rows if np.isfinite(r["blas ms"])]
+    Ab = np.array([[0 if r["_sparse"] else 1.0 / r["batch"],
+                    1.0 / r["batch"] if r["_sparse"] else 0,
+                    0 if r["_sparse"] else r["_dense_flops"],
+                    r["_sparse_nnz"] if r["_sparse"] else 0, r["_splits"], r["_checks"]]
+                   for r in blas])  # fmt: skip
+    yb = np.array([r["blas ms"] * 1e6 / r["batch"] for r in blas])
+    cb, _ = nnls(Ab / yb[:, None], np.ones_like(yb))
+    Aw = np.array([[1.0 / r["batch"], r["_steps"], r["_extra_weights"]] for r in rows])
+    yw = np.array([r["traversal ms"] * 1e6 / r["batch"] for r in rows])
+    cw, _ = nnls(Aw / yw[:, None], np.ones_like(yw))
+    names_b = ["blas_call", "blas_call_sparse", "blas_flop", "blas_sparse", "blas_row", "select"]
+    names_w = ["walk_call", "walk_step", "walk_weight"]
+    return dict(zip(names_b + names_w, list(cb) + list(cw), strict=True))
+
+
+def check_rule(rows, constants):
+    from obliquetrees import machine
+
+    out = []
+    for r in rows:
+        stats = {k[1:]: v for k, v in r.items() if k.startswith("_")}
+        chosen = machine._choose_from_stats(stats, r["batch"], constants)
+        if np.isfinite(r["blas ms"]):
+            measured = "blas" if r["blas ms"] < r["traversal ms"] else "traversal"
+            best = min(r["traversal ms"], r["blas ms"])
+        else:  # BLAS not run: modelled far above the budget
+            measured, best = "traversal (BLAS not run)", r["traversal ms"]
+        got = r["blas ms"] if chosen == "blas" else r["traversal ms"]
+        loss = 100 * (got / best - 1) if np.isfinite(got) else float("nan")
+        out.append({**{k: v for k, v in r.items() if not k.startswith("_")},
+                    "fastest": measured, "rule picks": chosen, "rule loss %": loss})  # fmt: skip
+    return out
+
+
+# ------------------------------------------------------------------- finetune
+def finetune_grid(datasets, depths, n_trees, repeat, ft_kwargs):
+    from sklearn.ensemble import RandomForestClassifier
+
+    from benchmarks.datasets import train_test
+    from obliquetrees import machine
+    from obliquetrees.convert import from_sklearn
+
+    rows = []
+    for name in datasets:
+        Xtr, ytr, Xte, yte = train_test(name)
+        for depth in depths:
+            rf = RandomForestClassifier(n_estimators=n_trees, max_depth=depth, random_state=0,
+                                        n_jobs=1).fit(Xtr, ytr)  # fmt: skip
+            conv = from_sklearn(rf)
+            freq = machine.refit_leaves(conv, Xtr, ytr, n_iter=0)
+            em = machine.refit_leaves(conv, Xtr, ytr, n_iter=10)
+            start = time.perf_counter()
+            ft = machine.finetune(conv, Xtr, ytr, **ft_kwargs)
+            ft_time = time.perf_counter() - start
+            conv.predict(Xte[:8])
+            ft.predict(Xte[:8])
+            t_conv, t_ft = [], []
+            for _ in range(repeat):
+                t_conv.append(timed(conv.predict, Xte)[1][0])
+                t_ft.append(timed(ft.predict, Xte)[1][0])
+            row = {
+                "dataset": name, "depth": depth, "trees": n_trees,
+                "support": str(ft_kwargs.get("support", "original")),
+                "sklearn RF": rf.score(Xte, yte),
+                "converted": conv.score(Xte, yte),
+                "leaf refit (freq)": freq.score(Xte, yte),
+                "leaf refit (EM)": em.score(Xte, yte),
+                "finetune": ft.score(Xte, yte),
+                "finetune train acc": ft.score(Xtr, ytr),
+                "RF train acc": rf.score(Xtr, ytr),
+                "finetune s": ft_time,
+                "predict converted ms": 1e3 * min(t_conv),
+                "predict finetuned ms": 1e3 * min(t_ft),
+                "predict ratio": min(t_ft) / min(t_conv),
+                "weights/split": ft.history_["weight_density"],
+            }  # fmt: skip
+            row["beats both"] = bool(row["finetune"] > max(row["sklearn RF"],
+                                                           row["leaf refit (freq)"],
+                                                           row["leaf refit (EM)"]))  # fmt: skip
+            rows.append(row)
+            print(row, flush=True)
+    return rows
+
+
+# ------------------------------------------------------------------- report
+NOTES = """
+Paper: J. Zhang, "Decision Machines: An Extension of Decision Trees" (arXiv:2101.11347). The
+paper is a formulation paper: it reports no timing and no accuracy, so there is no paper figure
+to compare against. scikit-learn appears as the RandomForest every fine-tuning starts from (same
+process, same split).
+
+### Inference: matrix form (BLAS) vs traversal
+
+Both hard paths return the sum of the reached leaves' values, with `n_threads` threads (BLAS
+limited to the same count with threadpoolctl). BLAS path (`DecisionMachine.predict_value`):
+per row block, all margins `X S^T + b` at once - one float64 GEMM when S is dense (oblique
+splits), a numba loop over the stored weights when S is CSR (axis-aligned splits: a GEMM would
+multiply mostly zeros) - then `margin > 0`, then leaf selection by template matching. The
+paper scores every leaf (`argmax B~ sgn(Sx - t)`); the kernel finds the same leaf (the unique
+template that matches exactly, Theorem 1) by scanning templates stored left to right, root first,
+and jumping past every leaf that shares a failed prefix, so it checks about two template entries
+per level instead of `L * depth`. Traversal = `obliquetrees._core.traversal.predict_value`.
+Times: best of the repeats, ms per batch; the machine was shared with other sessions' jobs
+(load average 8-12 on 2 cores during the run), so absolute times are inflated and noisy;
+the two paths were interleaved, so their ratio is the figure to read. "model KiB": arrays each
+path reads (traversal: 32-byte routing records + 16-byte weight pairs; BLAS: S, t, B, V);
+"workspace": the BLAS path's margins and signs for one row block (float64 + bool per split and
+row; rows per block capped at `BLOCK_ELEMENTS / n_splits`, so at most ~36 MiB).
+BLAS runs modelled far above `--budget` seconds were not run ("traversal (BLAS not run)").
+
+Reading: the BLAS path evaluates all `2^d - 1` splits of a tree where the traversal evaluates
+`d`, so it can only win when the splits are dense (a GEMM row costs `p` multiply-adds at
+GEMM speed, a traversal step `p` scattered reads) and the trees shallow; for axis-aligned
+splits (converted scikit-learn forests) the traversal wins everywhere but at depth 2. This is
+the same limit PEERS.md b.7 records for hummingbird's GEMM strategy (GEMM only to depth 3).
+The cost model below (`obliquetrees.machine.inference_costs`) is fitted to these rows and
+`choose_inference_path` picks the cheaper modelled path (traversal below 64 rows and for CSR
+input).
+"""
+
+FT_NOTES = """
+### Fine-tuning (`obliquetrees.machine.finetune`)
+
+Each tree's analytic decision machine `softmax(B~ tanh((S x - t) / eps) / temperature) V`,
+averaged over the trees, trained on the negative log-likelihood of the forest's mean class
+distribution: split weights/offsets by Adam (minibatches of 256, learning rate 0.01) on
+standardised inputs with every split rescaled to a unit normal (`eps = 0.1` is then a distance in
+standard deviations), leaves by the closed-form EM step of the forest mixture (E2EDT's M-step)
+once per epoch, temperature annealed geometrically 0.1 -> 0.01 over the epochs; then the weights
+are folded back into raw units and the leaves refitted under hard routing (10 EM iterations).
+`support="original"` (default, used here): only the weights already stored change, so converted
+axis-aligned splits stay axis-aligned (1 weight per split): the fine-tuned model costs what the
+converted model costs at predict time (`predict ratio`).
+
+Baselines, same structure and splits unchanged: "leaf refit (freq)" = per-leaf class
+frequencies of the training samples reaching each leaf (each tree on its own); "leaf refit (EM)"
+= 10 EM iterations of the forest-mixture likelihood under hard routing from the forest's leaves
+(exactly the final step of `finetune`, so the gap between it and "finetune" is what moving the
+splits buys). "beats both" = fine-tuned test accuracy above the forest's and both baselines'.
+Predict times: best of the repeats of `predict` on the test set, converted model vs fine-tuned
+model, same process, 1 thread.
+
+Gaps of the paper filled here (also in `finetune`'s docstring): the loss, the optimiser, the
+temperature schedule, `sigma = tanh(z/eps)` rather than the saturated linear function (whose
+gradient is zero outside `[-eps, eps]`; available as `sigma="saturated"`), standardisation and
+unit-norm splits, a 1e-3 smoothing of the initial leaf distributions (so that no class has
+probability exactly 0), and the final hard leaf refit.
+"""
+
+
+def report():
+    tables, notes = [], NOTES
+    inf_path, ft_path = Path(JSON.format("inference")), Path(JSON.format("finetune"))
+    if inf_path.exists():
+        data = json.loads(inf_path.read_text())
+        notes += (
+            f"\nInference command: `{data['command']}`; constants fitted: {data['constants']}.\n"
+        )
+        notes += data.get("summary", "")
+        tables.append(("Hard inference: BLAS (matrix form) vs traversal", data["rows"]))
+    if ft_path.exists():
+        data = json.loads(ft_path.read_text())
+        cmds = "; ".join(f"`{c}`" for c in data["commands"])
+        notes += (
+            f"\nFine-tuning commands (rows merged by data set, depth, support): {cmds}. "
+            f"Other finetune arguments at their defaults.\n"
+        )
+        notes += data.get("summary", "") + FT_NOTES
+        tables.append(("Fine-tuning converted RandomForests (test accuracy)", data["rows"]))
+    write_results("decision_machine.md", "Decision machines: BLAS inference and fine-tuning",
+                  tables, notes=notes, command="see the commands below")  # fmt: skip
+
+
+def main(argv=None):
+    import sys
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--part", choices=["inference", "finetune", "report"], default="inference")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument(
+        "--refit",
+        action="store_true",
+        help="refit the cost model on the saved raw inference rows (no timing)",
+    )
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument(
+        "--budget", type=float, default=2.0, help="skip BLAS runs modelled above this many s"
+    )
+    ap.add_argument("--datasets", nargs="+", default=["satimage", "pendigits", "letter", "usps"])
+    ap.add_argument("--depths", nargs="+", type=int, default=[4, 6, 8])
+    ap.add_argument("--trees", type=int, default=30)
+    ap.add_argument("--epochs", type=int, default=20)
+    ap.add_argument("--support", default="original", help="'original', 'dense' or an int")
+    args = ap.parse_args(argv)
+    command = "python -m benchmarks.bench_machine " + " ".join(
+        sys.argv[1:] if argv is None else argv
+    )
+    if args.part == "inference":
+        raw = Path(JSON.format("inference_raw"))
+        if args.refit and raw.exists():
+            saved = json.loads(raw.read_text())
+            rows, command = saved["rows"], saved["command"]
+        else:
+            rows = inference_grid(args.quick, args.repeat, args.threads, args.budget)
+            raw.write_text(json.dumps({"command": command, "rows": rows}, indent=0, default=float))
+        constants = {k: float(v) for k, v in fit_cost_model(rows).items()}
+        print("fitted constants:", constants)
+        checked = check_rule(rows, constants)
+        ran = [r for r in checked if r["fastest"] in ("blas", "traversal")]
+        agree = np.mean([r["fastest"] == r["rule picks"] for r in ran])
+        loss = np.nanmean([r["rule loss %"] for r in ran])
+        worst = np.nanmax([r["rule loss %"] for r in ran])
+        summary = (f"\nRule check on this grid (configurations where both paths ran): picks the "
+                   f"faster path in {100 * agree:.0f} % of {len(ran)}; time lost vs the faster "
+                   f"path: mean {loss:.1f} %, worst {worst:.0f} %.\n")  # fmt: skip
+        print(summary)
+        Path(JSON.format("inference")).write_text(json.dumps(
+            {"command": command, "constants": constants, "rows": checked, "summary": summary},
+            indent=1, default=float))  # fmt: skip
+    elif args.part == "finetune":
+        support = int(args.support) if args.support.isdigit() else args.support
+        kwargs = {"epochs": args.epochs, "support": support}
+        rows = finetune_grid(args.datasets, args.depths, args.trees, args.repeat, kwargs)
+        path = Path(JSON.format("finetune"))
+        old = json.loads(path.read_text())["rows"] if path.exists() else []
+        done = {(n["dataset"], n["depth"], n["support"]) for n in rows}
+        keep = [r for r in old if (r["dataset"], r["depth"], r["support"]) not in done]
+        rows = sorted(keep + rows, key=lambda r: (r["support"], r["depth"], r["dataset"]))
+        at6 = [r for r in rows if r["depth"] == 6 and r["support"] == "original"]
+        summary = (f"\nAt depth 6, fine-tuning beats the forest and both leaf-refit baselines on "
+                   f"{sum(r['beats both'] for r in at6)} of {len(at6)} data sets.\n")  # fmt: skip
+        commands = json.loads(path.read_text()).get("commands", []) if path.exists() else []
+        commands = [c for c in commands if c != command] + [command]
+        path.write_text(json.dumps({"commands": commands, "kwargs": kwargs, "rows": rows,
+                                    "summary": summary}, indent=1, default=float))  # fmt: skip
+    report()
+
+
+if __name__ == "__main__":
+    main()

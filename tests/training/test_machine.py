@@ -1,0 +1,133 @@
+"""Decision-machine kernels against their plain-numpy references; gradient by finite differences."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from obliquetrees._core.forest import ObliqueForest
+from obliquetrees.machine import relaxed_nll, to_machine
+from tests.reference import (
+    machine_mixture_backward,
+    machine_segment_softmax,
+    machine_select_leaves,
+    machine_template_matrix,
+    random_tree,
+)
+
+K = pytest.importorskip("obliquetrees._training._machine_kernels")
+
+
+def _forest(rng, n_trees=3, n_features=5, n_outputs=3, max_depth=5):
+    trees = [random_tree(rng, n_features, n_outputs, max_depth=max_depth) for _ in range(n_trees)]
+    return ObliqueForest.from_trees(trees)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_template_matrix_matches_recursive_reference(seed):
+    rng = np.random.default_rng(seed)
+    forest = _forest(rng, n_trees=4)
+    dm = to_machine(forest, cache=False)
+    for k, tree in enumerate(forest.trees):
+        ref = machine_template_matrix(tree.children_left, tree.children_right)
+        a, b = dm.leaf_offset[k], dm.leaf_offset[k + 1]
+        c, d = dm.split_offset[k], dm.split_offset[k + 1]
+        block = dm.B[a:b].toarray()
+        # rows are stored left to right; the reference lists leaves by node id
+        ref = ref[np.searchsorted(np.flatnonzero(tree.is_leaf), dm.leaf_node[a:b])]
+        np.testing.assert_array_equal(block[:, c:d], ref)
+        # block diagonal: no entry outside the tree's own columns
+        assert np.count_nonzero(block) == np.count_nonzero(ref)
+        # paper sect. 2.2: ||B_l||_1 is the leaf depth; every column has a +1 and a -1
+        np.testing.assert_array_equal(dm.leaf_norm[a:b], tree.depth[dm.leaf_node[a:b]])
+        if d > c:
+            assert np.all((ref == 1).any(axis=0)) and np.all((ref == -1).any(axis=0))
+            assert np.trace(ref @ ref.T) == tree.depth[tree.is_leaf].sum()
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_select_leaves_matches_argmax_reference(seed):
+    rng = np.random.default_rng(seed)
+    forest = _forest(rng)
+    dm = to_machine(forest, cache=False)
+    X = rng.normal(size=(300, forest.n_features))
+    H = dm.margins(X) > 0
+    np.testing.assert_array_equal(dm._signs(X, K), H)
+    out = np.empty((X.shape[0], dm.n_trees), dtype=np.int64)
+    tindptr, tindex, tright, tskip = dm._template_arrays()
+    K.select_leaves(H, tindptr, tindex, tright, tskip, dm.leaf_offset, out)
+    ref = machine_select_leaves(np.where(H, 1.0, -1.0), dm.B.toarray(), dm.leaf_offset)
+    np.testing.assert_array_equal(out, ref)
+    total = np.zeros((X.shape[0], dm.n_outputs))
+    K.select_leaves_value(H, tindptr, tindex, tright, tskip, dm.leaf_offset, dm.V, total)
+    A = dm.margins(X)
+    if sp.issparse(dm.S):
+        np.testing.assert_allclose(A, (dm.S @ X.T).T + dm.bias, rtol=1e-13, atol=1e-13)
+    expected = np.zeros_like(total)
+    for t in range(dm.n_trees):
+        expected += dm.V[ref[:, t]]
+    np.testing.assert_array_equal(total, expected)
+
+
+def test_zero_likelihood_rows_get_no_gradient():
+    offsets = np.array([0, 2], dtype=np.int64)
+    E = np.full((1, 2), 0.5)
+    V = np.zeros((2, 1))
+    indptr = np.array([0, 1, 2], dtype=np.int64)
+    index = np.zeros(2, dtype=np.int64)
+    value = np.array([-1.0, 1.0])
+    R, GH, logp = np.empty_like(E), np.empty((1, 1)), np.empty(1)
+    K.relaxed_backward(E, V, np.zeros(1, np.int64), np.ones(1), indptr, index, value, offsets,
+                       1.0, R, GH, logp)  # fmt: skip
+    assert logp[0] == -np.inf and np.all(GH == 0) and np.all(R == 0)
+
+
+@pytest.mark.parametrize("sigma", ["tanh", "saturated"])
+def test_relaxed_nll_gradient_by_finite_differences(sigma):
+    rng = np.random.default_rng(3)
+    forest = _forest(rng, n_trees=2, n_features=4, n_outputs=3, max_depth=3)
+    dm = to_machine(forest, cache=False)
+    X = rng.normal(size=(40, 4))
+    y = rng.integers(0, 3, 40)
+    sw = rng.random(40) + 0.5
+    V = rng.random(dm.V.shape) + 0.1
+    V /= V.sum(axis=1, keepdims=True)
+    W = dm.dense_S() + 0.1 * rng.normal(size=dm.dense_S().shape)
+    b = dm.bias.copy()
+    args = dict(temperature=0.3, eps=2.0, sigma=sigma, sample_weight=sw, V=V)
+    loss, gW, gb = relaxed_nll(dm, X, y, W=W, b=b, **args)
+    h = 1e-6
+    for i, j in [(0, 0), (1, 2), (dm.n_splits - 1, 3)]:
+        Wp, Wm = W.copy(), W.copy()
+        Wp[i, j] += h
+        Wm[i, j] -= h
+        fd = (relaxed_nll(dm, X, y, W=Wp, b=b, **args)[0]
+              - relaxed_nll(dm, X, y, W=Wm, b=b, **args)[0]) / (2 * h)  # fmt: skip
+        assert fd == pytest.approx(gW[i, j], rel=1e-4, abs=1e-6)
+    for i in range(dm.n_splits):
+        bp, bm = b.copy(), b.copy()
+        bp[i] += h
+        bm[i] -= h
+        fd = (relaxed_nll(dm, X, y, W=W, b=bp, **args)[0]
+              - relaxed_nll(dm, X, y, W=W, b=bm, **args)[0]) / (2 * h)  # fmt: skip
+        assert fd == pytest.approx(gb[i], rel=1e-4, abs=1e-6)
+
+
+def test_fused_relaxed_kernels_match_reference(rng):
+    forest = _forest(rng, n_trees=3, n_features=4, n_outputs=3, max_depth=4)
+    dm = to_machine(forest, cache=False)
+    Bn = dm.B_normalised
+    Hs = np.tanh(dm.margins(rng.normal(size=(60, 4))))
+    args = (Bn.indptr.astype(np.int64), Bn.indices.astype(np.int64), Bn.data, dm.leaf_offset)
+    E = np.empty((60, dm.n_leaves))
+    K.relaxed_forward(Hs, *args, 5.0, E)
+    Eref = machine_segment_softmax((Bn @ Hs.T).T, dm.leaf_offset, 5.0)
+    np.testing.assert_allclose(E, Eref, rtol=1e-12)
+    V = rng.random(dm.V.shape) + 0.05
+    y = rng.integers(0, 3, 60)
+    sw = rng.random(60)
+    R, GH, logp = np.empty_like(E), np.empty_like(Hs), np.empty(60)
+    K.relaxed_backward(E, V, y, sw, *args[:3], dm.leaf_offset, 5.0, R, GH, logp)
+    Rr, GZr, logpr = machine_mixture_backward(E, V[:, y].T, dm.leaf_offset, sw, 5.0)
+    np.testing.assert_allclose(R, Rr, rtol=1e-12)
+    np.testing.assert_allclose(logp, logpr, rtol=1e-12)
+    np.testing.assert_allclose(GH, GZr @ Bn.toarray(), rtol=1e-10, atol=1e-13)
