@@ -132,6 +132,7 @@ def test_sample_weight_and_saturating_inputs(rng):
         (dict(routing="fuzzy"), "routing"),
         (dict(batch_size=0), "batch_size"),
         (dict(tol=-1.0), "tol"),
+        (dict(restart_selection="best"), "restart_selection"),
     ],
 )
 def test_bad_parameters_name_the_parameter(params, match):
@@ -149,3 +150,10 @@ def test_concrete_beats_the_paper_protocol_threshold(shared_data):
     reg = SoftTreeRegressor(random_state=0).fit(X[rest], y[rest])
     mse = np.mean((reg.predict(X[test]) - y[test]) ** 2) / y[rest].var()
     assert mse < 0.264 * 1.1  # the paper's Table 1 soft MSE (+10 %)
+
+
+def test_verbose_prints_one_line_per_split_attempt(capsys):
+    X, y = make_friedman1(n_samples=200, random_state=1)
+    reg = SoftTreeRegressor(verbose=1, max_depth=2, **FAST).fit(X, y)
+    lines = [line for line in capsys.readouterr().out.splitlines() if "[SoftTree]" in line]
+    assert len(lines) == len(reg.growth_log_) >= 1

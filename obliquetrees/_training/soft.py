@@ -412,7 +412,7 @@ def fit_soft_tree(
     max_epochs=25,
     batch_size=1,
     tol=1e-3,
-    select_on_validation=False,
+    select_on_validation=True,
     classification_metric="error",
     finetune_epochs=0,
     seeds=(0, 0, 0),
