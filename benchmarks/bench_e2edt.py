@@ -198,6 +198,51 @@ def part_forest(quick, settings, n_jobs):
     return rows
 
 
+def part_profile(quick, epochs=15):
+    """Where one usps forest tree (depth 10, 10x10 patches) spends its CPU time."""
+    import cProfile
+    import pstats
+
+    from threadpoolctl import threadpool_limits
+
+    from obliquetrees._training import e2edt as E
+
+    Xtr, ytr, _, _ = split_for("usps", "val")
+    if quick:
+        Xtr, ytr = Xtr[:2000], ytr[:2000]
+    X = Xtr.astype(np.float64)
+    mean, scale = X.mean(0), X.std(0)
+    Z = np.ascontiguousarray((X - mean) / scale, dtype=np.float32)
+    y = np.unique(ytr, return_inverse=True)[1].astype(np.int64)
+    sw = np.ones(len(y))
+    params = E.E2EDTParams(max_depth=10, max_epochs=epochs, finetune_epochs=3 * epochs,
+                           image_shape=(16, 16), patch_size=10)
+    with threadpool_limits(limits=1, user_api="blas"):
+        rng = np.random.default_rng(0)
+        c0 = time.process_time()
+        nodes = E._Grower(Z, y, sw, 10, params, rng, None).grow()
+        greedy = time.process_time() - c0
+        tt = E.TrainingTree(nodes, Z.shape[1], 10)
+        prof = cProfile.Profile()
+        c0 = time.process_time()
+        prof.enable()
+        E.finetune(tt, Z, y, sw, params, rng, None)
+        prof.disable()
+        finetune = time.process_time() - c0
+    stats = pstats.Stats(prof).stats
+    total = sum(v[2] for v in stats.values())  # tottime
+    rows = [dict(part="profile", dataset="usps", method="greedy growth (all stumps)",
+                 cpu_s=greedy, share="", splits=tt.n_splits)]
+    rows.append(dict(part="profile", dataset="usps", method=f"finetune ({3 * epochs} epochs)",
+                     cpu_s=finetune, share="", splits=tt.n_splits))
+    top = sorted(stats.items(), key=lambda kv: -kv[1][2])[:6]
+    for (file, line, func), v in top:
+        rows.append(dict(part="profile", dataset="usps", method=f"  finetune: {func}",
+                         cpu_s=float("nan"), share=f"{100 * v[2] / total:.0f} % of wall",
+                         splits=""))
+    return rows
+
+
 # ------------------------------------------------------------- reporting
 def _load_raw(path):
     if path.exists():
@@ -262,6 +307,11 @@ def _report(rows):
         if fin and gre:
             tables.append(("Mean test accuracy over all data sets and depths", [
                 {"greedy %": float(np.mean(gre)), "finetuned %": float(np.mean(fin))}]))
+    prof = [r for r in rows if r["part"] == "profile"]
+    if prof:
+        tables.append(("Where the time goes: one usps forest tree (depth 10, 10x10 patches, "
+                       "15 greedy + 45 finetune epochs), process CPU time and cProfile shares",
+                       [{k: r[k] for k in ("method", "cpu_s", "share", "splits")} for r in prof]))
     forest = [r for r in rows if r["part"] == "forest"]
     if forest:
         cols = ["dataset", "trees", "epochs", "finetune_epochs", "steepness_increase",
@@ -296,7 +346,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--parts", nargs="+", default=["speed", "trees", "forest"],
-                        choices=["speed", "trees", "forest", "report"])
+                        choices=["speed", "trees", "forest", "profile", "report"])
     parser.add_argument("--forest-settings", nargs="+", default=[
         "usps:100:15:0.1", "letter_uci:70:15:0.1", "usps:100:30:0.1", "usps:100:45:0.1",
         "letter_uci:70:30:0.1", "letter_uci:70:45:0.1", "usps:100:15:0.0",
@@ -313,6 +363,8 @@ def main(argv=None):
         new += part_trees(args.quick)
     if "forest" in args.parts:
         new += part_forest(args.quick, args.forest_settings, args.n_jobs)
+    if "profile" in args.parts:
+        new += part_profile(args.quick)
     base = RAW_QUICK if args.quick else RAW
     raw = base.with_name(f"{base.stem}_{args.tag}.json")
     raw.write_text(json.dumps(_merge(_load_raw(raw), new), indent=1))
