@@ -310,13 +310,17 @@ def surrogate(Xb, yb, wb, m, w, b, theta0, theta1, signs):
 
 @jit
 def minibatch_gradient(
-    Xb, yb, wb, perm, lo, hi, w, b, theta0, theta1, signs, gw, g0, g1, prob0, prob1
+    Xb, yb, wb, perm, lo, hi, w, b, theta0, theta1, signs, gw, g0, g1, prob0, prob1, cbuf, rbuf
 ):
     """Subgradient of the CCCP objective (Eq. 11) averaged over a minibatch.
 
     The minibatch is ``perm[lo:hi]``. Writes the weighted mean gradients in
     ``gw`` (w), ``g0`` (theta0) and ``g1`` (theta1); ``prob0``/``prob1`` are
-    scratch for the leaf softmaxes.
+    scratch for the leaf softmaxes, ``cbuf``/``rbuf`` (``hi - lo`` entries)
+    for the active samples' coefficients and rows. The weight gradient is
+    summed over samples in batch order for each feature, eight features at a
+    time (register accumulators instead of a read-modify-write of ``gw`` per
+    sample).
 
     Returns
     -------
@@ -332,8 +336,6 @@ def minibatch_gradient(
     n_classes = theta0.shape[0]
     lse0 = softmax_lse(theta0, prob0)
     lse1 = softmax_lse(theta1, prob1)
-    for j in range(p):
-        gw[j] = 0.0
     for k in range(n_classes):
         g0[k] = 0.0
         g1[k] = 0.0
@@ -342,6 +344,7 @@ def minibatch_gradient(
     n1 = 0.0
     wsum = 0.0
     run = 0.0
+    na = 0
     for t in range(lo, hi):
         i = perm[t]
         wt = wb[i]
@@ -350,22 +353,59 @@ def minibatch_gradient(
         a0 = -z + lse0 - theta0[yi]
         a1 = z + lse1 - theta1[yi]
         s = signs[i]
-        if a0 >= a1:
-            coef = -(1.0 + s)
-            n0 += wt
-            g0[yi] -= wt
-            run += wt * (a0 - abs(z))
-        else:
-            coef = 1.0 - s
-            n1 += wt
-            g1[yi] -= wt
-            run += wt * (a1 - abs(z))
+        # branch-free: the active leaf is data dependent and unpredictable
+        left = a0 >= a1
+        w0 = wt if left else 0.0
+        w1 = wt - w0
+        coef = -(1.0 + s) if left else 1.0 - s
+        top = a0 if left else a1
+        n0 += w0
+        n1 += w1
+        g0[yi] -= w0
+        g1[yi] -= w1
+        run += wt * (top - abs(z))
         wsum += wt
-        if coef != 0.0:
-            cw = wt * coef
-            for j in range(p):
-                gw[j] += cw * Xb[i, j]
-            gb += cw
+        cw = wt * coef
+        cbuf[na] = cw
+        rbuf[na] = i
+        na += coef != 0.0
+        gb += cw
+    j = 0
+    while j + 8 <= p:
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        s3 = 0.0
+        s4 = 0.0
+        s5 = 0.0
+        s6 = 0.0
+        s7 = 0.0
+        for u in range(na):
+            r = rbuf[u]
+            c = cbuf[u]
+            s0 += c * Xb[r, j]
+            s1 += c * Xb[r, j + 1]
+            s2 += c * Xb[r, j + 2]
+            s3 += c * Xb[r, j + 3]
+            s4 += c * Xb[r, j + 4]
+            s5 += c * Xb[r, j + 5]
+            s6 += c * Xb[r, j + 6]
+            s7 += c * Xb[r, j + 7]
+        gw[j] = s0
+        gw[j + 1] = s1
+        gw[j + 2] = s2
+        gw[j + 3] = s3
+        gw[j + 4] = s4
+        gw[j + 5] = s5
+        gw[j + 6] = s6
+        gw[j + 7] = s7
+        j += 8
+    while j < p:
+        s0 = 0.0
+        for u in range(na):
+            s0 += cbuf[u] * Xb[rbuf[u], j]
+        gw[j] = s0
+        j += 1
     if wsum <= 0.0:
         return 0.0, run, wsum
     inv = 1.0 / wsum
@@ -447,6 +487,8 @@ def cccp(
     g1 = np.empty(n_classes)
     prob0 = np.empty(n_classes)
     prob1 = np.empty(n_classes)
+    cbuf = np.empty(batch_size)
+    rbuf = np.empty(batch_size, dtype=np.int64)
     vw = np.zeros(p)
     v0 = np.zeros(n_classes)
     v1 = np.zeros(n_classes)
@@ -492,7 +534,7 @@ def cccp(
                 hi = min(lo + batch_size, m)
                 gb, r, ws = minibatch_gradient(
                     Xc, yc, wc, ident, lo, hi, w, b, theta0, theta1, signs, gw, g0, g1,
-                    prob0, prob1,
+                    prob0, prob1, cbuf, rbuf,
                 )
                 run += r
                 tot += ws

@@ -137,7 +137,8 @@ def test_minibatch_gradient_matches_reference(seed):
     gw, g0, g1 = np.empty(X.shape[1]), np.empty(4), np.empty(4)
     lo, hi = 10, 45
     gb, run, wsum = K.minibatch_gradient(
-        X, y, wt, perm, lo, hi, w, b, t0, t1, signs, gw, g0, g1, np.empty(4), np.empty(4)
+        X, y, wt, perm, lo, hi, w, b, t0, t1, signs, gw, g0, g1, np.empty(4), np.empty(4),
+        np.empty(hi - lo), np.empty(hi - lo, dtype=np.int64),
     )
     rgw, rgb, rg0, rg1, rrun, rwsum = ref.co2_minibatch_gradient(
         X, y, wt, perm[lo:hi], w, b, t0, t1, signs
@@ -158,7 +159,8 @@ def test_minibatch_gradient_finite_differences(seed):
     perm = np.arange(X.shape[0], dtype=np.int64)
     gw, g0, g1 = np.empty(X.shape[1]), np.empty(4), np.empty(4)
     gb, _, _ = K.minibatch_gradient(
-        X, y, wt, perm, 0, 40, w, b, t0, t1, signs, gw, g0, g1, np.empty(4), np.empty(4)
+        X, y, wt, perm, 0, 40, w, b, t0, t1, signs, gw, g0, g1, np.empty(4), np.empty(4),
+        np.empty(40), np.empty(40, dtype=np.int64),
     )
     theta = np.concatenate([w, [b], t0, t1])
     p = X.shape[1]
