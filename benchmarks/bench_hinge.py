@@ -38,7 +38,11 @@ table2
     train/valid sets as train/test, a quarter of train for validation;
     poker: only the 25010-row training file exists: a seeded 20 % test split,
     a quarter of the rest for validation. RandomForest (100 trees, depth 10,
-    as in the paper) on the same train + validation rows.
+    as in the paper) on the same train + validation rows. Beside the
+    validation-chosen result, the column "best config by mean test score"
+    gives the configuration whose mean *test* score over the runs is best:
+    optimistic, but probably how the paper's Table 2 ("the best performing
+    models") was read; it is not our result, only a like-for-like view.
 
     python -m benchmarks.bench_hinge            # all sections (about 1 h on a quiet machine)
     python -m benchmarks.bench_hinge --quick    # smoke test (minutes)
@@ -322,6 +326,7 @@ def bench_table2(name, quick):
         t_set = time.perf_counter()
         for tree_type in ("tree", "fern"):
             scores, chosen = [], []
+            per_config = {}
             for Xtv, ytv, Xte, yte, vf, task in runs:
                 best = None
                 for m, depth in grid:
@@ -333,14 +338,17 @@ def bench_table2(name, quick):
                               n_iter_no_change=15, validation_fraction=vf,
                               random_state=0, n_jobs=1).fit(Xtv, ytv)
                     val = min(est.validation_loss_curve_)
+                    if task == "classification":
+                        test = 100 * (1 - est.score(Xte, yte))
+                    else:
+                        test = r2_score(yte, est.predict(Xte))
+                    per_config.setdefault(f"{m}/{depth}", []).append(test)
                     if best is None or val < best[0]:
-                        best = (val, est, f"{m}/{depth}")
-                est = best[1]
-                if task == "classification":
-                    scores.append(100 * (1 - est.score(Xte, yte)))
-                else:
-                    scores.append(r2_score(yte, est.predict(Xte)))
+                        best = (val, test, f"{m}/{depth}")
+                scores.append(best[1])
                 chosen.append(best[2])
+            sign = -1 if task == "regression" else 1
+            oracle = min(per_config, key=lambda c: sign * np.mean(per_config[c]))
             configs, counts = np.unique(chosen, return_counts=True)
             paper = PAPER_T2[name]
             metric = "R^2" if name == "abalone_reg" else "error %"
@@ -349,6 +357,9 @@ def bench_table2(name, quick):
                 "ours mean (std)": f"{np.mean(scores):.3g} ({np.std(scores):.2g})",
                 "runs": len(runs), "config chosen (trees/depth: runs)":
                     ", ".join(f"{c}: {k}" for c, k in zip(configs, counts)),
+                "best config by mean test score (optimistic)":
+                    f"{oracle}: {np.mean(per_config[oracle]):.3g} "
+                    f"({np.std(per_config[oracle]):.2g})",
                 "paper (std)": paper[0] if tree_type == "tree" else paper[2],
                 "paper config": paper[1] if tree_type == "tree" else paper[3],
             })
@@ -366,6 +377,7 @@ def bench_table2(name, quick):
             "metric": "R^2" if name == "abalone_reg" else "error %",
             "ours mean (std)": f"{np.mean(rf_scores):.3g} ({np.std(rf_scores):.2g})",
             "runs": len(runs), "config chosen (trees/depth: runs)": "-",
+            "best config by mean test score (optimistic)": "-",
             "paper (std)": PAPER_T2[name][4], "paper config": "100/10",
         })
     return rows
@@ -470,15 +482,20 @@ def _summary(parts):
             continue
         ours = [r for r in part["tables"][0][1] if r["model"].startswith("hinge")]
         vals = [(float(r["ours mean (std)"].split()[0]), r["model"]) for r in ours]
+        opt = [float(r.get("best config by mean test score (optimistic)", "- 0").split()[1])
+               for r in ours if "best config by mean test score (optimistic)" in r]
         if name == "abalone_reg":
             v, model = max(vals)
             ok = f"R^2 {v} vs 0.57 (no 1-point rule for R^2; better is fine)"
+            o = max(opt) if opt else "-"
         else:
             v, model = min(vals)
             ok = v <= paper + 1.0
+            o = min(opt) if opt else "-"
         rows.append({"data set": name, "paper (forest) error %": paper,
                      "ours, better of trees/ferns": f"{v} ({model})",
-                     "within 1 point": ok if name != "madelon" else f"{ok} (reported only)"})
+                     "within 1 point": ok if name != "madelon" else f"{ok} (reported only)",
+                     "ours, best config by mean test score (optimistic)": o})
     return rows
 
 
