@@ -242,9 +242,12 @@ BLAS runs modelled far above `--budget` seconds were not run ("traversal (BLAS n
 
 Reading: the BLAS path evaluates all `2^d - 1` splits of a tree where the traversal evaluates
 `d`, so it can only win when the splits are dense (a GEMM row costs `p` multiply-adds at
-GEMM speed, a traversal step `p` scattered reads) and the trees shallow; for axis-aligned
-splits (converted scikit-learn forests) the traversal wins everywhere but at depth 2. This is
-the same limit PEERS.md b.7 records for hummingbird's GEMM strategy (GEMM only to depth 3).
+GEMM speed, a traversal step `p` scattered reads) and the trees shallow: with 256 dense
+features it wins up to depth 6-7 (up to ~30x on 30 trees), with 16 dense features only at
+depth 2-3 (or not at all for a single tree). For axis-aligned splits (converted scikit-learn
+forests) the traversal wins everywhere except depth 2-3 with 256 features and large batches
+(by at most 1.5x). This is the same limit PEERS.md b.7 records for hummingbird's GEMM
+strategy (GEMM only to depth 3 for axis-aligned trees).
 The cost model below (`obliquetrees.machine.inference_costs`) is fitted to these rows and
 `choose_inference_path` picks the cheaper modelled path (traversal below 64 rows and for CSR
 input).
@@ -280,6 +283,26 @@ probability exactly 0), and the final hard leaf refit.
 """
 
 
+def crossover(rows):
+    """Per (forest size, split kind, features, batch): deepest depth where BLAS wins."""
+    groups = {}
+    for r in rows:
+        key = (r["trees"], r["splits"], r["features"], r["batch"])
+        groups.setdefault(key, []).append(r)
+    out = []
+    for (trees, splits, p, batch), rs in sorted(groups.items()):
+        won = [r["depth"] for r in rs if r["fastest"] == "blas"]
+        picked = [r["depth"] for r in rs if r["rule picks"] == "blas"]
+        speedups = [r["traversal ms"] / r["blas ms"] for r in rs if r["fastest"] == "blas"]
+        out.append({
+            "trees": trees, "splits": splits, "features": p, "batch": batch,
+            "BLAS faster at depths": ", ".join(map(str, won)) or "none",
+            "rule picks BLAS at depths": ", ".join(map(str, picked)) or "none",
+            "best BLAS speed-up": max(speedups) if speedups else float("nan"),
+        })  # fmt: skip
+    return out
+
+
 def report():
     tables, notes = [], NOTES
     inf_path, ft_path = Path(JSON.format("inference")), Path(JSON.format("finetune"))
@@ -289,6 +312,9 @@ def report():
             f"\nInference command: `{data['command']}`; constants fitted: {data['constants']}.\n"
         )
         notes += data.get("summary", "")
+        tables.append(
+            ("Crossover: deepest tree depth at which BLAS is faster", crossover(data["rows"]))
+        )
         tables.append(("Hard inference: BLAS (matrix form) vs traversal", data["rows"]))
     if ft_path.exists():
         data = json.loads(ft_path.read_text())
