@@ -14,9 +14,32 @@ Importing this module imports numba: keep it out of the import path of
 ``import obliquetrees`` (estimators import kernel modules inside methods).
 """
 
+import os
 from contextlib import contextmanager
 
 import numba
+
+
+def _prefer_fork_safe_threading_layer():
+    """Use numba's TBB threading layer when it is installed.
+
+    numba's default layer on Linux is GNU OpenMP, which is not fork-safe: a
+    process that forks after running a ``parallel=True`` kernel (joblib's
+    "multiprocessing" backend, ``multiprocessing.Pool`` with fork) hangs in
+    the child. TBB is both thread- and fork-safe. A layer chosen by the user
+    (``NUMBA_THREADING_LAYER`` or ``numba.config.THREADING_LAYER``) wins; this
+    only runs before the process's first parallel kernel.
+    """
+    if "NUMBA_THREADING_LAYER" in os.environ or numba.config.THREADING_LAYER != "default":
+        return
+    try:
+        from numba.np.ufunc import tbbpool  # noqa: F401  (loads libtbb or fails)
+    except ImportError:
+        return
+    numba.config.THREADING_LAYER = "tbb"
+
+
+_prefer_fork_safe_threading_layer()
 
 jit = numba.njit(cache=True, nogil=True)
 jit_parallel = numba.njit(cache=True, nogil=True, parallel=True)

@@ -275,6 +275,30 @@ def _node_depths(children_left, children_right):
     return depth
 
 
+def feature_moments(X, sample_weight=None, chunk=4096):
+    """(Weighted) mean and standard deviation of every column of ``X``.
+
+    Computed in row chunks, so no temporary copy of the whole ``X`` is made.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    sample_weight : ndarray of shape (n_samples,), default=None
+    chunk : int, default=4096
+
+    Returns
+    -------
+    mean, std : ndarray of float64, shape (n_features,)
+    """
+    n = X.shape[0]
+    w = np.full(n, 1.0 / n) if sample_weight is None else sample_weight / sample_weight.sum()
+    mean = w @ X
+    var = np.zeros(X.shape[1])
+    for start in range(0, n, chunk):
+        var += w[start : start + chunk] @ (X[start : start + chunk] - mean) ** 2
+    return mean, np.sqrt(var)
+
+
 def standardization(X, sample_weight=None):
     """Per-feature (weighted) mean and scale for internal standardisation.
 
@@ -292,10 +316,7 @@ def standardization(X, sample_weight=None):
     -------
     mean, scale : ndarray of float64, shape (n_features,)
     """
-    X = np.asarray(X, dtype=VALUE_DTYPE)
-    mean = np.average(X, axis=0, weights=sample_weight)
-    var = np.average((X - mean) ** 2, axis=0, weights=sample_weight)
-    scale = np.sqrt(var)
+    mean, scale = feature_moments(X, sample_weight)
     scale[~(scale > 1e-12 * np.abs(mean))] = 1.0
     return mean, scale
 

@@ -8,6 +8,8 @@ import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
+from obliquetrees._core.tree import feature_moments
+
 __all__ = [
     "check_is_fitted",
     "validate_fit_data",
@@ -66,20 +68,8 @@ def validate_fit_data(estimator, X, y, sample_weight, *, classifier):
     # Training standard deviation of every feature (weighted by sample_weight),
     # kept privately for feature_importances_, which shares a split's impurity
     # decrease among its features by |w_j| * std(x_j) (obliquetrees.inspection).
-    estimator._feature_std = _feature_std(X, sample_weight)
+    estimator._feature_std = feature_moments(X, sample_weight)[1]
     return X, y, sample_weight
-
-
-def _feature_std(X, sample_weight, chunk=4096):
-    """(Weighted) standard deviation of every column of ``X``, in row chunks
-    (no temporary copy of the whole ``X``)."""
-    n = X.shape[0]
-    w = np.full(n, 1.0 / n) if sample_weight is None else sample_weight / sample_weight.sum()
-    mean = w @ X
-    var = np.zeros(X.shape[1])
-    for start in range(0, n, chunk):
-        var += w[start:start + chunk] @ (X[start:start + chunk] - mean) ** 2
-    return np.sqrt(var)
 
 
 def validate_predict_data(estimator, X, dtype=(np.float64, np.float32)):

@@ -8,7 +8,12 @@ import pytest
 
 from obliquetrees._core import traversal
 from obliquetrees._core.forest import ObliqueForest
-from obliquetrees._core.tree import FORMAT_VERSION, ObliqueTree, fold_standardization
+from obliquetrees._core.tree import (
+    FORMAT_VERSION,
+    ObliqueTree,
+    fold_standardization,
+    standardization,
+)
 from tests import reference
 
 
@@ -119,3 +124,16 @@ def test_unknown_format_version_is_a_clear_error(rng, container):
     obj.format_version = FORMAT_VERSION + 1
     with pytest.raises(ValueError, match="container format version"):
         pickle.loads(pickle.dumps(obj))
+
+
+def test_standardization_is_weighted_and_keeps_tiny_units(rng):
+    X = rng.normal(size=(200, 4))
+    X[:, 1] = 7.0  # constant
+    X[:, 2] *= 1e-30  # tiny units, not constant
+    w = rng.uniform(0.1, 2.0, 200)
+    mean, scale = standardization(X, w)
+    np.testing.assert_allclose(mean, np.average(X, axis=0, weights=w), rtol=1e-12, atol=1e-300)
+    expected = np.sqrt(np.average((X - mean) ** 2, axis=0, weights=w))
+    assert scale[1] == 1.0
+    np.testing.assert_allclose(scale[[0, 2, 3]], expected[[0, 2, 3]], rtol=1e-12)
+    assert 1e-31 < scale[2] < 1e-29

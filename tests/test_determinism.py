@@ -1,0 +1,68 @@
+"""Same ``random_state`` => the same model, whatever ``n_jobs`` and joblib backend.
+
+Also: forests build unchanged on a dask.distributed cluster through joblib's
+dask backend (the scale-out path), with predictions identical to n_jobs=1.
+"""
+
+import joblib
+import numpy as np
+import pytest
+from sklearn.base import is_classifier
+from sklearn.datasets import make_classification, make_regression
+
+from tests.test_common import FAST_PARAMS, discover_estimators
+
+PARALLEL = [cls for cls in discover_estimators() if "n_jobs" in cls().get_params()]
+FOREST_PARAMS = {"E2EDTClassifier": dict(n_estimators=3)}  # n_estimators=1 is a single tree
+
+
+def _make(cls, **params):
+    return cls(**{**FAST_PARAMS.get(cls.__name__, {}), **FOREST_PARAMS.get(cls.__name__, {}),
+                  "random_state": 7, **params})  # fmt: skip
+
+
+def _data(cls):
+    if is_classifier(cls()):
+        return make_classification(200, 6, n_informative=4, n_classes=3, random_state=1)
+    return make_regression(200, 6, noise=0.5, random_state=1)
+
+
+def _state(model, X):
+    """Every fitted array and the predictions, as bytes."""
+    trees = model.trees_ if hasattr(model, "trees_") else [model.tree_]
+    arrays = [getattr(t, name).tobytes() for t in trees
+              for name in ("children_left", "children_right", "weight_indptr", "weight_index",
+                           "weight_value", "bias", "value")]  # fmt: skip
+    output = model.predict_proba(X) if hasattr(model, "predict_proba") else model.predict(X)
+    return arrays, output.tobytes()
+
+
+@pytest.mark.parametrize("cls", PARALLEL, ids=lambda c: c.__name__)
+def test_same_model_for_any_n_jobs_and_backend(cls):
+    X, y = _data(cls)
+    reference = _state(_make(cls, n_jobs=1).fit(X, y), X)
+    assert _state(_make(cls, n_jobs=2).fit(X, y), X) == reference
+    for backend in ("threading", "loky", "multiprocessing"):
+        with joblib.parallel_backend(backend, n_jobs=2):
+            assert _state(_make(cls, n_jobs=2).fit(X, y), X) == reference, backend
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None)  # fmt: skip
+    client = distributed.Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cls", PARALLEL, ids=lambda c: c.__name__)
+def test_dask_backend_builds_the_same_forest(cls, dask_client):
+    X, y = _data(cls)
+    reference = _state(_make(cls, n_jobs=1).fit(X, y), X)
+    with joblib.parallel_backend("dask"):
+        distributed_model = _make(cls, n_jobs=-1).fit(X, y)
+    assert _state(distributed_model, X) == reference
