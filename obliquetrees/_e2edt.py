@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from obliquetrees._core.tree import standardization
 from obliquetrees._forest import draw_seeds, parallel_map
 from obliquetrees.base import BaseObliqueForest, ObliqueClassifierMixin
 from obliquetrees.utils._param_validation import (
@@ -320,11 +321,7 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         params = self._resolve_params(n_features)
         sw = np.ones(n_samples) if sample_weight is None else sample_weight
         # standardisation with (weighted) training statistics, as the paper does
-        total = sw.sum()
-        mean = (sw @ X) / total
-        var = (sw @ (X - mean) ** 2) / total
-        scale = np.sqrt(var)
-        scale[scale <= 1e-12 * np.maximum(1.0, np.abs(mean))] = 1.0
+        mean, scale = standardization(X, sw)
         Z = np.ascontiguousarray((X - mean) / scale, dtype=np.float32)
         seeds = draw_seeds(self.random_state, self.n_estimators)
         args = [

@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import validate_data
 
+from obliquetrees._core.tree import standardization
 from obliquetrees._forest import draw_seeds
 from obliquetrees.base import (
     BaseObliqueForest,
@@ -211,9 +212,7 @@ class _BaseHingeForest(BaseObliqueForest):
     def _new_model(self, X, seed):
         from obliquetrees._training import hinge  # numba is imported on first use
 
-        mean = X.mean(axis=0)
-        scale = X.std(axis=0)
-        scale[~(scale > 1e-12 * np.maximum(1.0, np.abs(mean)))] = 1.0
+        mean, scale = standardization(X)
         return hinge.init_model(
             X.shape[1],
             self._n_model_outputs(),

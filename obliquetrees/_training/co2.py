@@ -13,18 +13,9 @@ Importing this module imports numba.
 
 import numpy as np
 
-from obliquetrees._core.tree import ObliqueTree, fold_standardization
+from obliquetrees._core.tree import ObliqueTree, fold_standardization, standardization
 from obliquetrees._forest import parallel_map
 from obliquetrees._training import _co2_kernels as K
-
-
-def standardization(X, sample_weight=None):
-    """Weighted mean and standard deviation of each column (1 for constants)."""
-    mean = np.average(X, axis=0, weights=sample_weight)
-    var = np.average((X - mean) ** 2, axis=0, weights=sample_weight)
-    scale = np.sqrt(var)
-    scale[~(scale > 1e-12 * np.maximum(1.0, np.abs(mean)))] = 1.0
-    return mean, scale
 
 
 def bootstrap_counts(n_samples, seed):

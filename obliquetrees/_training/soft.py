@@ -17,7 +17,7 @@ node, hard-split initialisation, all SGD restarts).
 
 import numpy as np
 
-from obliquetrees._core.tree import ObliqueTree, fold_standardization
+from obliquetrees._core.tree import ObliqueTree, fold_standardization, standardization
 from obliquetrees._training import _soft_kernels as _k
 
 #: Slope of the initial gate around the hard split's threshold, in units of
@@ -330,16 +330,6 @@ def _sigmoid(z):
     return out
 
 
-def weighted_standardization(X, sw):
-    """Weighted mean and standard deviation of every column (0 -> 1)."""
-    total = sw.sum()
-    mean = (sw[:, None] * X).sum(axis=0) / total
-    var = (sw[:, None] * (X - mean) ** 2).sum(axis=0) / total
-    scale = np.sqrt(var)
-    scale[~(scale > 1e-12 * np.maximum(1.0, np.abs(mean)))] = 1.0
-    return mean, scale
-
-
 def soft_predict(tree, X, leaf_value):
     """Soft output of a stored tree: sum over leaves of path probability x leaf_value.
 
@@ -458,14 +448,14 @@ def fit_soft_tree(
         scale_w = 1.0
     sw_tr = sw_tr / scale_w
     sw_va = sw_va / scale_w if sw_va.sum() > 0.0 else np.ones(val.size)
-    x_mean, x_scale = weighted_standardization(X[train], sw_tr)
+    x_mean, x_scale = standardization(X[train], sw_tr)
     Xs = (X - x_mean) / x_scale
     X_tr = np.ascontiguousarray(Xs[train])
     X_va = np.ascontiguousarray(Xs[val])
     y_mean = y_scale = None
     if not classifier:
         loss, metric = _k.LOSS_SQUARED, 0
-        y_mean, y_scale = weighted_standardization(y[train, None].astype(np.float64), sw_tr)
+        y_mean, y_scale = standardization(y[train, None].astype(np.float64), sw_tr)
         y_mean, y_scale = float(y_mean[0]), float(y_scale[0])
         R = ((y - y_mean) / y_scale)[:, None]
     elif n_classes <= 2:
