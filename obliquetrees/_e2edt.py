@@ -122,9 +122,16 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
       deviation, as in the paper; the scaling is folded into the stored
       weights, so ``trees_`` act on raw ``X``.
     - Every EM run (each stump, and the finetune) first updates only the
-      leaves, then alternates E-step, Adam epoch on eq. 14 and closed-form
-      leaves, as the authors' code does; the Adam objective is the mean over
-      the minibatch (weighted by ``sample_weight``) plus the regulariser.
+      leaves for one epoch, as the authors' code does. A stump epoch is then
+      E-step on all its samples, one Adam pass on eq. 14, closed-form leaves
+      (as in the authors' code). A finetune epoch computes the
+      responsibilities per minibatch at the parameters its Adam step starts
+      from (the authors' code: once per epoch for all samples), which saves
+      one activation product per minibatch and never stores an
+      ``n_samples x n_leaves`` matrix; the leaves are updated at the end of
+      the epoch from the statistics of all minibatches. The Adam objective is
+      the mean over the minibatch (weighted by ``sample_weight``) plus the
+      regulariser.
     - Path probabilities are products of exact sigmoids computed in a way
       that never divides by zero (log space when a product underflows); the
       authors' code clamps each sigmoid to [1e-5, 1 - 1e-5] instead.
