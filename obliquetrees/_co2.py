@@ -1,5 +1,6 @@
 """CO2 Forest: random forests of continuously optimised oblique splits."""
 
+import copy
 import warnings
 
 import numpy as np
@@ -287,7 +288,8 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         old_trees = []
         old_stats = np.zeros((0, 2), dtype=np.int64)
         if self.warm_start and "forest_" in self.__dict__:
-            old_trees = list(self.trees_)
+            # shallow copies: packing consumes the tree objects, not the user's views
+            old_trees = [copy.copy(tree) for tree in self.trees_]
             old_stats = np.column_stack([self.n_cccp_iter_, self.n_axis_fallback_])
             old_classes = self.classes_
         if len(old_trees) > self.n_estimators:

@@ -153,7 +153,8 @@ class BaseObliqueForest(BaseObliqueEstimator):
     """
 
     def _set_trees(self, trees):
-        self.forest_ = ObliqueForest.from_trees(trees)
+        # the trees come fresh from training: pack them without a second copy
+        self.forest_ = ObliqueForest.from_trees(trees, consume=True)
         return self
 
     def _forest(self):

@@ -66,12 +66,17 @@ class ObliqueForest:
         self._routing = None
 
     @classmethod
-    def from_trees(cls, trees):
+    def from_trees(cls, trees, consume=False):
         """Pack a sequence of trees (a single tree is wrapped without copying).
 
         Parameters
         ----------
         trees : sequence of ObliqueTree
+        consume : bool, default=False
+            Release each tree's arrays as soon as they are packed, so that
+            packing a freshly trained forest holds the unpacked trees plus one
+            packed array at a time, not two copies of the forest. The trees are
+            unusable afterwards.
 
         Returns
         -------
@@ -93,10 +98,12 @@ class ObliqueForest:
         if len(trees) == 1:
             arrays = {name: getattr(trees[0], name) for name in _NODE_ARRAYS + _WEIGHT_ARRAYS}
         else:
-            arrays = {
-                name: np.concatenate([getattr(t, name) for t in trees])
-                for name in _NODE_ARRAYS + _WEIGHT_ARRAYS
-            }
+            arrays = {}
+            for name in _NODE_ARRAYS + _WEIGHT_ARRAYS:
+                arrays[name] = np.concatenate([getattr(t, name) for t in trees])
+                if consume:
+                    for tree in trees:
+                        setattr(tree, name, None)
         return cls(arrays, node_offset, weight_offset, n_features.pop())
 
     @property

@@ -137,3 +137,17 @@ def test_standardization_is_weighted_and_keeps_tiny_units(rng):
     assert scale[1] == 1.0
     np.testing.assert_allclose(scale[[0, 2, 3]], expected[[0, 2, 3]], rtol=1e-12)
     assert 1e-31 < scale[2] < 1e-29
+
+
+def test_consuming_pack_releases_the_input_trees_only(rng):
+    trees = [reference.random_tree(rng, 4, 2, 5) for _ in range(3)]
+    expected = ObliqueForest.from_trees(trees)
+    wrappers = [ObliqueTree(t.children_left, t.children_right, t.weight_indptr, t.weight_index,
+                            t.weight_value, t.bias, t.value, t.n_node_samples,
+                            n_features=t.n_features) for t in trees]  # fmt: skip
+    packed = ObliqueForest.from_trees(wrappers, consume=True)
+    assert all(w.value is None for w in wrappers)
+    for a, b in zip(packed.trees, expected.trees):
+        assert_tree_equal(a, b)
+    for original in trees:  # the arrays themselves are untouched
+        original.check_invariants()
