@@ -165,6 +165,13 @@ def check_rule(rows, constants):
 
 
 # ------------------------------------------------------------------- finetune
+def _mean_path(model, X):
+    """Mean number of splits a test sample visits per tree (the traversal's work)."""
+    indicator, _ = model.decision_path(X)
+    n_trees = len(model.trees_)
+    return (indicator.nnz - X.shape[0] * n_trees) / (X.shape[0] * n_trees)
+
+
 def finetune_grid(datasets, depths, n_trees, repeat, ft_kwargs):
     from sklearn.ensemble import RandomForestClassifier
 
@@ -205,6 +212,8 @@ def finetune_grid(datasets, depths, n_trees, repeat, ft_kwargs):
                 "predict finetuned ms": 1e3 * min(t_ft),
                 "predict ratio": min(t_ft) / min(t_conv),
                 "weights/split": ft.history_["weight_density"],
+                "path length converted": _mean_path(conv, Xte),
+                "path length finetuned": _mean_path(ft, Xte),
             }  # fmt: skip
             row["beats both"] = bool(row["finetune"] > max(row["sklearn RF"],
                                                            row["leaf refit (freq)"],
@@ -265,7 +274,9 @@ once per epoch, temperature annealed geometrically 0.1 -> 0.01 over the epochs; 
 are folded back into raw units and the leaves refitted under hard routing (10 EM iterations).
 `support="original"` (default, used here): only the weights already stored change, so converted
 axis-aligned splits stay axis-aligned (1 weight per split): the fine-tuned model costs what the
-converted model costs at predict time (`predict ratio`).
+converted model costs at predict time (`predict ratio`). Rows with `support = 2` let every
+split also use the 2 features with the largest initial gradient (3 weights per split: oblique
+splits); the traversal is latency-bound, so 2 extra weights per step barely change predict time.
 
 Baselines, same structure and splits unchanged: "leaf refit (freq)" = per-leaf class
 frequencies of the training samples reaching each leaf (each tree on its own); "leaf refit (EM)"
@@ -273,7 +284,10 @@ frequencies of the training samples reaching each leaf (each tree on its own); "
 (exactly the final step of `finetune`, so the gap between it and "finetune" is what moving the
 splits buys). "beats both" = fine-tuned test accuracy above the forest's and both baselines'.
 Predict times: best of the repeats of `predict` on the test set, converted model vs fine-tuned
-model, same process, 1 thread.
+model, interleaved, same process, 1 thread. On this shared machine (load average 8-15) single
+timings of a few ms vary by up to 2x, so "path length" (mean number of splits a test sample
+visits per tree, i.e. the traversal's work, from `decision_path`) is given beside the times:
+moving thresholds changes which leaves are reached and hence the mean path length a little.
 
 Gaps of the paper filled here (also in `finetune`'s docstring): the loss, the optimiser, the
 temperature schedule, `sigma = tanh(z/eps)` rather than the saturated linear function (whose
