@@ -236,7 +236,7 @@ def part_profile(quick, epochs=15):
     rows.append(dict(part="profile", dataset="usps", method=f"finetune ({3 * epochs} epochs)",
                      cpu_s=finetune, share="", splits=tt.n_splits))
     top = sorted(stats.items(), key=lambda kv: -kv[1][2])[:6]
-    for (file, line, func), v in top:
+    for (_file, _line, func), v in top:
         rows.append(dict(part="profile", dataset="usps", method=f"  finetune: {func}",
                          cpu_s=float("nan"), share=f"{100 * v[2] / total:.0f} % of wall",
                          splits=""))
@@ -251,10 +251,11 @@ def _load_raw(path):
 
 
 def _merge(old, new):
-    keys = lambda r: tuple(
-        (k, r.get(k)) for k in ("part", "dataset", "depth", "method", "seed", "trees",
-                               "epochs", "steepness_increase", "quick")
-    )
+    def keys(r):
+        return tuple(
+            (k, r.get(k)) for k in ("part", "dataset", "depth", "method", "seed", "trees",
+                                   "epochs", "steepness_increase", "quick")
+        )
     fresh = {keys(r) for r in new}
     return [r for r in old if keys(r) not in fresh] + new
 
@@ -289,7 +290,8 @@ def _report(rows):
         out = []
         for name in ["satimage", "pendigits", "letter_uci", "usps", "connect4"]:
             for depth in sorted({r["depth"] for r in trees}):
-                sel = {r["method"]: r for r in trees if r["dataset"] == name and r["depth"] == depth}
+                sel = {r["method"]: r for r in trees
+                       if r["dataset"] == name and r["depth"] == depth}
                 if not sel:
                     continue
                 row = {"dataset": name, "depth": depth}

@@ -364,10 +364,12 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
     def _predict_output(self, X):
         if self.routing == "hard":
             return super()._predict_output(X)
-        from obliquetrees._training.e2edt import soft_predict_proba  # numba is imported on first use
+        from obliquetrees._training.e2edt import (
+            soft_predict_proba,  # numba is imported on first use
+        )
 
         total = None
-        for tree, steep in zip(self.trees_, self.steepness_):
+        for tree, steep in zip(self.trees_, self.steepness_, strict=True):
             proba = soft_predict_proba(tree, steep, X)
             total = proba if total is None else total + proba
         return total / len(self.steepness_)

@@ -77,7 +77,7 @@ def test_forest_same_model_for_any_n_jobs(blobs):
     b = E2EDTClassifier(**kw, n_jobs=2).fit(X, y)
     assert not hasattr(a, "tree_")
     assert len(a.trees_) == 4
-    for ta, tb in zip(a.trees_, b.trees_):
+    for ta, tb in zip(a.trees_, b.trees_, strict=True):
         ta.check_invariants()
         np.testing.assert_array_equal(ta.weight_value, tb.weight_value)
         np.testing.assert_array_equal(ta.value, tb.value)

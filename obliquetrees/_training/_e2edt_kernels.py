@@ -27,9 +27,8 @@ every leaf fall back to the label-free path posterior; empty leaves keep
 their previous distribution).
 """
 
-import numpy as np
-
 import numba
+import numpy as np
 
 from obliquetrees._core import _jit  # noqa: F401  (compilation presets live there)
 
@@ -154,7 +153,7 @@ def e_step(T, E, left, right, split_col, leaf_col, pi, y, sw, h, counts):
     h : ndarray (n_leaves, n), output
         Responsibilities ``h_{n,l}`` (leaf-major).
     counts : ndarray (n_leaves, n_classes), accumulated into
-        ``counts[l, k] += sw_n h_{n,l} [y_n = k]``.
+        ``counts[leaf, k] += sw_n h_{n,l} [y_n = k]``.
 
     Returns
     -------
@@ -198,10 +197,10 @@ def _estep_chunk(T, E, left, right, split_col, leaf_col, pi, y, sw, h, counts, r
                 dr[q] = v * (big if pos else small)
                 dl[q] = v * (small if pos else big)
         else:
-            l = leaf_col[node]
+            leaf = leaf_col[node]
             for q in range(m):
-                v = pi[l, y[r0 + q]] * src[q]
-                h[l, r0 + q] = v
+                v = pi[leaf, y[r0 + q]] * src[q]
+                h[leaf, r0 + q] = v
                 tot[q] += v
     for q in range(m):
         r = r0 + q
@@ -217,15 +216,15 @@ def _estep_chunk(T, E, left, right, split_col, leaf_col, pi, y, sw, h, counts, r
             else:
                 loglik += sw[r] * _row_log_evidence(T, left, right, split_col,
                                                     leaf_col, pi, y, r)
-    for l in range(n_leaves):
+    for leaf in range(n_leaves):
         for q in range(m):
-            h[l, r0 + q] *= tot[q]
+            h[leaf, r0 + q] *= tot[q]
     if counts.shape[0] > 0:
         for q in range(m):
             k = y[r0 + q]
             wq = sw[r0 + q]
-            for l in range(n_leaves):
-                counts[l, k] += wq * h[l, r0 + q]
+            for leaf in range(n_leaves):
+                counts[leaf, k] += wq * h[leaf, r0 + q]
     return loglik
 
 
@@ -240,9 +239,9 @@ def _row_log_terms(T, left, right, split_col, leaf_col, pi, y, r):
     Tr = np.ascontiguousarray(T[:, r]).reshape(1, -1)
     _row_log_paths(Tr, 0, ones, left, right, split_col, leaf_col, node_lp, lp, 0)
     terms = np.empty(n_leaves)
-    for l in range(n_leaves):
-        p = pi[l, y[r]]
-        terms[l] = np.log(p) + lp[0, l] if p > 0.0 else -np.inf
+    for leaf in range(n_leaves):
+        p = pi[leaf, y[r]]
+        terms[leaf] = np.log(p) + lp[0, leaf] if p > 0.0 else -np.inf
     return terms, lp[0]
 
 
@@ -264,21 +263,21 @@ def _estep_log_row(T, left, right, split_col, leaf_col, pi, y, r, h):
         m = terms.max()
     e = np.exp(terms - m)
     e /= e.sum()
-    for l in range(e.shape[0]):
-        h[l, r] = e[l]
+    for leaf in range(e.shape[0]):
+        h[leaf, r] = e[leaf]
     return impossible
 
 
 @jit
 def leaf_m_step(counts, pi):
     """Closed-form leaf update (eq. 13), in place; empty leaves keep ``pi``."""
-    for l in range(counts.shape[0]):
+    for leaf in range(counts.shape[0]):
         total = 0.0
         for k in range(counts.shape[1]):
-            total += counts[l, k]
+            total += counts[leaf, k]
         if total > 0.0:
             for k in range(counts.shape[1]):
-                pi[l, k] = counts[l, k] / total
+                pi[leaf, k] = counts[leaf, k] / total
 
 
 @jit
@@ -318,9 +317,9 @@ def _grad_chunk(T, E, gamma, left, right, split_col, leaf_col, h, coef, G, r0, H
         c = split_col[node]
         dst = H[node]
         if c < 0:
-            l = leaf_col[node]
+            leaf = leaf_col[node]
             for q in range(m):
-                dst[q] = h[l, r0 + q]
+                dst[q] = h[leaf, r0 + q]
         else:
             hr_ = H[right[node]]
             hl_ = H[left[node]]

@@ -90,7 +90,9 @@ def test_split_gradient_matches_reference_and_finite_differences(seed):
     np.testing.assert_allclose(G, dA.T, rtol=1e-10, atol=1e-14)
     np.testing.assert_allclose(G @ X, gW, rtol=1e-10, atol=1e-14)
     # central finite differences of eq. 14
-    f = lambda W_, b_: ref.e2edt_split_objective(W_, b_, gamma, left, right, split_col, h, coef, X)
+    def f(W_, b_):
+        return ref.e2edt_split_objective(W_, b_, gamma, left, right, split_col, h, coef, X)
+
     eps = 1e-6
     for i in range(n_splits):
         for j in range(p):
