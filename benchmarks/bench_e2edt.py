@@ -348,6 +348,15 @@ estimate from below of the full forest (the paper's Fig. 6 shows accuracy still 
 number of trees). Split evaluations per sample = internal nodes on the root-to-leaf path, summed
 over the trees of the forest.
 
+Commands behind the stored rows (each `nice -n 10`, raw rows in `e2edt_raw_<tag>.json`; the
+report below merges every stored file, `--parts report` rewrites it):
+`--parts forest --forest-settings usps:100:15:0.1` (raw file without tag),
+`--tag trees --parts speed`, `--tag trees --parts trees`,
+`--tag ablation --n-jobs 1 --parts forest --forest-settings usps:5:15:0.0 usps:5:15:0.1
+letter_uci:5:15:0.0 letter_uci:5:15:0.1`, `--tag letter --parts forest --forest-settings
+letter_uci:10:15:0.1`, `--tag speed2 --parts speed` and `--tag profile --parts profile` where
+present.
+
 Timing: wall-clock seconds on the shared 2-core development machine while other sessions ran
 (load average 5-14 during these runs, everything niced), so wall times are inflated several
 times; `fit_cpu_s` / `fit CPU s` is the CPU time of the process (both cores count), the better
@@ -390,7 +399,9 @@ def main(argv=None):
         "E2EDT: end-to-end learned deterministic trees and forests"
         + (" (--quick smoke run: subsets, not comparable)" if args.quick else ""),
         _report(rows), notes=NOTES,
-        command="python -m benchmarks.bench_e2edt  (parts run separately: see below)",
+        command=None if args.quick else "python -m benchmarks.bench_e2edt --parts report"
+        " (rewrites this file from the stored raw rows; the commands that produced them are "
+        "listed below)",
     )
 
 
