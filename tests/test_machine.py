@@ -305,3 +305,16 @@ def test_finetune_package_oblique_classifier():
         kept = set(zip(*np.nonzero(tb.dense_weights()), strict=True))
         assert set(zip(*np.nonzero(ta.dense_weights()), strict=True)) <= kept
     assert ft.predict(X).shape == y.shape
+
+
+@pytest.mark.slow
+def test_finetune_beats_forest_and_leaf_refit_on_satimage(shared_data):
+    data = shared_data("satimage")
+    Xtr, ytr, Xte, yte = data["X_train"], data["y_train"], data["X_test"], data["y_test"]
+    rf = RandomForestClassifier(n_estimators=30, max_depth=4, random_state=0).fit(Xtr, ytr)
+    conv = from_sklearn(rf)
+    ft = finetune(conv, Xtr, ytr, epochs=20)
+    baselines = [rf.score(Xte, yte), refit_leaves(conv, Xtr, ytr, n_iter=0).score(Xte, yte),
+                 refit_leaves(conv, Xtr, ytr).score(Xte, yte)]  # fmt: skip
+    assert ft.score(Xte, yte) > max(baselines)
+    assert ft.history_["weight_density"] == 1.0
