@@ -30,15 +30,9 @@ samples with no cross-sample reduction; the other training kernels are serial
 depend on the number of threads.
 """
 
-import numba
 import numpy as np
 
-from obliquetrees._core._jit import jit, jit_parallel, prange
-
-#: Small per-sample helpers are inlined at numba-IR level: called as ordinary
-#: functions with array arguments they cost ~3x in the SGD inner loop
-#: (measured), because of reference counting around each call.
-inline = numba.njit(cache=True, nogil=True, inline="always")
+from obliquetrees._core._jit import jit, jit_inline, jit_parallel, prange
 
 #: Samples per chunk in the parallel kernels (fixed: results do not depend on
 #: the thread count).
@@ -56,7 +50,7 @@ LOSS_SOFTMAX = 2
 
 
 # --------------------------------------------------------------------- scalars
-@inline
+@jit_inline
 def _sigmoid(a):
     if a >= 0.0:
         return 1.0 / (1.0 + np.exp(-a))
@@ -64,7 +58,7 @@ def _sigmoid(a):
     return e / (1.0 + e)
 
 
-@inline
+@jit_inline
 def _log_sigmoid(a):
     """log(sigmoid(a)) without overflow or log(0)."""
     if a >= 0.0:
@@ -72,7 +66,7 @@ def _log_sigmoid(a):
     return a - np.log1p(np.exp(a))
 
 
-@inline
+@jit_inline
 def _splitmix_next(state):
     """Advance a one-element uint64 state; return 64 random bits."""
     state[0] += np.uint64(0x9E3779B97F4A7C15)
@@ -82,7 +76,7 @@ def _splitmix_next(state):
     return z ^ (z >> np.uint64(31))
 
 
-@inline
+@jit_inline
 def _uniform(state):
     """Uniform float in [0, 1)."""
     return float(_splitmix_next(state) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
@@ -117,7 +111,7 @@ def uniform_noise(seed, n, half_width):
     return out
 
 
-@inline
+@jit_inline
 def _output_error(F, R, i, loss, err):
     """err = dE/dF = y_hat - r for sample i (target row R[i]); returns its loss."""
     K = F.shape[0]
@@ -148,7 +142,7 @@ def _output_error(F, R, i, loss, err):
     return total
 
 
-@inline
+@jit_inline
 def _sample_error(F, R, i, loss, metric):
     """Validation error of sample i: its loss (metric 0) or 0/1 error (metric 1)."""
     K = F.shape[0]
@@ -185,7 +179,7 @@ def _sample_error(F, R, i, loss, metric):
 
 
 # ------------------------------------------------------------ forward (dense)
-@inline
+@jit_inline
 def _forward_one(X, i, children_left, children_right, W, b, Z, n_nodes, logp, F):
     """Soft forward pass of sample i: fills logp[:n_nodes] and F."""
     K = F.shape[0]
@@ -241,7 +235,7 @@ def forward_context(X, children_left, children_right, W, b, Z, n_nodes, m):
 
 
 # --------------------------------------------------- soft prediction (stored)
-@inline
+@jit_inline
 def _soft_predict_row(
     X, i, children_left, children_right, weight_indptr, weight_index, weight_value,
     bias, leaf_value, logp, out,
@@ -411,7 +405,7 @@ def best_axis_split(X, sorted_index, u, Y):
 
 
 # --------------------------------------------------- training one new split
-@inline
+@jit_inline
 def _split_output(X, i, w, b0, zL, zR, out):
     """Output of the new subtree for sample i; returns the gate g = P(left)."""
     a = b0
