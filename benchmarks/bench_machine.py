@@ -193,10 +193,14 @@ def finetune_grid(datasets, depths, n_trees, repeat, ft_kwargs):
             ft_time = time.perf_counter() - start
             conv.predict(Xte[:8])
             ft.predict(Xte[:8])
+            # calls per timing: enough for ~50 ms, so a few-ms predict is not one noisy sample
+            calls = max(1, int(0.05 / max(timed(conv.predict, Xte)[1][0], 1e-4)))
             t_conv, t_ft = [], []
             for _ in range(repeat):
-                t_conv.append(timed(conv.predict, Xte)[1][0])
-                t_ft.append(timed(ft.predict, Xte)[1][0])
+                t_conv.append(timed(conv.predict, Xte, repeat=calls)[1])
+                t_ft.append(timed(ft.predict, Xte, repeat=calls)[1])
+            t_conv = [sum(t) / len(t) for t in t_conv]
+            t_ft = [sum(t) / len(t) for t in t_ft]
             row = {
                 "dataset": name, "depth": depth, "trees": n_trees,
                 "support": str(ft_kwargs.get("support", "original")),
@@ -284,8 +288,9 @@ frequencies of the training samples reaching each leaf (each tree on its own); "
 = 10 EM iterations of the forest-mixture likelihood under hard routing from the forest's leaves
 (exactly the final step of `finetune`, so the gap between it and "finetune" is what moving the
 splits buys). "beats both" = fine-tuned test accuracy above the forest's and both baselines'.
-Predict times: best of the repeats of `predict` on the test set, converted model vs fine-tuned
-model, interleaved, same process, 1 thread. On this shared machine (load average 8-15) single
+Predict times: best over the repeats of the mean time of `predict` on the test set (each repeat
+runs enough calls to last ~50 ms), converted model vs fine-tuned model, interleaved, same process,
+1 thread. On this shared machine (load average 8-15) single
 timings of a few ms vary by up to 2x, so "path length" (mean number of splits a test sample
 visits per tree, i.e. the traversal's work, from `decision_path`) is given beside the times:
 moving thresholds changes which leaves are reached and hence the mean path length a little.
