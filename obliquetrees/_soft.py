@@ -416,20 +416,6 @@ class SoftTreeClassifier(ObliqueClassifierMixin, _BaseSoftTree):
         X, y, sample_weight = self._validate_fit_data(X, y, sample_weight)
         return self._fit(X, y, sample_weight, self.n_classes_)
 
-    def predict(self, X):
-        """Predicted class of each sample (the most probable one).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y : ndarray of shape (n_samples,)
-        """
-        proba = self.predict_proba(X)  # checks that the model is fitted first
-        return self.classes_[np.argmax(proba, axis=1)]
-
     def _predict_output(self, X):
         if self.routing == "hard":
             return super()._predict_output(X)
