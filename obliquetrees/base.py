@@ -79,8 +79,9 @@ class BaseObliqueEstimator(BaseEstimator):
 
         Returns
         -------
-        leaves : ndarray of int64, shape (n_samples,) for a single tree, (n_samples, n_trees) for a forest
-            Node ids local to each tree.
+        leaves : ndarray of int64
+            Node ids local to each tree: shape (n_samples,) for a single
+            tree, (n_samples, n_trees) for a forest.
         """
         from obliquetrees._core import traversal  # numba is imported on first use
 

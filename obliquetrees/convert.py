@@ -150,8 +150,10 @@ def from_sklearn(model, n_jobs=None):
 
     Parameters
     ----------
-    model : DecisionTreeClassifier, DecisionTreeRegressor, RandomForestClassifier, RandomForestRegressor, ExtraTreesClassifier or ExtraTreesRegressor
-        A fitted model. Classifiers must be single-output.
+    model : estimator
+        A fitted DecisionTreeClassifier, DecisionTreeRegressor,
+        RandomForestClassifier, RandomForestRegressor, ExtraTreesClassifier or
+        ExtraTreesRegressor. Classifiers must be single-output.
     n_jobs : int, default=None
         Threads the converted model uses for prediction.
 

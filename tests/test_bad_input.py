@@ -7,7 +7,7 @@ its fast parameters.
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.base import clone, is_classifier
+from sklearn.base import is_classifier
 from sklearn.datasets import make_classification, make_regression
 
 from tests.test_common import FAST_PARAMS, discover_estimators

@@ -5,7 +5,6 @@ dask backend (the scale-out path), with predictions identical to n_jobs=1.
 """
 
 import joblib
-import numpy as np
 import pytest
 from sklearn.base import is_classifier
 from sklearn.datasets import make_classification, make_regression

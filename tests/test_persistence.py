@@ -10,7 +10,6 @@ import pickle
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import joblib

@@ -47,8 +47,9 @@ def _two_grid_params(cls):
 def test_pipeline_with_scaler(cls):
     X, y = _data(cls)
     pipe = make_pipeline(StandardScaler(), _make(cls)).fit(X, y)
-    direct = _make(cls).fit(StandardScaler().fit_transform(X), y)
-    np.testing.assert_array_equal(pipe.predict(X), direct.predict(StandardScaler().fit_transform(X)))
+    X_scaled = StandardScaler().fit_transform(X)
+    direct = _make(cls).fit(X_scaled, y)
+    np.testing.assert_array_equal(pipe.predict(X), direct.predict(X_scaled))
 
 
 def test_grid_search_parallel(cls):

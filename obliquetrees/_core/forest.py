@@ -26,7 +26,6 @@ from obliquetrees._core.tree import (
     ObliqueTree,
 )
 
-
 #: One routing step's data in 32 bytes: children (global ids, -1 at leaves),
 #: the bias and the node's first weight (feature, value) inline, so that an
 #: axis-aligned step reads one record; ``n_extra`` further weights follow at

@@ -146,7 +146,8 @@ def _run(forest, X, op, n_threads, out_leaf, out_value, path_indices, cursor):
             )  # fmt: skip
         else:
             _traverse_dense(
-                X, _dense_block_rows(X, n_threads), arrays, op, forest.value, out_leaf, out_value, path_indices, cursor
+                X, _dense_block_rows(X, n_threads), arrays, op, forest.value,
+                out_leaf, out_value, path_indices, cursor,
             )
 
 

@@ -179,7 +179,9 @@ def forward(U, thr, feat, W, depth, is_fern, stride, out, leaf, rstar, vstar, st
     """
     n = U.shape[0]
     for b in prange((n + BLOCK - 1) // BLOCK):
-        _forward_block(b, n, U, thr, feat, W, depth, is_fern, stride, out, leaf, rstar, vstar, store)
+        _forward_block(
+            b, n, U, thr, feat, W, depth, is_fern, stride, out, leaf, rstar, vstar, store
+        )
 
 
 # ----------------------------------------------------------------- backward
@@ -426,7 +428,6 @@ def train_epoch(
     Hn = A.shape[0]
     M = thr.shape[0]
     K = F.shape[1]
-    n_out = out.shape[1]
     stride = 1 if linear_head else 0
     nbatch = (n + batch_size - 1) // batch_size
     hp = np.empty(6)

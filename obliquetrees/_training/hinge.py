@@ -439,7 +439,7 @@ def fit_epochs(
     best_params = None
     since_best = 0
     with threadpool_limits(limits=1, user_api="blas"), numba_threads(n_threads):
-        for epoch in range(max_epochs):
+        for _ in range(max_epochs):
             t0 = time.perf_counter()
             order = rng.permutation(n)
             losses = run_epoch(model, Z, Yi, Yf, w, order, task, optimizer,

@@ -79,7 +79,7 @@ def test_fold_standardization_routes_raw_inputs_like_standardised_ones(rng):
 def test_random_forest_views_are_zero_copy_and_consistent(rng):
     trees = [reference.random_tree(rng, 4, 3, 5) for _ in range(3)]
     forest = ObliqueForest.from_trees(trees)
-    for original, view in zip(trees, forest.trees):
+    for original, view in zip(trees, forest.trees, strict=True):
         view.check_invariants()
         assert_tree_equal(original, view)
         assert np.shares_memory(view.value, forest.value)
@@ -97,10 +97,10 @@ def test_forest_rejects_mismatched_trees(rng):
 def test_pickle_round_trip(rng):
     trees = [reference.random_tree(rng, 5, 2, 6) for _ in range(3)]
     forest = ObliqueForest.from_trees(trees)
-    forest.trees  # builds the cached views, which must not be pickled
+    assert len(forest.trees) == 3  # builds the cached views, which must not be pickled
     clone = pickle.loads(pickle.dumps(forest))
     assert clone._trees is None
-    for a, b in zip(forest.trees, clone.trees):
+    for a, b in zip(forest.trees, clone.trees, strict=True):
         assert_tree_equal(a, b)
     assert_tree_equal(pickle.loads(pickle.dumps(trees[0])), trees[0])
 
@@ -147,7 +147,7 @@ def test_consuming_pack_releases_the_input_trees_only(rng):
                             n_features=t.n_features) for t in trees]  # fmt: skip
     packed = ObliqueForest.from_trees(wrappers, consume=True)
     assert all(w.value is None for w in wrappers)
-    for a, b in zip(packed.trees, expected.trees):
+    for a, b in zip(packed.trees, expected.trees, strict=True):
         assert_tree_equal(a, b)
     for original in trees:  # the arrays themselves are untouched
         original.check_invariants()
