@@ -19,6 +19,7 @@ A subclass whose prediction is not "average of the reached leaves' values"
 """
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 from obliquetrees._core.forest import ObliqueForest
@@ -64,10 +65,20 @@ class BaseObliqueEstimator(BaseEstimator):
         output : ndarray of float64, shape (n_samples, n_outputs)
             Class probabilities for classifiers, predictions for regressors.
         """
-        from obliquetrees._core import traversal  # numba is imported on first use
+        # numba is imported on first use
+        from obliquetrees import machine
+        from obliquetrees._core import traversal
 
         forest = self._forest()
-        total = traversal.predict_value(forest, X, self._prediction_threads())
+        n_threads = self._prediction_threads()
+        # One BLAS product over all splits beats walking the trees for dense
+        # oblique splits on shallow trees; the measured rule decides per batch.
+        # Both paths reach the same leaves except at exact margin ties.
+        path = machine.choose_inference_path(forest, X.shape[0], sparse_input=sp.issparse(X))
+        if path == "blas":
+            total = machine.predict_value(forest, X, n_threads)
+        else:
+            total = traversal.predict_value(forest, X, n_threads)
         return total / forest.n_trees
 
     def apply(self, X):

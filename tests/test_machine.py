@@ -318,3 +318,17 @@ def test_finetune_beats_forest_and_leaf_refit_on_satimage(shared_data):
                  refit_leaves(conv, Xtr, ytr).score(Xte, yte)]  # fmt: skip
     assert ft.score(Xte, yte) > max(baselines)
     assert ft.history_["weight_density"] == 1.0
+
+
+def test_estimators_pick_the_blas_path_where_it_is_faster_and_agree_with_traversal(rng):
+    from obliquetrees import E2EDTClassifier
+    from obliquetrees.machine import choose_inference_path
+
+    X = rng.normal(size=(600, 256))
+    y = (X[:, :8].sum(axis=1) > 0).astype(int)
+    model = E2EDTClassifier(n_estimators=3, max_depth=3, max_epochs=2, finetune_epochs=2,
+                            random_state=0).fit(X, y)  # fmt: skip
+    forest = model._forest()
+    assert choose_inference_path(forest, len(X)) == "blas"  # dense splits on 256 features
+    expected = traversal.predict_value(forest, X) / forest.n_trees
+    np.testing.assert_allclose(model.predict_proba(X), expected, rtol=0, atol=1e-12)
