@@ -29,7 +29,8 @@ from obliquetrees._core.tree import (
 #: One routing step's data in 32 bytes: children (global ids, -1 at leaves),
 #: the bias and the node's first weight (feature, value) inline, so that an
 #: axis-aligned step reads one record; ``n_extra`` further weights follow at
-#: ``extra_start[node]`` in the weight pairs.
+#: ``extra_start[node]`` in the weight pairs. At a leaf, ``feature`` holds the
+#: leaf's row in the compact leaf-value table.
 ROUTING_NODE = np.dtype(
     [("left", np.int32), ("right", np.int32), ("feature", np.int32), ("n_extra", np.int32),
      ("bias", np.float64), ("weight", np.float64)]
@@ -139,13 +140,16 @@ class ObliqueForest:
         )
 
     def routing_arrays(self):
-        """The traversal kernels' layout: ``(roots, nodes, extra_start, weights)``.
+        """The traversal kernels' layout: ``(roots, nodes, extra_start, weights, leaf_value)``.
 
         Everything an axis-aligned routing step reads sits in one 32-byte
         ``nodes`` record (see ``ROUTING_NODE``), instead of one cache line per
         container array; weights beyond a node's first are 16-byte
-        ``(index, value)`` pairs from ``extra_start[node]``. Derived from the
-        container on first use and cached (never pickled).
+        ``(index, value)`` pairs from ``extra_start[node]``. ``leaf_value``
+        holds the ``value`` rows of the leaves only, so accumulating leaf
+        values touches half the memory of the full table (which also holds
+        every internal node's value). Derived from the container on first
+        use and cached (never pickled).
         """
         if self._routing is None:
             self._routing = _routing_layout(self)
@@ -189,7 +193,10 @@ def _routing_layout(forest):
     nodes["weight"][has_weight] = forest.weight_value[start[has_weight]]
     nodes["n_extra"] = np.maximum(count - 1, 0)
     nodes["bias"] = forest.bias
+    leaves = np.flatnonzero(forest.children_left == -1)
+    nodes["feature"][leaves] = np.arange(leaves.shape[0])
+    leaf_value = np.ascontiguousarray(forest.value[leaves])
     weights = np.empty(forest.weight_index.shape[0], dtype=ROUTING_WEIGHT)
     weights["index"] = forest.weight_index
     weights["value"] = forest.weight_value
-    return forest.node_offset, nodes, start + 1, weights
+    return forest.node_offset, nodes, start + 1, weights, leaf_value

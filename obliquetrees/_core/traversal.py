@@ -9,7 +9,8 @@ product. Each kernel splits the rows into blocks and runs the blocks in
 parallel (``prange``); inside a block each tree is walked for every row of
 the block before the next tree, so the tree's hot nodes stay in cache across
 the block's rows and the block's rows stay in cache across trees (the layout
-each step reads is ``ObliqueForest.routing_arrays``). Each output row is
+each step reads is ``ObliqueForest.routing_arrays``), four rows at a time in
+lockstep so that their independent chains of loads overlap. Each output row is
 written by exactly one block, with trees accumulated in tree order, so
 results are bit-identical for any block size and any number of threads.
 
@@ -22,7 +23,7 @@ The public wrappers take already validated input; estimators validate.
 import numpy as np
 import scipy.sparse as sp
 
-from obliquetrees._core._jit import jit, jit_parallel, numba_threads, prange
+from obliquetrees._core._jit import jit, jit_inline, jit_parallel, numba_threads, prange
 
 #: Smallest number of rows per block.
 BLOCK_ROWS = 64
@@ -56,6 +57,25 @@ def _walk(X, r, root, nodes, extra_start, weights):
     return node
 
 
+@jit_inline
+def _step(X, r, node, nodes, extra_start, weights):
+    """The child row ``r`` goes to from ``node``; ``node`` itself at a leaf."""
+    rec = nodes[node]
+    if rec.left == -1:
+        return node
+    return rec.right if _margin(X, r, rec, node, extra_start, weights) > 0.0 else rec.left
+
+
+@jit
+def _finish_row(i, t, root, leaf, op, nodes, value, out_leaf, out_value):
+    if op == _OP_APPLY:
+        out_leaf[i, t] = leaf - root
+    else:
+        row = nodes[leaf].feature  # the leaf's row in the leaf-value table
+        for k in range(value.shape[1]):
+            out_value[i, k] += value[row, k]
+
+
 @jit
 def _walk_path(X, r, root, nodes, extra_start, weights, path_indices, cursor):
     """Walk like :func:`_walk`, writing the visited nodes from ``cursor`` on."""
@@ -75,22 +95,37 @@ def _process_block(Xb, row0, forest, op, value, out_leaf, out_value, path_indice
     """Apply operation ``op`` to the rows ``row0 : row0 + len(Xb)``, tree by tree."""
     roots, nodes, extra_start, weights = forest
     n_trees = roots.shape[0] - 1
-    n_out = value.shape[1]
+    n_rows = Xb.shape[0]
     for t in range(n_trees):
         root = roots[t]
-        for r in range(Xb.shape[0]):
-            i = row0 + r
-            if op == _OP_PATH:
+        if op == _OP_PATH:
+            for r in range(n_rows):
+                i = row0 + r
                 cursor[i] = _walk_path(
                     Xb, r, root, nodes, extra_start, weights, path_indices, cursor[i]
                 )
-            else:
-                leaf = _walk(Xb, r, root, nodes, extra_start, weights)
-                if op == _OP_APPLY:
-                    out_leaf[i, t] = leaf - root
-                else:
-                    for k in range(n_out):
-                        out_value[i, k] += value[leaf, k]
+            continue
+        # Four rows walk in lockstep: their chains of dependent loads are
+        # independent, so the CPU overlaps their cache misses.
+        r = 0
+        while r + 4 <= n_rows:
+            a = b = c = d = root
+            while True:
+                a2 = _step(Xb, r, a, nodes, extra_start, weights)
+                b2 = _step(Xb, r + 1, b, nodes, extra_start, weights)
+                c2 = _step(Xb, r + 2, c, nodes, extra_start, weights)
+                d2 = _step(Xb, r + 3, d, nodes, extra_start, weights)
+                if a2 == a and b2 == b and c2 == c and d2 == d:
+                    break
+                a, b, c, d = a2, b2, c2, d2
+            _finish_row(row0 + r, t, root, a, op, nodes, value, out_leaf, out_value)
+            _finish_row(row0 + r + 1, t, root, b, op, nodes, value, out_leaf, out_value)
+            _finish_row(row0 + r + 2, t, root, c, op, nodes, value, out_leaf, out_value)
+            _finish_row(row0 + r + 3, t, root, d, op, nodes, value, out_leaf, out_value)
+            r += 4
+        for r in range(r, n_rows):
+            leaf = _walk(Xb, r, root, nodes, extra_start, weights)
+            _finish_row(row0 + r, t, root, leaf, op, nodes, value, out_leaf, out_value)
 
 
 @jit_parallel
@@ -136,17 +171,18 @@ def _dense_block_rows(X, n_threads):
 
 
 def _run(forest, X, op, n_threads, out_leaf, out_value, path_indices, cursor):
-    arrays = forest.routing_arrays()
+    roots, nodes, extra_start, weights, leaf_value = forest.routing_arrays()
+    arrays = (roots, nodes, extra_start, weights)
     with numba_threads(n_threads):
         if sp.issparse(X):
             block_rows = int(max(1, min(BLOCK_ROWS, CSR_BUFFER // max(1, X.shape[1]))))
             _traverse_csr(
                 X.data, X.indices, X.indptr, X.shape[1], block_rows, arrays, op,
-                forest.value, out_leaf, out_value, path_indices, cursor,
+                leaf_value, out_leaf, out_value, path_indices, cursor,
             )  # fmt: skip
         else:
             _traverse_dense(
-                X, _dense_block_rows(X, n_threads), arrays, op, forest.value,
+                X, _dense_block_rows(X, n_threads), arrays, op, leaf_value,
                 out_leaf, out_value, path_indices, cursor,
             )
 
