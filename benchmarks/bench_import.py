@@ -8,7 +8,9 @@ hits both alike):
   anything nor import numba);
 - first predict of a pickled converted 100-tree forest in a new process with an
   empty numba cache (compilation) vs a warm cache (loading machine code);
-- the whole process "unpickle a model and predict 100 rows" with a warm cache.
+- the whole process "unpickle a model and predict 100 rows" with a warm cache,
+  beside the same process for scikit-learn's own pickle of the same forest (the
+  floor any scikit-learn estimator pays: Python, numpy and scikit-learn imports).
 
     python -m benchmarks.bench_import
 """
@@ -75,7 +77,16 @@ def main(argv=None):
     script.write_text(PREDICT_SCRIPT)
     call = [str(script), str(tmp / "model.pkl"), str(tmp / "X.npy")]
 
-    process_rows = []
+    with open(tmp / "sklearn.pkl", "wb") as f:
+        pickle.dump(rf, f)
+    sk_runs = [_wall([str(script), str(tmp / "sklearn.pkl"), str(tmp / "X.npy")])
+               for _ in range(args.repeat)]  # fmt: skip
+    process_rows = [{
+        "numba cache": "(scikit-learn's own RandomForestClassifier pickle, same forest)",
+        "whole process s": statistics.median(wall for wall, _ in sk_runs),
+        "unpickle s (imports included)": statistics.median(float(o.split()[0]) for _, o in sk_runs),
+        "first predict of 100 rows s": statistics.median(float(o.split()[1]) for _, o in sk_runs),
+    }]
     for cache in ("cold (empty numba cache)", "warm (cache hit)"):
         runs = []
         for _ in range(args.repeat):
