@@ -347,20 +347,6 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         return self
 
     # -------------------------------------------------------------- predict
-    def predict(self, X):
-        """Predicted class of each sample (the most probable one).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y : ndarray of shape (n_samples,)
-        """
-        proba = self.predict_proba(X)  # checks fitted before touching classes_
-        return self.classes_[np.argmax(proba, axis=1)]
-
     def _predict_output(self, X):
         if self.routing == "hard":
             return super()._predict_output(X)

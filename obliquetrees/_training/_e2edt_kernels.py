@@ -27,17 +27,11 @@ every leaf fall back to the label-free path posterior; empty leaves keep
 their previous distribution).
 """
 
-import numba
 import numpy as np
 
-from obliquetrees._core import _jit  # noqa: F401  (compilation presets live there)
-
-#: The package preset (``cache=True, nogil=True``, no fastmath) plus numpy's
-#: error model: a float division by zero would give inf/nan instead of raising,
-#: so LLVM can vectorise the sample loops that divide (with Python's error
-#: model every division carries a branch and nothing vectorises). No kernel
-#: here divides by zero: denominators are ``1 + exp(.) >= 1`` or guarded.
-jit = numba.njit(cache=True, nogil=True, error_model="numpy")
+# numpy's error model lets LLVM vectorise the sample loops that divide. No
+# kernel here divides by zero: denominators are ``1 + exp(.) >= 1`` or guarded.
+from obliquetrees._core._jit import jit_numpy_errors as jit
 
 #: Samples processed together by the tree kernels (their per-node scratch,
 #: n_nodes x CHUNK doubles, stays in L2 for trees of ~1000 nodes).

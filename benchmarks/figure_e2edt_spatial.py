@@ -12,7 +12,7 @@ the images show them on the standardised pixels the model was trained on
 
 Run from the repository root (writes ``benchmarks/results/e2edt_spatial.png``)::
 
-    python examples/plot_e2edt_spatial_regularization.py [--n-train 20000] [--reg 0.05]
+    python -m benchmarks.figure_e2edt_spatial [--n-train 20000] [--reg 0.05]
 """
 
 import argparse
