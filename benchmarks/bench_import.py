@@ -63,7 +63,9 @@ def main(argv=None):
     _, loaded = _wall(["-c", "import sys, obliquetrees; print('numba' in sys.modules)"])
     base, ours = (statistics.median(v) for v in imports.values())
     import_rows = [{"command": k, "median s": statistics.median(v)} for k, v in imports.items()]
-    import_rows.append({"command": "difference (obliquetrees - sklearn.base)", "median s": ours - base})
+    import_rows.append(
+        {"command": "difference (obliquetrees - sklearn.base)", "median s": ours - base}
+    )
 
     X_train, y_train, X_test, _ = train_test("letter")
     rf = RandomForestClassifier(n_estimators=100, random_state=0, n_jobs=2).fit(X_train, y_train)
@@ -79,7 +81,8 @@ def main(argv=None):
 
     with open(tmp / "sklearn.pkl", "wb") as f:
         pickle.dump(rf, f)
-    sk_runs = [_wall([str(script), str(tmp / "sklearn.pkl"), str(tmp / "X.npy")])
+    sk_call = [str(script), str(tmp / "sklearn.pkl"), str(tmp / "X.npy")]
+    sk_runs = [_wall(sk_call)
                for _ in range(args.repeat)]  # fmt: skip
     process_rows = [{
         "numba cache": "(scikit-learn's own RandomForestClassifier pickle, same forest)",

@@ -47,16 +47,6 @@ def _margin(X, r, rec, node, extra_start, weights):
     return s + rec.bias
 
 
-@jit
-def _walk(X, r, root, nodes, extra_start, weights):
-    """Global id of the leaf that row ``r`` of ``X`` reaches from ``root``."""
-    node = root
-    while nodes[node].left != -1:
-        rec = nodes[node]
-        node = rec.right if _margin(X, r, rec, node, extra_start, weights) > 0.0 else rec.left
-    return node
-
-
 @jit_inline
 def _step(X, r, node, nodes, extra_start, weights):
     """The child row ``r`` goes to from ``node``; ``node`` itself at a leaf."""
@@ -64,6 +54,17 @@ def _step(X, r, node, nodes, extra_start, weights):
     if rec.left == -1:
         return node
     return rec.right if _margin(X, r, rec, node, extra_start, weights) > 0.0 else rec.left
+
+
+@jit
+def _walk(X, r, root, nodes, extra_start, weights):
+    """Global id of the leaf that row ``r`` of ``X`` reaches from ``root``."""
+    node = root
+    while True:
+        child = _step(X, r, node, nodes, extra_start, weights)
+        if child == node:
+            return node
+        node = child
 
 
 @jit
@@ -84,10 +85,10 @@ def _walk_path(X, r, root, nodes, extra_start, weights, path_indices, cursor):
     while True:
         path_indices[pos] = node
         pos += 1
-        rec = nodes[node]
-        if rec.left == -1:
+        child = _step(X, r, node, nodes, extra_start, weights)
+        if child == node:
             return pos
-        node = rec.right if _margin(X, r, rec, node, extra_start, weights) > 0.0 else rec.left
+        node = child
 
 
 @jit
@@ -123,9 +124,9 @@ def _process_block(Xb, row0, forest, op, value, out_leaf, out_value, path_indice
             _finish_row(row0 + r + 2, t, root, c, op, nodes, value, out_leaf, out_value)
             _finish_row(row0 + r + 3, t, root, d, op, nodes, value, out_leaf, out_value)
             r += 4
-        for r in range(r, n_rows):
-            leaf = _walk(Xb, r, root, nodes, extra_start, weights)
-            _finish_row(row0 + r, t, root, leaf, op, nodes, value, out_leaf, out_value)
+        for rest in range(r, n_rows):
+            leaf = _walk(Xb, rest, root, nodes, extra_start, weights)
+            _finish_row(row0 + rest, t, root, leaf, op, nodes, value, out_leaf, out_value)
 
 
 @jit_parallel
