@@ -116,6 +116,11 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         The packed trees.
     trees_ : list of ObliqueTree
         The fitted trees; split weights act on the raw input.
+    feature_importances_ : ndarray of shape (n_features_in_,)
+        Impurity-based importances of the oblique splits, summing to 1 (all
+        zeros when every tree is a single leaf); each split's impurity
+        decrease is shared among its features in proportion to
+        ``|w_j| * std(x_j)``. Computed on access.
     max_features_ : int
         The resolved ``q``.
     n_cccp_iter_ : ndarray of int64, shape (n_estimators,)

@@ -101,6 +101,11 @@ _COMMON_ATTR = """
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Names of features seen during fit (only when X has string names).
+    feature_importances_ : ndarray of shape (n_features_in_,)
+        Impurity-based importances of the oblique splits, summing to 1 (all
+        zeros when every tree is a single leaf); each split's impurity
+        decrease is shared among its features in proportion to
+        ``|w_j| * std(x_j)``. Computed on access.
     n_iter_ : int
         Number of epochs run (over all ``fit``/``partial_fit`` calls of a
         warm-started model).
@@ -110,6 +115,8 @@ _COMMON_ATTR = """
         Mean training loss of every epoch.
     validation_loss_curve_ : list of float
         Validation loss of every epoch (empty without early stopping).
+    epoch_times_ : list of float
+        Wall-clock seconds of every epoch of the last ``fit``/``partial_fit``.
 """
 
 _NOTES = """

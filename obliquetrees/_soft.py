@@ -202,6 +202,11 @@ class SoftTreeRegressor(ObliqueRegressorMixin, _BaseSoftTree):
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Names of the features, when X has string column names.
+    feature_importances_ : ndarray of shape (n_features_in_,)
+        Impurity-based importances of the oblique splits, summing to 1 (all
+        zeros when every tree is a single leaf); each split's impurity
+        decrease is shared among its features in proportion to
+        ``|w_j| * std(x_j)``. Computed on access.
     growth_log_ : list of dict
         One entry per split attempt, in order: node id, depth, validation
         error before/after, winning restart, samples used, accepted.
@@ -327,6 +332,11 @@ class SoftTreeClassifier(ObliqueClassifierMixin, _BaseSoftTree):
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Names of the features, when X has string column names.
+    feature_importances_ : ndarray of shape (n_features_in_,)
+        Impurity-based importances of the oblique splits, summing to 1 (all
+        zeros when every tree is a single leaf); each split's impurity
+        decrease is shared among its features in proportion to
+        ``|w_j| * std(x_j)``. Computed on access.
     growth_log_ : list of dict
         One entry per split attempt (see :class:`SoftTreeRegressor`).
     finetune_info_ : dict or None

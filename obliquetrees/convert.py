@@ -93,6 +93,11 @@ class ConvertedForestClassifier(_ConvertedMixin, ObliqueClassifierMixin, BaseObl
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when the original model has it.
+    feature_importances_ : ndarray of shape (n_features_in_,)
+        Impurity-based importances of the oblique splits, summing to 1 (all
+        zeros when every tree is a single leaf); each split's impurity
+        decrease is shared among its features in proportion to
+        ``|w_j| * std(x_j)``. Computed on access.
     """
 
 
@@ -114,6 +119,11 @@ class ConvertedForestRegressor(_ConvertedMixin, ObliqueRegressorMixin, BaseObliq
     n_outputs_ : int
     feature_names_in_ : ndarray of str
         Only when the original model has it.
+    feature_importances_ : ndarray of shape (n_features_in_,)
+        Impurity-based importances of the oblique splits, summing to 1 (all
+        zeros when every tree is a single leaf); each split's impurity
+        decrease is shared among its features in proportion to
+        ``|w_j| * std(x_j)``. Computed on access.
     """
 
 
