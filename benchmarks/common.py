@@ -108,11 +108,12 @@ def write_results(path, title, tables, notes="", command=None):
     if not path.is_absolute():
         path = RESULTS_DIR / path
     path.parent.mkdir(parents=True, exist_ok=True)
-    command = command or "python " + " ".join(shlex.quote(a) for a in sys.argv)
-    if command.startswith("python ") and sys.argv and sys.argv[0].endswith(".py"):
-        module = Path(sys.argv[0]).resolve().relative_to(Path(__file__).resolve().parents[1])
-        module = ".".join(module.with_suffix("").parts)
-        command = "python -m " + " ".join([module] + [shlex.quote(a) for a in sys.argv[1:]])
+    if command is None:  # this process's own command line, as ``python -m module``
+        command = "python " + " ".join(shlex.quote(a) for a in sys.argv)
+        if sys.argv and sys.argv[0].endswith(".py"):
+            module = Path(sys.argv[0]).resolve().relative_to(Path(__file__).resolve().parents[1])
+            module = ".".join(module.with_suffix("").parts)
+            command = "python -m " + " ".join([module] + [shlex.quote(a) for a in sys.argv[1:]])
     lines = [f"# {title}", "", f"Regenerate: `{command}` (from the repository root)", ""]
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     env = ", ".join(f"{k} {v}" for k, v in environment().items())
