@@ -545,15 +545,15 @@ def predict_value(forest, X, n_threads=1):
 #: development machine (see ``benchmarks/results/decision_machine.md``).
 #: Nanoseconds: per call, or per row and unit of work.
 _COST = {
-    "blas_call": 104300.0,  # fixed cost of one BLAS-path call, dense S (BLAS thread limit)
-    "blas_call_sparse": 24450.0,  # fixed cost of one BLAS-path call, CSR S
-    "blas_flop": 0.1367,  # per multiply-add of the margin product (dense S)
-    "blas_sparse": 2.662,  # per stored weight (CSR S, numba margins)
-    "blas_row": 4.469,  # per split (sign, margin write)
-    "select": 9.364,  # per template entry checked
-    "walk_call": 20350.0,  # fixed cost of one traversal call
-    "walk_step": 14.84,  # per traversal step (node visited)
-    "walk_weight": 2.7,  # per extra weight read in a traversal step
+    "blas_call": 125270.0,  # fixed cost of one BLAS-path call, dense S (BLAS thread limit)
+    "blas_call_sparse": 35290.0,  # fixed cost of one BLAS-path call, CSR S
+    "blas_flop": 0.04627,  # per multiply-add of the margin product (dense S)
+    "blas_sparse": 1.535,  # per stored weight (CSR S, numba margins)
+    "blas_row": 2.696,  # per split (sign, margin write)
+    "select": 8.518,  # per template entry checked
+    "walk_call": 25160.0,  # fixed cost of one traversal call
+    "walk_step": 10.98,  # per traversal step (node visited)
+    "walk_weight": 1.65,  # per extra weight read in a traversal step
 }
 #: Batches below this many rows always take the traversal (BLAS set-up costs).
 MIN_BLAS_ROWS = 64
