@@ -196,14 +196,23 @@ def decision_values(model, X, n_threads=1):
 
     from obliquetrees._core._jit import numba_threads
 
+    with threadpool_limits(limits=1, user_api="blas"), numba_threads(n_threads):
+        return _decision_values(model, X)
+
+
+def _decision_values(model, X):
+    """:func:`decision_values` in the caller's thread limits.
+
+    ``threadpool_limits`` scans the loaded libraries on every entry (~4 ms),
+    which dominated the per-epoch validation of small data sets.
+    """
     X = np.asarray(X)
     n = X.shape[0]
     res = np.empty((n, model.n_outputs))
-    with threadpool_limits(limits=1, user_api="blas"), numba_threads(n_threads):
-        for start in range(0, n, PREDICT_CHUNK):
-            Xc = np.asarray(X[start:start + PREDICT_CHUNK], dtype=np.float64)
-            U = np.ascontiguousarray(hinge_features(model, _standardise(model, Xc)))
-            res[start:start + Xc.shape[0]] = _head(model, _forward_out(model, U))
+    for start in range(0, n, PREDICT_CHUNK):
+        Xc = np.asarray(X[start:start + PREDICT_CHUNK], dtype=np.float64)
+        U = np.ascontiguousarray(hinge_features(model, _standardise(model, Xc)))
+        res[start:start + Xc.shape[0]] = _head(model, _forward_out(model, U))
     return res
 
 
@@ -236,9 +245,9 @@ def loss_and_grad(F, Y, w, task):
     return loss, G
 
 
-def mean_loss(model, X, Y, w, task, n_threads=1):
-    """Weighted mean loss over a data set (raw X)."""
-    F = decision_values(model, X, n_threads)
+def mean_loss(model, X, Y, w, task):
+    """Weighted mean loss over a data set (raw X), in the caller's thread limits."""
+    F = _decision_values(model, X)
     loss, _ = loss_and_grad(F, Y, w, task)
     return loss * X.shape[0] / max(w.sum(), 1e-300)
 
@@ -454,7 +463,7 @@ def fit_epochs(
             hist["loss"].append(total / n)
             msg = f"epoch {len(hist['loss'])}: loss {total / n:.5f}"
             if X_val is not None:
-                vl = mean_loss(model, X_val, Y_val, w_val, task, n_threads)
+                vl = mean_loss(model, X_val, Y_val, w_val, task)
                 hist["val_loss"].append(vl)
                 msg += f", val_loss {vl:.5f}"
                 if vl < best:
