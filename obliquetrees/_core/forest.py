@@ -38,6 +38,64 @@ ROUTING_NODE = np.dtype(
 ROUTING_WEIGHT = np.dtype([("index", np.int64), ("value", np.float64)])
 
 
+#: Bytes of consumed tree arrays after which packing hands freed memory back
+#: to the operating system (see :func:`_return_freed_memory`).
+_TRIM_EVERY_BYTES = 8 << 20
+
+
+def _pack(trees, name, consume):
+    """Concatenate array ``name`` of every tree into one new array.
+
+    With ``consume``, each tree's array is released as soon as it is copied
+    and the freed memory is returned to the operating system every few MiB,
+    so packing a fresh forest never holds two full copies of an array in
+    resident memory (the leaf-value table is most of a forest's memory).
+    """
+    parts = [getattr(tree, name) for tree in trees]
+    out = np.empty((sum(part.shape[0] for part in parts),) + parts[0].shape[1:],
+                   dtype=np.result_type(*parts))  # fmt: skip
+    start = freed = 0
+    for i, tree in enumerate(trees):
+        stop = start + parts[i].shape[0]
+        out[start:stop] = parts[i]
+        start = stop
+        if consume:
+            freed += parts[i].nbytes
+            parts[i] = None
+            setattr(tree, name, None)
+            if freed >= _TRIM_EVERY_BYTES:
+                _return_freed_memory()
+                freed = 0
+    if consume and freed:
+        _return_freed_memory()
+    return out
+
+
+def _return_freed_memory():
+    """Ask glibc to give free heap pages back to the OS (no-op elsewhere).
+
+    Trees are built in worker threads as many sub-MiB arrays; glibc keeps
+    such freed chunks in its arenas, so without this the resident size after
+    packing would still count every consumed tree. ``malloc_trim`` releases
+    whole free pages (about a millisecond per call).
+    """
+    global _malloc_trim
+    if _malloc_trim is None:
+        _malloc_trim = False
+        try:
+            import ctypes
+            import ctypes.util
+
+            _malloc_trim = ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim
+        except (OSError, AttributeError, TypeError):  # not glibc: nothing to do
+            pass
+    if _malloc_trim:
+        _malloc_trim(0)
+
+
+_malloc_trim = None
+
+
 class ObliqueForest:
     """Several oblique trees packed into concatenated arrays.
 
@@ -98,12 +156,7 @@ class ObliqueForest:
         if len(trees) == 1:
             arrays = {name: getattr(trees[0], name) for name in _NODE_ARRAYS + _WEIGHT_ARRAYS}
         else:
-            arrays = {}
-            for name in _NODE_ARRAYS + _WEIGHT_ARRAYS:
-                arrays[name] = np.concatenate([getattr(t, name) for t in trees])
-                if consume:
-                    for tree in trees:
-                        setattr(tree, name, None)
+            arrays = {name: _pack(trees, name, consume) for name in _NODE_ARRAYS + _WEIGHT_ARRAYS}
         return cls(arrays, node_offset, weight_offset, n_features.pop())
 
     @property

@@ -1,6 +1,9 @@
 """The ObliqueTree / ObliqueForest containers: invariants, folding, persistence."""
 
 import pickle
+import subprocess
+import sys
+from pathlib import Path
 
 import joblib
 import numpy as np
@@ -15,6 +18,8 @@ from obliquetrees._core.tree import (
     standardization,
 )
 from tests import reference
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def assert_tree_equal(a, b):
@@ -151,3 +156,45 @@ def test_consuming_pack_releases_the_input_trees_only(rng):
         assert_tree_equal(a, b)
     for original in trees:  # the arrays themselves are untouched
         original.check_invariants()
+
+
+
+_PACK_PEAK_SCRIPT = """
+import resource, sys
+import numpy as np
+from obliquetrees._core.forest import ObliqueForest
+from tests import reference
+# Mimic a training process: freeing a large temporary raises glibc's mmap
+# threshold, so the trees' arrays live on the heap rather than in their own
+# mmaps; arrays that outlive the trees keep the trees' freed memory from
+# sitting at the top of the heap, where glibc would trim it anyway.
+np.ones(1 << 20).sum()
+rng = np.random.default_rng(0)
+trees, pins = [], []
+for _ in range(80):
+    trees.append(reference.random_tree(rng, 16, 26, max_depth=11, split_prob=0.9))
+    pins.append(np.ones(8192))
+forest_mb = sum(a.nbytes for t in trees for a in (t.value, t.bias, t.weight_value)) / 2**20
+def resident_mb():
+    return int(open("/proc/self/statm").read().split()[1]) * resource.getpagesize() / 2**20
+def peak_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+before, peak_before = resident_mb(), peak_mb()
+ObliqueForest.from_trees(trees, consume=True)
+print(forest_mb, resident_mb() - before, peak_mb() - peak_before)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/statm, "
+                    "ru_maxrss in KiB and glibc's malloc_trim are Linux specifics")  # fmt: skip
+def test_consuming_pack_never_holds_two_copies_of_the_forest():
+    # the fresh process's peak RSS may grow by a fraction of the forest while
+    # packing (one array kind's last few MiB in flight), never by a second copy
+    out = subprocess.run([sys.executable, "-c", _PACK_PEAK_SCRIPT], check=True,
+                         capture_output=True, text=True, cwd=ROOT).stdout.split()
+    forest_mb, resident_growth_mb, peak_growth_mb = map(float, out)
+    assert forest_mb > 20
+    # resident after packing: the consumed trees' memory went back to the OS
+    assert resident_growth_mb < 0.4 * forest_mb, (forest_mb, resident_growth_mb)
+    # peak while packing (an upper bound check: the peak may predate packing)
+    assert peak_growth_mb < 0.4 * forest_mb, (forest_mb, peak_growth_mb)
