@@ -20,12 +20,19 @@ All randomness comes from a splitmix64 generator with an explicit integer
 state (``tests/reference.py`` re-implements it in Python), so a node's result
 depends only on its data and its seed, never on the thread that runs it.
 
+Helpers called per sample or per minibatch with array arguments (the RNG,
+``row_dot``, the softmax, the projection and the minibatch gradient) use the
+``jit_inline`` preset: as ordinary calls each paid reference counting on its
+array arguments, and inlining them made a letter tree about 1.2x faster (CPU
+time, interleaved A/B over 12 trees) with bit-identical trees (same
+operations in the same order).
+
 Importing this module imports numba; the estimator imports it lazily.
 """
 
 import numpy as np
 
-from obliquetrees._core._jit import jit
+from obliquetrees._core._jit import jit, jit_inline
 
 #: Two values closer than this are treated as equal by the axis-aligned
 #: split search (scikit-learn's FEATURE_THRESHOLD).
@@ -48,7 +55,7 @@ _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
 # --------------------------------------------------------------------- RNG
-@jit
+@jit_inline
 def rng_next(state):
     """splitmix64: advance ``state[0]`` and return a 64-bit random integer."""
     state[0] = state[0] + np.uint64(0x9E3779B97F4A7C15)
@@ -58,7 +65,7 @@ def rng_next(state):
     return z ^ (z >> np.uint64(31))
 
 
-@jit
+@jit_inline
 def rng_int(state, n):
     """Random integer in ``[0, n)`` (``n >= 1``)."""
     return np.int64(rng_next(state) % np.uint64(n))
@@ -97,7 +104,7 @@ def class_histogram(yb, wb, m, n_classes):
     return hist
 
 
-@jit
+@jit_inline
 def logsumexp(theta):
     mx = theta[0]
     for k in range(1, theta.shape[0]):
@@ -109,7 +116,7 @@ def logsumexp(theta):
     return mx + np.log(acc)
 
 
-@jit
+@jit_inline
 def softmax_lse(theta, prob):
     """Write ``softmax(theta)`` to ``prob`` and return ``logsumexp(theta)``."""
     mx = theta[0]
@@ -127,7 +134,7 @@ def softmax_lse(theta, prob):
     return mx + np.log(acc)
 
 
-@jit
+@jit_inline
 def row_dot(w, Xb, i, b):
     """``b + w . Xb[i]`` with four partial sums (no fastmath: fixed order)."""
     p = w.shape[0]
@@ -148,7 +155,7 @@ def row_dot(w, Xb, i, b):
     return b + ((s0 + s1) + (s2 + s3))
 
 
-@jit
+@jit_inline
 def project_ball(w, b, nu):
     """Project ``(w, b)`` on ``||(w, b)||^2 <= nu``; returns the new ``b``."""
     sq = b * b
@@ -308,7 +315,7 @@ def surrogate(Xb, yb, wb, m, w, b, theta0, theta1, signs):
     return acc / tot, emp / tot
 
 
-@jit
+@jit_inline
 def minibatch_gradient(
     Xb, yb, wb, perm, lo, hi, w, b, theta0, theta1, signs, gw, g0, g1, prob0, prob1, cbuf, rbuf
 ):
