@@ -283,27 +283,57 @@ class _Grower:
 
 # ---------------------------------------------------------------- finetune
 class TrainingTree:
-    """A tree during finetune: dense split parameters + kernel layout."""
+    """A tree during finetune: split parameters + kernel layout.
 
-    def __init__(self, nodes, n_features, n_classes):
+    The weights are stored dense, ``W`` of shape (n_splits, n_features), but
+    splits restricted to feature subsets (forests) are ordered into *bands*:
+    consecutive rows ``r0:r1`` whose features all lie in the column range
+    ``c0:c1``. The activation and weight-gradient products run band by band
+    on ``W[r0:r1, c0:c1]``, so columns a band never uses cost nothing (a
+    10x10 patch of a 16x16 image spans at most 10 image rows: 160 of 256
+    columns). Entries outside a split's features are exactly zero and stay
+    so (their gradient is zero, and so is their Adam update).
+
+    Parameters
+    ----------
+    nodes : list of _Node
+        The greedy tree, parents before children.
+    n_features, n_classes : int
+    band_width : int or None
+        Splits whose first feature falls in the same block of ``band_width``
+        columns (an image row, for patches) form a band; None: one band.
+    """
+
+    def __init__(self, nodes, n_features, n_classes, band_width=None):
         n_nodes = len(nodes)
         self.left = np.array([nd.left for nd in nodes], dtype=np.int64)
         self.right = np.array([nd.right for nd in nodes], dtype=np.int64)
         internal = self.left >= 0
+        split_nodes = np.flatnonzero(internal)
+        feats = [nodes[i].features for i in split_nodes]
+        any_subset = any(f is not None for f in feats)
+        lo = np.array([0 if f is None else f.min() for f in feats], dtype=np.int64)
+        hi = np.array([n_features if f is None else f.max() + 1 for f in feats],
+                      dtype=np.int64)
+        key = lo // band_width if band_width else np.zeros_like(lo)
+        order = np.argsort(key, kind="stable")
+        self.split_nodes = split_nodes[order]
+        self.leaf_nodes = np.flatnonzero(~internal)
         self.split_col = np.full(n_nodes, -1, dtype=np.int64)
         self.leaf_col = np.full(n_nodes, -1, dtype=np.int64)
-        self.split_col[internal] = np.arange(internal.sum())
-        self.leaf_col[~internal] = np.arange((~internal).sum())
-        self.split_nodes = np.flatnonzero(internal)
-        self.leaf_nodes = np.flatnonzero(~internal)
+        self.split_col[self.split_nodes] = np.arange(self.split_nodes.shape[0])
+        self.leaf_col[self.leaf_nodes] = np.arange(self.leaf_nodes.shape[0])
+        key, lo, hi = key[order], lo[order], hi[order]
+        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else []
+        ends = list(starts[1:]) + [key.size] if key.size else []
+        #: (r0, r1, c0, c1) of every band
+        self.bands = [(int(r0), int(r1), int(lo[r0:r1].min()), int(hi[r0:r1].max()))
+                      for r0, r1 in zip(starts, ends, strict=True)]
         n_splits = self.split_nodes.shape[0]
         self.W = np.zeros((n_splits, n_features))
         self.b = np.zeros(n_splits)
         self.gamma = np.zeros(n_splits)
-        self.mask = None
-        any_subset = any(nodes[i].features is not None for i in self.split_nodes)
-        if any_subset:
-            self.mask = np.zeros((n_splits, n_features), dtype=np.uint8)
+        self.mask = np.zeros((n_splits, n_features), dtype=np.uint8) if any_subset else None
         for c, i in enumerate(self.split_nodes):
             nd = nodes[i]
             if nd.features is None:
@@ -330,20 +360,26 @@ class TrainingTree:
     def n_leaves(self):
         return self.leaf_nodes.shape[0]
 
-    def log_pi(self):
-        with np.errstate(divide="ignore"):
-            return np.log(self.pi)
+    def activations(self, X):
+        """Split-major activations ``W @ X.T + b``, shape (n_splits, n).
 
-    def activations(self, X, W=None, b=None):
-        """Split-major activations ``W @ X.T + b``, shape (n_splits, n) (GEMM).
-
-        In the dtype of ``X`` (float32 data: float32 activations).
+        One GEMM per band, in the dtype of ``X`` (float32 data: float32
+        activations).
         """
-        W = self.W if W is None else W
-        b = self.b if b is None else b
-        A = W.astype(X.dtype, copy=False) @ X.T
-        A += b.astype(X.dtype)[:, None]
+        Wx = self.W.astype(X.dtype, copy=False)
+        XT = np.ascontiguousarray(X.T)  # contiguous bands: ~20 % faster GEMMs (measured)
+        A = np.empty((self.n_splits, X.shape[0]), dtype=X.dtype)
+        for r0, r1, c0, c1 in self.bands:
+            np.matmul(Wx[r0:r1, c0:c1], XT[c0:c1], out=A[r0:r1])
+        A += self.b.astype(X.dtype)[:, None]
         return A
+
+    def minus_weight_gradient(self, G, X, out):
+        """``out = -(G @ X)`` inside the bands (GEMM per band); rest untouched."""
+        for r0, r1, c0, c1 in self.bands:
+            np.negative(G[r0:r1] @ X[:, c0:c1], out=out[r0:r1, c0:c1])
+            if self.mask is not None:
+                out[r0:r1, c0:c1] *= self.mask[r0:r1, c0:c1]
 
 
 def finetune(tt, Z, y, sw, params, rng, adjacency):
@@ -374,17 +410,19 @@ def finetune(tt, Z, y, sw, params, rng, adjacency):
     vW = np.zeros_like(tt.W)
     mb = np.zeros_like(tt.b)
     vb = np.zeros_like(tt.b)
+    gW = np.zeros_like(tt.W)  # zero outside the bands, always
+    gb = np.empty_like(tt.b)
     step = 0
     left, right, split_col, leaf_col = tt.layout
+    no_h = np.empty((tt.n_leaves, 0))  # the first epoch needs only the leaf statistics
     for epoch in range(p.finetune_epochs):
         counts = np.zeros((tt.n_leaves, n_classes))
         if epoch == 0:
             for s in range(0, N, ESTEP_BLOCK):
                 e = min(s + ESTEP_BLOCK, N)
-                T, E = K.steep_activations(tt.activations(Z[s:e]), tt.gamma)
-                h = np.empty((tt.n_leaves, e - s))
-                K.e_step(T, E, left, right, split_col, leaf_col, tt.pi,
-                         y[s:e], sw[s:e], h, counts)
+                A = tt.activations(Z[s:e])
+                K.e_step(A, K.steep_activations(A, tt.gamma), tt.gamma, left, right,
+                         split_col, leaf_col, tt.pi, y[s:e], sw[s:e], no_h, counts)
         else:
             perm = rng.permutation(N)
             for s in range(0, N, p.batch_size):
@@ -394,22 +432,21 @@ def finetune(tt, Z, y, sw, params, rng, adjacency):
                 if total <= 0:
                     continue
                 Xb = Z[rows]
-                T, E = K.steep_activations(tt.activations(Xb), tt.gamma)
-                h = np.empty((tt.n_leaves, rows.shape[0]))
-                G = np.empty_like(T)  # dtype of the data, for the GEMM below
-                K.em_batch(T, E, tt.gamma, left, right, split_col, leaf_col, tt.pi,
-                           y[rows], swb, swb / total, h, counts, G)
-                gW = (G @ Xb).astype(np.float64, copy=False)
-                np.negative(gW, out=gW)
-                if mask is not None:
-                    gW *= mask
-                gb = -G.sum(axis=1, dtype=np.float64)
+                A = tt.activations(Xb)
+                G = np.empty_like(A)  # dtype of the data, for the GEMM below
+                gb[:] = 0.0
+                K.em_batch(A, K.steep_activations(A, tt.gamma), tt.gamma, left, right,
+                           split_col, leaf_col, tt.pi, y[rows], swb, swb / total, counts,
+                           G, gb)
+                np.negative(gb, out=gb)
+                tt.minus_weight_gradient(G, Xb, gW)
                 if lam > 0:
                     K.add_laplacian_grad(tt.W, mask, adjacency[0], adjacency[1], lam, gW)
                 step += 1
-                K.adam_update(tt.W.reshape(-1), gW.reshape(-1), mW.reshape(-1),
-                              vW.reshape(-1), step, p.learning_rate,
-                              ADAM_BETA1, ADAM_BETA2, ADAM_EPS)
+                for r0, r1, c0, c1 in tt.bands:
+                    K.adam_update_2d(tt.W[r0:r1, c0:c1], gW[r0:r1, c0:c1],
+                                     mW[r0:r1, c0:c1], vW[r0:r1, c0:c1], step,
+                                     p.learning_rate, ADAM_BETA1, ADAM_BETA2, ADAM_EPS)
                 K.adam_update(tt.b, gb, mb, vb, step, p.learning_rate,
                               ADAM_BETA1, ADAM_BETA2, ADAM_EPS)
         K.leaf_m_step(counts, tt.pi)
@@ -447,7 +484,8 @@ def build_tree(X, Z, y, sw, n_classes, mean, scale, params, seed):
     adjacency = grid_adjacency(params.image_shape) if params.image_shape else None
     grower = _Grower(Z, y, sw, n_classes, params, rng, adjacency)
     nodes = grower.grow()
-    tt = TrainingTree(nodes, Z.shape[1], n_classes)
+    band_width = params.image_shape[1] if params.patch_size is not None else None
+    tt = TrainingTree(nodes, Z.shape[1], n_classes, band_width)
     finetune(tt, Z, y, sw, params, rng, adjacency)
     return to_oblique_tree(tt, X, y, sw, n_classes, mean, scale)
 

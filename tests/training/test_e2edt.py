@@ -45,10 +45,11 @@ def test_e_step_matches_reference(seed, scale):
     _, (left, right, split_col, leaf_col), A, gamma, pi, y, sw = _problem(seed, scale=scale)
     pi[0, :] = 0.0  # leaves with zero probability for some labels
     pi[0, 0] = 1.0
-    T, Ex = K.steep_activations(np.ascontiguousarray(A.T), gamma)
+    At = np.ascontiguousarray(A.T)
+    Ex = K.steep_activations(At, gamma)
     h = np.empty((pi.shape[0], A.shape[0]))
     counts = np.zeros_like(pi)
-    loglik = K.e_step(T, Ex, left, right, split_col, leaf_col, pi, y, sw, h, counts)
+    loglik = K.e_step(At, Ex, gamma, left, right, split_col, leaf_col, pi, y, sw, h, counts)
     h_ref, counts_ref, loglik_ref = ref.e2edt_e_step(A, gamma, left, right, split_col, pi, y, sw)
     np.testing.assert_allclose(h.T, h_ref, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(counts, counts_ref, rtol=1e-9, atol=1e-12)
@@ -61,10 +62,11 @@ def test_e_step_impossible_label_falls_back_to_path_posterior():
     pi[:, 0] = 0.0
     pi /= pi.sum(axis=1, keepdims=True)
     y[:5] = 0  # label 0 has probability 0 in every leaf
-    T, Ex = K.steep_activations(np.ascontiguousarray(A.T), gamma)
+    At = np.ascontiguousarray(A.T)
+    Ex = K.steep_activations(At, gamma)
     h = np.empty((pi.shape[0], A.shape[0]))
     counts = np.zeros_like(pi)
-    loglik = K.e_step(T, Ex, left, right, split_col, leaf_col, pi, y, sw, h, counts)
+    loglik = K.e_step(At, Ex, gamma, left, right, split_col, leaf_col, pi, y, sw, h, counts)
     mu = np.exp(ref.e2edt_log_path_probs(A, gamma, left, right, split_col))
     np.testing.assert_allclose(h.T[:5], mu[:5], rtol=1e-9)
     assert loglik == -np.inf
@@ -82,9 +84,10 @@ def test_split_gradient_matches_reference_and_finite_differences(seed):
     A = X @ W.T + b
     h, _, _ = ref.e2edt_e_step(A, gamma, left, right, split_col, pi, y, sw)
     coef = sw / sw.sum()
-    T, Ex = K.steep_activations(np.ascontiguousarray(A.T), gamma)
-    G = np.empty_like(T)
-    K.split_gradient_factors(T, Ex, gamma, left, right, split_col, leaf_col,
+    At = np.ascontiguousarray(A.T)
+    Ex = K.steep_activations(At, gamma)
+    G = np.empty_like(At)
+    K.split_gradient_factors(At, Ex, gamma, left, right, split_col, leaf_col,
                              np.ascontiguousarray(h.T), coef, G)
     gW, gb, dA = ref.e2edt_split_gradient(W, b, gamma, left, right, split_col, h, coef, X)
     np.testing.assert_allclose(G, dA.T, rtol=1e-10, atol=1e-14)
@@ -192,13 +195,15 @@ def test_fit_stump_matches_reference(lam, dtype):
 def test_em_leaf_iterations_do_not_decrease_likelihood():
     """With the splits fixed, E-step + closed-form leaves is exact EM."""
     _, (left, right, split_col, leaf_col), A, gamma, pi, y, sw = _problem(3, n=200)
-    T, Ex = K.steep_activations(np.ascontiguousarray(A.T), gamma)
+    At = np.ascontiguousarray(A.T)
+    Ex = K.steep_activations(At, gamma)
     pi = np.full_like(pi, 1.0 / pi.shape[1])
     previous = -np.inf
+    no_h = np.empty((pi.shape[0], 0))
     for _ in range(15):
-        h = np.empty((pi.shape[0], A.shape[0]))
         counts = np.zeros_like(pi)
-        loglik = K.e_step(T, Ex, left, right, split_col, leaf_col, pi, y, sw, h, counts)
+        loglik = K.e_step(At, Ex, gamma, left, right, split_col, leaf_col, pi, y, sw, no_h,
+                          counts)
         assert loglik >= previous - 1e-9
         previous = loglik
         K.leaf_m_step(counts, pi)
@@ -287,22 +292,95 @@ def test_patches_are_anywhere_and_features_subsets_respected():
     assert np.all(np.diff(tree.weight_indptr)[tree.children_left >= 0] <= 5)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("seed", range(3))
-def test_fused_em_batch_equals_e_step_then_gradient(seed):
-    _, (left, right, split_col, leaf_col), A, gamma, pi, y, sw = _problem(seed, n=300)
-    T, Ex = K.steep_activations(np.ascontiguousarray(A.T), gamma)
+def test_fused_em_batch_equals_e_step_then_gradient(seed, dtype):
+    # n = 600 spans several chunks, the last one partial
+    _, (left, right, split_col, leaf_col), A, gamma, pi, y, sw = _problem(seed, n=600)
+    At = np.ascontiguousarray(A.T, dtype=dtype)
+    Ex = K.steep_activations(At, gamma)
     coef = sw / sw.sum()
     h1 = np.empty((pi.shape[0], A.shape[0]))
     c1 = np.zeros_like(pi)
-    ll1 = K.e_step(T, Ex, left, right, split_col, leaf_col, pi, y, sw, h1, c1)
-    G1 = np.empty_like(T)
-    K.split_gradient_factors(T, Ex, gamma, left, right, split_col, leaf_col, h1, coef, G1)
-    h2 = np.empty_like(h1)
+    ll1 = K.e_step(At, Ex, gamma, left, right, split_col, leaf_col, pi, y, sw, h1, c1)
+    G1 = np.empty_like(At)
+    K.split_gradient_factors(At, Ex, gamma, left, right, split_col, leaf_col, h1, coef, G1)
     c2 = np.zeros_like(pi)
-    G2 = np.empty_like(T)
-    ll2 = K.em_batch(T, Ex, gamma, left, right, split_col, leaf_col, pi, y, sw, coef,
-                     h2, c2, G2)
-    np.testing.assert_array_equal(h1, h2)
+    G2 = np.empty_like(At)
+    gsum = np.zeros(At.shape[0])
+    ll2 = K.em_batch(At, Ex, gamma, left, right, split_col, leaf_col, pi, y, sw, coef,
+                     c2, G2, gsum)
     np.testing.assert_array_equal(c1, c2)
     np.testing.assert_array_equal(G1, G2)
     assert ll1 == ll2
+    # the bias gradient: row sums of the factors before rounding to the data dtype
+    tol = 1e-12 if dtype == np.float64 else 1e-6
+    np.testing.assert_allclose(gsum, G1.sum(axis=1, dtype=np.float64), rtol=tol,
+                               atol=tol * np.abs(G1).sum(axis=1).max())
+
+
+def test_steep_activations_matches_numpy():
+    rng = np.random.default_rng(0)
+    A = rng.normal(scale=5.0, size=(7, 50))
+    gamma = rng.uniform(0.5, 3.0, 7)
+    A0 = A.copy()
+    Ex = K.steep_activations(A, gamma)
+    np.testing.assert_array_equal(A, A0)  # not modified
+    np.testing.assert_allclose(Ex, np.exp(-np.abs(gamma[:, None] * A)), rtol=1e-14)
+
+
+def test_adam_update_2d_on_strided_blocks_matches_reference():
+    rng = np.random.default_rng(0)
+    P, M, V, G = (rng.normal(size=(6, 9)) for _ in range(4))
+    V = np.abs(V)
+    block = (slice(1, 5), slice(2, 8))
+    want = ref.adam_step(P[block].ravel(), M[block].ravel(), V[block].ravel(),
+                         G[block].ravel(), 3, 0.01)
+    P0, M0, V0 = P.copy(), M.copy(), V.copy()
+    K.adam_update_2d(P[block], G[block], M[block], V[block], 3, 0.01, 0.9, 0.999, 1e-8)
+    for got, w in zip((P, M, V), want, strict=True):
+        np.testing.assert_allclose(got[block].ravel(), w, rtol=1e-14)
+    outside = np.ones(P.shape, dtype=bool)
+    outside[block] = False
+    for got, before in ((P, P0), (M, M0), (V, V0)):
+        np.testing.assert_array_equal(got[outside], before[outside])
+
+
+@pytest.mark.parametrize("band_width", [None, 6])
+def test_training_tree_bands_match_dense_products(band_width):
+    """Banded GEMMs = the dense products with the masked weight matrix."""
+    rng = np.random.default_rng(0)
+    shape = (6, 6)
+    X = rng.normal(size=(300, 36))
+    y = (X[:, 14] + X[:, 21] > 0).astype(np.int64) + (X[:, 3] > 0.5)
+    params = E.E2EDTParams(max_depth=4, max_epochs=2, finetune_epochs=0, image_shape=shape,
+                           patch_size=3)
+    grower = E._Grower(X, y, np.ones(300), 3, params, rng, None)
+    nodes = grower.grow()
+    tt = E.TrainingTree(nodes, 36, 3, band_width)
+    assert tt.n_splits >= 3
+    if band_width is None:
+        assert len(tt.bands) == 1
+    else:
+        assert len(tt.bands) > 1
+    # bands tile the split rows, and every split's features lie in its band
+    assert tt.bands[0][0] == 0 and tt.bands[-1][1] == tt.n_splits
+    for (r0, r1, c0, c1), nxt in zip(tt.bands, tt.bands[1:] + [None], strict=True):
+        assert nxt is None or nxt[0] == r1
+        cols = np.flatnonzero(tt.mask[r0:r1].any(axis=0))
+        assert cols.min() >= c0 and cols.max() < c1
+    # split columns map back to the nodes' own weights
+    for c, node in enumerate(tt.split_nodes):
+        np.testing.assert_array_equal(tt.W[c, nodes[node].features], nodes[node].w)
+        assert tt.split_col[node] == c
+    tt.W += rng.normal(size=tt.W.shape) * tt.mask  # generic weights inside the masks
+    np.testing.assert_allclose(tt.activations(X), tt.W @ X.T + tt.b[:, None], rtol=1e-12)
+    G = rng.normal(size=(tt.n_splits, 300))
+    out = np.full(tt.W.shape, 7.0)
+    tt.minus_weight_gradient(G, X, out)
+    inside = np.zeros(tt.W.shape, dtype=bool)
+    for r0, r1, c0, c1 in tt.bands:
+        inside[r0:r1, c0:c1] = True
+    np.testing.assert_allclose(out[inside], (-(G @ X) * tt.mask)[inside], rtol=1e-12,
+                               atol=1e-12)
+    np.testing.assert_array_equal(out[~inside], 7.0)
