@@ -27,7 +27,10 @@ rows after each run. Heavy runs should be started with ``nice``.
 
 import argparse
 import json
+import os
+import threading
 import time
+from contextlib import contextmanager
 
 import numpy as np
 from sklearn.tree import DecisionTreeClassifier
@@ -76,6 +79,23 @@ def split_for(name, purpose):
     raise ValueError(name)
 
 
+def _revision():
+    """Short git revision, ``+dirty`` if the E2EDT sources have uncommitted changes.
+
+    Only the E2EDT files are checked: other modules of the shared working tree
+    are edited by other sessions while benchmarks run.
+    """
+    import subprocess
+
+    def git(*args):
+        return subprocess.run(["git", *args], capture_output=True, text=True,
+                              cwd=RESULTS_DIR.parent.parent).stdout.strip()
+
+    dirty = git("status", "--porcelain", "--", "obliquetrees/_e2edt.py",
+                "obliquetrees/_training/e2edt.py", "obliquetrees/_training/_e2edt_kernels.py")
+    return git("rev-parse", "--short", "HEAD") + ("+dirty" if dirty else "")
+
+
 def _fit(clf, X, y, cpu=False):
     t0, c0 = time.perf_counter(), time.process_time()
     clf.fit(X, y)
@@ -100,6 +120,30 @@ def _warm_up():
     _estimator(**kw, n_estimators=2, max_features=8, n_jobs=2).fit(X, y).predict(X)
     Xi = rng.normal(size=(300, 16))
     _estimator(**kw, n_estimators=2, image_shape=(4, 4), patch_size=2).fit(Xi, y)
+
+
+@contextmanager
+def _load_sampler(period=10.0):
+    """Sample the 1-minute load average every ``period`` s; yields the list."""
+    samples = [os.getloadavg()[0]]
+    stop = threading.Event()
+
+    def run():
+        while not stop.wait(period):
+            samples.append(os.getloadavg()[0])
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield samples
+    finally:
+        stop.set()
+        thread.join()
+        samples.append(os.getloadavg()[0])
+
+
+def _load_summary(samples):
+    return f"{np.mean(samples):.1f} ({np.min(samples):.1f}-{np.max(samples):.1f})"
 
 
 # ---------------------------------------------------------------- parts
@@ -170,9 +214,10 @@ def part_forest(quick, settings, n_jobs):
         else:
             kw.update(max_features=8)
         clf = _estimator(**kw)
-        t0p, t0 = time.process_time(), time.perf_counter()
-        clf.fit(Xtr, ytr)
-        fit_s, fit_cpu = time.perf_counter() - t0, time.process_time() - t0p
+        with _load_sampler() as load_samples:
+            t0p, t0 = time.process_time(), time.perf_counter()
+            clf.fit(Xtr, ytr)
+            fit_s, fit_cpu = time.perf_counter() - t0, time.process_time() - t0p
         val, _ = _score(clf, Xva, yva)
         test, pred_s = _score(clf, Xte, yte)
         splits = [int((t.children_left >= 0).sum()) for t in clf.trees_]
@@ -184,6 +229,7 @@ def part_forest(quick, settings, n_jobs):
                    splits_per_tree=f"{np.mean(splits):.0f} ± {np.std(splits):.0f}",
                    paper_splits=PAPER_SPLITS[name] if (epochs == 45 and inc == 0.1) else "",
                    split_evals_per_sample=float(evals), fit_s=fit_s, fit_cpu_s=fit_cpu,
+                   load_avg=_load_summary(load_samples), revision=_revision(),
                    predict_s=pred_s, quick=quick)
         # scikit-learn random forest of the same size and depth on the same split
         from sklearn.ensemble import RandomForestClassifier
