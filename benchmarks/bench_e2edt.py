@@ -200,6 +200,7 @@ def part_trees(quick, epochs=20, finetune_epochs=20):
 
 def part_forest(quick, settings, n_jobs):
     rows = []
+    revision = _revision()  # at the start: the sources may be edited during the run
     for setting in settings:
         name, n_trees, epochs, inc = setting.split(":")
         n_trees, epochs, inc = int(n_trees), int(epochs), float(inc)
@@ -229,7 +230,7 @@ def part_forest(quick, settings, n_jobs):
                    splits_per_tree=f"{np.mean(splits):.0f} ± {np.std(splits):.0f}",
                    paper_splits=PAPER_SPLITS[name] if (epochs == 45 and inc == 0.1) else "",
                    split_evals_per_sample=float(evals), fit_s=fit_s, fit_cpu_s=fit_cpu,
-                   load_avg=_load_summary(load_samples), revision=_revision(),
+                   load_avg=_load_summary(load_samples), revision=revision,
                    predict_s=pred_s, quick=quick)
         # scikit-learn random forest of the same size and depth on the same split
         from sklearn.ensemble import RandomForestClassifier
