@@ -65,3 +65,37 @@ def test_dask_backend_builds_the_same_forest(cls, dask_client):
     with joblib.parallel_backend("dask"):
         distributed_model = _make(cls, n_jobs=-1).fit(X, y)
     assert _state(distributed_model, X) == reference
+
+
+#: Forests whose trees are built independently by joblib tasks (hinge forests
+#: train all trees jointly in one process, so dask has nothing to ship).
+JOBLIB_FORESTS = [cls for cls in PARALLEL if cls.__name__ in ("CO2ForestClassifier",
+                                                               "E2EDTClassifier")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cls", JOBLIB_FORESTS, ids=lambda c: c.__name__)
+def test_dask_backend_ships_the_training_data_once(cls, dask_client, monkeypatch):
+    # joblib's dask backend scatters each large argument object once per
+    # Parallel call and hands the workers a future; this holds only if every
+    # tree's task receives the *same* X object (no per-tree copies or slices)
+    import distributed
+
+    scattered = []
+    original = distributed.Client.scatter
+
+    def recording_scatter(self, data, *args, **kwargs):
+        scattered.append(data)
+        return original(self, data, *args, **kwargs)
+
+    monkeypatch.setattr(distributed.Client, "scatter", recording_scatter)
+    X, y = _data(cls)
+    n_trees = 6
+    with joblib.parallel_backend("dask"):
+        _make(cls, n_jobs=-1, n_estimators=n_trees).fit(X, y)
+    arrays = [d for d in scattered if hasattr(d, "nbytes")]
+    assert any(a.shape == X.shape for a in arrays), "X was not scattered to the workers"
+    assert len({id(a) for a in arrays}) == len(arrays), "an argument was scattered twice"
+    # X in the user's dtype and at most one internal (standardised) copy of it
+    assert sum(a.nbytes for a in arrays) <= 2.5 * X.nbytes, [a.shape for a in arrays]
+    assert sum(a.nbytes >= X.nbytes / 2 and a.ndim == 2 for a in arrays) <= 2
