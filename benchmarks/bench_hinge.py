@@ -26,24 +26,27 @@ table3
 
 table2
     The paper's UCI protocol: configurations trees {1, 10, 50, 100} x depth
-    {1, 3, 5, 7, 10} (iris, madelon, poker: reduced grids, see the notes), chosen per run
+    {1, 3, 5, 7, 10} (madelon, poker: reduced grids, see the notes), chosen per run
     by the validation loss of the estimator's own validation split (the same
     split for every configuration: same random_state); AdaGrad with one
     learning rate (0.05; poker: chosen from {0.05, 0.5} on validation), 100
     inner-product features, the
     reference code's linear head over scalar tree outputs. iris: 5 shuffles x
     3 folds (test fold; the other two folds are train + validation, as in the
-    paper) = 15 runs; abalone: the UCI split (3133/1044), a third of the
-    training part for validation, 3 classes rings < 9 / 9-10 / > 10 as the
-    reference code; abalone regression: squared loss, R^2; madelon: official
-    train/valid sets as train/test, a quarter of train for validation;
+    paper) = 15 runs, batch 10 for up to 1000 epochs with patience 100
+    (chosen on validation loss over alternatives, see the notes); abalone:
+    the UCI split (3133/1044), a third of the training part for validation,
+    3 classes rings < 9 / 9-10 / > 10 as the reference code; abalone
+    regression: squared loss, R^2; madelon: official train/valid sets as
+    train/test, a quarter of train for validation;
     poker: only the 25010-row training file exists: a seeded 20 % test split,
     a quarter of the rest for validation. RandomForest (100 trees, depth 10,
     as in the paper) on the same train + validation rows. Beside the
     validation-chosen result, the column "best config by mean test score"
     gives the configuration whose mean *test* score over the runs is best:
-    optimistic, but probably how the paper's Table 2 ("the best performing
-    models") was read; it is not our result, only a like-for-like view.
+    optimistic, but the rule behind the paper's Table 2 ("the best performing
+    models"; checked on the authors' iris logs, see the notes); it is not our
+    result, only a like-for-like view.
 
     python -m benchmarks.bench_hinge            # all sections (about 1 h on a quiet machine)
     python -m benchmarks.bench_hinge --quick    # smoke test (minutes)
@@ -307,16 +310,23 @@ def _table2_runs(name, quick):
 
 
 TABLE2_GRIDS = {
-    "iris": [(m, d) for m in (1, 10, 50, 100) for d in (1, 3, 5)],
+    "iris": [(m, d) for m in (1, 10, 50, 100) for d in (1, 3, 5, 7, 10)],
     "abalone3": [(m, d) for m in (1, 10, 50, 100) for d in (1, 3, 5, 7, 10)],
     "abalone_reg": [(m, d) for m in (1, 10, 50, 100) for d in (1, 3, 5, 7, 10)],
     "madelon": [(m, d) for m in (10, 50, 100) for d in (1, 3, 5, 7)],
     "poker": [(m, d) for m in (10, 50, 100) for d in (1, 3, 5)],
 }
-TABLE2_EPOCHS = {"iris": 100, "abalone3": 60, "abalone_reg": 60, "madelon": 60, "poker": 80}
+TABLE2_EPOCHS = {"iris": 1000, "abalone3": 60, "abalone_reg": 60, "madelon": 60, "poker": 80}
+#: early-stopping patience in epochs (default 15)
+TABLE2_PATIENCE = {"iris": 100}
 TABLE2_BATCH = {"iris": 10}
 #: learning rates tried (chosen with the configuration on validation loss)
 TABLE2_LRS = {"poker": (0.05, 0.5)}
+
+
+def _sd(values):
+    """Sample standard deviation (ddof 1, as the paper's iris logs), 0 for one run."""
+    return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
 
 
 def bench_table2(name, quick):
@@ -340,7 +350,8 @@ def bench_table2(name, quick):
                               head="linear", optimizer="adagrad", learning_rate=lr,
                               batch_size=TABLE2_BATCH.get(name, 50),
                               max_epochs=5 if quick else epochs[name],
-                              n_iter_no_change=15, validation_fraction=vf,
+                              n_iter_no_change=TABLE2_PATIENCE.get(name, 15),
+                              validation_fraction=vf,
                               random_state=0, n_jobs=1).fit(Xtv, ytv)
                     val = min(est.validation_loss_curve_)
                     if task == "classification":
@@ -359,12 +370,12 @@ def bench_table2(name, quick):
             metric = "R^2" if name == "abalone_reg" else "error %"
             rows.append({
                 "data set": name, "model": f"hinge {tree_type}s", "metric": metric,
-                "ours mean (std)": f"{np.mean(scores):.3g} ({np.std(scores):.2g})",
+                "ours mean (std)": f"{np.mean(scores):.3g} ({_sd(scores):.2g})",
                 "runs": len(runs), "config chosen (trees/depth: runs)":
                     ", ".join(f"{c}: {k}" for c, k in zip(configs, counts)),
                 "best config by mean test score (optimistic)":
                     f"{oracle}: {np.mean(per_config[oracle]):.3g} "
-                    f"({np.std(per_config[oracle]):.2g})",
+                    f"({_sd(per_config[oracle]):.2g})",
                 "paper (std)": paper[0] if tree_type == "tree" else paper[2],
                 "paper config": paper[1] if tree_type == "tree" else paper[3],
             })
@@ -380,7 +391,7 @@ def bench_table2(name, quick):
         rows.append({
             "data set": name, "model": "sklearn RandomForest (100 trees, depth 10)",
             "metric": "R^2" if name == "abalone_reg" else "error %",
-            "ours mean (std)": f"{np.mean(rf_scores):.3g} ({np.std(rf_scores):.2g})",
+            "ours mean (std)": f"{np.mean(rf_scores):.3g} ({_sd(rf_scores):.2g})",
             "runs": len(runs), "config chosen (trees/depth: runs)": "-",
             "best config by mean test score (optimistic)": "-",
             "paper (std)": PAPER_T2[name][4], "paper config": "100/10",
@@ -408,17 +419,45 @@ Deviations from the paper (also in the estimators' docstrings):
   of the training data; the paper kept the best *test* epoch of 200 (Table 3).
 - The raw input is standardised before the linear layer; batch-norm statistics start from
   the first minibatch and follow the reference code's running-average schedule
-  (alpha = min(i/(i+1), 0.99)); the linear layer uses PyTorch's default initialisation.
-- Table 2: AdaGrad with one learning rate (0.05) for every set except poker, where the
-  learning rate is chosen from {0.05, 0.5} with the configuration on validation loss (the
-  paper used one unpublished rate per set); the linear head over scalar tree outputs of the reference code;
+  (alpha = min(i/(i+1), 0.99)); the linear layer and the linear head use PyTorch's default
+  initialisation (as the authors' PyTorch code; their bleak code behind the paper's UCI
+  results draws both from N(0, 1): on iris, in the earlier 100-epoch protocol, that gave
+  3.87 / 4.27 % (trees / ferns) against 3.87 / 4.13 %, a one-off comparison).
+- Table 2: AdaGrad (as the paper) with one learning rate per set: 0.05 for iris, abalone
+  and madelon; for poker chosen from {0.05, 0.5} with the configuration on validation loss.
+  The authors' own UCI configurations (nslay/bleak @dc844fb,
+  `Experiments/VaryingTrees/<set>/Training.ini` and `MakeGraphs.sh`, found after the paper's
+  text, which does not give them) use AdaGrad at 0.05 (iris, abalone), 0.01 (madelon), 0.3
+  (poker), batch 53 and 40000 steps with a snapshot every 500 kept by validation loss. The
+  linear head over scalar tree outputs of the reference code (bleak's Figure 2(a) graph: a
+  bias-free 100-feature inner product, batch norm, the forest, an inner product with bias);
   abalone as 3 classes (rings < 9, 9-10, > 10, as the reference code); poker from its
   training file only (seeded 20 % test split). Reduced grids to fit the time budget:
   poker trees {10, 50, 100} x depth {1, 3, 5} with 80 epochs at most (the paper's best
-  poker models are depth 3), madelon trees {10, 50, 100} x depth {1, 3, 5, 7}, iris trees
-  {1, 10, 50, 100} x depth {1, 3, 5} with batch size 10 (50 training rows; the paper's
-  UCI batch size is not stated; the paper's best iris models are depth 5); madelon is
-  reported, not a target.
+  poker models are depth 3), madelon trees {10, 50, 100} x depth {1, 3, 5, 7}; madelon is
+  reported, not a target. iris: the full grid, batch 10 (5 steps per epoch over the 50
+  training rows), up to 1000 epochs, patience 100. This protocol was chosen on validation
+  loss among three, each run once over the full grid and all 15 runs (a one-off
+  comparison, not regenerated by this script; mean over the runs of the chosen
+  configuration's validation loss, trees / ferns): batch 10 with at most 100 epochs and
+  patience 15 (the earlier protocol; 256 of 600 fits stopped at the epoch cap) 0.067 /
+  0.063, full batch (50 rows, the authors' 53 wraps around them) with at most 2000 epochs
+  and patience 200 0.063 / 0.061, this one 0.059 / 0.057. The authors trained 40000 steps
+  and kept the best of 80 snapshots.
+- The paper's iris figure (2.13 % trees, 2.27 % ferns) is not a held-out estimate. The
+  authors' iris data script (nslay/bleak @dc844fb, `Experiments/Data/iris/MakeDB.sh`) writes
+  the second fold's rows into the third fold's database, so of the three runs of every
+  shuffle one validates on its training rows, one *tests on its training rows* and one
+  validates on its test rows. Their logs (`Experiments/VaryingTrees/iris/ValidateAndTest.txt`,
+  `Experiments/VaryingFerns/iris/ValidateAndTest.txt`) reproduce Table 2 exactly as the
+  configuration of lowest mean *test* error over the 20 configurations (trees 10/5: 2.13,
+  sample sd 2.67, printed 2.66; ferns 10/5: 2.27 (2.25)); the 5 test-on-training runs
+  score 0 errors in almost every configuration. The same rule without those 5 runs gives
+  3.20 % (trees, 10/5) and 3.20 % (ferns, 10/1); the mean over all 20 configurations of
+  those 10 runs is 4.79 % (trees) and 4.31 % (ferns). Our folds are disjoint and every
+  run chooses its configuration on validation loss; the column "best config by mean test
+  score" applies the paper's selection rule to our runs. The acceptance row above still
+  compares with the printed 2.13 %.
 """
 
 
@@ -480,7 +519,8 @@ def _summary(parts):
         best = min(ours, key=lambda r: r["test error %"])
         rows.append({"data set": name, "paper (forest) error %": paper,
                      "ours, better of trees/ferns": f"{best['test error %']} ({best['model']})",
-                     "within 1 point": best["test error %"] <= paper + 1.0})
+                     "within 1 point": best["test error %"] <= paper + 1.0,
+                     "ours, best config by mean test score (optimistic)": "-"})
     for name, paper in (("iris", 2.13), ("abalone3", 34.4), ("poker", 32.6),
                         ("madelon", 40.8), ("abalone_reg", 0.57)):
         part = parts.get(f"table2_{name}")
