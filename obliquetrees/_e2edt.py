@@ -83,6 +83,12 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         Strength ``lambda`` of the spatial regulariser
         ``-lambda * sum_i w_i^T M w_i`` (eq. 15), ``M`` the Laplacian of the
         4-neighbour pixel grid (needs ``image_shape``).
+    standardize : bool, default=True
+        Train on inputs standardised to zero mean and unit variance per
+        feature (the paper; the fitted trees still act on raw ``X``). False
+        trains on the inputs as given, as the authors' code does for images
+        (USPS, MNIST): per-pixel standardisation blows up near-constant
+        border pixels.
     routing : {"hard", "soft"}, default="hard"
         ``"hard"``: the deterministic tree (route by the sign of each split,
         output the reached leaf's distribution), the paper's inference model.
@@ -125,7 +131,9 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
 
     - Inputs are standardised with the (weighted) training mean and standard
       deviation, as in the paper; the scaling is folded into the stored
-      weights, so ``trees_`` act on raw ``X``.
+      weights, so ``trees_`` act on raw ``X``. ``standardize=False`` skips
+      it, as the authors' code does for image data (its USPS loader feeds
+      the raw pixels).
     - Every EM run (each stump, and the finetune) first updates only the
       leaves for one epoch, as the authors' code does. A stump epoch is then
       E-step on all its samples, one Adam pass on eq. 14, closed-form leaves
@@ -197,6 +205,7 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         "image_shape": [tuple, list, None],
         "patch_size": [Interval(Integral, 1, None, closed="left"), None],
         "spatial_reg": [Interval(Real, 0, None, closed="left")],
+        "standardize": ["boolean"],
         "routing": [StrOptions({"hard", "soft"})],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
@@ -221,6 +230,7 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         image_shape=None,
         patch_size=None,
         spatial_reg=0.0,
+        standardize=True,
         routing="hard",
         n_jobs=None,
         random_state=None,
@@ -241,6 +251,7 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         self.image_shape = image_shape
         self.patch_size = patch_size
         self.spatial_reg = spatial_reg
+        self.standardize = standardize
         self.routing = routing
         self.n_jobs = n_jobs
         self.random_state = random_state
@@ -332,8 +343,10 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         n_samples, n_features = X.shape
         params = self._resolve_params(n_features)
         sw = np.ones(n_samples) if sample_weight is None else sample_weight
-        # standardisation with (weighted) training statistics, as the paper does
-        mean, scale = standardization(X, sw)
+        if self.standardize:  # (weighted) training statistics, as the paper does
+            mean, scale = standardization(X, sw)
+        else:
+            mean, scale = np.zeros(n_features), np.ones(n_features)
         Z = np.ascontiguousarray((X - mean) / scale, dtype=np.float32)
         seeds = draw_seeds(self.random_state, self.n_estimators)
         args = [

@@ -120,6 +120,24 @@ def test_standardisation_is_folded(blobs):
     assert np.mean(a.predict(X) == b.predict(X * 0.01 - 3.0)) > 0.97
 
 
+def test_standardize_false_trains_on_the_inputs_as_given(blobs):
+    """standardize=False: the same tree as training on X directly (mean 0, scale 1)."""
+    from obliquetrees._forest import draw_seeds
+    from obliquetrees._training.e2edt import build_tree
+
+    X, y = blobs
+    clf = E2EDTClassifier(**FAST, standardize=False).fit(X, y)
+    params = clf._resolve_params(X.shape[1])
+    seed = int(draw_seeds(0, 1)[0])
+    Z = np.ascontiguousarray(X, dtype=np.float32)
+    tree, _ = build_tree(X, Z, y, np.ones(len(y)), 3, np.zeros(8), np.ones(8), params, seed)
+    np.testing.assert_array_equal(clf.tree_.dense_weights(), tree.dense_weights())
+    np.testing.assert_array_equal(clf.tree_.bias, tree.bias)
+    # and it differs from the standardised fit of the same seed
+    std = E2EDTClassifier(**FAST).fit(X, y)
+    assert not np.allclose(std.tree_.dense_weights()[0], clf.tree_.dense_weights()[0])
+
+
 def test_pickle_roundtrip(blobs):
     X, y = blobs
     clf = E2EDTClassifier(**FAST, routing="soft").fit(X, y)
