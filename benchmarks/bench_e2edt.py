@@ -52,6 +52,8 @@ TABLE1 = {
     ("usps", 0.1): {15: 96.1, 30: 96.6, 45: 96.7},
 }
 PAPER_SPLITS = {"letter_uci": "758 ± 1", "usps": "372 ± 2"}
+#: Revision column of rows stored before rows recorded their revision.
+OLD_ROWS = "≤ c646644"
 
 
 def _estimator(**kw):
@@ -263,15 +265,8 @@ def part_forest(quick, settings, n_jobs):
     return rows
 
 
-def part_profile(quick, epochs=15):
-    """Where one usps forest tree (depth 10, 10x10 patches) spends its CPU time."""
-    import cProfile
-    import pstats
-
-    from threadpoolctl import threadpool_limits
-
-    from obliquetrees._training import e2edt as E
-
+def _usps_forest_tree_data(quick):
+    """Standardised usps training split of the forest protocol, as the estimator builds it."""
     Xtr, ytr, _, _ = split_for("usps", "val")
     if quick:
         Xtr, ytr = Xtr[:2000], ytr[:2000]
@@ -279,16 +274,34 @@ def part_profile(quick, epochs=15):
     mean, scale = X.mean(0), X.std(0)
     Z = np.ascontiguousarray((X - mean) / scale, dtype=np.float32)
     y = np.unique(ytr, return_inverse=True)[1].astype(np.int64)
-    sw = np.ones(len(y))
+    return Z, y, np.ones(len(y))
+
+
+def part_profile(quick, epochs=15):
+    """Where one usps forest tree (depth 10, 10x10 patches) spends its CPU time.
+
+    cProfile with the process CPU clock, so the shares are shares of CPU time
+    (wall-clock shares are distorted when other processes share the cores).
+    """
+    import cProfile
+    import pstats
+
+    from threadpoolctl import threadpool_limits
+
+    from obliquetrees._training import e2edt as E
+
+    Z, y, sw = _usps_forest_tree_data(quick)
     params = E.E2EDTParams(max_depth=10, max_epochs=epochs, finetune_epochs=3 * epochs,
                            image_shape=(16, 16), patch_size=10)
+    revision = _revision()
+    load = os.getloadavg()[0]
     with threadpool_limits(limits=1, user_api="blas"):
         rng = np.random.default_rng(0)
         c0 = time.process_time()
         nodes = E._Grower(Z, y, sw, 10, params, rng, None).grow()
         greedy = time.process_time() - c0
-        tt = E.TrainingTree(nodes, Z.shape[1], 10)
-        prof = cProfile.Profile()
+        tt = E.TrainingTree(nodes, Z.shape[1], 10, band_width=16)
+        prof = cProfile.Profile(time.process_time)
         c0 = time.process_time()
         prof.enable()
         E.finetune(tt, Z, y, sw, params, rng, None)
@@ -296,16 +309,77 @@ def part_profile(quick, epochs=15):
         finetune = time.process_time() - c0
     stats = pstats.Stats(prof).stats
     total = sum(v[2] for v in stats.values())  # tottime
-    rows = [dict(part="profile", dataset="usps", method="greedy growth (all stumps)",
-                 cpu_s=greedy, share="", splits=tt.n_splits)]
-    rows.append(dict(part="profile", dataset="usps", method=f"finetune ({3 * epochs} epochs)",
-                     cpu_s=finetune, share="", splits=tt.n_splits))
+    common = dict(part="profile", dataset="usps", splits=tt.n_splits, revision=revision,
+                  load_avg=load)
+    rows = [dict(common, method="greedy growth (all stumps)", cpu_s=greedy, share="")]
+    rows.append(dict(common, method=f"finetune ({3 * epochs} epochs)", cpu_s=finetune,
+                     share=""))
     top = sorted(stats.items(), key=lambda kv: -kv[1][2])[:6]
     for (_file, _line, func), v in top:
-        rows.append(dict(part="profile", dataset="usps", method=f"  finetune: {func}",
-                         cpu_s=float("nan"), share=f"{100 * v[2] / total:.0f} % of wall",
-                         splits=""))
+        rows.append(dict(common, method=f"  finetune: {func}", cpu_s=v[2],
+                         share=f"{100 * v[2] / total:.0f} % of CPU", splits=""))
     return rows
+
+
+def part_ab(quick, baseline, epochs=10, repeats=3):
+    """Finetune CPU time of the current code against revision ``baseline``, one process.
+
+    The E2EDT training modules of ``baseline`` are exported (``git show``)
+    under other module names; both versions finetune the same greedy usps
+    forest tree (depth 10, 10x10 patches) alternately, ``repeats`` times each.
+    The ratio of the minimum CPU times is robust to other load on the machine.
+    """
+    import importlib
+    import inspect
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    from threadpoolctl import threadpool_limits
+
+    from obliquetrees._training import e2edt as E
+
+    root = RESULTS_DIR.parent.parent
+    tmp = tempfile.mkdtemp(prefix="e2edt_ab_")
+    kernels = subprocess.run(
+        ["git", "show", f"{baseline}:obliquetrees/_training/_e2edt_kernels.py"],
+        cwd=root, capture_output=True, text=True, check=True).stdout
+    training = subprocess.run(
+        ["git", "show", f"{baseline}:obliquetrees/_training/e2edt.py"],
+        cwd=root, capture_output=True, text=True, check=True).stdout
+    training = training.replace("from obliquetrees._training import _e2edt_kernels as K",
+                                "import e2edt_ab_kernels as K")
+    (Path(tmp) / "e2edt_ab_kernels.py").write_text(kernels)
+    (Path(tmp) / "e2edt_ab_training.py").write_text(training)
+    sys.path.insert(0, tmp)
+    B = importlib.import_module("e2edt_ab_training")
+
+    Z, y, sw = _usps_forest_tree_data(quick)
+    kw = dict(max_depth=10, max_epochs=15, finetune_epochs=epochs, image_shape=(16, 16),
+              patch_size=10)
+    with threadpool_limits(limits=1, user_api="blas"):
+        nodes = E._Grower(Z, y, sw, 10, E.E2EDTParams(**kw), np.random.default_rng(0),
+                          None).grow()
+
+        def run(mod):
+            banded = "band_width" in inspect.signature(mod.TrainingTree).parameters
+            tt = mod.TrainingTree(nodes, Z.shape[1], 10, *([16] if banded else []))
+            mod.finetune(tt, Z, y, sw, mod.E2EDTParams(**kw), np.random.default_rng(1), None)
+
+        times = {"baseline": [], "current": []}
+        run(B), run(E)  # compile
+        for _ in range(repeats):
+            for label, mod in (("baseline", B), ("current", E)):
+                c0 = time.process_time()
+                run(mod)
+                times[label].append(time.process_time() - c0)
+    row = dict(part="ab", dataset="usps", method=f"finetune {epochs} epochs, one forest tree",
+               baseline=baseline, revision=_revision(), load_avg=os.getloadavg()[0],
+               baseline_cpu_s=min(times["baseline"]), current_cpu_s=min(times["current"]),
+               speedup=min(times["baseline"]) / min(times["current"]), repeats=repeats)
+    print(row, flush=True)
+    return [row]
 
 
 # ------------------------------------------------------------- reporting
@@ -319,7 +393,7 @@ def _merge(old, new):
     def keys(r):
         return tuple(
             (k, r.get(k)) for k in ("part", "dataset", "depth", "method", "seed", "trees",
-                                   "epochs", "steepness_increase", "quick")
+                                   "epochs", "steepness_increase", "quick", "revision")
         )
     fresh = {keys(r) for r in new}
     return [r for r in old if keys(r) not in fresh] + new
@@ -381,20 +455,30 @@ def _report(rows):
     if prof:
         tables.append(("Where the time goes: one usps forest tree (depth 10, 10x10 patches, "
                        "15 greedy + 45 finetune epochs), process CPU time and cProfile shares",
-                       [{k: r[k] for k in ("method", "cpu_s", "share", "splits")} for r in prof]))
+                       [{k: r.get(k, OLD_ROWS if k == "revision" else "")
+                         for k in ("revision", "method", "cpu_s", "share", "splits", "load_avg")}
+                        for r in prof]))
+    ab = [r for r in rows if r["part"] == "ab"]
+    if ab:
+        tables.append(("Finetune speed-up measured in one process (minimum CPU time of "
+                       "alternating runs of both versions on the same greedy tree)",
+                       [{k: r[k] for k in ("method", "baseline", "revision", "baseline_cpu_s",
+                                           "current_cpu_s", "speedup", "repeats", "load_avg")}
+                        for r in ab]))
     forest = [r for r in rows if r["part"] == "forest"]
     if forest:
-        cols = ["dataset", "trees", "epochs", "finetune_epochs", "steepness_increase",
+        cols = ["revision", "dataset", "trees", "epochs", "finetune_epochs", "steepness_increase",
                 "val_acc", "paper_val", "test_acc", "rf_val_acc", "rf_test_acc",
                 "splits_per_tree", "paper_splits", "split_evals_per_sample", "fit_s",
-                "fit_cpu_s", "rf_fit_s", "predict_s", "quick"]
+                "fit_cpu_s", "load_avg", "rf_fit_s", "predict_s", "quick"]
         names = {"val_acc": "val %", "paper_val": "paper val % (70/100 trees)",
                  "test_acc": "test %", "rf_val_acc": "RF val %", "rf_test_acc": "RF test %",
                  "paper_splits": "paper splits/tree"}
         tables.append(("Forests, Table 1 protocol (depth 10; letter: 8 of 16 features per "
                        "split; usps: 10x10 patches anywhere; validation split of the paper; "
                        "RF = scikit-learn RandomForestClassifier, same trees and depth)",
-                       [{names.get(c, c): r.get(c, "") for c in cols} for r in forest]))
+                       [{names.get(c, c): r.get(c, OLD_ROWS if c == "revision" else "")
+                         for c in cols} for r in forest]))
     return tables
 
 
@@ -441,7 +525,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--parts", nargs="+", default=["speed", "trees", "forest"],
-                        choices=["speed", "trees", "forest", "profile", "report"])
+                        choices=["speed", "trees", "forest", "profile", "ab", "report"])
+    parser.add_argument("--baseline", default="1e0a2f3",
+                        help="git revision the ab part compares the current code with")
     parser.add_argument("--forest-settings", nargs="+", default=[
         "usps:100:15:0.1", "letter_uci:70:15:0.1", "usps:100:30:0.1", "usps:100:45:0.1",
         "letter_uci:70:30:0.1", "letter_uci:70:45:0.1", "usps:100:15:0.0",
@@ -460,6 +546,8 @@ def main(argv=None):
         new += part_forest(args.quick, args.forest_settings, args.n_jobs)
     if "profile" in args.parts:
         new += part_profile(args.quick)
+    if "ab" in args.parts:
+        new += part_ab(args.quick, args.baseline)
     base = RAW_QUICK if args.quick else RAW
     raw = base.with_name(f"{base.stem}_{args.tag}.json")
     raw.write_text(json.dumps(_merge(_load_raw(raw), new), indent=1))
