@@ -24,7 +24,7 @@ Helpers called per sample or per minibatch with array arguments (the RNG,
 ``row_dot``, the softmax, the projection and the minibatch gradient) use the
 ``jit_inline`` preset: as ordinary calls each paid reference counting on its
 array arguments, and inlining them made a letter tree about 1.2x faster (CPU
-time, interleaved A/B over 12 trees) with bit-identical trees (same
+time, interleaved A/B, 6 trees each) with bit-identical trees (same
 operations in the same order).
 
 Importing this module imports numba; the estimator imports it lazily.
@@ -192,6 +192,8 @@ def best_axis_split(Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, st
     vals = np.empty(m)
     cl = np.zeros(n_classes)
     cr = np.zeros(n_classes)
+    xl = np.zeros(n_classes)
+    xr = np.zeros(n_classes)
     hist = class_histogram(yb, wb, m, n_classes)
     total = 0.0
     s_tot = 0.0
@@ -225,6 +227,8 @@ def best_axis_split(Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, st
         for c in range(n_classes):
             cl[c] = 0.0
             cr[c] = hist[c]
+            xl[c] = 0.0
+            xr[c] = xlogx(hist[c])
         s_l = 0.0
         s_r = s_tot
         n_l = 0.0
@@ -233,12 +237,15 @@ def best_axis_split(Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, st
             i = order[t]
             c = yb[i]
             wt = wb[i]
-            s_l -= xlogx(cl[c])
+            # xl/xr cache xlogx of the current counts: two logs per step, not four
+            s_l -= xl[c]
             cl[c] += wt
-            s_l += xlogx(cl[c])
-            s_r -= xlogx(cr[c])
+            xl[c] = xlogx(cl[c])
+            s_l += xl[c]
+            s_r -= xr[c]
             cr[c] -= wt
-            s_r += xlogx(cr[c])
+            xr[c] = xlogx(cr[c])
+            s_r += xr[c]
             n_l += wt
             n_r -= wt
             v_next = vals[order[t + 1]]
