@@ -40,9 +40,9 @@ What this module offers
 - :func:`choose_inference_path`: the measured rule that picks BLAS or
   traversal for a forest and a batch (``benchmarks/results/decision_machine.md``).
 - :func:`finetune`: end-to-end fine-tuning of the split weights and leaf
-  values of a fitted classifier forest with its structure kept, through the
-  relaxation with an annealed temperature; :func:`refit_leaves`, the
-  leaf-only baseline.
+  values of a fitted classifier or regressor tree/forest with its structure
+  kept, through the relaxation with an annealed temperature;
+  :func:`refit_leaves`, the leaf-only baseline.
 
 Examples
 --------
@@ -69,16 +69,18 @@ import scipy.sparse as sp
 
 from obliquetrees._core.forest import ObliqueForest
 from obliquetrees._core.tree import ObliqueTree, fold_standardization
-from obliquetrees.base import BaseObliqueForest, ObliqueClassifierMixin
+from obliquetrees.base import BaseObliqueForest, ObliqueClassifierMixin, ObliqueRegressorMixin
 
 __all__ = [
     "DecisionMachine",
     "FinetunedForestClassifier",
+    "FinetunedForestRegressor",
     "choose_inference_path",
     "finetune",
     "predict_value",
     "refit_leaves",
     "relaxed_nll",
+    "relaxed_squared_error",
     "to_machine",
 ]
 
@@ -690,11 +692,39 @@ def _relaxed_backward(y, sw, A, Hs, E, V, Bn, leaf_offset, inv_t, eps, sigma):
     K.relaxed_backward(E, V, y, sw, Bn.indptr.astype(np.int64, copy=False),
                        Bn.indices.astype(np.int64, copy=False), Bn.data, leaf_offset,
                        inv_t, R, GH, logp)  # fmt: skip
-    if sigma == "tanh":
-        GH *= (1.0 - Hs * Hs) / eps
-    else:
-        GH *= (np.abs(A) < eps) / eps
+    GH *= _sigma_derivative(A, Hs, eps, sigma)
     return R, GH, logp
+
+
+def _sigma_derivative(A, Hs, eps, sigma):
+    """``d sigma(A) / dA`` given ``Hs = sigma(A)``."""
+    if sigma == "tanh":
+        return (1.0 - Hs * Hs) / eps
+    return (np.abs(A) < eps) / eps
+
+
+def _relaxed_squared_error_backward(target, sw, A, Hs, E, V, Bn, leaf_offset, inv_t, eps,
+                                    sigma):  # fmt: skip
+    """Weighted squared error of the relaxed forest mean and its gradients.
+
+    The forest predicts ``F = mean_t E_t V_t`` (``E_t`` the softmax leaf
+    weights of tree ``t``, rows of ``V`` its leaves). Returns ``sum_i sw_i
+    ||F_i - target_i||^2``, its gradient with respect to the margins ``A``
+    (through the per-tree softmax, the template matrix and ``sigma``) and
+    with respect to ``V``. Plain numpy and BLAS: two GEMMs with ``V``, one
+    segmented sum per tree and one sparse product with ``B~``.
+    """
+    n_trees = leaf_offset.shape[0] - 1
+    residual = E @ V / n_trees - target
+    weighted = residual * (2.0 * sw)[:, None]
+    loss = 0.5 * float(np.sum(weighted * residual))
+    grad_V = E.T @ weighted / n_trees
+    EG = E * (weighted @ V.T / n_trees)  # E * dL/dE
+    per_tree = np.add.reduceat(EG, leaf_offset[:-1], axis=1)
+    grad_logits = EG - E * np.repeat(per_tree, np.diff(leaf_offset), axis=1)
+    GH = np.asarray((Bn.T @ grad_logits.T).T) * inv_t
+    GH *= _sigma_derivative(A, Hs, eps, sigma)
+    return loss, GH, grad_V
 
 
 def relaxed_nll(machine, X, y, temperature, eps=0.1, sigma="tanh", sample_weight=None,
@@ -735,6 +765,48 @@ def relaxed_nll(machine, X, y, temperature, eps=0.1, sigma="tanh", sample_weight
     _, GA, logp = _relaxed_backward(y, sw, A, Hs, E, V, machine.B_normalised,
                                     machine.leaf_offset, inv_t, eps, sigma)  # fmt: skip
     return float(-(sw @ logp)), GA.T @ X, GA.sum(axis=0)
+
+
+def relaxed_squared_error(machine, X, Y, temperature, eps=0.1, sigma="tanh",
+                          sample_weight=None, W=None, b=None, V=None):  # fmt: skip
+    """Weighted squared error of the relaxed forest mean and its gradients.
+
+    The objective :func:`finetune` minimises for regressors (before its
+    standardisation): ``sum_i sw_i ||mean_t softmax(B~_t sigma(W_t x_i + b_t)
+    / temperature) V_t - Y_i||^2``.
+
+    Parameters
+    ----------
+    machine : DecisionMachine
+    X : ndarray (n, n_features)
+    Y : ndarray (n, n_outputs)
+    temperature, eps, sigma
+        As in :meth:`DecisionMachine.relaxed_weights`.
+    sample_weight : ndarray (n,), default=None
+    W, b, V : arrays, default=None
+        Split weights (dense), offsets and leaf values to evaluate instead of
+        the machine's own.
+
+    Returns
+    -------
+    loss : float
+    grad_W : ndarray (n_splits, n_features)
+    grad_b : ndarray (n_splits,)
+    grad_V : ndarray (n_leaves, n_outputs)
+    """
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    Y = np.asarray(Y, dtype=np.float64).reshape(X.shape[0], -1)
+    sw = np.ones(X.shape[0]) if sample_weight is None else np.asarray(sample_weight, float)
+    W = machine.dense_S() if W is None else W
+    b = machine.bias if b is None else b
+    V = machine.V if V is None else V
+    inv_t = 1.0 / float(temperature)
+    A, Hs, E = _relaxed_forward(X, W, b, machine.B_normalised, machine.leaf_offset, inv_t,
+                                eps, sigma)  # fmt: skip
+    loss, GA, grad_V = _relaxed_squared_error_backward(
+        Y, sw, A, Hs, E, V, machine.B_normalised, machine.leaf_offset, inv_t, eps, sigma
+    )
+    return loss, GA.T @ X, GA.sum(axis=0), grad_V
 
 
 class FinetunedForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
@@ -781,21 +853,102 @@ class FinetunedForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         )
 
 
-def _classifier_inputs(model, X, y, sample_weight):
-    """Forest, classes, validated X (float64), encoded y, weights of a classifier source."""
-    from sklearn.base import is_classifier
+class FinetunedForestRegressor(ObliqueRegressorMixin, BaseObliqueForest):
+    """A fine-tuned regressor forest (hard routing), as returned by :func:`finetune`.
+
+    Created fitted; it predicts the mean over its trees of the value of the
+    reached leaf (like every hard-routed model of the package).
+
+    Parameters
+    ----------
+    n_jobs : int, default=None
+        Threads used by ``predict``/``apply``.
+
+    Attributes
+    ----------
+    trees_ : list of ObliqueTree
+    forest_ : ObliqueForest
+    n_outputs_ : int
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when the source model has it.
+    feature_importances_ : ndarray of shape (n_features_in_,)
+        Impurity-based importances of the splits, summing to 1 (see
+        :attr:`FinetunedForestClassifier.feature_importances_`).
+    history_ : dict
+        ``"loss"`` (relaxed mean squared error per epoch, on targets
+        standardised with the training mean and standard deviation),
+        ``"temperature"`` per epoch, ``"weight_density"`` (stored weights per
+        split after fine-tuning).
+    """
+
+    def __init__(self, n_jobs=None):
+        self.n_jobs = n_jobs
+
+    def fit(self, X, y, sample_weight=None):
+        """Not available: this model is created by :func:`finetune` or :func:`refit_leaves`.
+
+        Raises
+        ------
+        TypeError
+            Always.
+        """
+        raise TypeError(
+            "FinetunedForestRegressor is created fitted by obliquetrees.machine.finetune(); "
+            "call finetune() on the source model instead."
+        )
+
+
+def _model_inputs(model, X, y, sample_weight):
+    """Source model, forest, task, validated X (float64), targets and weights.
+
+    Classifiers: ``y`` encoded as column indices of the leaf distributions;
+    regressors: ``y`` as float64 ``(n, n_outputs)``.
+    """
+    from sklearn.base import is_classifier, is_regressor
     from sklearn.utils import check_array, check_consistent_length
+
+    from obliquetrees._hinge import HingeForestClassifier, HingeForestRegressor
 
     if type(model).__module__.startswith("sklearn."):
         from obliquetrees.convert import from_sklearn
 
         model = from_sklearn(model)
-    if not (is_classifier(model) and hasattr(model, "_forest")):
+    if isinstance(model, HingeForestClassifier | HingeForestRegressor):
         raise TypeError(
-            "finetune/refit_leaves take a fitted classifier of obliquetrees or a fitted "
-            f"scikit-learn tree/forest classifier; got {type(model).__name__}."
+            "finetune/refit_leaves need a model that predicts its leaves' values; a hinge "
+            "tree's output also scales with its smallest margin."
+        )
+    if not (hasattr(model, "_forest") and (is_classifier(model) or is_regressor(model))):
+        raise TypeError(
+            "finetune/refit_leaves take a fitted classifier or regressor of obliquetrees or a "
+            f"fitted scikit-learn tree/forest; got {type(model).__name__}."
         )
     forest = _as_forest(model)
+    X = check_array(X, dtype=np.float64, order="C")
+    if X.shape[1] != forest.n_features:
+        raise ValueError(f"X has {X.shape[1]} features, the model {forest.n_features}.")
+    if sample_weight is None:
+        sw = np.ones(X.shape[0])
+    else:
+        sw = np.ascontiguousarray(sample_weight, dtype=np.float64).ravel()
+        check_consistent_length(X, sw)
+        if np.any(sw < 0) or not np.all(np.isfinite(sw)) or sw.sum() <= 0:
+            raise ValueError("sample_weight must be finite, non-negative, not all zero.")
+    if is_regressor(model):
+        Y = check_array(y, dtype=np.float64, ensure_2d=False, input_name="y")
+        Y = Y.reshape(Y.shape[0], -1)
+        check_consistent_length(X, Y)
+        if Y.shape[1] != forest.n_outputs:
+            raise ValueError(f"y has {Y.shape[1]} outputs, the model {forest.n_outputs}.")
+        return model, forest, "regression", X, Y, sw
+    return (model, forest, "classification", X) + _class_codes(model, forest, X, y) + (sw,)
+
+
+def _class_codes(model, forest, X, y):
+    """``(y,)`` encoded as indices into ``model.classes_``, after checking the leaves."""
+    from sklearn.utils import check_consistent_length
+
     classes = np.asarray(model.classes_)
     leaves = forest.children_left < 0
     V = forest.value[leaves]
@@ -804,23 +957,13 @@ def _classifier_inputs(model, X, y, sample_weight):
             f"{type(model).__name__}'s leaves do not hold class distributions; finetune "
             "works on hard-routed classifiers whose leaf values are class probabilities."
         )
-    X = check_array(X, dtype=np.float64, order="C")
-    if X.shape[1] != forest.n_features:
-        raise ValueError(f"X has {X.shape[1]} features, the model {forest.n_features}.")
     y = np.asarray(y).ravel()
     check_consistent_length(X, y)
     code = np.searchsorted(classes, y)
     code = np.clip(code, 0, classes.shape[0] - 1)
     if not np.array_equal(classes[code], y):
         raise ValueError("y holds labels that are not among the model's classes_.")
-    if sample_weight is None:
-        sw = np.ones(X.shape[0])
-    else:
-        sw = np.ascontiguousarray(sample_weight, dtype=np.float64).ravel()
-        check_consistent_length(X, sw)
-        if np.any(sw < 0) or not np.all(np.isfinite(sw)) or sw.sum() <= 0:
-            raise ValueError("sample_weight must be finite, non-negative, not all zero.")
-    return model, forest, classes, X, code.astype(np.int64), sw
+    return (code.astype(np.int64),)
 
 
 def _hard_em(V, leaf_rows, y, sw, n_iter):
@@ -853,6 +996,43 @@ def _hard_em(V, leaf_rows, y, sw, n_iter):
     return V
 
 
+def _hard_backfit(V, leaf_rows, leaf_offset, Y, sw, n_iter):
+    """Leaf values under hard routing for the squared error of the forest mean.
+
+    ``leaf_rows`` (n, n_trees) are global leaf rows, tree ``t``'s leaves the
+    rows ``leaf_offset[t]:leaf_offset[t + 1]``. ``n_iter=0``: per-leaf
+    weighted means of ``Y`` (each tree on its own, as a random forest's
+    leaves). ``n_iter>0``: that many backfitting sweeps (Gauss-Seidel over the
+    trees, from ``V``) on ``sum_i sw_i ||mean_t V[leaf_t(x_i)] - Y_i||^2``:
+    each tree's leaves become the weighted mean of what the other trees leave
+    unexplained. Leaves reached by no sample keep their value.
+    """
+    n_trees = leaf_rows.shape[1]
+    V = V.copy()
+    weight = np.bincount(leaf_rows.ravel(), weights=np.repeat(sw, n_trees),
+                         minlength=V.shape[0])  # fmt: skip
+
+    def refit(rows, target, a, c):
+        """Leaves ``a:c`` (reached by ``rows``) to the weighted means of ``target``."""
+        sums = np.stack([np.bincount(rows - a, weights=sw * target[:, o], minlength=c - a)
+                         for o in range(target.shape[1])], axis=1)  # fmt: skip
+        hit = weight[a:c] > 0
+        V[a:c][hit] = sums[hit] / weight[a:c][hit, None]
+
+    if n_iter == 0:
+        for t in range(n_trees):
+            refit(leaf_rows[:, t], Y, leaf_offset[t], leaf_offset[t + 1])
+        return V
+    total = V[leaf_rows].sum(axis=1)  # n_trees x the forest's output, per row
+    for _ in range(n_iter):
+        for t in range(n_trees):
+            rows = leaf_rows[:, t]
+            own = V[rows]
+            refit(rows, n_trees * Y - (total - own), leaf_offset[t], leaf_offset[t + 1])
+            total += V[rows] - own
+    return V
+
+
 def _with_values(forest, machine, V):
     """Trees of ``forest`` with leaf values ``V`` (rows as in ``machine``)."""
     trees = []
@@ -869,10 +1049,16 @@ def _with_values(forest, machine, V):
 
 
 def _new_model(source, trees, history, n_jobs):
-    model = FinetunedForestClassifier(n_jobs=getattr(source, "n_jobs", None) if n_jobs is None
-                                      else n_jobs)  # fmt: skip
-    model.classes_ = np.asarray(source.classes_)
-    model.n_classes_ = len(model.classes_)
+    from sklearn.base import is_classifier
+
+    n_jobs = getattr(source, "n_jobs", None) if n_jobs is None else n_jobs
+    if is_classifier(source):
+        model = FinetunedForestClassifier(n_jobs=n_jobs)
+        model.classes_ = np.asarray(source.classes_)
+        model.n_classes_ = len(model.classes_)
+    else:
+        model = FinetunedForestRegressor(n_jobs=n_jobs)
+        model.n_outputs_ = trees[0].n_outputs
     model.n_features_in_ = trees[0].n_features
     if hasattr(source, "feature_names_in_"):
         model.feature_names_in_ = source.feature_names_in_
@@ -895,31 +1081,36 @@ def _node_statistics(trees, X, sw):
 
 
 def refit_leaves(model, X, y, *, sample_weight=None, n_iter=10, n_jobs=None):
-    """Leaf-only baseline: the same splits, leaf distributions refitted on (X, y).
+    """Leaf-only baseline: the same splits, leaf values refitted on (X, y).
 
     Parameters
     ----------
-    model : fitted classifier
+    model : fitted classifier or regressor
         As for :func:`finetune`.
     X : array-like of shape (n_samples, n_features)
-    y : array-like of shape (n_samples,)
+    y : array-like of shape (n_samples,) or (n_samples, n_outputs)
     sample_weight : array-like of shape (n_samples,), default=None
     n_iter : int, default=10
-        0: per-leaf class frequencies of the samples each leaf receives (every
-        tree on its own). >0: that many EM iterations, from the model's
-        leaves, on the likelihood of the forest's mean prediction (the
-        objective :func:`finetune` ends with).
+        0: per-leaf class frequencies (classifiers) or mean targets
+        (regressors) of the samples each leaf receives, every tree on its own.
+        >0: that many iterations, from the model's leaves, on the objective
+        of the forest's mean prediction that :func:`finetune` ends with: EM on
+        the likelihood (classifiers), backfitting sweeps on the squared error
+        (regressors).
     n_jobs : int, default=None
         ``n_jobs`` of the returned model (None: the source's).
 
     Returns
     -------
-    model : FinetunedForestClassifier
+    model : FinetunedForestClassifier or FinetunedForestRegressor
     """
-    source, forest, _, X, y, sw = _classifier_inputs(model, X, y, sample_weight)
+    source, forest, task, X, y, sw = _model_inputs(model, X, y, sample_weight)
     machine = to_machine(forest, cache=False)
     rows = _leaf_rows_hard(forest, machine, X)
-    V = _hard_em(machine.V, rows, y, sw, int(n_iter))
+    if task == "regression":
+        V = _hard_backfit(machine.V, rows, machine.leaf_offset, y, sw, int(n_iter))
+    else:
+        V = _hard_em(machine.V, rows, y, sw, int(n_iter))
     trees = _node_statistics(_with_values(forest, machine, V), X, sw)
     return _new_model(source, trees, {"loss": [], "temperature": []}, n_jobs)
 
@@ -959,28 +1150,32 @@ def finetune(
     n_jobs=None,
     verbose=0,
 ):
-    """Fine-tune a fitted classifier tree/forest end to end, structure kept.
+    """Fine-tune a fitted tree/forest end to end, structure kept.
 
     The forest's prediction ``mean_t softmax(B~_t sigma(S_t x - t_t) /
     temperature) V_t`` (the analytic decision machine of every tree, averaged)
-    is trained on the likelihood of ``y`` with the temperature annealed
-    geometrically from ``temperature[0]`` to ``temperature[1]``: split
-    weights and offsets by Adam on minibatches, leaf distributions by the
-    closed-form EM step of the forest mixture (E2EDT's M-step, run once per
-    epoch on the epoch's responsibilities). At the end the leaves are refitted
-    under hard routing (``refit_iter`` EM iterations, as :func:`refit_leaves`),
-    and the trees are returned as a deterministic, hard-routed model.
+    is trained with the temperature annealed geometrically from
+    ``temperature[0]`` to ``temperature[1]``, split weights and offsets by
+    Adam on minibatches. Classifiers: on the likelihood of ``y``, leaf
+    distributions by the closed-form EM step of the forest mixture (E2EDT's
+    M-step, run once per epoch on the epoch's responsibilities). Regressors:
+    on the weighted squared error (targets standardised with their training
+    mean and standard deviation), leaf values by Adam with the splits. At the
+    end the leaves are refitted under hard routing (``refit_iter`` EM
+    iterations or backfitting sweeps, as :func:`refit_leaves`), and the trees
+    are returned as a deterministic, hard-routed model.
 
     Parameters
     ----------
-    model : fitted classifier
-        An obliquetrees classifier whose leaves hold class distributions
-        (E2EDT, CO2, soft trees, converted models) or a fitted scikit-learn
-        DecisionTreeClassifier / RandomForestClassifier / ExtraTreesClassifier
-        (converted with :func:`obliquetrees.convert.from_sklearn`).
+    model : fitted classifier or regressor
+        An obliquetrees model that predicts the mean of its reached leaves'
+        values (E2EDT, CO2, soft trees routed hard, converted models; not hinge
+        forests, whose output also depends on a margin) or a fitted
+        scikit-learn DecisionTree / RandomForest / ExtraTrees classifier or
+        regressor (converted with :func:`obliquetrees.convert.from_sklearn`).
     X : array-like of shape (n_samples, n_features)
-    y : array-like of shape (n_samples,)
-        Labels among ``model.classes_``.
+    y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        Labels among ``model.classes_`` (classifiers) or targets.
     sample_weight : array-like of shape (n_samples,), default=None
     epochs : int, default=20
     batch_size : int, default=256
@@ -1003,7 +1198,8 @@ def finetune(
         ``k``: the stored weights plus, per split, the ``k`` features with the
         largest initial gradient.
     refit_iter : int, default=10
-        EM iterations of the final hard leaf refit (0: class frequencies).
+        Iterations of the final hard leaf refit (EM for classifiers,
+        backfitting for regressors; 0: per-leaf class frequencies / means).
     random_state : int, default=0
         Seed of the minibatch order; the same seed gives the same model.
     n_jobs : int, default=None
@@ -1013,15 +1209,17 @@ def finetune(
 
     Returns
     -------
-    model : FinetunedForestClassifier
+    model : FinetunedForestClassifier or FinetunedForestRegressor
         Same trees (node ids, children) with new split weights, offsets and
         leaf values; ``history_`` holds the training curve.
 
     Notes
     -----
     Gaps the paper leaves open, filled here: the loss (the negative
-    log-likelihood of the forest's mean class distribution), the optimiser
-    (Adam for splits, EM for leaves, from E2EDT), the temperature schedule,
+    log-likelihood of the forest's mean class distribution; the squared error
+    of its mean for regressors), the optimiser (Adam for splits, EM for
+    classifier leaves, from E2EDT; Adam for regressor leaves), the
+    temperature schedule,
     working on standardised inputs with unit-norm splits (folded back into
     raw units when stored), and the final hard leaf refit.
     """
@@ -1048,10 +1246,10 @@ def finetune(
     from joblib import effective_n_jobs
 
     threads = max(1, effective_n_jobs(n_jobs))
-    source, forest, _, X, y, sw = _classifier_inputs(model, X, y, sample_weight)
+    source, forest, task, X, y, sw = _model_inputs(model, X, y, sample_weight)
+    regression = task == "regression"
     machine = to_machine(forest, cache=False)
     n, p = X.shape
-    n_classes = machine.n_outputs
 
     # standardised input, unit-norm splits: margin = signed distance
     mean = np.average(X, axis=0, weights=sw)
@@ -1065,18 +1263,32 @@ def finetune(
     norm[norm <= 0] = 1.0
     W /= norm[:, None]
     b /= norm
-    V = machine.V.copy()
     Bn = machine.B_normalised
     leaf_offset = machine.leaf_offset
     rng = np.random.default_rng(random_state)
-    onehot = np.zeros((n, n_classes))
-    onehot[np.arange(n), y] = 1.0
+    if regression:  # standardised targets and leaf values (the mean of trees commutes)
+        y_mean = np.average(y, axis=0, weights=sw)
+        y_scale = np.sqrt(np.average((y - y_mean) ** 2, axis=0, weights=sw))
+        y_scale[y_scale <= 0] = 1.0
+        target = (y - y_mean) / y_scale
+        V = (machine.V - y_mean) / y_scale
+    else:  # smooth the leaves a little so no class has probability exactly 0
+        V = (machine.V + 1e-3) / (1.0 + 1e-3 * machine.n_outputs)
+        onehot = np.zeros((n, machine.n_outputs))
+        onehot[np.arange(n), y] = 1.0
 
-    def forward(Zb, Wc, bc, inv_t):
-        return _relaxed_forward(Zb, Wc, bc, Bn, leaf_offset, inv_t, eps, sigma)
+    def forward(Zb, inv_t):
+        return _relaxed_forward(Zb, W, b, Bn, leaf_offset, inv_t, eps, sigma)
 
-    def backward(Zb, yb, swb, A, Hs, E, Vc, inv_t):
-        return _relaxed_backward(yb, swb, A, Hs, E, Vc, Bn, leaf_offset, inv_t, eps, sigma)
+    def backward(rows, A, Hs, E, inv_t):
+        """Batch loss, d loss / d margins, and the leaves' statistic or gradient."""
+        if regression:
+            return _relaxed_squared_error_backward(target[rows], sw[rows], A, Hs, E, V, Bn,
+                                                   leaf_offset, inv_t, eps, sigma)  # fmt: skip
+        R, GA, logp = _relaxed_backward(y[rows], sw[rows], A, Hs, E, V, Bn, leaf_offset,
+                                        inv_t, eps, sigma)  # fmt: skip
+        finite = np.isfinite(logp)
+        return -float(sw[rows][finite] @ logp[finite]), GA, (R * sw[rows, None]).T @ onehot[rows]
 
     # support mask
     if support == "dense":
@@ -1087,12 +1299,10 @@ def finetune(
             with threadpool_limits(limits=TRAIN_BLAS_THREADS, user_api="blas"), \
                     numba_threads(threads):  # fmt: skip
                 G = np.zeros_like(W)
-                inv = 1.0 / t0
                 for s in range(0, n, 4096):
-                    Zb = Z[s : s + 4096]
-                    A, Hs, E = forward(Zb, W, b, inv)
-                    _, GA, _ = backward(Zb, y[s : s + 4096], sw[s : s + 4096], A, Hs, E, V, inv)
-                    G += GA.T @ Zb
+                    rows = np.arange(s, min(s + 4096, n))
+                    A, Hs, E = forward(Z[rows], 1.0 / t0)
+                    G += backward(rows, A, Hs, E, 1.0 / t0)[1].T @ Z[rows]
             G = np.abs(G)
             G[mask > 0] = -1.0
             k = min(int(support), p)
@@ -1101,10 +1311,9 @@ def finetune(
     if mask is not None:
         W *= mask
 
-    # smooth the leaves a little so no class has probability exactly 0
-    V = (V + 1e-3) / (1.0 + 1e-3 * n_classes)
     mW, vW = np.zeros_like(W), np.zeros_like(W)
     mb, vb = np.zeros_like(b), np.zeros_like(b)
+    mV, vV = np.zeros_like(V), np.zeros_like(V)
     step = 0
     history = {"loss": [], "temperature": []}
     with threadpool_limits(limits=TRAIN_BLAS_THREADS, user_api="blas"), numba_threads(threads):
@@ -1116,16 +1325,13 @@ def finetune(
             loss = 0.0
             for s in range(0, n, batch_size):
                 rows = perm[s : s + batch_size]
-                Zb, yb, swb = Z[rows], y[rows], sw[rows]
-                total = swb.sum()
+                total = sw[rows].sum()
                 if total <= 0:
                     continue
-                A, Hs, E = forward(Zb, W, b, inv_t)
-                R, GA, logp = backward(Zb, yb, swb, A, Hs, E, V, inv_t)
-                finite = np.isfinite(logp)
-                loss -= float(swb[finite] @ logp[finite])
-                counts += (R * swb[:, None]).T @ onehot[rows]
-                gW = GA.T @ Zb
+                A, Hs, E = forward(Z[rows], inv_t)
+                batch_loss, GA, leaves = backward(rows, A, Hs, E, inv_t)
+                loss += batch_loss
+                gW = GA.T @ Z[rows]
                 gW /= total
                 if mask is not None:
                     gW *= mask
@@ -1134,12 +1340,21 @@ def finetune(
                 EK.adam_update(W.reshape(-1), gW.reshape(-1), mW.reshape(-1), vW.reshape(-1),
                                step, learning_rate, 0.9, 0.999, 1e-8)  # fmt: skip
                 EK.adam_update(b, gb, mb, vb, step, learning_rate, 0.9, 0.999, 1e-8)
-            EK.leaf_m_step(counts, V)
+                if regression:
+                    leaves /= total
+                    EK.adam_update(V.reshape(-1), leaves.reshape(-1), mV.reshape(-1),
+                                   vV.reshape(-1), step, learning_rate,
+                                   0.9, 0.999, 1e-8)  # fmt: skip
+                else:
+                    counts += leaves
+            if not regression:
+                EK.leaf_m_step(counts, V)
             history["loss"].append(loss / sw.sum())
             history["temperature"].append(tau)
             if verbose:
+                name = "relaxed MSE" if regression else "relaxed NLL"
                 print(f"finetune epoch {epoch + 1}/{epochs}: temperature {tau:.4g}, "
-                      f"relaxed NLL {history['loss'][-1]:.4f}")  # fmt: skip
+                      f"{name} {history['loss'][-1]:.4f}")  # fmt: skip
 
     # back to raw units, hard leaf refit, container
     trees = []
@@ -1154,7 +1369,10 @@ def finetune(
         trees.append(fold_standardization(new, mean, scale))
     tuned = ObliqueForest.from_trees(trees)
     rows = _leaf_rows_hard(tuned, machine, X)
-    V = _hard_em(V, rows, y, sw, int(refit_iter))
+    if regression:
+        V = _hard_backfit(V * y_scale + y_mean, rows, leaf_offset, y, sw, int(refit_iter))
+    else:
+        V = _hard_em(V, rows, y, sw, int(refit_iter))
     trees = _node_statistics(_with_values(tuned, machine, V), X, sw)
     n_splits = max(machine.n_splits, 1)
     history["weight_density"] = float(sum(t.weight_index.shape[0] for t in trees) / n_splits)

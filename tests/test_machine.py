@@ -3,10 +3,11 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.datasets import make_classification
+from sklearn.datasets import make_classification, make_regression
 from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier, RandomForestRegressor
 from sklearn.tree import DecisionTreeClassifier
 
+from obliquetrees import HingeForestClassifier
 from obliquetrees._core import traversal
 from obliquetrees._core.forest import ObliqueForest
 from obliquetrees._core.tree import ObliqueTree
@@ -14,6 +15,7 @@ from obliquetrees.convert import from_sklearn
 from obliquetrees.machine import (
     DecisionMachine,
     FinetunedForestClassifier,
+    FinetunedForestRegressor,
     choose_inference_path,
     finetune,
     predict_value,
@@ -265,9 +267,11 @@ def test_refit_leaves_baseline_and_errors(rf_problem):
         assert model.predict(Xte).shape == (Xte.shape[0],)
     with pytest.raises(TypeError, match="created fitted"):
         base.fit(Xtr, ytr)
-    reg = RandomForestRegressor(n_estimators=2, max_depth=2).fit(Xtr, ytr.astype(float))
-    with pytest.raises(TypeError, match="classifier"):
-        finetune(reg, Xtr, ytr)
+    hinge = HingeForestClassifier(2, max_depth=2, n_hinge_features=4, max_epochs=1).fit(Xtr, ytr)
+    with pytest.raises(TypeError, match="margin"):
+        finetune(hinge, Xtr, ytr)
+    with pytest.raises(TypeError, match="classifier or regressor"):
+        finetune(object(), Xtr, ytr)
     with pytest.raises(ValueError, match="not among"):
         finetune(rf, Xtr, ytr + 10)
     with pytest.raises(ValueError, match="temperature"):
@@ -276,6 +280,63 @@ def test_refit_leaves_baseline_and_errors(rf_problem):
         finetune(rf, Xtr, ytr, support="some")
     with pytest.raises(ValueError, match="features"):
         finetune(rf, Xtr[:, :3], ytr)
+
+
+# ------------------------------------------------------------ finetune, regression
+@pytest.fixture(scope="module")
+def rf_regression():
+    # an oblique target: axis-aligned trees approximate it by staircases
+    X, _ = make_regression(900, 6, random_state=2)
+    y = np.tanh(X[:, 0] + X[:, 1] - 0.5 * X[:, 2]) * 3 + 0.1 * X[:, 3]
+    Xtr, ytr, Xte, yte = X[:600], y[:600], X[600:], y[600:]
+    rf = RandomForestRegressor(n_estimators=6, max_depth=4, random_state=0).fit(Xtr, ytr)
+    return rf, Xtr, ytr, Xte, yte
+
+
+def test_refit_leaves_regression_matches_tree_means_and_backfitting_reduces_error(rf_regression):
+    rf, Xtr, ytr, _, _ = rf_regression
+    # without bootstrap every leaf of a random forest is the mean of its samples
+    plain = RandomForestRegressor(n_estimators=4, max_depth=3, bootstrap=False, max_features=2,
+                                  random_state=0).fit(Xtr, ytr)  # fmt: skip
+    means = refit_leaves(plain, Xtr, ytr, n_iter=0)
+    assert isinstance(means, FinetunedForestRegressor)
+    np.testing.assert_allclose(means.predict(Xtr), plain.predict(Xtr), rtol=1e-10, atol=1e-12)
+    conv = from_sklearn(rf)
+    backfit = refit_leaves(conv, Xtr, ytr, n_iter=10)
+    _same_structure(backfit, conv)
+
+    def mse(model):
+        return np.mean((model.predict(Xtr) - ytr) ** 2)
+
+    assert mse(backfit) < mse(refit_leaves(conv, Xtr, ytr, n_iter=0))
+
+
+def test_finetune_regressor_keeps_structure_is_deterministic_and_beats_leaf_refit(rf_regression):
+    rf, Xtr, ytr, Xte, yte = rf_regression
+    conv = from_sklearn(rf)
+    ft = finetune(conv, Xtr, ytr, epochs=10, random_state=0)
+    assert isinstance(ft, FinetunedForestRegressor)
+    _same_structure(ft, conv)
+    for t in ft.trees_:
+        t.check_invariants()
+    assert ft.history_["loss"][-1] < ft.history_["loss"][0]
+    assert ft.history_["weight_density"] == 1.0
+
+    def mse(model, X, y):
+        return np.mean((model.predict(X) - y) ** 2)
+
+    refit = refit_leaves(conv, Xtr, ytr)
+    assert mse(ft, Xtr, ytr) < mse(refit, Xtr, ytr) < mse(conv, Xtr, ytr)
+    assert mse(ft, Xte, yte) < mse(conv, Xte, yte)
+    again = finetune(rf, Xtr, ytr, epochs=10, random_state=0, n_jobs=2)
+    np.testing.assert_array_equal(ft.predict(Xte), again.predict(Xte))
+    # two outputs: each column fine-tuned through the same splits
+    Y = np.column_stack([ytr, -2.0 * ytr + 1.0])
+    rf2 = RandomForestRegressor(n_estimators=3, max_depth=3, random_state=0).fit(Xtr, Y)
+    ft2 = finetune(rf2, Xtr, Y, epochs=3)
+    assert ft2.predict(Xte).shape == (Xte.shape[0], 2) and ft2.n_outputs_ == 2
+    with pytest.raises(ValueError, match="outputs"):
+        finetune(rf2, Xtr, ytr)
 
 
 def test_finetune_sample_weight_zero_rows_are_ignored(rf_problem):

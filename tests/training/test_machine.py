@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 
 from obliquetrees._core.forest import ObliqueForest
-from obliquetrees.machine import relaxed_nll, to_machine
+from obliquetrees.machine import relaxed_nll, relaxed_squared_error, to_machine
 from tests.reference import (
     machine_mixture_backward,
     machine_segment_softmax,
@@ -110,6 +110,49 @@ def test_relaxed_nll_gradient_by_finite_differences(sigma):
         fd = (relaxed_nll(dm, X, y, W=W, b=bp, **args)[0]
               - relaxed_nll(dm, X, y, W=W, b=bm, **args)[0]) / (2 * h)  # fmt: skip
         assert fd == pytest.approx(gb[i], rel=1e-4, abs=1e-6)
+
+
+@pytest.mark.parametrize("sigma", ["tanh", "saturated"])
+def test_relaxed_squared_error_gradient_by_finite_differences(sigma):
+    rng = np.random.default_rng(4)
+    forest = _forest(rng, n_trees=3, n_features=4, n_outputs=2, max_depth=3)
+    dm = to_machine(forest, cache=False)
+    X = rng.normal(size=(40, 4))
+    Y = rng.normal(size=(40, 2))
+    sw = rng.random(40) + 0.5
+    W = dm.dense_S() + 0.1 * rng.normal(size=dm.dense_S().shape)
+    b = dm.bias.copy()
+    V = rng.normal(size=dm.V.shape)
+    args = dict(temperature=0.3, eps=2.0, sigma=sigma, sample_weight=sw)
+
+    def loss(**params):
+        return relaxed_squared_error(dm, X, Y, **{"W": W, "b": b, "V": V, **params}, **args)[0]
+
+    value, gW, gb, gV = relaxed_squared_error(dm, X, Y, W=W, b=b, V=V, **args)
+    # the loss itself, against a direct evaluation of the relaxed forest mean
+    E = np.concatenate([_softmax_per_tree(dm, X, W, b, k, 0.3, 2.0, sigma)
+                        for k in range(dm.n_trees)], axis=1)  # fmt: skip
+    direct = np.sum(sw[:, None] * (E @ V / dm.n_trees - Y) ** 2)
+    assert value == pytest.approx(direct, rel=1e-10)
+    h = 1e-6
+    for name, array, grad in (("W", W, gW), ("b", b, gb), ("V", V, gV)):
+        for index in list(np.ndindex(array.shape))[:: max(1, array.size // 12)]:
+            plus, minus = array.copy(), array.copy()
+            plus[index] += h
+            minus[index] -= h
+            fd = (loss(**{name: plus}) - loss(**{name: minus})) / (2 * h)
+            assert fd == pytest.approx(grad[index], rel=1e-4, abs=1e-6), (name, index)
+
+
+def _softmax_per_tree(dm, X, W, b, k, temperature, eps, sigma):
+    """Tree ``k``'s relaxed leaf weights, straight from the paper's formula."""
+    A = X @ W.T + b
+    H = np.tanh(A / eps) if sigma == "tanh" else np.clip(A / eps, -1.0, 1.0)
+    Bn = dm.B_normalised.toarray()[dm.leaf_offset[k] : dm.leaf_offset[k + 1]]
+    logits = H @ Bn.T / temperature
+    logits -= logits.max(axis=1, keepdims=True)
+    E = np.exp(logits)
+    return E / E.sum(axis=1, keepdims=True)
 
 
 def test_fused_relaxed_kernels_match_reference(rng):
