@@ -830,6 +830,10 @@ class FinetunedForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when the source model has it.
+    feature_importances_ : ndarray of shape (n_features_in_,)
+        Impurity-based importances of the splits, summing to 1 (all zeros when
+        every tree is a single leaf); each split's impurity decrease is shared
+        among its features in proportion to ``|w_j| * std(x_j)``.
     history_ : dict
         ``"loss"`` (relaxed negative log-likelihood per epoch),
         ``"temperature"`` per epoch, ``"weight_density"`` (stored weights per
@@ -873,8 +877,9 @@ class FinetunedForestRegressor(ObliqueRegressorMixin, BaseObliqueForest):
     feature_names_in_ : ndarray of str
         Only when the source model has it.
     feature_importances_ : ndarray of shape (n_features_in_,)
-        Impurity-based importances of the splits, summing to 1 (see
-        :attr:`FinetunedForestClassifier.feature_importances_`).
+        Impurity-based importances of the splits, summing to 1 (all zeros when
+        every tree is a single leaf); each split's impurity decrease is shared
+        among its features in proportion to ``|w_j| * std(x_j)``.
     history_ : dict
         ``"loss"`` (relaxed mean squared error per epoch, on targets
         standardised with the training mean and standard deviation),

@@ -52,15 +52,18 @@ def _fit_small(cls):
     return est.fit(X, y)
 
 
-def _converted():
+def _created_fitted():
+    """Models created fitted: converted forests and the decision machines' results."""
     from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+
+    from obliquetrees.machine import refit_leaves
 
     Xc, yc = make_classification(n_samples=60, n_features=4, random_state=0)
     Xr, yr = make_regression(n_samples=60, n_features=4, random_state=0)
-    return [
-        from_sklearn(RandomForestClassifier(3, max_depth=3, random_state=0).fit(Xc, yc)),
-        from_sklearn(RandomForestRegressor(3, max_depth=3, random_state=0).fit(Xr, yr)),
-    ]
+    classifier = from_sklearn(RandomForestClassifier(3, max_depth=3, random_state=0).fit(Xc, yc))
+    regressor = from_sklearn(RandomForestRegressor(3, max_depth=3, random_state=0).fit(Xr, yr))
+    return [classifier, regressor, refit_leaves(classifier, Xc, yc),
+            refit_leaves(regressor, Xr, yr)]  # fmt: skip
 
 
 @pytest.mark.parametrize("cls", discover_estimators(), ids=lambda c: c.__name__)
@@ -77,8 +80,8 @@ def test_fitted_attributes_documented(cls):
     assert not missing, f"{cls.__name__} docstring lacks attributes {sorted(missing)}"
 
 
-def test_converted_attributes_documented():
-    for est in _converted():
+def test_created_fitted_models_document_their_attributes():
+    for est in _created_fitted():
         missing = _fitted_attributes(est) - _documented(type(est).__doc__, "Attributes")
         assert not missing, f"{type(est).__name__} docstring lacks {sorted(missing)}"
         assert np.isclose(est.feature_importances_.sum(), 1.0)
