@@ -483,41 +483,73 @@ def _report(rows):
 
 
 NOTES = """
+`--parts report` rewrites this file from the stored raw rows; the commands that produced them
+are listed below.
+
 Implementation: `obliquetrees.E2EDTClassifier` (Hehn, Kooij & Hamprecht 2019). Settings as in
 the paper and the authors' code: Adam (lr 0.001, batch 1000), steepness 1.0 + 0.1 per epoch
-per split (greedy and finetune), inputs standardised, unit-sphere initial directions,
-up to 5 attempts per stump. Forests: every tree on all training data; letter 70 trees with 8 of
-16 features per split, usps 100 trees with 10x10 patches placed anywhere; finetune 3x the greedy
-epochs. Deviations from the paper/authors' code are listed in the estimator's Notes; the ones
-that change numbers: responsibilities are computed per minibatch at the parameters the Adam step
-starts from (authors: once per epoch), no clamping of sigmoids, patches anywhere (authors:
-diagonal only), annealing continues in forest finetune (authors: it stops), BLAS products in
-float32.
+per split (greedy and finetune), inputs standardised (the paper; `standardize=False` trains on
+the inputs as given, as the authors' code does for USPS), unit-sphere initial directions,
+up to 5 attempts per stump. Forests: every tree on all training data, inputs standardised;
+letter 70 trees with 8 of 16 features per split, usps 100 trees with 10x10 patches placed
+anywhere; finetune 3x the greedy epochs. Deviations from the paper/authors' code are listed in
+the estimator's Notes; the ones that change numbers: responsibilities are computed per
+minibatch at the parameters the Adam step starts from (authors: once per epoch), no clamping
+of sigmoids, patches anywhere (authors: diagonal only), annealing continues in forest finetune
+(authors: it stops), BLAS products in float32.
+
+Depth-6 single trees. The authors' `run.py` refines for as many epochs as it trains each
+split (20 + 20), and its USPS loader feeds the raw pixels (already in [-1, 1]) while its
+Letter loader standardises; the rows "authors' input scaling" use exactly that setting. On
+usps, per-pixel standardisation costs accuracy (it blows up near-constant border pixels):
+20 + 60 epochs give 91.44 % on raw pixels against 90.90 % standardised (5 seeds each).
+Letter needs the longer finetune: 20 + 20 epochs stay below the authors' single run.
+
+Speed (finetune is ~95 % of a forest tree's time). The E-step and gradient kernels work on
+chunks of 256 samples node by node with SIMD loops; rows are sliced per chunk so numba's
+negative-index wrap-around does not turn the loads into gathers; the responsibilities live in a
+chunk-local buffer (never an n_leaves x batch matrix); the bias gradient is summed in the
+kernel. Forest splits are ordered into bands of image rows, so each activation / gradient
+GEMM and the Adam step only touch the columns a band's patches can use (160 of 256 for
+10x10 patches). The profile table shows one usps forest tree before (revision <= c646644:
+wall-clock shares, under load) and after (CPU-clock shares); the one-process A/B table gives
+the finetune speed-up over revision 1e0a2f3 (`--parts ab`). Evaluated and not adopted:
+pruning (sample, subtree) pairs whose path probability is below float rounding. A one-off
+measurement on a usps forest tree (827 splits) counted the splits per sample whose path
+probability exceeds 1e-20: all 827 at the start of finetune, 805 (mean) after 15 of 45 epochs
+and 539 after 45; above 1e-10: 784 / 477 / 167. The steep activations stay moderate (median
+|gamma a| 3.5 after 15 finetune epochs), so an exact pruning would skip little work while
+replacing SIMD loops over samples by a per-sample traversal. Chunks of 32-128 samples were
+measured slower than 256. Parallelism over the samples of a tree was not added: forests
+already keep both cores busy with one tree per thread.
 
 Protocol notes. Single trees (Fig. 2 protocol): one seed, 20 greedy epochs per split and 20
-finetune epochs (the authors' `run.py` refines for as many epochs as it trains each split);
-the paper grid-searched {20, 35, 50, 65} epochs on a validation split, which was not affordable
-here. Forests: the table says how many trees each row used; rows with fewer trees than the
-paper's (10 or 20 instead of 70/100) were run because the full-size 30/45-epoch forests and the
-steepness ablation did not fit in the session's CPU budget on the shared machine, and are an
-estimate from below of the full forest (the paper's Fig. 6 shows accuracy still rising with the
-number of trees). Split evaluations per sample = internal nodes on the root-to-leaf path, summed
-over the trees of the forest.
+finetune epochs (the authors' `run.py` setting); the paper grid-searched {20, 35, 50, 65}
+epochs on a validation split, which was not affordable here. Forests: the table says how many
+trees each row used; rows with fewer trees than the paper's (5, 10 or 20 instead of 70/100)
+were run because the full-size forests did not fit in the session's CPU budget on the shared
+machine, and are an estimate from below of the full forest (the paper's Fig. 6 shows accuracy
+still rising with the number of trees); their times are for the trees they have. Split
+evaluations per sample = internal nodes on the root-to-leaf path, summed over the trees of the
+forest.
 
-Commands behind the stored rows (each `nice -n 10`, raw rows in `e2edt_raw_<tag>.json`; the
-report below merges every stored file, `--parts report` rewrites it):
-`--parts forest --forest-settings usps:100:15:0.1` (raw file without tag),
-`--tag trees --parts speed`, `--tag trees --parts trees`,
+Commands behind the stored rows (raw rows in `e2edt_raw_<tag>.json`; the report merges every
+stored file): rows of revision <= c646644 (each `nice -n 10`): `--parts forest
+--forest-settings usps:100:15:0.1` (raw file without tag), `--tag trees --parts trees`,
 `--tag ablation --n-jobs 1 --parts forest --forest-settings usps:5:15:0.0 usps:5:15:0.1
 letter_uci:5:15:0.0 letter_uci:5:15:0.1`, `--tag letter --parts forest --forest-settings
-letter_uci:10:15:0.1`, `--tag speed2 --parts speed` and `--tag profile --parts profile` where
-present.
+letter_uci:10:15:0.1`, `--tag letter70 --parts forest --forest-settings letter_uci:70:15:0.1`,
+`--tag profile --parts profile`. Later rows (each `nice -n 5`, revision in the row):
+`--tag speed3 --parts speed`, `--tag after --parts profile ab`, `--tag usps15fast --parts
+forest --forest-settings usps:100:15:0.1`, `--tag usps45_20 --parts forest --forest-settings
+usps:20:45:0.1`.
 
 Timing: wall-clock seconds on the shared 2-core development machine while other sessions ran
-(load average 5-14 during these runs, everything niced), so wall times are inflated several
-times; `fit_cpu_s` / `fit CPU s` is the CPU time of the process (both cores count), the better
-measure of the cost on an idle machine. The authors' times come from ANCHORS.md 5a (run with
-little other load).
+benchmarks, so wall times are inflated several times; `fit_cpu_s` / `fit CPU s` is the CPU
+time of the process (both cores count), the better measure of the cost on an idle machine.
+Rows of revision <= c646644 ran under load average 5-14; later rows record the 1-minute load
+average (forests: mean (min-max) sampled every 10 s during the fit). The authors' times come
+from ANCHORS.md 5a (run with little other load).
 """
 
 
@@ -550,7 +582,8 @@ def main(argv=None):
         new += part_ab(args.quick, args.baseline)
     base = RAW_QUICK if args.quick else RAW
     raw = base.with_name(f"{base.stem}_{args.tag}.json")
-    raw.write_text(json.dumps(_merge(_load_raw(raw), new), indent=1))
+    if new:
+        raw.write_text(json.dumps(_merge(_load_raw(raw), new), indent=1))
     rows = []  # every stored part, oldest file first
     for path in sorted(base.parent.glob(f"{base.stem}*.json"), key=lambda p: p.stat().st_mtime):
         rows = _merge(rows, _load_raw(path))
@@ -559,9 +592,7 @@ def main(argv=None):
         "E2EDT: end-to-end learned deterministic trees and forests"
         + (" (--quick smoke run: subsets, not comparable)" if args.quick else ""),
         _report(rows), notes=NOTES,
-        command=None if args.quick else "python -m benchmarks.bench_e2edt --parts report"
-        " (rewrites this file from the stored raw rows; the commands that produced them are "
-        "listed below)",
+        command=None if args.quick else "python -m benchmarks.bench_e2edt --parts report",
     )
 
 
