@@ -79,7 +79,7 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         updated every ``cccp_epochs`` epochs.
     max_cccp_iter : int, default=20
         Maximum number of CCCP (outer) iterations per node.
-    tol : float, default=1e-2
+    tol : float, default=1e-3
         CCCP stops when an outer iteration improves the surrogate by less
         than ``tol`` times its value; an iteration that does not improve it is
         undone and ends the loop.
@@ -161,10 +161,22 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
       momentum acts on ``w``, ``b``, ``theta0`` and ``theta1``; ``(w, b)``
       together lie in the ``nu``-ball (homogeneous coordinates).
     - The paper does not give ``tau``, the number of CCCP iterations or the
-      convergence test; the defaults (``cccp_epochs=3``,
-      ``max_cccp_iter=20``, ``tol=1e-2``, ``learning_rate=0.1``, ``nu=10``)
-      were chosen on validation splits of the training parts of letter,
-      satimage, pendigits and usps (never on test data).
+      convergence test ("while surrogate objective has not converged"); the
+      defaults (``cccp_epochs=3``, ``max_cccp_iter=20``, ``tol=1e-3``,
+      ``learning_rate=0.1``, ``nu=10``) were chosen on validation splits of
+      the training parts of letter, satimage, pendigits and usps (never on
+      test data). ``tol`` was lowered from ``1e-2`` to ``1e-3`` on letter:
+      over five seeds (each its own stratified 80/20 split of the training
+      part, 30 trees) the validation error went from 3.50 % to 3.32 % on
+      average (lower on three seeds of five, about 10 % more CCCP
+      iterations); ``tol=0`` (stop only when the surrogate stops
+      decreasing) gave 3.15 %, ``cccp_epochs=5`` 3.26 % and
+      ``learning_rate=0.03`` 3.62 %. Of the paper's candidate sizes of the
+      feature subset (``q = p^0.5 ... p^0.9``, chosen per data set in the
+      paper), ``max_features=5`` gave 3.10 % on letter and 6 or 9 did not
+      help; the default stays ``"sqrt"``. See
+      ``benchmarks/results/co2_seeds.md``, whose acceptance figures are
+      means over five seeds with these defaults.
     - A sample goes right iff ``w.x + b > 0`` (the paper: ``>= 0``).
     - Without an empty side, the optimised split is kept even when its
       information gain is below the initial split's.
@@ -227,7 +239,7 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         momentum=0.9,
         cccp_epochs=3,
         max_cccp_iter=20,
-        tol=1e-2,
+        tol=1e-3,
         bootstrap=True,
         class_weight=None,
         n_jobs=None,
