@@ -704,24 +704,37 @@ def _sigma_derivative(A, Hs, eps, sigma):
 
 
 def _relaxed_squared_error_backward(target, sw, A, Hs, E, V, Bn, leaf_offset, inv_t, eps,
-                                    sigma):  # fmt: skip
-    """Weighted squared error of the relaxed forest mean and its gradients.
+                                    sigma, objective):  # fmt: skip
+    """Weighted squared error of the relaxed trees and its gradients.
 
-    The forest predicts ``F = mean_t E_t V_t`` (``E_t`` the softmax leaf
-    weights of tree ``t``, rows of ``V`` its leaves). Returns ``sum_i sw_i
-    ||F_i - target_i||^2``, its gradient with respect to the margins ``A``
-    (through the per-tree softmax, the template matrix and ``sigma``) and
-    with respect to ``V``. Plain numpy and BLAS: two GEMMs with ``V``, one
-    segmented sum per tree and one sparse product with ``B~``.
+    Tree ``t`` predicts ``P_t = E_t V_t`` (``E_t`` its softmax leaf weights,
+    ``V_t`` its leaves' values). ``objective="forest"``: the loss is ``sum_i
+    sw_i ||mean_t P_ti - target_i||^2`` (the forest's prediction);
+    ``"trees"``: ``sum_i sw_i mean_t ||P_ti - target_i||^2`` (every tree
+    fits the target on its own, as the trees of a random forest do). Returns
+    the loss, its gradient with respect to the margins ``A`` (through the
+    per-tree softmax, the template matrix and ``sigma``) and with respect to
+    ``V``. Plain numpy and BLAS: segmented sums per tree and one sparse
+    product with ``B~``.
     """
     n_trees = leaf_offset.shape[0] - 1
-    residual = E @ V / n_trees - target
-    weighted = residual * (2.0 * sw)[:, None]
-    loss = 0.5 * float(np.sum(weighted * residual))
-    grad_V = E.T @ weighted / n_trees
-    EG = E * (weighted @ V.T / n_trees)  # E * dL/dE
+    leaves_per_tree = np.diff(leaf_offset)
+    tree_of_leaf = np.repeat(np.arange(n_trees), leaves_per_tree)
+    prediction = np.add.reduceat(E[:, :, None] * V[None], leaf_offset[:-1], axis=1)
+    if objective == "forest":
+        residual = prediction.mean(axis=1) - target  # (n, n_outputs)
+        loss = float(sw @ np.sum(residual * residual, axis=1))
+        grad_prediction = np.repeat((residual * (2.0 * sw / n_trees)[:, None])[:, None, :],
+                                    n_trees, axis=1)  # fmt: skip
+    else:
+        residual = prediction - target[:, None, :]  # (n, n_trees, n_outputs)
+        grad_prediction = residual * (2.0 * sw / n_trees)[:, None, None]
+        loss = 0.5 * float(np.sum(grad_prediction * residual))
+    per_leaf = grad_prediction[:, tree_of_leaf, :]  # d loss / d P of each leaf's tree
+    grad_V = np.einsum("nl,nlo->lo", E, per_leaf)
+    EG = E * np.einsum("nlo,lo->nl", per_leaf, V)  # E * dL/dE
     per_tree = np.add.reduceat(EG, leaf_offset[:-1], axis=1)
-    grad_logits = EG - E * np.repeat(per_tree, np.diff(leaf_offset), axis=1)
+    grad_logits = EG - E * np.repeat(per_tree, leaves_per_tree, axis=1)
     GH = np.asarray((Bn.T @ grad_logits.T).T) * inv_t
     GH *= _sigma_derivative(A, Hs, eps, sigma)
     return loss, GH, grad_V
@@ -768,12 +781,15 @@ def relaxed_nll(machine, X, y, temperature, eps=0.1, sigma="tanh", sample_weight
 
 
 def relaxed_squared_error(machine, X, Y, temperature, eps=0.1, sigma="tanh",
-                          sample_weight=None, W=None, b=None, V=None):  # fmt: skip
-    """Weighted squared error of the relaxed forest mean and its gradients.
+                          sample_weight=None, W=None, b=None, V=None,
+                          objective="trees"):  # fmt: skip
+    """Weighted squared error of the relaxed trees and its gradients.
 
     The objective :func:`finetune` minimises for regressors (before its
-    standardisation): ``sum_i sw_i ||mean_t softmax(B~_t sigma(W_t x_i + b_t)
-    / temperature) V_t - Y_i||^2``.
+    standardisation), with ``P_t(x) = softmax(B~_t sigma(W_t x + b_t) /
+    temperature) V_t`` the relaxed tree ``t``: ``sum_i sw_i mean_t ||P_t(x_i)
+    - Y_i||^2`` (``objective="trees"``) or ``sum_i sw_i ||mean_t P_t(x_i) -
+    Y_i||^2`` (``"forest"``).
 
     Parameters
     ----------
@@ -786,6 +802,7 @@ def relaxed_squared_error(machine, X, Y, temperature, eps=0.1, sigma="tanh",
     W, b, V : arrays, default=None
         Split weights (dense), offsets and leaf values to evaluate instead of
         the machine's own.
+    objective : {"trees", "forest"}, default="trees"
 
     Returns
     -------
@@ -803,9 +820,9 @@ def relaxed_squared_error(machine, X, Y, temperature, eps=0.1, sigma="tanh",
     inv_t = 1.0 / float(temperature)
     A, Hs, E = _relaxed_forward(X, W, b, machine.B_normalised, machine.leaf_offset, inv_t,
                                 eps, sigma)  # fmt: skip
-    loss, GA, grad_V = _relaxed_squared_error_backward(
-        Y, sw, A, Hs, E, V, machine.B_normalised, machine.leaf_offset, inv_t, eps, sigma
-    )
+    loss, GA, grad_V = _relaxed_squared_error_backward(Y, sw, A, Hs, E, V, machine.B_normalised,
+                                                       machine.leaf_offset, inv_t, eps, sigma,
+                                                       objective)  # fmt: skip
     return loss, GA.T @ X, GA.sum(axis=0), grad_V
 
 
@@ -881,8 +898,9 @@ class FinetunedForestRegressor(ObliqueRegressorMixin, BaseObliqueForest):
         every tree is a single leaf); each split's impurity decrease is shared
         among its features in proportion to ``|w_j| * std(x_j)``.
     history_ : dict
-        ``"loss"`` (relaxed mean squared error per epoch, on targets
-        standardised with the training mean and standard deviation),
+        ``"loss"`` (the relaxed objective's squared error per sample and
+        epoch, on targets standardised with the training mean and standard
+        deviation),
         ``"temperature"`` per epoch, ``"weight_density"`` (stored weights per
         split after fine-tuning).
     """
@@ -1001,39 +1019,46 @@ def _hard_em(V, leaf_rows, y, sw, n_iter):
     return V
 
 
+def _hard_leaf_means(V, leaf_rows, Y, sw):
+    """Per-leaf weighted mean targets under hard routing (every tree on its own).
+
+    The closed-form minimum of each tree's weighted squared error with its
+    splits fixed; ``leaf_rows`` (n, n_trees) are global leaf rows. Leaves
+    reached by no sample keep their value.
+    """
+    n_trees = leaf_rows.shape[1]
+    flat = leaf_rows.ravel()
+    weights = np.repeat(sw, n_trees)
+    count = np.bincount(flat, weights=weights, minlength=V.shape[0])
+    sums = np.stack([np.bincount(flat, weights=weights * np.repeat(Y[:, o], n_trees),
+                                 minlength=V.shape[0]) for o in range(Y.shape[1])],
+                    axis=1)  # fmt: skip
+    V = V.copy()
+    hit = count > 0
+    V[hit] = sums[hit] / count[hit, None]
+    return V
+
+
 def _hard_backfit(V, leaf_rows, leaf_offset, Y, sw, n_iter):
     """Leaf values under hard routing for the squared error of the forest mean.
 
+    ``n_iter`` backfitting sweeps (Gauss-Seidel over the trees, from ``V``) on
+    ``sum_i sw_i ||mean_t V[leaf_t(x_i)] - Y_i||^2``: each tree's leaves take
+    the weighted mean of what the other trees leave unexplained.
     ``leaf_rows`` (n, n_trees) are global leaf rows, tree ``t``'s leaves the
-    rows ``leaf_offset[t]:leaf_offset[t + 1]``. ``n_iter=0``: per-leaf
-    weighted means of ``Y`` (each tree on its own, as a random forest's
-    leaves). ``n_iter>0``: that many backfitting sweeps (Gauss-Seidel over the
-    trees, from ``V``) on ``sum_i sw_i ||mean_t V[leaf_t(x_i)] - Y_i||^2``:
-    each tree's leaves become the weighted mean of what the other trees leave
-    unexplained. Leaves reached by no sample keep their value.
+    rows ``leaf_offset[t]:leaf_offset[t + 1]``. Leaves reached by no sample
+    keep their value.
     """
     n_trees = leaf_rows.shape[1]
     V = V.copy()
-    weight = np.bincount(leaf_rows.ravel(), weights=np.repeat(sw, n_trees),
-                         minlength=V.shape[0])  # fmt: skip
-
-    def refit(rows, target, a, c):
-        """Leaves ``a:c`` (reached by ``rows``) to the weighted means of ``target``."""
-        sums = np.stack([np.bincount(rows - a, weights=sw * target[:, o], minlength=c - a)
-                         for o in range(target.shape[1])], axis=1)  # fmt: skip
-        hit = weight[a:c] > 0
-        V[a:c][hit] = sums[hit] / weight[a:c][hit, None]
-
-    if n_iter == 0:
-        for t in range(n_trees):
-            refit(leaf_rows[:, t], Y, leaf_offset[t], leaf_offset[t + 1])
-        return V
-    total = V[leaf_rows].sum(axis=1)  # n_trees x the forest's output, per row
+    total = V[leaf_rows].sum(axis=1)  # n_trees x the forest's prediction, per row
     for _ in range(n_iter):
         for t in range(n_trees):
             rows = leaf_rows[:, t]
+            a, c = leaf_offset[t], leaf_offset[t + 1]
             own = V[rows]
-            refit(rows, n_trees * Y - (total - own), leaf_offset[t], leaf_offset[t + 1])
+            V[a:c] = _hard_leaf_means(V[a:c], (rows - a)[:, None],
+                                      n_trees * Y - (total - own), sw)  # fmt: skip
             total += V[rows] - own
     return V
 
@@ -1097,11 +1122,11 @@ def refit_leaves(model, X, y, *, sample_weight=None, n_iter=10, n_jobs=None):
     sample_weight : array-like of shape (n_samples,), default=None
     n_iter : int, default=10
         0: per-leaf class frequencies (classifiers) or mean targets
-        (regressors) of the samples each leaf receives, every tree on its own.
-        >0: that many iterations, from the model's leaves, on the objective
-        of the forest's mean prediction that :func:`finetune` ends with: EM on
-        the likelihood (classifiers), backfitting sweeps on the squared error
-        (regressors).
+        (regressors) of the samples each leaf receives, every tree on its own
+        (how regressors fine-tuned with ``objective="trees"`` end). >0: that
+        many iterations, from the model's leaves, on the forest's mean
+        prediction (how ``objective="forest"`` ends): EM on the likelihood
+        (classifiers), backfitting sweeps on the squared error (regressors).
     n_jobs : int, default=None
         ``n_jobs`` of the returned model (None: the source's).
 
@@ -1112,7 +1137,9 @@ def refit_leaves(model, X, y, *, sample_weight=None, n_iter=10, n_jobs=None):
     source, forest, task, X, y, sw = _model_inputs(model, X, y, sample_weight)
     machine = to_machine(forest, cache=False)
     rows = _leaf_rows_hard(forest, machine, X)
-    if task == "regression":
+    if task == "regression" and n_iter == 0:
+        V = _hard_leaf_means(machine.V, rows, y, sw)
+    elif task == "regression":
         V = _hard_backfit(machine.V, rows, machine.leaf_offset, y, sw, int(n_iter))
     else:
         V = _hard_em(machine.V, rows, y, sw, int(n_iter))
@@ -1150,6 +1177,7 @@ def finetune(
     eps=0.1,
     sigma="tanh",
     support="original",
+    objective=None,
     refit_iter=10,
     random_state=0,
     n_jobs=None,
@@ -1161,14 +1189,18 @@ def finetune(
     temperature) V_t`` (the analytic decision machine of every tree, averaged)
     is trained with the temperature annealed geometrically from
     ``temperature[0]`` to ``temperature[1]``, split weights and offsets by
-    Adam on minibatches. Classifiers: on the likelihood of ``y``, leaf
-    distributions by the closed-form EM step of the forest mixture (E2EDT's
-    M-step, run once per epoch on the epoch's responsibilities). Regressors:
-    on the weighted squared error (targets standardised with their training
-    mean and standard deviation), leaf values by Adam with the splits. At the
-    end the leaves are refitted under hard routing (``refit_iter`` EM
-    iterations or backfitting sweeps, as :func:`refit_leaves`), and the trees
-    are returned as a deterministic, hard-routed model.
+    Adam on minibatches. Classifiers: on the likelihood of ``y`` under the
+    forest's mean class distribution, leaf distributions by the closed-form
+    EM step of the forest mixture (E2EDT's M-step, run once per epoch on the
+    epoch's responsibilities); at the end the leaves are refitted under hard
+    routing (``refit_iter`` EM iterations, as :func:`refit_leaves`).
+    Regressors: on a weighted squared error (targets standardised with their
+    training mean and standard deviation), leaf values by Adam with the
+    splits, either of every tree's own relaxed prediction (``objective=
+    "trees"``, then each leaf takes the mean target of the samples it
+    receives under hard routing) or of the forest's mean prediction
+    (``"forest"``, then ``refit_iter`` backfitting sweeps). The trees are
+    returned as a deterministic, hard-routed model.
 
     Parameters
     ----------
@@ -1202,9 +1234,21 @@ def finetune(
         and prediction cost is unchanged; ``"dense"``: every feature; an int
         ``k``: the stored weights plus, per split, the ``k`` features with the
         largest initial gradient.
+    objective : {"forest", "trees"} or None, default=None
+        What the relaxation is trained on. ``"forest"``: the forest's mean
+        prediction (the only choice for classifiers: the likelihood of the
+        forest mixture). ``"trees"`` (regressors): every tree's own squared
+        error, like the independently grown trees of a random forest. None:
+        ``"forest"`` for classifiers, ``"trees"`` for regressors. Measured on
+        converted random forests of regressors
+        (``benchmarks/results/decision_machine.md``): ``"forest"`` gains most
+        on shallow forests but overfits deep ones (each leaf of every tree is
+        then a free parameter of one additive model), ``"trees"`` stays close
+        to the forest it starts from.
     refit_iter : int, default=10
-        Iterations of the final hard leaf refit (EM for classifiers,
-        backfitting for regressors; 0: per-leaf class frequencies / means).
+        Iterations of the final hard leaf refit of the ``"forest"`` objective
+        (EM for classifiers, backfitting for regressors; 0: per-leaf class
+        frequencies / mean targets, every tree on its own).
     random_state : int, default=0
         Seed of the minibatch order; the same seed gives the same model.
     n_jobs : int, default=None
@@ -1222,9 +1266,9 @@ def finetune(
     -----
     Gaps the paper leaves open, filled here: the loss (the negative
     log-likelihood of the forest's mean class distribution; the squared error
-    of its mean for regressors), the optimiser (Adam for splits, EM for
-    classifier leaves, from E2EDT; Adam for regressor leaves), the
-    temperature schedule,
+    of each tree or of the forest for regressors), the optimiser (Adam for
+    splits, EM for classifier leaves, from E2EDT; Adam for regressor
+    leaves), the temperature schedule,
     working on standardised inputs with unit-norm splits (folded back into
     raw units when stored), and the final hard leaf refit.
     """
@@ -1248,11 +1292,18 @@ def finetune(
     epochs, batch_size = int(epochs), int(batch_size)
     if epochs < 0 or batch_size < 1:
         raise ValueError("epochs must be >= 0 and batch_size >= 1.")
+    if objective not in (None, "forest", "trees"):
+        raise ValueError(f"objective must be 'forest', 'trees' or None; got {objective!r}.")
     from joblib import effective_n_jobs
 
     threads = max(1, effective_n_jobs(n_jobs))
     source, forest, task, X, y, sw = _model_inputs(model, X, y, sample_weight)
     regression = task == "regression"
+    if objective is None:
+        objective = "trees" if regression else "forest"
+    elif objective == "trees" and not regression:
+        raise ValueError("objective='trees' is for regressors; classifiers fine-tune the "
+                         "forest's likelihood (objective='forest').")  # fmt: skip
     machine = to_machine(forest, cache=False)
     n, p = X.shape
 
@@ -1289,7 +1340,8 @@ def finetune(
         """Batch loss, d loss / d margins, and the leaves' statistic or gradient."""
         if regression:
             return _relaxed_squared_error_backward(target[rows], sw[rows], A, Hs, E, V, Bn,
-                                                   leaf_offset, inv_t, eps, sigma)  # fmt: skip
+                                                   leaf_offset, inv_t, eps, sigma,
+                                                   objective)  # fmt: skip
         R, GA, logp = _relaxed_backward(y[rows], sw[rows], A, Hs, E, V, Bn, leaf_offset,
                                         inv_t, eps, sigma)  # fmt: skip
         finite = np.isfinite(logp)
@@ -1374,7 +1426,9 @@ def finetune(
         trees.append(fold_standardization(new, mean, scale))
     tuned = ObliqueForest.from_trees(trees)
     rows = _leaf_rows_hard(tuned, machine, X)
-    if regression:
+    if regression and objective == "trees":
+        V = _hard_leaf_means(V * y_scale + y_mean, rows, y, sw)
+    elif regression:
         V = _hard_backfit(V * y_scale + y_mean, rows, leaf_offset, y, sw, int(refit_iter))
     else:
         V = _hard_em(V, rows, y, sw, int(refit_iter))

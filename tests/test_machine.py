@@ -272,6 +272,8 @@ def test_refit_leaves_baseline_and_errors(rf_problem):
         finetune(hinge, Xtr, ytr)
     with pytest.raises(TypeError, match="classifier or regressor"):
         finetune(object(), Xtr, ytr)
+    with pytest.raises(ValueError, match="for regressors"):
+        finetune(rf, Xtr, ytr, objective="trees")
     with pytest.raises(ValueError, match="not among"):
         finetune(rf, Xtr, ytr + 10)
     with pytest.raises(ValueError, match="temperature"):
@@ -293,43 +295,58 @@ def rf_regression():
     return rf, Xtr, ytr, Xte, yte
 
 
-def test_refit_leaves_regression_matches_tree_means_and_backfitting_reduces_error(rf_regression):
-    rf, Xtr, ytr, _, _ = rf_regression
+def test_refit_leaves_regression_gives_each_leaf_its_mean_target(rf_regression):
+    _, Xtr, ytr, _, _ = rf_regression
     # without bootstrap every leaf of a random forest is the mean of its samples
     plain = RandomForestRegressor(n_estimators=4, max_depth=3, bootstrap=False, max_features=2,
                                   random_state=0).fit(Xtr, ytr)  # fmt: skip
     means = refit_leaves(plain, Xtr, ytr, n_iter=0)
     assert isinstance(means, FinetunedForestRegressor)
+    _same_structure(means, from_sklearn(plain))
     np.testing.assert_allclose(means.predict(Xtr), plain.predict(Xtr), rtol=1e-10, atol=1e-12)
+
+
+def test_backfitting_refit_lowers_the_forest_training_error(rf_regression):
+    rf, Xtr, ytr, _, _ = rf_regression
     conv = from_sklearn(rf)
-    backfit = refit_leaves(conv, Xtr, ytr, n_iter=10)
-    _same_structure(backfit, conv)
 
     def mse(model):
         return np.mean((model.predict(Xtr) - ytr) ** 2)
 
+    backfit = refit_leaves(conv, Xtr, ytr, n_iter=10)
+    _same_structure(backfit, conv)
     assert mse(backfit) < mse(refit_leaves(conv, Xtr, ytr, n_iter=0))
 
 
-def test_finetune_regressor_keeps_structure_is_deterministic_and_beats_leaf_refit(rf_regression):
+def _mse(model, X, y):
+    return np.mean((model.predict(X) - y) ** 2)
+
+
+@pytest.mark.parametrize("objective", ["trees", "forest"])
+def test_finetune_regressor_keeps_structure_is_deterministic_and_fits_better(
+    rf_regression, objective
+):
     rf, Xtr, ytr, Xte, yte = rf_regression
     conv = from_sklearn(rf)
-    ft = finetune(conv, Xtr, ytr, epochs=10, random_state=0)
+    ft = finetune(conv, Xtr, ytr, epochs=10, objective=objective, random_state=0)
     assert isinstance(ft, FinetunedForestRegressor)
     _same_structure(ft, conv)
     for t in ft.trees_:
         t.check_invariants()
     assert ft.history_["loss"][-1] < ft.history_["loss"][0]
     assert ft.history_["weight_density"] == 1.0
-
-    def mse(model, X, y):
-        return np.mean((model.predict(X) - y) ** 2)
-
-    refit = refit_leaves(conv, Xtr, ytr)
-    assert mse(ft, Xtr, ytr) < mse(refit, Xtr, ytr) < mse(conv, Xtr, ytr)
-    assert mse(ft, Xte, yte) < mse(conv, Xte, yte)
-    again = finetune(rf, Xtr, ytr, epochs=10, random_state=0, n_jobs=2)
+    # the same structure with only its leaves refitted the way this objective ends
+    refit = refit_leaves(conv, Xtr, ytr, n_iter=0 if objective == "trees" else 10)
+    assert _mse(ft, Xtr, ytr) < min(_mse(refit, Xtr, ytr), _mse(conv, Xtr, ytr))
+    assert _mse(ft, Xte, yte) < _mse(refit, Xte, yte)
+    if objective == "forest":  # the additive fit of an oblique target, on held-out data
+        assert _mse(ft, Xte, yte) < 0.9 * _mse(conv, Xte, yte)
+    again = finetune(rf, Xtr, ytr, epochs=10, objective=objective, random_state=0, n_jobs=2)
     np.testing.assert_array_equal(ft.predict(Xte), again.predict(Xte))
+
+
+def test_finetune_regressor_multi_output_and_errors(rf_regression):
+    rf, Xtr, ytr, Xte, _ = rf_regression
     # two outputs: each column fine-tuned through the same splits
     Y = np.column_stack([ytr, -2.0 * ytr + 1.0])
     rf2 = RandomForestRegressor(n_estimators=3, max_depth=3, random_state=0).fit(Xtr, Y)
@@ -337,6 +354,8 @@ def test_finetune_regressor_keeps_structure_is_deterministic_and_beats_leaf_refi
     assert ft2.predict(Xte).shape == (Xte.shape[0], 2) and ft2.n_outputs_ == 2
     with pytest.raises(ValueError, match="outputs"):
         finetune(rf2, Xtr, ytr)
+    with pytest.raises(ValueError, match="objective"):
+        finetune(rf, Xtr, ytr, objective="leaves")
 
 
 def test_finetune_sample_weight_zero_rows_are_ignored(rf_problem):

@@ -112,8 +112,9 @@ def test_relaxed_nll_gradient_by_finite_differences(sigma):
         assert fd == pytest.approx(gb[i], rel=1e-4, abs=1e-6)
 
 
+@pytest.mark.parametrize("objective", ["trees", "forest"])
 @pytest.mark.parametrize("sigma", ["tanh", "saturated"])
-def test_relaxed_squared_error_gradient_by_finite_differences(sigma):
+def test_relaxed_squared_error_gradient_by_finite_differences(sigma, objective):
     rng = np.random.default_rng(4)
     forest = _forest(rng, n_trees=3, n_features=4, n_outputs=2, max_depth=3)
     dm = to_machine(forest, cache=False)
@@ -123,16 +124,22 @@ def test_relaxed_squared_error_gradient_by_finite_differences(sigma):
     W = dm.dense_S() + 0.1 * rng.normal(size=dm.dense_S().shape)
     b = dm.bias.copy()
     V = rng.normal(size=dm.V.shape)
-    args = dict(temperature=0.3, eps=2.0, sigma=sigma, sample_weight=sw)
+    args = dict(temperature=0.3, eps=2.0, sigma=sigma, sample_weight=sw, objective=objective)
 
     def loss(**params):
         return relaxed_squared_error(dm, X, Y, **{"W": W, "b": b, "V": V, **params}, **args)[0]
 
     value, gW, gb, gV = relaxed_squared_error(dm, X, Y, W=W, b=b, V=V, **args)
-    # the loss itself, against a direct evaluation of the relaxed forest mean
-    E = np.concatenate([_softmax_per_tree(dm, X, W, b, k, 0.3, 2.0, sigma)
-                        for k in range(dm.n_trees)], axis=1)  # fmt: skip
-    direct = np.sum(sw[:, None] * (E @ V / dm.n_trees - Y) ** 2)
+    # the loss itself, against a direct evaluation from the paper's formula
+    predictions = [
+        _softmax_per_tree(dm, X, W, b, k, 0.3, 2.0, sigma)
+        @ V[dm.leaf_offset[k] : dm.leaf_offset[k + 1]]
+        for k in range(dm.n_trees)
+    ]
+    if objective == "trees":
+        direct = sum(np.sum(sw[:, None] * (P - Y) ** 2) for P in predictions) / dm.n_trees
+    else:
+        direct = np.sum(sw[:, None] * (np.mean(predictions, axis=0) - Y) ** 2)
     assert value == pytest.approx(direct, rel=1e-10)
     h = 1e-6
     for name, array, grad in (("W", W, gW), ("b", b, gb), ("V", V, gV)):
