@@ -8,7 +8,6 @@ first use (inside ``fit``/prediction), never at import time.
 import numpy as np
 import scipy.sparse as sp
 from sklearn.model_selection import train_test_split
-from sklearn.utils.validation import validate_data
 
 from obliquetrees._core.tree import standardization
 from obliquetrees._forest import draw_seeds
@@ -278,28 +277,27 @@ class _BaseHingeForest(BaseObliqueForest):
         task = "classification" if self._task == "classification" else "regression"
         try:
             hist = hinge.fit_epochs(
-            self._model,
-            X,
-            T,
-            sample_weight,
-            task=task,
-            optimizer=self.optimizer,
-            learning_rate=self.learning_rate,
-            batch_size=self.batch_size,
-            max_epochs=max_epochs,
-            seed=[int(seeds[2]), int(seed_offset)],
-            X_val=X_val,
-            Y_val=T_val,
-            w_val=w_val,
-            n_iter_no_change=self.n_iter_no_change if X_val is not None else None,
-            n_threads=self._prediction_threads(),
-            verbose=self.verbose,
+                self._model,
+                X,
+                T,
+                sample_weight,
+                task=task,
+                optimizer=self.optimizer,
+                learning_rate=self.learning_rate,
+                batch_size=self.batch_size,
+                max_epochs=max_epochs,
+                seed=[int(seeds[2]), int(seed_offset)],
+                X_val=X_val,
+                Y_val=T_val,
+                w_val=w_val,
+                n_iter_no_change=self.n_iter_no_change if X_val is not None else None,
+                n_threads=self._prediction_threads(),
+                verbose=self.verbose,
             )
         except FloatingPointError as exc:
             del self._model  # never keep a diverged (non-finite) model
             raise ValueError(
-                f"{type(self).__name__} training diverged ({exc}); "
-                "lower learning_rate."
+                f"{type(self).__name__} training diverged ({exc}); lower learning_rate."
             ) from exc
         self.n_iter_ += len(hist["loss"])
         self.best_epoch_ = hist["best_epoch"]
@@ -330,8 +328,12 @@ class _BaseHingeForest(BaseObliqueForest):
             self._model = self._new_model(X, self._seeds[0])
             self.n_iter_ = 0
         self._train(
-            X, T, sample_weight, max_epochs=self.max_epochs,
-            validate=self.early_stopping, seed_offset=self.n_iter_,
+            X,
+            T,
+            sample_weight,
+            max_epochs=self.max_epochs,
+            validate=self.early_stopping,
+            seed_offset=self.n_iter_,
         )
         self._store(X, sample_weight)
         return self
@@ -349,13 +351,9 @@ class _BaseHingeForest(BaseObliqueForest):
             self.n_iter_ = 0
         else:
             self._check_warm_model(X)
-            X, y = validate_data(self, X, y, reset=False, dtype=np.float64, order="C",
-                                 y_numeric=self._task != "classification")
-            if sample_weight is not None:
-                sample_weight = np.asarray(sample_weight, dtype=np.float64)
+            X, y, sample_weight = self._validate_more_fit_data(X, y, sample_weight)
             T = self._encode_targets(self._index_y(y), fit=False)
-        self._train(X, T, sample_weight, max_epochs=1, validate=False,
-                    seed_offset=self.n_iter_)
+        self._train(X, T, sample_weight, max_epochs=1, validate=False, seed_offset=self.n_iter_)
         self._store(X, sample_weight)
         return self
 
@@ -625,4 +623,3 @@ class HingeForestRegressor(ObliqueRegressorMixin, _BaseHingeForest):
 
     def _predict_output(self, X):
         return self._y_mean + self._y_scale * self._decision(X)
-

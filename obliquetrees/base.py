@@ -23,7 +23,11 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 from obliquetrees._core.forest import ObliqueForest
-from obliquetrees.utils.validation import validate_fit_data, validate_predict_data
+from obliquetrees.utils.validation import (
+    validate_fit_data,
+    validate_more_fit_data,
+    validate_predict_data,
+)
 
 
 def _n_threads(n_jobs):
@@ -43,6 +47,12 @@ class BaseObliqueEstimator(BaseEstimator):
     def _validate_fit_data(self, X, y, sample_weight=None):
         """Validate training data; see :func:`~obliquetrees.utils.validation.validate_fit_data`."""
         return validate_fit_data(
+            self, X, y, sample_weight, classifier=isinstance(self, ClassifierMixin)
+        )
+
+    def _validate_more_fit_data(self, X, y, sample_weight=None):
+        """Validate a later ``partial_fit`` batch; see :func:`~obliquetrees.utils.validation.validate_more_fit_data`."""  # noqa: E501
+        return validate_more_fit_data(
             self, X, y, sample_weight, classifier=isinstance(self, ClassifierMixin)
         )
 

@@ -9,8 +9,14 @@ from sklearn.model_selection import train_test_split
 
 from obliquetrees._hinge import HingeForestClassifier, HingeForestRegressor
 
-SMALL = dict(n_estimators=8, max_depth=3, n_hinge_features=8, learning_rate=0.05,
-             max_epochs=30, random_state=0)
+SMALL = dict(
+    n_estimators=8,
+    max_depth=3,
+    n_hinge_features=8,
+    learning_rate=0.05,
+    max_epochs=30,
+    random_state=0,
+)
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +56,7 @@ def test_labels_strings_and_predict_consistency(iris):
     clf = HingeForestClassifier(**SMALL).fit(X, names)
     np.testing.assert_array_equal(clf.classes_, np.unique(names))
     batch = clf.predict_proba(X)
-    single = np.vstack([clf.predict_proba(X[i:i + 1]) for i in range(0, 150, 17)])
+    single = np.vstack([clf.predict_proba(X[i : i + 1]) for i in range(0, 150, 17)])
     np.testing.assert_allclose(batch[::17], single, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(clf.predict_proba(X.astype(np.float32)), batch, rtol=1e-5)
 
@@ -87,7 +93,7 @@ def test_apply_and_decision_path_follow_hinge_routing(iris):
     leaf = np.empty((150, model.n_trees), np.int64)
     U = np.ascontiguousarray(H.hinge_features(model, H._standardise(model, X)))
     H._forward_out(model, U, (leaf, np.empty(leaf.shape), np.empty(leaf.shape, np.int64)))
-    np.testing.assert_array_equal(leaves, leaf + 2**SMALL["max_depth"] - 1)
+    np.testing.assert_array_equal(leaves, leaf + 2 ** SMALL["max_depth"] - 1)
     indicator, ptr = clf.decision_path(X)
     assert indicator.shape == (150, ptr[-1])
     np.testing.assert_array_equal(indicator.sum(axis=1).A1, SMALL["n_estimators"] * 4)
@@ -120,6 +126,28 @@ def test_warm_start_and_partial_fit(iris):
     for _ in range(3):
         reg.partial_fit(X[:, :3], X[:, 3])
     assert reg.n_iter_ == 3
+
+
+def test_later_partial_fit_batches_are_validated_like_the_first(iris):
+    X, y = iris
+    clf = HingeForestClassifier(**SMALL).partial_fit(X, y)
+    reg = HingeForestRegressor(**SMALL).partial_fit(X[:, :3], X[:, 3])
+    bad_weights = [(-np.ones(150), "Negative"), (np.ones(3), "shape"),
+                   (np.full(150, np.nan), "NaN"), (np.zeros(150), "non-zero|all zero")]  # fmt: skip
+    for weights, message in bad_weights:
+        with pytest.raises(ValueError, match=message):
+            clf.partial_fit(X, y, sample_weight=weights)
+    with pytest.raises(ValueError, match="features"):
+        clf.partial_fit(X[:, :2], y)
+    X_nan = X.copy()
+    X_nan[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        clf.partial_fit(X_nan, y)
+    y_nan = X[:, 3].copy()
+    y_nan[0] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        reg.partial_fit(X[:, :3], y_nan)
+    assert clf.n_iter_ == 1 and reg.n_iter_ == 1  # no rejected batch was trained on
 
 
 def test_sample_weight_ones_equal_none(iris):
@@ -178,8 +206,9 @@ def test_no_linear_layer(iris):
 def test_letter_uci_subset(shared_data):
     d = shared_data("letter_uci")
     X, y = d["X_train"][:4000], d["y_train"][:4000]
-    clf = HingeForestClassifier(n_estimators=30, max_depth=6, max_epochs=8,
-                                early_stopping=False, random_state=0, n_jobs=2)
+    clf = HingeForestClassifier(
+        n_estimators=30, max_depth=6, max_epochs=8, early_stopping=False, random_state=0, n_jobs=2
+    )
     clf.fit(X, y)
     err = 1 - clf.score(d["X_test"], d["y_test"])
     assert err < 0.25

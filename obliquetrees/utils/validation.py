@@ -13,6 +13,7 @@ from obliquetrees._core.tree import feature_moments
 __all__ = [
     "check_is_fitted",
     "validate_fit_data",
+    "validate_more_fit_data",
     "validate_predict_data",
 ]
 
@@ -41,10 +42,44 @@ def validate_fit_data(estimator, X, y, sample_weight, *, classifier):
         None when no weights were given. Negative weights and weights summing
         to zero raise a ``ValueError``.
     """
+    X, y, sample_weight = _validate_training_arrays(
+        estimator, X, y, sample_weight, classifier=classifier, reset=True
+    )
+    if classifier:
+        estimator.classes_, y = np.unique(y, return_inverse=True)
+        estimator.n_classes_ = len(estimator.classes_)
+        y = y.astype(np.int64, copy=False)
+    # Training standard deviation of every feature (weighted by sample_weight),
+    # kept privately for feature_importances_, which shares a split's impurity
+    # decrease among its features by |w_j| * std(x_j) (obliquetrees.inspection).
+    estimator._feature_std = feature_moments(X, sample_weight)[1]
+    return X, y, sample_weight
+
+
+def validate_more_fit_data(estimator, X, y, sample_weight, *, classifier):
+    """Validate another batch of training data for a fitted estimator (``partial_fit``).
+
+    The checks of :func:`validate_fit_data`, against the features seen at the
+    first fit (``reset=False``); class labels are returned as given, for the
+    caller to map onto its ``classes_``.
+
+    Returns
+    -------
+    X : ndarray of float64, C-contiguous
+    y : ndarray of labels (classifier) or float64 targets
+    sample_weight : ndarray of float64 or None
+    """
+    return _validate_training_arrays(
+        estimator, X, y, sample_weight, classifier=classifier, reset=False
+    )
+
+
+def _validate_training_arrays(estimator, X, y, sample_weight, *, classifier, reset):
     X, y = validate_data(
         estimator,
         X,
         y,
+        reset=reset,
         accept_sparse=False,
         dtype=np.float64,
         order="C",
@@ -52,9 +87,6 @@ def validate_fit_data(estimator, X, y, sample_weight, *, classifier):
     )
     if classifier:
         check_classification_targets(y)
-        estimator.classes_, y = np.unique(y, return_inverse=True)
-        estimator.n_classes_ = len(estimator.classes_)
-        y = y.astype(np.int64, copy=False)
     else:
         y = np.ascontiguousarray(y, dtype=np.float64)
         if not np.all(np.isfinite(y)):
@@ -65,10 +97,6 @@ def validate_fit_data(estimator, X, y, sample_weight, *, classifier):
         )
         if not sample_weight.sum() > 0:
             raise ValueError("sample_weight must not be all zero (sum must be > 0).")
-    # Training standard deviation of every feature (weighted by sample_weight),
-    # kept privately for feature_importances_, which shares a split's impurity
-    # decrease among its features by |w_j| * std(x_j) (obliquetrees.inspection).
-    estimator._feature_std = feature_moments(X, sample_weight)[1]
     return X, y, sample_weight
 
 
@@ -79,6 +107,4 @@ def validate_predict_data(estimator, X, dtype=(np.float64, np.float32)):
     dtypes become the first entry of ``dtype``. CSR input is accepted.
     """
     check_is_fitted(estimator)
-    return validate_data(
-        estimator, X, reset=False, accept_sparse="csr", dtype=list(dtype)
-    )
+    return validate_data(estimator, X, reset=False, accept_sparse="csr", dtype=list(dtype))
