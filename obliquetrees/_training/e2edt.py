@@ -20,9 +20,11 @@ steepness ``gamma_i`` raised after every epoch (annealing).
 2. Finetune (sect. 2.3): all splits and leaves of the tree jointly, with
    probabilistic routing of all data, for ``finetune_epochs`` epochs; every
    split keeps its own steepness and keeps gaining ``steepness_increase`` per
-   epoch. Per minibatch the activations and the weight gradient are GEMMs.
+   epoch. Per minibatch the activations and the weight gradient are GEMMs, one
+   per band of feature columns (:class:`TrainingTree`).
 
-Inputs are the standardised training data; the caller folds the
+Inputs are the standardised training data (or the raw data, with mean 0 and
+scale 1, when the estimator's ``standardize=False``); the caller folds the
 standardisation into the stored weights.
 """
 
@@ -463,7 +465,8 @@ def build_tree(X, Z, y, sw, n_classes, mean, scale, params, seed):
     X : ndarray (n, p)
         Raw training inputs (for the hard-routed node statistics).
     Z : ndarray (n, p)
-        Standardised inputs ``(X - mean) / scale``, C-contiguous float64.
+        Standardised inputs ``(X - mean) / scale``, C-contiguous float32 or
+        float64 (the BLAS products run in its dtype).
     y : int64 (n,)
     sw : float64 (n,)
     n_classes : int
