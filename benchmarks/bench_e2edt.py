@@ -533,8 +533,8 @@ trees each row used; rows with fewer trees than the paper's (5, 10 or 20 instead
 were run because the full-size forests did not fit in the session's CPU budget on the shared
 machine, and are an estimate from below of the full forest (the paper's Fig. 6 shows accuracy
 still rising with the number of trees); their times are for the trees they have. The 45-epoch
-usps forest ran with 20 trees; the 100-tree 45-epoch forests (usps, letter) and the 30-epoch
-forests were not run: they needed several times the CPU time left in the session. Split
+forests ran with 20 (usps) and 10 (letter) trees; the 100/70-tree 45-epoch forests and the
+30-epoch forests were not run: they needed several times the CPU time left in the session. Split
 evaluations per sample = internal nodes on the root-to-leaf path, summed over the trees of the
 forest.
 
@@ -547,7 +547,7 @@ letter_uci:10:15:0.1`, `--tag letter70 --parts forest --forest-settings letter_u
 `--tag profile --parts profile`. Later rows (each `nice -n 5`, revision in the row):
 `--tag speed3 --parts speed`, `--tag after --parts profile ab`, `--tag usps15fast --parts
 forest --forest-settings usps:100:15:0.1`, `--tag usps45_20 --parts forest --forest-settings
-usps:20:45:0.1`.
+usps:20:45:0.1`, `--tag letter45_10 --parts forest --forest-settings letter_uci:10:45:0.1`.
 
 Timing: wall-clock seconds on the shared 2-core development machine while other sessions ran
 benchmarks, so wall times are inflated several times; `fit_cpu_s` / `fit CPU s` is the CPU
