@@ -549,7 +549,8 @@ letter_uci:10:15:0.1`, `--tag letter70 --parts forest --forest-settings letter_u
 `--tag profile --parts profile`. Later rows (each `nice -n 5`, revision in the row):
 `--tag speed3 --parts speed`, `--tag after --parts profile ab`, `--tag usps15fast --parts
 forest --forest-settings usps:100:15:0.1` and `--tag usps15quiet` (same settings, when the
-machine was quieter), `--tag usps45_20 --parts forest --forest-settings
+machine was quieter), `--tag usps15idle` (same settings, nothing else running, not niced),
+`--tag usps45_20 --parts forest --forest-settings
 usps:20:45:0.1`, `--tag letter45_10 --parts forest --forest-settings letter_uci:10:45:0.1`.
 
 Timing: wall-clock seconds on the shared 2-core development machine while other sessions ran
