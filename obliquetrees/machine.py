@@ -826,7 +826,27 @@ def relaxed_squared_error(machine, X, Y, temperature, eps=0.1, sigma="tanh",
     return loss, GA.T @ X, GA.sum(axis=0), grad_V
 
 
-class FinetunedForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
+class _CreatedByFinetune:
+    """``__init__`` and a refusing ``fit`` of the models :func:`finetune` returns."""
+
+    def __init__(self, n_jobs=None):
+        self.n_jobs = n_jobs
+
+    def fit(self, X, y, sample_weight=None):
+        """Not available: this model is created by :func:`finetune` or :func:`refit_leaves`.
+
+        Raises
+        ------
+        TypeError
+            Always.
+        """
+        raise TypeError(
+            f"{type(self).__name__} is created fitted by obliquetrees.machine.finetune(); "
+            "call finetune() on the source model instead."
+        )
+
+
+class FinetunedForestClassifier(_CreatedByFinetune, ObliqueClassifierMixin, BaseObliqueForest):
     """A fine-tuned classifier forest (hard routing), as returned by :func:`finetune`.
 
     Created fitted; it predicts the mean over its trees of the class
@@ -857,24 +877,8 @@ class FinetunedForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         split after fine-tuning).
     """
 
-    def __init__(self, n_jobs=None):
-        self.n_jobs = n_jobs
 
-    def fit(self, X, y, sample_weight=None):
-        """Not available: this model is created by :func:`finetune` or :func:`refit_leaves`.
-
-        Raises
-        ------
-        TypeError
-            Always.
-        """
-        raise TypeError(
-            "FinetunedForestClassifier is created fitted by obliquetrees.machine.finetune(); "
-            "call finetune() on the source model instead."
-        )
-
-
-class FinetunedForestRegressor(ObliqueRegressorMixin, BaseObliqueForest):
+class FinetunedForestRegressor(_CreatedByFinetune, ObliqueRegressorMixin, BaseObliqueForest):
     """A fine-tuned regressor forest (hard routing), as returned by :func:`finetune`.
 
     Created fitted; it predicts the mean over its trees of the value of the
@@ -904,22 +908,6 @@ class FinetunedForestRegressor(ObliqueRegressorMixin, BaseObliqueForest):
         ``"temperature"`` per epoch, ``"weight_density"`` (stored weights per
         split after fine-tuning).
     """
-
-    def __init__(self, n_jobs=None):
-        self.n_jobs = n_jobs
-
-    def fit(self, X, y, sample_weight=None):
-        """Not available: this model is created by :func:`finetune` or :func:`refit_leaves`.
-
-        Raises
-        ------
-        TypeError
-            Always.
-        """
-        raise TypeError(
-            "FinetunedForestRegressor is created fitted by obliquetrees.machine.finetune(); "
-            "call finetune() on the source model instead."
-        )
 
 
 def _model_inputs(model, X, y, sample_weight):
