@@ -549,7 +549,8 @@ stored file): rows of revision <= c646644 (each `nice -n 10`): `--parts forest
 letter_uci:5:15:0.0 letter_uci:5:15:0.1`, `--tag letter --parts forest --forest-settings
 letter_uci:10:15:0.1`, `--tag letter70 --parts forest --forest-settings letter_uci:70:15:0.1`,
 `--tag profile --parts profile`. Later rows (each `nice -n 5`, revision in the row):
-`--tag speed3 --parts speed`, `--tag after --parts profile ab`, `--tag usps15fast --parts
+`--tag speedidle --parts speed` (idle, not niced; it replaced an
+earlier run under load 8-10 with the same accuracies), `--tag after --parts profile ab`, `--tag usps15fast --parts
 forest --forest-settings usps:100:15:0.1` and `--tag usps15quiet` (same settings, when the
 machine was quieter), `--tag usps15idle` (same settings, nothing else running, not niced),
 `--tag usps45idle --parts forest --forest-settings usps:100:45:0.1` (idle, not niced),
@@ -565,7 +566,7 @@ time of the process (both cores count), the better measure of the cost on an idl
 Rows of revision <= c646644 ran under load average 5-14; later rows record the 1-minute load
 average (forests: mean (min-max) sampled every 10 s during the fit; it counts this session's
 own concurrent runs too: the first 100-tree 15-epoch usps row, the 20-tree 45-epoch usps row
-and the speed/profile/ab rows overlapped). The authors' times come
+and the profile/ab rows overlapped). The authors' times come
 from ANCHORS.md 5a (run with little other load).
 """
 
