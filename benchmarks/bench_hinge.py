@@ -212,7 +212,8 @@ def bench_speed(quick):
                 c2 = time.process_time()
                 tf += c1 - c0
                 tb += c2 - c1
-            prof.append({"kernel (1 thread, 320 batches, CPU s)": "forward (traversal + leaf gather)",
+            prof.append({"kernel (1 thread, 320 batches, CPU s)":
+                         "forward (traversal + leaf gather)",
                          "optimizer": opt_name, "CPU s/epoch": round(tf, 3)})
             prof.append({"kernel (1 thread, 320 batches, CPU s)": "backward + tree optimiser step",
                          "optimizer": opt_name, "CPU s/epoch": round(tb, 3)})
@@ -229,45 +230,44 @@ def _rf_error(Xtr, ytr, Xte, yte, depth):
 def bench_table3(name, quick):
     rows = []
     batch = {"letter_uci": 53, "usps": 29}
-    for name in [name]:
-        d = load(name)
-        Xtr, ytr, Xte, yte = d["X_train"], d["y_train"], d["X_test"], d["y_test"]
-        variants = [("tree", "lazy_adam"), ("fern", "lazy_adam")]
-        if name == "letter_uci":
-            variants.append(("tree", "adam"))
-        for tree_type, opt in variants:
-            est = HingeForestClassifier(
-                30 if quick else 100, max_depth=10, tree_type=tree_type,
-                n_hinge_features=100, optimizer=opt, learning_rate=0.005,
-                batch_size=batch[name], max_epochs=4 if quick else (60 if opt == "adam" else 100),
-                n_iter_no_change=20, early_stopping=True, validation_fraction=0.1,
-                random_state=0, n_jobs=1,
-            )
-            t0 = time.perf_counter()
-            est.fit(Xtr, ytr)
-            total = time.perf_counter() - t0
-            err = 100 * (1 - est.score(Xte, yte))
-            paper = PAPER_T3[name][0 if tree_type == "tree" else 1]
-            rows.append({
-                "data set": name, "model": f"hinge {tree_type}s, {opt}",
-                "test error %": round(err, 2), "paper %": paper,
-                "epochs run": est.n_iter_, "best epoch (val loss)": est.best_epoch_,
-                "s/epoch (median)": round(float(np.median(est.epoch_times_)), 2),
-                "total fit s": round(total, 1),
-            })
-            print(rows[-1], flush=True)
-        for depth in (10, None):
-            err, sec = _rf_error(Xtr, ytr, Xte, yte, depth)
-            rows.append({"data set": name,
-                         "model": f"sklearn RandomForest, 100 trees, max_depth={depth}",
-                         "test error %": round(err, 2), "paper %": "-", "epochs run": "-",
-                         "best epoch (val loss)": "-", "s/epoch (median)": "-",
-                         "total fit s": round(sec, 1)})
-        rows.append({"data set": name, "model": "paper: alternating decision forest / "
-                     "neural decision forest", "test error %": "-",
-                     "paper %": f"{PAPER_T3[name][2]} / {PAPER_T3[name][3]}",
-                     "epochs run": "-", "best epoch (val loss)": "-",
-                     "s/epoch (median)": "-", "total fit s": "-"})
+    d = load(name)
+    Xtr, ytr, Xte, yte = d["X_train"], d["y_train"], d["X_test"], d["y_test"]
+    variants = [("tree", "lazy_adam"), ("fern", "lazy_adam")]
+    if name == "letter_uci":
+        variants.append(("tree", "adam"))
+    for tree_type, opt in variants:
+        est = HingeForestClassifier(
+            30 if quick else 100, max_depth=10, tree_type=tree_type,
+            n_hinge_features=100, optimizer=opt, learning_rate=0.005,
+            batch_size=batch[name], max_epochs=4 if quick else (60 if opt == "adam" else 100),
+            n_iter_no_change=20, early_stopping=True, validation_fraction=0.1,
+            random_state=0, n_jobs=1,
+        )
+        t0 = time.perf_counter()
+        est.fit(Xtr, ytr)
+        total = time.perf_counter() - t0
+        err = 100 * (1 - est.score(Xte, yte))
+        paper = PAPER_T3[name][0 if tree_type == "tree" else 1]
+        rows.append({
+            "data set": name, "model": f"hinge {tree_type}s, {opt}",
+            "test error %": round(err, 2), "paper %": paper,
+            "epochs run": est.n_iter_, "best epoch (val loss)": est.best_epoch_,
+            "s/epoch (median)": round(float(np.median(est.epoch_times_)), 2),
+            "total fit s": round(total, 1),
+        })
+        print(rows[-1], flush=True)
+    for depth in (10, None):
+        err, sec = _rf_error(Xtr, ytr, Xte, yte, depth)
+        rows.append({"data set": name,
+                     "model": f"sklearn RandomForest, 100 trees, max_depth={depth}",
+                     "test error %": round(err, 2), "paper %": "-", "epochs run": "-",
+                     "best epoch (val loss)": "-", "s/epoch (median)": "-",
+                     "total fit s": round(sec, 1)})
+    rows.append({"data set": name, "model": "paper: alternating decision forest / "
+                 "neural decision forest", "test error %": "-",
+                 "paper %": f"{PAPER_T3[name][2]} / {PAPER_T3[name][3]}",
+                 "epochs run": "-", "best epoch (val loss)": "-",
+                 "s/epoch (median)": "-", "total fit s": "-"})
     return rows
 
 
@@ -333,69 +333,68 @@ def bench_table2(name, quick):
     rows = []
     grids = TABLE2_GRIDS
     epochs = TABLE2_EPOCHS
-    for name in [name]:
-        grid = [(10, 1), (10, 5)] if quick else grids[name]
-        runs = _table2_runs(name, quick)
-        t_set = time.perf_counter()
-        for tree_type in ("tree", "fern"):
-            scores, chosen = [], []
-            per_config = {}
-            for Xtv, ytv, Xte, yte, vf, task in runs:
-                best = None
-                for m, depth, lr in [(m, d, lr) for m, d in grid
-                                     for lr in TABLE2_LRS.get(name, (0.05,))]:
-                    cls = HingeForestClassifier if task == "classification" else HingeForestRegressor
-                    label = f"{m}/{depth}" + (f" lr {lr}" if name in TABLE2_LRS else "")
-                    est = cls(m, max_depth=depth, tree_type=tree_type, n_hinge_features=100,
-                              head="linear", optimizer="adagrad", learning_rate=lr,
-                              batch_size=TABLE2_BATCH.get(name, 50),
-                              max_epochs=5 if quick else epochs[name],
-                              n_iter_no_change=TABLE2_PATIENCE.get(name, 15),
-                              validation_fraction=vf,
-                              random_state=0, n_jobs=1).fit(Xtv, ytv)
-                    val = min(est.validation_loss_curve_)
-                    if task == "classification":
-                        test = 100 * (1 - est.score(Xte, yte))
-                    else:
-                        test = r2_score(yte, est.predict(Xte))
-                    per_config.setdefault(label, []).append(test)
-                    if best is None or val < best[0]:
-                        best = (val, test, label)
-                scores.append(best[1])
-                chosen.append(best[2])
-            sign = -1 if task == "regression" else 1
-            oracle = min(per_config, key=lambda c: sign * np.mean(per_config[c]))
-            configs, counts = np.unique(chosen, return_counts=True)
-            paper = PAPER_T2[name]
-            metric = "R^2" if name == "abalone_reg" else "error %"
-            rows.append({
-                "data set": name, "model": f"hinge {tree_type}s", "metric": metric,
-                "ours mean (std)": f"{np.mean(scores):.3g} ({_sd(scores):.2g})",
-                "runs": len(runs), "config chosen (trees/depth: runs)":
-                    ", ".join(f"{c}: {k}" for c, k in zip(configs, counts)),
-                "best config by mean test score (optimistic)":
-                    f"{oracle}: {np.mean(per_config[oracle]):.3g} "
-                    f"({_sd(per_config[oracle]):.2g})",
-                "paper (std)": paper[0] if tree_type == "tree" else paper[2],
-                "paper config": paper[1] if tree_type == "tree" else paper[3],
-            })
-            print(rows[-1], f"{time.perf_counter() - t_set:.0f} s", flush=True)
-        rf_scores = []
+    grid = [(10, 1), (10, 5)] if quick else grids[name]
+    runs = _table2_runs(name, quick)
+    t_set = time.perf_counter()
+    for tree_type in ("tree", "fern"):
+        scores, chosen = [], []
+        per_config = {}
         for Xtv, ytv, Xte, yte, vf, task in runs:
-            if task == "classification":
-                rf = RandomForestClassifier(100, max_depth=10, n_jobs=2, random_state=0)
-                rf_scores.append(100 * (1 - rf.fit(Xtv, ytv).score(Xte, yte)))
-            else:
-                rf = RandomForestRegressor(100, max_depth=10, n_jobs=2, random_state=0)
-                rf_scores.append(rf.fit(Xtv, ytv).score(Xte, yte))
+            best = None
+            for m, depth, lr in [(m, d, lr) for m, d in grid
+                                 for lr in TABLE2_LRS.get(name, (0.05,))]:
+                cls = HingeForestClassifier if task == "classification" else HingeForestRegressor
+                label = f"{m}/{depth}" + (f" lr {lr}" if name in TABLE2_LRS else "")
+                est = cls(m, max_depth=depth, tree_type=tree_type, n_hinge_features=100,
+                          head="linear", optimizer="adagrad", learning_rate=lr,
+                          batch_size=TABLE2_BATCH.get(name, 50),
+                          max_epochs=5 if quick else epochs[name],
+                          n_iter_no_change=TABLE2_PATIENCE.get(name, 15),
+                          validation_fraction=vf,
+                          random_state=0, n_jobs=1).fit(Xtv, ytv)
+                val = min(est.validation_loss_curve_)
+                if task == "classification":
+                    test = 100 * (1 - est.score(Xte, yte))
+                else:
+                    test = r2_score(yte, est.predict(Xte))
+                per_config.setdefault(label, []).append(test)
+                if best is None or val < best[0]:
+                    best = (val, test, label)
+            scores.append(best[1])
+            chosen.append(best[2])
+        sign = -1 if task == "regression" else 1
+        oracle = min(per_config, key=lambda c: sign * np.mean(per_config[c]))
+        configs, counts = np.unique(chosen, return_counts=True)
+        paper = PAPER_T2[name]
+        metric = "R^2" if name == "abalone_reg" else "error %"
         rows.append({
-            "data set": name, "model": "sklearn RandomForest (100 trees, depth 10)",
-            "metric": "R^2" if name == "abalone_reg" else "error %",
-            "ours mean (std)": f"{np.mean(rf_scores):.3g} ({_sd(rf_scores):.2g})",
-            "runs": len(runs), "config chosen (trees/depth: runs)": "-",
-            "best config by mean test score (optimistic)": "-",
-            "paper (std)": PAPER_T2[name][4], "paper config": "100/10",
+            "data set": name, "model": f"hinge {tree_type}s", "metric": metric,
+            "ours mean (std)": f"{np.mean(scores):.3g} ({_sd(scores):.2g})",
+            "runs": len(runs), "config chosen (trees/depth: runs)":
+                ", ".join(f"{c}: {k}" for c, k in zip(configs, counts, strict=True)),
+            "best config by mean test score (optimistic)":
+                f"{oracle}: {np.mean(per_config[oracle]):.3g} "
+                f"({_sd(per_config[oracle]):.2g})",
+            "paper (std)": paper[0] if tree_type == "tree" else paper[2],
+            "paper config": paper[1] if tree_type == "tree" else paper[3],
         })
+        print(rows[-1], f"{time.perf_counter() - t_set:.0f} s", flush=True)
+    rf_scores = []
+    for Xtv, ytv, Xte, yte, _, task in runs:
+        if task == "classification":
+            rf = RandomForestClassifier(100, max_depth=10, n_jobs=2, random_state=0)
+            rf_scores.append(100 * (1 - rf.fit(Xtv, ytv).score(Xte, yte)))
+        else:
+            rf = RandomForestRegressor(100, max_depth=10, n_jobs=2, random_state=0)
+            rf_scores.append(rf.fit(Xtv, ytv).score(Xte, yte))
+    rows.append({
+        "data set": name, "model": "sklearn RandomForest (100 trees, depth 10)",
+        "metric": "R^2" if name == "abalone_reg" else "error %",
+        "ours mean (std)": f"{np.mean(rf_scores):.3g} ({_sd(rf_scores):.2g})",
+        "runs": len(runs), "config chosen (trees/depth: runs)": "-",
+        "best config by mean test score (optimistic)": "-",
+        "paper (std)": PAPER_T2[name][4], "paper config": "100/10",
+    })
     return rows
 
 

@@ -46,7 +46,8 @@ def benchmark(estimator, dataset, repeat=5, warmup_rows=200):
     X_train, y_train, X_test, y_test = train_test(dataset)
     warm = clone(estimator)
     n_warm = min(warmup_rows, len(X_train))
-    _, warm_seconds = timed(lambda: warm.fit(X_train[:n_warm], y_train[:n_warm]).predict(X_test[:10]))
+    _, warm_seconds = timed(
+        lambda: warm.fit(X_train[:n_warm], y_train[:n_warm]).predict(X_test[:10]))
     model, fit_seconds = timed(clone(estimator).fit, X_train, y_train)
     y_pred, predict_seconds = timed(model.predict, X_test, repeat=repeat)
     row = {

@@ -180,7 +180,8 @@ def hinge_train_step(model, Zb, Yb, lr, optimizer="adam"):
     t = model["t"] + 1
     masks = {"W": None, "thr": None, "A": None}
     if optimizer == "lazy_adam":
-        leaf, _, vstar = hinge_traverse(U, model["thr"], model["feat"], model["depth"], model["is_fern"])
+        leaf, _, vstar = hinge_traverse(U, model["thr"], model["feat"], model["depth"],
+                                        model["is_fern"])
         M = model["thr"].shape[0]
         mw = np.zeros(model["W"].shape[:2], dtype=bool)
         mw[np.arange(M)[None, :], leaf] = True
@@ -593,10 +594,10 @@ def e2edt_log_path_probs(A, gamma, left, right, split_col):
     """``log mu_l`` (eq. 1) leaf by leaf from explicit root-to-leaf paths; A is (n, n_splits)."""
     paths = e2edt_leaf_paths(left, right)
     out = np.zeros((A.shape[0], len(paths)))
-    for l, path in enumerate(paths):
+    for leaf, path in enumerate(paths):
         for node, went_right in path:
             z = gamma[split_col[node]] * A[:, split_col[node]]
-            out[:, l] += e2edt_log_sigmoid(z if went_right else -z)
+            out[:, leaf] += e2edt_log_sigmoid(z if went_right else -z)
     return out
 
 
@@ -635,12 +636,12 @@ def e2edt_split_gradient(W, b, gamma, left, right, split_col, h, coef, X):
     """Gradient of :func:`e2edt_split_objective` from per-leaf path derivatives."""
     A = X @ W.T + b
     dA = np.zeros_like(A)
-    for l, path in enumerate(e2edt_leaf_paths(left, right)):
+    for leaf, path in enumerate(e2edt_leaf_paths(left, right)):
         for node, went_right in path:
             c = split_col[node]
             s = 1.0 / (1.0 + np.exp(-gamma[c] * A[:, c]))
             d = gamma[c] * (1.0 - s) if went_right else -gamma[c] * s
-            dA[:, c] += coef * h[:, l] * d
+            dA[:, c] += coef * h[:, leaf] * d
     return dA.T @ X, dA.sum(axis=0), dA
 
 

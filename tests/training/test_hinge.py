@@ -238,7 +238,7 @@ def test_epoch_identical_for_any_thread_count(rng, optimizer, head):
                                  "classification", optimizer, 0.01, 7)
         results.append((losses, model.W, model.thr, model.A))
     for other in results[1:]:
-        for a, b in zip(results[0], other):
+        for a, b in zip(results[0], other, strict=True):
             np.testing.assert_array_equal(a, b)
 
 
