@@ -22,6 +22,23 @@ def _build_tree_job(X, Z, y, sw, n_classes, mean, scale, params, seed):
     return build_tree(X, Z, y, sw, n_classes, mean, scale, params, seed)
 
 
+def _check_float32_range(X):
+    """Refuse raw inputs whose float32 split margins could overflow.
+
+    Training runs its products in float32; a margin ``w . x`` with unit-norm
+    ``w`` is bounded by ``n_features * max|x|``, which must stay finite.
+    """
+    limit = float(np.finfo(np.float32).max) / X.shape[1]
+    peak = float(np.max(np.abs(X))) if X.size else 0.0
+    if peak > limit:
+        raise ValueError(
+            f"X has values of magnitude up to {peak:.3g}; with standardize=False "
+            "E2EDTClassifier trains in float32 on the inputs as given, which needs "
+            f"magnitudes below {limit:.3g} for {X.shape[1]} features. Use "
+            "standardize=True (the default) or rescale X."
+        )
+
+
 class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
     """End-to-end learned deterministic oblique decision tree (or forest).
 
@@ -88,7 +105,8 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         feature (the paper; the fitted trees still act on raw ``X``). False
         trains on the inputs as given, as the authors' code does for images
         (USPS, MNIST): per-pixel standardisation blows up near-constant
-        border pixels.
+        border pixels. Training runs in float32, so False refuses inputs
+        whose margins could overflow it (``|x| > 3.4e38 / n_features``).
     routing : {"hard", "soft"}, default="hard"
         ``"hard"``: the deterministic tree (route by the sign of each split,
         output the reached leaf's distribution), the paper's inference model.
@@ -346,6 +364,7 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         if self.standardize:  # (weighted) training statistics, as the paper does
             mean, scale = standardization(X, sw)
         else:
+            _check_float32_range(X)
             mean, scale = np.zeros(n_features), np.ones(n_features)
         Z = np.ascontiguousarray((X - mean) / scale, dtype=np.float32)
         seeds = draw_seeds(self.random_state, self.n_estimators)

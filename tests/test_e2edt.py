@@ -120,6 +120,18 @@ def test_standardisation_is_folded(blobs):
     assert np.mean(a.predict(X) == b.predict(X * 0.01 - 3.0)) > 0.97
 
 
+def test_standardize_false_refuses_inputs_beyond_float32(blobs):
+    """Raw inputs whose float32 margins could overflow get a clear error, not a
+    model at chance level (the float32 cast turned them into inf)."""
+    X, y = blobs
+    with pytest.raises(ValueError, match="standardize=False.*float32"):
+        E2EDTClassifier(**FAST, standardize=False).fit(X * 1e38, y)
+    # the default standardises first, so the same data trains like unscaled X
+    big = E2EDTClassifier(**FAST).fit(X * 1e38, y)
+    plain = E2EDTClassifier(**FAST).fit(X, y)
+    assert np.mean(big.predict(X * 1e38) == plain.predict(X)) > 0.97
+
+
 def test_standardize_false_trains_on_the_inputs_as_given(blobs):
     """standardize=False: the same tree as training on X directly (mean 0, scale 1)."""
     from obliquetrees._forest import draw_seeds
