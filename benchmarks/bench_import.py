@@ -6,11 +6,13 @@ hits both alike):
 
 - ``import sklearn.base`` vs ``import obliquetrees`` (which must not compile
   anything nor import numba);
-- first predict of a pickled converted 100-tree forest in a new process with an
-  empty numba cache (compilation) vs a warm cache (loading machine code);
-- the whole process "unpickle a model and predict 100 rows" with a warm cache,
-  beside the same process for scikit-learn's own pickle of the same forest (the
-  floor any scikit-learn estimator pays: Python, numpy and scikit-learn imports).
+- the whole process "unpickle a model and predict 100 rows", beside the same
+  process for scikit-learn's own pickle of the same forest (the floor any
+  scikit-learn estimator pays: Python, numpy and scikit-learn imports). By
+  default such a small first batch is walked in numpy and numba is never
+  imported (``obliquetrees._core.traversal_numpy``); the rows "numba kernels"
+  force the kernels instead, with an empty numba cache (compilation) and a
+  warm one (loading machine code).
 
     python -m benchmarks.bench_import
 """
@@ -38,9 +40,12 @@ start = time.perf_counter()
 with open(sys.argv[1], "rb") as f:
     model = pickle.load(f)
 X = np.load(sys.argv[2])
+if sys.argv[3] == "kernels":  # no numpy walk: its time budget counts as spent
+    from obliquetrees._core import traversal_numpy
+    traversal_numpy.RENT_SECONDS = -1.0
 loaded = time.perf_counter()
 model.predict(X)
-print(loaded - start, time.perf_counter() - loaded)
+print(loaded - start, time.perf_counter() - loaded, "numba" in sys.modules)
 """
 
 
@@ -81,35 +86,35 @@ def main(argv=None):
 
     with open(tmp / "sklearn.pkl", "wb") as f:
         pickle.dump(rf, f)
-    sk_call = [str(script), str(tmp / "sklearn.pkl"), str(tmp / "X.npy")]
-    sk_runs = [_wall(sk_call)
-               for _ in range(args.repeat)]  # fmt: skip
+    sk_call = [str(script), str(tmp / "sklearn.pkl"), str(tmp / "X.npy"), "default"]
+    configs = {  # label -> (command, numba cache: None, "cold" or "warm")
+        "scikit-learn's own RandomForestClassifier pickle, same forest": (sk_call, None),
+        "ours, default (small batch: numpy walk)": ([*call, "default"], "warm"),
+        "ours, numba kernels, cold cache (compilation)": ([*call, "kernels"], "cold"),
+        "ours, numba kernels, warm cache (cache hit)": ([*call, "kernels"], "warm"),
+    }
+    warm_dir = str(tmp / "cache")
+    _wall([*call, "kernels"], {"NUMBA_CACHE_DIR": warm_dir})  # fill the warm cache once
+    runs = {label: [] for label in configs}
+    for _ in range(args.repeat):  # interleaved, so machine load hits every row alike
+        for label, (command, cache) in configs.items():
+            env = {"NUMBA_CACHE_DIR": tempfile.mkdtemp() if cache == "cold" else warm_dir}
+            wall, out = _wall(command, env)
+            unpickle, predict, numba_loaded = out.split()
+            runs[label].append((wall, float(unpickle), float(predict), numba_loaded))
     process_rows = [{
-        "numba cache": "(scikit-learn's own RandomForestClassifier pickle, same forest)",
-        "whole process s": statistics.median(wall for wall, _ in sk_runs),
-        "unpickle s (imports included)": statistics.median(float(o.split()[0]) for _, o in sk_runs),
-        "first predict of 100 rows s": statistics.median(float(o.split()[1]) for _, o in sk_runs),
-    }]
-    for cache in ("cold (empty numba cache)", "warm (cache hit)"):
-        runs = []
-        for _ in range(args.repeat):
-            cache_dir = tempfile.mkdtemp() if cache.startswith("cold") else str(tmp / "cache")
-            if not cache.startswith("cold") and not (tmp / "cache").exists():
-                _wall(call, {"NUMBA_CACHE_DIR": cache_dir})  # fill the cache once
-            wall, out = _wall(call, {"NUMBA_CACHE_DIR": cache_dir})
-            unpickle, predict = map(float, out.split())
-            runs.append((wall, unpickle, predict))
-        process_rows.append({
-            "numba cache": cache,
-            "whole process s": statistics.median(r[0] for r in runs),
-            "unpickle s (imports included)": statistics.median(r[1] for r in runs),
-            "first predict of 100 rows s": statistics.median(r[2] for r in runs),
-        })
+        "process": label,
+        "whole process s": statistics.median(r[0] for r in rs),
+        "unpickle s (imports included)": statistics.median(r[1] for r in rs),
+        "first predict of 100 rows s": statistics.median(r[2] for r in rs),
+        "numba imported": rs[0][3],
+    } for label, rs in runs.items()]
     notes = (
         f"`import obliquetrees` loads numba: {loaded.strip()}. The model is a converted "
         "fully grown 100-tree RandomForestClassifier on letter (pickle "
         f"{(tmp / 'model.pkl').stat().st_size / 1e6:.1f} MB). Process times include "
-        "the Python start-up and the scikit-learn import that unpickling any estimator needs."
+        "the Python start-up and the scikit-learn import that unpickling any estimator needs. "
+        f"1-minute load average at the end of the run: {os.getloadavg()[0]:.1f} (2 cores)."
     )
     for rows in (import_rows, process_rows):
         for row in rows:

@@ -75,11 +75,18 @@ class BaseObliqueEstimator(BaseEstimator):
         output : ndarray of float64, shape (n_samples, n_outputs)
             Class probabilities for classifiers, predictions for regressors.
         """
+        from obliquetrees._core import traversal_numpy
+
+        forest = self._forest()
+        # A small batch in a process that has not loaded the numba kernels yet
+        # (typically: a model just unpickled) is walked in numpy, same result.
+        if traversal_numpy.use_for_batch(forest, X):
+            return traversal_numpy.predict_value(forest, X) / forest.n_trees
+
         # numba is imported on first use
         from obliquetrees import machine
         from obliquetrees._core import traversal
 
-        forest = self._forest()
         n_threads = self._prediction_threads()
         # One BLAS product over all splits beats walking the trees for dense
         # oblique splits on shallow trees; the measured rule decides per batch.

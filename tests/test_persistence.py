@@ -86,6 +86,31 @@ def test_round_trips_in_fresh_process_are_bit_identical(tmp_path):
                 assert loaded[name].tobytes() == value.tobytes(), (out_path, name)
 
 
+SMALL_BATCH_WITHOUT_NUMBA = """
+import pickle, sys
+import numpy as np
+model = pickle.loads(open(sys.argv[1], "rb").read())
+np.save(sys.argv[3], model.predict_proba(np.load(sys.argv[2])))
+print("numba" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize("name", ["CO2ForestClassifier", "E2EDTClassifier"])
+def test_fresh_process_predicts_a_small_batch_without_loading_numba(tmp_path, name):
+    """Unpickle and predict 100 rows: the numpy walk answers, bit-identical to
+    the kernels of this process, and numba is never imported."""
+    model, X = _fitted(getattr(obliquetrees, name))
+    (tmp_path / "model.pkl").write_bytes(pickle.dumps(model))
+    np.save(tmp_path / "X.npy", X[:100])
+    script = tmp_path / "predict.py"
+    script.write_text(SMALL_BATCH_WITHOUT_NUMBA)
+    result = _run_python([str(script), str(tmp_path / "model.pkl"), str(tmp_path / "X.npy"),
+                          str(tmp_path / "out.npy")])  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
+    assert np.load(tmp_path / "out.npy").tobytes() == model.predict_proba(X[:100]).tobytes()
+
+
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
 def test_unknown_container_version_is_a_clear_error(cls):
     model, _ = _fitted(cls)

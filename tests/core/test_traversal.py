@@ -6,7 +6,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from obliquetrees._core import traversal
+from obliquetrees._core import traversal, traversal_numpy
 from obliquetrees._core.forest import ObliqueForest
 from obliquetrees._core.tree import ObliqueTree
 from tests import reference
@@ -62,6 +62,13 @@ def test_kernels_match_reference(seed, n_trees, n_features, n_outputs, max_depth
         )
         path = traversal.decision_path(forest, Xl)
         np.testing.assert_array_equal(path.toarray(), expected_path, err_msg=name)
+        if name != "csr":  # the numpy walk takes dense input only
+            np.testing.assert_array_equal(
+                traversal_numpy.apply(forest, Xl), expected_leaves, err_msg=name
+            )
+            np.testing.assert_array_equal(
+                traversal_numpy.predict_value(forest, Xl), expected_value, err_msg=name
+            )
 
 
 @settings(max_examples=10, deadline=None)
@@ -85,6 +92,28 @@ def test_ties_go_left():
     forest = ObliqueForest.from_trees([tree])
     X = np.array([[0.5], [np.nextafter(0.5, 1)], [np.nextafter(0.5, 0)]])
     np.testing.assert_array_equal(traversal.apply(forest, X)[:, 0], [1, 2, 1])
+    np.testing.assert_array_equal(traversal_numpy.apply(forest, X)[:, 0], [1, 2, 1])
+
+
+def test_numpy_walk_only_for_small_dense_batches_before_the_kernels_load():
+    """In this process the kernels have run, so the numpy walk is never chosen;
+    its size rule is checked with the kernels reported as not loaded."""
+    _, forest = _random_forest(0, 3, 4, 2, 5)
+    traversal.apply(forest, np.zeros((1, 4)))
+    assert traversal_numpy.kernels_loaded()
+    assert not traversal_numpy.use_for_batch(forest, np.zeros((1, 4)))
+
+
+def test_numpy_walk_size_rule(monkeypatch):
+    monkeypatch.setattr(traversal_numpy, "kernels_loaded", lambda: False)
+    _, forest = _random_forest(0, 3, 4, 2, 5)
+    assert traversal_numpy.use_for_batch(forest, np.zeros((100, 4)))
+    assert not traversal_numpy.use_for_batch(forest, sp.csr_matrix(np.zeros((100, 4))))
+    rows = traversal_numpy.MAX_WORK  # at least one unit of work per row
+    assert not traversal_numpy.use_for_batch(forest, np.zeros((rows + 1, 4)))
+    # once the process's numpy walks have taken their budget, batches go to the kernels
+    monkeypatch.setattr(traversal_numpy, "_spent_seconds", traversal_numpy.RENT_SECONDS + 1)
+    assert not traversal_numpy.use_for_batch(forest, np.zeros((100, 4)))
 
 
 def test_csr_with_many_features_uses_bounded_buffer():

@@ -1,0 +1,128 @@
+"""Hard traversal in plain numpy, for small batches before numba is loaded.
+
+The numba kernels of :mod:`obliquetrees._core.traversal` are the fast path,
+but the first call in a process pays for importing numba and loading their
+cached machine code (about 0.8 s here; ``benchmarks/results/startup.md``),
+which dominates "load a pickled model, predict a few rows". This module walks
+every (row, tree) pair level by level with vectorised gathers instead, so a
+small batch costs milliseconds and never imports numba.
+
+Once the numpy walks of a process have taken ``RENT_SECONDS`` in total, it
+stops choosing them (ski rental): a process serving one small batch after
+another then loads the kernels once instead of paying numpy's per-level
+overhead forever, and never spends more than about twice the cheaper choice.
+
+It reads the same routing layout (``ObliqueForest.routing_arrays``) and adds
+in the same order as the kernels: the margin is ``w0 * x[f0]``, then each
+further weight in storage order, then the bias; leaf values are summed in tree
+order. Results are therefore bit-identical to the kernels'.
+"""
+
+import sys
+import time
+
+import numpy as np
+
+#: Largest modelled work (row-steps plus extra weights read, see
+#: :func:`use_for_batch`) for which this path is taken while the numba
+#: kernels are not loaded yet: about 0.1 s of numpy here, an eighth of the
+#: kernels' one-off loading cost.
+MAX_WORK = 2_000_000
+
+
+#: Total time the numpy walks of a process may take before batches go to the
+#: kernels anyway: about half their loading cost.
+RENT_SECONDS = 0.4
+
+_spent_seconds = 0.0  # time taken by this process's numpy walks so far
+
+
+def kernels_loaded():
+    """Whether the numba traversal kernels already run in this process."""
+    module = sys.modules.get("obliquetrees._core.traversal")
+    return module is not None and bool(module._traverse_dense.signatures)
+
+
+def use_for_batch(forest, X):
+    """Whether to route this batch here rather than through the numba kernels.
+
+    Only while the kernels are not loaded (afterwards they are faster at any
+    size) and the numpy walks have not used up ``RENT_SECONDS``, for dense
+    input, and when the batch is small enough that numpy beats the kernels'
+    loading cost.
+    """
+    if _spent_seconds > RENT_SECONDS or kernels_loaded() or not isinstance(X, np.ndarray):
+        return False
+    nodes = forest.children_left.shape[0]
+    # per row: one step per level of each tree, plus every extra weight read
+    depth_sum = float(forest.depth.max(initial=0)) * forest.n_trees
+    extra_per_node = max(forest.weight_index.shape[0] / max(nodes, 1) - 1.0, 0.0)
+    work = X.shape[0] * depth_sum * (1.0 + extra_per_node)
+    return work <= MAX_WORK
+
+
+def _reached_nodes(forest, X):
+    """Global id of the leaf each (row, tree) pair reaches: shape (n_rows, n_trees)."""
+    global _spent_seconds
+    started = time.perf_counter()
+    roots, nodes, extra_start, weights, _ = forest.routing_arrays()
+    n_rows, n_trees = X.shape[0], roots.shape[0] - 1
+    node = np.tile(roots[:-1], n_rows)  # pair p = row p // n_trees, tree p % n_trees
+    row = np.repeat(np.arange(n_rows), n_trees)
+    active = np.arange(node.shape[0])
+    while active.shape[0]:
+        rec = nodes[node[active]]
+        internal = rec["left"] != -1
+        active, rec = active[internal], rec[internal]
+        if not active.shape[0]:
+            break
+        r = row[active]
+        margin = rec["weight"] * X[r, rec["feature"]]
+        n_extra = rec["n_extra"]
+        if n_extra.shape[0] and n_extra.max() > 0:
+            start = extra_start[node[active]]
+            for j in range(int(n_extra.max())):
+                has = np.flatnonzero(n_extra > j)
+                w = weights[start[has] + j]
+                margin[has] += w["value"] * X[r[has], w["index"]]
+        margin += rec["bias"]
+        node[active] = np.where(margin > 0.0, rec["right"], rec["left"])
+    _spent_seconds += time.perf_counter() - started
+    return node.reshape(n_rows, n_trees)
+
+
+def apply(forest, X):
+    """Leaf reached by every sample in every tree (like ``traversal.apply``).
+
+    Parameters
+    ----------
+    forest : ObliqueForest
+    X : ndarray of float32 or float64, shape (n_samples, n_features)
+
+    Returns
+    -------
+    leaves : ndarray of int64, shape (n_samples, n_trees)
+        Node ids local to each tree.
+    """
+    return _reached_nodes(forest, X) - forest.node_offset[:-1][None, :]
+
+
+def predict_value(forest, X):
+    """Sum over the trees of the reached leaves' values (like ``traversal.predict_value``).
+
+    Parameters
+    ----------
+    forest : ObliqueForest
+    X : ndarray of float32 or float64, shape (n_samples, n_features)
+
+    Returns
+    -------
+    total : ndarray of float64, shape (n_samples, n_outputs)
+        Trees are added in tree order; divide by ``forest.n_trees`` for the mean.
+    """
+    _, nodes, _, _, leaf_value = forest.routing_arrays()
+    leaf_rows = nodes["feature"][_reached_nodes(forest, X)]
+    total = np.zeros((X.shape[0], forest.n_outputs))
+    for t in range(forest.n_trees):  # tree order, as the kernels add
+        total += leaf_value[leaf_rows[:, t]]
+    return total
