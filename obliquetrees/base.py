@@ -261,3 +261,30 @@ class ObliqueRegressorMixin(RegressorMixin):
         X = self._validate_X_predict(X)
         output = self._predict_output(X)
         return output[:, 0] if output.shape[1] == 1 else output
+
+
+class CreatedFittedMixin:
+    """``__init__(n_jobs)`` and a refusing ``fit`` for models created already fitted.
+
+    Subclasses name the function that creates them (``_created_by``) and say
+    how to get a new model instead (``_refit_advice``).
+    """
+
+    _created_by = ""
+    _refit_advice = ""
+
+    def __init__(self, n_jobs=None):
+        self.n_jobs = n_jobs
+
+    def fit(self, X, y, sample_weight=None):
+        """Not available: this model is created fitted (see the class docstring).
+
+        Raises
+        ------
+        TypeError
+            Always.
+        """
+        raise TypeError(
+            f"{type(self).__name__} is created fitted by {self._created_by}; "
+            f"{self._refit_advice}"
+        )

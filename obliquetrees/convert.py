@@ -36,6 +36,7 @@ from sklearn.utils.validation import check_is_fitted
 from obliquetrees._core.tree import ObliqueTree
 from obliquetrees.base import (
     BaseObliqueForest,
+    CreatedFittedMixin,
     ObliqueClassifierMixin,
     ObliqueRegressorMixin,
 )
@@ -51,26 +52,12 @@ _FORESTS = (
 )
 
 
-class _ConvertedMixin:
+class _ConvertedMixin(CreatedFittedMixin):
     # scikit-learn casts prediction input to float32; so do we, so that
     # routing matches the original model bit for bit.
     _predict_dtype = (np.float32,)
-
-    def __init__(self, n_jobs=None):
-        self.n_jobs = n_jobs
-
-    def fit(self, X, y, sample_weight=None):
-        """Not available: a converted model is fitted by :func:`from_sklearn`.
-
-        Raises
-        ------
-        TypeError
-            Always; refit the original scikit-learn model and convert it again.
-        """
-        raise TypeError(
-            f"{type(self).__name__} is created fitted by from_sklearn(); refit the "
-            "scikit-learn model and convert it again."
-        )
+    _created_by = "obliquetrees.convert.from_sklearn()"
+    _refit_advice = "refit the scikit-learn model and convert it again."
 
 
 class ConvertedForestClassifier(_ConvertedMixin, ObliqueClassifierMixin, BaseObliqueForest):

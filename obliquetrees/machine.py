@@ -69,7 +69,12 @@ import scipy.sparse as sp
 
 from obliquetrees._core.forest import ObliqueForest
 from obliquetrees._core.tree import ObliqueTree, fold_standardization
-from obliquetrees.base import BaseObliqueForest, ObliqueClassifierMixin, ObliqueRegressorMixin
+from obliquetrees.base import (
+    BaseObliqueForest,
+    CreatedFittedMixin,
+    ObliqueClassifierMixin,
+    ObliqueRegressorMixin,
+)
 
 __all__ = [
     "DecisionMachine",
@@ -826,24 +831,9 @@ def relaxed_squared_error(machine, X, Y, temperature, eps=0.1, sigma="tanh",
     return loss, GA.T @ X, GA.sum(axis=0), grad_V
 
 
-class _CreatedByFinetune:
-    """``__init__`` and a refusing ``fit`` of the models :func:`finetune` returns."""
-
-    def __init__(self, n_jobs=None):
-        self.n_jobs = n_jobs
-
-    def fit(self, X, y, sample_weight=None):
-        """Not available: this model is created by :func:`finetune` or :func:`refit_leaves`.
-
-        Raises
-        ------
-        TypeError
-            Always.
-        """
-        raise TypeError(
-            f"{type(self).__name__} is created fitted by obliquetrees.machine.finetune(); "
-            "call finetune() on the source model instead."
-        )
+class _CreatedByFinetune(CreatedFittedMixin):
+    _created_by = "obliquetrees.machine.finetune()"
+    _refit_advice = "call finetune() on the source model instead."
 
 
 class FinetunedForestClassifier(_CreatedByFinetune, ObliqueClassifierMixin, BaseObliqueForest):
