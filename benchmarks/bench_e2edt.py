@@ -549,8 +549,8 @@ stored file): rows of revision <= c646644 (each `nice -n 10`): `--parts forest
 letter_uci:5:15:0.0 letter_uci:5:15:0.1`, `--tag letter --parts forest --forest-settings
 letter_uci:10:15:0.1`, `--tag letter70 --parts forest --forest-settings letter_uci:70:15:0.1`,
 `--tag profile --parts profile`. Later rows (each `nice -n 5`, revision in the row):
-`--tag speedidle --parts speed` (idle, not niced; it replaced an
-earlier run under load 8-10 with the same accuracies), `--tag after --parts profile ab`, `--tag usps15fast --parts
+`--tag speedidle --parts speed` (idle, not niced; it replaced an earlier run under load
+8-10 with the same accuracies), `--tag after --parts profile ab`, `--tag usps15fast --parts
 forest --forest-settings usps:100:15:0.1` and `--tag usps15quiet` (same settings, when the
 machine was quieter), `--tag usps15idle` (same settings, nothing else running, not niced),
 `--tag usps45idle --parts forest --forest-settings usps:100:45:0.1` (idle, not niced),
