@@ -86,6 +86,12 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
     bootstrap : bool, default=True
         Grow each tree on a bootstrap sample (drawn as integer weights; X is
         never copied per tree). If False every tree sees all samples.
+    oob_score : bool or callable, default=False
+        Score the forest on the out-of-bag samples after fitting (needs
+        ``bootstrap=True``): every training sample is predicted by the trees
+        whose bootstrap left it out. True uses accuracy; a callable is called
+        as ``score(y_true, y_pred)`` with class labels, as in scikit-learn's
+        forests.
     class_weight : {"balanced", "balanced_subsample"}, dict or None, default=None
         Weights of the classes, as in scikit-learn's RandomForestClassifier.
     n_jobs : int, default=None
@@ -128,6 +134,13 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
     n_axis_fallback_ : ndarray of int64, shape (n_estimators,)
         Splits per tree where the optimised hyperplane was degenerate (empty
         or too small side) and the initial axis-aligned split was kept.
+    oob_score_ : float
+        Score on the out-of-bag samples (``oob_score`` only), over the
+        samples that at least one tree left out.
+    oob_decision_function_ : ndarray of shape (n_samples, n_classes)
+        Mean class distribution of each training sample under the trees
+        that left it out (``oob_score`` only); NaN rows for samples that
+        every bootstrap drew (a warning says how many).
 
     Notes
     -----
@@ -217,6 +230,7 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         "max_cccp_iter": [Interval(Integral, 0, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "bootstrap": ["boolean"],
+        "oob_score": ["boolean", callable],
         "class_weight": [StrOptions({"balanced", "balanced_subsample"}), dict, None],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
@@ -241,6 +255,7 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         max_cccp_iter=20,
         tol=1e-3,
         bootstrap=True,
+        oob_score=False,
         class_weight=None,
         n_jobs=None,
         random_state=None,
@@ -261,6 +276,7 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         self.max_cccp_iter = max_cccp_iter
         self.tol = tol
         self.bootstrap = bootstrap
+        self.oob_score = oob_score
         self.class_weight = class_weight
         self.n_jobs = n_jobs
         self.random_state = random_state
@@ -302,12 +318,16 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         from obliquetrees._forest import draw_seeds
         from obliquetrees._training import co2  # numba is imported on first use
 
+        if self.oob_score and not self.bootstrap:
+            raise ValueError("Out-of-bag estimation needs bootstrap=True.")
         old_trees = []
         old_stats = np.zeros((0, 2), dtype=np.int64)
+        old_seeds = None
         if self.warm_start and "forest_" in self.__dict__:
             # shallow copies: packing consumes the tree objects, not the user's views
             old_trees = [copy.copy(tree) for tree in self.trees_]
             old_stats = np.column_stack([self.n_cccp_iter_, self.n_axis_fallback_])
+            old_seeds = self.__dict__.get("_tree_seeds")  # absent in older pickles
             old_classes = self.classes_
         if len(old_trees) > self.n_estimators:
             raise ValueError(
@@ -321,6 +341,8 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
             )
         self.max_features_ = _resolve_max_features(self.max_features, X.shape[1])
         seeds = draw_seeds(self.random_state, self.n_estimators)
+        if old_seeds is not None:  # random_state=None draws new seeds each fit
+            seeds[: len(old_trees)] = old_seeds
         if len(old_trees) == self.n_estimators:
             warnings.warn(
                 "Warm-start fitting without increasing n_estimators does not fit "
@@ -355,4 +377,46 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         stats = np.vstack([old_stats, stats[:, [0, 2]]])
         self.n_cccp_iter_ = stats[:, 0].copy()
         self.n_axis_fallback_ = stats[:, 1].copy()
-        return self._set_trees(old_trees + trees)
+        self._tree_seeds = seeds
+        self._set_trees(old_trees + trees)
+        if self.oob_score:
+            self._set_oob_score(X, y)
+        elif "oob_score_" in self.__dict__:  # from an earlier fit
+            del self.oob_score_, self.oob_decision_function_
+        return self
+
+    def _set_oob_score(self, X, y):
+        """``oob_decision_function_`` and ``oob_score_`` from each tree's bootstrap."""
+        from sklearn.metrics import accuracy_score
+
+        from obliquetrees._core import traversal
+        from obliquetrees._core.forest import ObliqueForest
+        from obliquetrees._training.co2 import tree_bootstrap_counts
+
+        n = X.shape[0]
+        total = np.zeros((n, self.n_classes_))
+        n_oob_trees = np.zeros(n, dtype=np.int64)
+        for tree, seed in zip(self.trees_, self._tree_seeds, strict=True):
+            oob = np.flatnonzero(tree_bootstrap_counts(n, seed) == 0)
+            if oob.size:
+                one_tree = ObliqueForest.from_trees([tree])
+                total[oob] += traversal.predict_value(one_tree, X[oob], self._prediction_threads())
+                n_oob_trees[oob] += 1
+        covered = n_oob_trees > 0
+        if not covered.all():
+            warnings.warn(
+                f"{np.count_nonzero(~covered)} of {n} samples were drawn by every "
+                "bootstrap, so they have no out-of-bag prediction (NaN rows of "
+                "oob_decision_function_; oob_score_ leaves them out). Use more trees.",
+                UserWarning,
+                stacklevel=4,
+            )
+        decision = np.full((n, self.n_classes_), np.nan)
+        decision[covered] = total[covered] / n_oob_trees[covered, None]
+        self.oob_decision_function_ = decision
+        score = self.oob_score if callable(self.oob_score) else accuracy_score
+        if covered.any():
+            y_pred = self.classes_[np.argmax(decision[covered], axis=1)]
+            self.oob_score_ = float(score(self.classes_[y[covered]], y_pred))
+        else:
+            self.oob_score_ = np.nan

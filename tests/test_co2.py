@@ -97,6 +97,74 @@ def test_warm_start_equals_cold_fit(blobs):
         warm.set_params(n_estimators=3).fit(X, y)
 
 
+def _reference_oob_proba(clf, X):
+    """OOB class distributions from the trees and their bootstraps, row by row."""
+    n = X.shape[0]
+    total, count = np.zeros((n, clf.n_classes_)), np.zeros(n)
+    for tree, seed in zip(clf.trees_, clf._tree_seeds, strict=True):
+        boot_seed = np.random.RandomState(seed).randint(np.iinfo(np.int32).max, size=2)[0]
+        drawn = np.random.RandomState(boot_seed).randint(0, n, n)
+        for i in np.setdiff1d(np.arange(n), drawn):
+            total[i] += ref.predict_value([tree], X[i : i + 1])[0]
+            count[i] += 1
+    with np.errstate(invalid="ignore"):
+        return total / count[:, None]
+
+
+def test_oob_score_matches_reference_and_held_out_accuracy(blobs):
+    X, y = blobs
+    X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
+    clf = CO2ForestClassifier(**{**FAST, "n_estimators": 20}, oob_score=True).fit(
+        X_train, y_train
+    )
+    expected = _reference_oob_proba(clf, X_train)
+    np.testing.assert_allclose(clf.oob_decision_function_, expected, rtol=1e-12)
+    covered = ~np.isnan(expected).any(axis=1)
+    assert covered.all()  # 20 trees leave every one of 300 rows out at least once
+    accuracy = np.mean(clf.classes_[np.argmax(expected, axis=1)] == y_train)
+    assert clf.oob_score_ == pytest.approx(accuracy)
+    assert abs(clf.oob_score_ - clf.score(X_test, y_test)) < 0.08
+
+
+@pytest.mark.filterwarnings("ignore:.*drawn by every bootstrap")
+def test_oob_score_options(blobs):
+    X, y = blobs
+    with pytest.raises(ValueError, match="bootstrap=True"):
+        CO2ForestClassifier(**FAST, oob_score=True, bootstrap=False).fit(X, y)
+    errors = CO2ForestClassifier(**FAST, oob_score=lambda t, p: np.mean(t != p)).fit(X, y)
+    accuracy = CO2ForestClassifier(**FAST, oob_score=True).fit(X, y)
+    assert errors.oob_score_ == pytest.approx(1 - accuracy.oob_score_)
+    # a refit without oob_score drops the stale attributes
+    assert not hasattr(accuracy.set_params(oob_score=False).fit(X, y), "oob_score_")
+
+
+def test_oob_rows_drawn_by_every_bootstrap_are_nan_and_warned(blobs):
+    X, y = blobs
+    with pytest.warns(UserWarning, match="drawn by every bootstrap"):
+        clf = CO2ForestClassifier(**{**FAST, "n_estimators": 2}, oob_score=True).fit(X, y)
+    nan_rows = np.isnan(clf.oob_decision_function_).any(axis=1)
+    assert 0 < nan_rows.sum() < len(X)
+    np.testing.assert_allclose(
+        clf.oob_decision_function_[~nan_rows], _reference_oob_proba(clf, X)[~nan_rows]
+    )
+
+
+@pytest.mark.filterwarnings("ignore:.*drawn by every bootstrap")
+@pytest.mark.parametrize("random_state", [0, None])
+def test_oob_score_after_warm_start_covers_every_tree(blobs, random_state):
+    """Old trees keep their own bootstraps, also when random_state=None draws new seeds."""
+    X, y = blobs
+    params = {**FAST, "n_estimators": 3, "random_state": random_state}
+    warm = CO2ForestClassifier(**params, oob_score=True, warm_start=True).fit(X, y)
+    warm.set_params(n_estimators=6).fit(X, y)
+    np.testing.assert_allclose(
+        warm.oob_decision_function_, _reference_oob_proba(warm, X), rtol=1e-12
+    )
+    if random_state is not None:
+        cold = CO2ForestClassifier(**{**params, "n_estimators": 6}, oob_score=True).fit(X, y)
+        np.testing.assert_array_equal(warm.oob_decision_function_, cold.oob_decision_function_)
+
+
 def test_pickle_roundtrip(blobs):
     X, y = blobs
     clf = CO2ForestClassifier(**FAST).fit(X, y)

@@ -25,6 +25,17 @@ def bootstrap_counts(n_samples, seed):
     return np.bincount(draws, minlength=n_samples).astype(np.float64)
 
 
+def _tree_seeds(seed):
+    """The bootstrap seed and the growth seed of the tree drawn from ``seed``."""
+    boot_seed, grow_seed = np.random.RandomState(seed).randint(np.iinfo(np.int32).max, size=2)
+    return boot_seed, grow_seed
+
+
+def tree_bootstrap_counts(n_samples, seed):
+    """Bootstrap counts of the tree grown from ``seed`` (zero: out of bag)."""
+    return bootstrap_counts(n_samples, _tree_seeds(seed)[0])
+
+
 def balanced_class_weight(y, counts, n_classes):
     """``n / (n_classes * count_c)`` per class, counts given per row."""
     per_class = np.bincount(y, weights=counts, minlength=n_classes)
@@ -70,8 +81,7 @@ def grow_tree(Xs, y, row_weight, n_classes, seed, params):
 def _fit_one_tree(Xs, y, sample_weight, class_weight, n_classes, seed, params, mean, scale):
     """Bootstrap, grow and package one tree (module level for joblib/dask)."""
     n = Xs.shape[0]
-    rng = np.random.RandomState(seed)
-    boot_seed, grow_seed = rng.randint(np.iinfo(np.int32).max, size=2)
+    boot_seed, grow_seed = _tree_seeds(seed)
     if params["bootstrap"]:
         row_weight = bootstrap_counts(n, boot_seed)
     else:
