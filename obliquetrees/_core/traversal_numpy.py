@@ -79,9 +79,10 @@ def _reached_nodes(forest, X):
         r = row[active]
         margin = rec["weight"] * X[r, rec["feature"]]
         n_extra = rec["n_extra"]
-        if n_extra.max() > 0:
+        max_extra = int(n_extra.max())
+        if max_extra:
             start = extra_start[node[active]]
-            for j in range(int(n_extra.max())):
+            for j in range(max_extra):
                 has = np.flatnonzero(n_extra > j)
                 w = weights[start[has] + j]
                 margin[has] += w["value"] * X[r[has], w["index"]]
