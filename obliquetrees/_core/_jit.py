@@ -20,22 +20,56 @@ from contextlib import contextmanager
 import numba
 
 
+def _load_pip_tbb():
+    """Load the ``libtbb`` that the ``tbb`` wheel installed, if any.
+
+    The wheel puts ``libtbb.so.12`` in ``<prefix>/lib`` (a venv's ``lib/``),
+    which is not on the dynamic loader's search path, so numba's ``tbbpool``
+    extension fails to load it and numba silently falls back to OpenMP.
+    Loading the file by its full path first (``RTLD_GLOBAL``) lets the loader
+    resolve ``tbbpool``'s dependency by its soname. Returns True on success.
+    """
+    import ctypes
+    from importlib import metadata
+
+    try:
+        files = metadata.files("tbb") or ()
+    except metadata.PackageNotFoundError:
+        return False
+    for name in ("libtbb.so.12", "libtbb.12.dylib", "tbb12.dll"):
+        for file in files:
+            if file.name == name:
+                try:
+                    ctypes.CDLL(str(file.locate()), mode=ctypes.RTLD_GLOBAL)
+                except OSError:
+                    continue
+                return True
+    return False
+
+
 def _prefer_fork_safe_threading_layer():
-    """Use numba's TBB threading layer when it is installed.
+    """Use numba's TBB threading layer when it can be loaded.
 
     numba's default layer on Linux is GNU OpenMP, which is not fork-safe: a
     process that forks after running a ``parallel=True`` kernel (joblib's
-    "multiprocessing" backend, ``multiprocessing.Pool`` with fork) hangs in
-    the child. TBB is both thread- and fork-safe. A layer chosen by the user
-    (``NUMBA_THREADING_LAYER`` or ``numba.config.THREADING_LAYER``) wins; this
-    only runs before the process's first parallel kernel.
+    "multiprocessing" backend, ``multiprocessing.Pool`` with fork) has its
+    child killed or hung. TBB is both thread- and fork-safe. A layer chosen by
+    the user (``NUMBA_THREADING_LAYER`` or ``numba.config.THREADING_LAYER``)
+    wins; this only runs before the process's first parallel kernel. Where TBB
+    cannot be loaded (no ``tbb`` wheel for the platform), numba's own choice
+    stands and the README's caveat on forking applies.
     """
     if "NUMBA_THREADING_LAYER" in os.environ or numba.config.THREADING_LAYER != "default":
         return
     try:
         from numba.np.ufunc import tbbpool  # noqa: F401  (loads libtbb or fails)
     except ImportError:
-        return
+        if not _load_pip_tbb():
+            return
+        try:
+            from numba.np.ufunc import tbbpool  # noqa: F401, F811
+        except ImportError:
+            return
     numba.config.THREADING_LAYER = "tbb"
 
 
