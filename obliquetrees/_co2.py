@@ -329,15 +329,22 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
             old_stats = np.column_stack([self.n_cccp_iter_, self.n_axis_fallback_])
             old_seeds = self.__dict__.get("_tree_seeds")  # absent in older pickles
             old_classes = self.classes_
+            old_n_features = self.forest_.n_features
         if len(old_trees) > self.n_estimators:
             raise ValueError(
                 f"n_estimators={self.n_estimators} must be at least the number of "
                 f"trees already fitted ({len(old_trees)}) when warm_start=True."
             )
         X, y, sample_weight = self._validate_fit_data(X, y, sample_weight)
+        if old_trees and X.shape[1] != old_n_features:
+            raise ValueError(
+                f"warm_start=True needs the {old_n_features} features of the previous "
+                f"fit; X has {X.shape[1]}."
+            )
         if old_trees and not np.array_equal(old_classes, self.classes_):
             raise ValueError(
-                "warm_start=True needs the same classes as the previous fit."
+                f"warm_start=True needs the same classes as the previous fit "
+                f"({old_classes.tolist()}); got {self.classes_.tolist()}."
             )
         self.max_features_ = _resolve_max_features(self.max_features, X.shape[1])
         seeds = draw_seeds(self.random_state, self.n_estimators)

@@ -234,10 +234,16 @@ class _BaseHingeForest(BaseObliqueForest):
             seed=int(seed),
         )
 
-    def _check_warm_model(self, X):
+    def _warm_model(self, n_features, old_classes=None):
+        """A trainable copy of the fitted model, after checking it fits the new data.
+
+        Training updates the model in place; the copy keeps the fitted model
+        intact when training fails (see ``_fit_context``).
+        """
         model = self._model
         structure = (
-            model.n_trees == self.n_estimators
+            model.x_mean.shape[0] == n_features
+            and model.n_trees == self.n_estimators
             and model.depth == self.max_depth
             and model.is_fern == (self.tree_type == "fern")
             and model.head == self.head
@@ -245,9 +251,16 @@ class _BaseHingeForest(BaseObliqueForest):
         )
         if not structure:
             raise ValueError(
-                "warm_start/partial_fit need the same n_estimators, max_depth, "
-                "tree_type, head and n_hinge_features as the fitted model."
+                "warm_start/partial_fit need the same number of features, "
+                "n_estimators, max_depth, tree_type, head and n_hinge_features as "
+                "the fitted model."
             )
+        if old_classes is not None and not np.array_equal(old_classes, self.classes_):
+            raise ValueError(
+                f"warm_start=True needs the same classes as the previous fit "
+                f"({old_classes.tolist()}); got {self.classes_.tolist()}."
+            )
+        return model.copy()
 
     def _train(self, X, T, sample_weight, *, max_epochs, validate, seed_offset):
         from obliquetrees._training import hinge  # numba is imported on first use
@@ -295,7 +308,6 @@ class _BaseHingeForest(BaseObliqueForest):
                 verbose=self.verbose,
             )
         except FloatingPointError as exc:
-            del self._model  # never keep a diverged (non-finite) model
             raise ValueError(
                 f"{type(self).__name__} training diverged ({exc}); lower learning_rate."
             ) from exc
@@ -318,11 +330,12 @@ class _BaseHingeForest(BaseObliqueForest):
         return None
 
     def _fit(self, X, y, sample_weight):
+        warm = self.warm_start and hasattr(self, "_model")
+        old_classes = self.__dict__.get("classes_")
         X, y, sample_weight = self._validate_fit_data(X, y, sample_weight)
         T = self._encode_targets(y, fit=True)
-        warm = self.warm_start and hasattr(self, "_model")
         if warm:
-            self._check_warm_model(X)
+            self._model = self._warm_model(X.shape[1], old_classes)
         else:
             self._seeds = draw_seeds(self.random_state, 3)
             self._model = self._new_model(X, self._seeds[0])
@@ -350,9 +363,9 @@ class _BaseHingeForest(BaseObliqueForest):
             self._model = self._new_model(X, self._seeds[0])
             self.n_iter_ = 0
         else:
-            self._check_warm_model(X)
             X, y, sample_weight = self._validate_more_fit_data(X, y, sample_weight)
             T = self._encode_targets(self._index_y(y), fit=False)
+            self._model = self._warm_model(X.shape[1])
         self._train(X, T, sample_weight, max_epochs=1, validate=False, seed_offset=self.n_iter_)
         self._store(X, sample_weight)
         return self

@@ -56,12 +56,13 @@ class HingeModel:
         return self.W.shape[1]
 
     def copy(self):
-        return HingeModel(
-            **{
-                k: (v.copy() if isinstance(v, np.ndarray) else v)
-                for k, v in self.__dict__.items()
-            }
-        )
+        """Deep copy in fresh writable arrays, optimiser state included.
+
+        Training updates the arrays in place: warm starts train a copy, so a
+        failed fit leaves the fitted model untouched, and a model loaded
+        read-only (``joblib.load(..., mmap_mode="r")``) can be trained further.
+        """
+        return HingeModel(**{k: _deep_copy(v) for k, v in self.__dict__.items()})
 
     def params(self):
         """Names of the arrays that define predictions (snapshot for early stopping)."""
@@ -69,6 +70,14 @@ class HingeModel:
         if self.head == "linear":
             names += ["Q", "q"]
         return names
+
+
+def _deep_copy(value):
+    if isinstance(value, np.ndarray):
+        return np.array(value)  # a plain writable ndarray, also from a memmap
+    if isinstance(value, dict):
+        return {k: _deep_copy(v) for k, v in value.items()}
+    return value
 
 
 def init_model(

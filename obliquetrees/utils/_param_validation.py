@@ -5,9 +5,10 @@ we accept (supported: scikit-learn >= 1.6); keeping every import here means a
 change in scikit-learn touches one file.
 """
 
+import functools
 from numbers import Integral, Real
 
-from sklearn.base import _fit_context
+from sklearn.base import _fit_context as _sklearn_fit_context
 from sklearn.utils._param_validation import (
     Hidden,
     Interval,
@@ -26,3 +27,46 @@ __all__ = [
     "_fit_context",
     "validate_params",
 ]
+
+
+def _fit_context(*, prefer_skip_nested_validation):
+    """scikit-learn's ``_fit_context``, plus: a failed fit changes nothing.
+
+    The decorated ``fit``/``partial_fit`` validates the parameters as in
+    scikit-learn. The estimator's ``__dict__`` is snapshotted (shallowly)
+    before the call and restored exactly if the call raises anything,
+    ``KeyboardInterrupt`` included, so the estimator is the one it was before
+    the call (or unfitted), never fitted attributes of a new fit beside the
+    trees of an old one (prediction would walk old feature ids on new, narrower
+    input). The snapshot is shallow: a fit must rebind its attributes, never
+    mutate an existing attribute's arrays in place (DESIGN.md, decision 13).
+
+    Parameters
+    ----------
+    prefer_skip_nested_validation : bool
+        As in scikit-learn.
+
+    Returns
+    -------
+    decorator : callable
+    """
+    validating = _sklearn_fit_context(
+        prefer_skip_nested_validation=prefer_skip_nested_validation
+    )
+
+    def decorator(fit_method):
+        validated = validating(fit_method)
+
+        @functools.wraps(fit_method)
+        def wrapper(estimator, *args, **kwargs):
+            before = dict(estimator.__dict__)
+            try:
+                return validated(estimator, *args, **kwargs)
+            except BaseException:
+                estimator.__dict__.clear()
+                estimator.__dict__.update(before)
+                raise
+
+        return wrapper
+
+    return decorator

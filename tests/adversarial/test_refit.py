@@ -1,0 +1,269 @@
+"""A failed or interrupted fit changes nothing (DESIGN.md, decision 13).
+
+Every public estimator is fitted, then refitted on other data (fewer
+features, other classes) while its training function raises a
+``ValueError`` or a ``KeyboardInterrupt`` after doing real work; the model
+must come out exactly as it went in, down to its pickled bytes. Warm starts
+must refuse other classes or features, and train a copy of the fitted model,
+so that models loaded read-only (memory-mapped) can be trained further.
+"""
+
+import importlib
+import pickle
+
+import joblib
+import numpy as np
+import pytest
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_is_fitted
+
+from obliquetrees import CO2ForestClassifier
+from tests.adversarial._subprocess import assert_ok, run_python
+from tests.test_common import FAST_PARAMS, discover_estimators
+
+ESTIMATORS = discover_estimators()
+
+#: Per estimator: the module attribute doing one unit of training (a tree, an
+#: epoch, a growth run), looked up at call time by the training code.
+TRAINING_STEP = {
+    "CO2ForestClassifier": ("obliquetrees._training.co2", "_fit_one_tree"),
+    "E2EDTClassifier": ("obliquetrees._e2edt", "_build_tree_job"),
+    "HingeForestClassifier": ("obliquetrees._training.hinge", "run_epoch"),
+    "HingeForestRegressor": ("obliquetrees._training.hinge", "run_epoch"),
+    "SoftTreeClassifier": ("obliquetrees._training.soft", "grow_soft_tree"),
+    "SoftTreeRegressor": ("obliquetrees._training.soft", "grow_soft_tree"),
+}
+
+#: Training units that complete before the patched one fails: forests fail
+#: after a finished tree, hinge forests after a finished epoch; a soft tree is
+#: one growth run, which fails on entry.
+UNITS_BEFORE_FAILURE = {
+    "CO2ForestClassifier": 1,
+    "E2EDTClassifier": 1,
+    "HingeForestClassifier": 1,
+    "HingeForestRegressor": 1,
+    "SoftTreeClassifier": 0,
+    "SoftTreeRegressor": 0,
+}
+
+#: A failure inside training, and an interrupt (Ctrl-C).
+FAILURES = [ValueError("boom"), KeyboardInterrupt()]
+
+WARM = {"CO2ForestClassifier", "HingeForestClassifier", "HingeForestRegressor"}
+
+
+def _data(n_features=6, n_classes=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(90, n_features))
+    y = np.arange(90) % n_classes
+    X[:, 0] += y  # learnable
+    return X, y
+
+
+def _target(est, y):
+    return y.astype(float) if "Regressor" in type(est).__name__ else y
+
+
+def _make(cls, **extra):
+    return cls(**{**FAST_PARAMS.get(cls.__name__, {}), **extra})
+
+
+def _fitted_state(est):
+    """Pickled bytes of everything a fit may set (parameters left out)."""
+    params = est.get_params(deep=False)
+    return pickle.dumps({k: v for k, v in vars(est).items() if k not in params})
+
+
+def _patch_step(monkeypatch, cls, exc, n_ok=None, run_first=False):
+    """Patch the training step of ``cls`` to raise ``exc``.
+
+    The first ``n_ok`` calls (default: the estimator's ``UNITS_BEFORE_FAILURE``)
+    run normally; with ``run_first`` the failing call runs the step first, so
+    arrays updated in place are updated when the exception comes. Returns the
+    list of calls made.
+    """
+    module_name, attr = TRAINING_STEP[cls.__name__]
+    module = importlib.import_module(module_name)
+    original = getattr(module, attr)
+    n_ok = UNITS_BEFORE_FAILURE[cls.__name__] if n_ok is None else n_ok
+    calls = []
+
+    def step(*args, **kwargs):
+        calls.append(1)
+        if len(calls) <= n_ok:
+            return original(*args, **kwargs)
+        if run_first:
+            original(*args, **kwargs)
+        raise exc
+
+    monkeypatch.setattr(module, attr, step)
+    return calls
+
+
+def test_training_steps_cover_every_estimator():
+    assert {cls.__name__ for cls in ESTIMATORS} == set(TRAINING_STEP)
+
+
+@pytest.mark.parametrize("exc", FAILURES, ids=["error", "interrupt"])
+@pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
+def test_failed_refit_changes_nothing(cls, warm, exc, monkeypatch):
+    if warm and cls.__name__ not in WARM:
+        pytest.skip("no warm_start")
+    extra = {"warm_start": True} if warm else {}
+    if cls.__name__ in ("CO2ForestClassifier", "E2EDTClassifier"):
+        extra["n_estimators"] = 2
+    X, y = _data()
+    est = _make(cls, **extra).fit(X, _target(cls, y))
+    before = _fitted_state(est)
+    proba_before = est.predict(X)
+    if cls.__name__ == "CO2ForestClassifier":
+        est.set_params(n_estimators=4)  # warm start: two more trees, the second fails
+    # cold: fewer features and classes, so validation alone would change
+    # n_features_in_ and classes_; warm: data the warm start accepts, so
+    # training continues on the fitted model's arrays before it fails
+    X2, y2 = _data(seed=1) if warm else _data(n_features=4, n_classes=2, seed=1)
+    calls = _patch_step(monkeypatch, cls, exc, run_first=True)
+    with pytest.raises(type(exc)):
+        est.fit(X2, _target(cls, y2))
+    assert calls, "the training step was not reached"
+    assert _fitted_state(est) == before
+    np.testing.assert_array_equal(est.predict(X), proba_before)
+
+
+@pytest.mark.parametrize("exc", FAILURES, ids=["error", "interrupt"])
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
+def test_failed_first_fit_leaves_unfitted(cls, exc, monkeypatch):
+    X, y = _data()
+    est = _make(cls)
+    empty = dict(vars(est))
+    _patch_step(monkeypatch, cls, exc, n_ok=0)
+    with pytest.raises(type(exc)):
+        est.fit(X, _target(cls, y))
+    assert vars(est).keys() == empty.keys()
+    with pytest.raises(NotFittedError):
+        check_is_fitted(est)
+
+
+@pytest.mark.parametrize("cls", [c for c in ESTIMATORS if hasattr(c, "partial_fit")],
+                         ids=lambda c: c.__name__)
+def test_interrupted_partial_fit_changes_nothing(cls, monkeypatch):
+    """An epoch interrupted half way must not leave half-trained arrays."""
+    X, y = _data()
+    est = _make(cls).fit(X, _target(cls, y))
+    before = _fitted_state(est)
+    _patch_step(monkeypatch, cls, KeyboardInterrupt(), n_ok=0, run_first=True)
+    with pytest.raises(KeyboardInterrupt):
+        est.partial_fit(X, _target(cls, y))
+    assert _fitted_state(est) == before
+
+
+def test_co2_failed_narrower_refit_predicts_nothing_in_subprocess():
+    """The reported case: predict after a failed refit walked a 10-feature forest."""
+    proc = run_python(
+        """
+        import numpy as np
+        from obliquetrees import CO2ForestClassifier
+        rng = np.random.default_rng(0)
+        X10 = rng.normal(size=(120, 10)); y = (X10[:, 0] > 0).astype(int)
+        m = CO2ForestClassifier(n_estimators=2, max_depth=3, warm_start=True,
+                                random_state=0).fit(X10, y)
+        try:
+            m.set_params(n_estimators=4).fit(X10[:, :2], y)
+        except ValueError as exc:
+            assert "features" in str(exc), exc
+        else:
+            raise AssertionError("the narrower warm refit was accepted")
+        assert m.n_features_in_ == 10
+        try:
+            m.predict(X10[:60, :2])
+        except ValueError:
+            pass
+        else:
+            raise AssertionError("predicted 2 columns with a 10-feature forest")
+        m.predict(X10[:60])
+        """,
+        timeout=300,
+    )
+    assert_ok(proc)
+
+
+def test_co2_warm_refit_with_same_n_estimators_checks_features():
+    X, y = _data()
+    est = _make(CO2ForestClassifier, n_estimators=2, warm_start=True).fit(X, y)
+    before = _fitted_state(est)
+    with pytest.raises(ValueError, match="features"):
+        est.fit(X[:, :3], y)  # no new tree to grow, still refused
+    assert _fitted_state(est) == before
+
+
+def test_e2edt_failed_unstandardized_refit_keeps_model():
+    from obliquetrees import E2EDTClassifier
+
+    X, y = _data()
+    est = _make(E2EDTClassifier, standardize=False).fit(X, y)
+    before = _fitted_state(est)
+    X2, y2 = _data(n_features=4, n_classes=2)
+    X2[0, 0] = 1e38
+    with pytest.raises(ValueError, match="magnitude"):
+        est.fit(X2, y2)
+    assert _fitted_state(est) == before
+
+
+@pytest.mark.parametrize("name", ["HingeForestClassifier", "HingeForestRegressor"])
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_hinge_diverging_refit_keeps_model(name):
+    import obliquetrees
+
+    cls = getattr(obliquetrees, name)
+    X, y = _data()
+    est = _make(cls).fit(X, _target(cls, y))
+    before = _fitted_state(est)
+    X2, y2 = _data(n_features=4, n_classes=2)
+    est.set_params(optimizer="sgd", learning_rate=1e30)
+    with pytest.raises(ValueError, match="diverged"):
+        est.fit(X2 * 1e3, _target(cls, y2))
+    assert _fitted_state(est) == before
+    est.predict(X)
+
+
+@pytest.mark.parametrize("labels", ["strings", "fewer"])
+@pytest.mark.parametrize("name", ["CO2ForestClassifier", "HingeForestClassifier"])
+def test_warm_start_refuses_other_classes(name, labels):
+    import obliquetrees
+
+    cls = getattr(obliquetrees, name)
+    X, y = _data(n_classes=3)
+    extra = {"n_estimators": 2} if name == "CO2ForestClassifier" else {}
+    est = _make(cls, warm_start=True, **extra).fit(X, y)
+    before = _fitted_state(est)
+    if name == "CO2ForestClassifier":
+        est.set_params(n_estimators=3)
+    y2 = np.array(["a", "b", "c"])[y] if labels == "strings" else y % 2
+    with pytest.raises(ValueError, match="same classes"):
+        est.fit(X, y2)
+    assert _fitted_state(est) == before
+    assert est.predict(X).dtype.kind == "i"
+    assert est.predict_proba(X).shape[1] == len(est.classes_) == 3
+
+
+@pytest.mark.parametrize("name", ["CO2ForestClassifier", "HingeForestClassifier",
+                                  "HingeForestRegressor"])
+def test_warm_training_of_memory_mapped_model(name, tmp_path):
+    """A model loaded with ``mmap_mode="r"`` has read-only arrays: train a copy."""
+    import obliquetrees
+
+    cls = getattr(obliquetrees, name)
+    X, y = _data()
+    extra = {"n_estimators": 2} if name == "CO2ForestClassifier" else {}
+    est = _make(cls, warm_start=True, **extra).fit(X, _target(cls, y))
+    joblib.dump(est, tmp_path / "model.joblib")
+    loaded = joblib.load(tmp_path / "model.joblib", mmap_mode="r")
+    if name == "CO2ForestClassifier":
+        loaded.set_params(n_estimators=3)
+    loaded.fit(X, _target(cls, y))
+    assert np.all(np.isfinite(loaded.predict(X).astype(float)))
+    if hasattr(loaded, "partial_fit"):
+        again = joblib.load(tmp_path / "model.joblib", mmap_mode="r")
+        again.partial_fit(X, _target(cls, y))
+        assert np.all(np.isfinite(again.predict(X).astype(float)))
