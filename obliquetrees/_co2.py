@@ -94,6 +94,10 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         forests.
     class_weight : {"balanced", "balanced_subsample"}, dict or None, default=None
         Weights of the classes, as in scikit-learn's RandomForestClassifier.
+        A dict maps class labels of ``y`` to finite non-negative weights
+        (missing classes weigh 1); other labels or values raise a
+        ``ValueError``, as do weights (times ``sample_weight``) that are zero
+        for every sample.
     n_jobs : int, default=None
         Number of trees grown in parallel (joblib threads; the kernels release
         the GIL) and threads of prediction. The fitted model does not depend
@@ -191,6 +195,11 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
       ``benchmarks/results/co2_seeds.md``, whose acceptance figures are
       means over five seeds with these defaults.
     - A sample goes right iff ``w.x + b > 0`` (the paper: ``>= 0``).
+    - A tree whose bootstrap draws only samples of zero weight (sample or
+      class weight) has no training weight at its root: the root stores the
+      weighted class distribution of the whole training set, so every tree
+      predicts a proper distribution. (A node without weight would take its
+      parent's distribution; growth never creates one.)
     - Without an empty side, the optimised split is kept even when its
       information gain is below the initial split's.
 
@@ -293,8 +302,22 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         weight = np.ones(self.n_classes_)
         for label, value in self.class_weight.items():
             pos = np.flatnonzero(self.classes_ == label)
-            if pos.size:
-                weight[pos[0]] = value
+            if not pos.size:  # as scikit-learn: a typo must not pass silently
+                raise ValueError(
+                    f"class_weight has label {label!r}, which is not a class of y "
+                    f"{self.classes_.tolist()}."
+                )
+            if not (
+                isinstance(value, Real)
+                and not isinstance(value, bool)
+                and np.isfinite(value)
+                and value >= 0
+            ):
+                raise ValueError(
+                    f"class_weight[{label!r}] = {value!r}; class weights must be "
+                    "finite non-negative numbers."
+                )
+            weight[pos[0]] = value
         return weight
 
     @_fit_context(prefer_skip_nested_validation=True)

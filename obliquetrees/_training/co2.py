@@ -96,8 +96,51 @@ def _fit_one_tree(Xs, y, sample_weight, class_weight, n_classes, seed, params, m
     left, right, weights, bias, value, nns, depth, stats = grow_tree(
         Xs, y, row_weight, n_classes, grow_seed, params
     )
+    _fill_empty_nodes(left, right, value, nns, params["prior"])
     tree = ObliqueTree.from_dense(left, right, weights, bias, value, nns, depth)
     return fold_standardization(tree, mean, scale), stats
+
+
+def class_prior(y, n_classes, sample_weight=None, class_weight=None):
+    """Weighted class distribution of the whole training set.
+
+    Weights are ``sample_weight`` times ``class_weight`` (``"balanced_subsample"``
+    counts as balanced over the whole set). Raises a ``ValueError`` when they
+    sum to zero: no class has any weight to learn from.
+    """
+    w = np.ones(y.shape[0]) if sample_weight is None else sample_weight
+    if isinstance(class_weight, str):
+        w = w * balanced_class_weight(y, np.ones(y.shape[0]), n_classes)[y]
+    elif class_weight is not None:
+        w = w * class_weight[y]
+    peak = w.max() if w.size else 0.0
+    if not peak > 0:
+        raise ValueError(
+            "sample_weight times class_weight is zero for every training sample: "
+            "the weights must not sum to zero."
+        )
+    prior = np.bincount(y, weights=w / peak, minlength=n_classes)  # w / peak: no overflow
+    return prior / prior.sum()
+
+
+def _fill_empty_nodes(left, right, value, nns, prior):
+    """Give nodes without training weight a class distribution, in place.
+
+    A node whose rows all have zero weight (a bootstrap that drew only rows
+    of zero ``sample_weight`` or ``class_weight``) has no class histogram. It
+    takes its parent's distribution, the root the class prior of the whole
+    training set (:func:`class_prior`), so every stored node holds a proper
+    distribution. Nodes with positive weight are untouched.
+    """
+    empty = np.flatnonzero(nns == 0)
+    if empty.size == 0:
+        return
+    parent = np.full(nns.shape[0], -1, dtype=np.int64)
+    inner = np.flatnonzero(left >= 0)
+    parent[left[inner]] = inner
+    parent[right[inner]] = inner
+    for node in empty:  # ids grow from parent to child: parents are filled first
+        value[node] = prior if parent[node] < 0 else value[parent[node]]
 
 
 def fit_forest(
@@ -147,11 +190,14 @@ def fit_forest(
     Returns
     -------
     trees : list of ObliqueTree
-        Weights act on the raw ``X``.
+        Weights act on the raw ``X``. Nodes without training weight hold
+        their parent's class distribution (the root: the weighted class
+        distribution of the whole training set).
     stats : ndarray of int64, shape (n_trees, 3)
         Per tree: CCCP outer iterations, oblique splits, axis-aligned
         fallbacks.
     """
+    prior = class_prior(y, n_classes, sample_weight, class_weight)
     mean, scale = standardization(X, sample_weight)
     Xs = np.ascontiguousarray((X - mean) / scale)
     params = dict(
@@ -168,6 +214,7 @@ def fit_forest(
         max_cccp_iter=int(max_cccp_iter),
         tol=float(tol),
         bootstrap=bool(bootstrap),
+        prior=prior,
         options=int(options),
         theta_prior=float(theta_prior),
     )
