@@ -40,6 +40,7 @@ from obliquetrees.base import (
     ObliqueClassifierMixin,
     ObliqueRegressorMixin,
 )
+from obliquetrees.utils._param_validation import Integral, validate_params
 
 __all__ = ["ConvertedForestClassifier", "ConvertedForestRegressor", "from_sklearn"]
 
@@ -142,6 +143,10 @@ def _convert_tree(sk_tree, n_features, classifier):
     )
 
 
+@validate_params(
+    {"model": "no_validation", "n_jobs": [Integral, None]},
+    prefer_skip_nested_validation=True,
+)
 def from_sklearn(model, n_jobs=None):
     """Convert a fitted scikit-learn tree or forest.
 

@@ -47,6 +47,29 @@ This module imports numpy only; matplotlib is imported inside
 
 import numpy as np
 
+from obliquetrees.utils._param_validation import (
+    Integral,
+    Interval,
+    Real,
+    StrOptions,
+    validate_params,
+)
+
+_NON_NEGATIVE_INT = Interval(Integral, 0, None, closed="left")
+
+#: Parameters shared by :func:`export_text` and :func:`plot_tree`; the tree
+#: index is range-checked against the model by ``_pick_tree``.
+_REPORT_CONSTRAINTS = {
+    "model": "no_validation",
+    "tree_index": [Integral],
+    "feature_names": ["array-like", None],
+    "class_names": ["array-like", None],
+    "top_k": [_NON_NEGATIVE_INT],
+    "max_depth": [_NON_NEGATIVE_INT, None],
+    "decimals": [_NON_NEGATIVE_INT],
+    "show_samples": ["boolean"],
+}
+
 __all__ = ["export_text", "plot_tree"]
 
 
@@ -79,8 +102,6 @@ def _trees_of(model):
 
 def _pick_tree(model, tree_index):
     trees = _trees_of(model)
-    if not isinstance(tree_index, (int, np.integer)) or isinstance(tree_index, bool):
-        raise TypeError(f"tree_index must be an int; got {tree_index!r}.")
     if not -len(trees) <= tree_index < len(trees):
         raise ValueError(
             f"tree_index={tree_index} is out of range for a model with {len(trees)} "
@@ -264,6 +285,7 @@ def _leaf_text(model, tree, node, class_names, decimals, classifier):
     return f"value: [{fmt}]"
 
 
+@validate_params(_REPORT_CONSTRAINTS, prefer_skip_nested_validation=True)
 def export_text(
     model,
     feature_names=None,
@@ -326,10 +348,6 @@ def export_text(
     ...
     """
     tree = _pick_tree(model, tree_index)
-    if not isinstance(top_k, (int, np.integer)) or top_k < 0:
-        raise ValueError(f"top_k must be a non-negative int; got {top_k!r}.")
-    if max_depth is not None and (not isinstance(max_depth, (int, np.integer)) or max_depth < 0):
-        raise ValueError(f"max_depth must be None or a non-negative int; got {max_depth!r}.")
     names = _feature_names(model, feature_names, tree.n_features)
     classifier = _is_classifier(model)
     cnames = _class_names(model, class_names, tree.n_outputs) if classifier else None
@@ -411,6 +429,17 @@ def _layout(tree, max_depth):
     return order, x, truncated, int(next_x)
 
 
+@validate_params(
+    {
+        **_REPORT_CONSTRAINTS,
+        "image_shape": ["array-like", None],
+        "ax": "no_validation",  # a matplotlib Axes
+        "fontsize": [Interval(Real, 0, None, closed="neither"), None],
+        "cmap": "no_validation",  # a name or a Colormap, checked by matplotlib
+        "image_weights": [StrOptions({"std", "raw"})],
+    },
+    prefer_skip_nested_validation=True,
+)
 def plot_tree(
     model,
     tree_index=0,
@@ -503,10 +532,6 @@ def plot_tree(
         ) from exc
 
     tree = _pick_tree(model, tree_index)
-    if max_depth is not None and (not isinstance(max_depth, (int, np.integer)) or max_depth < 0):
-        raise ValueError(f"max_depth must be None or a non-negative int; got {max_depth!r}.")
-    if image_weights not in ("std", "raw"):
-        raise ValueError(f"image_weights must be 'std' or 'raw'; got {image_weights!r}.")
     if image_shape is None:
         image_shape = getattr(model, "image_shape", None)
     if image_shape is not None:

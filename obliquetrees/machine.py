@@ -75,6 +75,17 @@ from obliquetrees.base import (
     ObliqueClassifierMixin,
     ObliqueRegressorMixin,
 )
+from obliquetrees.utils._param_validation import (
+    Integral,
+    Interval,
+    Real,
+    StrOptions,
+    validate_params,
+)
+
+#: A positive finite float (NaN and inf fail it).
+_POSITIVE = Interval(Real, 0, np.inf, closed="neither")
+_NON_NEGATIVE_INT = Interval(Integral, 0, None, closed="left")
 
 __all__ = [
     "DecisionMachine",
@@ -412,6 +423,10 @@ def _as_forest(model):
     )
 
 
+@validate_params(
+    {"model": "no_validation", "cache": ["boolean"]},
+    prefer_skip_nested_validation=True,
+)
 def to_machine(model, cache=True):
     """The decision machine ``(S, t, B, V)`` of a fitted tree or forest.
 
@@ -604,6 +619,10 @@ def _forest_stats(forest):
     return stats
 
 
+@validate_params(
+    {"forest": "no_validation", "n_samples": [_NON_NEGATIVE_INT]},
+    prefer_skip_nested_validation=True,
+)
 def inference_costs(forest, n_samples=1):
     """Modelled time (ns) of the two hard paths: ``{"blas": .., "traversal": ..}``.
 
@@ -745,6 +764,21 @@ def _relaxed_squared_error_backward(target, sw, A, Hs, E, V, Bn, leaf_offset, in
     return loss, GH, grad_V
 
 
+@validate_params(
+    {
+    "machine": "no_validation",
+    "X": ["array-like"],
+    "temperature": [_POSITIVE],
+    "eps": [_POSITIVE],
+    "sigma": [StrOptions({"tanh", "saturated"})],
+    "sample_weight": ["array-like", None],
+    "W": ["array-like", None],
+    "b": ["array-like", None],
+    "V": ["array-like", None],
+        "y": ["array-like"],
+    },
+    prefer_skip_nested_validation=True,
+)
 def relaxed_nll(machine, X, y, temperature, eps=0.1, sigma="tanh", sample_weight=None,
                 W=None, b=None, V=None):  # fmt: skip
     """Weighted negative log-likelihood of the relaxed forest and its gradients.
@@ -785,6 +819,22 @@ def relaxed_nll(machine, X, y, temperature, eps=0.1, sigma="tanh", sample_weight
     return float(-(sw @ logp)), GA.T @ X, GA.sum(axis=0)
 
 
+@validate_params(
+    {
+    "machine": "no_validation",
+    "X": ["array-like"],
+    "temperature": [_POSITIVE],
+    "eps": [_POSITIVE],
+    "sigma": [StrOptions({"tanh", "saturated"})],
+    "sample_weight": ["array-like", None],
+    "W": ["array-like", None],
+    "b": ["array-like", None],
+    "V": ["array-like", None],
+        "Y": ["array-like"],
+        "objective": [StrOptions({"trees", "forest"})],
+    },
+    prefer_skip_nested_validation=True,
+)
 def relaxed_squared_error(machine, X, Y, temperature, eps=0.1, sigma="tanh",
                           sample_weight=None, W=None, b=None, V=None,
                           objective="trees"):  # fmt: skip
@@ -1088,6 +1138,17 @@ def _node_statistics(trees, X, sw):
     return trees
 
 
+@validate_params(
+    {
+        "model": "no_validation",
+        "X": ["array-like"],
+        "y": ["array-like"],
+        "sample_weight": ["array-like", None],
+        "n_iter": [_NON_NEGATIVE_INT],
+        "n_jobs": [Integral, None],
+    },
+    prefer_skip_nested_validation=True,
+)
 def refit_leaves(model, X, y, *, sample_weight=None, n_iter=10, n_jobs=None):
     """Leaf-only baseline: the same splits, leaf values refitted on (X, y).
 
@@ -1137,11 +1198,41 @@ def _leaf_rows_hard(forest, machine, X):
     return lookup[local + forest.node_offset[:-1][None, :]]
 
 
+def _check_finite(*arrays, when):
+    """Raise a ``ValueError`` if fine-tuning produced a non-finite parameter."""
+    if not all(np.all(np.isfinite(a)) for a in arrays):
+        raise ValueError(
+            f"finetune diverged {when} (non-finite split or leaf parameters); "
+            "lower learning_rate or check the scale of X and y."
+        )
+
+
 #: BLAS threads inside fine-tuning: fixed, so the result never depends on the
 #: machine or on n_jobs (DESIGN.md decision 8).
 TRAIN_BLAS_THREADS = 1
 
 
+@validate_params(
+    {
+        "model": "no_validation",
+        "X": ["array-like"],
+        "y": ["array-like"],
+        "sample_weight": ["array-like", None],
+        "epochs": [_NON_NEGATIVE_INT],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "learning_rate": [_POSITIVE],
+        "temperature": [_POSITIVE, tuple, list],
+        "eps": [_POSITIVE],
+        "sigma": [StrOptions({"tanh", "saturated"})],
+        "support": [StrOptions({"original", "dense"}), _NON_NEGATIVE_INT],
+        "objective": [StrOptions({"forest", "trees"}), None],
+        "refit_iter": [_NON_NEGATIVE_INT],
+        "random_state": [_NON_NEGATIVE_INT, None],
+        "n_jobs": [Integral, None],
+        "verbose": ["verbose"],
+    },
+    prefer_skip_nested_validation=True,
+)
 def finetune(
     model,
     X,
@@ -1242,6 +1333,14 @@ def finetune(
         Same trees (node ids, children) with new split weights, offsets and
         leaf values; ``history_`` holds the training curve.
 
+    Raises
+    ------
+    ValueError
+        If a parameter is out of range, or if the optimisation diverges (a
+        split or leaf parameter becomes NaN or infinite, checked after every
+        epoch and after the final refit): no model with non-finite
+        parameters is ever returned; ``model`` is never modified.
+
     Notes
     -----
     Gaps the paper leaves open, filled here: the loss (the negative
@@ -1257,23 +1356,14 @@ def finetune(
     from obliquetrees._core._jit import numba_threads
     from obliquetrees._training import _e2edt_kernels as EK  # numba on first use
 
-    if isinstance(temperature, int | float):
+    if isinstance(temperature, Real):
         temperature = (float(temperature), float(temperature))
+    if len(temperature) != 2 or not all(_POSITIVE.is_satisfied_by(v) for v in temperature):
+        raise ValueError(
+            f"temperature must be a positive finite float or a pair of them; got {temperature!r}."
+        )
     t0, t1 = (float(v) for v in temperature)
-    if not (t0 > 0 and t1 > 0):
-        raise ValueError(f"temperature must be positive; got {temperature!r}.")
-    if not eps > 0:
-        raise ValueError(f"eps must be positive; got {eps!r}.")
-    if sigma not in ("tanh", "saturated"):
-        raise ValueError(f"sigma must be 'tanh' or 'saturated'; got {sigma!r}.")
-    if not (support in ("original", "dense") or (isinstance(support, int | np.integer)
-                                                and support >= 0)):  # fmt: skip
-        raise ValueError(f"support must be 'original', 'dense' or an int >= 0; got {support!r}.")
     epochs, batch_size = int(epochs), int(batch_size)
-    if epochs < 0 or batch_size < 1:
-        raise ValueError("epochs must be >= 0 and batch_size >= 1.")
-    if objective not in (None, "forest", "trees"):
-        raise ValueError(f"objective must be 'forest', 'trees' or None; got {objective!r}.")
     from joblib import effective_n_jobs
 
     threads = max(1, effective_n_jobs(n_jobs))
@@ -1386,6 +1476,7 @@ def finetune(
                     counts += leaves
             if not regression:
                 EK.leaf_m_step(counts, V)
+            _check_finite(W, b, V, when=f"at epoch {epoch + 1}")
             history["loss"].append(loss / sw.sum())
             history["temperature"].append(tau)
             if verbose:
@@ -1413,6 +1504,8 @@ def finetune(
     else:
         V = _hard_em(V, rows, y, sw, int(refit_iter))
     trees = _node_statistics(_with_values(tuned, machine, V), X, sw)
+    _check_finite(*(getattr(t, name) for t in trees for name in ("weight_value", "bias", "value")),
+                  when="in the final leaf refit")  # fmt: skip
     n_splits = max(machine.n_splits, 1)
     history["weight_density"] = float(sum(t.weight_index.shape[0] for t in trees) / n_splits)
     return _new_model(source, trees, history, n_jobs)
