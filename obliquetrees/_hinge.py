@@ -5,6 +5,8 @@ Thin estimators: validate, resolve parameters, draw seeds, call
 first use (inside ``fit``/prediction), never at import time.
 """
 
+import warnings
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.model_selection import train_test_split
@@ -150,6 +152,13 @@ _NOTES = """
 """
 
 
+#: Projected model sizes (bytes, see ``_BaseHingeForest._projected_bytes``)
+#: above which fitting warns, and above which it refuses to start: the size
+#: doubles with every level of ``max_depth``.
+WARN_MODEL_BYTES = 2**30
+MAX_MODEL_BYTES = 2**34
+
+
 def _as_dense(X):
     return X.toarray() if sp.issparse(X) else X
 
@@ -217,9 +226,45 @@ class _BaseHingeForest(BaseObliqueForest):
     # model learns) and _n_model_outputs().
 
     # ------------------------------------------------------------ fitting
+    def _projected_bytes(self, n_features, n_outputs):
+        """Estimated peak bytes of the fitted model, from its shape alone.
+
+        The stored trees (per node: children, bias, sample count, depth,
+        weight pointer and ``C`` leaf values, 8 bytes each; per split one
+        weight and index per input feature, or one with
+        ``n_hinge_features=None``), the training state (leaf weights and
+        thresholds with two optimiser moments each, bookkeeping per leaf and
+        split) and the dense ``n_nodes x n_features`` buffer of one tree while
+        it is stored.
+        """
+        n_leaves = 2**self.max_depth
+        n_nodes = 2 * n_leaves - 1
+        n_thr = self.max_depth if self.tree_type == "fern" else n_leaves - 1
+        width = n_outputs if self.head == "sum" else 1
+        per_split = n_features if self.n_hinge_features is not None else 1
+        trees = n_nodes * 8 * (6 + width) + (n_leaves - 1) * per_split * 16
+        state = 8 * (3 * n_leaves * width + 3 * n_thr + 2 * n_leaves + 3 * n_thr)
+        return self.n_estimators * (trees + state) + n_nodes * n_features * 8
+
+    def _check_model_size(self, n_features, n_outputs):
+        """Refuse a model too large to hold; warn about a large one."""
+        size = self._projected_bytes(n_features, n_outputs)
+        shape = (
+            f"{self.n_estimators} trees of depth {self.max_depth} on {n_features} "
+            f"features take about {size / 2**30:.3g} GiB ({size} bytes)"
+        )
+        if size > MAX_MODEL_BYTES:
+            raise ValueError(
+                f"{shape}, above the limit of {MAX_MODEL_BYTES / 2**30:.0f} GiB; "
+                "lower max_depth (each level doubles the size) or n_estimators."
+            )
+        if size > WARN_MODEL_BYTES:
+            warnings.warn(f"{shape}.", UserWarning, stacklevel=4)
+
     def _new_model(self, X, seed):
         from obliquetrees._training import hinge  # numba is imported on first use
 
+        self._check_model_size(X.shape[1], self._n_model_outputs())
         mean, scale = standardization(X)
         return hinge.init_model(
             X.shape[1],

@@ -267,3 +267,48 @@ def test_warm_training_of_memory_mapped_model(name, tmp_path):
         again = joblib.load(tmp_path / "model.joblib", mmap_mode="r")
         again.partial_fit(X, _target(cls, y))
         assert np.all(np.isfinite(again.predict(X).astype(float)))
+
+
+@pytest.mark.parametrize("method", ["fit", "partial_fit"])
+def test_hinge_refuses_a_model_too_large_to_hold(method):
+    """100 trees of depth 20 would need tens of GB: refused before allocating.
+
+    In a subprocess under an address-space limit, so that code which does
+    allocate fails with MemoryError instead of exhausting the machine.
+    """
+    proc = run_python(
+        f"""
+        import resource
+        limit = 6 * 2**30
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        import numpy as np
+        from obliquetrees import HingeForestClassifier
+        X = np.random.default_rng(0).normal(size=(200, 12))
+        y = np.arange(200) % 2
+        est = HingeForestClassifier(n_estimators=100, max_depth=20, random_state=0)
+        try:
+            est.{method}(X, y)
+        except ValueError as exc:
+            assert "bytes" in str(exc) and "max_depth" in str(exc), exc
+        else:
+            raise AssertionError("a model of tens of GB was accepted")
+        assert not hasattr(est, "n_features_in_")
+        """,
+        timeout=120,
+    )
+    assert_ok(proc)
+
+
+def test_hinge_warns_about_a_large_model(monkeypatch):
+    import obliquetrees._hinge as hinge_module
+    from obliquetrees import HingeForestClassifier
+
+    X, y = _data()
+    est = _make(HingeForestClassifier, max_epochs=1)
+    size = est._projected_bytes(X.shape[1], 3)
+    monkeypatch.setattr(hinge_module, "WARN_MODEL_BYTES", size - 1)
+    with pytest.warns(UserWarning, match=f"{size} bytes"):
+        est.fit(X, y)
+    monkeypatch.setattr(hinge_module, "MAX_MODEL_BYTES", size - 1)
+    with pytest.raises(ValueError, match=f"{size} bytes"):
+        est.fit(X, y)
