@@ -35,6 +35,8 @@ _COMMON_DOC = """
     max_depth : int, default=10
         Depth D of every tree/fern: ``2**D`` leaves; a tree has ``2**D - 1``
         decisions, a fern ``D`` (one per level, shared by all its nodes).
+        The model doubles in size with every level: fitting warns when it is
+        projected above 1 GiB and refuses (``ValueError``) above 16 GiB.
     tree_type : {"tree", "fern"}, default="tree"
         Random hinge trees or random hinge ferns.
     n_hinge_features : int or None, default=100
@@ -76,7 +78,9 @@ _COMMON_DOC = """
         Patience of early stopping, in epochs.
     warm_start : bool, default=False
         Reuse the fitted forest, its batch-norm statistics and optimiser
-        state, and train ``max_epochs`` more epochs.
+        state, and train ``max_epochs`` more epochs (on a copy: a failed
+        fit keeps the fitted model). The data must have the same features
+        and, for classifiers, the same classes.
     n_jobs : int, default=None
         Threads for the numba kernels (training and prediction). Results are
         identical for any value.
