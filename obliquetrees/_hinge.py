@@ -290,9 +290,13 @@ class _BaseHingeForest(BaseObliqueForest):
         intact when training fails (see ``_fit_context``).
         """
         model = self._model
+        if model.x_mean.shape[0] != n_features:
+            raise ValueError(
+                f"X has {n_features} features, but the fitted model was trained on "
+                f"{model.x_mean.shape[0]} (warm_start/partial_fit)."
+            )
         structure = (
-            model.x_mean.shape[0] == n_features
-            and model.n_trees == self.n_estimators
+            model.n_trees == self.n_estimators
             and model.depth == self.max_depth
             and model.is_fern == (self.tree_type == "fern")
             and model.head == self.head
@@ -300,9 +304,8 @@ class _BaseHingeForest(BaseObliqueForest):
         )
         if not structure:
             raise ValueError(
-                "warm_start/partial_fit need the same number of features, "
-                "n_estimators, max_depth, tree_type, head and n_hinge_features as "
-                "the fitted model."
+                "warm_start/partial_fit need the same n_estimators, max_depth, "
+                "tree_type, head and n_hinge_features as the fitted model."
             )
         if old_classes is not None and not np.array_equal(old_classes, self.classes_):
             raise ValueError(

@@ -188,12 +188,15 @@ def test_co2_failed_narrower_refit_predicts_nothing_in_subprocess():
     assert_ok(proc)
 
 
-def test_co2_warm_refit_with_same_n_estimators_checks_features():
+@pytest.mark.parametrize("cls", [c for c in ESTIMATORS if c.__name__ in WARM],
+                         ids=lambda c: c.__name__)
+def test_warm_refit_checks_features(cls):
     X, y = _data()
-    est = _make(CO2ForestClassifier, n_estimators=2, warm_start=True).fit(X, y)
+    extra = {"n_estimators": 2} if cls is CO2ForestClassifier else {}
+    est = _make(cls, warm_start=True, **extra).fit(X, _target(cls, y))
     before = _fitted_state(est)
     with pytest.raises(ValueError, match="features"):
-        est.fit(X[:, :3], y)  # no new tree to grow, still refused
+        est.fit(X[:, :3], _target(cls, y))  # CO2: no new tree to grow, still refused
     assert _fitted_state(est) == before
 
 
