@@ -86,6 +86,18 @@ from obliquetrees.utils._param_validation import (
 #: A positive finite float (NaN and inf fail it).
 _POSITIVE = Interval(Real, 0, np.inf, closed="neither")
 _NON_NEGATIVE_INT = Interval(Integral, 0, None, closed="left")
+#: Parameters shared by relaxed_nll and relaxed_squared_error.
+_RELAXED_CONSTRAINTS = {
+    "machine": "no_validation",
+    "X": ["array-like"],
+    "temperature": [_POSITIVE],
+    "eps": [_POSITIVE],
+    "sigma": [StrOptions({"tanh", "saturated"})],
+    "sample_weight": ["array-like", None],
+    "W": ["array-like", None],
+    "b": ["array-like", None],
+    "V": ["array-like", None],
+}
 
 __all__ = [
     "DecisionMachine",
@@ -765,18 +777,7 @@ def _relaxed_squared_error_backward(target, sw, A, Hs, E, V, Bn, leaf_offset, in
 
 
 @validate_params(
-    {
-    "machine": "no_validation",
-    "X": ["array-like"],
-    "temperature": [_POSITIVE],
-    "eps": [_POSITIVE],
-    "sigma": [StrOptions({"tanh", "saturated"})],
-    "sample_weight": ["array-like", None],
-    "W": ["array-like", None],
-    "b": ["array-like", None],
-    "V": ["array-like", None],
-        "y": ["array-like"],
-    },
+    {**_RELAXED_CONSTRAINTS, "y": ["array-like"]},
     prefer_skip_nested_validation=True,
 )
 def relaxed_nll(machine, X, y, temperature, eps=0.1, sigma="tanh", sample_weight=None,
@@ -821,15 +822,7 @@ def relaxed_nll(machine, X, y, temperature, eps=0.1, sigma="tanh", sample_weight
 
 @validate_params(
     {
-    "machine": "no_validation",
-    "X": ["array-like"],
-    "temperature": [_POSITIVE],
-    "eps": [_POSITIVE],
-    "sigma": [StrOptions({"tanh", "saturated"})],
-    "sample_weight": ["array-like", None],
-    "W": ["array-like", None],
-    "b": ["array-like", None],
-    "V": ["array-like", None],
+        **_RELAXED_CONSTRAINTS,
         "Y": ["array-like"],
         "objective": [StrOptions({"trees", "forest"})],
     },
