@@ -631,10 +631,6 @@ def _forest_stats(forest):
     return stats
 
 
-@validate_params(
-    {"forest": "no_validation", "n_samples": [_NON_NEGATIVE_INT]},
-    prefer_skip_nested_validation=True,
-)
 def inference_costs(forest, n_samples=1):
     """Modelled time (ns) of the two hard paths: ``{"blas": .., "traversal": ..}``.
 

@@ -15,7 +15,6 @@ from obliquetrees import CO2ForestClassifier, export_text, plot_tree
 from obliquetrees.convert import from_sklearn
 from obliquetrees.machine import (
     finetune,
-    inference_costs,
     refit_leaves,
     relaxed_nll,
     relaxed_squared_error,
@@ -146,8 +145,3 @@ def test_relaxed_objectives_reject(model, data, name, value):
     with pytest.raises(InvalidParameterError, match=name):
         relaxed_squared_error(machine, X, machine.V[:1].repeat(len(y), axis=0),
                               **{"temperature": 0.1, name: value})
-
-
-def test_inference_costs_rejects_negative_batch(model):
-    with pytest.raises(InvalidParameterError, match="n_samples"):
-        inference_costs(model.forest_, n_samples=-5)
