@@ -456,6 +456,11 @@ def to_machine(model, cache=True):
     -------
     machine : DecisionMachine
     """
+    return _to_machine(model, cache)
+
+
+def _to_machine(model, cache=True):
+    """:func:`to_machine` without parameter validation, for the predict path."""
     forest = _as_forest(model)
     if cache:
         found = _cache_get(forest)
@@ -571,7 +576,7 @@ def predict_value(forest, X, n_threads=1):
     total : ndarray of float64, shape (n_samples, n_outputs)
         Sum over the trees of the selected leaves' values.
     """
-    return to_machine(forest).predict_value(X, n_threads)
+    return _to_machine(forest).predict_value(X, n_threads)
 
 
 #: Constants of the cost model behind :func:`choose_inference_path`, fitted
