@@ -9,7 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.model_selection import train_test_split
 
-from obliquetrees._core.tree import standardization
+from obliquetrees._core.tree import prescale_exponents, standardization
 from obliquetrees._forest import draw_seeds
 from obliquetrees.base import (
     BaseObliqueForest,
@@ -572,8 +572,12 @@ class HingeForestRegressor(ObliqueRegressorMixin, _BaseHingeForest):
     def _encode_targets(self, y, fit):
         y = np.asarray(y, dtype=np.float64)
         if fit and not hasattr(self, "_y_mean"):
-            self._y_mean = float(y.mean())
-            std = float(y.std())
+            # moments of y times an exact power of two (1 for ordinary targets),
+            # so targets near 1e+-300 neither overflow nor underflow
+            exponent = int(prescale_exponents(y[:, None])[0])
+            scaled = np.ldexp(y, -exponent)
+            self._y_mean = float(np.ldexp(scaled.mean(), exponent))
+            std = float(np.ldexp(scaled.std(), exponent))
             self._y_scale = std if std > 0 else 1.0
         return ((y - self._y_mean) / self._y_scale)[:, None]
 

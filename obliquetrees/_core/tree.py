@@ -275,14 +275,40 @@ def _node_depths(children_left, children_right):
     return depth
 
 
+#: Columns whose largest magnitude lies in ``[2**-_SAFE_EXPONENT, 2**_SAFE_EXPONENT]``
+#: (or is 0) have moments whose squares neither overflow nor underflow.
+_SAFE_EXPONENT = 400
+
+def prescale_exponents(X, chunk=4096):
+    """Binary exponent of every column's largest ``|x|``, 0 for safe columns.
+
+    ``np.ldexp(X, -exponent)`` brings each column whose largest magnitude is
+    outside ``[2**-400, 2**400]`` near 1, exactly, and leaves the others as
+    they are (see :func:`feature_moments`).
+    """
+    peak = np.zeros(X.shape[1])
+    for start in range(0, X.shape[0], chunk):
+        np.maximum(peak, np.abs(X[start : start + chunk]).max(axis=0), out=peak)
+    exponent = np.frexp(peak)[1]
+    exponent[(peak >= 2.0**-_SAFE_EXPONENT) & (peak <= 2.0**_SAFE_EXPONENT)] = 0
+    return exponent
+
+
 def feature_moments(X, sample_weight=None, chunk=4096):
     """(Weighted) mean and standard deviation of every column of ``X``.
 
     Computed in row chunks, so no temporary copy of the whole ``X`` is made.
+    A column whose largest magnitude is outside ``[2**-400, 2**400]`` (about
+    ``[4e-121, 3e120]``, denormals included) is first multiplied by a power
+    of two that brings it near 1, so its squares neither overflow nor
+    underflow, and the moments are scaled back. Multiplying by a power of
+    two is exact, and columns inside that range are summed as given, so
+    ordinary data get exactly the moments of the plain formula.
 
     Parameters
     ----------
     X : ndarray of shape (n_samples, n_features)
+        Finite values.
     sample_weight : ndarray of shape (n_samples,), default=None
     chunk : int, default=4096
 
@@ -292,11 +318,23 @@ def feature_moments(X, sample_weight=None, chunk=4096):
     """
     n = X.shape[0]
     w = np.full(n, 1.0 / n) if sample_weight is None else sample_weight / sample_weight.sum()
-    mean = w @ X
+    exponent = prescale_exponents(X, chunk)
+    rescale = bool(exponent.any())
+
+    def block(start):
+        rows = X[start : start + chunk]
+        return np.ldexp(rows, -exponent) if rescale else rows
+
+    if rescale:
+        mean = np.zeros(X.shape[1])
+        for start in range(0, n, chunk):
+            mean += w[start : start + chunk] @ block(start)
+    else:
+        mean = w @ X
     var = np.zeros(X.shape[1])
     for start in range(0, n, chunk):
-        var += w[start : start + chunk] @ (X[start : start + chunk] - mean) ** 2
-    return mean, np.sqrt(var)
+        var += w[start : start + chunk] @ (block(start) - mean) ** 2
+    return np.ldexp(mean, exponent), np.ldexp(np.sqrt(var), exponent)
 
 
 def standardization(X, sample_weight=None):
