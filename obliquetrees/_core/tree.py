@@ -279,6 +279,11 @@ def _node_depths(children_left, children_right):
 #: (or is 0) have moments whose squares neither overflow nor underflow.
 _SAFE_EXPONENT = 400
 
+#: Smallest standard deviation a feature can have and still get a finite weight
+#: in raw units (``w / scale``, with standardised weights ``|w|`` up to ~1e7).
+MIN_FEATURE_SCALE = 2.0**-1000
+
+
 def prescale_exponents(X, chunk=4096):
     """Binary exponent of every column's largest ``|x|``, 0 for safe columns.
 
@@ -340,10 +345,17 @@ def feature_moments(X, sample_weight=None, chunk=4096):
 def standardization(X, sample_weight=None):
     """Per-feature (weighted) mean and scale for internal standardisation.
 
-    Constant features get scale 1. A feature counts as constant when its
-    standard deviation is zero or at rounding level of its mean
+    Constant features get an infinite scale, so their standardised value
+    ``(x - mean) / scale`` is 0 whatever ``x`` is and a weight folded into
+    raw units (:func:`fold_standardization`) is 0: a feature that carried no
+    information in training carries no weight in the model and cannot move
+    its predictions. A feature counts as constant when its standard
+    deviation is zero or at rounding level of its mean
     (``std <= 1e-12 * |mean|``); the test is relative, so features measured
-    in tiny units (values around 1e-30) keep their own scale.
+    in tiny units (values around 1e-30) keep their own scale. A feature whose
+    standard deviation is below ``MIN_FEATURE_SCALE`` (``2**-1000``, about
+    1e-301; denormal values) cannot be given a finite weight in raw units and
+    is treated as constant too.
 
     Parameters
     ----------
@@ -353,9 +365,23 @@ def standardization(X, sample_weight=None):
     Returns
     -------
     mean, scale : ndarray of float64, shape (n_features,)
+
+    Raises
+    ------
+    ValueError
+        If some features vary but all of them only below
+        ``MIN_FEATURE_SCALE``: the model would silently be constant.
     """
     mean, scale = feature_moments(X, sample_weight)
-    scale[~(scale > 1e-12 * np.abs(mean))] = 1.0
+    varies = scale > 1e-12 * np.abs(mean)
+    tiny = varies & (scale < MIN_FEATURE_SCALE)
+    if tiny.any() and not np.any(varies & ~tiny):
+        raise ValueError(
+            f"X varies only on scales below {MIN_FEATURE_SCALE:.3g} (largest standard "
+            f"deviation {scale[tiny].max():.3g}, features {np.flatnonzero(tiny).tolist()[:10]}): "
+            "weights acting on such values would overflow float64. Rescale X."
+        )
+    scale[~varies | tiny] = np.inf
     return mean, scale
 
 
@@ -364,33 +390,52 @@ def fold_standardization(tree, mean, scale):
 
     A split ``w . z + b`` on ``z = (x - mean) / scale`` equals
     ``(w / scale) . x + (b - sum(w * mean / scale))`` on the raw ``x``.
+    Features with an infinite scale (constant in training, see
+    :func:`standardization`) get no weight: their entries are dropped.
 
     Parameters
     ----------
     tree : ObliqueTree
         Tree whose weights act on standardised inputs.
     mean, scale : ndarray of shape (n_features,)
-        The standardisation statistics (``scale`` must be non-zero; use 1 for
-        constant features, as scikit-learn's StandardScaler does).
+        The standardisation statistics (``scale`` must be non-zero; infinite
+        for features the tree must ignore).
 
     Returns
     -------
     tree : ObliqueTree
         A new tree with the same structure and leaf values.
+
+    Raises
+    ------
+    ValueError
+        If a weight in raw units overflows float64 (a scale too small for
+        its standardised weight).
     """
     mean = np.asarray(mean, dtype=VALUE_DTYPE)
     scale = np.asarray(scale, dtype=VALUE_DTYPE)
-    value = tree.weight_value / scale[tree.weight_index]
-    rows = np.repeat(np.arange(tree.node_count), np.diff(tree.weight_indptr))
-    shift = np.bincount(
-        rows, weights=value * mean[tree.weight_index], minlength=tree.node_count
-    )
+    indptr, index, weight = tree.weight_indptr, tree.weight_index, tree.weight_value
+    kept = np.isfinite(scale[index])
+    if not kept.all():
+        rows = np.repeat(np.arange(tree.node_count), np.diff(indptr))
+        counts = np.bincount(rows[kept], minlength=tree.node_count)
+        indptr = np.concatenate([[0], np.cumsum(counts)]).astype(tree.weight_indptr.dtype)
+        index, weight = index[kept], weight[kept]
+    value = weight / scale[index]
+    rows = np.repeat(np.arange(tree.node_count), np.diff(indptr))
+    shift = np.bincount(rows, weights=value * mean[index], minlength=tree.node_count)
     bias = np.where(tree.is_leaf, 0.0, tree.bias - shift)
+    if not (np.all(np.isfinite(value)) and np.all(np.isfinite(bias))):
+        raise ValueError(
+            "a split's weights in raw input units overflow float64 (a feature's "
+            f"scale is too small for its weight, scales down to {np.min(scale):.3g}); "
+            "rescale X."
+        )
     return ObliqueTree(
         tree.children_left,
         tree.children_right,
-        tree.weight_indptr,
-        tree.weight_index,
+        indptr,
+        index,
         value,
         bias,
         tree.value,
