@@ -134,7 +134,10 @@ _NOTES = """
     Gaps filled and deviations (also in ``benchmarks/results/hinge.md``):
 
     - the raw input is standardised before the linear layer (the statistics
-      are folded back into the stored trees);
+      are folded back into the stored trees); features constant in training
+      (or varying only below about 1e-301, where no finite weight in raw
+      units could use them) are standardised to 0 and get no weight, so
+      their value at predict time does not matter;
     - the batch-norm statistics are initialised from the first minibatch and
       then updated after every step with the reference code's schedule
       ``alpha = min(i / (i + 1), 0.99)`` (unbiased batch variance);

@@ -160,3 +160,16 @@ def test_feature_moments_are_exact_under_power_of_two_scaling(exponent):
             np.testing.assert_array_equal(std_s, np.ldexp(std, exponent))
         else:  # denormal values lose bits when stored, not in the moments
             np.testing.assert_allclose(std_s / np.ldexp(std, exponent), 1.0, rtol=1e-9)
+
+
+def test_unstandardised_e2edt_gives_constant_columns_no_weight():
+    from obliquetrees import E2EDTClassifier
+
+    X, y = make_classification(300, 5, n_informative=3, n_redundant=0, random_state=0)
+    X[:, 1] = 5.0
+    params = dict(FAST_PARAMS["E2EDTClassifier"], random_state=0, standardize=False)
+    est = E2EDTClassifier(**params).fit(X, y)
+    assert all(1 not in tree.weight_index for tree in est.trees_)
+    X_test = X.copy()
+    X_test[:, 1] = 50.0
+    np.testing.assert_array_equal(est.predict_proba(X_test), est.predict_proba(X))
