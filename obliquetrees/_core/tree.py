@@ -342,6 +342,26 @@ def feature_moments(X, sample_weight=None, chunk=4096):
     return np.ldexp(mean, exponent), np.ldexp(np.sqrt(var), exponent)
 
 
+def _check_centred_range(X, mean):
+    """Refuse columns whose centred values ``x - mean`` overflow float64.
+
+    Only a column holding some ``|x| >= 2**1023`` can overflow (its binary
+    exponent is then 1024); the others are not read again.
+    """
+    top = np.flatnonzero(prescale_exponents(X) == 1024)
+    if top.size == 0:
+        return
+    with np.errstate(over="ignore"):
+        spread = np.abs(X[:, top] - mean[top]).max(axis=0)
+    bad = ~np.isfinite(spread)
+    if bad.any():
+        raise ValueError(
+            f"features {top[bad].tolist()[:10]} of X hold values (up to "
+            f"{np.abs(X[:, top[bad]]).max():.3g}) whose distance to the feature's mean "
+            f"exceeds the float64 limit {np.finfo(np.float64).max:.3g}. Rescale X."
+        )
+
+
 def standardization(X, sample_weight=None):
     """Per-feature (weighted) mean and scale for internal standardisation.
 
@@ -370,9 +390,11 @@ def standardization(X, sample_weight=None):
     ------
     ValueError
         If some features vary but all of them only below
-        ``MIN_FEATURE_SCALE``: the model would silently be constant.
+        ``MIN_FEATURE_SCALE`` (the model would silently be constant), or if
+        a centred value ``x - mean`` overflows float64.
     """
     mean, scale = feature_moments(X, sample_weight)
+    _check_centred_range(X, mean)
     varies = scale > 1e-12 * np.abs(mean)
     tiny = varies & (scale < MIN_FEATURE_SCALE)
     if tiny.any() and not np.any(varies & ~tiny):

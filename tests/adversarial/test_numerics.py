@@ -15,6 +15,7 @@ from sklearn.datasets import make_classification, make_regression
 from sklearn.metrics import r2_score
 
 from obliquetrees._core.tree import feature_moments
+from tests.adversarial._subprocess import assert_ok, run_python
 from tests.test_common import FAST_PARAMS, discover_estimators
 
 ESTIMATORS = discover_estimators()
@@ -173,3 +174,22 @@ def test_unstandardised_e2edt_gives_constant_columns_no_weight():
     X_test = X.copy()
     X_test[:, 1] = 50.0
     np.testing.assert_array_equal(est.predict_proba(X_test), est.predict_proba(X))
+
+
+def test_centred_values_beyond_float64_are_refused():
+    """x - mean beyond 1.8e308 used to feed NaN to the kernels (CO2 looped for ever)."""
+    proc = run_python(
+        """
+        import numpy as np, pytest
+        from sklearn.datasets import make_classification
+        from tests.adversarial.test_numerics import ESTIMATORS, _estimator
+
+        X, y = make_classification(100, 3, n_informative=2, n_redundant=0, random_state=0)
+        X[:, 0] = np.where(X[:, 0] > -1.5, 1e308, -1.7e308)
+        for cls in ESTIMATORS:
+            with pytest.raises(ValueError, match="exceeds the float64 limit"):
+                _estimator(cls).fit(X, y)
+        """,
+        timeout=120,
+    )
+    assert_ok(proc)
