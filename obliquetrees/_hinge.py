@@ -9,7 +9,11 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.model_selection import train_test_split
 
-from obliquetrees._core.tree import prescale_exponents, standardization
+from obliquetrees._core.tree import (
+    check_centred_range,
+    prescale_exponents,
+    standardization,
+)
 from obliquetrees._forest import draw_seeds
 from obliquetrees.base import (
     BaseObliqueForest,
@@ -579,8 +583,10 @@ class HingeForestRegressor(ObliqueRegressorMixin, _BaseHingeForest):
             # so targets near 1e+-300 neither overflow nor underflow
             exponent = int(prescale_exponents(y[:, None])[0])
             scaled = np.ldexp(y, -exponent)
-            self._y_mean = float(np.ldexp(scaled.mean(), exponent))
+            mean = float(np.ldexp(scaled.mean(), exponent))
             std = float(np.ldexp(scaled.std(), exponent))
+            check_centred_range(y[:, None], np.array([mean]), name="y")
+            self._y_mean = mean
             self._y_scale = std if std > 0 else 1.0
         return ((y - self._y_mean) / self._y_scale)[:, None]
 

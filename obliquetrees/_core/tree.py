@@ -342,11 +342,23 @@ def feature_moments(X, sample_weight=None, chunk=4096):
     return np.ldexp(mean, exponent), np.ldexp(np.sqrt(var), exponent)
 
 
-def _check_centred_range(X, mean):
+def check_centred_range(X, mean, name="X"):
     """Refuse columns whose centred values ``x - mean`` overflow float64.
 
     Only a column holding some ``|x| >= 2**1023`` can overflow (its binary
     exponent is then 1024); the others are not read again.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_columns)
+    mean : ndarray of shape (n_columns,)
+    name : str, default="X"
+        How the error message names ``X`` (``"y"`` for targets).
+
+    Raises
+    ------
+    ValueError
+        If some ``|x - mean|`` exceeds the largest float64.
     """
     top = np.flatnonzero(prescale_exponents(X) == 1024)
     if top.size == 0:
@@ -356,9 +368,9 @@ def _check_centred_range(X, mean):
     bad = ~np.isfinite(spread)
     if bad.any():
         raise ValueError(
-            f"features {top[bad].tolist()[:10]} of X hold values (up to "
-            f"{np.abs(X[:, top[bad]]).max():.3g}) whose distance to the feature's mean "
-            f"exceeds the float64 limit {np.finfo(np.float64).max:.3g}. Rescale X."
+            f"columns {top[bad].tolist()[:10]} of {name} hold values (up to "
+            f"{np.abs(X[:, top[bad]]).max():.3g}) whose distance to their mean "
+            f"exceeds the float64 limit {np.finfo(np.float64).max:.3g}. Rescale {name}."
         )
 
 
@@ -394,7 +406,7 @@ def standardization(X, sample_weight=None):
         a centred value ``x - mean`` overflows float64.
     """
     mean, scale = feature_moments(X, sample_weight)
-    _check_centred_range(X, mean)
+    check_centred_range(X, mean)
     varies = scale > 1e-12 * np.abs(mean)
     tiny = varies & (scale < MIN_FEATURE_SCALE)
     if tiny.any() and not np.any(varies & ~tiny):

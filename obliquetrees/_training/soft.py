@@ -19,6 +19,7 @@ import numpy as np
 
 from obliquetrees._core.tree import (
     ObliqueTree,
+    check_centred_range,
     feature_moments,
     fold_standardization,
     standardization,
@@ -462,6 +463,7 @@ def fit_soft_tree(
         loss, metric = _k.LOSS_SQUARED, 0
         # moments pre-scaled against overflow; a constant target keeps scale 1
         y_mean, y_scale = feature_moments(y[train, None].astype(np.float64), sw_tr)
+        check_centred_range(y[:, None], y_mean, name="y")
         y_mean, y_scale = float(y_mean[0]), float(y_scale[0])
         if not y_scale > 1e-12 * abs(y_mean):
             y_scale = 1.0

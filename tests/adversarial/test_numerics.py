@@ -187,9 +187,18 @@ def test_centred_values_beyond_float64_are_refused():
         X, y = make_classification(100, 3, n_informative=2, n_redundant=0, random_state=0)
         X[:, 0] = np.where(X[:, 0] > -1.5, 1e308, -1.7e308)
         for cls in ESTIMATORS:
-            with pytest.raises(ValueError, match="exceeds the float64 limit"):
+            with pytest.raises(ValueError, match="of X .* exceeds the float64 limit"):
                 _estimator(cls).fit(X, y)
         """,
         timeout=120,
     )
     assert_ok(proc)
+
+
+@pytest.mark.parametrize("cls", REGRESSORS, ids=_ids(REGRESSORS))
+def test_centred_targets_beyond_float64_are_refused(cls):
+    """Targets y - mean beyond 1.8e308 used to give a constant predictor."""
+    X, y = _data(cls)
+    y = np.where(y > -150, 1e308, -1.7e308)
+    with pytest.raises(ValueError, match="of y .* exceeds the float64 limit"):
+        _estimator(cls).fit(X, y)
