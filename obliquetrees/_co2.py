@@ -154,7 +154,10 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
     - Features are standardised with the training mean and standard
       deviation before training (the paper standardises or scales to
       [0, 1]; ``nu`` is scale dependent); the scaling is folded into the
-      stored weights, so ``trees_`` act on the raw input.
+      stored weights, so ``trees_`` act on the raw input. Features constant
+      in training (or varying only below about 1e-301, where no finite
+      weight in raw units could use them) are standardised to 0 and get no
+      weight, so their value at predict time does not matter.
     - Each node's samples are centred on their (weighted) mean before the
       stump is optimised, i.e. the homogeneous coordinate is taken relative
       to the node's centre. In the paper's raw homogeneous coordinates the

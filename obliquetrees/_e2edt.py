@@ -151,7 +151,9 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
       deviation, as in the paper; the scaling is folded into the stored
       weights, so ``trees_`` act on raw ``X``. ``standardize=False`` skips
       it, as the authors' code does for image data (its USPS loader feeds
-      the raw pixels).
+      the raw pixels). Either way, features constant in training (or varying
+      only below about 1e-301, where no finite weight in raw units could use
+      them) get no weight, so their value at predict time does not matter.
     - Every EM run (each stump, and the finetune) first updates only the
       leaves for one epoch, as the authors' code does. A stump epoch is then
       E-step on all its samples, one Adam pass on eq. 14, closed-form leaves
@@ -365,7 +367,9 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
             mean, scale = standardization(X, sw)
         else:
             _check_float32_range(X)
-            mean, scale = np.zeros(n_features), np.ones(n_features)
+            # unscaled, but constant features still get no weight (infinite scale)
+            mean = np.zeros(n_features)
+            scale = np.where(np.isinf(standardization(X, sw)[1]), np.inf, 1.0)
         Z = np.ascontiguousarray((X - mean) / scale, dtype=np.float32)
         seeds = draw_seeds(self.random_state, self.n_estimators)
         args = [

@@ -11,7 +11,11 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.model_selection import train_test_split
 
-from obliquetrees._core.tree import standardization
+from obliquetrees._core.tree import (
+    check_centred_range,
+    prescale_exponents,
+    standardization,
+)
 from obliquetrees._forest import draw_seeds
 from obliquetrees.base import (
     BaseObliqueForest,
@@ -140,7 +144,10 @@ _NOTES = """
     Gaps filled and deviations (also in ``benchmarks/results/hinge.md``):
 
     - the raw input is standardised before the linear layer (the statistics
-      are folded back into the stored trees);
+      are folded back into the stored trees); features constant in training
+      (or varying only below about 1e-301, where no finite weight in raw
+      units could use them) are standardised to 0 and get no weight, so
+      their value at predict time does not matter;
     - the batch-norm statistics are initialised from the first minibatch and
       then updated after every step with the reference code's schedule
       ``alpha = min(i / (i + 1), 0.99)`` (unbiased batch variance);
@@ -637,8 +644,14 @@ class HingeForestRegressor(ObliqueRegressorMixin, _BaseHingeForest):
     def _encode_targets(self, y, fit):
         y = np.asarray(y, dtype=np.float64)
         if fit and not hasattr(self, "_y_mean"):
-            self._y_mean = float(y.mean())
-            std = float(y.std())
+            # moments of y times an exact power of two (1 for ordinary targets),
+            # so targets near 1e+-300 neither overflow nor underflow
+            exponent = int(prescale_exponents(y[:, None])[0])
+            scaled = np.ldexp(y, -exponent)
+            mean = float(np.ldexp(scaled.mean(), exponent))
+            std = float(np.ldexp(scaled.std(), exponent))
+            check_centred_range(y[:, None], np.array([mean]), name="y")
+            self._y_mean = mean
             self._y_scale = std if std > 0 else 1.0
         return ((y - self._y_mean) / self._y_scale)[:, None]
 

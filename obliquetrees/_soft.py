@@ -108,6 +108,9 @@ _COMMON_NOTES = """
       standardisation folded into its weights (raw input units), and its
       orientation converted to the package's convention (right iff
       ``w . x + b > 0``: the stored ``(w, b)`` is minus the gate's);
+      features constant in training (or varying only below about 1e-301,
+      where no finite weight in raw units could use them) are standardised to
+      0 and get no weight, so their value at predict time does not matter;
     - sample weights multiply each sample's gradient and its error (they are
       rescaled to mean 1 on the training part first);
     - ``n_node_samples`` holds the soft membership (sum over training samples

@@ -275,14 +275,45 @@ def _node_depths(children_left, children_right):
     return depth
 
 
+#: Columns whose largest magnitude lies in ``[2**-_SAFE_EXPONENT, 2**_SAFE_EXPONENT]``
+#: (or is 0) have moments whose squares neither overflow nor underflow.
+_SAFE_EXPONENT = 400
+
+#: Smallest standard deviation a feature can have and still get a finite weight
+#: in raw units (``w / scale``, with standardised weights ``|w|`` up to ~1e7).
+MIN_FEATURE_SCALE = 2.0**-1000
+
+
+def prescale_exponents(X, chunk=4096):
+    """Binary exponent of every column's largest ``|x|``, 0 for safe columns.
+
+    ``np.ldexp(X, -exponent)`` brings each column whose largest magnitude is
+    outside ``[2**-400, 2**400]`` near 1, exactly, and leaves the others as
+    they are (see :func:`feature_moments`).
+    """
+    peak = np.zeros(X.shape[1])
+    for start in range(0, X.shape[0], chunk):
+        np.maximum(peak, np.abs(X[start : start + chunk]).max(axis=0), out=peak)
+    exponent = np.frexp(peak)[1]
+    exponent[(peak >= 2.0**-_SAFE_EXPONENT) & (peak <= 2.0**_SAFE_EXPONENT)] = 0
+    return exponent
+
+
 def feature_moments(X, sample_weight=None, chunk=4096):
     """(Weighted) mean and standard deviation of every column of ``X``.
 
     Computed in row chunks, so no temporary copy of the whole ``X`` is made.
+    A column whose largest magnitude is outside ``[2**-400, 2**400]`` (about
+    ``[4e-121, 3e120]``, denormals included) is first multiplied by a power
+    of two that brings it near 1, so its squares neither overflow nor
+    underflow, and the moments are scaled back. Multiplying by a power of
+    two is exact, and columns inside that range are summed as given, so
+    ordinary data get exactly the moments of the plain formula.
 
     Parameters
     ----------
     X : ndarray of shape (n_samples, n_features)
+        Finite values.
     sample_weight : ndarray of shape (n_samples,), default=None
     chunk : int, default=4096
 
@@ -292,20 +323,71 @@ def feature_moments(X, sample_weight=None, chunk=4096):
     """
     n = X.shape[0]
     w = np.full(n, 1.0 / n) if sample_weight is None else sample_weight / sample_weight.sum()
-    mean = w @ X
+    exponent = prescale_exponents(X, chunk)
+    rescale = bool(exponent.any())
+
+    def block(start):
+        rows = X[start : start + chunk]
+        return np.ldexp(rows, -exponent) if rescale else rows
+
+    if rescale:
+        mean = np.zeros(X.shape[1])
+        for start in range(0, n, chunk):
+            mean += w[start : start + chunk] @ block(start)
+    else:
+        mean = w @ X
     var = np.zeros(X.shape[1])
     for start in range(0, n, chunk):
-        var += w[start : start + chunk] @ (X[start : start + chunk] - mean) ** 2
-    return mean, np.sqrt(var)
+        var += w[start : start + chunk] @ (block(start) - mean) ** 2
+    return np.ldexp(mean, exponent), np.ldexp(np.sqrt(var), exponent)
+
+
+def check_centred_range(X, mean, name="X"):
+    """Refuse columns whose centred values ``x - mean`` overflow float64.
+
+    Only a column holding some ``|x| >= 2**1023`` can overflow (its binary
+    exponent is then 1024); the others are not read again.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_columns)
+    mean : ndarray of shape (n_columns,)
+    name : str, default="X"
+        How the error message names ``X`` (``"y"`` for targets).
+
+    Raises
+    ------
+    ValueError
+        If some ``|x - mean|`` exceeds the largest float64.
+    """
+    top = np.flatnonzero(prescale_exponents(X) == 1024)
+    if top.size == 0:
+        return
+    with np.errstate(over="ignore"):
+        spread = np.abs(X[:, top] - mean[top]).max(axis=0)
+    bad = ~np.isfinite(spread)
+    if bad.any():
+        raise ValueError(
+            f"columns {top[bad].tolist()[:10]} of {name} hold values (up to "
+            f"{np.abs(X[:, top[bad]]).max():.3g}) whose distance to their mean "
+            f"exceeds the float64 limit {np.finfo(np.float64).max:.3g}. Rescale {name}."
+        )
 
 
 def standardization(X, sample_weight=None):
     """Per-feature (weighted) mean and scale for internal standardisation.
 
-    Constant features get scale 1. A feature counts as constant when its
-    standard deviation is zero or at rounding level of its mean
+    Constant features get an infinite scale, so their standardised value
+    ``(x - mean) / scale`` is 0 whatever ``x`` is and a weight folded into
+    raw units (:func:`fold_standardization`) is 0: a feature that carried no
+    information in training carries no weight in the model and cannot move
+    its predictions. A feature counts as constant when its standard
+    deviation is zero or at rounding level of its mean
     (``std <= 1e-12 * |mean|``); the test is relative, so features measured
-    in tiny units (values around 1e-30) keep their own scale.
+    in tiny units (values around 1e-30) keep their own scale. A feature whose
+    standard deviation is below ``MIN_FEATURE_SCALE`` (``2**-1000``, about
+    1e-301; denormal values) cannot be given a finite weight in raw units and
+    is treated as constant too.
 
     Parameters
     ----------
@@ -315,9 +397,25 @@ def standardization(X, sample_weight=None):
     Returns
     -------
     mean, scale : ndarray of float64, shape (n_features,)
+
+    Raises
+    ------
+    ValueError
+        If some features vary but all of them only below
+        ``MIN_FEATURE_SCALE`` (the model would silently be constant), or if
+        a centred value ``x - mean`` overflows float64.
     """
     mean, scale = feature_moments(X, sample_weight)
-    scale[~(scale > 1e-12 * np.abs(mean))] = 1.0
+    check_centred_range(X, mean)
+    varies = scale > 1e-12 * np.abs(mean)
+    tiny = varies & (scale < MIN_FEATURE_SCALE)
+    if tiny.any() and not np.any(varies & ~tiny):
+        raise ValueError(
+            f"X varies only on scales below {MIN_FEATURE_SCALE:.3g} (largest standard "
+            f"deviation {scale[tiny].max():.3g}, features {np.flatnonzero(tiny).tolist()[:10]}): "
+            "weights acting on such values would overflow float64. Rescale X."
+        )
+    scale[~varies | tiny] = np.inf
     return mean, scale
 
 
@@ -326,33 +424,52 @@ def fold_standardization(tree, mean, scale):
 
     A split ``w . z + b`` on ``z = (x - mean) / scale`` equals
     ``(w / scale) . x + (b - sum(w * mean / scale))`` on the raw ``x``.
+    Features with an infinite scale (constant in training, see
+    :func:`standardization`) get no weight: their entries are dropped.
 
     Parameters
     ----------
     tree : ObliqueTree
         Tree whose weights act on standardised inputs.
     mean, scale : ndarray of shape (n_features,)
-        The standardisation statistics (``scale`` must be non-zero; use 1 for
-        constant features, as scikit-learn's StandardScaler does).
+        The standardisation statistics (``scale`` must be non-zero; infinite
+        for features the tree must ignore).
 
     Returns
     -------
     tree : ObliqueTree
         A new tree with the same structure and leaf values.
+
+    Raises
+    ------
+    ValueError
+        If a weight in raw units overflows float64 (a scale too small for
+        its standardised weight).
     """
     mean = np.asarray(mean, dtype=VALUE_DTYPE)
     scale = np.asarray(scale, dtype=VALUE_DTYPE)
-    value = tree.weight_value / scale[tree.weight_index]
-    rows = np.repeat(np.arange(tree.node_count), np.diff(tree.weight_indptr))
-    shift = np.bincount(
-        rows, weights=value * mean[tree.weight_index], minlength=tree.node_count
-    )
+    indptr, index, weight = tree.weight_indptr, tree.weight_index, tree.weight_value
+    kept = np.isfinite(scale[index])
+    if not kept.all():
+        rows = np.repeat(np.arange(tree.node_count), np.diff(indptr))
+        counts = np.bincount(rows[kept], minlength=tree.node_count)
+        indptr = np.concatenate([[0], np.cumsum(counts)]).astype(tree.weight_indptr.dtype)
+        index, weight = index[kept], weight[kept]
+    value = weight / scale[index]
+    rows = np.repeat(np.arange(tree.node_count), np.diff(indptr))
+    shift = np.bincount(rows, weights=value * mean[index], minlength=tree.node_count)
     bias = np.where(tree.is_leaf, 0.0, tree.bias - shift)
+    if not (np.all(np.isfinite(value)) and np.all(np.isfinite(bias))):
+        raise ValueError(
+            "a split's weights in raw input units overflow float64 (a feature's "
+            f"scale is too small for its weight, scales down to {np.min(scale):.3g}); "
+            "rescale X."
+        )
     return ObliqueTree(
         tree.children_left,
         tree.children_right,
-        tree.weight_indptr,
-        tree.weight_index,
+        indptr,
+        index,
         value,
         bias,
         tree.value,

@@ -17,7 +17,13 @@ node, hard-split initialisation, all SGD restarts).
 
 import numpy as np
 
-from obliquetrees._core.tree import ObliqueTree, fold_standardization, standardization
+from obliquetrees._core.tree import (
+    ObliqueTree,
+    check_centred_range,
+    feature_moments,
+    fold_standardization,
+    standardization,
+)
 from obliquetrees._training import _soft_kernels as _k
 
 #: Slope of the initial gate around the hard split's threshold, in units of
@@ -455,8 +461,12 @@ def fit_soft_tree(
     y_mean = y_scale = None
     if not classifier:
         loss, metric = _k.LOSS_SQUARED, 0
-        y_mean, y_scale = standardization(y[train, None].astype(np.float64), sw_tr)
+        # moments pre-scaled against overflow; a constant target keeps scale 1
+        y_mean, y_scale = feature_moments(y[train, None].astype(np.float64), sw_tr)
+        check_centred_range(y[:, None], y_mean, name="y")
         y_mean, y_scale = float(y_mean[0]), float(y_scale[0])
+        if not y_scale > 1e-12 * abs(y_mean):
+            y_scale = 1.0
         R = ((y - y_mean) / y_scale)[:, None]
     elif n_classes <= 2:
         loss = _k.LOSS_BINARY
