@@ -171,7 +171,8 @@ class BaseObliqueTree(BaseObliqueEstimator):
         return self
 
     def _forest(self):
-        return ObliqueForest.from_trees([self.tree_])
+        # tree_ was checked when it was fitted or unpickled
+        return ObliqueForest.from_trees([self.tree_], validate=False)
 
 
 class BaseObliqueForest(BaseObliqueEstimator):

@@ -1078,7 +1078,7 @@ def _node_statistics(trees, X, sw):
     """Hard-routed ``n_node_samples`` of the training data for every tree."""
     from obliquetrees._core import traversal  # numba on first use
 
-    forest = ObliqueForest.from_trees(trees)
+    forest = ObliqueForest.from_trees(trees, validate=False)
     indicator = traversal.decision_path(forest, X, 1)
     counts = np.asarray(indicator.T @ sw).ravel()
     for k, tree in enumerate(trees):
@@ -1404,7 +1404,7 @@ def finetune(
         new = ObliqueTree.from_dense(tree.children_left, tree.children_right, weights, bias,
                                      tree.value, tree.n_node_samples, depth=tree.depth)  # fmt: skip
         trees.append(fold_standardization(new, mean, scale))
-    tuned = ObliqueForest.from_trees(trees)
+    tuned = ObliqueForest.from_trees(trees, validate=False)
     rows = _leaf_rows_hard(tuned, machine, X)
     if regression and objective == "trees":
         V = _hard_leaf_means(V * y_scale + y_mean, rows, y, sw)

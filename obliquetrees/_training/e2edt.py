@@ -511,7 +511,7 @@ def to_oblique_tree(tt, X, y, sw, n_classes, mean, scale):
     # hard-routed statistics of the training data, through the shared traversal
     from obliquetrees._core.forest import ObliqueForest
 
-    indicator = traversal.decision_path(ObliqueForest.from_trees([tree]), X, 1)
+    indicator = traversal.decision_path(ObliqueForest.from_trees([tree], validate=False), X, 1)
     onehot = np.zeros((X.shape[0], n_classes))
     onehot[np.arange(X.shape[0]), y] = sw
     class_counts = np.asarray(indicator.T @ onehot)
