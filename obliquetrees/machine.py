@@ -69,6 +69,7 @@ import scipy.sparse as sp
 
 from obliquetrees._core.forest import ObliqueForest
 from obliquetrees._core.tree import ObliqueTree, fold_standardization
+from obliquetrees._core.validation import check_n_features
 from obliquetrees.base import (
     BaseObliqueForest,
     CreatedFittedMixin,
@@ -185,6 +186,7 @@ class DecisionMachine:
 
         Dense ``S``: one BLAS product ``X S^T``; CSR ``S``: a sparse-dense product.
         """
+        check_n_features(X, self.n_features, "this DecisionMachine")
         X = _as_float64(X)
         if sp.issparse(self.S) and not sp.issparse(X):
             from obliquetrees._training import _machine_kernels as K  # numba on first use
@@ -226,6 +228,7 @@ class DecisionMachine:
         -------
         leaves : ndarray of int64, shape (n_samples, n_trees)
         """
+        check_n_features(X, self.n_features, "this DecisionMachine")
         rows = np.empty((X.shape[0], self.n_trees), dtype=np.int64)
         self._run(X, n_threads, rows=rows)
         return self.leaf_node[rows]
@@ -235,6 +238,7 @@ class DecisionMachine:
 
         Same contract as :func:`obliquetrees._core.traversal.predict_value`.
         """
+        check_n_features(X, self.n_features, "this DecisionMachine")
         out = np.zeros((X.shape[0], self.n_outputs), dtype=np.float64)
         self._run(X, n_threads, out=out)
         return out
@@ -242,6 +246,7 @@ class DecisionMachine:
     def _run(self, X, n_threads, rows=None, out=None):
         from contextlib import nullcontext
 
+        from obliquetrees._core._blas import blas_limit
         from obliquetrees._core._jit import numba_threads
         from obliquetrees._training import _machine_kernels as K  # numba on first use
 
@@ -250,8 +255,7 @@ class DecisionMachine:
         block = max(1, BLOCK_ELEMENTS // max(1, self.n_splits))
         # only the dense margin product calls BLAS; limit it to n_threads too
         dense = not sp.issparse(self.S)
-        limit = _blas_controller().limit(limits=max(1, int(n_threads)), user_api="blas") \
-            if dense else nullcontext()  # fmt: skip
+        limit = blas_limit(n_threads) if dense else nullcontext()
         with limit, numba_threads(n_threads):
             for s in range(0, n, block):
                 e = min(n, s + block)
@@ -326,18 +330,6 @@ class DecisionMachine:
         kind = "CSR" if sp.issparse(self.S) else "dense"
         return (f"DecisionMachine(n_trees={self.n_trees}, n_splits={self.n_splits}, "
                 f"n_leaves={self.n_leaves}, n_features={self.n_features}, S={kind})")  # fmt: skip
-
-
-_CONTROLLER = []
-
-
-def _blas_controller():
-    """One cached threadpoolctl controller (building one costs milliseconds)."""
-    if not _CONTROLLER:
-        from threadpoolctl import ThreadpoolController
-
-        _CONTROLLER.append(ThreadpoolController())
-    return _CONTROLLER[0]
 
 
 def _nbytes(M):
@@ -434,6 +426,7 @@ def to_machine(model, cache=True):
         found = _cache_get(forest)
         if found is not None:
             return found
+    forest.check_invariants()  # the machine's kernels trust what is built from it
     machine = _build(forest)
     if cache:
         _cache_put(forest, machine)

@@ -200,3 +200,25 @@ def _check_forest_arrays(arrays, node_offset, weight_offset, n_features):
         raise ValueError(f"weight_index must lie in [0, n_features) = [0, {n_features}).")
     for name in ("weight_value", "bias", "value", "n_node_samples"):
         check_finite(arrays[name], name)
+
+
+def check_parents_first(forest):
+    """Raise ``ValueError`` unless every child's id exceeds its parent's.
+
+    Soft evaluation sweeps the nodes in storage order and needs each path
+    probability before it is used; every tree the package grows, converts or
+    fine-tunes is stored that way.
+
+    Parameters
+    ----------
+    forest : ObliqueForest
+        Already checked with :func:`check_forest_arrays`.
+    """
+    sizes = np.diff(forest.node_offset)
+    local = np.arange(forest.children_left.shape[0]) - np.repeat(forest.node_offset[:-1], sizes)
+    internal = forest.children_left != -1
+    after = (forest.children_left[internal] > local[internal]) & (
+        forest.children_right[internal] > local[internal]
+    )
+    if not after.all():
+        raise ValueError("soft evaluation needs every parent stored before its children.")

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from obliquetrees._core.tree import ObliqueTree, fold_standardization
+from obliquetrees._core.validation import check_n_features
 from obliquetrees._training import _e2edt_kernels as K
 
 ADAM_BETA1 = 0.9
@@ -549,6 +550,7 @@ def tree_layout(tree):
 
 def soft_predict_proba(tree, steepness, X):
     """Class probabilities of the probabilistic tree (eq. 2) with ``gamma``."""
+    check_n_features(X, tree.n_features, "the tree")
     left, right, split_col, leaf_col = tree_layout(tree)
     internal = left >= 0
     W = tree.dense_weights()[internal]

@@ -18,6 +18,7 @@ node, hard-split initialisation, all SGD restarts).
 import numpy as np
 
 from obliquetrees._core.tree import ObliqueTree, fold_standardization, standardization
+from obliquetrees._core.validation import check_n_features
 from obliquetrees._training import _soft_kernels as _k
 
 #: Slope of the initial gate around the hard split's threshold, in units of
@@ -337,6 +338,7 @@ def soft_predict(tree, X, leaf_value):
     """
     import scipy.sparse as sp
 
+    check_n_features(X, tree.n_features, "the soft tree")
     args = (
         tree.children_left,
         tree.children_right,
