@@ -194,6 +194,9 @@ class BaseObliqueEstimator(BaseEstimator):
             raise ValueError(
                 f"n_features_in_ is {n_in} but the trees use {forest.n_features} features."
             )
+        tree = self.__dict__.get("tree_")  # E2EDT keeps its single tree in both
+        if tree is not None and (tree.n_features, tree.n_outputs) != (n_in, forest.n_outputs):
+            raise ValueError("tree_ disagrees with the fitted features or outputs.")
         names = getattr(self, "feature_names_in_", None)
         if names is not None and len(names) != n_in:
             raise ValueError(f"feature_names_in_ has {len(names)} names for {n_in} features.")
