@@ -5,7 +5,7 @@ set that reaches them from outside the package's own training code (an
 unpickled model, a container handed to a public function) goes through
 :func:`check_forest_arrays` first, and every prediction entry checks the
 width of its input with :func:`check_n_features`. All checks are vectorised
-numpy (O(nodes), one Python iteration per tree level); a failure raises a
+numpy (O(nodes), no Python loop over trees or nodes); a failure raises a
 ``ValueError`` that names the defect. This module imports numpy only.
 """
 
@@ -155,46 +155,55 @@ def _check_forest_arrays(arrays, node_offset, weight_offset, n_features):
     if weight_offset[0] != 0 or np.any(n_weights < 0) or weight_offset[-1] != index.shape[0]:
         raise ValueError("weight_offset must rise from 0 to the number of stored weights.")
 
-    tree_of = np.repeat(np.arange(n_trees), sizes)
     left, right = arrays["children_left"], arrays["children_right"]
     leaf = left == -1
     if not np.array_equal(leaf, right == -1):
         raise ValueError("a node has exactly one child (-1 marks leaves: both or neither).")
-    internal = ~leaf
-    size_of = sizes[tree_of[internal]]
-    for side in (left[internal], right[internal]):
-        if side.size and (np.any(side < 1) or np.any(side >= size_of)):
+    internal = np.flatnonzero(~leaf)
+    per_tree = np.diff(np.searchsorted(internal, node_offset))  # internal nodes per tree
+    base = np.repeat(node_offset[:-1], per_tree)  # global id of each internal node's root
+    size_of = np.repeat(sizes, per_tree)
+    child_left, child_right = left[internal], right[internal]
+    for side in (child_left, child_right):
+        if side.size and (side.min() < 1 or np.any(side >= size_of)):
             raise ValueError("a child id lies outside [1, n_nodes) of its tree.")
-    base = node_offset[tree_of[internal]]
-    children = np.concatenate([left[internal] + base, right[internal] + base])
-    expected = np.ones(n, dtype=np.int64)
-    expected[node_offset[:-1]] = 0  # roots have no parent
-    if not np.array_equal(np.bincount(children, minlength=n), expected):
+    child_left += base  # global ids (fancy indexing made copies)
+    child_right += base
+    # Local child ids are >= 1, so no root is anyone's child. Every non-root
+    # has exactly one parent iff there are n - n_trees child slots and no two
+    # name the same node: each slot writes its own tag at its child, and a
+    # slot whose tag was overwritten shares the child with another.
+    if 2 * internal.shape[0] != n - n_trees:
         raise ValueError("every non-root node must have exactly one parent.")
-    # With one parent per non-root node, a sweep from the roots visits each
-    # node at most once, so it ends; the nodes it misses sit on cycles.
-    depth = np.full(n, -1, dtype=INDEX_DTYPE)
-    frontier = node_offset[:-1].copy()
-    level = 0
-    while frontier.size:
-        depth[frontier] = level
-        inner = frontier[internal[frontier]]
-        offs = node_offset[tree_of[inner]]
-        frontier = np.concatenate([left[inner] + offs, right[inner] + offs])
-        level += 1
-    if np.any(depth < 0):
-        raise ValueError("some nodes are not reachable from their root (a cycle).")
-    if not np.array_equal(depth, arrays["depth"]):
-        raise ValueError("depth does not match the tree structure.")
+    tag = np.empty(n, dtype=np.int64)
+    tag[child_left] = internal
+    tag[child_right] = internal + n
+    if not (np.array_equal(tag[child_left], internal)
+            and np.array_equal(tag[child_right], internal + n)):  # fmt: skip
+        raise ValueError("every non-root node must have exactly one parent.")
+    # Roots at depth 0 and every child one deeper than its parent: walking up
+    # from any node the depth falls by one per step, so the walk ends at a
+    # root; a cycle (unreachable from the roots) cannot satisfy it. This
+    # proves reachability without a sweep and checks the stored depths.
+    depth = arrays["depth"]
+    below = depth[internal] + 1
+    if (np.any(depth[node_offset[:-1]] != 0) or not np.array_equal(depth[child_left], below)
+            or not np.array_equal(depth[child_right], below)):  # fmt: skip
+        raise ValueError(
+            "depth does not match the tree structure (or some nodes are not reachable "
+            "from their root: a cycle)."
+        )
 
     first = node_offset[:-1] + np.arange(n_trees)
     if np.any(indptr[first] != 0) or np.any(indptr[first + sizes] != n_weights):
         raise ValueError("each tree's weight_indptr must run from 0 to its number of weights.")
-    pointer_rows = np.arange(n) + tree_of
-    counts = indptr[pointer_rows + 1] - indptr[pointer_rows]
-    if np.any(counts < 0):
+    # stored weights per node: the pointer steps, those between trees set to 0
+    steps = np.diff(indptr)
+    steps[first[1:] - 1] = 0
+    if steps.size and steps.min() < 0:
         raise ValueError("weight_indptr must be non-decreasing.")
-    if np.any(counts[leaf] != 0):
+    # the steps are >= 0 and sum to n_weights: leaves hold none iff splits hold all
+    if steps[internal + np.repeat(np.arange(n_trees), per_tree)].sum() != index.shape[0]:
         raise ValueError("Leaves must not store split weights.")
     if index.size and (index.min() < 0 or index.max() >= n_features):
         raise ValueError(f"weight_index must lie in [0, n_features) = [0, {n_features}).")
