@@ -170,16 +170,11 @@ def _check_forest_arrays(arrays, node_offset, weight_offset, n_features):
     child_left += base  # global ids (fancy indexing made copies)
     child_right += base
     # Local child ids are >= 1, so no root is anyone's child. Every non-root
-    # has exactly one parent iff there are n - n_trees child slots and no two
-    # name the same node: each slot writes its own tag at its child, and a
-    # slot whose tag was overwritten shares the child with another.
-    if 2 * internal.shape[0] != n - n_trees:
-        raise ValueError("every non-root node must have exactly one parent.")
-    tag = np.empty(n, dtype=np.int64)
-    tag[child_left] = internal
-    tag[child_right] = internal + n
-    if not (np.array_equal(tag[child_left], internal)
-            and np.array_equal(tag[child_right], internal + n)):  # fmt: skip
+    # has exactly one parent iff the n - n_trees child slots cover all of them.
+    covered = np.zeros(n, dtype=bool)
+    covered[child_left] = True
+    covered[child_right] = True
+    if 2 * internal.shape[0] != n - n_trees or np.count_nonzero(covered) != n - n_trees:
         raise ValueError("every non-root node must have exactly one parent.")
     # Roots at depth 0 and every child one deeper than its parent: walking up
     # from any node the depth falls by one per step, so the walk ends at a
@@ -197,13 +192,11 @@ def _check_forest_arrays(arrays, node_offset, weight_offset, n_features):
     first = node_offset[:-1] + np.arange(n_trees)
     if np.any(indptr[first] != 0) or np.any(indptr[first + sizes] != n_weights):
         raise ValueError("each tree's weight_indptr must run from 0 to its number of weights.")
-    # stored weights per node: the pointer steps, those between trees set to 0
-    steps = np.diff(indptr)
-    steps[first[1:] - 1] = 0
-    if steps.size and steps.min() < 0:
+    # stored weights per node: the pointer steps, without those between trees
+    counts = np.delete(np.diff(indptr), first[1:] - 1)
+    if counts.min() < 0:
         raise ValueError("weight_indptr must be non-decreasing.")
-    # the steps are >= 0 and sum to n_weights: leaves hold none iff splits hold all
-    if steps[internal + np.repeat(np.arange(n_trees), per_tree)].sum() != index.shape[0]:
+    if np.add.reduce(counts, where=leaf):
         raise ValueError("Leaves must not store split weights.")
     if index.size and (index.min() < 0 or index.max() >= n_features):
         raise ValueError(f"weight_index must lie in [0, n_features) = [0, {n_features}).")
