@@ -111,11 +111,12 @@ def check_forest_arrays(arrays, node_offset, weight_offset, n_features, what="fo
 
 
 def check_tree_arrays(arrays, n_features, what="tree"):
-    """Validate the arrays of one tree (see :func:`check_forest_arrays`).
-
-    """
-    n_nodes = getattr(arrays.get("children_left"), "shape", (0,))[0]
-    n_weights = getattr(arrays.get("weight_index"), "shape", (0,))[0]
+    """Validate the arrays of one tree (see :func:`check_forest_arrays`)."""
+    # lengths of whatever is there (checked properly below), for the offsets
+    n_nodes, n_weights = (
+        (getattr(arrays.get(name), "shape", ()) or (0,))[0]
+        for name in ("children_left", "weight_index")
+    )
     offsets = (np.array([0, n_nodes], dtype=INDEX_DTYPE), np.array([0, n_weights], INDEX_DTYPE))
     check_forest_arrays(arrays, *offsets, n_features, what)
 
