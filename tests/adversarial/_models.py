@@ -6,8 +6,10 @@ pickles to a file; the adversarial cases then run in fresh interpreters
 pickle it again and load the result, so a crash or a hang fails one test.
 """
 
+import atexit
 import functools
 import pickle
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -56,7 +58,9 @@ def model_file():
     models["machine_sparse"] = to_machine(models["converted_classifier"], cache=False)
     models["machine_dense"] = to_machine(models["HingeForestClassifier"], cache=False)
     assert sorted(models) == sorted(MODEL_NAMES)
-    path = Path(tempfile.mkdtemp(prefix="obliquetrees-adversarial-")) / "models.pkl"
+    folder = tempfile.mkdtemp(prefix="obliquetrees-adversarial-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    path = Path(folder) / "models.pkl"
     path.write_bytes(pickle.dumps({name: pickle.dumps(m) for name, m in models.items()}))
     return str(path)
 
