@@ -432,7 +432,7 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         for tree, seed in zip(self.trees_, self._tree_seeds, strict=True):
             oob = np.flatnonzero(tree_bootstrap_counts(n, seed) == 0)
             if oob.size:
-                one_tree = ObliqueForest.from_trees([tree])
+                one_tree = ObliqueForest.from_trees([tree], validate=False)
                 total[oob] += traversal.predict_value(one_tree, X[oob], self._prediction_threads())
                 n_oob_trees[oob] += 1
         covered = n_oob_trees > 0

@@ -387,6 +387,24 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
             del self.tree_
         return self
 
+    def _check_fitted_state(self):
+        from obliquetrees._core.validation import (
+            VALUE_DTYPE,
+            check_array,
+            check_finite,
+            check_parents_first,
+        )
+
+        super()._check_fitted_state()
+        forest = self._forest()
+        check_parents_first(forest)  # for routing="soft"
+        if len(self.steepness_) != forest.n_trees:
+            raise ValueError(f"steepness_ has {len(self.steepness_)} arrays for "
+                             f"{forest.n_trees} trees.")  # fmt: skip
+        for steep, n_nodes in zip(self.steepness_, np.diff(forest.node_offset), strict=True):
+            check_array(steep, "steepness_", VALUE_DTYPE, 1, (n_nodes,))
+            check_finite(steep, "steepness_")
+
     # -------------------------------------------------------------- predict
     def _predict_output(self, X):
         if self.routing == "hard":

@@ -432,6 +432,27 @@ class _BaseHingeForest(BaseObliqueForest):
     def _index_y(self, y):
         return y
 
+    # ------------------------------------------------------------- pickle
+    def _fitted_container_names(self):
+        return super()._fitted_container_names() | {"_model"}
+
+    def _check_outputs(self, forest):
+        from obliquetrees._training.hinge import HingeModel
+
+        model = self._model
+        if not isinstance(model, HingeModel):  # a HingeModel checked itself when unpickled
+            raise ValueError(f"_model is a {type(model).__name__}, not a HingeModel.")
+        if model.A.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"the hinge model takes {model.A.shape[1]} features, n_features_in_ is "
+                f"{self.n_features_in_}."
+            )
+        expected = self._n_model_outputs()
+        if model.n_outputs != expected:
+            raise ValueError(f"the hinge model has {model.n_outputs} outputs, expected {expected}.")
+        if (forest.n_trees, forest.n_outputs) != (model.n_trees, model.W.shape[2]):
+            raise ValueError("trees_ do not match the hinge model's trees and leaf weights.")
+
     # --------------------------------------------------------- prediction
     def _decision(self, X):
         from obliquetrees._training import hinge  # numba is imported on first use
@@ -654,6 +675,14 @@ class HingeForestRegressor(ObliqueRegressorMixin, _BaseHingeForest):
             self._y_mean = mean
             self._y_scale = std if std > 0 else 1.0
         return ((y - self._y_mean) / self._y_scale)[:, None]
+
+    def _check_outputs(self, forest):
+        super()._check_outputs(forest)
+        for name in ("_y_mean", "_y_scale"):
+            if not np.isfinite(float(getattr(self, name))):
+                raise ValueError(f"{name} is not finite.")
+        if self._y_scale == 0:
+            raise ValueError("_y_scale is 0.")
 
     def _fit(self, X, y, sample_weight):
         if not (self.warm_start and hasattr(self, "_model")):

@@ -168,6 +168,12 @@ class _BaseSoftTree(BaseObliqueTree):
         self.finetune_info_ = info["finetune"]
         return self._set_trees([tree])
 
+    def _check_fitted_state(self):
+        from obliquetrees._core.validation import check_parents_first
+
+        super()._check_fitted_state()
+        check_parents_first(self._forest())
+
     def _soft_output(self, X, leaf_value):
         from obliquetrees._training.soft import soft_predict  # numba is imported on first use
 

@@ -23,6 +23,8 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 from obliquetrees._core.forest import ObliqueForest
+from obliquetrees._core.tree import ObliqueTree
+from obliquetrees._core.validation import check_int
 from obliquetrees.utils.validation import (
     validate_fit_data,
     validate_more_fit_data,
@@ -162,6 +164,59 @@ class BaseObliqueEstimator(BaseEstimator):
         tags.input_tags.sparse = False  # training needs dense X; predict accepts CSR
         return tags
 
+    # --------------------------------------------------------------- pickle
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        # The containers checked themselves when unpickled; what is left is
+        # that the estimator's own attributes agree with them.
+        if self._fitted_container_names() & self.__dict__.keys():
+            try:
+                self._check_fitted_state()
+            except (ValueError, AttributeError, TypeError, KeyError, IndexError) as exc:
+                raise ValueError(f"Invalid unpickled {type(self).__name__}: {exc}") from None
+
+    def _fitted_container_names(self):
+        """Attributes whose presence means the estimator is fitted."""
+        return {"forest_", "tree_"}
+
+    def _check_fitted_state(self):
+        """Raise if the fitted attributes disagree with the container.
+
+        Checks ``n_features_in_`` (and ``feature_names_in_``) against the
+        trees' ``n_features``, ``classes_``/``n_classes_`` and the number of
+        outputs; subclasses add what their own prediction reads.
+        """
+        forest = self._forest()
+        if not isinstance(forest, ObliqueForest):
+            raise ValueError(f"the trees are a {type(forest).__name__}, not an ObliqueForest.")
+        n_in = check_int(self.n_features_in_, "n_features_in_", low=1)
+        if n_in != forest.n_features:
+            raise ValueError(
+                f"n_features_in_ is {n_in} but the trees use {forest.n_features} features."
+            )
+        tree = self.__dict__.get("tree_")  # E2EDT keeps its single tree in both
+        if tree is not None and (tree.n_features, tree.n_outputs) != (n_in, forest.n_outputs):
+            raise ValueError("tree_ disagrees with the fitted features or outputs.")
+        names = getattr(self, "feature_names_in_", None)
+        if names is not None and len(names) != n_in:
+            raise ValueError(f"feature_names_in_ has {len(names)} names for {n_in} features.")
+        if isinstance(self, ClassifierMixin):
+            classes = self.classes_
+            if not isinstance(classes, np.ndarray) or classes.ndim != 1 or not classes.size:
+                raise ValueError("classes_ must be a non-empty 1-D array.")
+            if self.n_classes_ != classes.shape[0]:
+                raise ValueError(f"n_classes_ is {self.n_classes_}, classes_ has {classes.size}.")
+        self._check_outputs(forest)
+
+    def _check_outputs(self, forest):
+        """The trees' value columns against ``classes_`` / ``n_outputs_``."""
+        if isinstance(self, ClassifierMixin):
+            expected = self.classes_.shape[0]
+        else:
+            expected = getattr(self, "n_outputs_", 1)
+        if forest.n_outputs != expected:
+            raise ValueError(f"the trees hold {forest.n_outputs} outputs, expected {expected}.")
+
 
 class BaseObliqueTree(BaseObliqueEstimator):
     """Base of single-tree estimators: the fitted tree is ``tree_``."""
@@ -170,8 +225,14 @@ class BaseObliqueTree(BaseObliqueEstimator):
         (self.tree_,) = trees
         return self
 
+    def _check_fitted_state(self):
+        if not isinstance(self.tree_, ObliqueTree):
+            raise ValueError(f"tree_ is a {type(self.tree_).__name__}, not an ObliqueTree.")
+        super()._check_fitted_state()
+
     def _forest(self):
-        return ObliqueForest.from_trees([self.tree_])
+        # tree_ was checked when it was fitted or unpickled
+        return ObliqueForest.from_trees([self.tree_], validate=False)
 
 
 class BaseObliqueForest(BaseObliqueEstimator):

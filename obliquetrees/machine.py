@@ -69,6 +69,7 @@ import scipy.sparse as sp
 
 from obliquetrees._core.forest import ObliqueForest
 from obliquetrees._core.tree import ObliqueTree, fold_standardization
+from obliquetrees._core.validation import check_n_features
 from obliquetrees.base import (
     BaseObliqueForest,
     CreatedFittedMixin,
@@ -208,6 +209,7 @@ class DecisionMachine:
 
         Dense ``S``: one BLAS product ``X S^T``; CSR ``S``: a sparse-dense product.
         """
+        check_n_features(X, self.n_features, "this DecisionMachine")
         X = _as_float64(X)
         if sp.issparse(self.S) and not sp.issparse(X):
             from obliquetrees._training import _machine_kernels as K  # numba on first use
@@ -249,6 +251,7 @@ class DecisionMachine:
         -------
         leaves : ndarray of int64, shape (n_samples, n_trees)
         """
+        check_n_features(X, self.n_features, "this DecisionMachine")
         rows = np.empty((X.shape[0], self.n_trees), dtype=np.int64)
         self._run(X, n_threads, rows=rows)
         return self.leaf_node[rows]
@@ -258,6 +261,7 @@ class DecisionMachine:
 
         Same contract as :func:`obliquetrees._core.traversal.predict_value`.
         """
+        check_n_features(X, self.n_features, "this DecisionMachine")
         out = np.zeros((X.shape[0], self.n_outputs), dtype=np.float64)
         self._run(X, n_threads, out=out)
         return out
@@ -265,6 +269,7 @@ class DecisionMachine:
     def _run(self, X, n_threads, rows=None, out=None):
         from contextlib import nullcontext
 
+        from obliquetrees._core._blas import blas_limit
         from obliquetrees._core._jit import numba_threads
         from obliquetrees._training import _machine_kernels as K  # numba on first use
 
@@ -273,8 +278,7 @@ class DecisionMachine:
         block = max(1, BLOCK_ELEMENTS // max(1, self.n_splits))
         # only the dense margin product calls BLAS; limit it to n_threads too
         dense = not sp.issparse(self.S)
-        limit = _blas_controller().limit(limits=max(1, int(n_threads)), user_api="blas") \
-            if dense else nullcontext()  # fmt: skip
+        limit = blas_limit(n_threads) if dense else nullcontext()
         with limit, numba_threads(n_threads):
             for s in range(0, n, block):
                 e = min(n, s + block)
@@ -345,22 +349,26 @@ class DecisionMachine:
         """
         return self.relaxed_weights(X, temperature, eps, sigma) @ self.V
 
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_B_normalised"] = None  # derived, rebuilt on demand
+        return state
+
+    def __setstate__(self, state):
+        # The template-matching kernel follows B and template_skip without
+        # bounds checks; a machine is accepted only if rebuilding it from the
+        # trees its arrays describe gives exactly the same arrays.
+        try:
+            rebuilt = _build(_forest_from_machine_state(state))
+            _compare_machines(state, rebuilt)
+        except (ValueError, AttributeError, TypeError, KeyError, IndexError) as exc:
+            raise ValueError(f"Invalid unpickled DecisionMachine: {exc}") from None
+        self.__dict__.update(rebuilt.__dict__)
+
     def __repr__(self):
         kind = "CSR" if sp.issparse(self.S) else "dense"
         return (f"DecisionMachine(n_trees={self.n_trees}, n_splits={self.n_splits}, "
                 f"n_leaves={self.n_leaves}, n_features={self.n_features}, S={kind})")  # fmt: skip
-
-
-_CONTROLLER = []
-
-
-def _blas_controller():
-    """One cached threadpoolctl controller (building one costs milliseconds)."""
-    if not _CONTROLLER:
-        from threadpoolctl import ThreadpoolController
-
-        _CONTROLLER.append(ThreadpoolController())
-    return _CONTROLLER[0]
 
 
 def _nbytes(M):
@@ -466,6 +474,7 @@ def _to_machine(model, cache=True):
         found = _cache_get(forest)
         if found is not None:
             return found
+    forest.check_invariants()  # the machine's kernels trust what is built from it
     machine = _build(forest)
     if cache:
         _cache_put(forest, machine)
@@ -559,6 +568,128 @@ def _build(forest):
     )  # fmt: skip
     machine.template_skip = skip
     return machine
+
+
+def _check_csr(M, name, shape, dtype):
+    if not (sp.issparse(M) and M.format == "csr") or M.shape != shape or M.dtype != dtype:
+        raise ValueError(f"{name} must be a {shape} {np.dtype(dtype).name} CSR matrix.")
+    indptr, indices = M.indptr, M.indices
+    if (indptr.shape != (shape[0] + 1,) or indptr[0] != 0 or np.any(np.diff(indptr) < 0)
+            or indptr[-1] != indices.shape[0] or M.data.shape != indices.shape):  # fmt: skip
+        raise ValueError(f"{name} has a malformed CSR structure.")
+    if indices.size and (indices.min() < 0 or indices.max() >= shape[1]):
+        raise ValueError(f"{name} has column indices outside [0, {shape[1]}).")
+
+
+def _forest_from_machine_state(state):
+    """The packed forest that a pickled machine's arrays describe (checked).
+
+    Children come from the template rows (root first: each entry's node has
+    the next entry's node, or the row's leaf, on the side of its sign),
+    depths from the positions in the rows, weights from ``S``.
+    """
+    from obliquetrees._core.validation import check_array, check_forest_arrays, check_int
+
+    i64, f64 = np.dtype(np.int64), np.dtype(np.float64)
+    n_features = check_int(state["n_features"], "n_features", low=1)
+    bias, V = state["bias"], state["V"]
+    check_array(bias, "bias", f64, 1)
+    check_array(V, "V", f64, 2)
+    n_splits, n_leaves = bias.shape[0], V.shape[0]
+    offsets = {}
+    for name, total in (("split_offset", n_splits), ("leaf_offset", n_leaves)):
+        off = state[name]
+        check_array(off, name, i64, 1, (state["leaf_offset"].shape[0],))
+        if off.shape[0] < 2 or off[0] != 0 or np.any(np.diff(off) < 0) or off[-1] != total:
+            raise ValueError(f"{name} must rise from 0 to {total} over at least one tree.")
+        offsets[name] = off
+    check_array(state["split_node"], "split_node", i64, 1, (n_splits,))
+    check_array(state["leaf_node"], "leaf_node", i64, 1, (n_leaves,))
+    B, S = state["B"], state["S"]
+    _check_csr(B, "B", (n_leaves, n_splits), np.int8)
+    if sp.issparse(S):
+        _check_csr(S, "S", (n_splits, n_features), f64)
+    else:
+        check_array(S, "S", f64, 2, (n_splits, n_features))
+    check_array(state["template_skip"], "template_skip", i64, 1, (B.nnz,))
+    n_trees = offsets["leaf_offset"].shape[0] - 1
+    splits_per_tree = np.diff(offsets["split_offset"])
+    leaves_per_tree = np.diff(offsets["leaf_offset"])
+    sizes = splits_per_tree + leaves_per_tree
+    node_offset = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    n = int(node_offset[-1])
+    split_tree = np.repeat(np.arange(n_trees), splits_per_tree)
+    leaf_tree = np.repeat(np.arange(n_trees), leaves_per_tree)
+    local = np.concatenate([state["split_node"], state["leaf_node"]])
+    tree = np.concatenate([split_tree, leaf_tree])
+    if np.any(local < 0) or np.any(local >= sizes[tree]):
+        raise ValueError("split_node/leaf_node ids lie outside their tree.")
+    gid = local + node_offset[tree]
+    if not np.array_equal(np.bincount(gid, minlength=n), np.ones(n, dtype=np.int64)):
+        raise ValueError("split_node and leaf_node do not number each tree's nodes once.")
+    split_gid, leaf_gid = gid[:n_splits], gid[n_splits:]
+    # children and depths from the template rows
+    row = np.repeat(np.arange(n_leaves), np.diff(B.indptr))
+    pos = np.arange(B.nnz) - B.indptr[row]
+    if np.any(split_tree[B.indices] != leaf_tree[row]) or np.any(np.abs(B.data) != 1):
+        raise ValueError("B mixes trees or holds entries other than -1 and +1.")
+    last = np.arange(B.nnz) == B.indptr[row + 1] - 1
+    following = np.where(last, 0, B.indices[np.minimum(np.arange(B.nnz) + 1, B.nnz - 1)])
+    child = np.where(last, leaf_gid[row], split_gid[following])
+    parent = split_gid[B.indices]
+    left = np.full(n, -1, dtype=np.int64)
+    right = np.full(n, -1, dtype=np.int64)
+    depth = np.zeros(n, dtype=np.int64)
+    goes_right = B.data > 0
+    right[parent[goes_right]] = child[goes_right]
+    left[parent[~goes_right]] = child[~goes_right]
+    depth[parent] = pos
+    depth[leaf_gid] = np.diff(B.indptr)
+    if not (np.array_equal(right[parent[goes_right]], child[goes_right])
+            and np.array_equal(left[parent[~goes_right]], child[~goes_right])):  # fmt: skip
+        raise ValueError("B's rows disagree about a split's children.")
+    base = np.repeat(node_offset[:-1], sizes)
+    left = np.where(left >= 0, left - base, -1)
+    right = np.where(right >= 0, right - base, -1)
+    # weights: the S row of each split, in node order
+    order = np.argsort(split_gid, kind="stable")
+    S_rows = sp.csr_matrix(S)[order] if n_splits else sp.csr_matrix((0, n_features))
+    counts = np.zeros(n, dtype=np.int64)
+    counts[split_gid[order]] = np.diff(S_rows.indptr)
+    cum = np.concatenate([[0], np.cumsum(counts)])
+    pointer_tree = np.repeat(np.arange(n_trees), sizes + 1)
+    pointer = np.arange(n + n_trees) - pointer_tree
+    weight_indptr = cum[pointer] - cum[node_offset[pointer_tree]]
+    weight_offset = cum[node_offset]
+    node_bias = np.zeros(n)
+    node_bias[split_gid] = bias
+    value = np.zeros((n, V.shape[1]))
+    value[leaf_gid] = V
+    arrays = {
+        "children_left": left, "children_right": right, "weight_indptr": weight_indptr,
+        "weight_index": S_rows.indices.astype(np.int64), "weight_value": S_rows.data,
+        "bias": node_bias, "value": value, "n_node_samples": np.zeros(n), "depth": depth,
+    }  # fmt: skip
+    check_forest_arrays(arrays, node_offset, weight_offset, n_features, "machine's trees")
+    return ObliqueForest(arrays, node_offset, weight_offset, n_features)
+
+
+def _compare_machines(state, rebuilt):
+    """Raise ``ValueError`` unless ``state`` holds exactly ``rebuilt``'s arrays."""
+    for name in ("bias", "V", "split_node", "leaf_node", "split_offset", "leaf_offset",
+                 "template_skip"):  # fmt: skip
+        if not np.array_equal(state[name], getattr(rebuilt, name)):
+            raise ValueError(f"{name} does not match the trees the machine describes.")
+    for name in ("indptr", "indices", "data"):
+        if not np.array_equal(getattr(state["B"], name), getattr(rebuilt.B, name)):
+            raise ValueError("B does not match the trees the machine describes.")
+    S, T = state["S"], rebuilt.S
+    if sp.issparse(S) != sp.issparse(T):
+        raise ValueError("S is stored dense/sparse unlike the machine's own choice.")
+    parts = ((S.indptr, T.indptr), (S.indices, T.indices), (S.data, T.data)) \
+        if sp.issparse(S) else ((S, T),)  # fmt: skip
+    if not all(np.array_equal(a, b) for a, b in parts):
+        raise ValueError("S does not match the trees the machine describes.")
 
 
 # ============================================================ inference path
@@ -1122,7 +1253,7 @@ def _node_statistics(trees, X, sw):
     """Hard-routed ``n_node_samples`` of the training data for every tree."""
     from obliquetrees._core import traversal  # numba on first use
 
-    forest = ObliqueForest.from_trees(trees)
+    forest = ObliqueForest.from_trees(trees, validate=False)
     indicator = traversal.decision_path(forest, X, 1)
     counts = np.asarray(indicator.T @ sw).ravel()
     for k, tree in enumerate(trees):
@@ -1489,7 +1620,7 @@ def finetune(
         new = ObliqueTree.from_dense(tree.children_left, tree.children_right, weights, bias,
                                      tree.value, tree.n_node_samples, depth=tree.depth)  # fmt: skip
         trees.append(fold_standardization(new, mean, scale))
-    tuned = ObliqueForest.from_trees(trees)
+    tuned = ObliqueForest.from_trees(trees, validate=False)
     rows = _leaf_rows_hard(tuned, machine, X)
     if regression and objective == "trees":
         V = _hard_leaf_means(V * y_scale + y_mean, rows, y, sw)

@@ -25,6 +25,7 @@ from obliquetrees._core.tree import (
     INDEX_DTYPE,
     ObliqueTree,
 )
+from obliquetrees._core.validation import MAX_TOTAL_NODES, check_forest_arrays
 
 #: One routing step's data in 32 bytes: children (global ids, -1 at leaves),
 #: the bias and the node's first weight (feature, value) inline, so that an
@@ -123,8 +124,22 @@ class ObliqueForest:
         self._trees = None
         self._routing = None
 
+    def check_invariants(self, what="ObliqueForest"):
+        """Raise ``ValueError`` if the packed arrays do not form valid trees.
+
+        The checks of :meth:`ObliqueTree.check_invariants` for every tree at
+        once, plus the offsets (vectorised over all trees).
+
+        Parameters
+        ----------
+        what : str, default="ObliqueForest"
+            Name of the container, for the message.
+        """
+        check_forest_arrays(self.__dict__, self.node_offset, self.weight_offset,
+                            self.n_features, what)  # fmt: skip
+
     @classmethod
-    def from_trees(cls, trees, consume=False):
+    def from_trees(cls, trees, consume=False, validate=True):
         """Pack a sequence of trees (a single tree is wrapped without copying).
 
         Parameters
@@ -135,6 +150,10 @@ class ObliqueForest:
             packing a freshly trained forest holds the unpacked trees plus one
             packed array at a time, not two copies of the forest. The trees are
             unusable afterwards.
+        validate : bool, default=True
+            Check the packed arrays (:meth:`check_invariants`); only the
+            package's own code passes False, for trees it has just built or
+            already checked.
 
         Returns
         -------
@@ -148,8 +167,8 @@ class ObliqueForest:
         if len(n_features) != 1 or len(n_outputs) != 1:
             raise ValueError("All trees of a forest must share n_features and n_outputs.")
         node_counts = [t.node_count for t in trees]
-        if sum(node_counts) >= np.iinfo(ROUTING_NODE.fields["left"][0]).max:
-            raise ValueError("A forest may hold at most 2**31 - 1 nodes in total.")
+        if sum(node_counts) > MAX_TOTAL_NODES:
+            raise ValueError(f"A forest may hold at most {MAX_TOTAL_NODES} nodes in total.")
         weight_counts = [t.weight_index.shape[0] for t in trees]
         node_offset = np.concatenate([[0], np.cumsum(node_counts)])
         weight_offset = np.concatenate([[0], np.cumsum(weight_counts)])
@@ -157,7 +176,10 @@ class ObliqueForest:
             arrays = {name: getattr(trees[0], name) for name in _NODE_ARRAYS + _WEIGHT_ARRAYS}
         else:
             arrays = {name: _pack(trees, name, consume) for name in _NODE_ARRAYS + _WEIGHT_ARRAYS}
-        return cls(arrays, node_offset, weight_offset, n_features.pop())
+        forest = cls(arrays, node_offset, weight_offset, n_features.pop())
+        if validate:
+            forest.check_invariants()
+        return forest
 
     @property
     def n_trees(self):
@@ -223,6 +245,10 @@ class ObliqueForest:
                 f"{version!r}; this obliquetrees reads version {FORMAT_VERSION}. "
                 "Refit the model with this version of obliquetrees."
             )
+        # derived data is never taken from a pickle, and the kernels trust the arrays
+        state = dict(state, _trees=None, _routing=None)
+        check_forest_arrays(state, state.get("node_offset"), state.get("weight_offset"),
+                            state.get("n_features"), "unpickled ObliqueForest")  # fmt: skip
         self.__dict__.update(state)
 
     def __repr__(self):

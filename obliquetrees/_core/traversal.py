@@ -17,13 +17,15 @@ results are bit-identical for any block size and any number of threads.
 Inputs: dense float32/float64 arrays in C or F order (read-only ones too), or
 scipy CSR matrices, which are scattered block by block into a dense scratch
 buffer (memory ``rows_per_block * n_features``, bounded by ``CSR_BUFFER``).
-The public wrappers take already validated input; estimators validate.
+The public wrappers take already validated input (estimators validate) but
+check its width against the forest, which the kernels cannot.
 """
 
 import numpy as np
 import scipy.sparse as sp
 
 from obliquetrees._core._jit import jit, jit_inline, jit_parallel, numba_threads, prange
+from obliquetrees._core.validation import check_n_features
 
 #: Smallest number of rows per block.
 BLOCK_ROWS = 64
@@ -172,6 +174,7 @@ def _dense_block_rows(X, n_threads):
 
 
 def _run(forest, X, op, n_threads, out_leaf, out_value, path_indices, cursor):
+    check_n_features(X, forest.n_features)  # the kernels index X by stored feature ids
     roots, nodes, extra_start, weights, leaf_value = forest.routing_arrays()
     arrays = (roots, nodes, extra_start, weights)
     with numba_threads(n_threads):

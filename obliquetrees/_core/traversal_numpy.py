@@ -23,6 +23,8 @@ import time
 
 import numpy as np
 
+from obliquetrees._core.validation import check_n_features
+
 #: Largest modelled work (row-steps plus extra weights read, see
 #: :func:`use_for_batch`) for which this path is taken while the numba
 #: kernels are not loaded yet: 0.04-0.12 s of numpy here (measured on
@@ -64,6 +66,7 @@ def use_for_batch(forest, X):
 def _reached_nodes(forest, X):
     """Global id of the leaf each (row, tree) pair reaches: shape (n_rows, n_trees)."""
     global _spent_seconds
+    check_n_features(X, forest.n_features)
     started = time.perf_counter()
     roots, nodes, extra_start, weights, _ = forest.routing_arrays()
     n_rows, n_trees = X.shape[0], roots.shape[0] - 1

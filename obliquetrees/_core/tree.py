@@ -13,10 +13,12 @@ A split that uses 3 of 784 features stores 3 numbers.
 
 Only numpy arrays and Python scalars live in the container, so it pickles,
 memory-maps (``joblib.load(..., mmap_mode="r")``) and never holds compiled
-objects. This module imports numpy only.
+objects; unpickling validates the arrays. This module imports numpy only.
 """
 
 import numpy as np
+
+from obliquetrees._core.validation import check_tree_arrays
 
 #: Version of the array layout. Bump it when the meaning or the set of arrays
 #: changes; unpickling a different version raises a clear error.
@@ -196,46 +198,12 @@ class ObliqueTree:
         """Raise ``ValueError`` if the arrays do not form a valid tree.
 
         Checks shapes, dtypes, that the children describe a binary tree rooted
-        at node 0 in which every node is reached exactly once, that leaves have
-        no weights, that the weight CSR is well formed and that every stored
-        number is finite.
+        at node 0 in which every node is reached exactly once, the depths,
+        that leaves have no weights, that the weight CSR is well formed with
+        feature indices in ``[0, n_features)`` and that every stored number
+        is finite (:func:`obliquetrees._core.validation.check_forest_arrays`).
         """
-        n = self.node_count
-        if n == 0:
-            raise ValueError("An ObliqueTree needs at least one node.")
-        for name in _NODE_ARRAYS:
-            arr = getattr(self, name)
-            if arr.shape[0] != n:
-                raise ValueError(f"{name} has {arr.shape[0]} rows, expected {n}.")
-        if self.value.ndim != 2:
-            raise ValueError("value must be 2-D (n_nodes, n_outputs).")
-        left, right = self.children_left, self.children_right
-        if not np.array_equal(left == TREE_LEAF, right == TREE_LEAF):
-            raise ValueError("A node has exactly one child; nodes need 0 or 2.")
-        internal = left != TREE_LEAF
-        children = np.concatenate([left[internal], right[internal]])
-        if children.size and (children.min() < 1 or children.max() >= n):
-            raise ValueError("Child ids must lie in [1, n_nodes).")
-        if np.bincount(children, minlength=n)[1:].tolist() != [1] * (n - 1):
-            raise ValueError("Every non-root node must have exactly one parent.")
-        if not np.array_equal(self.depth, _node_depths(left, right)):
-            raise ValueError("depth does not match the tree structure.")
-        indptr = self.weight_indptr
-        if indptr.shape != (n + 1,) or indptr[0] != 0:
-            raise ValueError("weight_indptr must have n_nodes + 1 entries from 0.")
-        if np.any(np.diff(indptr) < 0) or indptr[-1] != self.weight_index.shape[0]:
-            raise ValueError("weight_indptr must be non-decreasing up to n_weights.")
-        if self.weight_value.shape != self.weight_index.shape:
-            raise ValueError("weight_index and weight_value differ in length.")
-        if np.any(np.diff(indptr)[~internal] != 0):
-            raise ValueError("Leaves must not store split weights.")
-        if self.weight_index.size and (
-            self.weight_index.min() < 0 or self.weight_index.max() >= self.n_features
-        ):
-            raise ValueError("weight_index must lie in [0, n_features).")
-        for name in ("weight_value", "bias", "value", "n_node_samples"):
-            if not np.all(np.isfinite(getattr(self, name))):
-                raise ValueError(f"{name} contains NaN or infinity.")
+        check_tree_arrays(self.__dict__, self.n_features)
 
     # ---------------------------------------------------------------- pickle
     def __getstate__(self):
@@ -249,6 +217,8 @@ class ObliqueTree:
                 f"{version!r}; this obliquetrees reads version {FORMAT_VERSION}. "
                 "Refit the model with this version of obliquetrees."
             )
+        # the kernels trust these arrays: check them before anyone can use them
+        check_tree_arrays(state, state.get("n_features"), "unpickled ObliqueTree")
         self.__dict__.update(state)
 
     def __repr__(self):

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from obliquetrees._core.tree import ObliqueTree, fold_standardization
+from obliquetrees._core.validation import check_n_features
 from obliquetrees._training import _e2edt_kernels as K
 
 ADAM_BETA1 = 0.9
@@ -511,7 +512,7 @@ def to_oblique_tree(tt, X, y, sw, n_classes, mean, scale):
     # hard-routed statistics of the training data, through the shared traversal
     from obliquetrees._core.forest import ObliqueForest
 
-    indicator = traversal.decision_path(ObliqueForest.from_trees([tree]), X, 1)
+    indicator = traversal.decision_path(ObliqueForest.from_trees([tree], validate=False), X, 1)
     onehot = np.zeros((X.shape[0], n_classes))
     onehot[np.arange(X.shape[0]), y] = sw
     class_counts = np.asarray(indicator.T @ onehot)
@@ -549,6 +550,7 @@ def tree_layout(tree):
 
 def soft_predict_proba(tree, steepness, X):
     """Class probabilities of the probabilistic tree (eq. 2) with ``gamma``."""
+    check_n_features(X, tree.n_features, "the tree")
     left, right, split_col, leaf_col = tree_layout(tree)
     internal = left >= 0
     W = tree.dense_weights()[internal]

@@ -29,6 +29,14 @@ import time
 import numpy as np
 
 from obliquetrees._core.tree import ObliqueTree, fold_standardization
+from obliquetrees._core.validation import (
+    INDEX_DTYPE,
+    VALUE_DTYPE,
+    check_array,
+    check_finite,
+    check_int,
+    check_n_features,
+)
 
 BN_EPS = 1e-7
 BN_ALPHA_MAX = 0.99
@@ -37,6 +45,8 @@ ADAM_BETA2 = 0.999
 ADAM_EPS = 1e-8
 ADAGRAD_EPS = 1e-10
 PREDICT_CHUNK = 8192
+#: Deepest tree the estimators allow (``max_depth`` constraint).
+MAX_DEPTH = 20
 
 _OPT_CODES = {"adam": 0, "lazy_adam": 1, "adagrad": 2, "sgd": 3}
 
@@ -63,6 +73,75 @@ class HingeModel:
         read-only (``joblib.load(..., mmap_mode="r")``) can be trained further.
         """
         return HingeModel(**{k: _deep_copy(v) for k, v in self.__dict__.items()})
+
+    def check_invariants(self):
+        """Raise ``ValueError`` unless the arrays are consistent and finite.
+
+        Shapes and dtypes of the linear layer, batch-norm statistics, feature
+        indices (in ``[0, H)``), thresholds, leaf weights, head and optimiser
+        state against ``depth``, ``n_outputs`` and each other: everything the
+        kernels read without bounds checks.
+        """
+        try:
+            self._check_invariants()
+        except (AttributeError, KeyError, TypeError) as exc:
+            raise ValueError(f"Invalid HingeModel: missing or wrong-typed state ({exc}).") from None
+        except ValueError as exc:
+            raise ValueError(f"Invalid HingeModel: {exc}") from None
+
+    def _check_invariants(self):
+        f64, i64 = VALUE_DTYPE, INDEX_DTYPE
+        depth = check_int(self.depth, "depth", low=1)
+        if depth > MAX_DEPTH:
+            raise ValueError(f"depth must be at most {MAX_DEPTH}; got {depth}.")
+        n_outputs = check_int(self.n_outputs, "n_outputs", low=1)
+        if self.head not in ("sum", "linear") or not isinstance(self.is_fern, bool | np.bool_):
+            raise ValueError("head must be 'sum' or 'linear' and is_fern a bool.")
+        check_array(self.A, "A", f64, 2)
+        H, p = self.A.shape
+        if H < 1 or p < 1:
+            raise ValueError(f"A has shape {self.A.shape}; both sides must be >= 1.")
+        M = self.thr.shape[0] if isinstance(self.thr, np.ndarray) and self.thr.ndim else 0
+        if M < 1:
+            raise ValueError("thr must hold at least one tree.")
+        n_thr = depth if self.is_fern else 2**depth - 1
+        C = n_outputs if self.head == "sum" else 1
+        shapes = {"bn_mean": (H,), "bn_var": (H,), "thr": (M, n_thr), "W": (M, 2**depth, C),
+                  "x_mean": (p,), "x_scale": (p,)}  # fmt: skip
+        if self.head == "linear":
+            shapes.update(Q=(n_outputs, M), q=(n_outputs,))
+        for name, shape in shapes.items():
+            check_array(getattr(self, name), name, f64, len(shape), shape)
+            check_finite(getattr(self, name), name)
+        check_array(self.feat, "feat", i64, 2, (M, n_thr))
+        if self.feat.min() < 0 or self.feat.max() >= H:
+            raise ValueError(f"feat must lie in [0, H) = [0, {H}).")
+        if not np.all(self.bn_var + BN_EPS > 0) or np.any(self.x_scale == 0):
+            raise ValueError("bn_var + eps and x_scale must be positive / non-zero.")
+        step = check_int(self.step, "step")
+        check_int(self.bn_count, "bn_count")
+        if self.opt_state is not None:
+            self._check_opt_state(step, M, 2**depth, n_thr)
+
+    def _check_opt_state(self, step, M, L, n_thr):
+        if self.optimizer not in _OPT_CODES:
+            raise ValueError(f"unknown optimizer {self.optimizer!r}.")
+        dense_second = self.optimizer in ("adam", "lazy_adam")
+        for name in ["W", "thr", "A"] + (["Q", "q"] if self.head == "linear" else []):
+            shape = getattr(self, name).shape
+            check_array(self.opt_state[name + "_1"], name + "_1", VALUE_DTYPE, len(shape), shape)
+            second = shape if dense_second else (1,) * len(shape)
+            check_array(self.opt_state[name + "_2"], name + "_2", VALUE_DTYPE, len(shape), second)
+        for name, shape in (("wmark", (M, L)), ("wslot", (M, L)), ("tmark", (M, n_thr)),
+                            ("tslot", (M, n_thr))):  # fmt: skip
+            check_array(self.opt_state[name], name, INDEX_DTYPE, 2, shape)
+        # a slot is read only where its mark equals the current step
+        if self.opt_state["wmark"].max() >= step or self.opt_state["tmark"].max() >= step:
+            raise ValueError("optimiser marks must be older than the current step.")
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.check_invariants()  # the kernels trust these arrays
 
     def params(self):
         """Names of the arrays that define predictions (snapshot for early stopping)."""
@@ -201,11 +280,11 @@ def decision_values(model, X, n_threads=1):
 
     ``X`` is raw (unstandardised) input, dense; processed in chunks.
     """
-    from threadpoolctl import threadpool_limits
-
+    from obliquetrees._core._blas import blas_limit
     from obliquetrees._core._jit import numba_threads
 
-    with threadpool_limits(limits=1, user_api="blas"), numba_threads(n_threads):
+    check_n_features(X, model.A.shape[1], "the hinge model")
+    with blas_limit(1), numba_threads(n_threads):
         return _decision_values(model, X)
 
 

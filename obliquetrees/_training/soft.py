@@ -24,6 +24,7 @@ from obliquetrees._core.tree import (
     fold_standardization,
     standardization,
 )
+from obliquetrees._core.validation import check_n_features
 from obliquetrees._training import _soft_kernels as _k
 
 #: Slope of the initial gate around the hard split's threshold, in units of
@@ -343,6 +344,7 @@ def soft_predict(tree, X, leaf_value):
     """
     import scipy.sparse as sp
 
+    check_n_features(X, tree.n_features, "the soft tree")
     args = (
         tree.children_left,
         tree.children_right,

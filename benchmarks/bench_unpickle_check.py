@@ -1,0 +1,62 @@
+"""Cost of the safety check that runs when a model is unpickled (issue 14).
+
+Converts ``RandomForestClassifier(n_estimators=100, random_state=0)`` fitted on
+``letter`` (fully grown trees) with :func:`obliquetrees.convert.from_sklearn`,
+pickles it, and times ``pickle.loads`` with the container and estimator checks
+and with both replaced by no-ops, in one process, the two interleaved
+(``--repeat`` times each, order alternating), reporting medians and the ratio.
+
+    python -m benchmarks.bench_unpickle_check
+"""
+
+import argparse
+import pickle
+import statistics
+import time
+from unittest import mock
+
+from sklearn.ensemble import RandomForestClassifier
+
+from benchmarks.datasets import train_test
+from obliquetrees.base import BaseObliqueEstimator
+from obliquetrees.convert import from_sklearn
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=31)
+    parser.add_argument("--n-estimators", type=int, default=100)
+    args = parser.parse_args(argv)
+    X, y, _, _ = train_test("letter")
+    rf = RandomForestClassifier(args.n_estimators, random_state=0, n_jobs=2).fit(X, y)
+    model = from_sklearn(rf)
+    blob = pickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL)
+    forest = model.forest_
+    print(f"{forest!r}: pickle {len(blob) / 2**20:.1f} MiB")
+    unchecked = (mock.patch("obliquetrees._core.forest.check_forest_arrays"),
+                 mock.patch.object(BaseObliqueEstimator, "_check_fitted_state"))  # fmt: skip
+    times = {"checked": [], "unchecked": []}
+    for r in range(args.repeat):
+        for mode in ("checked", "unchecked") if r % 2 else ("unchecked", "checked"):
+            patches = unchecked if mode == "unchecked" else ()
+            for p in patches:
+                p.start()
+            start = time.perf_counter()
+            pickle.loads(blob)
+            times[mode].append(time.perf_counter() - start)
+            for p in patches:
+                p.stop()
+    check = []
+    for _ in range(args.repeat):
+        start = time.perf_counter()
+        forest.check_invariants()
+        check.append(time.perf_counter() - start)
+    med = {mode: statistics.median(t) for mode, t in times.items()}
+    print(f"pickle.loads with checks    {med['checked'] * 1e3:8.2f} ms (median of {args.repeat})")
+    print(f"pickle.loads without checks {med['unchecked'] * 1e3:8.2f} ms")
+    print(f"forest.check_invariants()   {statistics.median(check) * 1e3:8.2f} ms")
+    print(f"ratio with/without          {med['checked'] / med['unchecked']:8.3f}")
+
+
+if __name__ == "__main__":
+    main()

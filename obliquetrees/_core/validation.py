@@ -1,0 +1,227 @@
+"""The safety boundary: checks of containers and of prediction input width.
+
+The numba kernels read their arrays without bounds checks, so every array
+set that reaches them from outside the package's own training code (an
+unpickled model, a container handed to a public function) goes through
+:func:`check_forest_arrays` first, and every prediction entry checks the
+width of its input with :func:`check_n_features`. All checks are vectorised
+numpy (O(nodes), no Python loop over trees or nodes); a failure raises a
+``ValueError`` that names the defect. This module imports numpy only.
+"""
+
+import numbers
+
+import numpy as np
+
+INDEX_DTYPE = np.dtype(np.int64)
+VALUE_DTYPE = np.dtype(np.float64)
+#: The traversal kernels' routing layout stores global node ids as int32.
+MAX_TOTAL_NODES = np.iinfo(np.int32).max - 1
+_ARRAY_NAMES = ("children_left", "children_right", "weight_indptr", "weight_index",
+                "weight_value", "bias", "value", "n_node_samples", "depth")  # fmt: skip
+
+
+def check_n_features(X, n_features, what="the model"):
+    """Raise ``ValueError`` unless ``X`` has ``n_features`` columns.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix, shape (n_samples, n_features)
+    n_features : int
+        Width the container's weights refer to.
+    what : str, default="the model"
+        Name of the container, for the message.
+    """
+    shape = getattr(X, "shape", None)
+    if shape is None or len(shape) != 2:
+        raise ValueError(f"X must be 2-D (n_samples, n_features); got shape {shape}.")
+    if shape[1] != n_features:
+        raise ValueError(
+            f"X has {shape[1]} features, but {what} was fitted with {n_features} features."
+        )
+
+
+def check_int(value, name, low=0):
+    """``value`` as a Python int, or ``ValueError`` if it is not an integer >= ``low``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}; got {value!r}.")
+    return int(value)
+
+
+def check_array(arr, name, dtype, ndim, shape=None):
+    """Raise ``ValueError`` unless ``arr`` is an ndarray of this dtype, ndim and shape.
+
+    ``shape`` may hold None for a free dimension.
+    """
+    if not isinstance(arr, np.ndarray):
+        raise ValueError(f"{name} must be a numpy array; got {type(arr).__name__}.")
+    if arr.dtype != dtype or arr.ndim != ndim:
+        raise ValueError(
+            f"{name} must be a {ndim}-D {np.dtype(dtype).name} array; "
+            f"got {arr.ndim}-D {arr.dtype}."
+        )
+    if shape is not None and shape[0] is not None and arr.shape[0] != shape[0]:
+        raise ValueError(f"{name} has {arr.shape[0]} rows, expected {shape[0]}.")
+    pairs = zip(shape or (), arr.shape, strict=False)  # ndim already matches
+    if any(s is not None and s != a for s, a in pairs):
+        want = tuple("*" if s is None else s for s in shape)
+        raise ValueError(f"{name} has shape {arr.shape}, expected {want}.")
+
+
+def check_finite(arr, name):
+    """Raise ``ValueError`` if ``arr`` holds NaN or infinity.
+
+    A finite sum implies finite entries (NaN and infinities propagate), so
+    the common case reads the array once without a temporary mask.
+    """
+    if arr.size and not np.isfinite(np.add.reduce(arr, axis=None)):
+        if not np.isfinite(arr).all():
+            raise ValueError(f"{name} contains NaN or infinity.")
+
+
+def check_forest_arrays(arrays, node_offset, weight_offset, n_features, what="forest"):
+    """Validate the arrays of one or several packed trees.
+
+    Parameters
+    ----------
+    arrays : mapping
+        ``children_left``, ``children_right``, ``weight_indptr``,
+        ``weight_index``, ``weight_value``, ``bias``, ``value``,
+        ``n_node_samples``, ``depth`` in the packed layout of
+        :class:`~obliquetrees._core.forest.ObliqueForest` (a single tree is
+        a forest of one tree).
+    node_offset, weight_offset : ndarray of int64, shape (n_trees + 1,)
+    n_features : int
+    what : str
+        Name of the container, for messages.
+
+    Raises
+    ------
+    ValueError
+        Naming the first defect found: dtypes and shapes, offsets, child ids
+        out of range or not forming a tree (each non-root node reached
+        exactly once from its root), depths, the weight CSR, feature indices
+        outside ``[0, n_features)``, non-finite numbers, too many nodes for
+        the int32 routing layout.
+    """
+    try:
+        _check_forest_arrays(arrays, node_offset, weight_offset, n_features)
+    except ValueError as exc:
+        raise ValueError(f"Invalid {what}: {exc}") from None
+
+
+def check_tree_arrays(arrays, n_features, what="tree"):
+    """Validate the arrays of one tree (see :func:`check_forest_arrays`)."""
+    # lengths of whatever is there (checked properly below), for the offsets
+    n_nodes, n_weights = (
+        (getattr(arrays.get(name), "shape", ()) or (0,))[0]
+        for name in ("children_left", "weight_index")
+    )
+    offsets = (np.array([0, n_nodes], dtype=INDEX_DTYPE), np.array([0, n_weights], INDEX_DTYPE))
+    check_forest_arrays(arrays, *offsets, n_features, what)
+
+
+def _check_forest_arrays(arrays, node_offset, weight_offset, n_features):
+    arrays = {name: arrays.get(name) for name in _ARRAY_NAMES}  # a missing one is None
+    n_features = check_int(n_features, "n_features", low=1)
+    check_array(node_offset, "node_offset", INDEX_DTYPE, 1)
+    check_array(weight_offset, "weight_offset", INDEX_DTYPE, 1, (node_offset.shape[0],))
+    n_trees = node_offset.shape[0] - 1
+    if n_trees < 1:
+        raise ValueError("a forest needs at least one tree.")
+    sizes = np.diff(node_offset)
+    if node_offset[0] != 0 or np.any(sizes < 1):
+        raise ValueError("node_offset must start at 0 and increase (every tree has a node).")
+    n = int(node_offset[-1])
+    if n > MAX_TOTAL_NODES:
+        raise ValueError(f"{n} nodes exceed the routing layout's limit of {MAX_TOTAL_NODES}.")
+    for name in ("children_left", "children_right", "depth"):
+        check_array(arrays[name], name, INDEX_DTYPE, 1, (n,))
+    for name in ("bias", "n_node_samples"):
+        check_array(arrays[name], name, VALUE_DTYPE, 1, (n,))
+    value = arrays["value"]
+    check_array(value, "value", VALUE_DTYPE, 2, (n, None))
+    if value.shape[1] < 1:
+        raise ValueError("value needs at least one output column.")
+    indptr, index = arrays["weight_indptr"], arrays["weight_index"]
+    check_array(indptr, "weight_indptr", INDEX_DTYPE, 1)
+    if indptr.shape[0] != n + n_trees:
+        raise ValueError(
+            f"weight_indptr has {indptr.shape[0]} entries, expected n_nodes + 1 per tree "
+            f"= {n + n_trees}."
+        )
+    check_array(index, "weight_index", INDEX_DTYPE, 1)
+    check_array(arrays["weight_value"], "weight_value", VALUE_DTYPE, 1, index.shape)
+    n_weights = np.diff(weight_offset)
+    if weight_offset[0] != 0 or np.any(n_weights < 0) or weight_offset[-1] != index.shape[0]:
+        raise ValueError("weight_offset must rise from 0 to the number of stored weights.")
+
+    left, right = arrays["children_left"], arrays["children_right"]
+    leaf = left == -1
+    if not np.array_equal(leaf, right == -1):
+        raise ValueError("a node has exactly one child (-1 marks leaves: both or neither).")
+    internal = np.flatnonzero(~leaf)
+    per_tree = np.diff(np.searchsorted(internal, node_offset))  # internal nodes per tree
+    base = np.repeat(node_offset[:-1], per_tree)  # global id of each internal node's root
+    size_of = np.repeat(sizes, per_tree)
+    child_left, child_right = left[internal], right[internal]
+    for side in (child_left, child_right):
+        if side.size and (side.min() < 1 or np.any(side >= size_of)):
+            raise ValueError("a child id lies outside [1, n_nodes) of its tree.")
+    child_left += base  # global ids (fancy indexing made copies)
+    child_right += base
+    # Local child ids are >= 1, so no root is anyone's child. Every non-root
+    # has exactly one parent iff the n - n_trees child slots cover all of them.
+    covered = np.zeros(n, dtype=bool)
+    covered[child_left] = True
+    covered[child_right] = True
+    if 2 * internal.shape[0] != n - n_trees or np.count_nonzero(covered) != n - n_trees:
+        raise ValueError("every non-root node must have exactly one parent.")
+    # Roots at depth 0 and every child one deeper than its parent: walking up
+    # from any node the depth falls by one per step, so the walk ends at a
+    # root; a cycle (unreachable from the roots) cannot satisfy it. This
+    # proves reachability without a sweep and checks the stored depths.
+    depth = arrays["depth"]
+    below = depth[internal] + 1
+    if (np.any(depth[node_offset[:-1]] != 0) or not np.array_equal(depth[child_left], below)
+            or not np.array_equal(depth[child_right], below)):  # fmt: skip
+        raise ValueError(
+            "depth does not match the tree structure (or some nodes are not reachable "
+            "from their root: a cycle)."
+        )
+
+    first = node_offset[:-1] + np.arange(n_trees)
+    if np.any(indptr[first] != 0) or np.any(indptr[first + sizes] != n_weights):
+        raise ValueError("each tree's weight_indptr must run from 0 to its number of weights.")
+    # stored weights per node: the pointer steps, without those between trees
+    counts = np.delete(np.diff(indptr), first[1:] - 1)
+    if counts.min() < 0:
+        raise ValueError("weight_indptr must be non-decreasing.")
+    if np.add.reduce(counts, where=leaf):
+        raise ValueError("Leaves must not store split weights.")
+    if index.size and (index.min() < 0 or index.max() >= n_features):
+        raise ValueError(f"weight_index must lie in [0, n_features) = [0, {n_features}).")
+    for name in ("weight_value", "bias", "value", "n_node_samples"):
+        check_finite(arrays[name], name)
+
+
+def check_parents_first(forest):
+    """Raise ``ValueError`` unless every child's id exceeds its parent's.
+
+    Soft evaluation sweeps the nodes in storage order and needs each path
+    probability before it is used; every tree the package grows, converts or
+    fine-tunes is stored that way.
+
+    Parameters
+    ----------
+    forest : ObliqueForest
+        Already checked with :func:`check_forest_arrays`.
+    """
+    sizes = np.diff(forest.node_offset)
+    local = np.arange(forest.children_left.shape[0]) - np.repeat(forest.node_offset[:-1], sizes)
+    internal = forest.children_left != -1
+    after = (forest.children_left[internal] > local[internal]) & (
+        forest.children_right[internal] > local[internal]
+    )
+    if not after.all():
+        raise ValueError("soft evaluation needs every parent stored before its children.")
