@@ -43,6 +43,18 @@ def revision():
     return rev + ("+dirty" if dirty else "")
 
 
+def cpu_model():
+    """The CPU's model name (benchmark machines differ: Intel and AMD both occur)."""
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
 def environment():
     """Versions and thread counts that matter for the figures."""
     import joblib
@@ -55,7 +67,9 @@ def environment():
         "scipy": scipy.__version__,
         "scikit-learn": sklearn.__version__,
         "joblib": joblib.__version__,
+        "CPU": cpu_model(),
         "cpu count": os.cpu_count(),
+        "load average": "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg()),
     }
     try:
         import numba
