@@ -197,7 +197,10 @@ def _check_forest_arrays(arrays, node_offset, weight_offset, n_features):
     counts = np.delete(np.diff(indptr), first[1:] - 1)
     if counts.min() < 0:
         raise ValueError("weight_indptr must be non-decreasing.")
-    if np.add.reduce(counts, where=leaf):
+    # the counts are non-negative and sum to the number of weights, so the
+    # leaves hold none iff the internal nodes hold them all (an index gather
+    # is several times cheaper than a masked reduction here)
+    if counts[internal].sum() != index.shape[0]:
         raise ValueError("Leaves must not store split weights.")
     if index.size and (index.min() < 0 or index.max() >= n_features):
         raise ValueError(f"weight_index must lie in [0, n_features) = [0, {n_features}).")
