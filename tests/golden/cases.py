@@ -1,0 +1,191 @@
+"""The models whose fitted arrays and predictions are recorded as golden outputs.
+
+A behaviour-preserving refactor must leave every recorded checksum unchanged
+(bit-identical models and predictions). Each case fits one public estimator,
+or builds a converted or fine-tuned model, with a fixed seed on one of two
+data sets per task; :func:`fingerprint` hashes every array the fitted model
+holds and every prediction it makes.
+
+Bits depend on the CPU (numba compiles for the host; OpenBLAS picks kernels
+per CPU) and on library versions, so records are kept per environment
+(:func:`environment_key`). Record with ``python -m tests.golden.record``.
+"""
+
+import hashlib
+import platform
+
+import numpy as np
+from sklearn.datasets import load_breast_cancer, load_diabetes, make_classification, make_regression
+
+from obliquetrees import (
+    CO2ForestClassifier,
+    E2EDTClassifier,
+    HingeForestClassifier,
+    HingeForestRegressor,
+    SoftTreeClassifier,
+    SoftTreeRegressor,
+)
+
+#: Two data sets per task: (X, y) with a fixed train/test cut.
+DATASETS = {
+    "classification": {
+        "breast_cancer": lambda: load_breast_cancer(return_X_y=True),
+        "synthetic3": lambda: make_classification(
+            400, 8, n_informative=5, n_classes=3, random_state=3
+        ),
+    },
+    "regression": {
+        "diabetes": lambda: load_diabetes(return_X_y=True),
+        "synthetic": lambda: make_regression(400, 8, noise=1.0, random_state=3),
+    },
+}
+
+
+def _forest(cls, **params):
+    return lambda X, y: cls(random_state=0, **params).fit(X, y)
+
+
+def _converted(kind):
+    def build(X, y):
+        from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+
+        from obliquetrees.convert import from_sklearn
+
+        cls = RandomForestClassifier if kind == "classification" else RandomForestRegressor
+        return from_sklearn(cls(n_estimators=5, max_depth=6, random_state=0).fit(X, y))
+
+    return build
+
+
+def _finetuned(kind):
+    def build(X, y):
+        from obliquetrees.machine import finetune
+
+        return finetune(_converted(kind)(X, y), X, y, epochs=3, random_state=0)
+
+    return build
+
+
+def _refitted(kind):
+    def build(X, y):
+        from obliquetrees.machine import refit_leaves
+
+        return refit_leaves(_converted(kind)(X, y), X, y, n_iter=3)
+
+    return build
+
+
+#: name -> (task, builder(X, y) -> fitted model)
+CASES = {
+    "CO2ForestClassifier": ("classification", _forest(CO2ForestClassifier, n_estimators=5)),
+    "E2EDTClassifier": (
+        "classification",
+        _forest(E2EDTClassifier, max_depth=4, max_epochs=5, learning_rate=0.05),
+    ),
+    "E2EDTClassifier_forest": (
+        "classification",
+        _forest(E2EDTClassifier, n_estimators=3, max_depth=4, max_epochs=5, learning_rate=0.05),
+    ),
+    "SoftTreeClassifier": (
+        "classification",
+        _forest(SoftTreeClassifier, n_restarts=3, max_epochs=10, learning_rate=0.5),
+    ),
+    "SoftTreeRegressor": (
+        "regression",
+        _forest(SoftTreeRegressor, n_restarts=3, max_epochs=10, learning_rate=0.5),
+    ),
+    "HingeForestClassifier": (
+        "classification",
+        _forest(HingeForestClassifier, n_estimators=5, max_depth=3, n_hinge_features=8,
+                learning_rate=0.05, max_epochs=20),  # fmt: skip
+    ),
+    "HingeForestRegressor": (
+        "regression",
+        _forest(HingeForestRegressor, n_estimators=5, max_depth=3, n_hinge_features=8,
+                learning_rate=0.05, max_epochs=20),  # fmt: skip
+    ),
+    "converted_classifier": ("classification", _converted("classification")),
+    "converted_regressor": ("regression", _converted("regression")),
+    "finetuned_classifier": ("classification", _finetuned("classification")),
+    "finetuned_regressor": ("regression", _finetuned("regression")),
+    "refit_leaves_classifier": ("classification", _refitted("classification")),
+}
+
+#: Fitted attributes that are not part of the model (wall-clock times).
+_NOT_MODEL = {"epoch_times_"}
+
+
+def _arrays(obj, prefix, out, depth=0):
+    """Every ndarray reachable from ``obj``'s attributes, by dotted name."""
+    if depth > 3:
+        return
+    if isinstance(obj, np.ndarray):
+        out[prefix] = obj
+    elif isinstance(obj, list | tuple):
+        for i, item in enumerate(obj):
+            _arrays(item, f"{prefix}[{i}]", out, depth + 1)
+    elif isinstance(obj, dict):
+        for key in sorted(obj, key=str):
+            _arrays(obj[key], f"{prefix}[{key!r}]", out, depth + 1)
+    elif hasattr(obj, "__dict__") and type(obj).__module__.startswith("obliquetrees"):
+        for key in sorted(vars(obj)):
+            if not key.startswith("__") and key not in _NOT_MODEL:
+                _arrays(vars(obj)[key], f"{prefix}.{key}", out, depth + 1)
+
+
+def _digest(array):
+    array = np.ascontiguousarray(array)
+    head = f"{array.dtype.str}{array.shape}".encode()
+    return hashlib.sha256(head + array.tobytes()).hexdigest()[:16]
+
+
+def fingerprint(model, X):
+    """Checksums of the fitted arrays and of every prediction on ``X``."""
+    arrays = {}
+    for key in sorted(vars(model)):
+        if key.endswith("_") and not key.startswith("__") and key not in _NOT_MODEL:
+            _arrays(vars(model)[key], key, arrays)
+        elif key == "_model":  # the hinge forests' trained state
+            _arrays(vars(model)[key], key, arrays)
+    outputs = {"predict": model.predict(X), "apply": model.apply(X)}
+    if hasattr(model, "predict_proba"):
+        outputs["predict_proba"] = model.predict_proba(X)
+    if hasattr(model, "decision_function"):
+        outputs["decision_function"] = model.decision_function(X)
+    arrays.update({f"output.{k}": v for k, v in outputs.items()})
+    return {name: _digest(array) for name, array in arrays.items()}
+
+
+def run_case(name, dataset):
+    """Fingerprint of case ``name`` fitted on the training part of ``dataset``."""
+    task, build = CASES[name]
+    X, y = DATASETS[task][dataset]()
+    cut = int(0.75 * X.shape[0])
+    model = build(X[:cut], y[:cut])
+    return fingerprint(model, X[cut:])
+
+
+def all_runs():
+    """``(case, data set)`` pairs: every case on both data sets of its task."""
+    return [(name, data) for name, (task, _) in CASES.items() for data in DATASETS[task]]
+
+
+def environment_key():
+    """What the bits depend on: CPU model, BLAS build and library versions."""
+    import numba
+    import scipy
+    import sklearn
+    from threadpoolctl import threadpool_info
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            cpu = next(line.split(":", 1)[1].strip() for line in cpuinfo
+                       if line.startswith("model name"))  # fmt: skip
+    except (OSError, StopIteration):
+        pass
+    blas = sorted(f"{p['internal_api']} {p['version']} {p.get('architecture')}"
+                  for p in threadpool_info() if p["user_api"] == "blas")  # fmt: skip
+    return " | ".join([cpu, f"numpy {np.__version__}", f"scipy {scipy.__version__}",
+                       f"scikit-learn {sklearn.__version__}", f"numba {numba.__version__}",
+                       *blas])  # fmt: skip

@@ -1,0 +1,36 @@
+"""Golden outputs: fitted arrays and predictions bit-identical to the record.
+
+Every public estimator and the converted, fine-tuned and leaf-refitted models
+(``tests/golden/cases.py``) are fitted with fixed seeds on two data sets each
+and compared, checksum by checksum, with ``tests/golden/outputs.json``.
+Bits depend on the CPU and library versions, so a record exists per
+environment; where none matches this one, the tests skip and say how to
+record one (``python -m tests.golden.record`` on the revision to compare with).
+"""
+
+import json
+
+import pytest
+
+from tests.golden.cases import all_runs, environment_key, run_case
+from tests.golden.record import PATH
+
+RECORDS = json.loads(PATH.read_text()) if PATH.exists() else {}
+KEY = environment_key()
+
+
+@pytest.mark.parametrize(("name", "dataset"), all_runs(), ids=lambda v: v)
+def test_outputs_match_the_golden_record(name, dataset):
+    if KEY not in RECORDS:
+        pytest.skip(
+            f"no golden record for this environment ({KEY}); record one with "
+            "`python -m tests.golden.record` on the revision to compare with"
+        )
+    expected = RECORDS[KEY]["runs"][f"{name}/{dataset}"]
+    got = run_case(name, dataset)
+    assert got.keys() == expected.keys(), "the fitted attributes changed"
+    changed = sorted(k for k in got if got[k] != expected[k])
+    assert not changed, (
+        f"{name} on {dataset} differs from the record made at "
+        f"{RECORDS[KEY]['revision']} in: {changed}"
+    )
