@@ -69,8 +69,12 @@ def split_for(name, purpose):
         order = np.random.default_rng(0).permutation(len(d["X"]))
         n_test = len(order) // 5
         X, y = d["X"], d["y"]
-        d = {"X_train": X[order[n_test:]], "y_train": y[order[n_test:]],
-             "X_test": X[order[:n_test]], "y_test": y[order[:n_test]]}
+        d = {
+            "X_train": X[order[n_test:]],
+            "y_train": y[order[n_test:]],
+            "X_test": X[order[:n_test]],
+            "y_test": y[order[:n_test]],
+        }
     Xtr, ytr = d["X_train"], d["y_train"]
     if purpose == "test":
         return Xtr, ytr, d["X_test"], d["y_test"]
@@ -90,11 +94,18 @@ def _revision():
     import subprocess
 
     def git(*args):
-        return subprocess.run(["git", *args], capture_output=True, text=True,
-                              cwd=RESULTS_DIR.parent.parent).stdout.strip()
+        return subprocess.run(
+            ["git", *args], capture_output=True, text=True, cwd=RESULTS_DIR.parent.parent
+        ).stdout.strip()
 
-    dirty = git("status", "--porcelain", "--", "obliquetrees/_e2edt.py",
-                "obliquetrees/_training/e2edt.py", "obliquetrees/_training/_e2edt_kernels.py")
+    dirty = git(
+        "status",
+        "--porcelain",
+        "--",
+        "obliquetrees/_e2edt.py",
+        "obliquetrees/_training/e2edt.py",
+        "obliquetrees/_training/_e2edt_kernels.py",
+    )
     return git("rev-parse", "--short", "HEAD") + ("+dirty" if dirty else "")
 
 
@@ -154,11 +165,15 @@ def _load_summary(samples):
 #: pixels (its USPS loader), and its run.py refines for as many epochs as it
 #: trains each split (20).
 SPEED_VARIANTS = {
-    "letter_uci": [("E2EDT 20+20, authors' input scaling (standardised)", 20, True),
-                   ("E2EDT 20+60, standardised (defaults)", 60, True)],
-    "usps": [("E2EDT 20+20, authors' input scaling (raw pixels)", 20, False),
-             ("E2EDT 20+60, raw pixels", 60, False),
-             ("E2EDT 20+60, standardised (defaults)", 60, True)],
+    "letter_uci": [
+        ("E2EDT 20+20, authors' input scaling (standardised)", 20, True),
+        ("E2EDT 20+60, standardised (defaults)", 60, True),
+    ],
+    "usps": [
+        ("E2EDT 20+20, authors' input scaling (raw pixels)", 20, False),
+        ("E2EDT 20+60, raw pixels", 60, False),
+        ("E2EDT 20+60, standardised (defaults)", 60, True),
+    ],
 }
 
 
@@ -172,20 +187,45 @@ def part_speed(quick):
             Xtr, ytr = Xtr[:3000], ytr[:3000]
         for method, finetune_epochs, standardize in SPEED_VARIANTS[name]:
             for seed in seeds:
-                clf = _estimator(max_depth=6, max_epochs=20, finetune_epochs=finetune_epochs,
-                                 standardize=standardize, random_state=seed)
+                clf = _estimator(
+                    max_depth=6,
+                    max_epochs=20,
+                    finetune_epochs=finetune_epochs,
+                    standardize=standardize,
+                    random_state=seed,
+                )
                 load = os.getloadavg()[0]
                 fit_s, fit_cpu = _fit(clf, Xtr, ytr, cpu=True)
                 acc, pred_s = _score(clf, Xte, yte)
-                rows.append(dict(part="speed", dataset=name, method=method, seed=seed,
-                                 acc=acc, fit_s=fit_s, fit_cpu_s=fit_cpu, predict_s=pred_s,
-                                 load_avg=load, revision=revision))
+                rows.append(
+                    dict(
+                        part="speed",
+                        dataset=name,
+                        method=method,
+                        seed=seed,
+                        acc=acc,
+                        fit_s=fit_s,
+                        fit_cpu_s=fit_cpu,
+                        predict_s=pred_s,
+                        load_avg=load,
+                        revision=revision,
+                    )
+                )
                 print(rows[-1], flush=True)
         cart = DecisionTreeClassifier(max_depth=6, random_state=0)
         fit_s = _fit(cart, Xtr, ytr)
         acc, pred_s = _score(cart, Xte, yte)
-        rows.append(dict(part="speed", dataset=name, method="sklearn CART", seed=0, acc=acc,
-                         fit_s=fit_s, predict_s=pred_s))
+        rows.append(
+            dict(
+                part="speed",
+                dataset=name,
+                method="sklearn CART",
+                seed=0,
+                acc=acc,
+                fit_s=fit_s,
+                predict_s=pred_s,
+            )
+        )
     return rows
 
 
@@ -199,22 +239,41 @@ def part_trees(quick, epochs=20, finetune_epochs=20):
             Xtr, ytr = Xtr[:2000], ytr[:2000]
         for depth in depths:
             for label, ft in (("greedy", 0), ("finetuned", finetune_epochs)):
-                clf = _estimator(max_depth=depth, max_epochs=epochs, finetune_epochs=ft,
-                                 random_state=0)
+                clf = _estimator(
+                    max_depth=depth, max_epochs=epochs, finetune_epochs=ft, random_state=0
+                )
                 fit_s = _fit(clf, Xtr, ytr)
                 acc, pred_s = _score(clf, Xte, yte)
                 train_acc, _ = _score(clf, Xtr, ytr)
-                rows.append(dict(part="trees", dataset=name, depth=depth, method=label,
-                                 acc=acc, train_acc=train_acc, fit_s=fit_s,
-                                 nodes=clf.tree_.node_count))
+                rows.append(
+                    dict(
+                        part="trees",
+                        dataset=name,
+                        depth=depth,
+                        method=label,
+                        acc=acc,
+                        train_acc=train_acc,
+                        fit_s=fit_s,
+                        nodes=clf.tree_.node_count,
+                    )
+                )
                 print(rows[-1], flush=True)
             cart = DecisionTreeClassifier(max_depth=depth, random_state=0)
             fit_s = _fit(cart, Xtr, ytr)
             acc, _ = _score(cart, Xte, yte)
             train_acc, _ = _score(cart, Xtr, ytr)
-            rows.append(dict(part="trees", dataset=name, depth=depth, method="sklearn CART",
-                             acc=acc, train_acc=train_acc, fit_s=fit_s,
-                             nodes=cart.tree_.node_count))
+            rows.append(
+                dict(
+                    part="trees",
+                    dataset=name,
+                    depth=depth,
+                    method="sklearn CART",
+                    acc=acc,
+                    train_acc=train_acc,
+                    fit_s=fit_s,
+                    nodes=cart.tree_.node_count,
+                )
+            )
     return rows
 
 
@@ -228,8 +287,14 @@ def part_forest(quick, settings, n_jobs):
         _, _, Xte, yte = split_for(name, "test")
         if quick:
             Xtr, ytr = Xtr[:2000], ytr[:2000]
-        kw = dict(n_estimators=n_trees, max_depth=10, max_epochs=epochs,
-                  steepness_increase=inc, random_state=0, n_jobs=n_jobs)
+        kw = dict(
+            n_estimators=n_trees,
+            max_depth=10,
+            max_epochs=epochs,
+            steepness_increase=inc,
+            random_state=0,
+            n_jobs=n_jobs,
+        )
         if name == "usps":
             kw.update(image_shape=(16, 16), patch_size=10)
         else:
@@ -244,22 +309,36 @@ def part_forest(quick, settings, n_jobs):
         splits = [int((t.children_left >= 0).sum()) for t in clf.trees_]
         path, _ = clf.decision_path(Xte)
         evals = (path.sum() - len(yte) * n_trees) / len(yte)  # internal nodes visited
-        row = dict(part="forest", dataset=name, trees=n_trees, epochs=epochs,
-                   finetune_epochs=3 * epochs, steepness_increase=inc, val_acc=val,
-                   test_acc=test, paper_val=TABLE1.get((name, inc), {}).get(epochs, ""),
-                   splits_per_tree=f"{np.mean(splits):.0f} ± {np.std(splits):.0f}",
-                   paper_splits=PAPER_SPLITS[name] if (epochs == 45 and inc == 0.1) else "",
-                   split_evals_per_sample=float(evals), fit_s=fit_s, fit_cpu_s=fit_cpu,
-                   load_avg=_load_summary(load_samples), revision=revision,
-                   predict_s=pred_s, quick=quick)
+        row = dict(
+            part="forest",
+            dataset=name,
+            trees=n_trees,
+            epochs=epochs,
+            finetune_epochs=3 * epochs,
+            steepness_increase=inc,
+            val_acc=val,
+            test_acc=test,
+            paper_val=TABLE1.get((name, inc), {}).get(epochs, ""),
+            splits_per_tree=f"{np.mean(splits):.0f} ± {np.std(splits):.0f}",
+            paper_splits=PAPER_SPLITS[name] if (epochs == 45 and inc == 0.1) else "",
+            split_evals_per_sample=float(evals),
+            fit_s=fit_s,
+            fit_cpu_s=fit_cpu,
+            load_avg=_load_summary(load_samples),
+            revision=revision,
+            predict_s=pred_s,
+            quick=quick,
+        )
         # scikit-learn random forest of the same size and depth on the same split
         from sklearn.ensemble import RandomForestClassifier
 
-        rf = RandomForestClassifier(n_estimators=n_trees, max_depth=10, n_jobs=n_jobs,
-                                    random_state=0)
+        rf = RandomForestClassifier(
+            n_estimators=n_trees, max_depth=10, n_jobs=n_jobs, random_state=0
+        )
         rf_fit = _fit(rf, Xtr, ytr)
-        row.update(rf_val_acc=_score(rf, Xva, yva)[0], rf_test_acc=_score(rf, Xte, yte)[0],
-                   rf_fit_s=rf_fit)
+        row.update(
+            rf_val_acc=_score(rf, Xva, yva)[0], rf_test_acc=_score(rf, Xte, yte)[0], rf_fit_s=rf_fit
+        )
         rows.append(row)
         print(row, flush=True)
     return rows
@@ -291,8 +370,13 @@ def part_profile(quick, epochs=15):
     from obliquetrees._training import e2edt as E
 
     Z, y, sw = _usps_forest_tree_data(quick)
-    params = E.E2EDTParams(max_depth=10, max_epochs=epochs, finetune_epochs=3 * epochs,
-                           image_shape=(16, 16), patch_size=10)
+    params = E.E2EDTParams(
+        max_depth=10,
+        max_epochs=epochs,
+        finetune_epochs=3 * epochs,
+        image_shape=(16, 16),
+        patch_size=10,
+    )
     revision = _revision()
     load = os.getloadavg()[0]
     with threadpool_limits(limits=1, user_api="blas"):
@@ -309,15 +393,22 @@ def part_profile(quick, epochs=15):
         finetune = time.process_time() - c0
     stats = pstats.Stats(prof).stats
     total = sum(v[2] for v in stats.values())  # tottime
-    common = dict(part="profile", dataset="usps", splits=tt.n_splits, revision=revision,
-                  load_avg=load)
+    common = dict(
+        part="profile", dataset="usps", splits=tt.n_splits, revision=revision, load_avg=load
+    )
     rows = [dict(common, method="greedy growth (all stumps)", cpu_s=greedy, share="")]
-    rows.append(dict(common, method=f"finetune ({3 * epochs} epochs)", cpu_s=finetune,
-                     share=""))
+    rows.append(dict(common, method=f"finetune ({3 * epochs} epochs)", cpu_s=finetune, share=""))
     top = sorted(stats.items(), key=lambda kv: -kv[1][2])[:6]
     for (_file, _line, func), v in top:
-        rows.append(dict(common, method=f"  finetune: {func}", cpu_s=v[2],
-                         share=f"{100 * v[2] / total:.0f} % of CPU", splits=""))
+        rows.append(
+            dict(
+                common,
+                method=f"  finetune: {func}",
+                cpu_s=v[2],
+                share=f"{100 * v[2] / total:.0f} % of CPU",
+                splits="",
+            )
+        )
     return rows
 
 
@@ -344,23 +435,32 @@ def part_ab(quick, baseline, epochs=10, repeats=3):
     tmp = tempfile.mkdtemp(prefix="e2edt_ab_")
     kernels = subprocess.run(
         ["git", "show", f"{baseline}:obliquetrees/_training/_e2edt_kernels.py"],
-        cwd=root, capture_output=True, text=True, check=True).stdout
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     training = subprocess.run(
         ["git", "show", f"{baseline}:obliquetrees/_training/e2edt.py"],
-        cwd=root, capture_output=True, text=True, check=True).stdout
-    training = training.replace("from obliquetrees._training import _e2edt_kernels as K",
-                                "import e2edt_ab_kernels as K")
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    training = training.replace(
+        "from obliquetrees._training import _e2edt_kernels as K", "import e2edt_ab_kernels as K"
+    )
     (Path(tmp) / "e2edt_ab_kernels.py").write_text(kernels)
     (Path(tmp) / "e2edt_ab_training.py").write_text(training)
     sys.path.insert(0, tmp)
     B = importlib.import_module("e2edt_ab_training")
 
     Z, y, sw = _usps_forest_tree_data(quick)
-    kw = dict(max_depth=10, max_epochs=15, finetune_epochs=epochs, image_shape=(16, 16),
-              patch_size=10)
+    kw = dict(
+        max_depth=10, max_epochs=15, finetune_epochs=epochs, image_shape=(16, 16), patch_size=10
+    )
     with threadpool_limits(limits=1, user_api="blas"):
-        nodes = E._Grower(Z, y, sw, 10, E.E2EDTParams(**kw), np.random.default_rng(0),
-                          None).grow()
+        nodes = E._Grower(Z, y, sw, 10, E.E2EDTParams(**kw), np.random.default_rng(0), None).grow()
 
         def run(mod):
             banded = "band_width" in inspect.signature(mod.TrainingTree).parameters
@@ -374,10 +474,18 @@ def part_ab(quick, baseline, epochs=10, repeats=3):
                 c0 = time.process_time()
                 run(mod)
                 times[label].append(time.process_time() - c0)
-    row = dict(part="ab", dataset="usps", method=f"finetune {epochs} epochs, one forest tree",
-               baseline=baseline, revision=_revision(), load_avg=os.getloadavg()[0],
-               baseline_cpu_s=min(times["baseline"]), current_cpu_s=min(times["current"]),
-               speedup=min(times["baseline"]) / min(times["current"]), repeats=repeats)
+    row = dict(
+        part="ab",
+        dataset="usps",
+        method=f"finetune {epochs} epochs, one forest tree",
+        baseline=baseline,
+        revision=_revision(),
+        load_avg=os.getloadavg()[0],
+        baseline_cpu_s=min(times["baseline"]),
+        current_cpu_s=min(times["current"]),
+        speedup=min(times["baseline"]) / min(times["current"]),
+        repeats=repeats,
+    )
     print(row, flush=True)
     return [row]
 
@@ -392,9 +500,21 @@ def _load_raw(path):
 def _merge(old, new):
     def keys(r):
         return tuple(
-            (k, r.get(k)) for k in ("part", "dataset", "depth", "method", "seed", "trees",
-                                   "epochs", "steepness_increase", "quick", "revision")
+            (k, r.get(k))
+            for k in (
+                "part",
+                "dataset",
+                "depth",
+                "method",
+                "seed",
+                "trees",
+                "epochs",
+                "steepness_increase",
+                "quick",
+                "revision",
+            )
         )
+
     fresh = {keys(r) for r in new}
     return [r for r in old if keys(r) not in fresh] + new
 
@@ -411,29 +531,48 @@ def _report(rows):
                     continue
                 acc = [r["acc"] for r in rs]
                 loads = [r["load_avg"] for r in rs if "load_avg" in r]
-                out.append({
-                    "dataset": name, "method": method, "seeds": len(rs),
-                    "test acc % (mean ± sd)": f"{np.mean(acc):.2f} ± {np.std(acc):.2f}",
-                    "fit s (median)": float(np.median([r["fit_s"] for r in rs])),
-                    "fit CPU s (median)": float(np.median([r.get("fit_cpu_s", np.nan)
-                                                           for r in rs])),
-                    "predict s": float(np.median([r["predict_s"] for r in rs])),
-                    "load avg": f"{min(loads):.1f}-{max(loads):.1f}" if loads else "",
-                })
+                out.append(
+                    {
+                        "dataset": name,
+                        "method": method,
+                        "seeds": len(rs),
+                        "test acc % (mean ± sd)": f"{np.mean(acc):.2f} ± {np.std(acc):.2f}",
+                        "fit s (median)": float(np.median([r["fit_s"] for r in rs])),
+                        "fit CPU s (median)": float(
+                            np.median([r.get("fit_cpu_s", np.nan) for r in rs])
+                        ),
+                        "predict s": float(np.median([r["predict_s"] for r in rs])),
+                        "load avg": f"{min(loads):.1f}-{max(loads):.1f}" if loads else "",
+                    }
+                )
             acc, fit = AUTHORS[name]
-            out.append({"dataset": name, "method": "authors' code (ANCHORS 5a, 1 run)",
-                        "seeds": 1, "test acc % (mean ± sd)": f"{acc}", "fit s (median)": fit,
-                        "fit CPU s (median)": "-", "predict s": "-", "load avg": "low"})
-        tables.append(("Depth-6 single trees, full training split (20 epochs per split, "
-                       "20 or 60 finetune epochs; authors' code: 20 + 20, usps as raw pixels)",
-                       out))
+            out.append(
+                {
+                    "dataset": name,
+                    "method": "authors' code (ANCHORS 5a, 1 run)",
+                    "seeds": 1,
+                    "test acc % (mean ± sd)": f"{acc}",
+                    "fit s (median)": fit,
+                    "fit CPU s (median)": "-",
+                    "predict s": "-",
+                    "load avg": "low",
+                }
+            )
+        tables.append(
+            (
+                "Depth-6 single trees, full training split (20 epochs per split, "
+                "20 or 60 finetune epochs; authors' code: 20 + 20, usps as raw pixels)",
+                out,
+            )
+        )
     trees = [r for r in rows if r["part"] == "trees"]
     if trees:
         out = []
         for name in ["satimage", "pendigits", "letter_uci", "usps", "connect4"]:
             for depth in sorted({r["depth"] for r in trees}):
-                sel = {r["method"]: r for r in trees
-                       if r["dataset"] == name and r["depth"] == depth}
+                sel = {
+                    r["method"]: r for r in trees if r["dataset"] == name and r["depth"] == depth
+                }
                 if not sel:
                     continue
                 row = {"dataset": name, "depth": depth}
@@ -443,42 +582,104 @@ def _report(rows):
                         row[f"{m} train %"] = sel[m]["train_acc"]
                         row[f"{m} fit s"] = sel[m]["fit_s"]
                 out.append(row)
-        tables.append(("Single trees, Fig. 2 protocol (20 epochs/split, 20 finetune epochs, "
-                       "seed 0; test accuracy on the fixed test split, connect4 seeded 80/20)",
-                       out))
+        tables.append(
+            (
+                "Single trees, Fig. 2 protocol (20 epochs/split, 20 finetune epochs, "
+                "seed 0; test accuracy on the fixed test split, connect4 seeded 80/20)",
+                out,
+            )
+        )
         fin = [r["acc"] for r in trees if r["method"] == "finetuned"]
         gre = [r["acc"] for r in trees if r["method"] == "greedy"]
         if fin and gre:
-            tables.append(("Mean test accuracy over all data sets and depths", [
-                {"greedy %": float(np.mean(gre)), "finetuned %": float(np.mean(fin))}]))
+            tables.append(
+                (
+                    "Mean test accuracy over all data sets and depths",
+                    [{"greedy %": float(np.mean(gre)), "finetuned %": float(np.mean(fin))}],
+                )
+            )
     prof = [r for r in rows if r["part"] == "profile"]
     if prof:
-        tables.append(("Where the time goes: one usps forest tree (depth 10, 10x10 patches, "
-                       "15 greedy + 45 finetune epochs), process CPU time and cProfile shares",
-                       [{k: r.get(k, OLD_ROWS if k == "revision" else "")
-                         for k in ("revision", "method", "cpu_s", "share", "splits", "load_avg")}
-                        for r in prof]))
+        tables.append(
+            (
+                "Where the time goes: one usps forest tree (depth 10, 10x10 patches, "
+                "15 greedy + 45 finetune epochs), process CPU time and cProfile shares",
+                [
+                    {
+                        k: r.get(k, OLD_ROWS if k == "revision" else "")
+                        for k in ("revision", "method", "cpu_s", "share", "splits", "load_avg")
+                    }
+                    for r in prof
+                ],
+            )
+        )
     ab = [r for r in rows if r["part"] == "ab"]
     if ab:
-        tables.append(("Finetune speed-up measured in one process (minimum CPU time of "
-                       "alternating runs of both versions on the same greedy tree)",
-                       [{k: r[k] for k in ("method", "baseline", "revision", "baseline_cpu_s",
-                                           "current_cpu_s", "speedup", "repeats", "load_avg")}
-                        for r in ab]))
+        tables.append(
+            (
+                "Finetune speed-up measured in one process (minimum CPU time of "
+                "alternating runs of both versions on the same greedy tree)",
+                [
+                    {
+                        k: r[k]
+                        for k in (
+                            "method",
+                            "baseline",
+                            "revision",
+                            "baseline_cpu_s",
+                            "current_cpu_s",
+                            "speedup",
+                            "repeats",
+                            "load_avg",
+                        )
+                    }
+                    for r in ab
+                ],
+            )
+        )
     forest = [r for r in rows if r["part"] == "forest"]
     if forest:
-        cols = ["revision", "dataset", "trees", "epochs", "finetune_epochs", "steepness_increase",
-                "val_acc", "paper_val", "test_acc", "rf_val_acc", "rf_test_acc",
-                "splits_per_tree", "paper_splits", "split_evals_per_sample", "fit_s",
-                "fit_cpu_s", "load_avg", "rf_fit_s", "predict_s", "quick"]
-        names = {"val_acc": "val %", "paper_val": "paper val % (70/100 trees)",
-                 "test_acc": "test %", "rf_val_acc": "RF val %", "rf_test_acc": "RF test %",
-                 "paper_splits": "paper splits/tree"}
-        tables.append(("Forests, Table 1 protocol (depth 10; letter: 8 of 16 features per "
-                       "split; usps: 10x10 patches anywhere; validation split of the paper; "
-                       "RF = scikit-learn RandomForestClassifier, same trees and depth)",
-                       [{names.get(c, c): r.get(c, OLD_ROWS if c == "revision" else "")
-                         for c in cols} for r in forest]))
+        cols = [
+            "revision",
+            "dataset",
+            "trees",
+            "epochs",
+            "finetune_epochs",
+            "steepness_increase",
+            "val_acc",
+            "paper_val",
+            "test_acc",
+            "rf_val_acc",
+            "rf_test_acc",
+            "splits_per_tree",
+            "paper_splits",
+            "split_evals_per_sample",
+            "fit_s",
+            "fit_cpu_s",
+            "load_avg",
+            "rf_fit_s",
+            "predict_s",
+            "quick",
+        ]
+        names = {
+            "val_acc": "val %",
+            "paper_val": "paper val % (70/100 trees)",
+            "test_acc": "test %",
+            "rf_val_acc": "RF val %",
+            "rf_test_acc": "RF test %",
+            "paper_splits": "paper splits/tree",
+        }
+        tables.append(
+            (
+                "Forests, Table 1 protocol (depth 10; letter: 8 of 16 features per "
+                "split; usps: 10x10 patches anywhere; validation split of the paper; "
+                "RF = scikit-learn RandomForestClassifier, same trees and depth)",
+                [
+                    {names.get(c, c): r.get(c, OLD_ROWS if c == "revision" else "") for c in cols}
+                    for r in forest
+                ],
+            )
+        )
     return tables
 
 
@@ -574,17 +775,35 @@ from ANCHORS.md 5a (run with little other load).
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--parts", nargs="+", default=["speed", "trees", "forest"],
-                        choices=["speed", "trees", "forest", "profile", "ab", "report"])
-    parser.add_argument("--baseline", default="1e0a2f3",
-                        help="git revision the ab part compares the current code with")
-    parser.add_argument("--forest-settings", nargs="+", default=[
-        "usps:100:15:0.1", "letter_uci:70:15:0.1", "usps:100:30:0.1", "usps:100:45:0.1",
-        "letter_uci:70:30:0.1", "letter_uci:70:45:0.1", "usps:100:15:0.0",
-        "letter_uci:70:15:0.0"])
+    parser.add_argument(
+        "--parts",
+        nargs="+",
+        default=["speed", "trees", "forest"],
+        choices=["speed", "trees", "forest", "profile", "ab", "report"],
+    )
+    parser.add_argument(
+        "--baseline",
+        default="1e0a2f3",
+        help="git revision the ab part compares the current code with",
+    )
+    parser.add_argument(
+        "--forest-settings",
+        nargs="+",
+        default=[
+            "usps:100:15:0.1",
+            "letter_uci:70:15:0.1",
+            "usps:100:30:0.1",
+            "usps:100:45:0.1",
+            "letter_uci:70:30:0.1",
+            "letter_uci:70:45:0.1",
+            "usps:100:15:0.0",
+            "letter_uci:70:15:0.0",
+        ],
+    )
     parser.add_argument("--n-jobs", type=int, default=2)
-    parser.add_argument("--tag", default="main",
-                        help="raw-results file suffix, so parts can run concurrently")
+    parser.add_argument(
+        "--tag", default="main", help="raw-results file suffix, so parts can run concurrently"
+    )
     args = parser.parse_args(argv)
     _warm_up()
     new = []
@@ -609,7 +828,8 @@ def main(argv=None):
         "e2edt_quick.md" if args.quick else "e2edt.md",
         "E2EDT: end-to-end learned deterministic trees and forests"
         + (" (--quick smoke run: subsets, not comparable)" if args.quick else ""),
-        _report(rows), notes=NOTES,
+        _report(rows),
+        notes=NOTES,
         command=None if args.quick else "python -m benchmarks.bench_e2edt --parts report",
     )
 

@@ -94,8 +94,12 @@ AUTHORS_EPOCH_S = 6.7  # ../shared/ANCHORS.md section 5b
 # ------------------------------------------------------------------ speed
 def _letter_arrays():
     d = load("letter_uci")
-    return (d["X_train"].astype(np.float64), d["y_train"].astype(np.int64),
-            d["X_test"], d["y_test"])
+    return (
+        d["X_train"].astype(np.float64),
+        d["y_train"].astype(np.int64),
+        d["X_test"],
+        d["y_test"],
+    )
 
 
 def bench_speed(quick):
@@ -117,21 +121,36 @@ def bench_speed(quick):
     reps = 1 if quick else 3
 
     def new_model(tree_type):
-        return H.init_model(16, 26, n_trees=M, depth=10, tree_type=tree_type,
-                            n_hinge_features=100, head="sum", x_mean=mean, x_scale=scale,
-                            seed=0)
+        return H.init_model(
+            16,
+            26,
+            n_trees=M,
+            depth=10,
+            tree_type=tree_type,
+            n_hinge_features=100,
+            head="sum",
+            x_mean=mean,
+            x_scale=scale,
+            seed=0,
+        )
 
     ours = {}
-    configs = [("tree", "lazy_adam"), ("tree", "adam"), ("tree", "adagrad"),
-               ("fern", "lazy_adam"), ("fern", "adam")]
+    configs = [
+        ("tree", "lazy_adam"),
+        ("tree", "adam"),
+        ("tree", "adagrad"),
+        ("fern", "lazy_adam"),
+        ("fern", "adam"),
+    ]
     for tree_type, opt in configs:
         for n_threads in (1, 2):
             model = new_model(tree_type)
             rng = np.random.default_rng(0)
             walls, cpus = [], []
             with threadpool_limits(1, "blas"), numba_threads(n_threads):
-                H.run_epoch(model, Z, Yi, Yf, w, rng.permutation(n)[:500],
-                            "classification", opt, 0.005, 50)  # compile / warm-up
+                H.run_epoch(
+                    model, Z, Yi, Yf, w, rng.permutation(n)[:500], "classification", opt, 0.005, 50
+                )  # compile / warm-up
                 for _ in range(reps):
                     order = rng.permutation(n)
                     t0, c0 = time.perf_counter(), time.process_time()
@@ -139,20 +158,30 @@ def bench_speed(quick):
                     walls.append(time.perf_counter() - t0)
                     cpus.append(time.process_time() - c0)
             ours[(tree_type, opt, n_threads)] = float(np.median(walls))
-            rows.append({
-                "implementation": f"ours, {tree_type}s, {opt}",
-                "numba threads": n_threads,
-                "s/epoch (wall, median)": round(float(np.median(walls)), 3),
-                "CPU s/epoch": round(float(np.median(cpus)), 3),
-                "epochs timed": reps,
-            })
+            rows.append(
+                {
+                    "implementation": f"ours, {tree_type}s, {opt}",
+                    "numba threads": n_threads,
+                    "s/epoch (wall, median)": round(float(np.median(walls)), 3),
+                    "CPU s/epoch": round(float(np.median(cpus)), 3),
+                    "epochs timed": reps,
+                }
+            )
     # numpy reference (tests/reference.py), a few batches scaled to 320
     n_batches = 3 if quick else 8
     for opt in ("adam", "lazy_adam"):
         model = new_model("tree")
-        ref = {"A": model.A.copy(), "bn_mean": np.zeros(100), "bn_var": np.ones(100),
-               "thr": model.thr.copy(), "feat": model.feat, "W": model.W.copy(),
-               "depth": 10, "is_fern": False, "t": 0}
+        ref = {
+            "A": model.A.copy(),
+            "bn_mean": np.zeros(100),
+            "bn_var": np.ones(100),
+            "thr": model.thr.copy(),
+            "feat": model.feat,
+            "W": model.W.copy(),
+            "depth": 10,
+            "is_fern": False,
+            "t": 0,
+        }
         Hf = Z[:50] @ ref["A"].T
         ref["bn_mean"], ref["bn_var"] = Hf.mean(0), Hf.var(0, ddof=1)
         for name in ("A", "thr", "W"):
@@ -167,15 +196,24 @@ def bench_speed(quick):
             wall = (time.perf_counter() - t0) * (n // 50) / n_batches
             cpu = (time.process_time() - c0) * (n // 50) / n_batches
         ours[("numpy", opt)] = wall
-        rows.append({
-            "implementation": f"numpy reference (tests/reference.py), trees, {opt}",
-            "numba threads": "-", "s/epoch (wall, median)": round(wall, 2),
-            "CPU s/epoch": round(cpu, 2),
-            "epochs timed": f"{n_batches} batches x {n // 50 / n_batches:.0f}",
-        })
-    rows.append({"implementation": "authors' HingeTreeForTorch (C++/PyTorch), ANCHORS.md 5b",
-                 "numba threads": "2 (torch)", "s/epoch (wall, median)": AUTHORS_EPOCH_S,
-                 "CPU s/epoch": "-", "epochs timed": 5})
+        rows.append(
+            {
+                "implementation": f"numpy reference (tests/reference.py), trees, {opt}",
+                "numba threads": "-",
+                "s/epoch (wall, median)": round(wall, 2),
+                "CPU s/epoch": round(cpu, 2),
+                "epochs timed": f"{n_batches} batches x {n // 50 / n_batches:.0f}",
+            }
+        )
+    rows.append(
+        {
+            "implementation": "authors' HingeTreeForTorch (C++/PyTorch), ANCHORS.md 5b",
+            "numba threads": "2 (torch)",
+            "s/epoch (wall, median)": AUTHORS_EPOCH_S,
+            "CPU s/epoch": "-",
+            "epochs timed": 5,
+        }
+    )
     # kernels alone, one thread: what dominates an epoch
     prof = []
     model = new_model("tree")
@@ -200,23 +238,57 @@ def bench_speed(quick):
             st = H._init_opt_state(model, opt_name)
             tf = tb = 0.0
             for b in range(nb):
-                U = np.ascontiguousarray(H.hinge_features(model, Z[b * B:(b + 1) * B]))
+                U = np.ascontiguousarray(H.hinge_features(model, Z[b * B : (b + 1) * B]))
                 c0 = time.process_time()
-                K.forward(U, model.thr, model.feat, model.W, 10, False, 0, out, leaf, rstar,
-                          vstar, True)
+                K.forward(
+                    U, model.thr, model.feat, model.W, 10, False, 0, out, leaf, rstar, vstar, True
+                )
                 c1 = time.process_time()
-                K.backward_update(G, leaf, rstar, vstar, model.feat, model.thr, model.W, 0,
-                                  contrib, cf, opt, st["W_1"], st["W_2"], st["thr_1"],
-                                  st["thr_2"], hp, b, st["wmark"], st["wslot"], st["tmark"],
-                                  st["tslot"], gW, gt, tw, tt, True)
+                K.backward_update(
+                    G,
+                    leaf,
+                    rstar,
+                    vstar,
+                    model.feat,
+                    model.thr,
+                    model.W,
+                    0,
+                    contrib,
+                    cf,
+                    opt,
+                    st["W_1"],
+                    st["W_2"],
+                    st["thr_1"],
+                    st["thr_2"],
+                    hp,
+                    b,
+                    st["wmark"],
+                    st["wslot"],
+                    st["tmark"],
+                    st["tslot"],
+                    gW,
+                    gt,
+                    tw,
+                    tt,
+                    True,
+                )
                 c2 = time.process_time()
                 tf += c1 - c0
                 tb += c2 - c1
-            prof.append({"kernel (1 thread, 320 batches, CPU s)":
-                         "forward (traversal + leaf gather)",
-                         "optimizer": opt_name, "CPU s/epoch": round(tf, 3)})
-            prof.append({"kernel (1 thread, 320 batches, CPU s)": "backward + tree optimiser step",
-                         "optimizer": opt_name, "CPU s/epoch": round(tb, 3)})
+            prof.append(
+                {
+                    "kernel (1 thread, 320 batches, CPU s)": "forward (traversal + leaf gather)",
+                    "optimizer": opt_name,
+                    "CPU s/epoch": round(tf, 3),
+                }
+            )
+            prof.append(
+                {
+                    "kernel (1 thread, 320 batches, CPU s)": "backward + tree optimiser step",
+                    "optimizer": opt_name,
+                    "CPU s/epoch": round(tb, 3),
+                }
+            )
     return rows, prof, ours
 
 
@@ -237,37 +309,64 @@ def bench_table3(name, quick):
         variants.append(("tree", "adam"))
     for tree_type, opt in variants:
         est = HingeForestClassifier(
-            30 if quick else 100, max_depth=10, tree_type=tree_type,
-            n_hinge_features=100, optimizer=opt, learning_rate=0.005,
-            batch_size=batch[name], max_epochs=4 if quick else (60 if opt == "adam" else 100),
-            n_iter_no_change=20, early_stopping=True, validation_fraction=0.1,
-            random_state=0, n_jobs=1,
+            30 if quick else 100,
+            max_depth=10,
+            tree_type=tree_type,
+            n_hinge_features=100,
+            optimizer=opt,
+            learning_rate=0.005,
+            batch_size=batch[name],
+            max_epochs=4 if quick else (60 if opt == "adam" else 100),
+            n_iter_no_change=20,
+            early_stopping=True,
+            validation_fraction=0.1,
+            random_state=0,
+            n_jobs=1,
         )
         t0 = time.perf_counter()
         est.fit(Xtr, ytr)
         total = time.perf_counter() - t0
         err = 100 * (1 - est.score(Xte, yte))
         paper = PAPER_T3[name][0 if tree_type == "tree" else 1]
-        rows.append({
-            "data set": name, "model": f"hinge {tree_type}s, {opt}",
-            "test error %": round(err, 2), "paper %": paper,
-            "epochs run": est.n_iter_, "best epoch (val loss)": est.best_epoch_,
-            "s/epoch (median)": round(float(np.median(est.epoch_times_)), 2),
-            "total fit s": round(total, 1),
-        })
+        rows.append(
+            {
+                "data set": name,
+                "model": f"hinge {tree_type}s, {opt}",
+                "test error %": round(err, 2),
+                "paper %": paper,
+                "epochs run": est.n_iter_,
+                "best epoch (val loss)": est.best_epoch_,
+                "s/epoch (median)": round(float(np.median(est.epoch_times_)), 2),
+                "total fit s": round(total, 1),
+            }
+        )
         print(rows[-1], flush=True)
     for depth in (10, None):
         err, sec = _rf_error(Xtr, ytr, Xte, yte, depth)
-        rows.append({"data set": name,
-                     "model": f"sklearn RandomForest, 100 trees, max_depth={depth}",
-                     "test error %": round(err, 2), "paper %": "-", "epochs run": "-",
-                     "best epoch (val loss)": "-", "s/epoch (median)": "-",
-                     "total fit s": round(sec, 1)})
-    rows.append({"data set": name, "model": "paper: alternating decision forest / "
-                 "neural decision forest", "test error %": "-",
-                 "paper %": f"{PAPER_T3[name][2]} / {PAPER_T3[name][3]}",
-                 "epochs run": "-", "best epoch (val loss)": "-",
-                 "s/epoch (median)": "-", "total fit s": "-"})
+        rows.append(
+            {
+                "data set": name,
+                "model": f"sklearn RandomForest, 100 trees, max_depth={depth}",
+                "test error %": round(err, 2),
+                "paper %": "-",
+                "epochs run": "-",
+                "best epoch (val loss)": "-",
+                "s/epoch (median)": "-",
+                "total fit s": round(sec, 1),
+            }
+        )
+    rows.append(
+        {
+            "data set": name,
+            "model": "paper: alternating decision forest / neural decision forest",
+            "test error %": "-",
+            "paper %": f"{PAPER_T3[name][2]} / {PAPER_T3[name][3]}",
+            "epochs run": "-",
+            "best epoch (val loss)": "-",
+            "s/epoch (median)": "-",
+            "total fit s": "-",
+        }
+    )
     return rows
 
 
@@ -293,8 +392,16 @@ def _table2_runs(name, quick):
     if name in ("abalone3", "abalone_reg"):
         d = load("abalone")
         if name == "abalone3":
-            return [(d["X_train"], _abalone3(d["y_train"]), d["X_test"],
-                     _abalone3(d["y_test"]), 1 / 3, "classification")]
+            return [
+                (
+                    d["X_train"],
+                    _abalone3(d["y_train"]),
+                    d["X_test"],
+                    _abalone3(d["y_test"]),
+                    1 / 3,
+                    "classification",
+                )
+            ]
         return [(d["X_train"], d["y_train"], d["X_test"], d["y_test"], 1 / 3, "regression")]
     if name == "madelon":
         d = load("madelon")
@@ -341,17 +448,26 @@ def bench_table2(name, quick):
         per_config = {}
         for Xtv, ytv, Xte, yte, vf, task in runs:
             best = None
-            for m, depth, lr in [(m, d, lr) for m, d in grid
-                                 for lr in TABLE2_LRS.get(name, (0.05,))]:
+            for m, depth, lr in [
+                (m, d, lr) for m, d in grid for lr in TABLE2_LRS.get(name, (0.05,))
+            ]:
                 cls = HingeForestClassifier if task == "classification" else HingeForestRegressor
                 label = f"{m}/{depth}" + (f" lr {lr}" if name in TABLE2_LRS else "")
-                est = cls(m, max_depth=depth, tree_type=tree_type, n_hinge_features=100,
-                          head="linear", optimizer="adagrad", learning_rate=lr,
-                          batch_size=TABLE2_BATCH.get(name, 50),
-                          max_epochs=5 if quick else epochs[name],
-                          n_iter_no_change=TABLE2_PATIENCE.get(name, 15),
-                          validation_fraction=vf,
-                          random_state=0, n_jobs=1).fit(Xtv, ytv)
+                est = cls(
+                    m,
+                    max_depth=depth,
+                    tree_type=tree_type,
+                    n_hinge_features=100,
+                    head="linear",
+                    optimizer="adagrad",
+                    learning_rate=lr,
+                    batch_size=TABLE2_BATCH.get(name, 50),
+                    max_epochs=5 if quick else epochs[name],
+                    n_iter_no_change=TABLE2_PATIENCE.get(name, 15),
+                    validation_fraction=vf,
+                    random_state=0,
+                    n_jobs=1,
+                ).fit(Xtv, ytv)
                 val = min(est.validation_loss_curve_)
                 if task == "classification":
                     test = 100 * (1 - est.score(Xte, yte))
@@ -367,17 +483,22 @@ def bench_table2(name, quick):
         configs, counts = np.unique(chosen, return_counts=True)
         paper = PAPER_T2[name]
         metric = "R^2" if name == "abalone_reg" else "error %"
-        rows.append({
-            "data set": name, "model": f"hinge {tree_type}s", "metric": metric,
-            "ours mean (std)": f"{np.mean(scores):.3g} ({_sd(scores):.2g})",
-            "runs": len(runs), "config chosen (trees/depth: runs)":
-                ", ".join(f"{c}: {k}" for c, k in zip(configs, counts, strict=True)),
-            "best config by mean test score (optimistic)":
-                f"{oracle}: {np.mean(per_config[oracle]):.3g} "
+        rows.append(
+            {
+                "data set": name,
+                "model": f"hinge {tree_type}s",
+                "metric": metric,
+                "ours mean (std)": f"{np.mean(scores):.3g} ({_sd(scores):.2g})",
+                "runs": len(runs),
+                "config chosen (trees/depth: runs)": ", ".join(
+                    f"{c}: {k}" for c, k in zip(configs, counts, strict=True)
+                ),
+                "best config by mean test score (optimistic)": f"{oracle}: {np.mean(per_config[oracle]):.3g} "
                 f"({_sd(per_config[oracle]):.2g})",
-            "paper (std)": paper[0] if tree_type == "tree" else paper[2],
-            "paper config": paper[1] if tree_type == "tree" else paper[3],
-        })
+                "paper (std)": paper[0] if tree_type == "tree" else paper[2],
+                "paper config": paper[1] if tree_type == "tree" else paper[3],
+            }
+        )
         print(rows[-1], f"{time.perf_counter() - t_set:.0f} s", flush=True)
     rf_scores = []
     for Xtv, ytv, Xte, yte, _, task in runs:
@@ -387,14 +508,19 @@ def bench_table2(name, quick):
         else:
             rf = RandomForestRegressor(100, max_depth=10, n_jobs=2, random_state=0)
             rf_scores.append(rf.fit(Xtv, ytv).score(Xte, yte))
-    rows.append({
-        "data set": name, "model": "sklearn RandomForest (100 trees, depth 10)",
-        "metric": "R^2" if name == "abalone_reg" else "error %",
-        "ours mean (std)": f"{np.mean(rf_scores):.3g} ({_sd(rf_scores):.2g})",
-        "runs": len(runs), "config chosen (trees/depth: runs)": "-",
-        "best config by mean test score (optimistic)": "-",
-        "paper (std)": PAPER_T2[name][4], "paper config": "100/10",
-    })
+    rows.append(
+        {
+            "data set": name,
+            "model": "sklearn RandomForest (100 trees, depth 10)",
+            "metric": "R^2" if name == "abalone_reg" else "error %",
+            "ours mean (std)": f"{np.mean(rf_scores):.3g} ({_sd(rf_scores):.2g})",
+            "runs": len(runs),
+            "config chosen (trees/depth: runs)": "-",
+            "best config by mean test score (optimistic)": "-",
+            "paper (std)": PAPER_T2[name][4],
+            "paper config": "100/10",
+        }
+    )
     return rows
 
 
@@ -460,8 +586,16 @@ Deviations from the paper (also in the estimators' docstrings):
 """
 
 
-SECTIONS = ["speed", "table3_letter_uci", "table3_usps", "table2_iris", "table2_abalone3",
-            "table2_abalone_reg", "table2_madelon", "table2_poker"]
+SECTIONS = [
+    "speed",
+    "table3_letter_uci",
+    "table3_usps",
+    "table2_iris",
+    "table2_abalone3",
+    "table2_abalone_reg",
+    "table2_madelon",
+    "table2_poker",
+]
 PARTS_DIR = Path(__file__).resolve().parent / "results" / "hinge_parts"
 
 
@@ -469,9 +603,14 @@ def _run_section(section, quick):
     """Tables and notes of one section."""
     if section == "speed":
         rows, prof, ours = bench_speed(quick)
-        tables = [("Speed: one epoch of letter_uci (16000 rows, batch 50), 100 trees depth 10, "
-                   "100 features, 26 outputs", rows),
-                  ("Where the time goes (kernels alone, one thread)", prof)]
+        tables = [
+            (
+                "Speed: one epoch of letter_uci (16000 rows, batch 50), 100 trees depth 10, "
+                "100 features, 26 outputs",
+                rows,
+            ),
+            ("Where the time goes (kernels alone, one thread)", prof),
+        ]
         best = min(v for k, v in ours.items() if k[0] == "tree" and k[1] == "lazy_adam")
         dense = min(v for k, v in ours.items() if k[0] == "tree" and k[1] == "adam")
         notes = (
@@ -482,8 +621,10 @@ def _run_section(section, quick):
             f"dense Adam {dense:.2f} s vs numpy dense {ours[('numpy', 'adam')]:.1f} s "
             f"({ours[('numpy', 'adam')] / dense:.0f}x).\n"
         )
-        k = {(r["kernel (1 thread, 320 batches, CPU s)"][:7], r["optimizer"]): r["CPU s/epoch"]
-             for r in prof}
+        k = {
+            (r["kernel (1 thread, 320 batches, CPU s)"][:7], r["optimizer"]): r["CPU s/epoch"]
+            for r in prof
+        }
         one = ours[("tree", "lazy_adam", 1)]
         notes += (
             f"\nWhere the time goes (one thread, lazy Adam, epoch {one:.2f} s wall): the forward "
@@ -501,10 +642,15 @@ def _run_section(section, quick):
         return tables, notes
     kind, name = section.split("_", 1)
     if kind == "table3":
-        return [(f"Table 3: {name} (100 trees/ferns, depth 10, 100 features)",
-                 bench_table3(name, quick))], ""
-    return [(f"Table 2: {name} (configuration chosen on validation data)",
-             bench_table2(name, quick))], ""
+        return [
+            (
+                f"Table 3: {name} (100 trees/ferns, depth 10, 100 features)",
+                bench_table3(name, quick),
+            )
+        ], ""
+    return [
+        (f"Table 2: {name} (configuration chosen on validation data)", bench_table2(name, quick))
+    ], ""
 
 
 def _summary(parts):
@@ -516,12 +662,22 @@ def _summary(parts):
             continue
         ours = [r for r in part["tables"][0][1] if r["model"].startswith("hinge")]
         best = min(ours, key=lambda r: r["test error %"])
-        rows.append({"data set": name, "paper (forest) error %": paper,
-                     "ours, better of trees/ferns": f"{best['test error %']} ({best['model']})",
-                     "within 1 point": best["test error %"] <= paper + 1.0,
-                     "ours, best config by mean test score (optimistic)": "-"})
-    for name, paper in (("iris", 2.13), ("abalone3", 34.4), ("poker", 32.6),
-                        ("madelon", 40.8), ("abalone_reg", 0.57)):
+        rows.append(
+            {
+                "data set": name,
+                "paper (forest) error %": paper,
+                "ours, better of trees/ferns": f"{best['test error %']} ({best['model']})",
+                "within 1 point": best["test error %"] <= paper + 1.0,
+                "ours, best config by mean test score (optimistic)": "-",
+            }
+        )
+    for name, paper in (
+        ("iris", 2.13),
+        ("abalone3", 34.4),
+        ("poker", 32.6),
+        ("madelon", 40.8),
+        ("abalone_reg", 0.57),
+    ):
         part = parts.get(f"table2_{name}")
         if part is None:
             continue
@@ -537,10 +693,15 @@ def _summary(parts):
             v, model = min(vals)
             ok = v <= paper + 1.0
             o = min(opt) if opt else "-"
-        rows.append({"data set": name, "paper (forest) error %": paper,
-                     "ours, better of trees/ferns": f"{v} ({model})",
-                     "within 1 point": ok if name != "madelon" else f"{ok} (reported only)",
-                     "ours, best config by mean test score (optimistic)": o})
+        rows.append(
+            {
+                "data set": name,
+                "paper (forest) error %": paper,
+                "ours, better of trees/ferns": f"{v} ({model})",
+                "within 1 point": ok if name != "madelon" else f"{ok} (reported only)",
+                "ours, best config by mean test score (optimistic)": o,
+            }
+        )
     return rows
 
 
@@ -548,22 +709,30 @@ def _assemble(parts, quick):
     tables = []
     summary = _summary(parts)
     if summary:
-        tables.append(("Summary against the paper (acceptance: no more than 1 point worse)",
-                       summary))
+        tables.append(
+            ("Summary against the paper (acceptance: no more than 1 point worse)", summary)
+        )
     notes = NOTES
     for section in SECTIONS:
         part = parts.get(section)
         if part is None:
             continue
-        stamp = (f"measured at revision {part['revision']}, {part['stamp']}, "
-                 f"load average {part['load']:.1f} on 2 cores, {part['seconds']:.0f} s")
+        stamp = (
+            f"measured at revision {part['revision']}, {part['stamp']}, "
+            f"load average {part['load']:.1f} on 2 cores, {part['seconds']:.0f} s"
+        )
         for i, (heading, rows) in enumerate(part["tables"]):
             tables.append((f"{heading} ({stamp})" if i == 0 else heading, rows))
         if part["notes"]:
             notes += "\n" + part["notes"]
     target = "hinge.md" if not quick else Path(tempfile.gettempdir()) / "hinge_quick.md"
-    return write_results(target, "Random hinge forest / ferns (Lay et al.)", tables, notes,
-                         command="python -m benchmarks.bench_hinge")
+    return write_results(
+        target,
+        "Random hinge forest / ferns (Lay et al.)",
+        tables,
+        notes,
+        command="python -m benchmarks.bench_hinge",
+    )
 
 
 def main(argv=None):
@@ -574,10 +743,14 @@ def main(argv=None):
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small smoke-test version")
-    parser.add_argument("--sections", default=",".join(SECTIONS),
-                        help="comma-separated subset of: " + ", ".join(SECTIONS))
-    parser.add_argument("--assemble-only", action="store_true",
-                        help="only rebuild hinge.md from the saved sections")
+    parser.add_argument(
+        "--sections",
+        default=",".join(SECTIONS),
+        help="comma-separated subset of: " + ", ".join(SECTIONS),
+    )
+    parser.add_argument(
+        "--assemble-only", action="store_true", help="only rebuild hinge.md from the saved sections"
+    )
     args = parser.parse_args(argv)
     parts_dir = Path(tempfile.gettempdir()) / "hinge_parts_quick" if args.quick else PARTS_DIR
     parts_dir.mkdir(parents=True, exist_ok=True)
@@ -590,9 +763,14 @@ def main(argv=None):
             raise SystemExit(f"unknown section {section!r}; choose from {SECTIONS}")
         t0 = time.perf_counter()
         tables, notes = _run_section(section, args.quick)
-        part = {"tables": tables, "notes": notes, "revision": revision(),
-                "stamp": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                "load": os.getloadavg()[0], "seconds": time.perf_counter() - t0}
+        part = {
+            "tables": tables,
+            "notes": notes,
+            "revision": revision(),
+            "stamp": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "load": os.getloadavg()[0],
+            "seconds": time.perf_counter() - t0,
+        }
         (parts_dir / f"{section}.json").write_text(json.dumps(part, indent=1, default=str))
         parts = {p.stem: json.loads(p.read_text()) for p in parts_dir.glob("*.json")}
         print(_assemble(parts, args.quick), flush=True)

@@ -51,8 +51,13 @@ print(loaded - start, time.perf_counter() - loaded, "numba" in sys.modules)
 
 def _wall(args, env=None):
     start = time.perf_counter()
-    out = subprocess.run([sys.executable, *args], check=True, capture_output=True, text=True,
-                         env={**os.environ, **(env or {})})
+    out = subprocess.run(
+        [sys.executable, *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
     return time.perf_counter() - start, out.stdout
 
 
@@ -102,13 +107,16 @@ def main(argv=None):
             wall, out = _wall(command, env)
             unpickle, predict, numba_loaded = out.split()
             runs[label].append((wall, float(unpickle), float(predict), numba_loaded))
-    process_rows = [{
-        "process": label,
-        "whole process s": statistics.median(r[0] for r in rs),
-        "unpickle s (imports included)": statistics.median(r[1] for r in rs),
-        "first predict of 100 rows s": statistics.median(r[2] for r in rs),
-        "numba imported": rs[0][3],
-    } for label, rs in runs.items()]
+    process_rows = [
+        {
+            "process": label,
+            "whole process s": statistics.median(r[0] for r in rs),
+            "unpickle s (imports included)": statistics.median(r[1] for r in rs),
+            "first predict of 100 rows s": statistics.median(r[2] for r in rs),
+            "numba imported": rs[0][3],
+        }
+        for label, rs in runs.items()
+    ]
     notes = (
         f"`import obliquetrees` loads numba: {loaded.strip()}. The model is a converted "
         "fully grown 100-tree RandomForestClassifier on letter (pickle "
@@ -119,9 +127,15 @@ def main(argv=None):
     for rows in (import_rows, process_rows):
         for row in rows:
             print(row)
-    write_results("startup.md", "Import, compilation and fresh-process prediction times",
-                  [("Import time (fresh process, median)", import_rows),
-                   ("Unpickle and predict 100 rows in a fresh process", process_rows)], notes)
+    write_results(
+        "startup.md",
+        "Import, compilation and fresh-process prediction times",
+        [
+            ("Import time (fresh process, median)", import_rows),
+            ("Unpickle and predict 100 rows in a fresh process", process_rows),
+        ],
+        notes,
+    )
 
 
 if __name__ == "__main__":

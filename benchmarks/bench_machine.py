@@ -53,8 +53,9 @@ def perfect_forest(rng, n_trees, depth, n_features, dense, n_outputs=4):
     for _ in range(n_trees):
         if dense:
             W = rng.normal(size=(n_int, n_features)) / np.sqrt(n_features)
-            indptr = np.concatenate([np.arange(n_int + 1) * n_features, np.full(n_nodes - n_int,
-                                     n_int * n_features)])  # fmt: skip
+            indptr = np.concatenate(
+                [np.arange(n_int + 1) * n_features, np.full(n_nodes - n_int, n_int * n_features)]
+            )
             index = np.tile(np.arange(n_features), n_int)
             value = W.ravel()
         else:
@@ -63,8 +64,19 @@ def perfect_forest(rng, n_trees, depth, n_features, dense, n_outputs=4):
             value = np.ones(n_int)
         bias = np.concatenate([rng.normal(size=n_int) * 0.3, np.zeros(n_nodes - n_int)])
         leaf_value = rng.random((n_nodes, n_outputs))
-        trees.append(ObliqueTree(left, right, indptr, index, value, bias, leaf_value,
-                                 np.ones(n_nodes), n_features=n_features))  # fmt: skip
+        trees.append(
+            ObliqueTree(
+                left,
+                right,
+                indptr,
+                index,
+                value,
+                bias,
+                leaf_value,
+                np.ones(n_nodes),
+                n_features=n_features,
+            )
+        )
     return ObliqueForest.from_trees(trees)
 
 
@@ -95,9 +107,12 @@ def inference_grid(quick, repeat, n_threads, budget_s):
                         # skip BLAS configurations that would take > budget_s
                         blas_flops = n * dm.n_splits * (p if not sp.issparse(dm.S) else 1)
                         row = {
-                            "trees": n_trees, "splits": "dense" if dense else "axis",
-                            "features": p, "depth": depth, "batch": n,
-                        }  # fmt: skip
+                            "trees": n_trees,
+                            "splits": "dense" if dense else "axis",
+                            "features": p,
+                            "depth": depth,
+                            "batch": n,
+                        }
                         traversal.predict_value(forest, X[:8], n_threads)
                         t_walk = []
                         t_blas = []
@@ -130,11 +145,19 @@ def inference_grid(quick, repeat, n_threads, budget_s):
 def fit_cost_model(rows):
     """Non-negative least squares (relative error) of batch times on the cost model."""
     blas = [r for r in rows if np.isfinite(r["blas ms"])]
-    Ab = np.array([[0 if r["_sparse"] else 1.0 / r["batch"],
-                    1.0 / r["batch"] if r["_sparse"] else 0,
-                    0 if r["_sparse"] else r["_dense_flops"],
-                    r["_sparse_nnz"] if r["_sparse"] else 0, r["_splits"], r["_checks"]]
-                   for r in blas])  # fmt: skip
+    Ab = np.array(
+        [
+            [
+                0 if r["_sparse"] else 1.0 / r["batch"],
+                1.0 / r["batch"] if r["_sparse"] else 0,
+                0 if r["_sparse"] else r["_dense_flops"],
+                r["_sparse_nnz"] if r["_sparse"] else 0,
+                r["_splits"],
+                r["_checks"],
+            ]
+            for r in blas
+        ]
+    )
     yb = np.array([r["blas ms"] * 1e6 / r["batch"] for r in blas])
     cb, _ = nnls(Ab / yb[:, None], np.ones_like(yb))
     Aw = np.array([[1.0 / r["batch"], r["_steps"], r["_extra_weights"]] for r in rows])
@@ -159,8 +182,14 @@ def check_rule(rows, constants):
             measured, best = "traversal (BLAS not run)", r["traversal ms"]
         got = r["blas ms"] if chosen == "blas" else r["traversal ms"]
         loss = 100 * (got / best - 1) if np.isfinite(got) else float("nan")
-        out.append({**{k: v for k, v in r.items() if not k.startswith("_")},
-                    "fastest": measured, "rule picks": chosen, "rule loss %": loss})  # fmt: skip
+        out.append(
+            {
+                **{k: v for k, v in r.items() if not k.startswith("_")},
+                "fastest": measured,
+                "rule picks": chosen,
+                "rule loss %": loss,
+            }
+        )
     return out
 
 
@@ -183,8 +212,9 @@ def finetune_grid(datasets, depths, n_trees, repeat, ft_kwargs):
     for name in datasets:
         Xtr, ytr, Xte, yte = train_test(name)
         for depth in depths:
-            rf = RandomForestClassifier(n_estimators=n_trees, max_depth=depth, random_state=0,
-                                        n_jobs=1).fit(Xtr, ytr)  # fmt: skip
+            rf = RandomForestClassifier(
+                n_estimators=n_trees, max_depth=depth, random_state=0, n_jobs=1
+            ).fit(Xtr, ytr)
             conv = from_sklearn(rf)
             freq = machine.refit_leaves(conv, Xtr, ytr, n_iter=0)
             em = machine.refit_leaves(conv, Xtr, ytr, n_iter=10)
@@ -202,7 +232,9 @@ def finetune_grid(datasets, depths, n_trees, repeat, ft_kwargs):
             t_conv = [sum(t) / len(t) for t in t_conv]
             t_ft = [sum(t) / len(t) for t in t_ft]
             row = {
-                "dataset": name, "depth": depth, "trees": n_trees,
+                "dataset": name,
+                "depth": depth,
+                "trees": n_trees,
                 "support": str(ft_kwargs.get("support", "original")),
                 "sklearn RF": rf.score(Xte, yte),
                 "converted": conv.score(Xte, yte),
@@ -218,10 +250,11 @@ def finetune_grid(datasets, depths, n_trees, repeat, ft_kwargs):
                 "weights/split": ft.history_["weight_density"],
                 "path length converted": _mean_path(conv, Xte),
                 "path length finetuned": _mean_path(ft, Xte),
-            }  # fmt: skip
-            row["beats both"] = bool(row["finetune"] > max(row["sklearn RF"],
-                                                           row["leaf refit (freq)"],
-                                                           row["leaf refit (EM)"]))  # fmt: skip
+            }
+            row["beats both"] = bool(
+                row["finetune"]
+                > max(row["sklearn RF"], row["leaf refit (freq)"], row["leaf refit (EM)"])
+            )
             rows.append(row)
             print(row, flush=True)
     return rows
@@ -239,8 +272,9 @@ def finetune_regression_grid(datasets, depths, n_trees, ft_kwargs):
     for name in datasets:
         Xtr, ytr, Xte, yte = train_test(name)
         for depth in depths:
-            rf = RandomForestRegressor(n_estimators=n_trees, max_depth=depth, random_state=0,
-                                       n_jobs=1).fit(Xtr, ytr)  # fmt: skip
+            rf = RandomForestRegressor(
+                n_estimators=n_trees, max_depth=depth, random_state=0, n_jobs=1
+            ).fit(Xtr, ytr)
             conv = from_sklearn(rf)
             models = {
                 "sklearn RF": rf,
@@ -266,8 +300,11 @@ def finetune_regression_grid(datasets, depths, n_trees, ft_kwargs):
                 row[f"{objective}: train R^2"] = model.score(Xtr, ytr)
                 row[f"{objective}: s"] = seconds[objective]
             row["RF train R^2"] = rf.score(Xtr, ytr)
-            baselines = max(row["sklearn RF R^2"], row["leaf refit (means) R^2"],
-                            row["leaf refit (backfit) R^2"])  # fmt: skip
+            baselines = max(
+                row["sklearn RF R^2"],
+                row["leaf refit (means) R^2"],
+                row["leaf refit (backfit) R^2"],
+            )
             row["trees beats all"] = bool(row["finetune (trees) R^2"] > baselines)
             row["forest beats all"] = bool(row["finetune (forest) R^2"] > baselines)
             rows.append(row)
@@ -385,12 +422,17 @@ def crossover(rows):
         won = [r["depth"] for r in rs if r["fastest"] == "blas"]
         picked = [r["depth"] for r in rs if r["rule picks"] == "blas"]
         speedups = [r["traversal ms"] / r["blas ms"] for r in rs if r["fastest"] == "blas"]
-        out.append({
-            "trees": trees, "splits": splits, "features": p, "batch": batch,
-            "BLAS faster at depths": ", ".join(map(str, won)) or "none",
-            "rule picks BLAS at depths": ", ".join(map(str, picked)) or "none",
-            "best BLAS speed-up": max(speedups) if speedups else float("nan"),
-        })  # fmt: skip
+        out.append(
+            {
+                "trees": trees,
+                "splits": splits,
+                "features": p,
+                "batch": batch,
+                "BLAS faster at depths": ", ".join(map(str, won)) or "none",
+                "rule picks BLAS at depths": ", ".join(map(str, picked)) or "none",
+                "best BLAS speed-up": max(speedups) if speedups else float("nan"),
+            }
+        )
     return out
 
 
@@ -415,8 +457,9 @@ def report():
             f"Other finetune arguments at their defaults.\n"
         )
         notes += data.get("summary", "") + FT_NOTES
-        rows = sorted(data["rows"], key=lambda r: (r["support"] != "original", r["depth"],
-                                                   r["dataset"]))  # fmt: skip
+        rows = sorted(
+            data["rows"], key=lambda r: (r["support"] != "original", r["depth"], r["dataset"])
+        )
         columns = []
         for r in rows:
             columns += [c for c in r if c not in columns]
@@ -425,19 +468,28 @@ def report():
     reg_path = Path(JSON.format("finetune_regression"))
     if reg_path.exists():
         data = json.loads(reg_path.read_text())
-        notes += (f"\nRegression fine-tuning command: `{data['command']}`.\n"
-                  + data.get("summary", ""))  # fmt: skip
+        notes += f"\nRegression fine-tuning command: `{data['command']}`.\n" + data.get(
+            "summary", ""
+        )
         tables.append(("Fine-tuning converted RandomForestRegressors (test R^2)", data["rows"]))
-    write_results("decision_machine.md", "Decision machines: BLAS inference and fine-tuning",
-                  tables, notes=notes, command="see the commands below")  # fmt: skip
+    write_results(
+        "decision_machine.md",
+        "Decision machines: BLAS inference and fine-tuning",
+        tables,
+        notes=notes,
+        command="see the commands below",
+    )
 
 
 def main(argv=None):
     import sys
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", choices=["inference", "finetune", "finetune-regression", "report"],
-                    default="inference")  # fmt: skip
+    ap.add_argument(
+        "--part",
+        choices=["inference", "finetune", "finetune-regression", "report"],
+        default="inference",
+    )
     ap.add_argument("--quick", action="store_true")
     ap.add_argument(
         "--refit",
@@ -478,13 +530,19 @@ def main(argv=None):
         agree = np.mean([r["fastest"] == r["rule picks"] for r in ran])
         loss = np.nanmean([r["rule loss %"] for r in ran])
         worst = np.nanmax([r["rule loss %"] for r in ran])
-        summary = (f"\nRule check on this grid (configurations where both paths ran): picks the "
-                   f"faster path in {100 * agree:.0f} % of {len(ran)}; time lost vs the faster "
-                   f"path: mean {loss:.1f} %, worst {worst:.0f} %.\n")  # fmt: skip
+        summary = (
+            f"\nRule check on this grid (configurations where both paths ran): picks the "
+            f"faster path in {100 * agree:.0f} % of {len(ran)}; time lost vs the faster "
+            f"path: mean {loss:.1f} %, worst {worst:.0f} %.\n"
+        )
         print(summary)
-        Path(JSON.format("inference")).write_text(json.dumps(
-            {"command": command, "constants": constants, "rows": checked, "summary": summary},
-            indent=1, default=float))  # fmt: skip
+        Path(JSON.format("inference")).write_text(
+            json.dumps(
+                {"command": command, "constants": constants, "rows": checked, "summary": summary},
+                indent=1,
+                default=float,
+            )
+        )
     elif args.part == "finetune":
         support = int(args.support) if args.support.isdigit() else args.support
         kwargs = {"epochs": args.epochs, "support": support}
@@ -495,12 +553,19 @@ def main(argv=None):
         keep = [r for r in old if (r["dataset"], r["depth"], r["support"]) not in done]
         rows = sorted(keep + rows, key=lambda r: (r["support"], r["depth"], r["dataset"]))
         at6 = [r for r in rows if r["depth"] == 6 and r["support"] == "original"]
-        summary = (f"\nAt depth 6, fine-tuning beats the forest and both leaf-refit baselines on "
-                   f"{sum(r['beats both'] for r in at6)} of {len(at6)} data sets.\n")  # fmt: skip
+        summary = (
+            f"\nAt depth 6, fine-tuning beats the forest and both leaf-refit baselines on "
+            f"{sum(r['beats both'] for r in at6)} of {len(at6)} data sets.\n"
+        )
         commands = json.loads(path.read_text()).get("commands", []) if path.exists() else []
         commands = [c for c in commands if c != command] + [command]
-        path.write_text(json.dumps({"commands": commands, "kwargs": kwargs, "rows": rows,
-                                    "summary": summary}, indent=1, default=float))  # fmt: skip
+        path.write_text(
+            json.dumps(
+                {"commands": commands, "kwargs": kwargs, "rows": rows, "summary": summary},
+                indent=1,
+                default=float,
+            )
+        )
     elif args.part == "finetune-regression":
         support = int(args.support) if args.support.isdigit() else args.support
         kwargs = {"epochs": args.epochs, "support": support}
@@ -515,9 +580,13 @@ def main(argv=None):
             )
             + ".\n"
         )
-        Path(JSON.format("finetune_regression")).write_text(json.dumps(
-            {"command": command, "kwargs": kwargs, "rows": rows, "summary": summary},
-            indent=1, default=float))  # fmt: skip
+        Path(JSON.format("finetune_regression")).write_text(
+            json.dumps(
+                {"command": command, "kwargs": kwargs, "rows": rows, "summary": summary},
+                indent=1,
+                default=float,
+            )
+        )
     report()
 
 

@@ -23,8 +23,7 @@ from benchmarks.common import write_results
 #: Forest estimators and the parameters of the memory runs (trees vary).
 CONFIGS = {
     "CO2ForestClassifier": dict(n_jobs=2),
-    "E2EDTClassifier": dict(max_depth=6, max_epochs=2, finetune_epochs=2, max_features=8,
-                            n_jobs=2),
+    "E2EDTClassifier": dict(max_depth=6, max_epochs=2, finetune_epochs=2, max_features=8, n_jobs=2),
     "HingeForestClassifier": dict(max_epochs=2, n_jobs=2),
 }
 
@@ -56,16 +55,22 @@ print(json.dumps(dict(
 def measure(name, n_estimators, params, rows):
     out = subprocess.run(
         [sys.executable, "-c", CHILD, name, str(n_estimators), json.dumps(params), str(rows)],
-        check=True, capture_output=True, text=True,
-    )  # fmt: skip
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--estimator", action="append", choices=sorted(CONFIGS))
-    parser.add_argument("--rows", type=int, action="append",
-                        help="training rows of letter (default 15000; repeat for a size sweep)")
+    parser.add_argument(
+        "--rows",
+        type=int,
+        action="append",
+        help="training rows of letter (default 15000; repeat for a size sweep)",
+    )
     args = parser.parse_args(argv)
     rows_list = args.rows or [15000]
     table, checks = [], []
@@ -75,28 +80,46 @@ def main(argv=None):
             for n in (10, 100):
                 r = measure(name, n, CONFIGS[name], rows)
                 results[n] = r
-                table.append({"estimator": name, "training rows": rows, "trees": n,
-                              "X MB": r["X_mb"], "peak RSS MB": r["peak_mb"],
-                              "RSS before fit MB": r["before_fit_mb"], "fit s": r["fit_s"],
-                              "nodes": r["nodes"], "stored weights": r["stored_weights"],
-                              "pickle MB": r["pickle_mb"],
-                              "CSR split weights MB": r["stored_weights"] * 16 / 1e6,
-                              "dense weight matrix MB": r["dense_weights_mb"]})  # fmt: skip
+                table.append(
+                    {
+                        "estimator": name,
+                        "training rows": rows,
+                        "trees": n,
+                        "X MB": r["X_mb"],
+                        "peak RSS MB": r["peak_mb"],
+                        "RSS before fit MB": r["before_fit_mb"],
+                        "fit s": r["fit_s"],
+                        "nodes": r["nodes"],
+                        "stored weights": r["stored_weights"],
+                        "pickle MB": r["pickle_mb"],
+                        "CSR split weights MB": r["stored_weights"] * 16 / 1e6,
+                        "dense weight matrix MB": r["dense_weights_mb"],
+                    }
+                )
                 print(table[-1], flush=True)
             small, large = results[10], results[100]
             extra_trees_mb = large["pickle_mb"] - small["pickle_mb"]
             bound = small["peak_mb"] + extra_trees_mb + 0.1 * small["peak_mb"]
-            checks.append({"estimator": name, "training rows": rows,
-                           "peak(100) MB": large["peak_mb"], "bound MB": bound,
-                           "holds": large["peak_mb"] <= bound})  # fmt: skip
+            checks.append(
+                {
+                    "estimator": name,
+                    "training rows": rows,
+                    "peak(100) MB": large["peak_mb"],
+                    "bound MB": bound,
+                    "holds": large["peak_mb"] <= bound,
+                }
+            )
     notes = (
         "Peak RSS is the whole process (Python, numpy, scikit-learn, numba and its "
         "compiled kernels included). Size of the 90 extra trees = pickle(100) - pickle(10). "
         "Parameters per estimator: " + json.dumps(CONFIGS) + " (few epochs: memory, not accuracy)."
     )
-    write_results("memory.md", "Peak memory of forest fitting and model sizes (letter)",
-                  [("Runs", table), ("Check: peak(100) <= peak(10) + extra trees + 10 %", checks)],
-                  notes)
+    write_results(
+        "memory.md",
+        "Peak memory of forest fitting and model sizes (letter)",
+        [("Runs", table), ("Check: peak(100) <= peak(10) + extra trees + 10 %", checks)],
+        notes,
+    )
 
 
 if __name__ == "__main__":

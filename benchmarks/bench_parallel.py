@@ -21,9 +21,11 @@ from obliquetrees import CO2ForestClassifier, E2EDTClassifier
 
 CONFIGS = {
     "CO2ForestClassifier(n_estimators=10)": lambda nj: CO2ForestClassifier(
-        n_estimators=10, n_jobs=nj, random_state=0),
+        n_estimators=10, n_jobs=nj, random_state=0
+    ),
     "E2EDTClassifier(n_estimators=10, max_depth=6, max_features=8)": lambda nj: E2EDTClassifier(
-        n_estimators=10, max_depth=6, max_features=8, n_jobs=nj, random_state=0),
+        n_estimators=10, max_depth=6, max_features=8, n_jobs=nj, random_state=0
+    ),
 }
 
 
@@ -36,22 +38,35 @@ def main(argv=None):
     for name, make in CONFIGS.items():
         make(1).fit(X[:300], y[:300])  # compile / load kernels in this process
         reference = make(1).fit(X, y).predict_proba(X_test)
-        for label, backend, n_jobs in [("serial", None, 1), ("threads", "threading", 2),
-                                       ("processes (loky)", "loky", 2)]:  # fmt: skip
+        for label, backend, n_jobs in [
+            ("serial", None, 1),
+            ("threads", "threading", 2),
+            ("processes (loky)", "loky", 2),
+        ]:
             with joblib.parallel_backend(backend or "threading", n_jobs=n_jobs):
                 _, warm = timed(make(n_jobs).fit, X[:300], y[:300])
                 model, seconds = timed(make(n_jobs).fit, X, y, repeat=args.repeat)
-            rows.append({"forest": name, "backend": label, "n_jobs": n_jobs,
-                         "fit s (median)": statistics.median(seconds),
-                         "warm-up fit s": warm[0],
-                         "identical to serial": bool(np.array_equal(
-                             model.predict_proba(X_test), reference))})  # fmt: skip
+            rows.append(
+                {
+                    "forest": name,
+                    "backend": label,
+                    "n_jobs": n_jobs,
+                    "fit s (median)": statistics.median(seconds),
+                    "warm-up fit s": warm[0],
+                    "identical to serial": bool(
+                        np.array_equal(model.predict_proba(X_test), reference)
+                    ),
+                }
+            )
             print(rows[-1], flush=True)
-    notes = ("letter (15000 x 16, 26 classes). One run on a shared 2-core machine; compare "
-             "the ratios within a forest. The warm-up fit (300 rows) includes worker "
-             "start-up and, for processes, loading the compiled kernels in each worker.")
-    write_results("parallel.md", "Forest fitting: joblib threads vs processes",
-                  [("Fit time", rows)], notes)
+    notes = (
+        "letter (15000 x 16, 26 classes). One run on a shared 2-core machine; compare "
+        "the ratios within a forest. The warm-up fit (300 rows) includes worker "
+        "start-up and, for processes, loading the compiled kernels in each worker."
+    )
+    write_results(
+        "parallel.md", "Forest fitting: joblib threads vs processes", [("Fit time", rows)], notes
+    )
 
 
 if __name__ == "__main__":

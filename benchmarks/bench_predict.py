@@ -54,8 +54,10 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--n-jobs", type=int, default=2)
     args = parser.parse_args(argv)
-    rows = [compare(d, args.n_estimators, args.repeat, args.n_jobs)
-            for d in args.dataset or ["letter", "usps"]]
+    rows = [
+        compare(d, args.n_estimators, args.repeat, args.n_jobs)
+        for d in args.dataset or ["letter", "usps"]
+    ]
     for row in rows:
         print(row)
     notes = (
@@ -64,8 +66,12 @@ def main(argv=None):
         f"{args.n_jobs}, median of {args.repeat} interleaved repeats; predictions checked "
         "identical. One run on a shared 2-core machine: compare the ratio, not the seconds."
     )
-    write_results("predict.md", "Forest predict throughput vs scikit-learn",
-                  [("predict_proba on the test split", rows)], notes)
+    write_results(
+        "predict.md",
+        "Forest predict throughput vs scikit-learn",
+        [("predict_proba on the test split", rows)],
+        notes,
+    )
 
 
 if __name__ == "__main__":

@@ -43,8 +43,13 @@ PAPER_REGRESSION = {
     "concrete": ("CON", 0.264, 13, 0.286, 69),
     "puma8nh": ("8NH", 0.388, 9, 0.416, 52),
     "puma8nm": ("8NM", 0.054, 13, 0.084, 144),
-    "fried_delve": ("ADD (stand-in: fried_delve, another sample of the add10 function)",
-                    0.094, 15, 0.267, 202),
+    "fried_delve": (
+        "ADD (stand-in: fried_delve, another sample of the add10 function)",
+        0.094,
+        15,
+        0.267,
+        202,
+    ),
 }
 #: name -> (paper label, soft acc, soft size, hard acc, hard size) (Table 2)
 PAPER_CLASSIFICATION = {
@@ -93,6 +98,7 @@ def run_one(name, seed, classifier, finetune_epochs):
     test, rest = perm[:n_test], perm[n_test:]
     X_rest, y_rest, X_test, y_test = X[rest], y[rest], X[test], y[test]
     if classifier:
+
         def score(pred):
             return 100.0 * np.mean(pred == y_test)
     else:
@@ -100,6 +106,7 @@ def run_one(name, seed, classifier, finetune_epochs):
 
         def score(pred):
             return float(np.mean(((pred - y_test) / sd) ** 2))
+
     est_cls = SoftTreeClassifier if classifier else SoftTreeRegressor
     variants = [
         ("faithful", {}),
@@ -122,8 +129,9 @@ def run_one(name, seed, classifier, finetune_epochs):
             est.set_params(routing="hard")
             start = time.perf_counter()
             pred = est.predict(X_test)
-            out["hard"] = dict(err=score(pred), nodes=est.tree_.node_count,
-                               pred=time.perf_counter() - start)
+            out["hard"] = dict(
+                err=score(pred), nodes=est.tree_.node_count, pred=time.perf_counter() - start
+            )
         elif label == "finetune":
             info = est.finetune_info_
             out[label]["improved"] = info is not None and info["epoch"] > 0
@@ -132,8 +140,13 @@ def run_one(name, seed, classifier, finetune_epochs):
     tree, fit_s, depth = _sklearn_tree(classifier, X_rest, y_rest, train, val, seed)
     start = time.perf_counter()
     pred = tree.predict(X_test)
-    out["sklearn"] = dict(err=score(pred), nodes=tree.tree_.node_count, fit=fit_s,
-                          pred=time.perf_counter() - start, depth=depth)
+    out["sklearn"] = dict(
+        err=score(pred),
+        nodes=tree.tree_.node_count,
+        fit=fit_s,
+        pred=time.perf_counter() - start,
+        depth=depth,
+    )
     return out
 
 
@@ -207,8 +220,10 @@ def main(argv=None):
 
     tables = []
     summary = []
-    for classifier, sets, paper in ((False, reg_sets, PAPER_REGRESSION),
-                                    (True, cls_sets, PAPER_CLASSIFICATION)):
+    for classifier, sets, paper in (
+        (False, reg_sets, PAPER_REGRESSION),
+        (True, cls_sets, PAPER_CLASSIFICATION),
+    ):
         rows, time_rows = [], []
         for name in sets:
             runs = [run_one(name, s, classifier, args.finetune_epochs) for s in range(seeds)]
@@ -227,13 +242,15 @@ def main(argv=None):
             if not classifier:
                 row["ours tol=1e-3 MSE"] = _mean(runs, "tol=1e-3", "err")
                 row["ours tol=1e-3 nodes"] = _mean(runs, "tol=1e-3", "nodes")
-            row.update({
-                f"sklearn {unit}": _mean(runs, "sklearn", "err"),
-                "sklearn nodes": _mean(runs, "sklearn", "nodes"),
-                "sklearn depths": str([r["sklearn"]["depth"] for r in runs]),
-                f"paper soft {unit} / size": f"{p_soft} / {p_size}",
-                f"paper hard {unit} / size": f"{p_hard} / {p_hsize}",
-            })
+            row.update(
+                {
+                    f"sklearn {unit}": _mean(runs, "sklearn", "err"),
+                    "sklearn nodes": _mean(runs, "sklearn", "nodes"),
+                    "sklearn depths": str([r["sklearn"]["depth"] for r in runs]),
+                    f"paper soft {unit} / size": f"{p_soft} / {p_size}",
+                    f"paper hard {unit} / size": f"{p_hard} / {p_hsize}",
+                }
+            )
             if classifier:
                 row["within 2 pts of paper"] = row[f"ours {unit}"] >= p_soft - 2.0
                 row["beats sklearn"] = row[f"ours {unit}"] > row[f"sklearn {unit}"]
@@ -250,16 +267,22 @@ def main(argv=None):
                 )
                 row["tol=1e-3 beats sklearn"] = row["ours tol=1e-3 MSE"] < row[f"sklearn {unit}"]
             rows.append(row)
-            time_rows.append({
-                "dataset": name,
-                "ours fit s": _mean(runs, "faithful", "fit"),
-                "ours predict s (soft)": _mean(runs, "faithful", "pred"),
-                "ours predict s (hard)": _mean(runs, "hard", "pred"),
-                "ours+finetune fit s": _mean(runs, "finetune", "fit"),
-                **({} if classifier else {"ours tol=1e-3 fit s": _mean(runs, "tol=1e-3", "fit")}),
-                "sklearn fit s (chosen depth)": _mean(runs, "sklearn", "fit"),
-                "sklearn predict s": _mean(runs, "sklearn", "pred"),
-            })
+            time_rows.append(
+                {
+                    "dataset": name,
+                    "ours fit s": _mean(runs, "faithful", "fit"),
+                    "ours predict s (soft)": _mean(runs, "faithful", "pred"),
+                    "ours predict s (hard)": _mean(runs, "hard", "pred"),
+                    "ours+finetune fit s": _mean(runs, "finetune", "fit"),
+                    **(
+                        {}
+                        if classifier
+                        else {"ours tol=1e-3 fit s": _mean(runs, "tol=1e-3", "fit")}
+                    ),
+                    "sklearn fit s (chosen depth)": _mean(runs, "sklearn", "fit"),
+                    "sklearn predict s": _mean(runs, "sklearn", "pred"),
+                }
+            )
             print(rows[-1], time_rows[-1], flush=True)
         if rows:
             kind = "binary classification (Table 2)" if classifier else "regression (Table 1)"

@@ -34,8 +34,10 @@ def main(argv=None):
     blob = pickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL)
     forest = model.forest_
     print(f"{forest!r}: pickle {len(blob) / 2**20:.1f} MiB")
-    unchecked = (mock.patch("obliquetrees._core.forest.check_forest_arrays"),
-                 mock.patch.object(BaseObliqueEstimator, "_check_fitted_state"))  # fmt: skip
+    unchecked = (
+        mock.patch("obliquetrees._core.forest.check_forest_arrays"),
+        mock.patch.object(BaseObliqueEstimator, "_check_fitted_state"),
+    )
     times = {"checked": [], "unchecked": []}
     for r in range(args.repeat):
         for mode in ("checked", "unchecked") if r % 2 else ("unchecked", "checked"):
@@ -66,8 +68,12 @@ def main(argv=None):
         "leaf-value table once for finiteness and makes about twenty vectorised passes "
         "over the nodes; it has no Python loop over trees or nodes."
     )
-    path = write_results("unpickle_check.md", "Cost of the unpickling check (issue 14)",
-                         [("Timings", rows)], notes=notes)
+    path = write_results(
+        "unpickle_check.md",
+        "Cost of the unpickling check (issue 14)",
+        [("Timings", rows)],
+        notes=notes,
+    )
     print(path.read_text())
 
 

@@ -34,10 +34,19 @@ def revision():
     """Short git revision of the repository, with ``+dirty`` for local changes."""
     root = Path(__file__).resolve().parents[1]
     try:
-        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root,
-                             capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=root, capture_output=True, text=True).stdout.strip()
+        rev = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return rev + ("+dirty" if dirty else "")
@@ -81,8 +90,11 @@ def environment():
     try:
         from threadpoolctl import threadpool_info
 
-        blas = [f"{p['internal_api']} {p['version']} ({p['num_threads']} threads)"
-                for p in threadpool_info() if p["user_api"] == "blas"]
+        blas = [
+            f"{p['internal_api']} {p['version']} ({p['num_threads']} threads)"
+            for p in threadpool_info()
+            if p["user_api"] == "blas"
+        ]
         info["BLAS"] = ", ".join(blas) or "none loaded"
     except ImportError:  # pragma: no cover
         pass

@@ -45,15 +45,17 @@ def main():
     d = load(args.dataset)
     side = int(round(np.sqrt(d["X_train"].shape[1])))
     X, y = d["X_train"][: args.n_train], d["y_train"][: args.n_train]
-    kw = dict(max_depth=args.depth, max_epochs=args.epochs, image_shape=(side, side),
-              random_state=0)
+    kw = dict(
+        max_depth=args.depth, max_epochs=args.epochs, image_shape=(side, side), random_state=0
+    )
     trees = {
         "no regularisation": E2EDTClassifier(**kw).fit(X, y),
         f"spatial_reg={args.reg}": E2EDTClassifier(**kw, spatial_reg=args.reg).fit(X, y),
     }
     n_splits = max(int((c.tree_.children_left >= 0).sum()) for c in trees.values())
-    fig, axes = plt.subplots(len(trees), n_splits, figsize=(1.6 * n_splits, 1.9 * len(trees)),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        len(trees), n_splits, figsize=(1.6 * n_splits, 1.9 * len(trees)), squeeze=False
+    )
     for row, (label, clf) in enumerate(trees.items()):
         acc = clf.score(d["X_test"], d["y_test"])
         print(f"{label}: test accuracy {100 * acc:.2f} %")
@@ -72,8 +74,9 @@ def main():
             ax.imshow(img, cmap="gray", vmin=img.min(), vmax=img.max())
             ax.set_title(f"node {splits[col]} (d{tree.depth[splits[col]]})", fontsize=7)
         axes[row, 0].set_ylabel(f"{label}\n{100 * acc:.1f} %", fontsize=8)
-    fig.suptitle(f"E2EDT split weights on {args.dataset} ({args.n_train} training images)",
-                 fontsize=9)
+    fig.suptitle(
+        f"E2EDT split weights on {args.dataset} ({args.n_train} training images)", fontsize=9
+    )
     fig.tight_layout()
     fig.savefig(args.out, dpi=120)
     print("wrote", args.out)

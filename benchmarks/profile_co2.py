@@ -47,13 +47,25 @@ def per_node_profile(tree_seed=0, boot_seed=0):
     idx = np.flatnonzero(cw > 0).astype(np.int64)
     w_buf = np.empty(X.shape[1])
     hist = np.empty(n_classes)
-    args = (n_classes, True, q, prm["min_samples_split"], prm["min_samples_leaf"], prm["nu"],
-            prm["learning_rate"], prm["batch_size"], prm["momentum"], prm["cccp_epochs"],
-            prm["max_cccp_iter"], prm["tol"])
+    args = (
+        n_classes,
+        True,
+        q,
+        prm["min_samples_split"],
+        prm["min_samples_leaf"],
+        prm["nu"],
+        prm["learning_rate"],
+        prm["batch_size"],
+        prm["momentum"],
+        prm["cccp_epochs"],
+        prm["max_cccp_iter"],
+        prm["tol"],
+    )
 
     def node(start, end, seed):
-        return K.split_node(Xs, y, cw, idx, start, end, *args, np.uint64(seed), w_buf, hist, 1,
-                            K.THETA_PRIOR)
+        return K.split_node(
+            Xs, y, cw, idx, start, end, *args, np.uint64(seed), w_buf, hist, 1, K.THETA_PRIOR
+        )
 
     node(0, 1, 1)  # load the kernels
     nodes = [(0, len(idx))]
@@ -76,17 +88,34 @@ def per_node_profile(tree_seed=0, boot_seed=0):
             m = len(rows)
             state = np.array([seed], dtype=np.uint64)
             c = time.thread_time_ns()
-            f, thr, _ = K.best_axis_split(Xb, yb, wb, m, n_classes, q, prm["min_samples_leaf"],
-                                          state)
+            f, thr, _ = K.best_axis_split(
+                Xb, yb, wb, m, n_classes, q, prm["min_samples_leaf"], state
+            )
             axis_s = (time.thread_time_ns() - c) * 1e-9
             t0, t1 = K.init_theta(Xb, yb, wb, m, f, thr, n_classes, K.THETA_PRIOR)
             w = np.zeros(X.shape[1])
             w[f] = 1.0
             history = np.empty(prm["max_cccp_iter"] + 1)
             c = time.thread_time_ns()
-            K.cccp(Xb, yb, wb, m, w, -thr, t0, t1, prm["nu"], prm["learning_rate"],
-                   prm["batch_size"], prm["momentum"], prm["cccp_epochs"], prm["max_cccp_iter"],
-                   prm["tol"], state, history)
+            K.cccp(
+                Xb,
+                yb,
+                wb,
+                m,
+                w,
+                -thr,
+                t0,
+                t1,
+                prm["nu"],
+                prm["learning_rate"],
+                prm["batch_size"],
+                prm["momentum"],
+                prm["cccp_epochs"],
+                prm["max_cccp_iter"],
+                prm["tol"],
+                state,
+                history,
+            )
             cccp_s = (time.thread_time_ns() - c) * 1e-9
             nodes.append((start, start + n_left))
             nodes.append((start + n_left, end))
@@ -102,23 +131,34 @@ def table(rec):
         sel = (rec[:, 0] >= lo) & (rec[:, 0] < hi)
         internal = sel & (rec[:, 5] > 0)
         n_int = int(internal.sum())
-        rows.append({
-            "distinct samples m": f"[{lo}, {hi})" if hi < 10**9 else f">= {lo}",
-            "nodes": int(sel.sum()), "internal": n_int,
-            "CPU ms": 1e3 * rec[sel, 1].sum(),
-            "share %": 100.0 * rec[sel, 1].sum() / total,
-            "axis search ms": 1e3 * rec[internal, 2].sum(),
-            "CCCP ms": 1e3 * rec[internal, 3].sum(),
-            "CCCP iterations / internal node": rec[internal, 4].sum() / max(n_int, 1),
-            "us per CCCP iteration": 1e6 * rec[internal, 3].sum() / max(rec[internal, 4].sum(), 1),
-        })
-    rows.append({
-        "distinct samples m": "all", "nodes": len(rec), "internal": int(rec[:, 5].sum()),
-        "CPU ms": 1e3 * total, "share %": 100.0,
-        "axis search ms": 1e3 * rec[:, 2].sum(), "CCCP ms": 1e3 * rec[:, 3].sum(),
-        "CCCP iterations / internal node": rec[:, 4].sum() / max(rec[:, 5].sum(), 1),
-        "us per CCCP iteration": 1e6 * rec[:, 3].sum() / max(rec[:, 4].sum(), 1),
-    })
+        rows.append(
+            {
+                "distinct samples m": f"[{lo}, {hi})" if hi < 10**9 else f">= {lo}",
+                "nodes": int(sel.sum()),
+                "internal": n_int,
+                "CPU ms": 1e3 * rec[sel, 1].sum(),
+                "share %": 100.0 * rec[sel, 1].sum() / total,
+                "axis search ms": 1e3 * rec[internal, 2].sum(),
+                "CCCP ms": 1e3 * rec[internal, 3].sum(),
+                "CCCP iterations / internal node": rec[internal, 4].sum() / max(n_int, 1),
+                "us per CCCP iteration": 1e6
+                * rec[internal, 3].sum()
+                / max(rec[internal, 4].sum(), 1),
+            }
+        )
+    rows.append(
+        {
+            "distinct samples m": "all",
+            "nodes": len(rec),
+            "internal": int(rec[:, 5].sum()),
+            "CPU ms": 1e3 * total,
+            "share %": 100.0,
+            "axis search ms": 1e3 * rec[:, 2].sum(),
+            "CCCP ms": 1e3 * rec[:, 3].sum(),
+            "CCCP iterations / internal node": rec[:, 4].sum() / max(rec[:, 5].sum(), 1),
+            "us per CCCP iteration": 1e6 * rec[:, 3].sum() / max(rec[:, 4].sum(), 1),
+        }
+    )
     return rows
 
 
@@ -144,10 +184,17 @@ def forest_overhead(n_trees=30):
         wall = time.perf_counter() - start
     finally:
         K.grow_tree = grow
-    return [{"trees": n_trees, "n_jobs": 1, "fit wall s": wall, "fit CPU s (thread)": fit_cpu,
-             "CPU inside grow_tree s": sum(inside),
-             "outside grow_tree %": 100.0 * (fit_cpu - sum(inside)) / fit_cpu,
-             "load avg": os.getloadavg()[0]}]
+    return [
+        {
+            "trees": n_trees,
+            "n_jobs": 1,
+            "fit wall s": wall,
+            "fit CPU s (thread)": fit_cpu,
+            "CPU inside grow_tree s": sum(inside),
+            "outside grow_tree %": 100.0 * (fit_cpu - sum(inside)) / fit_cpu,
+            "load avg": os.getloadavg()[0],
+        }
+    ]
 
 
 def main():
@@ -157,18 +204,23 @@ def main():
     prm = CO2ForestClassifier().get_params()
     notes = f"""
 One letter tree (bootstrap of the 15000 training rows, {int(rec[0, 0])} distinct rows; default
-parameters: tol={prm['tol']}, cccp_epochs={prm['cccp_epochs']},
-max_cccp_iter={prm['max_cccp_iter']}, batch_size={prm['batch_size']}), grown node by node from
+parameters: tol={prm["tol"]}, cccp_epochs={prm["cccp_epochs"]},
+max_cccp_iter={prm["max_cccp_iter"]}, batch_size={prm["batch_size"]}), grown node by node from
 Python with the per-node kernel; CPU time of the calling thread. "CPU ms" is the whole
 per-node kernel (gather, centring, axis-aligned search, CCCP, partition); "axis search ms" and
 "CCCP ms" time those two steps again on a copy of the node's samples. The load average at the
 end was {os.getloadavg()[0]:.1f} (2 cores): CPU times on a loaded machine are somewhat inflated
 too (shared caches), but far less than wall times.
 """
-    write_results("co2_profile.md", "CO2 Forest: fit-time profile by node size (letter)",
-                  [("Per node size (one tree)", rows),
-                   ("Whole fit against the time inside the growth kernel", over)],
-                  notes=notes)
+    write_results(
+        "co2_profile.md",
+        "CO2 Forest: fit-time profile by node size (letter)",
+        [
+            ("Per node size (one tree)", rows),
+            ("Whole fit against the time inside the growth kernel", over),
+        ],
+        notes=notes,
+    )
 
 
 if __name__ == "__main__":

@@ -47,7 +47,8 @@ def benchmark(estimator, dataset, repeat=5, warmup_rows=200):
     warm = clone(estimator)
     n_warm = min(warmup_rows, len(X_train))
     _, warm_seconds = timed(
-        lambda: warm.fit(X_train[:n_warm], y_train[:n_warm]).predict(X_test[:10]))
+        lambda: warm.fit(X_train[:n_warm], y_train[:n_warm]).predict(X_test[:10])
+    )
     model, fit_seconds = timed(clone(estimator).fit, X_train, y_train)
     y_pred, predict_seconds = timed(model.predict, X_test, repeat=repeat)
     row = {
@@ -69,8 +70,12 @@ def benchmark(estimator, dataset, repeat=5, warmup_rows=200):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--estimator", action="append", required=True,
-                        help="dotted class path with literal keyword arguments")
+    parser.add_argument(
+        "--estimator",
+        action="append",
+        required=True,
+        help="dotted class path with literal keyword arguments",
+    )
     parser.add_argument("--dataset", action="append", required=True)
     parser.add_argument("--repeat", type=int, default=5, help="predict repeats")
     parser.add_argument("--out", default="run.md", help="file in benchmarks/results")

@@ -60,8 +60,7 @@ def main(argv=None):
             zz = clf.predict_proba(grid_points)[:, 1].reshape(xx.shape)
             ax = axes[row, col]
             ax.contourf(xx, yy, zz, levels=np.linspace(0, 1, 21), cmap="RdBu_r")
-            ax.scatter(X[:, 0], X[:, 1], c=y, cmap="RdBu_r", s=7, edgecolors="w",
-                       linewidths=0.4)  # fmt: skip
+            ax.scatter(X[:, 0], X[:, 1], c=y, cmap="RdBu_r", s=7, edgecolors="w", linewidths=0.4)
             ax.set_xticks([])
             ax.set_yticks([])
             if row == 0:

@@ -59,8 +59,7 @@ def main(argv=None):
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     ax.plot(epochs, clf.loss_curve_, marker="o", ms=3, lw=2, label="training loss")
     if len(clf.validation_loss_curve_):
-        ax.plot(epochs, clf.validation_loss_curve_, marker="o", ms=3, lw=2,
-                label="validation loss")  # fmt: skip
+        ax.plot(epochs, clf.validation_loss_curve_, marker="o", ms=3, lw=2, label="validation loss")
         ax.axvline(clf.best_epoch_, color="0.5", ls=":", label=f"kept epoch {clf.best_epoch_}")
     ax.set_yscale("log")
     ax.set_xlabel("epoch")

@@ -67,8 +67,13 @@ def main(argv=None):
     for model, name, color in ((hard, "hard tree", "tab:orange"), (soft, "soft tree", "tab:blue")):
         nodes = model.tree_.node_count
         mse = mean_squared_error(y_test, model.predict(X_test))
-        ax.plot(grid[:, 0], model.predict(grid), color=color, lw=2,
-                label=f"{name}: {nodes} nodes, test MSE {mse:.3f}")  # fmt: skip
+        ax.plot(
+            grid[:, 0],
+            model.predict(grid),
+            color=color,
+            lw=2,
+            label=f"{name}: {nodes} nodes, test MSE {mse:.3f}",
+        )
     ax.set_xlabel("x")
     ax.set_ylabel("y")
     ax.set_title("Soft vs hard regression tree (noise sd 0.25)", fontsize=10)

@@ -44,36 +44,55 @@ def main():
     report(
         "Digits (classification)",
         [
-            ("obliquetrees CO2ForestClassifier(n_estimators=30)",
-             CO2ForestClassifier(n_estimators=30, n_jobs=2, random_state=0)),
-            ("obliquetrees E2EDTClassifier(max_depth=6), one tree",
-             E2EDTClassifier(max_depth=6, random_state=0)),
+            (
+                "obliquetrees CO2ForestClassifier(n_estimators=30)",
+                CO2ForestClassifier(n_estimators=30, n_jobs=2, random_state=0),
+            ),
+            (
+                "obliquetrees E2EDTClassifier(max_depth=6), one tree",
+                E2EDTClassifier(max_depth=6, random_state=0),
+            ),
             ("obliquetrees SoftTreeClassifier()", SoftTreeClassifier(random_state=0)),
-            ("obliquetrees HingeForestClassifier()",
-             HingeForestClassifier(n_jobs=2, random_state=0)),
-            ("scikit-learn DecisionTreeClassifier(max_depth=6)",
-             DecisionTreeClassifier(max_depth=6, random_state=0)),
-            ("scikit-learn RandomForestClassifier(n_estimators=30)",
-             RandomForestClassifier(n_estimators=30, n_jobs=2, random_state=0)),
-            ("scikit-learn ExtraTreesClassifier(n_estimators=30)",
-             ExtraTreesClassifier(n_estimators=30, n_jobs=2, random_state=0)),
+            (
+                "obliquetrees HingeForestClassifier()",
+                HingeForestClassifier(n_jobs=2, random_state=0),
+            ),
+            (
+                "scikit-learn DecisionTreeClassifier(max_depth=6)",
+                DecisionTreeClassifier(max_depth=6, random_state=0),
+            ),
+            (
+                "scikit-learn RandomForestClassifier(n_estimators=30)",
+                RandomForestClassifier(n_estimators=30, n_jobs=2, random_state=0),
+            ),
+            (
+                "scikit-learn ExtraTreesClassifier(n_estimators=30)",
+                ExtraTreesClassifier(n_estimators=30, n_jobs=2, random_state=0),
+            ),
         ],
-        X, y, metric="accuracy",
-    )  # fmt: skip
+        X,
+        y,
+        metric="accuracy",
+    )
     X, y = load_diabetes(return_X_y=True)
     report(
         "Diabetes (regression)",
         [
             ("obliquetrees SoftTreeRegressor()", SoftTreeRegressor(random_state=0)),
-            ("obliquetrees HingeForestRegressor()",
-             HingeForestRegressor(n_jobs=2, random_state=0)),
-            ("scikit-learn DecisionTreeRegressor(max_depth=3)",
-             DecisionTreeRegressor(max_depth=3, random_state=0)),
-            ("scikit-learn RandomForestRegressor(n_estimators=100)",
-             RandomForestRegressor(n_estimators=100, n_jobs=2, random_state=0)),
+            ("obliquetrees HingeForestRegressor()", HingeForestRegressor(n_jobs=2, random_state=0)),
+            (
+                "scikit-learn DecisionTreeRegressor(max_depth=3)",
+                DecisionTreeRegressor(max_depth=3, random_state=0),
+            ),
+            (
+                "scikit-learn RandomForestRegressor(n_estimators=100)",
+                RandomForestRegressor(n_estimators=100, n_jobs=2, random_state=0),
+            ),
         ],
-        X, y, metric="R^2",
-    )  # fmt: skip
+        X,
+        y,
+        metric="R^2",
+    )
 
 
 if __name__ == "__main__":

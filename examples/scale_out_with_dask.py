@@ -34,8 +34,10 @@ def main():
                 distributed = CO2ForestClassifier(n_jobs=-1, **params).fit(X_train, y_train)
 
     same = np.array_equal(local.predict_proba(X_test), distributed.predict_proba(X_test))
-    print(f"test accuracy {distributed.score(X_test, y_test):.4f}; "
-          f"identical to the local forest: {same}")
+    print(
+        f"test accuracy {distributed.score(X_test, y_test):.4f}; "
+        f"identical to the local forest: {same}"
+    )
 
 
 if __name__ == "__main__":

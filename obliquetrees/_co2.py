@@ -378,8 +378,7 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
             seeds[: len(old_trees)] = old_seeds
         if len(old_trees) == self.n_estimators:
             warnings.warn(
-                "Warm-start fitting without increasing n_estimators does not fit "
-                "new trees.",
+                "Warm-start fitting without increasing n_estimators does not fit new trees.",
                 UserWarning,
                 stacklevel=2,
             )
@@ -388,7 +387,7 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
             X,
             y,
             self.n_classes_,
-            seeds[len(old_trees):],
+            seeds[len(old_trees) :],
             sample_weight=sample_weight,
             class_weight=self._class_weight_vector(y),
             max_features=self.max_features_,

@@ -284,9 +284,8 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         image_shape = None
         if self.image_shape is not None:
             shape = tuple(self.image_shape)
-            if (
-                len(shape) != 2
-                or not all(isinstance(v, (int, np.integer)) and v > 0 for v in shape)
+            if len(shape) != 2 or not all(
+                isinstance(v, (int, np.integer)) and v > 0 for v in shape
             ):
                 raise ValueError(
                     f"image_shape must be a pair of positive ints (height, width); "
@@ -372,9 +371,7 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
             scale = np.where(np.isinf(standardization(X, sw)[1]), np.inf, 1.0)
         Z = np.ascontiguousarray((X - mean) / scale, dtype=np.float32)
         seeds = draw_seeds(self.random_state, self.n_estimators)
-        args = [
-            (X, Z, y, sw, self.n_classes_, mean, scale, params, int(seed)) for seed in seeds
-        ]
+        args = [(X, Z, y, sw, self.n_classes_, mean, scale, params, int(seed)) for seed in seeds]
         # BLAS inside training runs single-threaded whatever n_jobs is, so the
         # model does not depend on the thread count.
         with threadpool_limits(limits=1, user_api="blas"):
@@ -399,8 +396,9 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         forest = self._forest()
         check_parents_first(forest)  # for routing="soft"
         if len(self.steepness_) != forest.n_trees:
-            raise ValueError(f"steepness_ has {len(self.steepness_)} arrays for "
-                             f"{forest.n_trees} trees.")  # fmt: skip
+            raise ValueError(
+                f"steepness_ has {len(self.steepness_)} arrays for {forest.n_trees} trees."
+            )
         for steep, n_nodes in zip(self.steepness_, np.diff(forest.node_offset), strict=True):
             check_array(steep, "steepness_", VALUE_DTYPE, 1, (n_nodes,))
             check_finite(steep, "steepness_")

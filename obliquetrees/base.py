@@ -346,6 +346,5 @@ class CreatedFittedMixin:
             Always.
         """
         raise TypeError(
-            f"{type(self).__name__} is created fitted by {self._created_by}; "
-            f"{self._refit_advice}"
+            f"{type(self).__name__} is created fitted by {self._created_by}; {self._refit_advice}"
         )

@@ -572,15 +572,24 @@ def plot_tree(
             # stop at the box of a leaf, above its bar chart
             y_end = ypos(child) + (0.15 if child not in truncated else 0.0)
             ax.plot(
-                [xpos[node], xpos[child]], [ypos(node), y_end],
-                color="0.45", linewidth=0.4 + 9.0 * frac, solid_capstyle="round", zorder=1,
-            )  # fmt: skip
+                [xpos[node], xpos[child]],
+                [ypos(node), y_end],
+                color="0.45",
+                linewidth=0.4 + 9.0 * frac,
+                solid_capstyle="round",
+                zorder=1,
+            )
             if node == 0:
                 ax.text(
-                    0.5 * (xpos[node] + xpos[child]), 0.5 * (ypos(node) + ypos(child)),
-                    label, ha="center", va="center", fontsize=fontsize, zorder=2,
+                    0.5 * (xpos[node] + xpos[child]),
+                    0.5 * (ypos(node) + ypos(child)),
+                    label,
+                    ha="center",
+                    va="center",
+                    fontsize=fontsize,
+                    zorder=2,
                     bbox=dict(boxstyle="circle,pad=0.15", fc="white", ec="none"),
-                )  # fmt: skip
+                )
 
     colors = colormaps["tab10" if tree.n_outputs <= 10 else "tab20"]
     box = dict(boxstyle="round,pad=0.3", fc="white", ec="0.3", lw=0.8)
@@ -588,8 +597,16 @@ def plot_tree(
         x, y = xpos[node], ypos(node)
         n_text = f"n = {_format_count(tree.n_node_samples[node])}" if show_samples else ""
         if node in truncated:
-            ax.text(x, y, "(...)" + (f"\n{n_text}" if n_text else ""), ha="center",
-                    va="center", fontsize=fontsize, bbox=box, zorder=3)  # fmt: skip
+            ax.text(
+                x,
+                y,
+                "(...)" + (f"\n{n_text}" if n_text else ""),
+                ha="center",
+                va="center",
+                fontsize=fontsize,
+                bbox=box,
+                zorder=3,
+            )
             continue
         if tree.children_left[node] != -1:
             if image_shape is not None:
@@ -601,8 +618,17 @@ def plot_tree(
             text = f"{expr}\n> {_format_number(thr, decimals)} ?"
             if n_text:
                 text += f"\n{n_text}"
-            ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, bbox=box,
-                    zorder=3, linespacing=1.15)  # fmt: skip
+            ax.text(
+                x,
+                y,
+                text,
+                ha="center",
+                va="center",
+                fontsize=fontsize,
+                bbox=box,
+                zorder=3,
+                linespacing=1.15,
+            )
             continue
         value = tree.value[node]
         if classifier and _is_distribution(value):
@@ -610,9 +636,15 @@ def plot_tree(
             label = cnames[k] if cnames else str(k)
             leaf_box = dict(box, fc=colors(k % colors.N), alpha=0.25 + 0.6 * float(value[k]))
             ax.text(
-                x, y + 0.08, f"class {label}" + (f"\n{n_text}" if n_text else ""),
-                ha="center", va="bottom", fontsize=fontsize, bbox=leaf_box, zorder=3,
-            )  # fmt: skip
+                x,
+                y + 0.08,
+                f"class {label}" + (f"\n{n_text}" if n_text else ""),
+                ha="center",
+                va="bottom",
+                fontsize=fontsize,
+                bbox=leaf_box,
+                zorder=3,
+            )
             inset = ax.inset_axes([x - 0.38, y - 0.42, 0.76, 0.36], transform=ax.transData)
             bar_colors = [colors(j % colors.N) for j in range(value.shape[0])]
             inset.bar(np.arange(value.shape[0]), value, color=bar_colors, width=0.8)
@@ -647,8 +679,9 @@ def _draw_weight_image(ax, tree, node, x, y, image_shape, scale, cmap, n_text, f
     size = 0.7
     ih, iw = (size, size * w / h) if h >= w else (size * h / w, size)
     inset = ax.inset_axes([x - iw / 2, y - ih / 2, iw, ih], transform=ax.transData)
-    inset.imshow(dense.reshape(image_shape), cmap=cmap, vmin=-limit, vmax=limit,
-                 interpolation="nearest")  # fmt: skip
+    inset.imshow(
+        dense.reshape(image_shape), cmap=cmap, vmin=-limit, vmax=limit, interpolation="nearest"
+    )
     inset.set_xticks([])
     inset.set_yticks([])
     if n_text:

@@ -150,8 +150,7 @@ class DecisionMachine:
     n_features : int
     """
 
-    def __init__(self, S, bias, B, V, split_node, leaf_node, split_offset, leaf_offset,
-                 n_features):  # fmt: skip
+    def __init__(self, S, bias, B, V, split_node, leaf_node, split_offset, leaf_offset, n_features):
         self.S = S
         self.bias = np.ascontiguousarray(bias, dtype=np.float64)
         self.t = -self.bias
@@ -190,8 +189,9 @@ class DecisionMachine:
     def B_normalised(self):
         """``B~ = diag(1 / ||B_l||_1) B`` as float64 CSR (rows of 1-leaf trees stay 0)."""
         if self._B_normalised is None:
-            scale = np.divide(1.0, self.leaf_norm, out=np.zeros(self.n_leaves),
-                              where=self.leaf_norm > 0)  # fmt: skip
+            scale = np.divide(
+                1.0, self.leaf_norm, out=np.zeros(self.n_leaves), where=self.leaf_norm > 0
+            )
             self._B_normalised = sp.csr_matrix(sp.diags(scale) @ self.B.astype(np.float64))
         return self._B_normalised
 
@@ -215,9 +215,14 @@ class DecisionMachine:
             from obliquetrees._training import _machine_kernels as K  # numba on first use
 
             A = np.empty((X.shape[0], self.n_splits))
-            K.sparse_margins(X, self.S.indptr.astype(np.int64, copy=False),
-                             self.S.indices.astype(np.int64, copy=False), self.S.data,
-                             self.bias, A)  # fmt: skip
+            K.sparse_margins(
+                X,
+                self.S.indptr.astype(np.int64, copy=False),
+                self.S.indices.astype(np.int64, copy=False),
+                self.S.data,
+                self.bias,
+                A,
+            )
             return A
         if sp.issparse(self.S):
             A = np.ascontiguousarray((self.S @ X.T).T)
@@ -284,26 +289,35 @@ class DecisionMachine:
                 e = min(n, s + block)
                 H = self._signs(X[s:e], K)
                 if rows is not None:
-                    K.select_leaves(H, tindptr, tindex, tright, tskip, self.leaf_offset,
-                                    rows[s:e])  # fmt: skip
+                    K.select_leaves(H, tindptr, tindex, tright, tskip, self.leaf_offset, rows[s:e])
                 else:
-                    K.select_leaves_value(H, tindptr, tindex, tright, tskip, self.leaf_offset,
-                                          self.V, out[s:e])  # fmt: skip
+                    K.select_leaves_value(
+                        H, tindptr, tindex, tright, tskip, self.leaf_offset, self.V, out[s:e]
+                    )
 
     def _signs(self, X, K):
         """``S x - t > 0`` (bool, True = right) for a row block."""
         if sp.issparse(self.S) and not sp.issparse(X):
             H = np.empty((X.shape[0], self.n_splits), dtype=np.bool_)
-            K.sparse_signs(_as_float64(X), self.S.indptr.astype(np.int64, copy=False),
-                           self.S.indices.astype(np.int64, copy=False), self.S.data,
-                           self.bias, H)  # fmt: skip
+            K.sparse_signs(
+                _as_float64(X),
+                self.S.indptr.astype(np.int64, copy=False),
+                self.S.indices.astype(np.int64, copy=False),
+                self.S.data,
+                self.bias,
+                H,
+            )
             return H
         return self.margins(X) > 0
 
     def _template_arrays(self):
         B = self.B
-        return (B.indptr.astype(np.int64, copy=False), B.indices.astype(np.int64, copy=False),
-                B.data > 0, self.template_skip)  # fmt: skip
+        return (
+            B.indptr.astype(np.int64, copy=False),
+            B.indices.astype(np.int64, copy=False),
+            B.data > 0,
+            self.template_skip,
+        )
 
     # ---------------------------------------------------------- relaxation
     def relaxed_weights(self, X, temperature=0.1, eps=1.0, sigma="saturated"):
@@ -336,9 +350,15 @@ class DecisionMachine:
         E = np.empty((Hs.shape[0], self.n_leaves))
         from obliquetrees._training import _machine_kernels as K  # numba on first use
 
-        K.relaxed_forward(Hs, Bn.indptr.astype(np.int64, copy=False),
-                          Bn.indices.astype(np.int64, copy=False), Bn.data, self.leaf_offset,
-                          1.0 / float(temperature), E)  # fmt: skip
+        K.relaxed_forward(
+            Hs,
+            Bn.indptr.astype(np.int64, copy=False),
+            Bn.indices.astype(np.int64, copy=False),
+            Bn.data,
+            self.leaf_offset,
+            1.0 / float(temperature),
+            E,
+        )
         return E
 
     def relaxed_value(self, X, temperature=0.1, eps=1.0, sigma="saturated"):
@@ -367,8 +387,10 @@ class DecisionMachine:
 
     def __repr__(self):
         kind = "CSR" if sp.issparse(self.S) else "dense"
-        return (f"DecisionMachine(n_trees={self.n_trees}, n_splits={self.n_splits}, "
-                f"n_leaves={self.n_leaves}, n_features={self.n_features}, S={kind})")  # fmt: skip
+        return (
+            f"DecisionMachine(n_trees={self.n_trees}, n_splits={self.n_splits}, "
+            f"n_leaves={self.n_leaves}, n_features={self.n_features}, S={kind})"
+        )
 
 
 def _nbytes(M):
@@ -561,11 +583,16 @@ def _build(forest):
     split_offset = np.searchsorted(split_tree, np.arange(forest.n_trees + 1)).astype(np.int64)
     leaf_offset = np.searchsorted(leaf_tree, np.arange(forest.n_trees + 1)).astype(np.int64)
     machine = DecisionMachine(
-        S, forest.bias[split_global], B, forest.value[leaf_global],
+        S,
+        forest.bias[split_global],
+        B,
+        forest.value[leaf_global],
         split_node=split_global - offset[split_global],
         leaf_node=leaf_global - offset[leaf_global],
-        split_offset=split_offset, leaf_offset=leaf_offset, n_features=forest.n_features,
-    )  # fmt: skip
+        split_offset=split_offset,
+        leaf_offset=leaf_offset,
+        n_features=forest.n_features,
+    )
     machine.template_skip = skip
     return machine
 
@@ -574,8 +601,13 @@ def _check_csr(M, name, shape, dtype):
     if not (sp.issparse(M) and M.format == "csr") or M.shape != shape or M.dtype != dtype:
         raise ValueError(f"{name} must be a {shape} {np.dtype(dtype).name} CSR matrix.")
     indptr, indices = M.indptr, M.indices
-    if (indptr.shape != (shape[0] + 1,) or indptr[0] != 0 or np.any(np.diff(indptr) < 0)
-            or indptr[-1] != indices.shape[0] or M.data.shape != indices.shape):  # fmt: skip
+    if (
+        indptr.shape != (shape[0] + 1,)
+        or indptr[0] != 0
+        or np.any(np.diff(indptr) < 0)
+        or indptr[-1] != indices.shape[0]
+        or M.data.shape != indices.shape
+    ):
         raise ValueError(f"{name} has a malformed CSR structure.")
     if indices.size and (indices.min() < 0 or indices.max() >= shape[1]):
         raise ValueError(f"{name} has column indices outside [0, {shape[1]}).")
@@ -645,8 +677,10 @@ def _forest_from_machine_state(state):
     left[parent[~goes_right]] = child[~goes_right]
     depth[parent] = pos
     depth[leaf_gid] = np.diff(B.indptr)
-    if not (np.array_equal(right[parent[goes_right]], child[goes_right])
-            and np.array_equal(left[parent[~goes_right]], child[~goes_right])):  # fmt: skip
+    if not (
+        np.array_equal(right[parent[goes_right]], child[goes_right])
+        and np.array_equal(left[parent[~goes_right]], child[~goes_right])
+    ):
         raise ValueError("B's rows disagree about a split's children.")
     base = np.repeat(node_offset[:-1], sizes)
     left = np.where(left >= 0, left - base, -1)
@@ -666,18 +700,31 @@ def _forest_from_machine_state(state):
     value = np.zeros((n, V.shape[1]))
     value[leaf_gid] = V
     arrays = {
-        "children_left": left, "children_right": right, "weight_indptr": weight_indptr,
-        "weight_index": S_rows.indices.astype(np.int64), "weight_value": S_rows.data,
-        "bias": node_bias, "value": value, "n_node_samples": np.zeros(n), "depth": depth,
-    }  # fmt: skip
+        "children_left": left,
+        "children_right": right,
+        "weight_indptr": weight_indptr,
+        "weight_index": S_rows.indices.astype(np.int64),
+        "weight_value": S_rows.data,
+        "bias": node_bias,
+        "value": value,
+        "n_node_samples": np.zeros(n),
+        "depth": depth,
+    }
     check_forest_arrays(arrays, node_offset, weight_offset, n_features, "machine's trees")
     return ObliqueForest(arrays, node_offset, weight_offset, n_features)
 
 
 def _compare_machines(state, rebuilt):
     """Raise ``ValueError`` unless ``state`` holds exactly ``rebuilt``'s arrays."""
-    for name in ("bias", "V", "split_node", "leaf_node", "split_offset", "leaf_offset",
-                 "template_skip"):  # fmt: skip
+    for name in (
+        "bias",
+        "V",
+        "split_node",
+        "leaf_node",
+        "split_offset",
+        "leaf_offset",
+        "template_skip",
+    ):
         if not np.array_equal(state[name], getattr(rebuilt, name)):
             raise ValueError(f"{name} does not match the trees the machine describes.")
     for name in ("indptr", "indices", "data"):
@@ -686,8 +733,11 @@ def _compare_machines(state, rebuilt):
     S, T = state["S"], rebuilt.S
     if sp.issparse(S) != sp.issparse(T):
         raise ValueError("S is stored dense/sparse unlike the machine's own choice.")
-    parts = ((S.indptr, T.indptr), (S.indices, T.indices), (S.data, T.data)) \
-        if sp.issparse(S) else ((S, T),)  # fmt: skip
+    parts = (
+        ((S.indptr, T.indptr), (S.indices, T.indices), (S.data, T.data))
+        if sp.issparse(S)
+        else ((S, T),)
+    )
     if not all(np.array_equal(a, b) for a, b in parts):
         raise ValueError("S does not match the trees the machine describes.")
 
@@ -844,9 +894,15 @@ def _relaxed_forward(Z, W, b, Bn, leaf_offset, inv_t, eps, sigma):
     A += b
     Hs = _sigma(A, eps, sigma)
     E = np.empty((Z.shape[0], Bn.shape[0]))
-    K.relaxed_forward(Hs, Bn.indptr.astype(np.int64, copy=False),
-                      Bn.indices.astype(np.int64, copy=False), Bn.data, leaf_offset,
-                      inv_t, E)  # fmt: skip
+    K.relaxed_forward(
+        Hs,
+        Bn.indptr.astype(np.int64, copy=False),
+        Bn.indices.astype(np.int64, copy=False),
+        Bn.data,
+        leaf_offset,
+        inv_t,
+        E,
+    )
     return A, Hs, E
 
 
@@ -857,9 +913,20 @@ def _relaxed_backward(y, sw, A, Hs, E, V, Bn, leaf_offset, inv_t, eps, sigma):
     R = np.empty_like(E)
     GH = np.empty_like(Hs)
     logp = np.empty(E.shape[0])
-    K.relaxed_backward(E, V, y, sw, Bn.indptr.astype(np.int64, copy=False),
-                       Bn.indices.astype(np.int64, copy=False), Bn.data, leaf_offset,
-                       inv_t, R, GH, logp)  # fmt: skip
+    K.relaxed_backward(
+        E,
+        V,
+        y,
+        sw,
+        Bn.indptr.astype(np.int64, copy=False),
+        Bn.indices.astype(np.int64, copy=False),
+        Bn.data,
+        leaf_offset,
+        inv_t,
+        R,
+        GH,
+        logp,
+    )
     GH *= _sigma_derivative(A, Hs, eps, sigma)
     return R, GH, logp
 
@@ -871,8 +938,9 @@ def _sigma_derivative(A, Hs, eps, sigma):
     return (np.abs(A) < eps) / eps
 
 
-def _relaxed_squared_error_backward(target, sw, A, Hs, E, V, Bn, leaf_offset, inv_t, eps,
-                                    sigma, objective):  # fmt: skip
+def _relaxed_squared_error_backward(
+    target, sw, A, Hs, E, V, Bn, leaf_offset, inv_t, eps, sigma, objective
+):
     """Weighted squared error of the relaxed trees and its gradients.
 
     Tree ``t`` predicts ``P_t = E_t V_t`` (``E_t`` its softmax leaf weights,
@@ -892,8 +960,9 @@ def _relaxed_squared_error_backward(target, sw, A, Hs, E, V, Bn, leaf_offset, in
     if objective == "forest":
         residual = prediction.mean(axis=1) - target  # (n, n_outputs)
         loss = float(sw @ np.sum(residual * residual, axis=1))
-        grad_prediction = np.repeat((residual * (2.0 * sw / n_trees)[:, None])[:, None, :],
-                                    n_trees, axis=1)  # fmt: skip
+        grad_prediction = np.repeat(
+            (residual * (2.0 * sw / n_trees)[:, None])[:, None, :], n_trees, axis=1
+        )
     else:
         residual = prediction - target[:, None, :]  # (n, n_trees, n_outputs)
         grad_prediction = residual * (2.0 * sw / n_trees)[:, None, None]
@@ -912,8 +981,9 @@ def _relaxed_squared_error_backward(target, sw, A, Hs, E, V, Bn, leaf_offset, in
     {**_RELAXED_CONSTRAINTS, "y": ["array-like"]},
     prefer_skip_nested_validation=True,
 )
-def relaxed_nll(machine, X, y, temperature, eps=0.1, sigma="tanh", sample_weight=None,
-                W=None, b=None, V=None):  # fmt: skip
+def relaxed_nll(
+    machine, X, y, temperature, eps=0.1, sigma="tanh", sample_weight=None, W=None, b=None, V=None
+):
     """Weighted negative log-likelihood of the relaxed forest and its gradients.
 
     The objective :func:`finetune` minimises (before its standardisation):
@@ -945,10 +1015,12 @@ def relaxed_nll(machine, X, y, temperature, eps=0.1, sigma="tanh", sample_weight
     b = machine.bias if b is None else b
     V = machine.V if V is None else V
     inv_t = 1.0 / float(temperature)
-    A, Hs, E = _relaxed_forward(X, W, b, machine.B_normalised, machine.leaf_offset, inv_t,
-                                eps, sigma)  # fmt: skip
-    _, GA, logp = _relaxed_backward(y, sw, A, Hs, E, V, machine.B_normalised,
-                                    machine.leaf_offset, inv_t, eps, sigma)  # fmt: skip
+    A, Hs, E = _relaxed_forward(
+        X, W, b, machine.B_normalised, machine.leaf_offset, inv_t, eps, sigma
+    )
+    _, GA, logp = _relaxed_backward(
+        y, sw, A, Hs, E, V, machine.B_normalised, machine.leaf_offset, inv_t, eps, sigma
+    )
     return float(-(sw @ logp)), GA.T @ X, GA.sum(axis=0)
 
 
@@ -960,9 +1032,19 @@ def relaxed_nll(machine, X, y, temperature, eps=0.1, sigma="tanh", sample_weight
     },
     prefer_skip_nested_validation=True,
 )
-def relaxed_squared_error(machine, X, Y, temperature, eps=0.1, sigma="tanh",
-                          sample_weight=None, W=None, b=None, V=None,
-                          objective="trees"):  # fmt: skip
+def relaxed_squared_error(
+    machine,
+    X,
+    Y,
+    temperature,
+    eps=0.1,
+    sigma="tanh",
+    sample_weight=None,
+    W=None,
+    b=None,
+    V=None,
+    objective="trees",
+):
     """Weighted squared error of the relaxed trees and its gradients.
 
     The objective :func:`finetune` minimises for regressors (before its
@@ -998,11 +1080,12 @@ def relaxed_squared_error(machine, X, Y, temperature, eps=0.1, sigma="tanh",
     b = machine.bias if b is None else b
     V = machine.V if V is None else V
     inv_t = 1.0 / float(temperature)
-    A, Hs, E = _relaxed_forward(X, W, b, machine.B_normalised, machine.leaf_offset, inv_t,
-                                eps, sigma)  # fmt: skip
-    loss, GA, grad_V = _relaxed_squared_error_backward(Y, sw, A, Hs, E, V, machine.B_normalised,
-                                                       machine.leaf_offset, inv_t, eps, sigma,
-                                                       objective)  # fmt: skip
+    A, Hs, E = _relaxed_forward(
+        X, W, b, machine.B_normalised, machine.leaf_offset, inv_t, eps, sigma
+    )
+    loss, GA, grad_V = _relaxed_squared_error_backward(
+        Y, sw, A, Hs, E, V, machine.B_normalised, machine.leaf_offset, inv_t, eps, sigma, objective
+    )
     return loss, GA.T @ X, GA.sum(axis=0), grad_V
 
 
@@ -1183,9 +1266,13 @@ def _hard_leaf_means(V, leaf_rows, Y, sw):
     flat = leaf_rows.ravel()
     weights = np.repeat(sw, n_trees)
     count = np.bincount(flat, weights=weights, minlength=V.shape[0])
-    sums = np.stack([np.bincount(flat, weights=weights * np.repeat(Y[:, o], n_trees),
-                                 minlength=V.shape[0]) for o in range(Y.shape[1])],
-                    axis=1)  # fmt: skip
+    sums = np.stack(
+        [
+            np.bincount(flat, weights=weights * np.repeat(Y[:, o], n_trees), minlength=V.shape[0])
+            for o in range(Y.shape[1])
+        ],
+        axis=1,
+    )
     V = V.copy()
     hit = count > 0
     V[hit] = sums[hit] / count[hit, None]
@@ -1210,8 +1297,7 @@ def _hard_backfit(V, leaf_rows, leaf_offset, Y, sw, n_iter):
             rows = leaf_rows[:, t]
             a, c = leaf_offset[t], leaf_offset[t + 1]
             own = V[rows]
-            V[a:c] = _hard_leaf_means(V[a:c], (rows - a)[:, None],
-                                      n_trees * Y - (total - own), sw)  # fmt: skip
+            V[a:c] = _hard_leaf_means(V[a:c], (rows - a)[:, None], n_trees * Y - (total - own), sw)
             total += V[rows] - own
     return V
 
@@ -1223,11 +1309,20 @@ def _with_values(forest, machine, V):
         value = tree.value.copy()
         a, b = machine.leaf_offset[k], machine.leaf_offset[k + 1]
         value[machine.leaf_node[a:b]] = V[a:b]
-        trees.append(ObliqueTree(
-            tree.children_left, tree.children_right, tree.weight_indptr, tree.weight_index,
-            tree.weight_value, tree.bias, value, tree.n_node_samples,
-            n_features=tree.n_features, depth=tree.depth,
-        ))  # fmt: skip
+        trees.append(
+            ObliqueTree(
+                tree.children_left,
+                tree.children_right,
+                tree.weight_indptr,
+                tree.weight_index,
+                tree.weight_value,
+                tree.bias,
+                value,
+                tree.n_node_samples,
+                n_features=tree.n_features,
+                depth=tree.depth,
+            )
+        )
     return trees
 
 
@@ -1497,8 +1592,10 @@ def finetune(
     if objective is None:
         objective = "trees" if regression else "forest"
     elif objective == "trees" and not regression:
-        raise ValueError("objective='trees' is for regressors; classifiers fine-tune the "
-                         "forest's likelihood (objective='forest').")  # fmt: skip
+        raise ValueError(
+            "objective='trees' is for regressors; classifiers fine-tune the "
+            "forest's likelihood (objective='forest')."
+        )
     machine = to_machine(forest, cache=False)
     n, p = X.shape
 
@@ -1534,11 +1631,12 @@ def finetune(
     def backward(rows, A, Hs, E, inv_t):
         """Batch loss, d loss / d margins, and the leaves' statistic or gradient."""
         if regression:
-            return _relaxed_squared_error_backward(target[rows], sw[rows], A, Hs, E, V, Bn,
-                                                   leaf_offset, inv_t, eps, sigma,
-                                                   objective)  # fmt: skip
-        R, GA, logp = _relaxed_backward(y[rows], sw[rows], A, Hs, E, V, Bn, leaf_offset,
-                                        inv_t, eps, sigma)  # fmt: skip
+            return _relaxed_squared_error_backward(
+                target[rows], sw[rows], A, Hs, E, V, Bn, leaf_offset, inv_t, eps, sigma, objective
+            )
+        R, GA, logp = _relaxed_backward(
+            y[rows], sw[rows], A, Hs, E, V, Bn, leaf_offset, inv_t, eps, sigma
+        )
         finite = np.isfinite(logp)
         return -float(sw[rows][finite] @ logp[finite]), GA, (R * sw[rows, None]).T @ onehot[rows]
 
@@ -1548,8 +1646,10 @@ def finetune(
     else:
         mask = (S != 0).astype(np.float64)
         if not isinstance(support, str) and support > 0:
-            with threadpool_limits(limits=TRAIN_BLAS_THREADS, user_api="blas"), \
-                    numba_threads(threads):  # fmt: skip
+            with (
+                threadpool_limits(limits=TRAIN_BLAS_THREADS, user_api="blas"),
+                numba_threads(threads),
+            ):
                 G = np.zeros_like(W)
                 for s in range(0, n, 4096):
                     rows = np.arange(s, min(s + 4096, n))
@@ -1589,14 +1689,31 @@ def finetune(
                     gW *= mask
                 gb = GA.sum(axis=0) / total
                 step += 1
-                EK.adam_update(W.reshape(-1), gW.reshape(-1), mW.reshape(-1), vW.reshape(-1),
-                               step, learning_rate, 0.9, 0.999, 1e-8)  # fmt: skip
+                EK.adam_update(
+                    W.reshape(-1),
+                    gW.reshape(-1),
+                    mW.reshape(-1),
+                    vW.reshape(-1),
+                    step,
+                    learning_rate,
+                    0.9,
+                    0.999,
+                    1e-8,
+                )
                 EK.adam_update(b, gb, mb, vb, step, learning_rate, 0.9, 0.999, 1e-8)
                 if regression:
                     leaves /= total
-                    EK.adam_update(V.reshape(-1), leaves.reshape(-1), mV.reshape(-1),
-                                   vV.reshape(-1), step, learning_rate,
-                                   0.9, 0.999, 1e-8)  # fmt: skip
+                    EK.adam_update(
+                        V.reshape(-1),
+                        leaves.reshape(-1),
+                        mV.reshape(-1),
+                        vV.reshape(-1),
+                        step,
+                        learning_rate,
+                        0.9,
+                        0.999,
+                        1e-8,
+                    )
                 else:
                     counts += leaves
             if not regression:
@@ -1606,8 +1723,10 @@ def finetune(
             history["temperature"].append(tau)
             if verbose:
                 name = "relaxed MSE" if regression else "relaxed NLL"
-                print(f"finetune epoch {epoch + 1}/{epochs}: temperature {tau:.4g}, "
-                      f"{name} {history['loss'][-1]:.4f}")  # fmt: skip
+                print(
+                    f"finetune epoch {epoch + 1}/{epochs}: temperature {tau:.4g}, "
+                    f"{name} {history['loss'][-1]:.4f}"
+                )
 
     # back to raw units, hard leaf refit, container
     trees = []
@@ -1617,8 +1736,15 @@ def finetune(
         bias = np.zeros(tree.node_count)
         weights[machine.split_node[a:c]] = W[a:c]
         bias[machine.split_node[a:c]] = b[a:c]
-        new = ObliqueTree.from_dense(tree.children_left, tree.children_right, weights, bias,
-                                     tree.value, tree.n_node_samples, depth=tree.depth)  # fmt: skip
+        new = ObliqueTree.from_dense(
+            tree.children_left,
+            tree.children_right,
+            weights,
+            bias,
+            tree.value,
+            tree.n_node_samples,
+            depth=tree.depth,
+        )
         trees.append(fold_standardization(new, mean, scale))
     tuned = ObliqueForest.from_trees(trees, validate=False)
     rows = _leaf_rows_hard(tuned, machine, X)
@@ -1629,8 +1755,10 @@ def finetune(
     else:
         V = _hard_em(V, rows, y, sw, int(refit_iter))
     trees = _node_statistics(_with_values(tuned, machine, V), X, sw)
-    _check_finite(*(getattr(t, name) for t in trees for name in ("weight_value", "bias", "value")),
-                  when="in the final leaf refit")  # fmt: skip
+    _check_finite(
+        *(getattr(t, name) for t in trees for name in ("weight_value", "bias", "value")),
+        when="in the final leaf refit",
+    )
     n_splits = max(machine.n_splits, 1)
     history["weight_density"] = float(sum(t.weight_index.shape[0] for t in trees) / n_splits)
     return _new_model(source, trees, history, n_jobs)

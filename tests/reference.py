@@ -134,8 +134,8 @@ def hinge_backward(G, U, thr, feat, W, depth, is_fern, head_sum=True):
     leaf, rstar, vstar = hinge_traverse(U, thr, feat, depth, is_fern)
     Gm = np.broadcast_to(G[:, None, :], (n, M, G.shape[1])) if head_sum else G[:, :, None]
     trees = np.broadcast_to(np.arange(M)[None, :], (n, M))
-    wl = W[trees, leaf]                                   # (n, M, C)
-    d = (wl * Gm).sum(axis=2)                             # (n, M)
+    wl = W[trees, leaf]  # (n, M, C)
+    d = (wl * Gm).sum(axis=2)  # (n, M)
     sg = np.sign(rstar)
     gW = np.zeros_like(W)
     np.add.at(gW, (trees, leaf), np.abs(rstar)[:, :, None] * Gm)
@@ -174,14 +174,16 @@ def hinge_train_step(model, Zb, Yb, lr, optimizer="adam"):
     G = P.copy()
     G[np.arange(B), Yb] -= 1.0
     G /= B
-    gW, gt, gU = hinge_backward(G, U, model["thr"], model["feat"], model["W"],
-                                model["depth"], model["is_fern"])
+    gW, gt, gU = hinge_backward(
+        G, U, model["thr"], model["feat"], model["W"], model["depth"], model["is_fern"]
+    )
     gA = (gU / sd).T @ Zb
     t = model["t"] + 1
     masks = {"W": None, "thr": None, "A": None}
     if optimizer == "lazy_adam":
-        leaf, _, vstar = hinge_traverse(U, model["thr"], model["feat"], model["depth"],
-                                        model["is_fern"])
+        leaf, _, vstar = hinge_traverse(
+            U, model["thr"], model["feat"], model["depth"], model["is_fern"]
+        )
         M = model["thr"].shape[0]
         mw = np.zeros(model["W"].shape[:2], dtype=bool)
         mw[np.arange(M)[None, :], leaf] = True
@@ -338,8 +340,25 @@ def co2_minibatch_gradient(Xb, yb, wb, batch, w, b, theta0, theta1, signs):
     return gw / wsum, gb / wsum, g0 / wsum, g1 / wsum, run, wsum
 
 
-def co2_cccp(Xb, yb, wb, w, b, theta0, theta1, nu, learning_rate, batch_size, momentum,
-             n_epochs, max_iter, tol, rng, osc_patience=2, lr_decay=0.5):
+def co2_cccp(
+    Xb,
+    yb,
+    wb,
+    w,
+    b,
+    theta0,
+    theta1,
+    nu,
+    learning_rate,
+    batch_size,
+    momentum,
+    n_epochs,
+    max_iter,
+    tol,
+    rng,
+    osc_patience=2,
+    lr_decay=0.5,
+):
     """The kernel's CCCP loop in numpy. Returns ``(w, b, theta0, theta1, history)``."""
     w, theta0, theta1 = w.copy(), theta0.copy(), theta1.copy()
     m = Xb.shape[0]
@@ -373,7 +392,8 @@ def co2_cccp(Xb, yb, wb, w, b, theta0, theta1, nu, learning_rate, batch_size, mo
             for k in order:
                 batch = np.arange(k * batch_size, min((k + 1) * batch_size, m))
                 gw, gb, g0, g1, r, ws = co2_minibatch_gradient(
-                    Xb, yb, wb, batch, w, b, theta0, theta1, signs)
+                    Xb, yb, wb, batch, w, b, theta0, theta1, signs
+                )
                 run += r
                 tot += ws
                 if ws <= 0:
@@ -670,8 +690,9 @@ def e2edt_masked_laplacian(M, mask_row):
     return L
 
 
-def e2edt_fit_stump(X, y, sw, w, b, pi, gamma0, dgamma, n_epochs, order, batch_size,
-                    lr, beta1, beta2, eps, lam, M):
+def e2edt_fit_stump(
+    X, y, sw, w, b, pi, gamma0, dgamma, n_epochs, order, batch_size, lr, beta1, beta2, eps, lam, M
+):
     """The stump schedule of the E2EDT kernel, in numpy (M: dense local Laplacian)."""
     w, b, pi = w.copy(), float(b), pi.copy()
     mw, vw, mb, vb = np.zeros_like(w), np.zeros_like(w), 0.0, 0.0
@@ -699,8 +720,17 @@ def e2edt_fit_stump(X, y, sw, w, b, pi, gamma0, dgamma, n_epochs, order, batch_s
                 gb = c.sum()
                 step += 1
                 w, mw, vw = adam_step(w, mw, vw, gw, step, lr, beta1, beta2, eps)
-                bb, mb, vb = adam_step(np.array([b]), np.array([mb]), np.array([vb]),
-                                       np.array([gb]), step, lr, beta1, beta2, eps)
+                bb, mb, vb = adam_step(
+                    np.array([b]),
+                    np.array([mb]),
+                    np.array([vb]),
+                    np.array([gb]),
+                    step,
+                    lr,
+                    beta1,
+                    beta2,
+                    eps,
+                )
                 b, mb, vb = float(bb[0]), float(mb[0]), float(vb[0])
         pi = e2edt_leaf_m_step(counts, pi)
         gamma += dgamma

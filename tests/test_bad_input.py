@@ -21,8 +21,9 @@ def _make(cls, **params):
 
 def _data(cls, n_samples=60, n_features=4, seed=0):
     if is_classifier(cls()):
-        X, y = make_classification(n_samples, n_features, n_informative=2, n_redundant=0,
-                                   n_classes=2, random_state=seed)  # fmt: skip
+        X, y = make_classification(
+            n_samples, n_features, n_informative=2, n_redundant=0, n_classes=2, random_state=seed
+        )
     else:
         X, y = make_regression(n_samples, n_features, noise=0.1, random_state=seed)
     return X, y

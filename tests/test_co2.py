@@ -114,9 +114,7 @@ def _reference_oob_proba(clf, X):
 def test_oob_score_matches_reference_and_held_out_accuracy(blobs):
     X, y = blobs
     X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
-    clf = CO2ForestClassifier(**{**FAST, "n_estimators": 20}, oob_score=True).fit(
-        X_train, y_train
-    )
+    clf = CO2ForestClassifier(**{**FAST, "n_estimators": 20}, oob_score=True).fit(X_train, y_train)
     expected = _reference_oob_proba(clf, X_train)
     np.testing.assert_allclose(clf.oob_decision_function_, expected, rtol=1e-12)
     covered = ~np.isnan(expected).any(axis=1)
@@ -219,8 +217,16 @@ def test_string_labels_and_single_class(iris):
 
 @pytest.mark.parametrize(
     "name, value",
-    [("nu", 0.0), ("learning_rate", -1.0), ("n_estimators", 0), ("momentum", 1.0),
-     ("batch_size", 0), ("max_features", "all"), ("cccp_epochs", 0), ("class_weight", "x")],
+    [
+        ("nu", 0.0),
+        ("learning_rate", -1.0),
+        ("n_estimators", 0),
+        ("momentum", 1.0),
+        ("batch_size", 0),
+        ("max_features", "all"),
+        ("cccp_epochs", 0),
+        ("class_weight", "x"),
+    ],
 )
 def test_bad_parameters_name_the_parameter(iris, name, value):
     X, y = iris

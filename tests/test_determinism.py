@@ -16,8 +16,14 @@ FOREST_PARAMS = {"E2EDTClassifier": dict(n_estimators=3)}  # n_estimators=1 is a
 
 
 def _make(cls, **params):
-    return cls(**{**FAST_PARAMS.get(cls.__name__, {}), **FOREST_PARAMS.get(cls.__name__, {}),
-                  "random_state": 7, **params})  # fmt: skip
+    return cls(
+        **{
+            **FAST_PARAMS.get(cls.__name__, {}),
+            **FOREST_PARAMS.get(cls.__name__, {}),
+            "random_state": 7,
+            **params,
+        }
+    )
 
 
 def _data(cls):
@@ -29,9 +35,19 @@ def _data(cls):
 def _state(model, X):
     """Every fitted array and the predictions, as bytes."""
     trees = model.trees_ if hasattr(model, "trees_") else [model.tree_]
-    arrays = [getattr(t, name).tobytes() for t in trees
-              for name in ("children_left", "children_right", "weight_indptr", "weight_index",
-                           "weight_value", "bias", "value")]  # fmt: skip
+    arrays = [
+        getattr(t, name).tobytes()
+        for t in trees
+        for name in (
+            "children_left",
+            "children_right",
+            "weight_indptr",
+            "weight_index",
+            "weight_value",
+            "bias",
+            "value",
+        )
+    ]
     output = model.predict_proba(X) if hasattr(model, "predict_proba") else model.predict(X)
     return arrays, output.tobytes()
 
@@ -49,8 +65,9 @@ def test_same_model_for_any_n_jobs_and_backend(cls):
 @pytest.fixture(scope="module")
 def dask_client():
     distributed = pytest.importorskip("distributed")
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None)  # fmt: skip
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    )
     client = distributed.Client(cluster)
     yield client
     client.close()
@@ -69,8 +86,9 @@ def test_dask_backend_builds_the_same_forest(cls, dask_client):
 
 #: Forests whose trees are built independently by joblib tasks (hinge forests
 #: train all trees jointly in one process, so dask has nothing to ship).
-JOBLIB_FORESTS = [cls for cls in PARALLEL if cls.__name__ in ("CO2ForestClassifier",
-                                                               "E2EDTClassifier")]
+JOBLIB_FORESTS = [
+    cls for cls in PARALLEL if cls.__name__ in ("CO2ForestClassifier", "E2EDTClassifier")
+]
 
 
 @pytest.mark.slow

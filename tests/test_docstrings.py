@@ -20,8 +20,9 @@ from tests.test_common import FAST_PARAMS, discover_estimators
 
 def _section(doc, title):
     """Text of the numpydoc section ``title`` (up to the next section)."""
-    match = re.search(rf"^\s*{title}\n\s*-+\n(.*?)(?=^\s*\w[\w ]*\n\s*-{{3,}}\n|\Z)", doc,
-                      flags=re.S | re.M)
+    match = re.search(
+        rf"^\s*{title}\n\s*-+\n(.*?)(?=^\s*\w[\w ]*\n\s*-{{3,}}\n|\Z)", doc, flags=re.S | re.M
+    )
     assert match, f"no {title} section"
     return match.group(1)
 
@@ -62,8 +63,12 @@ def _created_fitted():
     Xr, yr = make_regression(n_samples=60, n_features=4, random_state=0)
     classifier = from_sklearn(RandomForestClassifier(3, max_depth=3, random_state=0).fit(Xc, yc))
     regressor = from_sklearn(RandomForestRegressor(3, max_depth=3, random_state=0).fit(Xr, yr))
-    return [classifier, regressor, refit_leaves(classifier, Xc, yc),
-            refit_leaves(regressor, Xr, yr)]  # fmt: skip
+    return [
+        classifier,
+        regressor,
+        refit_leaves(classifier, Xc, yc),
+        refit_leaves(regressor, Xr, yr),
+    ]
 
 
 @pytest.mark.parametrize("cls", discover_estimators(), ids=lambda c: c.__name__)

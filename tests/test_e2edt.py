@@ -164,8 +164,14 @@ def test_image_patches_and_spatial_regularisation():
     base[:, 2:6, 2:6] += np.where(rng.random(n) < 0.5, 1.0, -1.0)[:, None, None]
     y = (base[:, 2:6, 2:6].mean(axis=(1, 2)) > 0).astype(int)
     X = base.reshape(n, -1)
-    kw = dict(max_depth=2, max_epochs=20, finetune_epochs=20, image_shape=shape,
-              learning_rate=0.01, random_state=0)
+    kw = dict(
+        max_depth=2,
+        max_epochs=20,
+        finetune_epochs=20,
+        image_shape=shape,
+        learning_rate=0.01,
+        random_state=0,
+    )
     plain = E2EDTClassifier(**kw).fit(X, y)
     smooth = E2EDTClassifier(**kw, spatial_reg=1.0).fit(X, y)
 

@@ -132,8 +132,12 @@ def test_later_partial_fit_batches_are_validated_like_the_first(iris):
     X, y = iris
     clf = HingeForestClassifier(**SMALL).partial_fit(X, y)
     reg = HingeForestRegressor(**SMALL).partial_fit(X[:, :3], X[:, 3])
-    bad_weights = [(-np.ones(150), "Negative"), (np.ones(3), "shape"),
-                   (np.full(150, np.nan), "NaN"), (np.zeros(150), "non-zero|all zero")]  # fmt: skip
+    bad_weights = [
+        (-np.ones(150), "Negative"),
+        (np.ones(3), "shape"),
+        (np.full(150, np.nan), "NaN"),
+        (np.zeros(150), "non-zero|all zero"),
+    ]
     for weights, message in bad_weights:
         with pytest.raises(ValueError, match=message):
             clf.partial_fit(X, y, sample_weight=weights)

@@ -85,15 +85,17 @@ def test_importances_match_sklearn_gini_for_converted_forest():
     X, y = load_iris(return_X_y=True)
     sw = np.arange(X.shape[0]) % 3 + 1.0
     rf = RandomForestClassifier(n_estimators=15, random_state=0).fit(X, y, sample_weight=sw)
-    np.testing.assert_allclose(from_sklearn(rf).feature_importances_, rf.feature_importances_,
-                               atol=1e-12)  # fmt: skip
+    np.testing.assert_allclose(
+        from_sklearn(rf).feature_importances_, rf.feature_importances_, atol=1e-12
+    )
 
 
 def test_importances_match_sklearn_squared_error_for_converted_forest():
     X, y = make_regression(300, 5, random_state=0)
     rf = RandomForestRegressor(n_estimators=10, max_depth=5, random_state=0).fit(X, y)
-    np.testing.assert_allclose(from_sklearn(rf).feature_importances_, rf.feature_importances_,
-                               atol=1e-12)  # fmt: skip
+    np.testing.assert_allclose(
+        from_sklearn(rf).feature_importances_, rf.feature_importances_, atol=1e-12
+    )
 
 
 def test_oblique_split_shared_by_weight_times_std():
@@ -293,8 +295,9 @@ def test_plot_tree_images_and_truncation(plt):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 12))
     y = (X[:, 0] + X[:, 5] > 0).astype(int)
-    clf = E2EDTClassifier(max_depth=2, max_epochs=2, finetune_epochs=0, image_shape=(3, 4),
-                          random_state=0).fit(X, y)  # fmt: skip
+    clf = E2EDTClassifier(
+        max_depth=2, max_epochs=2, finetune_epochs=0, image_shape=(3, 4), random_state=0
+    ).fit(X, y)
     tree = clf.tree_
     ax = plot_tree(clf)  # image_shape taken from the estimator
     n_internal = tree.node_count - tree.n_leaves

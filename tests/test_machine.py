@@ -35,8 +35,7 @@ def _rounding_safe_rows(dm, X, rel=1e-9):
 
 
 def _classification(n=400, p=6, k=3, seed=0):
-    X, y = make_classification(n, p, n_informative=4, n_redundant=0, n_classes=k,
-                               random_state=seed)  # fmt: skip
+    X, y = make_classification(n, p, n_informative=4, n_redundant=0, n_classes=k, random_state=seed)
     return X, y
 
 
@@ -66,8 +65,9 @@ def test_matrix_form_reaches_traversal_leaf_on_random_oblique_forests(seed):
         assert np.all((block > 1.0 - 1e-9).sum(axis=1) == 1)
         chosen = dm.leaf_node[dm.leaf_offset[k] + block.argmax(axis=1)]
         np.testing.assert_array_equal(chosen[safe[:50]], leaves[:50, k][safe[:50]])
-    np.testing.assert_allclose(dm.predict_value(X)[safe],
-                               traversal.predict_value(forest, X)[safe], rtol=1e-12)  # fmt: skip
+    np.testing.assert_allclose(
+        dm.predict_value(X)[safe], traversal.predict_value(forest, X)[safe], rtol=1e-12
+    )
 
 
 def test_ties_go_left_like_traversal():
@@ -87,8 +87,9 @@ def test_ties_go_left_like_traversal():
     np.testing.assert_array_equal(dm.apply(X), traversal.apply(forest, X))
 
 
-@pytest.mark.parametrize("Model", [RandomForestClassifier, ExtraTreesClassifier,
-                                   DecisionTreeClassifier])  # fmt: skip
+@pytest.mark.parametrize(
+    "Model", [RandomForestClassifier, ExtraTreesClassifier, DecisionTreeClassifier]
+)
 def test_converted_sklearn_models_route_bit_for_bit(Model):
     X, y = _classification(600, 8, 3)
     kw = {"n_estimators": 7} if Model is not DecisionTreeClassifier else {}
@@ -100,8 +101,9 @@ def test_converted_sklearn_models_route_bit_for_bit(Model):
         expected = model.apply(X32)
         expected = expected[:, None] if expected.ndim == 1 else expected
         np.testing.assert_array_equal(dm.apply(X32), expected)
-        np.testing.assert_allclose(dm.predict_value(X32) / dm.n_trees,
-                                   model.predict_proba(X32), atol=1e-12)  # fmt: skip
+        np.testing.assert_allclose(
+            dm.predict_value(X32) / dm.n_trees, model.predict_proba(X32), atol=1e-12
+        )
     assert sp.issparse(to_machine(conv).S)  # one weight per split: CSR is smaller
 
 
@@ -182,26 +184,30 @@ def test_relaxation_selects_hard_leaf_when_margins_exceed_eps(seed):
 # ------------------------------------------------------------ inference path
 def test_choose_inference_path_rule(rng):
     X, y = _classification(300, 6, 3)
-    conv = from_sklearn(RandomForestClassifier(n_estimators=5, max_depth=6,
-                                               random_state=0).fit(X, y))  # fmt: skip
+    conv = from_sklearn(
+        RandomForestClassifier(n_estimators=5, max_depth=6, random_state=0).fit(X, y)
+    )
     forest = conv._forest()
     assert choose_inference_path(forest, 10) == "traversal"
     assert choose_inference_path(forest, 10_000, sparse_input=True) == "traversal"
     assert choose_inference_path(forest, 10_000) in ("blas", "traversal")
     # axis-aligned deep forests: traversal; shallow dense oblique trees on many features: BLAS
-    deep = ObliqueForest.from_trees([random_tree(rng, 10, 2, max_depth=12, density=0.1,
-                                                 split_prob=1.0) for _ in range(2)])  # fmt: skip
+    deep = ObliqueForest.from_trees(
+        [random_tree(rng, 10, 2, max_depth=12, density=0.1, split_prob=1.0) for _ in range(2)]
+    )
     assert choose_inference_path(deep, 10_000) == "traversal"
-    wide = ObliqueForest.from_trees([random_tree(rng, 400, 2, max_depth=3, density=1.0,
-                                                 split_prob=1.0) for _ in range(20)])  # fmt: skip
+    wide = ObliqueForest.from_trees(
+        [random_tree(rng, 400, 2, max_depth=3, density=1.0, split_prob=1.0) for _ in range(20)]
+    )
     assert choose_inference_path(wide, 10_000) == "blas"
 
 
 # ------------------------------------------------------------ finetune
 @pytest.fixture(scope="module")
 def rf_problem():
-    X, y = make_classification(900, 8, n_informative=6, n_redundant=0, n_classes=3,
-                               class_sep=0.8, random_state=1)  # fmt: skip
+    X, y = make_classification(
+        900, 8, n_informative=6, n_redundant=0, n_classes=3, class_sep=0.8, random_state=1
+    )
     Xtr, ytr, Xte, yte = X[:600], y[:600], X[600:], y[600:]
     rf = RandomForestClassifier(n_estimators=6, max_depth=4, random_state=0).fit(Xtr, ytr)
     return rf, Xtr, ytr, Xte, yte
@@ -298,8 +304,9 @@ def rf_regression():
 def test_refit_leaves_regression_gives_each_leaf_its_mean_target(rf_regression):
     _, Xtr, ytr, _, _ = rf_regression
     # without bootstrap every leaf of a random forest is the mean of its samples
-    plain = RandomForestRegressor(n_estimators=4, max_depth=3, bootstrap=False, max_features=2,
-                                  random_state=0).fit(Xtr, ytr)  # fmt: skip
+    plain = RandomForestRegressor(
+        n_estimators=4, max_depth=3, bootstrap=False, max_features=2, random_state=0
+    ).fit(Xtr, ytr)
     means = refit_leaves(plain, Xtr, ytr, n_iter=0)
     assert isinstance(means, FinetunedForestRegressor)
     _same_structure(means, from_sklearn(plain))
@@ -394,8 +401,11 @@ def test_finetune_beats_forest_and_leaf_refit_on_satimage(shared_data):
     rf = RandomForestClassifier(n_estimators=30, max_depth=4, random_state=0).fit(Xtr, ytr)
     conv = from_sklearn(rf)
     ft = finetune(conv, Xtr, ytr, epochs=20)
-    baselines = [rf.score(Xte, yte), refit_leaves(conv, Xtr, ytr, n_iter=0).score(Xte, yte),
-                 refit_leaves(conv, Xtr, ytr).score(Xte, yte)]  # fmt: skip
+    baselines = [
+        rf.score(Xte, yte),
+        refit_leaves(conv, Xtr, ytr, n_iter=0).score(Xte, yte),
+        refit_leaves(conv, Xtr, ytr).score(Xte, yte),
+    ]
     assert ft.score(Xte, yte) > max(baselines)
     assert ft.history_["weight_density"] == 1.0
 
@@ -406,8 +416,9 @@ def test_estimators_pick_the_blas_path_where_it_is_faster_and_agree_with_travers
 
     X = rng.normal(size=(600, 256))
     y = (X[:, :8].sum(axis=1) > 0).astype(int)
-    model = E2EDTClassifier(n_estimators=3, max_depth=3, max_epochs=2, finetune_epochs=2,
-                            random_state=0).fit(X, y)  # fmt: skip
+    model = E2EDTClassifier(
+        n_estimators=3, max_depth=3, max_epochs=2, finetune_epochs=2, random_state=0
+    ).fit(X, y)
     forest = model._forest()
     assert choose_inference_path(forest, len(X)) == "blas"  # dense splits on 256 features
     expected = traversal.predict_value(forest, X) / forest.n_trees

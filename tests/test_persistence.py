@@ -57,8 +57,9 @@ def _outputs(model, X):
 def _run_python(args, env=None, **kwargs):
     env = {**os.environ, **(env or {})}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    return subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True,
-                          **kwargs)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, *args], env=env, capture_output=True, text=True, **kwargs
+    )
 
 
 def test_round_trips_in_fresh_process_are_bit_identical(tmp_path):
@@ -104,8 +105,14 @@ def test_fresh_process_predicts_a_small_batch_without_loading_numba(tmp_path, na
     np.save(tmp_path / "X.npy", X[:100])
     script = tmp_path / "predict.py"
     script.write_text(SMALL_BATCH_WITHOUT_NUMBA)
-    result = _run_python([str(script), str(tmp_path / "model.pkl"), str(tmp_path / "X.npy"),
-                          str(tmp_path / "out.npy")])  # fmt: skip
+    result = _run_python(
+        [
+            str(script),
+            str(tmp_path / "model.pkl"),
+            str(tmp_path / "X.npy"),
+            str(tmp_path / "out.npy"),
+        ]
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
     assert np.load(tmp_path / "out.npy").tobytes() == model.predict_proba(X[:100]).tobytes()
@@ -140,8 +147,11 @@ def _read_only_command(site):
 def test_read_only_installation_imports_loads_and_predicts(tmp_path):
     model, X = _fitted(ESTIMATORS[0])
     site = tmp_path / "site"
-    shutil.copytree(Path(obliquetrees.__file__).parent, site / "obliquetrees",
-                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    shutil.copytree(
+        Path(obliquetrees.__file__).parent,
+        site / "obliquetrees",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     (tmp_path / "model.pkl").write_bytes(pickle.dumps(model))
     np.save(tmp_path / "X.npy", X[:20])
     prefix = _read_only_command(site)
@@ -159,10 +169,20 @@ def test_read_only_installation_imports_loads_and_predicts(tmp_path):
     # numba falls back to a per-user cache directory when the package is read-only
     env.update(PYTHONPATH=str(site), XDG_CACHE_HOME=str(tmp_path / "cache"))
     result = subprocess.run(
-        [*prefix, sys.executable, "-c", code, str(tmp_path / "model.pkl"),
-         str(tmp_path / "pred.npy"), str(tmp_path / "X.npy")],
-        env=env, cwd=tmp_path, capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            *prefix,
+            sys.executable,
+            "-c",
+            code,
+            str(tmp_path / "model.pkl"),
+            str(tmp_path / "pred.npy"),
+            str(tmp_path / "X.npy"),
+        ],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "pred.npy"), model.predict(X[:20]))
     assert not list(site.rglob("*.nbi")), "numba wrote its cache into the read-only package"

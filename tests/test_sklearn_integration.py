@@ -77,8 +77,9 @@ def test_sample_weight_through_metadata_routing(cls):
     weights = np.random.default_rng(0).uniform(0.5, 2.0, len(X))
     with sklearn.config_context(enable_metadata_routing=True):
         est = _make(cls).set_fit_request(sample_weight=True)
-        pipe = Pipeline([("scale", StandardScaler().set_fit_request(sample_weight=False)),
-                         ("model", est)])  # fmt: skip
+        pipe = Pipeline(
+            [("scale", StandardScaler().set_fit_request(sample_weight=False)), ("model", est)]
+        )
         pipe.fit(X, y, sample_weight=weights)
         routed = pipe.predict(X)
     Xs = StandardScaler().fit_transform(X)

@@ -33,9 +33,15 @@ from obliquetrees._core.validation import MAX_TOTAL_NODES, check_forest_arrays
 #: ``extra_start[node]`` in the weight pairs. At a leaf, ``feature`` holds the
 #: leaf's row in the compact leaf-value table.
 ROUTING_NODE = np.dtype(
-    [("left", np.int32), ("right", np.int32), ("feature", np.int32), ("n_extra", np.int32),
-     ("bias", np.float64), ("weight", np.float64)]
-)  # fmt: skip
+    [
+        ("left", np.int32),
+        ("right", np.int32),
+        ("feature", np.int32),
+        ("n_extra", np.int32),
+        ("bias", np.float64),
+        ("weight", np.float64),
+    ]
+)
 ROUTING_WEIGHT = np.dtype([("index", np.int64), ("value", np.float64)])
 
 
@@ -53,8 +59,9 @@ def _pack(trees, name, consume):
     resident memory (the leaf-value table is most of a forest's memory).
     """
     parts = [getattr(tree, name) for tree in trees]
-    out = np.empty((sum(part.shape[0] for part in parts),) + parts[0].shape[1:],
-                   dtype=np.result_type(*parts))  # fmt: skip
+    out = np.empty(
+        (sum(part.shape[0] for part in parts),) + parts[0].shape[1:], dtype=np.result_type(*parts)
+    )
     start = freed = 0
     for i, tree in enumerate(trees):
         stop = start + parts[i].shape[0]
@@ -135,8 +142,9 @@ class ObliqueForest:
         what : str, default="ObliqueForest"
             Name of the container, for the message.
         """
-        check_forest_arrays(self.__dict__, self.node_offset, self.weight_offset,
-                            self.n_features, what)  # fmt: skip
+        check_forest_arrays(
+            self.__dict__, self.node_offset, self.weight_offset, self.n_features, what
+        )
 
     @classmethod
     def from_trees(cls, trees, consume=False, validate=True):
@@ -247,8 +255,13 @@ class ObliqueForest:
             )
         # derived data is never taken from a pickle, and the kernels trust the arrays
         state = dict(state, _trees=None, _routing=None)
-        check_forest_arrays(state, state.get("node_offset"), state.get("weight_offset"),
-                            state.get("n_features"), "unpickled ObliqueForest")  # fmt: skip
+        check_forest_arrays(
+            state,
+            state.get("node_offset"),
+            state.get("weight_offset"),
+            state.get("n_features"),
+            "unpickled ObliqueForest",
+        )
         self.__dict__.update(state)
 
     def __repr__(self):

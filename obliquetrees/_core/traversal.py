@@ -145,9 +145,19 @@ def _traverse_dense(X, block_rows, forest, op, value, out_leaf, out_value, path_
 
 @jit_parallel
 def _traverse_csr(
-    data, indices, indptr, n_features, block_rows, forest, op,
-    value, out_leaf, out_value, path_indices, cursor,
-):  # fmt: skip
+    data,
+    indices,
+    indptr,
+    n_features,
+    block_rows,
+    forest,
+    op,
+    value,
+    out_leaf,
+    out_value,
+    path_indices,
+    cursor,
+):
     n = indptr.shape[0] - 1
     n_blocks = (n + block_rows - 1) // block_rows
     for b in prange(n_blocks):
@@ -181,13 +191,30 @@ def _run(forest, X, op, n_threads, out_leaf, out_value, path_indices, cursor):
         if sp.issparse(X):
             block_rows = int(max(1, min(BLOCK_ROWS, CSR_BUFFER // max(1, X.shape[1]))))
             _traverse_csr(
-                X.data, X.indices, X.indptr, X.shape[1], block_rows, arrays, op,
-                leaf_value, out_leaf, out_value, path_indices, cursor,
-            )  # fmt: skip
+                X.data,
+                X.indices,
+                X.indptr,
+                X.shape[1],
+                block_rows,
+                arrays,
+                op,
+                leaf_value,
+                out_leaf,
+                out_value,
+                path_indices,
+                cursor,
+            )
         else:
             _traverse_dense(
-                X, _dense_block_rows(X, n_threads), arrays, op, leaf_value,
-                out_leaf, out_value, path_indices, cursor,
+                X,
+                _dense_block_rows(X, n_threads),
+                arrays,
+                op,
+                leaf_value,
+                out_leaf,
+                out_value,
+                path_indices,
+                cursor,
             )
 
 

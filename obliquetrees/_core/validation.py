@@ -17,8 +17,17 @@ INDEX_DTYPE = np.dtype(np.int64)
 VALUE_DTYPE = np.dtype(np.float64)
 #: The traversal kernels' routing layout stores global node ids as int32.
 MAX_TOTAL_NODES = np.iinfo(np.int32).max - 1
-_ARRAY_NAMES = ("children_left", "children_right", "weight_indptr", "weight_index",
-                "weight_value", "bias", "value", "n_node_samples", "depth")  # fmt: skip
+_ARRAY_NAMES = (
+    "children_left",
+    "children_right",
+    "weight_indptr",
+    "weight_index",
+    "weight_value",
+    "bias",
+    "value",
+    "n_node_samples",
+    "depth",
+)
 
 
 def check_n_features(X, n_features, what="the model"):
@@ -57,8 +66,7 @@ def check_array(arr, name, dtype, ndim, shape=None):
         raise ValueError(f"{name} must be a numpy array; got {type(arr).__name__}.")
     if arr.dtype != dtype or arr.ndim != ndim:
         raise ValueError(
-            f"{name} must be a {ndim}-D {np.dtype(dtype).name} array; "
-            f"got {arr.ndim}-D {arr.dtype}."
+            f"{name} must be a {ndim}-D {np.dtype(dtype).name} array; got {arr.ndim}-D {arr.dtype}."
         )
     if shape is not None and shape[0] is not None and arr.shape[0] != shape[0]:
         raise ValueError(f"{name} has {arr.shape[0]} rows, expected {shape[0]}.")
@@ -183,8 +191,11 @@ def _check_forest_arrays(arrays, node_offset, weight_offset, n_features):
     # proves reachability without a sweep and checks the stored depths.
     depth = arrays["depth"]
     below = depth[internal] + 1
-    if (np.any(depth[node_offset[:-1]] != 0) or not np.array_equal(depth[child_left], below)
-            or not np.array_equal(depth[child_right], below)):  # fmt: skip
+    if (
+        np.any(depth[node_offset[:-1]] != 0)
+        or not np.array_equal(depth[child_left], below)
+        or not np.array_equal(depth[child_right], below)
+    ):
         raise ValueError(
             "depth does not match the tree structure (or some nodes are not reachable "
             "from their root: a cycle)."

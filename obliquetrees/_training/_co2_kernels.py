@@ -547,8 +547,24 @@ def cccp(
                 lo = border[kb] * batch_size
                 hi = min(lo + batch_size, m)
                 gb, r, ws = minibatch_gradient(
-                    Xc, yc, wc, ident, lo, hi, w, b, theta0, theta1, signs, gw, g0, g1,
-                    prob0, prob1, cbuf, rbuf,
+                    Xc,
+                    yc,
+                    wc,
+                    ident,
+                    lo,
+                    hi,
+                    w,
+                    b,
+                    theta0,
+                    theta1,
+                    signs,
+                    gw,
+                    g0,
+                    g1,
+                    prob0,
+                    prob1,
+                    cbuf,
+                    rbuf,
                 )
                 run += r
                 tot += ws

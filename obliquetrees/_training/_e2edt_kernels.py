@@ -183,8 +183,24 @@ def e_step(A, E, gamma, left, right, split_col, leaf_col, pi, y, sw, h, counts):
     loglik = 0.0
     for r0 in range(0, A.shape[1], CHUNK):
         m = min(CHUNK, A.shape[1] - r0)
-        loglik += _estep_chunk(A, E, gamma, left, right, split_col, leaf_col, leaf_nodes,
-                               pi, y, sw, counts, r0, m, buf, tot)
+        loglik += _estep_chunk(
+            A,
+            E,
+            gamma,
+            left,
+            right,
+            split_col,
+            leaf_col,
+            leaf_nodes,
+            pi,
+            y,
+            sw,
+            counts,
+            r0,
+            m,
+            buf,
+            tot,
+        )
         if h.shape[1] > 0:
             for leaf in range(n_leaves):
                 src = buf[leaf_nodes[leaf]]
@@ -194,8 +210,9 @@ def e_step(A, E, gamma, left, right, split_col, leaf_col, pi, y, sw, h, counts):
 
 
 @jit
-def _estep_chunk(A, E, gamma, left, right, split_col, leaf_col, leaf_nodes, pi, y, sw,
-                 counts, r0, m, buf, tot):
+def _estep_chunk(
+    A, E, gamma, left, right, split_col, leaf_col, leaf_nodes, pi, y, sw, counts, r0, m, buf, tot
+):
     """E-step of samples ``r0 : r0 + m`` (``m <= CHUNK``) into ``buf``.
 
     Row ``node`` of ``buf`` ends holding the path probabilities of internal
@@ -248,8 +265,9 @@ def _estep_chunk(A, E, gamma, left, right, split_col, leaf_col, leaf_nodes, pi, 
                 if sw[r] > 0.0:
                     loglik = -np.inf
             else:
-                loglik += sw[r] * _row_log_evidence(A, gamma, left, right, split_col,
-                                                    leaf_col, pi, y, r)
+                loglik += sw[r] * _row_log_evidence(
+                    A, gamma, left, right, split_col, leaf_col, pi, y, r
+                )
             for leaf in range(n_leaves):
                 buf[leaf_nodes[leaf], q] = rescue[leaf]
     for leaf in range(n_leaves):
@@ -394,8 +412,7 @@ def _grad_chunk(A, E, gamma, left, right, split_col, coef, G, r0, m, buf, gsum):
 
 
 @jit
-def em_batch(A, E, gamma, left, right, split_col, leaf_col, pi, y, sw, coef, counts, G,
-             gsum):
+def em_batch(A, E, gamma, left, right, split_col, leaf_col, pi, y, sw, coef, counts, G, gsum):
     """Fused E-step and gradient factors of one minibatch at the same parameters.
 
     Equivalent to :func:`e_step` followed by :func:`split_gradient_factors`
@@ -412,8 +429,24 @@ def em_batch(A, E, gamma, left, right, split_col, leaf_col, pi, y, sw, coef, cou
     loglik = 0.0
     for r0 in range(0, A.shape[1], CHUNK):
         m = min(CHUNK, A.shape[1] - r0)
-        loglik += _estep_chunk(A, E, gamma, left, right, split_col, leaf_col, leaf_nodes,
-                               pi, y, sw, counts, r0, m, buf, tot)
+        loglik += _estep_chunk(
+            A,
+            E,
+            gamma,
+            left,
+            right,
+            split_col,
+            leaf_col,
+            leaf_nodes,
+            pi,
+            y,
+            sw,
+            counts,
+            r0,
+            m,
+            buf,
+            tot,
+        )
         _grad_chunk(A, E, gamma, left, right, split_col, coef, G, r0, m, buf, gsum)
     return loglik
 
@@ -498,8 +531,24 @@ def laplacian_penalty(W, mask, nb_indptr, nb_indices):
 
 @jit
 def fit_stump(
-    X, y, sw, w, b, pi, gamma0, dgamma, n_epochs, order, batch_size,
-    lr, beta1, beta2, eps, lam, nb_indptr, nb_indices,
+    X,
+    y,
+    sw,
+    w,
+    b,
+    pi,
+    gamma0,
+    dgamma,
+    n_epochs,
+    order,
+    batch_size,
+    lr,
+    beta1,
+    beta2,
+    eps,
+    lam,
+    nb_indptr,
+    nb_indices,
 ):
     """Train one stump (a split and two leaves) by EM with Adam, in place.
 

@@ -195,9 +195,34 @@ def _adam_update(p, mom, vel, g, step_size, bc2_sqrt_inv, beta1, beta2, eps):
 
 @jit
 def _backward_tree(
-    m, B, G, leaf, rstar, vstar, feat, thr, W, stride, contrib, contrib_feat,
-    opt, opt_W1, opt_W2, opt_t1, opt_t2, hp, step,
-    wmark, wslot, tmark, tslot, gW, gt, touched_w, touched_t, update,
+    m,
+    B,
+    G,
+    leaf,
+    rstar,
+    vstar,
+    feat,
+    thr,
+    W,
+    stride,
+    contrib,
+    contrib_feat,
+    opt,
+    opt_W1,
+    opt_W2,
+    opt_t1,
+    opt_t2,
+    hp,
+    step,
+    wmark,
+    wslot,
+    tmark,
+    tslot,
+    gW,
+    gt,
+    touched_w,
+    touched_t,
+    update,
 ):
     """Gradients of tree ``m`` over the batch and (if ``update``) its optimiser step."""
     NT = thr.shape[1]
@@ -251,28 +276,56 @@ def _backward_tree(
             for k in range(C):
                 g = gW[m, j, k] if hit else 0.0
                 W[m, lf, k], opt_W1[m, lf, k], opt_W2[m, lf, k] = _adam_update(
-                    W[m, lf, k], opt_W1[m, lf, k], opt_W2[m, lf, k], g,
-                    step_size, bc2_sqrt_inv, beta1, beta2, eps,
+                    W[m, lf, k],
+                    opt_W1[m, lf, k],
+                    opt_W2[m, lf, k],
+                    g,
+                    step_size,
+                    bc2_sqrt_inv,
+                    beta1,
+                    beta2,
+                    eps,
                 )
         for v in range(NT):
             g = gt[m, tslot[m, v]] if tmark[m, v] == step else 0.0
             thr[m, v], opt_t1[m, v], opt_t2[m, v] = _adam_update(
-                thr[m, v], opt_t1[m, v], opt_t2[m, v], g,
-                step_size, bc2_sqrt_inv, beta1, beta2, eps,
+                thr[m, v],
+                opt_t1[m, v],
+                opt_t2[m, v],
+                g,
+                step_size,
+                bc2_sqrt_inv,
+                beta1,
+                beta2,
+                eps,
             )
     elif opt == OPT_LAZY_ADAM:
         for j in range(nw):
             lf = touched_w[m, j]
             for k in range(C):
                 W[m, lf, k], opt_W1[m, lf, k], opt_W2[m, lf, k] = _adam_update(
-                    W[m, lf, k], opt_W1[m, lf, k], opt_W2[m, lf, k], gW[m, j, k],
-                    step_size, bc2_sqrt_inv, beta1, beta2, eps,
+                    W[m, lf, k],
+                    opt_W1[m, lf, k],
+                    opt_W2[m, lf, k],
+                    gW[m, j, k],
+                    step_size,
+                    bc2_sqrt_inv,
+                    beta1,
+                    beta2,
+                    eps,
                 )
         for j in range(nt):
             v = touched_t[m, j]
             thr[m, v], opt_t1[m, v], opt_t2[m, v] = _adam_update(
-                thr[m, v], opt_t1[m, v], opt_t2[m, v], gt[m, j],
-                step_size, bc2_sqrt_inv, beta1, beta2, eps,
+                thr[m, v],
+                opt_t1[m, v],
+                opt_t2[m, v],
+                gt[m, j],
+                step_size,
+                bc2_sqrt_inv,
+                beta1,
+                beta2,
+                eps,
             )
     elif opt == OPT_ADAGRAD:
         for j in range(nw):
@@ -297,9 +350,32 @@ def _backward_tree(
 
 @jit_parallel
 def backward_update(
-    G, leaf, rstar, vstar, feat, thr, W, stride, contrib, contrib_feat,
-    opt, opt_W1, opt_W2, opt_t1, opt_t2, hp, step,
-    wmark, wslot, tmark, tslot, gW, gt, touched_w, touched_t, update,
+    G,
+    leaf,
+    rstar,
+    vstar,
+    feat,
+    thr,
+    W,
+    stride,
+    contrib,
+    contrib_feat,
+    opt,
+    opt_W1,
+    opt_W2,
+    opt_t1,
+    opt_t2,
+    hp,
+    step,
+    wmark,
+    wslot,
+    tmark,
+    tslot,
+    gW,
+    gt,
+    touched_w,
+    touched_t,
+    update,
 ):
     """Exact sparse gradients (eqs. 11-12) and, if ``update``, the optimiser step.
 
@@ -327,9 +403,34 @@ def backward_update(
     B = G.shape[0]
     for m in prange(thr.shape[0]):
         _backward_tree(
-            m, B, G, leaf, rstar, vstar, feat, thr, W, stride, contrib, contrib_feat,
-            opt, opt_W1, opt_W2, opt_t1, opt_t2, hp, step,
-            wmark, wslot, tmark, tslot, gW, gt, touched_w, touched_t, update,
+            m,
+            B,
+            G,
+            leaf,
+            rstar,
+            vstar,
+            feat,
+            thr,
+            W,
+            stride,
+            contrib,
+            contrib_feat,
+            opt,
+            opt_W1,
+            opt_W2,
+            opt_t1,
+            opt_t2,
+            hp,
+            step,
+            wmark,
+            wslot,
+            tmark,
+            tslot,
+            gW,
+            gt,
+            touched_w,
+            touched_t,
+            update,
         )
 
 
@@ -404,13 +505,62 @@ def _bn_update(Hc, bn_mean, bn_var, counters, init):
 # -------------------------------------------------------------------- epoch
 @jit_parallel
 def train_epoch(
-    Z, Yi, Yf, w, order, batch_size, classification, linear_head, learn_A,
-    A, bn_mean, bn_var, counters, feat, thr, W, Q, q, depth, is_fern,
-    opt, lr, beta1, beta2, eps,
-    A_1, A_2, W_1, W_2, t_1, t_2, Q_1, Q_2, q_1, q_2,
-    wmark, wslot, tmark, tslot,
-    Zb, U, out, F, G, Gt, leaf, rstar, vstar, contrib, contrib_feat,
-    gW, gt, touched_w, touched_t, gU, batch_loss,
+    Z,
+    Yi,
+    Yf,
+    w,
+    order,
+    batch_size,
+    classification,
+    linear_head,
+    learn_A,
+    A,
+    bn_mean,
+    bn_var,
+    counters,
+    feat,
+    thr,
+    W,
+    Q,
+    q,
+    depth,
+    is_fern,
+    opt,
+    lr,
+    beta1,
+    beta2,
+    eps,
+    A_1,
+    A_2,
+    W_1,
+    W_2,
+    t_1,
+    t_2,
+    Q_1,
+    Q_2,
+    q_1,
+    q_2,
+    wmark,
+    wslot,
+    tmark,
+    tslot,
+    Zb,
+    U,
+    out,
+    F,
+    G,
+    Gt,
+    leaf,
+    rstar,
+    vstar,
+    contrib,
+    contrib_feat,
+    gW,
+    gt,
+    touched_w,
+    touched_t,
+    gU,
+    batch_loss,
 ):
     """One epoch of minibatch training over ``Z[order]`` (standardised inputs).
 
@@ -451,8 +601,9 @@ def train_epoch(
         Uc = U[:Bc]
         nblk = (Bc + BLOCK - 1) // BLOCK
         for b in prange(nblk):
-            _forward_block(b, Bc, Uc, thr, feat, W, depth, is_fern, stride,
-                           out, leaf, rstar, vstar, True)
+            _forward_block(
+                b, Bc, Uc, thr, feat, W, depth, is_fern, stride, out, leaf, rstar, vstar, True
+            )
         # head and loss
         loss = 0.0
         for i in range(Bc):
@@ -506,9 +657,34 @@ def train_epoch(
             Gtree = Gc
         for m in prange(M):
             _backward_tree(
-                m, Bc, Gtree, leaf, rstar, vstar, feat, thr, W, stride, contrib, contrib_feat,
-                opt, W_1, W_2, t_1, t_2, hp, step,
-                wmark, wslot, tmark, tslot, gW, gt, touched_w, touched_t, True,
+                m,
+                Bc,
+                Gtree,
+                leaf,
+                rstar,
+                vstar,
+                feat,
+                thr,
+                W,
+                stride,
+                contrib,
+                contrib_feat,
+                opt,
+                W_1,
+                W_2,
+                t_1,
+                t_2,
+                hp,
+                step,
+                wmark,
+                wslot,
+                tmark,
+                tslot,
+                gW,
+                gt,
+                touched_w,
+                touched_t,
+                True,
             )
         if linear_head:
             gQ = np.dot(Gc.T, out[:Bc])

@@ -160,8 +160,9 @@ def relaxed_forward(Hs, t_indptr, t_index, t_value, leaf_offset, inv_temperature
 
 
 @jit_parallel
-def relaxed_backward(E, V, y, sw, t_indptr, t_index, t_value, leaf_offset, inv_temperature,
-                     R, GH, logp):  # fmt: skip
+def relaxed_backward(
+    E, V, y, sw, t_indptr, t_index, t_value, leaf_offset, inv_temperature, R, GH, logp
+):
     """Responsibilities, ``log p`` and ``d(-sum sw log p)/d Hs`` of the forest mixture.
 
     The forest's relaxed class probability is ``p(y|x) = mean_t sum_l

@@ -237,8 +237,17 @@ def forward_context(X, children_left, children_right, W, b, Z, n_nodes, m):
 # --------------------------------------------------- soft prediction (stored)
 @jit_inline
 def _soft_predict_row(
-    X, i, children_left, children_right, weight_indptr, weight_index, weight_value,
-    bias, leaf_value, logp, out,
+    X,
+    i,
+    children_left,
+    children_right,
+    weight_indptr,
+    weight_index,
+    weight_value,
+    bias,
+    leaf_value,
+    logp,
+    out,
 ):
     """Soft output of sample i over a stored tree, added into out[i]."""
     n_nodes = children_left.shape[0]
@@ -285,8 +294,17 @@ def soft_predict_csr(
         logp = np.empty(n_nodes)
         for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
             _soft_predict_row(
-                X, i, children_left, children_right, weight_indptr, weight_index,
-                weight_value, bias, leaf_value, logp, out,
+                X,
+                i,
+                children_left,
+                children_right,
+                weight_indptr,
+                weight_index,
+                weight_value,
+                bias,
+                leaf_value,
+                logp,
+                out,
             )
     return out
 
@@ -308,8 +326,17 @@ def soft_predict_csr_serial(
     logp = np.empty(children_left.shape[0])
     for i in range(n):
         _soft_predict_row(
-            X, i, children_left, children_right, weight_indptr, weight_index,
-            weight_value, bias, leaf_value, logp, out,
+            X,
+            i,
+            children_left,
+            children_right,
+            weight_indptr,
+            weight_index,
+            weight_value,
+            bias,
+            leaf_value,
+            logp,
+            out,
         )
     return out
 
@@ -491,8 +518,22 @@ def _finite_params(w, b0, zL, zR, limit):
 
 @jit
 def sgd_split(
-    X, R, P, A, sw, w, b0, zL, zR, loss, lr, n_epochs, batch_size, momentum,
-    decay, state,
+    X,
+    R,
+    P,
+    A,
+    sw,
+    w,
+    b0,
+    zL,
+    zR,
+    loss,
+    lr,
+    n_epochs,
+    batch_size,
+    momentum,
+    decay,
+    state,
 ):
     """Gradient descent on the new split's parameters (in place).
 
@@ -567,8 +608,29 @@ def sgd_split(
 
 @jit_parallel
 def train_split(
-    X, R, P, A, sw, Xv, Rv, Pv, Av, swv, w_init, b_init, zL_init, zR_init,
-    loss, metric, lr0, n_restarts, n_epochs, batch_size, momentum, decay, seed,
+    X,
+    R,
+    P,
+    A,
+    sw,
+    Xv,
+    Rv,
+    Pv,
+    Av,
+    swv,
+    w_init,
+    b_init,
+    zL_init,
+    zR_init,
+    loss,
+    metric,
+    lr0,
+    n_restarts,
+    n_epochs,
+    batch_size,
+    momentum,
+    decay,
+    seed,
     select_on_validation,
 ):
     """Train one new split with ``n_restarts`` step sizes ``lr0 / 2**t``.
@@ -596,8 +658,22 @@ def train_split(
         zL = zL_init.copy()
         zR = zR_init.copy()
         b0, ok = sgd_split(
-            X, R, P, A, sw, w, b_init, zL, zR, loss, lr0 / 2.0**t, n_epochs,
-            batch_size, momentum, decay, state,
+            X,
+            R,
+            P,
+            A,
+            sw,
+            w,
+            b_init,
+            zL,
+            zR,
+            loss,
+            lr0 / 2.0**t,
+            n_epochs,
+            batch_size,
+            momentum,
+            decay,
+            state,
         )
         Ws[t] = w
         bs[t] = b0
@@ -620,15 +696,37 @@ def train_split(
             best_t = t
     if best_t < 0:
         return w_init.copy(), b_init, zL_init.copy(), zR_init.copy(), np.inf, -1
-    return (Ws[best_t].copy(), bs[best_t], Ls[best_t].copy(), Rs[best_t].copy(),
-            vals[best_t], best_t)
+    return (
+        Ws[best_t].copy(),
+        bs[best_t],
+        Ls[best_t].copy(),
+        Rs[best_t].copy(),
+        vals[best_t],
+        best_t,
+    )
 
 
 # ------------------------------------------------------- joint finetuning
 @jit
 def _tree_grad_one(
-    X, R, i, weight, children_left, children_right, W, b, Z, n_nodes, loss,
-    logp, gate, S, err, gW, gb, gZ,
+    X,
+    R,
+    i,
+    weight,
+    children_left,
+    children_right,
+    W,
+    b,
+    Z,
+    n_nodes,
+    loss,
+    logp,
+    gate,
+    S,
+    err,
+    gW,
+    gb,
+    gZ,
 ):
     """Accumulate one sample's gradient of the whole tree; returns its loss."""
     K = Z.shape[1]
@@ -695,8 +793,24 @@ def tree_loss_grad(X, R, sw, children_left, children_right, W, b, Z, n_nodes, lo
     total = 0.0
     for i in range(n):
         total += _tree_grad_one(
-            X, R, i, sw[i], children_left, children_right, W, b, Z, n_nodes,
-            loss, logp, gate, S, err, gW, gb, gZ,
+            X,
+            R,
+            i,
+            sw[i],
+            children_left,
+            children_right,
+            W,
+            b,
+            Z,
+            n_nodes,
+            loss,
+            logp,
+            gate,
+            S,
+            err,
+            gW,
+            gb,
+            gZ,
         )
     return total, gW, gb, gZ
 
@@ -719,8 +833,26 @@ def tree_error(X, R, sw, children_left, children_right, W, b, Z, n_nodes, loss, 
 
 @jit
 def finetune_tree(
-    X, R, sw, Xv, Rv, swv, children_left, children_right, W, b, Z, n_nodes,
-    loss, metric, lr, n_epochs, batch_size, momentum, decay, seed,
+    X,
+    R,
+    sw,
+    Xv,
+    Rv,
+    swv,
+    children_left,
+    children_right,
+    W,
+    b,
+    Z,
+    n_nodes,
+    loss,
+    metric,
+    lr,
+    n_epochs,
+    batch_size,
+    momentum,
+    decay,
+    seed,
 ):
     """Joint SGD on all parameters of a grown tree (beyond the paper).
 
@@ -762,8 +894,24 @@ def finetune_tree(
             for q in range(start, stop):
                 i = order[q]
                 _tree_grad_one(
-                    X, R, i, sw[i], children_left, children_right, Wc, bc, Zc,
-                    n_nodes, loss, logp, gate, S, err, gW, gb, gZ,
+                    X,
+                    R,
+                    i,
+                    sw[i],
+                    children_left,
+                    children_right,
+                    Wc,
+                    bc,
+                    Zc,
+                    n_nodes,
+                    loss,
+                    logp,
+                    gate,
+                    S,
+                    err,
+                    gW,
+                    gb,
+                    gZ,
                 )
             scale = eta / (stop - start)
             for j in range(n_nodes):

@@ -145,8 +145,19 @@ def _empty_adjacency(k):
 # ------------------------------------------------------------------ greedy
 class _Node:
     __slots__ = (
-        "parent", "depth", "start", "end", "left", "right", "value",
-        "features", "w", "b", "gamma", "stump", "gain",
+        "parent",
+        "depth",
+        "start",
+        "end",
+        "left",
+        "right",
+        "value",
+        "features",
+        "w",
+        "b",
+        "gamma",
+        "stump",
+        "gain",
     )
 
     def __init__(self, parent, depth, start, end, value):
@@ -219,9 +230,24 @@ class _Grower:
             order = self.rng.permuted(np.tile(np.arange(n, dtype=np.int64), (n_adam, 1)), axis=1)
             nb_indptr, nb_indices = self._adjacency_for(features, k)
             gamma = K.fit_stump(
-                Xs, ys, sws, w, b, pi, p.initial_steepness, p.steepness_increase,
-                p.max_epochs, order, p.batch_size, p.learning_rate,
-                ADAM_BETA1, ADAM_BETA2, ADAM_EPS, p.spatial_reg, nb_indptr, nb_indices,
+                Xs,
+                ys,
+                sws,
+                w,
+                b,
+                pi,
+                p.initial_steepness,
+                p.steepness_increase,
+                p.max_epochs,
+                order,
+                p.batch_size,
+                p.learning_rate,
+                ADAM_BETA1,
+                ADAM_BETA2,
+                ADAM_EPS,
+                p.spatial_reg,
+                nb_indptr,
+                nb_indices,
             )
             n_right, right = K.count_right(Xs, w, b[0])
             if 0 < n_right < n and np.all(np.isfinite(w)) and np.isfinite(b[0]):
@@ -316,8 +342,7 @@ class TrainingTree:
         feats = [nodes[i].features for i in split_nodes]
         any_subset = any(f is not None for f in feats)
         lo = np.array([0 if f is None else f.min() for f in feats], dtype=np.int64)
-        hi = np.array([n_features if f is None else f.max() + 1 for f in feats],
-                      dtype=np.int64)
+        hi = np.array([n_features if f is None else f.max() + 1 for f in feats], dtype=np.int64)
         key = lo // band_width if band_width else np.zeros_like(lo)
         order = np.argsort(key, kind="stable")
         self.split_nodes = split_nodes[order]
@@ -330,8 +355,10 @@ class TrainingTree:
         starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else []
         ends = list(starts[1:]) + [key.size] if key.size else []
         #: (r0, r1, c0, c1) of every band
-        self.bands = [(int(r0), int(r1), int(lo[r0:r1].min()), int(hi[r0:r1].max()))
-                      for r0, r1 in zip(starts, ends, strict=True)]
+        self.bands = [
+            (int(r0), int(r1), int(lo[r0:r1].min()), int(hi[r0:r1].max()))
+            for r0, r1 in zip(starts, ends, strict=True)
+        ]
         n_splits = self.split_nodes.shape[0]
         self.W = np.zeros((n_splits, n_features))
         self.b = np.zeros(n_splits)
@@ -424,8 +451,20 @@ def finetune(tt, Z, y, sw, params, rng, adjacency):
             for s in range(0, N, ESTEP_BLOCK):
                 e = min(s + ESTEP_BLOCK, N)
                 A = tt.activations(Z[s:e])
-                K.e_step(A, K.steep_activations(A, tt.gamma), tt.gamma, left, right,
-                         split_col, leaf_col, tt.pi, y[s:e], sw[s:e], no_h, counts)
+                K.e_step(
+                    A,
+                    K.steep_activations(A, tt.gamma),
+                    tt.gamma,
+                    left,
+                    right,
+                    split_col,
+                    leaf_col,
+                    tt.pi,
+                    y[s:e],
+                    sw[s:e],
+                    no_h,
+                    counts,
+                )
         else:
             perm = rng.permutation(N)
             for s in range(0, N, p.batch_size):
@@ -438,20 +477,42 @@ def finetune(tt, Z, y, sw, params, rng, adjacency):
                 A = tt.activations(Xb)
                 G = np.empty_like(A)  # dtype of the data, for the GEMM below
                 gb[:] = 0.0
-                K.em_batch(A, K.steep_activations(A, tt.gamma), tt.gamma, left, right,
-                           split_col, leaf_col, tt.pi, y[rows], swb, swb / total, counts,
-                           G, gb)
+                K.em_batch(
+                    A,
+                    K.steep_activations(A, tt.gamma),
+                    tt.gamma,
+                    left,
+                    right,
+                    split_col,
+                    leaf_col,
+                    tt.pi,
+                    y[rows],
+                    swb,
+                    swb / total,
+                    counts,
+                    G,
+                    gb,
+                )
                 np.negative(gb, out=gb)
                 tt.minus_weight_gradient(G, Xb, gW)
                 if lam > 0:
                     K.add_laplacian_grad(tt.W, mask, adjacency[0], adjacency[1], lam, gW)
                 step += 1
                 for r0, r1, c0, c1 in tt.bands:
-                    K.adam_update_2d(tt.W[r0:r1, c0:c1], gW[r0:r1, c0:c1],
-                                     mW[r0:r1, c0:c1], vW[r0:r1, c0:c1], step,
-                                     p.learning_rate, ADAM_BETA1, ADAM_BETA2, ADAM_EPS)
-                K.adam_update(tt.b, gb, mb, vb, step, p.learning_rate,
-                              ADAM_BETA1, ADAM_BETA2, ADAM_EPS)
+                    K.adam_update_2d(
+                        tt.W[r0:r1, c0:c1],
+                        gW[r0:r1, c0:c1],
+                        mW[r0:r1, c0:c1],
+                        vW[r0:r1, c0:c1],
+                        step,
+                        p.learning_rate,
+                        ADAM_BETA1,
+                        ADAM_BETA2,
+                        ADAM_EPS,
+                    )
+                K.adam_update(
+                    tt.b, gb, mb, vb, step, p.learning_rate, ADAM_BETA1, ADAM_BETA2, ADAM_EPS
+                )
         K.leaf_m_step(counts, tt.pi)
         tt.gamma += p.steepness_increase
     return tt
@@ -505,9 +566,7 @@ def to_oblique_tree(tt, X, y, sw, n_classes, mean, scale):
     bias[tt.split_nodes] = tt.b
     value = np.zeros((n_nodes, n_classes))
     value[tt.leaf_nodes] = tt.pi
-    tree = ObliqueTree.from_dense(
-        tt.left, tt.right, weights, bias, value, np.zeros(n_nodes)
-    )
+    tree = ObliqueTree.from_dense(tt.left, tt.right, weights, bias, value, np.zeros(n_nodes))
     tree = fold_standardization(tree, mean, scale)
     # hard-routed statistics of the training data, through the shared traversal
     from obliquetrees._core.forest import ObliqueForest
@@ -558,6 +617,5 @@ def soft_predict_proba(tree, steepness, X):
     A += tree.bias[internal]
     A = np.ascontiguousarray(A, dtype=np.float64)
     gamma = np.ascontiguousarray(steepness[internal], dtype=np.float64)
-    log_mu = K.log_path_probs(A, gamma, left, right, split_col, leaf_col,
-                              int((~internal).sum()))
+    log_mu = K.log_path_probs(A, gamma, left, right, split_col, leaf_col, int((~internal).sum()))
     return np.exp(log_mu) @ tree.value[~internal]

@@ -106,8 +106,14 @@ class HingeModel:
             raise ValueError("thr must hold at least one tree.")
         n_thr = depth if self.is_fern else 2**depth - 1
         C = n_outputs if self.head == "sum" else 1
-        shapes = {"bn_mean": (H,), "bn_var": (H,), "thr": (M, n_thr), "W": (M, 2**depth, C),
-                  "x_mean": (p,), "x_scale": (p,)}  # fmt: skip
+        shapes = {
+            "bn_mean": (H,),
+            "bn_var": (H,),
+            "thr": (M, n_thr),
+            "W": (M, 2**depth, C),
+            "x_mean": (p,),
+            "x_scale": (p,),
+        }
         if self.head == "linear":
             shapes.update(Q=(n_outputs, M), q=(n_outputs,))
         for name, shape in shapes.items():
@@ -132,8 +138,12 @@ class HingeModel:
             check_array(self.opt_state[name + "_1"], name + "_1", VALUE_DTYPE, len(shape), shape)
             second = shape if dense_second else (1,) * len(shape)
             check_array(self.opt_state[name + "_2"], name + "_2", VALUE_DTYPE, len(shape), second)
-        for name, shape in (("wmark", (M, L)), ("wslot", (M, L)), ("tmark", (M, n_thr)),
-                            ("tslot", (M, n_thr))):  # fmt: skip
+        for name, shape in (
+            ("wmark", (M, L)),
+            ("wslot", (M, L)),
+            ("tmark", (M, n_thr)),
+            ("tslot", (M, n_thr)),
+        ):
             check_array(self.opt_state[name], name, INDEX_DTYPE, 2, shape)
         # a slot is read only where its mark equals the current step
         if self.opt_state["wmark"].max() >= step or self.opt_state["tmark"].max() >= step:
@@ -260,12 +270,36 @@ def _forward_out(model, U, store_bufs=None):
     out = np.empty((n, n_out))
     if store_bufs is None:
         dummy_i = np.empty((1, 1), dtype=np.int64)
-        K.forward(U, model.thr, model.feat, model.W, model.depth, model.is_fern,
-                  stride, out, dummy_i, np.empty((1, 1)), dummy_i, False)
+        K.forward(
+            U,
+            model.thr,
+            model.feat,
+            model.W,
+            model.depth,
+            model.is_fern,
+            stride,
+            out,
+            dummy_i,
+            np.empty((1, 1)),
+            dummy_i,
+            False,
+        )
     else:
         leaf, rstar, vstar = store_bufs
-        K.forward(U, model.thr, model.feat, model.W, model.depth, model.is_fern,
-                  stride, out, leaf[:n], rstar[:n], vstar[:n], True)
+        K.forward(
+            U,
+            model.thr,
+            model.feat,
+            model.W,
+            model.depth,
+            model.is_fern,
+            stride,
+            out,
+            leaf[:n],
+            rstar[:n],
+            vstar[:n],
+            True,
+        )
     return out
 
 
@@ -298,9 +332,9 @@ def _decision_values(model, X):
     n = X.shape[0]
     res = np.empty((n, model.n_outputs))
     for start in range(0, n, PREDICT_CHUNK):
-        Xc = np.asarray(X[start:start + PREDICT_CHUNK], dtype=np.float64)
+        Xc = np.asarray(X[start : start + PREDICT_CHUNK], dtype=np.float64)
         U = np.ascontiguousarray(hinge_features(model, _standardise(model, Xc)))
-        res[start:start + Xc.shape[0]] = _head(model, _forward_out(model, U))
+        res[start : start + Xc.shape[0]] = _head(model, _forward_out(model, U))
     return res
 
 
@@ -386,17 +420,38 @@ def batch_gradients(model, Zb, Yb, wb, task):
     tt = np.empty((M, B + 1), dtype=np.int64)
     z = np.zeros(1)
     K.backward_update(
-        G_trees, leaf, rstar, vstar, model.feat, model.thr, model.W, stride,
-        contrib, contrib_feat, 0, model.W, model.W, model.thr, model.thr, z, 0,
-        np.full((M, L), -1, dtype=np.int64), np.zeros((M, L), dtype=np.int64),
-        np.full((M, NT), -1, dtype=np.int64), np.zeros((M, NT), dtype=np.int64),
-        gW, gt, tw, tt, False,
+        G_trees,
+        leaf,
+        rstar,
+        vstar,
+        model.feat,
+        model.thr,
+        model.W,
+        stride,
+        contrib,
+        contrib_feat,
+        0,
+        model.W,
+        model.W,
+        model.thr,
+        model.thr,
+        z,
+        0,
+        np.full((M, L), -1, dtype=np.int64),
+        np.zeros((M, L), dtype=np.int64),
+        np.full((M, NT), -1, dtype=np.int64),
+        np.zeros((M, NT), dtype=np.int64),
+        gW,
+        gt,
+        tw,
+        tt,
+        False,
     )
     dW = np.zeros_like(model.W)
     dt = np.zeros_like(model.thr)
     for m in range(M):  # scatter of the slots (tests only)
-        dW[m, tw[m, :tw[m, B]]] = gW[m, :tw[m, B]]
-        dt[m, tt[m, :tt[m, B]]] = gt[m, :tt[m, B]]
+        dW[m, tw[m, : tw[m, B]]] = gW[m, : tw[m, B]]
+        dt[m, tt[m, : tt[m, B]]] = gt[m, : tt[m, B]]
     grads["W"] = dW
     grads["thr"] = dt
     if model.learn_A:
@@ -460,16 +515,62 @@ def run_epoch(model, Z, Yi, Yf, w, order, task, optimizer, lr, batch_size, scrat
     batch_loss = np.empty(nbatch)
     S = scratch
     K.train_epoch(
-        Z, Yi, Yf, w, order, B, task == "classification", linear, model.learn_A,
-        model.A, model.bn_mean, model.bn_var, counters, model.feat, model.thr, model.W,
-        Q, q, model.depth, model.is_fern,
-        _OPT_CODES[optimizer], float(lr), ADAM_BETA1, ADAM_BETA2, eps,
-        st["A_1"], st["A_2"], st["W_1"], st["W_2"], st["thr_1"], st["thr_2"],
-        st.get("Q_1", dummy), st.get("Q_2", dummy), st.get("q_1", np.zeros(1)),
+        Z,
+        Yi,
+        Yf,
+        w,
+        order,
+        B,
+        task == "classification",
+        linear,
+        model.learn_A,
+        model.A,
+        model.bn_mean,
+        model.bn_var,
+        counters,
+        model.feat,
+        model.thr,
+        model.W,
+        Q,
+        q,
+        model.depth,
+        model.is_fern,
+        _OPT_CODES[optimizer],
+        float(lr),
+        ADAM_BETA1,
+        ADAM_BETA2,
+        eps,
+        st["A_1"],
+        st["A_2"],
+        st["W_1"],
+        st["W_2"],
+        st["thr_1"],
+        st["thr_2"],
+        st.get("Q_1", dummy),
+        st.get("Q_2", dummy),
+        st.get("q_1", np.zeros(1)),
         st.get("q_2", np.zeros(1)),
-        st["wmark"], st["wslot"], st["tmark"], st["tslot"],
-        S.Zb, S.U, S.out, S.F, S.G, S.Gt, S.leaf, S.rstar, S.vstar, S.contrib,
-        S.contrib_feat, S.gW, S.gt, S.touched_w, S.touched_t, S.gU, batch_loss,
+        st["wmark"],
+        st["wslot"],
+        st["tmark"],
+        st["tslot"],
+        S.Zb,
+        S.U,
+        S.out,
+        S.F,
+        S.G,
+        S.Gt,
+        S.leaf,
+        S.rstar,
+        S.vstar,
+        S.contrib,
+        S.contrib_feat,
+        S.gW,
+        S.gt,
+        S.touched_w,
+        S.touched_t,
+        S.gU,
+        batch_loss,
     )
     model.bn_count = int(counters[0])
     model.step = int(counters[1])
@@ -529,9 +630,11 @@ def fit_epochs(
     Yi, Yf = _targets(Y, task)
     ensure_opt_state(model, optimizer)
     scratch = _EpochScratch(model, B)
-    hist = history if history is not None else {
-        "loss": [], "val_loss": [], "epoch_time": [], "best_epoch": 0
-    }
+    hist = (
+        history
+        if history is not None
+        else {"loss": [], "val_loss": [], "epoch_time": [], "best_epoch": 0}
+    )
     best = np.inf
     best_params = None
     since_best = 0
@@ -539,13 +642,18 @@ def fit_epochs(
         for _ in range(max_epochs):
             t0 = time.perf_counter()
             order = rng.permutation(n)
-            losses = run_epoch(model, Z, Yi, Yf, w, order, task, optimizer,
-                               learning_rate, B, scratch)
+            losses = run_epoch(
+                model, Z, Yi, Yf, w, order, task, optimizer, learning_rate, B, scratch
+            )
             sizes = np.full(losses.shape[0], B)
             sizes[-1] = n - B * (losses.shape[0] - 1)
             total = float(losses @ sizes)
-            if not (np.isfinite(total) and np.all(np.isfinite(model.W))
-                    and np.all(np.isfinite(model.thr)) and np.all(np.isfinite(model.A))):
+            if not (
+                np.isfinite(total)
+                and np.all(np.isfinite(model.W))
+                and np.all(np.isfinite(model.thr))
+                and np.all(np.isfinite(model.A))
+            ):
                 raise FloatingPointError("non-finite loss or parameters")
             hist["epoch_time"].append(time.perf_counter() - t0)
             hist["loss"].append(total / n)
@@ -585,16 +693,22 @@ def leaf_counts(model, X, sample_weight=None, n_threads=1):
     counts = np.zeros(M * L)
     n = X.shape[0]
     chunk = PREDICT_CHUNK
-    bufs = (np.empty((chunk, M), dtype=np.int64), np.empty((chunk, M)),
-            np.empty((chunk, M), dtype=np.int64))
+    bufs = (
+        np.empty((chunk, M), dtype=np.int64),
+        np.empty((chunk, M)),
+        np.empty((chunk, M), dtype=np.int64),
+    )
     with threadpool_limits(limits=1, user_api="blas"), numba_threads(n_threads):
         for start in range(0, n, chunk):
-            Xc = np.asarray(X[start:start + chunk], dtype=np.float64)
+            Xc = np.asarray(X[start : start + chunk], dtype=np.float64)
             U = np.ascontiguousarray(hinge_features(model, _standardise(model, Xc)))
             _forward_out(model, U, bufs)
             leaf = bufs[0][: Xc.shape[0]] + (np.arange(M) * L)[None, :]
-            wts = None if sample_weight is None else np.repeat(
-                sample_weight[start:start + Xc.shape[0]], M)
+            wts = (
+                None
+                if sample_weight is None
+                else np.repeat(sample_weight[start : start + Xc.shape[0]], M)
+            )
             counts += np.bincount(leaf.ravel(), weights=wts, minlength=M * L)
     return counts.reshape(M, L)
 
@@ -618,8 +732,8 @@ def to_trees(model, counts, value_scale=1.0):
     n_nodes = 2 * L - 1
     p = model.A.shape[1]
     sd = np.sqrt(model.bn_var + BN_EPS)
-    Wz = model.A / sd[:, None]                   # (H, p) weights on z
-    bz = -model.bn_mean / sd                     # (H,)
+    Wz = model.A / sd[:, None]  # (H, p) weights on z
+    bz = -model.bn_mean / sd  # (H,)
     nodes = np.arange(n_nodes)
     left = np.where(nodes < n_inner, 2 * nodes + 1, -1)
     right = np.where(nodes < n_inner, 2 * nodes + 2, -1)
@@ -639,7 +753,7 @@ def to_trees(model, counts, value_scale=1.0):
         nns = np.zeros(n_nodes)
         nns[n_inner:] = counts[m]
         for lev in range(D - 1, -1, -1):
-            lo, hi = 2**lev - 1, 2**(lev + 1) - 1
+            lo, hi = 2**lev - 1, 2 ** (lev + 1) - 1
             idx = np.arange(lo, hi)
             nns[idx] = nns[2 * idx + 1] + nns[2 * idx + 2]
         tree = ObliqueTree.from_dense(left, right, dense, bias, value, nns, depth=depth)

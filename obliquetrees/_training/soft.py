@@ -205,9 +205,7 @@ def grow_soft_tree(
         u = P * sw
         noise = _k.uniform_noise(node_seed, d + 2 * K, 1.0)
         if P.sum() > 1.0:
-            feature, threshold, left_mean, right_mean, _ = _k.best_axis_split(
-                X, sorted_index, u, R
-            )
+            feature, threshold, left_mean, right_mean, _ = _k.best_axis_split(X, sorted_index, u, R)
             if feature < 0:
                 continue  # no two distinct values carry weight: nothing to split
             w0 = noise[:d] * INIT_NOISE
@@ -230,11 +228,31 @@ def grow_soft_tree(
             Xa, Ra, Pa, Aa, swa = X, R, P, A, sw
         decay = DECAY ** (n / active.size)
         w, bb, zL, zR, err_after, restart = _k.train_split(
-            Xa, Ra, Pa, Aa, swa, Xv, Rv, Pv, Av, swv,
-            w0, b0, zL0, zR0, loss, metric, float(learning_rate), int(n_restarts),
-            int(max_epochs), int(batch_size), MOMENTUM, decay, node_seed,
+            Xa,
+            Ra,
+            Pa,
+            Aa,
+            swa,
+            Xv,
+            Rv,
+            Pv,
+            Av,
+            swv,
+            w0,
+            b0,
+            zL0,
+            zR0,
+            loss,
+            metric,
+            float(learning_rate),
+            int(n_restarts),
+            int(max_epochs),
+            int(batch_size),
+            MOMENTUM,
+            decay,
+            node_seed,
             bool(select_on_validation),
-        )  # fmt: skip
+        )
         accepted = restart >= 0 and err_before - err_after > tol
         log.append(
             dict(
@@ -289,9 +307,27 @@ def finetune(
     for t, lr in enumerate(learning_rates):
         W1, b1, Z1 = W.copy(), b.copy(), Z.copy()
         err, _, epoch = _k.finetune_tree(
-            X, R, sw, Xv, Rv, swv, cl, cr, W1, b1, Z1, n_nodes, loss, metric,
-            float(lr), int(n_epochs), int(batch_size), MOMENTUM, 1.0, seed + 104729 * t,
-        )  # fmt: skip
+            X,
+            R,
+            sw,
+            Xv,
+            Rv,
+            swv,
+            cl,
+            cr,
+            W1,
+            b1,
+            Z1,
+            n_nodes,
+            loss,
+            metric,
+            float(lr),
+            int(n_epochs),
+            int(batch_size),
+            MOMENTUM,
+            1.0,
+            seed + 104729 * t,
+        )
         if epoch > 0 and err < best[0]:
             best = (err, lr, epoch, W1, b1, Z1)
     W[:], b[:], Z[:] = best[3], best[4], best[5]
@@ -445,9 +481,7 @@ def fit_soft_tree(
             [-1], [-1], np.zeros((1, d)), [0.0], [[1.0]], [sw.sum()], depth=[0]
         )
         return single, dict(growth_log=[], finetune=None, n_train=n, n_validation=0)
-    train, val = validation_split(
-        y, validation_fraction, seeds[0], stratify=classifier
-    )
+    train, val = validation_split(y, validation_fraction, seeds[0], stratify=classifier)
     sw_tr, sw_va = sw[train], sw[val]
     # weights enter the SGD steps: rescale to mean 1 so learning_rate keeps its meaning
     scale_w = sw_tr.sum() / train.size
@@ -481,23 +515,48 @@ def fit_soft_tree(
         R[np.arange(n), y] = 1.0
     R_tr, R_va = np.ascontiguousarray(R[train]), np.ascontiguousarray(R[val])
     tree, log = grow_soft_tree(
-        X_tr, R_tr, sw_tr, X_va, R_va, sw_va,
-        loss=loss, metric=metric, max_depth=max_depth, max_leaf_nodes=max_leaf_nodes,
-        learning_rate=learning_rate, n_restarts=n_restarts, max_epochs=max_epochs,
-        batch_size=batch_size, tol=tol, select_on_validation=select_on_validation,
-        seed=int(seeds[1]), verbose=verbose,
-    )  # fmt: skip
+        X_tr,
+        R_tr,
+        sw_tr,
+        X_va,
+        R_va,
+        sw_va,
+        loss=loss,
+        metric=metric,
+        max_depth=max_depth,
+        max_leaf_nodes=max_leaf_nodes,
+        learning_rate=learning_rate,
+        n_restarts=n_restarts,
+        max_epochs=max_epochs,
+        batch_size=batch_size,
+        tol=tol,
+        select_on_validation=select_on_validation,
+        seed=int(seeds[1]),
+        verbose=verbose,
+    )
     ft = None
     if finetune_epochs > 0 and tree.n_nodes > 1:
         rates = [learning_rate / 2.0**t for t in FINETUNE_RESTARTS]
         ft = finetune(
-            tree, X_tr, R_tr, sw_tr, X_va, R_va, sw_va, loss=loss, metric=metric,
-            learning_rates=rates, n_epochs=finetune_epochs, batch_size=batch_size,
+            tree,
+            X_tr,
+            R_tr,
+            sw_tr,
+            X_va,
+            R_va,
+            sw_va,
+            loss=loss,
+            metric=metric,
+            learning_rates=rates,
+            n_epochs=finetune_epochs,
+            batch_size=batch_size,
             seed=int(seeds[2]),
-        )  # fmt: skip
+        )
         if verbose:
-            print(f"[SoftTree] finetune: validation error {ft['error_before']:.5f} -> "
-                  f"{ft['error_after']:.5f} (step {ft['learning_rate']}, epoch {ft['epoch']})")
+            print(
+                f"[SoftTree] finetune: validation error {ft['error_before']:.5f} -> "
+                f"{ft['error_after']:.5f} (step {ft['learning_rate']}, epoch {ft['epoch']})"
+            )
     stored = to_container(
         tree, X_tr, sw_tr * scale_w, x_mean, x_scale, loss, y_mean=y_mean, y_scale=y_scale
     )

@@ -50,9 +50,7 @@ def _fit_context(*, prefer_skip_nested_validation):
     -------
     decorator : callable
     """
-    validating = _sklearn_fit_context(
-        prefer_skip_nested_validation=prefer_skip_nested_validation
-    )
+    validating = _sklearn_fit_context(prefer_skip_nested_validation=prefer_skip_nested_validation)
 
     def decorator(fit_method):
         validated = validating(fit_method)

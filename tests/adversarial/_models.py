@@ -18,10 +18,18 @@ import numpy as np
 #: Every kind of model a user can pickle: each public estimator, converted
 #: scikit-learn models, a fine-tuned forest and decision machines (CSR and dense S).
 MODEL_NAMES = (
-    "CO2ForestClassifier", "E2EDTClassifier", "HingeForestClassifier", "HingeForestRegressor",
-    "SoftTreeClassifier", "SoftTreeRegressor", "converted_classifier", "converted_regressor",
-    "finetuned", "machine_sparse", "machine_dense",
-)  # fmt: skip
+    "CO2ForestClassifier",
+    "E2EDTClassifier",
+    "HingeForestClassifier",
+    "HingeForestRegressor",
+    "SoftTreeClassifier",
+    "SoftTreeRegressor",
+    "converted_classifier",
+    "converted_regressor",
+    "finetuned",
+    "machine_sparse",
+    "machine_dense",
+)
 
 
 def data():
@@ -140,27 +148,32 @@ def tree_edits(model):
         "negative child id": lambda m: _set(container(m), "children_right", i, -7),
         "two parents share a child": lambda m: _share_child(container(m)),
         "truncated children": lambda m: setattr(
-            container(m), "children_left", container(m).children_left[:-1]),
+            container(m), "children_left", container(m).children_left[:-1]
+        ),
         "truncated weights": lambda m: setattr(
-            container(m), "weight_value", container(m).weight_value[:-1]),
+            container(m), "weight_value", container(m).weight_value[:-1]
+        ),
         "truncated values": lambda m: setattr(container(m), "value", container(m).value[:-1]),
         "lowered n_features": lambda m: setattr(container(m), "n_features", c.n_features - 1),
         "raised n_features": lambda m: setattr(container(m), "n_features", c.n_features + 1),
         "lowered n_features and n_features_in_": lambda m: (
             setattr(container(m), "n_features", c.n_features - 1),
-            setattr(m, "n_features_in_", c.n_features - 1)),
+            setattr(m, "n_features_in_", c.n_features - 1),
+        ),
         "NaN weight": lambda m: _set(container(m), "weight_value", 0, np.nan),
         "NaN leaf value": lambda m: _set(container(m), "value", -1, np.nan),
         "n_features_in_ edited": lambda m: setattr(m, "n_features_in_", m.n_features_in_ + 1),
         "wrong depth": lambda m: _set(container(m), "depth", -1, 10**6),
-    }  # fmt: skip
+    }
     if "_model" in model.__dict__:
-        edits.update({
-            "hinge W truncated": lambda m: setattr(m._model, "W", m._model.W[:, :-1]),
-            "hinge feat 1e8": lambda m: _set(m._model, "feat", (0, 0), 10**8),
-            "hinge A narrower": lambda m: setattr(m._model, "A", m._model.A[:, :-1]),
-            "hinge NaN threshold": lambda m: _set(m._model, "thr", (0, 0), np.nan),
-        })  # fmt: skip
+        edits.update(
+            {
+                "hinge W truncated": lambda m: setattr(m._model, "W", m._model.W[:, :-1]),
+                "hinge feat 1e8": lambda m: _set(m._model, "feat", (0, 0), 10**8),
+                "hinge A narrower": lambda m: setattr(m._model, "A", m._model.A[:, :-1]),
+                "hinge NaN threshold": lambda m: _set(m._model, "thr", (0, 0), np.nan),
+            }
+        )
     if hasattr(model, "classes_"):
         edits["classes_ truncated"] = lambda m: setattr(m, "classes_", m.classes_[:-1])
     return edits
@@ -195,16 +208,36 @@ def edits_for(model):
 def corruptible_arrays(model):
     """``(owner, attribute)`` of every array a random corruption may hit."""
     if is_machine(model):
-        return [(model, n) for n in ("bias", "V", "split_node", "leaf_node", "split_offset",
-                                      "leaf_offset", "template_skip")] + [
-            (model.B, n) for n in ("indptr", "indices", "data")]  # fmt: skip
+        return [
+            (model, n)
+            for n in (
+                "bias",
+                "V",
+                "split_node",
+                "leaf_node",
+                "split_offset",
+                "leaf_offset",
+                "template_skip",
+            )
+        ] + [(model.B, n) for n in ("indptr", "indices", "data")]
     c = container(model)
-    names = ["children_left", "children_right", "weight_indptr", "weight_index", "weight_value",
-             "bias", "value", "n_node_samples", "depth"]  # fmt: skip
+    names = [
+        "children_left",
+        "children_right",
+        "weight_indptr",
+        "weight_index",
+        "weight_value",
+        "bias",
+        "value",
+        "n_node_samples",
+        "depth",
+    ]
     if hasattr(c, "node_offset"):
         names += ["node_offset", "weight_offset"]
     found = [(c, n) for n in names]
     if "_model" in model.__dict__:
-        found += [(model._model, n) for n in ("A", "bn_mean", "bn_var", "feat", "thr", "W",
-                                              "x_mean", "x_scale")]  # fmt: skip
+        found += [
+            (model._model, n)
+            for n in ("A", "bn_mean", "bn_var", "feat", "thr", "W", "x_mean", "x_scale")
+        ]
     return found

@@ -61,8 +61,14 @@ def test_finetune_rejects(model, data, name, value):
 
 @pytest.mark.parametrize(
     "name, value",
-    [("temperature", np.nan), ("eps", np.nan), ("epochs", -1), ("batch_size", 0),
-     ("support", -2), ("support", 1.5)],
+    [
+        ("temperature", np.nan),
+        ("eps", np.nan),
+        ("epochs", -1),
+        ("batch_size", 0),
+        ("support", -2),
+        ("support", 1.5),
+    ],
 )
 def test_finetune_still_rejects(model, data, name, value):
     """Rejected before by hand-written checks, which the constraints replaced."""
@@ -135,13 +141,13 @@ def test_plot_tree_rejects(model, name, value):
         plot_tree(model, **{name: value})
 
 
-@pytest.mark.parametrize("name, value", [("temperature", np.nan), ("eps", 0.0),
-                                         ("sigma", "relu")])
+@pytest.mark.parametrize("name, value", [("temperature", np.nan), ("eps", 0.0), ("sigma", "relu")])
 def test_relaxed_objectives_reject(model, data, name, value):
     X, y = data
     machine = to_machine(model)
     with pytest.raises(InvalidParameterError, match=name):
         relaxed_nll(machine, X, y, **{"temperature": 0.1, name: value})
     with pytest.raises(InvalidParameterError, match=name):
-        relaxed_squared_error(machine, X, machine.V[:1].repeat(len(y), axis=0),
-                              **{"temperature": 0.1, name: value})
+        relaxed_squared_error(
+            machine, X, machine.V[:1].repeat(len(y), axis=0), **{"temperature": 0.1, name: value}
+        )

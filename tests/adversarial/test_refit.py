@@ -107,8 +107,8 @@ def test_training_steps_cover_every_estimator():
 @pytest.mark.parametrize("exc", FAILURES, ids=["error", "interrupt"])
 @pytest.mark.parametrize(
     "cls, warm",
-    [(cls, False) for cls in ESTIMATORS] + [(cls, True) for cls in ESTIMATORS
-                                            if cls.__name__ in WARM],
+    [(cls, False) for cls in ESTIMATORS]
+    + [(cls, True) for cls in ESTIMATORS if cls.__name__ in WARM],
     ids=lambda v: v.__name__ if isinstance(v, type) else ("warm" if v else "cold"),
 )
 def test_failed_refit_changes_nothing(cls, warm, exc, monkeypatch):
@@ -147,8 +147,9 @@ def test_failed_first_fit_leaves_unfitted(cls, exc, monkeypatch):
         check_is_fitted(est)
 
 
-@pytest.mark.parametrize("cls", [c for c in ESTIMATORS if hasattr(c, "partial_fit")],
-                         ids=lambda c: c.__name__)
+@pytest.mark.parametrize(
+    "cls", [c for c in ESTIMATORS if hasattr(c, "partial_fit")], ids=lambda c: c.__name__
+)
 def test_interrupted_partial_fit_changes_nothing(cls, monkeypatch):
     """An epoch interrupted half way must not leave half-trained arrays."""
     X, y = _data()
@@ -190,8 +191,9 @@ def test_co2_failed_narrower_refit_predicts_nothing_in_subprocess():
     assert_ok(proc)
 
 
-@pytest.mark.parametrize("cls", [c for c in ESTIMATORS if c.__name__ in WARM],
-                         ids=lambda c: c.__name__)
+@pytest.mark.parametrize(
+    "cls", [c for c in ESTIMATORS if c.__name__ in WARM], ids=lambda c: c.__name__
+)
 def test_warm_refit_checks_features(cls):
     X, y = _data()
     extra = {"n_estimators": 2} if cls is CO2ForestClassifier else {}
@@ -252,8 +254,9 @@ def test_warm_start_refuses_other_classes(name, labels):
     assert est.predict_proba(X).shape[1] == len(est.classes_) == 3
 
 
-@pytest.mark.parametrize("name", ["CO2ForestClassifier", "HingeForestClassifier",
-                                  "HingeForestRegressor"])
+@pytest.mark.parametrize(
+    "name", ["CO2ForestClassifier", "HingeForestClassifier", "HingeForestRegressor"]
+)
 def test_warm_training_of_memory_mapped_model(name, tmp_path):
     """A model loaded with ``mmap_mode="r"`` has read-only arrays: train a copy."""
     import obliquetrees

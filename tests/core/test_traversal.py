@@ -87,8 +87,17 @@ def test_results_identical_for_any_thread_count(seed, n_samples):
 
 def test_ties_go_left():
     # root: x0 - 0.5 > 0 goes right; x0 == 0.5 exactly is a tie
-    tree = ObliqueTree([1, -1, -1], [2, -1, -1], [0, 1, 1, 1], [0], [1.0], [-0.5, 0, 0],
-                       [[0.0], [1.0], [2.0]], [3, 2, 1], n_features=1)  # fmt: skip
+    tree = ObliqueTree(
+        [1, -1, -1],
+        [2, -1, -1],
+        [0, 1, 1, 1],
+        [0],
+        [1.0],
+        [-0.5, 0, 0],
+        [[0.0], [1.0], [2.0]],
+        [3, 2, 1],
+        n_features=1,
+    )
     forest = ObliqueForest.from_trees([tree])
     X = np.array([[0.5], [np.nextafter(0.5, 1)], [np.nextafter(0.5, 0)]])
     np.testing.assert_array_equal(traversal.apply(forest, X)[:, 0], [1, 2, 1])
@@ -120,9 +129,17 @@ def test_csr_with_many_features_uses_bounded_buffer():
     rng = np.random.default_rng(0)
     n_features = 300_000  # one CSR block row fits the buffer; rows are processed one by one
     tree = reference.random_tree(rng, 5, 2, 4, density=1.0)
-    tree = ObliqueTree(tree.children_left, tree.children_right, tree.weight_indptr,
-                       tree.weight_index * 50_000, tree.weight_value, tree.bias, tree.value,
-                       tree.n_node_samples, n_features=n_features)  # fmt: skip
+    tree = ObliqueTree(
+        tree.children_left,
+        tree.children_right,
+        tree.weight_indptr,
+        tree.weight_index * 50_000,
+        tree.weight_value,
+        tree.bias,
+        tree.value,
+        tree.n_node_samples,
+        n_features=n_features,
+    )
     X = sp.random(20, n_features, density=1e-4, format="lil", random_state=0)
     X[:, 50_000] = 1.0
     X = X.tocsr()

@@ -24,17 +24,33 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def assert_tree_equal(a, b):
     """Every array and scalar of two trees is identical."""
-    for name in ("children_left", "children_right", "weight_indptr", "weight_index",
-                 "weight_value", "bias", "value", "n_node_samples", "depth"):  # fmt: skip
+    for name in (
+        "children_left",
+        "children_right",
+        "weight_indptr",
+        "weight_index",
+        "weight_value",
+        "bias",
+        "value",
+        "n_node_samples",
+        "depth",
+    ):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
     assert a.n_features == b.n_features
 
 
 def _stump(**overrides):
-    args = dict(children_left=[1, -1, -1], children_right=[2, -1, -1],
-                weight_indptr=[0, 2, 2, 2], weight_index=[0, 2], weight_value=[1.0, -2.0],
-                bias=[0.5, 0, 0], value=[[0.5, 0.5], [1, 0], [0, 1]],
-                n_node_samples=[10, 6, 4], n_features=3)  # fmt: skip
+    args = dict(
+        children_left=[1, -1, -1],
+        children_right=[2, -1, -1],
+        weight_indptr=[0, 2, 2, 2],
+        weight_index=[0, 2],
+        weight_value=[1.0, -2.0],
+        bias=[0.5, 0, 0],
+        value=[[0.5, 0.5], [1, 0], [0, 1]],
+        n_node_samples=[10, 6, 4],
+        n_features=3,
+    )
     args.update(overrides)
     return ObliqueTree(**args)
 
@@ -45,9 +61,14 @@ def test_properties_and_dense_weights():
     assert (tree.node_count, tree.n_leaves, tree.max_depth, tree.n_outputs) == (3, 2, 1, 2)
     np.testing.assert_array_equal(tree.depth, [0, 1, 1])
     np.testing.assert_array_equal(tree.dense_weights(), [[1, 0, -2], [0, 0, 0], [0, 0, 0]])
-    rebuilt = ObliqueTree.from_dense(tree.children_left, tree.children_right,
-                                     tree.dense_weights(), tree.bias, tree.value,
-                                     tree.n_node_samples)  # fmt: skip
+    rebuilt = ObliqueTree.from_dense(
+        tree.children_left,
+        tree.children_right,
+        tree.dense_weights(),
+        tree.bias,
+        tree.value,
+        tree.n_node_samples,
+    )
     assert_tree_equal(rebuilt, tree)
 
 
@@ -147,16 +168,26 @@ def test_standardization_is_weighted_and_keeps_tiny_units(rng):
 def test_consuming_pack_releases_the_input_trees_only(rng):
     trees = [reference.random_tree(rng, 4, 2, 5) for _ in range(3)]
     expected = ObliqueForest.from_trees(trees)
-    wrappers = [ObliqueTree(t.children_left, t.children_right, t.weight_indptr, t.weight_index,
-                            t.weight_value, t.bias, t.value, t.n_node_samples,
-                            n_features=t.n_features) for t in trees]  # fmt: skip
+    wrappers = [
+        ObliqueTree(
+            t.children_left,
+            t.children_right,
+            t.weight_indptr,
+            t.weight_index,
+            t.weight_value,
+            t.bias,
+            t.value,
+            t.n_node_samples,
+            n_features=t.n_features,
+        )
+        for t in trees
+    ]
     packed = ObliqueForest.from_trees(wrappers, consume=True)
     assert all(w.value is None for w in wrappers)
     for a, b in zip(packed.trees, expected.trees, strict=True):
         assert_tree_equal(a, b)
     for original in trees:  # the arrays themselves are untouched
         original.check_invariants()
-
 
 
 _PACK_PEAK_SCRIPT = """
@@ -185,13 +216,20 @@ print(forest_mb, resident_mb() - before, peak_mb() - peak_before)
 """
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/statm, "
-                    "ru_maxrss in KiB and glibc's malloc_trim are Linux specifics")  # fmt: skip
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"),
+    reason="/proc/self/statm, ru_maxrss in KiB and glibc's malloc_trim are Linux specifics",
+)
 def test_consuming_pack_never_holds_two_copies_of_the_forest():
     # the fresh process's peak RSS may grow by a fraction of the forest while
     # packing (one array kind's last few MiB in flight), never by a second copy
-    out = subprocess.run([sys.executable, "-c", _PACK_PEAK_SCRIPT], check=True,
-                         capture_output=True, text=True, cwd=ROOT).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", _PACK_PEAK_SCRIPT],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    ).stdout.split()
     forest_mb, resident_growth_mb, peak_growth_mb = map(float, out)
     assert forest_mb > 20
     # resident after packing: the consumed trees' memory went back to the OS

@@ -96,13 +96,25 @@ CASES = {
     ),
     "HingeForestClassifier": (
         "classification",
-        _forest(HingeForestClassifier, n_estimators=5, max_depth=3, n_hinge_features=8,
-                learning_rate=0.05, max_epochs=20),  # fmt: skip
+        _forest(
+            HingeForestClassifier,
+            n_estimators=5,
+            max_depth=3,
+            n_hinge_features=8,
+            learning_rate=0.05,
+            max_epochs=20,
+        ),
     ),
     "HingeForestRegressor": (
         "regression",
-        _forest(HingeForestRegressor, n_estimators=5, max_depth=3, n_hinge_features=8,
-                learning_rate=0.05, max_epochs=20),  # fmt: skip
+        _forest(
+            HingeForestRegressor,
+            n_estimators=5,
+            max_depth=3,
+            n_hinge_features=8,
+            learning_rate=0.05,
+            max_epochs=20,
+        ),
     ),
     "converted_classifier": ("classification", _converted("classification")),
     "converted_regressor": ("regression", _converted("regression")),
@@ -180,12 +192,23 @@ def environment_key():
     cpu = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo") as cpuinfo:
-            cpu = next(line.split(":", 1)[1].strip() for line in cpuinfo
-                       if line.startswith("model name"))  # fmt: skip
+            cpu = next(
+                line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")
+            )
     except (OSError, StopIteration):
         pass
-    blas = sorted(f"{p['internal_api']} {p['version']} {p.get('architecture')}"
-                  for p in threadpool_info() if p["user_api"] == "blas")  # fmt: skip
-    return " | ".join([cpu, f"numpy {np.__version__}", f"scipy {scipy.__version__}",
-                       f"scikit-learn {sklearn.__version__}", f"numba {numba.__version__}",
-                       *blas])  # fmt: skip
+    blas = sorted(
+        f"{p['internal_api']} {p['version']} {p.get('architecture')}"
+        for p in threadpool_info()
+        if p["user_api"] == "blas"
+    )
+    return " | ".join(
+        [
+            cpu,
+            f"numpy {np.__version__}",
+            f"scipy {scipy.__version__}",
+            f"scikit-learn {sklearn.__version__}",
+            f"numba {numba.__version__}",
+            *blas,
+        ]
+    )

@@ -18,8 +18,9 @@ PATH = Path(__file__).with_name("outputs.json")
 
 def main():
     records = json.loads(PATH.read_text()) if PATH.exists() else {}
-    revision = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, cwd=PATH.parent).stdout.strip()  # fmt: skip
+    revision = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=PATH.parent
+    ).stdout.strip()
     runs = {f"{name}/{data}": run_case(name, data) for name, data in all_runs()}
     key = environment_key()
     records[key] = {"revision": revision, "runs": runs}

@@ -68,9 +68,7 @@ def test_best_axis_split_matches_exhaustive_search(seed, min_samples_leaf):
     assert f >= 0 and f != 2
     np.testing.assert_allclose(imp, rimp, rtol=1e-10)
     # the kernel's threshold realises the reported impurity
-    np.testing.assert_allclose(
-        ref.co2_weighted_entropy(y, w, X[:, f] > thr, 4), imp, rtol=1e-10
-    )
+    np.testing.assert_allclose(ref.co2_weighted_entropy(y, w, X[:, f] > thr, 4), imp, rtol=1e-10)
     if f == rf:
         assert thr == rthr
     right = (X[:, f] > thr).sum()
@@ -137,8 +135,24 @@ def test_minibatch_gradient_matches_reference(seed):
     gw, g0, g1 = np.empty(X.shape[1]), np.empty(4), np.empty(4)
     lo, hi = 10, 45
     gb, run, wsum = K.minibatch_gradient(
-        X, y, wt, perm, lo, hi, w, b, t0, t1, signs, gw, g0, g1, np.empty(4), np.empty(4),
-        np.empty(hi - lo), np.empty(hi - lo, dtype=np.int64),
+        X,
+        y,
+        wt,
+        perm,
+        lo,
+        hi,
+        w,
+        b,
+        t0,
+        t1,
+        signs,
+        gw,
+        g0,
+        g1,
+        np.empty(4),
+        np.empty(4),
+        np.empty(hi - lo),
+        np.empty(hi - lo, dtype=np.int64),
     )
     rgw, rgb, rg0, rg1, rrun, rwsum = ref.co2_minibatch_gradient(
         X, y, wt, perm[lo:hi], w, b, t0, t1, signs
@@ -159,14 +173,30 @@ def test_minibatch_gradient_finite_differences(seed):
     perm = np.arange(X.shape[0], dtype=np.int64)
     gw, g0, g1 = np.empty(X.shape[1]), np.empty(4), np.empty(4)
     gb, _, _ = K.minibatch_gradient(
-        X, y, wt, perm, 0, 40, w, b, t0, t1, signs, gw, g0, g1, np.empty(4), np.empty(4),
-        np.empty(40), np.empty(40, dtype=np.int64),
+        X,
+        y,
+        wt,
+        perm,
+        0,
+        40,
+        w,
+        b,
+        t0,
+        t1,
+        signs,
+        gw,
+        g0,
+        g1,
+        np.empty(4),
+        np.empty(4),
+        np.empty(40),
+        np.empty(40, dtype=np.int64),
     )
     theta = np.concatenate([w, [b], t0, t1])
     p = X.shape[1]
 
     def f(v):
-        return ref.co2_cccp_objective(X, y, wt, v[:p], v[p], v[p + 1:p + 5], v[p + 5:], signs)
+        return ref.co2_cccp_objective(X, y, wt, v[:p], v[p], v[p + 1 : p + 5], v[p + 5 :], signs)
 
     eps = 1e-6
     num = np.array(
@@ -195,16 +225,48 @@ def test_cccp_matches_reference(seed, nu):
     kw, kt0, kt1 = w.copy(), t0.copy(), t1.copy()
     history = np.empty(args["max_iter"] + 1)
     kb, n_iter, n_hist = K.cccp(
-        X, y, wt, X.shape[0], kw, b, kt0, kt1, nu, args["learning_rate"], args["batch_size"],
-        args["momentum"], args["n_epochs"], args["max_iter"], args["tol"], _state(seed), history,
+        X,
+        y,
+        wt,
+        X.shape[0],
+        kw,
+        b,
+        kt0,
+        kt1,
+        nu,
+        args["learning_rate"],
+        args["batch_size"],
+        args["momentum"],
+        args["n_epochs"],
+        args["max_iter"],
+        args["tol"],
+        _state(seed),
+        history,
     )
     rw, rb, rt0, rt1, rhist = ref.co2_cccp(
-        X, y, wt, w, b, t0, t1, nu, args["learning_rate"], args["batch_size"], args["momentum"],
-        args["n_epochs"], args["max_iter"], args["tol"], ref.Co2Rng(seed),
+        X,
+        y,
+        wt,
+        w,
+        b,
+        t0,
+        t1,
+        nu,
+        args["learning_rate"],
+        args["batch_size"],
+        args["momentum"],
+        args["n_epochs"],
+        args["max_iter"],
+        args["tol"],
+        ref.Co2Rng(seed),
     )
     np.testing.assert_allclose(history[:n_hist], rhist, rtol=1e-9)
-    np.testing.assert_allclose(np.concatenate([kw, [kb], kt0, kt1]),
-                               np.concatenate([rw, [rb], rt0, rt1]), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(
+        np.concatenate([kw, [kb], kt0, kt1]),
+        np.concatenate([rw, [rb], rt0, rt1]),
+        rtol=1e-8,
+        atol=1e-10,
+    )
     assert kw @ kw + kb * kb <= nu * (1 + 1e-12)
 
 
@@ -230,9 +292,20 @@ def test_cccp_surrogate_non_increasing_and_improves(seed, nu):
 # ----------------------------------------------------------------- trees
 def _grow(X, y, row_weight, n_classes, seed=0, **kw):
     params = dict(
-        max_features=2, max_depth=-1, min_samples_split=2, min_samples_leaf=1,
-        max_leaf_nodes=-1, nu=10.0, learning_rate=0.03, batch_size=100, momentum=0.9,
-        cccp_epochs=1, max_cccp_iter=5, tol=1e-3, options=1, theta_prior=1.0,
+        max_features=2,
+        max_depth=-1,
+        min_samples_split=2,
+        min_samples_leaf=1,
+        max_leaf_nodes=-1,
+        nu=10.0,
+        learning_rate=0.03,
+        batch_size=100,
+        momentum=0.9,
+        cccp_epochs=1,
+        max_cccp_iter=5,
+        tol=1e-3,
+        options=1,
+        theta_prior=1.0,
     )
     params.update(kw)
     return co2.grow_tree(X, y, row_weight, n_classes, seed, params)

@@ -87,11 +87,13 @@ def test_split_gradient_matches_reference_and_finite_differences(seed):
     At = np.ascontiguousarray(A.T)
     Ex = K.steep_activations(At, gamma)
     G = np.empty_like(At)
-    K.split_gradient_factors(At, Ex, gamma, left, right, split_col, leaf_col,
-                             np.ascontiguousarray(h.T), coef, G)
+    K.split_gradient_factors(
+        At, Ex, gamma, left, right, split_col, leaf_col, np.ascontiguousarray(h.T), coef, G
+    )
     gW, gb, dA = ref.e2edt_split_gradient(W, b, gamma, left, right, split_col, h, coef, X)
     np.testing.assert_allclose(G, dA.T, rtol=1e-10, atol=1e-14)
     np.testing.assert_allclose(G @ X, gW, rtol=1e-10, atol=1e-14)
+
     # central finite differences of eq. 14
     def f(W_, b_):
         return ref.e2edt_split_objective(W_, b_, gamma, left, right, split_col, h, coef, X)
@@ -102,13 +104,15 @@ def test_split_gradient_matches_reference_and_finite_differences(seed):
             Wp, Wm = W.copy(), W.copy()
             Wp[i, j] += eps
             Wm[i, j] -= eps
-            np.testing.assert_allclose((f(Wp, b) - f(Wm, b)) / (2 * eps), gW[i, j],
-                                       rtol=1e-5, atol=1e-8)
+            np.testing.assert_allclose(
+                (f(Wp, b) - f(Wm, b)) / (2 * eps), gW[i, j], rtol=1e-5, atol=1e-8
+            )
         bp, bm = b.copy(), b.copy()
         bp[i] += eps
         bm[i] -= eps
-        np.testing.assert_allclose((f(W, bp) - f(W, bm)) / (2 * eps), G[i].sum(),
-                                   rtol=1e-5, atol=1e-8)
+        np.testing.assert_allclose(
+            (f(W, bp) - f(W, bm)) / (2 * eps), G[i].sum(), rtol=1e-5, atol=1e-8
+        )
 
 
 def test_leaf_m_step_matches_reference_and_guards_empty_leaves():
@@ -179,11 +183,45 @@ def test_fit_stump_matches_reference(lam, dtype):
     order = rng.permuted(np.tile(np.arange(n), (n_epochs - 1, 1)), axis=1)
     indptr, indices = E.grid_adjacency(shape)
     w, b, pi = w0.copy(), np.array([0.1]), pi0.copy()
-    gamma = K.fit_stump(X.astype(dtype), y, sw, w, b, pi, 1.0, 0.1, n_epochs, order, batch,
-                        0.01, 0.9, 0.999, 1e-8, lam, indptr, indices)
+    gamma = K.fit_stump(
+        X.astype(dtype),
+        y,
+        sw,
+        w,
+        b,
+        pi,
+        1.0,
+        0.1,
+        n_epochs,
+        order,
+        batch,
+        0.01,
+        0.9,
+        0.999,
+        1e-8,
+        lam,
+        indptr,
+        indices,
+    )
     w_ref, b_ref, pi_ref, gamma_ref = ref.e2edt_fit_stump(
-        X.astype(dtype).astype(np.float64), y, sw, w0, 0.1, pi0, 1.0, 0.1, n_epochs, order,
-        batch, 0.01, 0.9, 0.999, 1e-8, lam, ref.e2edt_grid_laplacian(shape))
+        X.astype(dtype).astype(np.float64),
+        y,
+        sw,
+        w0,
+        0.1,
+        pi0,
+        1.0,
+        0.1,
+        n_epochs,
+        order,
+        batch,
+        0.01,
+        0.9,
+        0.999,
+        1e-8,
+        lam,
+        ref.e2edt_grid_laplacian(shape),
+    )
     tol = 1e-9 if dtype == np.float64 else 2e-4
     np.testing.assert_allclose(w, w_ref, rtol=tol, atol=tol)
     np.testing.assert_allclose(b[0], b_ref, rtol=tol, atol=tol)
@@ -202,8 +240,7 @@ def test_em_leaf_iterations_do_not_decrease_likelihood():
     no_h = np.empty((pi.shape[0], 0))
     for _ in range(15):
         counts = np.zeros_like(pi)
-        loglik = K.e_step(At, Ex, gamma, left, right, split_col, leaf_col, pi, y, sw, no_h,
-                          counts)
+        loglik = K.e_step(At, Ex, gamma, left, right, split_col, leaf_col, pi, y, sw, no_h, counts)
         assert loglik >= previous - 1e-9
         previous = loglik
         K.leaf_m_step(counts, pi)
@@ -219,8 +256,9 @@ def _toy(seed=0, n=300):
 def _build(X, y, **kw):
     mean, scale = X.mean(0), X.std(0)
     Z = np.ascontiguousarray((X - mean) / scale)
-    params = E.E2EDTParams(**{"max_depth": 3, "max_epochs": 5, "finetune_epochs": 5,
-                              "learning_rate": 0.02, **kw})
+    params = E.E2EDTParams(
+        **{"max_depth": 3, "max_epochs": 5, "finetune_epochs": 5, "learning_rate": 0.02, **kw}
+    )
     return E.build_tree(X, Z, y, np.ones(len(y)), int(y.max()) + 1, mean, scale, params, 0)
 
 
@@ -276,8 +314,14 @@ def test_patches_are_anywhere_and_features_subsets_respected():
     y = (X[:, 14] + X[:, 21] > 0).astype(np.int64)
     mean, scale = X.mean(0), X.std(0)
     Z = np.ascontiguousarray((X - mean) / scale)
-    params = E.E2EDTParams(max_depth=4, max_epochs=3, finetune_epochs=2, image_shape=shape,
-                           patch_size=3, spatial_reg=0.01)
+    params = E.E2EDTParams(
+        max_depth=4,
+        max_epochs=3,
+        finetune_epochs=2,
+        image_shape=shape,
+        patch_size=3,
+        spatial_reg=0.01,
+    )
     starts = set()
     for seed in range(4):
         tree, _ = E.build_tree(X, Z, y, np.ones(400), 2, mean, scale, params, seed)
@@ -308,15 +352,15 @@ def test_fused_em_batch_equals_e_step_then_gradient(seed, dtype):
     c2 = np.zeros_like(pi)
     G2 = np.empty_like(At)
     gsum = np.zeros(At.shape[0])
-    ll2 = K.em_batch(At, Ex, gamma, left, right, split_col, leaf_col, pi, y, sw, coef,
-                     c2, G2, gsum)
+    ll2 = K.em_batch(At, Ex, gamma, left, right, split_col, leaf_col, pi, y, sw, coef, c2, G2, gsum)
     np.testing.assert_array_equal(c1, c2)
     np.testing.assert_array_equal(G1, G2)
     assert ll1 == ll2
     # the bias gradient: row sums of the factors before rounding to the data dtype
     tol = 1e-12 if dtype == np.float64 else 1e-6
-    np.testing.assert_allclose(gsum, G1.sum(axis=1, dtype=np.float64), rtol=tol,
-                               atol=tol * np.abs(G1).sum(axis=1).max())
+    np.testing.assert_allclose(
+        gsum, G1.sum(axis=1, dtype=np.float64), rtol=tol, atol=tol * np.abs(G1).sum(axis=1).max()
+    )
 
 
 def test_steep_activations_matches_numpy():
@@ -334,8 +378,9 @@ def test_adam_update_2d_on_strided_blocks_matches_reference():
     P, M, V, G = (rng.normal(size=(6, 9)) for _ in range(4))
     V = np.abs(V)
     block = (slice(1, 5), slice(2, 8))
-    want = ref.adam_step(P[block].ravel(), M[block].ravel(), V[block].ravel(),
-                         G[block].ravel(), 3, 0.01)
+    want = ref.adam_step(
+        P[block].ravel(), M[block].ravel(), V[block].ravel(), G[block].ravel(), 3, 0.01
+    )
     P0, M0, V0 = P.copy(), M.copy(), V.copy()
     K.adam_update_2d(P[block], G[block], M[block], V[block], 3, 0.01, 0.9, 0.999, 1e-8)
     for got, w in zip((P, M, V), want, strict=True):
@@ -353,8 +398,9 @@ def test_training_tree_bands_match_dense_products(band_width):
     shape = (6, 6)
     X = rng.normal(size=(300, 36))
     y = (X[:, 14] + X[:, 21] > 0).astype(np.int64) + (X[:, 3] > 0.5)
-    params = E.E2EDTParams(max_depth=4, max_epochs=2, finetune_epochs=0, image_shape=shape,
-                           patch_size=3)
+    params = E.E2EDTParams(
+        max_depth=4, max_epochs=2, finetune_epochs=0, image_shape=shape, patch_size=3
+    )
     grower = E._Grower(X, y, np.ones(300), 3, params, rng, None)
     nodes = grower.grow()
     tt = E.TrainingTree(nodes, 36, 3, band_width)
@@ -381,6 +427,5 @@ def test_training_tree_bands_match_dense_products(band_width):
     inside = np.zeros(tt.W.shape, dtype=bool)
     for r0, r1, c0, c1 in tt.bands:
         inside[r0:r1, c0:c1] = True
-    np.testing.assert_allclose(out[inside], (-(G @ X) * tt.mask)[inside], rtol=1e-12,
-                               atol=1e-12)
+    np.testing.assert_allclose(out[inside], (-(G @ X) * tt.mask)[inside], rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(out[~inside], 7.0)

@@ -40,8 +40,9 @@ def test_forward_matches_reference(rng, is_fern, head_sum, n):
     np.testing.assert_array_equal(leaf, leaf_r)
     np.testing.assert_array_equal(rstar, rstar_r)
     np.testing.assert_array_equal(vstar, vstar_r)
-    np.testing.assert_allclose(out, R.hinge_forward(U, thr, feat, W, D, is_fern, head_sum),
-                               rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(
+        out, R.hinge_forward(U, thr, feat, W, D, is_fern, head_sum), rtol=1e-13, atol=1e-13
+    )
 
 
 def test_traversal_ties_and_margin():
@@ -73,17 +74,38 @@ def _backward(G, leaf, rstar, vstar, feat, thr, W, head_sum):
     contrib = np.empty((B, M))
     cf = np.empty((B, M), np.int64)
     K.backward_update(
-        G, leaf, rstar, vstar, feat, thr, W, 0 if head_sum else 1, contrib, cf, 0,
-        W, W, thr, thr, np.zeros(6), 0,
-        np.full((M, L), -1, np.int64), np.zeros((M, L), np.int64),
-        np.full((M, NT), -1, np.int64), np.zeros((M, NT), np.int64),
-        gW, gt, tw, tt, False,
+        G,
+        leaf,
+        rstar,
+        vstar,
+        feat,
+        thr,
+        W,
+        0 if head_sum else 1,
+        contrib,
+        cf,
+        0,
+        W,
+        W,
+        thr,
+        thr,
+        np.zeros(6),
+        0,
+        np.full((M, L), -1, np.int64),
+        np.zeros((M, L), np.int64),
+        np.full((M, NT), -1, np.int64),
+        np.zeros((M, NT), np.int64),
+        gW,
+        gt,
+        tw,
+        tt,
+        False,
     )
     dW = np.zeros_like(W)
     dt = np.zeros_like(thr)
     for m in range(M):
-        dW[m, tw[m, :tw[m, B]]] = gW[m, :tw[m, B]]
-        dt[m, tt[m, :tt[m, B]]] = gt[m, :tt[m, B]]
+        dW[m, tw[m, : tw[m, B]]] = gW[m, : tw[m, B]]
+        dt[m, tt[m, : tt[m, B]]] = gt[m, : tt[m, B]]
     return dW, dt, contrib, cf
 
 
@@ -109,8 +131,16 @@ def test_backward_matches_reference(rng, is_fern, head_sum):
 def _small_model(rng, tree_type="tree", head="sum", n_out=3, p=4, n_hinge=5, depth=3):
     X = rng.normal(size=(40, p))
     model = H.init_model(
-        p, n_out, n_trees=4, depth=depth, tree_type=tree_type, n_hinge_features=n_hinge,
-        head=head, x_mean=X.mean(0), x_scale=X.std(0), seed=1,
+        p,
+        n_out,
+        n_trees=4,
+        depth=depth,
+        tree_type=tree_type,
+        n_hinge_features=n_hinge,
+        head=head,
+        x_mean=X.mean(0),
+        x_scale=X.std(0),
+        seed=1,
     )
     model.W = rng.normal(size=model.W.shape)  # larger leaves: non-trivial gradients
     Z = (X - model.x_mean) / model.x_scale
@@ -133,8 +163,11 @@ def _loss(model, Z, Y, w, task):
 def test_gradients_match_finite_differences(rng, tree_type, head, task):
     n_out = 3 if task == "classification" else 2
     model, Z = _small_model(rng, tree_type, head, n_out=n_out)
-    Y = rng.integers(0, n_out, Z.shape[0]) if task == "classification" else rng.normal(
-        size=(Z.shape[0], n_out))
+    Y = (
+        rng.integers(0, n_out, Z.shape[0])
+        if task == "classification"
+        else rng.normal(size=(Z.shape[0], n_out))
+    )
     w = rng.uniform(0.5, 1.5, Z.shape[0])
     loss, grads = H.batch_gradients(model, Z, Y, w, task)
     assert loss == pytest.approx(_loss(model, Z, Y, w, task), rel=1e-12)
@@ -156,8 +189,9 @@ def test_gradients_match_finite_differences(rng, tree_type, head, task):
             lm = _loss(model, Z, Y, w, task)
             flat[i] = old
             num[j] = (lp - lm) / (2 * h)
-        np.testing.assert_allclose(grads[name].reshape(-1)[idx], num, rtol=1e-5, atol=1e-7,
-                                   err_msg=name)
+        np.testing.assert_allclose(
+            grads[name].reshape(-1)[idx], num, rtol=1e-5, atol=1e-7, err_msg=name
+        )
 
 
 @pytest.mark.parametrize("optimizer", ["adam", "lazy_adam"])
@@ -167,9 +201,15 @@ def test_train_epoch_step_matches_reference(rng, optimizer, is_fern):
     Y = rng.integers(0, 3, Z.shape[0])
     B = 12
     ref = {
-        "A": model.A.copy(), "bn_mean": model.bn_mean.copy(), "bn_var": model.bn_var.copy(),
-        "thr": model.thr.copy(), "feat": model.feat, "W": model.W.copy(),
-        "depth": model.depth, "is_fern": is_fern, "t": 0,
+        "A": model.A.copy(),
+        "bn_mean": model.bn_mean.copy(),
+        "bn_var": model.bn_var.copy(),
+        "thr": model.thr.copy(),
+        "feat": model.feat,
+        "W": model.W.copy(),
+        "depth": model.depth,
+        "is_fern": is_fern,
+        "t": 0,
     }
     for name in ("A", "thr", "W"):
         ref[name + "_1"] = np.zeros_like(ref[name])
@@ -178,13 +218,19 @@ def test_train_epoch_step_matches_reference(rng, optimizer, is_fern):
     for step in range(3):  # three batches, statistics frozen for the comparison
         order = np.arange(step * B, (step + 1) * B)
         mean, var = model.bn_mean.copy(), model.bn_var.copy()
-        H.run_epoch(model, Z, Yi, Yf, np.ones(Z.shape[0]), order, "classification",
-                    optimizer, 0.01, B)
+        H.run_epoch(
+            model, Z, Yi, Yf, np.ones(Z.shape[0]), order, "classification", optimizer, 0.01, B
+        )
         model.bn_mean, model.bn_var = mean, var
         ref = R.hinge_train_step(ref, Z[order], Y[order], 0.01, optimizer)
         for name in ("W", "thr", "A"):
-            np.testing.assert_allclose(getattr(model, name), ref[name], rtol=1e-10,
-                                       atol=1e-12, err_msg=f"{name} step {step}")
+            np.testing.assert_allclose(
+                getattr(model, name),
+                ref[name],
+                rtol=1e-10,
+                atol=1e-12,
+                err_msg=f"{name} step {step}",
+            )
     assert model.step == 3
 
 
@@ -210,8 +256,9 @@ def test_sparse_optimisers_leave_untouched_parameters(rng):
         model, Z = _small_model(rng, depth=5)
         Yi, Yf = H._targets(rng.integers(0, 3, Z.shape[0]), "classification")
         W0, t0 = model.W.copy(), model.thr.copy()
-        H.run_epoch(model, Z, Yi, Yf, np.ones(40), np.arange(4), "classification",
-                    optimizer, 0.01, 4)
+        H.run_epoch(
+            model, Z, Yi, Yf, np.ones(40), np.arange(4), "classification", optimizer, 0.01, 4
+        )
         changed_leaves = np.any(model.W != W0, axis=2).sum()
         assert 0 < changed_leaves <= 4 * model.n_trees
         assert 0 < np.count_nonzero(model.thr != t0) <= 4 * model.n_trees
@@ -234,8 +281,18 @@ def test_epoch_identical_for_any_thread_count(rng, optimizer, head):
         model, Z = _small_model(np.random.default_rng(5), head=head, depth=4)
         Yi, Yf = H._targets(np.random.default_rng(6).integers(0, 3, 40), "classification")
         with numba_threads(n_threads):
-            losses = H.run_epoch(model, Z, Yi, Yf, np.ones(40), np.arange(40)[::-1].copy(),
-                                 "classification", optimizer, 0.01, 7)
+            losses = H.run_epoch(
+                model,
+                Z,
+                Yi,
+                Yf,
+                np.ones(40),
+                np.arange(40)[::-1].copy(),
+                "classification",
+                optimizer,
+                0.01,
+                7,
+            )
         results.append((losses, model.W, model.thr, model.A))
     for other in results[1:]:
         for a, b in zip(results[0], other, strict=True):
@@ -256,7 +313,8 @@ def test_stored_trees_route_like_hinge_traversal(rng, tree_type):
         assert tree.n_node_samples[0] == X.shape[0]
     leaf = np.empty((60, model.n_trees), np.int64)
     U = np.ascontiguousarray(H.hinge_features(model, H._standardise(model, X)))
-    H._forward_out(model, U, (leaf, np.empty((60, model.n_trees)),
-                              np.empty((60, model.n_trees), np.int64)))
+    H._forward_out(
+        model, U, (leaf, np.empty((60, model.n_trees)), np.empty((60, model.n_trees), np.int64))
+    )
     applied = traversal.apply(ObliqueForest.from_trees(trees), X, 1)
     np.testing.assert_array_equal(applied, leaf + 2**4 - 1)

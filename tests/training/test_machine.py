@@ -76,8 +76,9 @@ def test_zero_likelihood_rows_get_no_gradient():
     index = np.zeros(2, dtype=np.int64)
     value = np.array([-1.0, 1.0])
     R, GH, logp = np.empty_like(E), np.empty((1, 1)), np.empty(1)
-    K.relaxed_backward(E, V, np.zeros(1, np.int64), np.ones(1), indptr, index, value, offsets,
-                       1.0, R, GH, logp)  # fmt: skip
+    K.relaxed_backward(
+        E, V, np.zeros(1, np.int64), np.ones(1), indptr, index, value, offsets, 1.0, R, GH, logp
+    )
     assert logp[0] == -np.inf and np.all(GH == 0) and np.all(R == 0)
 
 
@@ -100,15 +101,19 @@ def test_relaxed_nll_gradient_by_finite_differences(sigma):
         Wp, Wm = W.copy(), W.copy()
         Wp[i, j] += h
         Wm[i, j] -= h
-        fd = (relaxed_nll(dm, X, y, W=Wp, b=b, **args)[0]
-              - relaxed_nll(dm, X, y, W=Wm, b=b, **args)[0]) / (2 * h)  # fmt: skip
+        fd = (
+            relaxed_nll(dm, X, y, W=Wp, b=b, **args)[0]
+            - relaxed_nll(dm, X, y, W=Wm, b=b, **args)[0]
+        ) / (2 * h)
         assert fd == pytest.approx(gW[i, j], rel=1e-4, abs=1e-6)
     for i in range(dm.n_splits):
         bp, bm = b.copy(), b.copy()
         bp[i] += h
         bm[i] -= h
-        fd = (relaxed_nll(dm, X, y, W=W, b=bp, **args)[0]
-              - relaxed_nll(dm, X, y, W=W, b=bm, **args)[0]) / (2 * h)  # fmt: skip
+        fd = (
+            relaxed_nll(dm, X, y, W=W, b=bp, **args)[0]
+            - relaxed_nll(dm, X, y, W=W, b=bm, **args)[0]
+        ) / (2 * h)
         assert fd == pytest.approx(gb[i], rel=1e-4, abs=1e-6)
 
 

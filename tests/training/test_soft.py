@@ -68,9 +68,15 @@ def test_soft_predict_csr_matches_reference(rng, K_out):
     tree = ref.random_tree(rng, 5, K_out, max_depth=4)
     X = rng.normal(size=(300, 5))
     out = K.soft_predict_csr(
-        X, tree.children_left, tree.children_right, tree.weight_indptr, tree.weight_index,
-        tree.weight_value, tree.bias, tree.value,
-    )  # fmt: skip
+        X,
+        tree.children_left,
+        tree.children_right,
+        tree.weight_indptr,
+        tree.weight_index,
+        tree.weight_value,
+        tree.bias,
+        tree.value,
+    )
     np.testing.assert_allclose(out, ref.soft_predict_stored(tree, X, tree.value), rtol=1e-12)
     out32 = S.soft_predict(tree, X.astype(np.float32), tree.value)
     want32 = ref.soft_predict_stored(tree, X.astype(np.float32), tree.value)
@@ -115,8 +121,10 @@ def test_to_container_preserves_the_soft_function_and_hard_routing(rng):
     # membership of the children adds up to the parent's
     for j in range(len(cl)):
         if cl[j] >= 0:
-            assert np.isclose(stored.n_node_samples[cl[j]] + stored.n_node_samples[cr[j]],
-                              stored.n_node_samples[j])
+            assert np.isclose(
+                stored.n_node_samples[cl[j]] + stored.n_node_samples[cr[j]],
+                stored.n_node_samples[j],
+            )
     assert np.isclose(stored.n_node_samples[0], 200)
 
 
@@ -163,8 +171,20 @@ def test_split_loss_grad_is_the_whole_tree_gradient(rng, loss, K_out):
 
     def f(t):
         return ref.soft_split_tree_loss(
-            X, R, sw, cl, cr, W, b, Z, m,
-            t[:d], t[d], t[d + 1 : d + 1 + K_out], t[d + 1 + K_out :], loss,
+            X,
+            R,
+            sw,
+            cl,
+            cr,
+            W,
+            b,
+            Z,
+            m,
+            t[:d],
+            t[d],
+            t[d + 1 : d + 1 + K_out],
+            t[d + 1 + K_out :],
+            loss,
         )
 
     eps = 1e-6
@@ -191,22 +211,28 @@ def test_tree_loss_grad_matches_finite_differences(rng, loss, K_out):
             Wp, Wm = W.copy(), W.copy()
             Wp[j, f] += eps
             Wm[j, f] -= eps
-            fd = (ref.soft_tree_loss(X, R, sw, cl, cr, Wp, b, Z, loss)
-                  - ref.soft_tree_loss(X, R, sw, cl, cr, Wm, b, Z, loss)) / (2 * eps)
+            fd = (
+                ref.soft_tree_loss(X, R, sw, cl, cr, Wp, b, Z, loss)
+                - ref.soft_tree_loss(X, R, sw, cl, cr, Wm, b, Z, loss)
+            ) / (2 * eps)
             assert gW[j, f] == pytest.approx(fd, rel=1e-5, abs=1e-7)
         bp, bm = b.copy(), b.copy()
         bp[j] += eps
         bm[j] -= eps
-        fd = (ref.soft_tree_loss(X, R, sw, cl, cr, W, bp, Z, loss)
-              - ref.soft_tree_loss(X, R, sw, cl, cr, W, bm, Z, loss)) / (2 * eps)
+        fd = (
+            ref.soft_tree_loss(X, R, sw, cl, cr, W, bp, Z, loss)
+            - ref.soft_tree_loss(X, R, sw, cl, cr, W, bm, Z, loss)
+        ) / (2 * eps)
         assert gb[j] == pytest.approx(fd, rel=1e-5, abs=1e-7)
     for j in np.flatnonzero(cl < 0):
         for k in range(K_out):
             Zp, Zm = Z.copy(), Z.copy()
             Zp[j, k] += eps
             Zm[j, k] -= eps
-            fd = (ref.soft_tree_loss(X, R, sw, cl, cr, W, b, Zp, loss)
-                  - ref.soft_tree_loss(X, R, sw, cl, cr, W, b, Zm, loss)) / (2 * eps)
+            fd = (
+                ref.soft_tree_loss(X, R, sw, cl, cr, W, b, Zp, loss)
+                - ref.soft_tree_loss(X, R, sw, cl, cr, W, b, Zm, loss)
+            ) / (2 * eps)
             assert gZ[j, k] == pytest.approx(fd, rel=1e-5, abs=1e-7)
     assert np.all(gW[cl < 0] == 0) and np.all(gZ[cl >= 0] == 0)
 
@@ -236,8 +262,10 @@ def test_node_membership_matches_reference(rng):
     sw = rng.random(30)
     cl, cr, W, b, Z = ref.soft_random_tree(rng, 3, 1, 4)
     got = K.node_membership(X, sw, cl, cr, W, b, len(cl))
-    want = [sum(sw[i] * ref.soft_path_probability(X[i], cl, cr, W, b, m) for i in range(30))
-            for m in range(len(cl))]
+    want = [
+        sum(sw[i] * ref.soft_path_probability(X[i], cl, cr, W, b, m) for i in range(30))
+        for m in range(len(cl))
+    ]
     np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
@@ -255,12 +283,13 @@ def test_rng_helpers_are_deterministic():
 def test_sgd_split_decreases_the_objective(rng, batch_size):
     n, d = 200, 3
     X = rng.normal(size=(n, d))
-    R = (np.tanh(2 * X[:, :1] - X[:, 1:2]) + 0.1 * rng.normal(size=(n, 1)))
+    R = np.tanh(2 * X[:, :1] - X[:, 1:2]) + 0.1 * rng.normal(size=(n, 1))
     P, A, sw = np.ones(n), np.zeros((n, 1)), np.ones(n)
     w, zL, zR = np.zeros(d), np.array([0.1]), np.array([-0.1])
     before = K.split_loss_grad(X, R, P, A, sw, w, 0.0, zL, zR, 0)[0]
-    b0, ok = K.sgd_split(X, R, P, A, sw, w, 0.0, zL, zR, 0, 0.05, 10, batch_size, 0.1, 0.9999,
-                         K.make_state(0))
+    b0, ok = K.sgd_split(
+        X, R, P, A, sw, w, 0.0, zL, zR, 0, 0.05, 10, batch_size, 0.1, 0.9999, K.make_state(0)
+    )
     assert ok
     assert K.split_loss_grad(X, R, P, A, sw, w, b0, zL, zR, 0)[0] < 0.5 * before
 
@@ -270,12 +299,51 @@ def test_sgd_split_reports_divergence_without_nan(rng):
     X = rng.normal(size=(n, d)) * 100
     R = rng.normal(size=(n, 1)) * 100
     w, zL, zR = np.zeros(d), np.zeros(1), np.zeros(1)
-    _, ok = K.sgd_split(X, R, np.ones(n), np.zeros((n, 1)), np.ones(n), w, 0.0, zL, zR, 0,
-                        1e6, 5, 1, 0.1, 1.0, K.make_state(0))
+    _, ok = K.sgd_split(
+        X,
+        R,
+        np.ones(n),
+        np.zeros((n, 1)),
+        np.ones(n),
+        w,
+        0.0,
+        zL,
+        zR,
+        0,
+        1e6,
+        5,
+        1,
+        0.1,
+        1.0,
+        K.make_state(0),
+    )
     assert not ok
-    out = K.train_split(X, R, np.ones(n), np.zeros((n, 1)), np.ones(n), X, R, np.ones(n),
-                        np.zeros((n, 1)), np.ones(n), np.zeros(d), 0.0, np.zeros(1), np.zeros(1),
-                        0, 0, 1e6, 2, 5, 1, 0.1, 1.0, 0, False)
+    out = K.train_split(
+        X,
+        R,
+        np.ones(n),
+        np.zeros((n, 1)),
+        np.ones(n),
+        X,
+        R,
+        np.ones(n),
+        np.zeros((n, 1)),
+        np.ones(n),
+        np.zeros(d),
+        0.0,
+        np.zeros(1),
+        np.zeros(1),
+        0,
+        0,
+        1e6,
+        2,
+        5,
+        1,
+        0.1,
+        1.0,
+        0,
+        False,
+    )
     assert out[-1] == -1 and out[-2] == np.inf
 
 
@@ -316,12 +384,34 @@ def test_growth_limits(rng):
 def test_finetune_never_worsens_validation_error(rng):
     X, R = _problem(rng, classification=True)
     Xv, Rv = _problem(rng, 300, classification=True)
-    tree, _ = S.grow_soft_tree(X, R, np.ones(400), Xv, Rv, np.ones(300), loss=1, metric=0,
-                               n_restarts=3, max_epochs=3, seed=1)
+    tree, _ = S.grow_soft_tree(
+        X,
+        R,
+        np.ones(400),
+        Xv,
+        Rv,
+        np.ones(300),
+        loss=1,
+        metric=0,
+        n_restarts=3,
+        max_epochs=3,
+        seed=1,
+    )
     cl, cr, W, b, Z, n = tree.arrays()
     before = K.tree_error(Xv, Rv, np.ones(300), cl, cr, W, b, Z, n, 1, 0)
-    info = S.finetune(tree, X, R, np.ones(400), Xv, Rv, np.ones(300), loss=1, metric=0,
-                      learning_rates=[0.5, 0.05], n_epochs=5)
+    info = S.finetune(
+        tree,
+        X,
+        R,
+        np.ones(400),
+        Xv,
+        Rv,
+        np.ones(300),
+        loss=1,
+        metric=0,
+        learning_rates=[0.5, 0.05],
+        n_epochs=5,
+    )
     after = K.tree_error(Xv, Rv, np.ones(300), *tree.arrays()[:5], n, 1, 0)
     assert info["error_before"] == pytest.approx(before)
     assert after == pytest.approx(info["error_after"]) and after <= before
@@ -342,9 +432,32 @@ def test_train_split_is_thread_count_independent(rng):
     n, d = 150, 3
     X = rng.normal(size=(n, d))
     R = np.tanh(X[:, :1]) + 0.1 * rng.normal(size=(n, 1))
-    args = (X, R, np.ones(n), np.zeros((n, 1)), np.ones(n), X, R, np.ones(n), np.zeros((n, 1)),
-            np.ones(n), np.zeros(d), 0.0, np.zeros(1), np.zeros(1), 0, 0, 2.0, 5, 3, 1, 0.1,
-            0.9999, 3, False)
+    args = (
+        X,
+        R,
+        np.ones(n),
+        np.zeros((n, 1)),
+        np.ones(n),
+        X,
+        R,
+        np.ones(n),
+        np.zeros((n, 1)),
+        np.ones(n),
+        np.zeros(d),
+        0.0,
+        np.zeros(1),
+        np.zeros(1),
+        0,
+        0,
+        2.0,
+        5,
+        3,
+        1,
+        0.1,
+        0.9999,
+        3,
+        False,
+    )
     with numba_threads(1):
         one = K.train_split(*args)
     with numba_threads(2):
@@ -358,6 +471,13 @@ def test_train_split_is_thread_count_independent(rng):
 def test_soft_predict_serial_equals_parallel(rng):
     tree = ref.random_tree(rng, 6, 2, max_depth=5)
     X = rng.normal(size=(1000, 6))
-    args = (tree.children_left, tree.children_right, tree.weight_indptr, tree.weight_index,
-            tree.weight_value, tree.bias, tree.value)
+    args = (
+        tree.children_left,
+        tree.children_right,
+        tree.weight_indptr,
+        tree.weight_index,
+        tree.weight_value,
+        tree.bias,
+        tree.value,
+    )
     assert np.array_equal(K.soft_predict_csr(X, *args), K.soft_predict_csr_serial(X, *args))
