@@ -493,8 +493,9 @@ def bench_table2(name, quick):
                 "config chosen (trees/depth: runs)": ", ".join(
                     f"{c}: {k}" for c, k in zip(configs, counts, strict=True)
                 ),
-                "best config by mean test score (optimistic)": f"{oracle}: {np.mean(per_config[oracle]):.3g} "
-                f"({_sd(per_config[oracle]):.2g})",
+                "best config by mean test score (optimistic)": (
+                    f"{oracle}: {np.mean(per_config[oracle]):.3g} ({_sd(per_config[oracle]):.2g})"
+                ),
                 "paper (std)": paper[0] if tree_type == "tree" else paper[2],
                 "paper config": paper[1] if tree_type == "tree" else paper[3],
             }
