@@ -18,14 +18,12 @@ objects; unpickling validates the arrays. This module imports numpy only.
 
 import numpy as np
 
-from obliquetrees._core.validation import check_tree_arrays
+from obliquetrees._core.validation import INDEX_DTYPE, VALUE_DTYPE, check_tree_arrays
 
 #: Version of the array layout. Bump it when the meaning or the set of arrays
 #: changes; unpickling a different version raises a clear error.
 FORMAT_VERSION = 1
 
-INDEX_DTYPE = np.int64
-VALUE_DTYPE = np.float64
 TREE_LEAF = -1
 
 _NODE_ARRAYS = (
@@ -269,7 +267,7 @@ def prescale_exponents(X, chunk=4096):
     return exponent
 
 
-def feature_moments(X, sample_weight=None, chunk=4096):
+def feature_moments(X, sample_weight=None, chunk=4096, exponent=None):
     """(Weighted) mean and standard deviation of every column of ``X``.
 
     Computed in row chunks, so no temporary copy of the whole ``X`` is made.
@@ -286,6 +284,9 @@ def feature_moments(X, sample_weight=None, chunk=4096):
         Finite values.
     sample_weight : ndarray of shape (n_samples,), default=None
     chunk : int, default=4096
+    exponent : ndarray of int, shape (n_features,), default=None
+        :func:`prescale_exponents` of ``X``, when the caller has it already
+        (it costs a pass over ``X``).
 
     Returns
     -------
@@ -293,7 +294,8 @@ def feature_moments(X, sample_weight=None, chunk=4096):
     """
     n = X.shape[0]
     w = np.full(n, 1.0 / n) if sample_weight is None else sample_weight / sample_weight.sum()
-    exponent = prescale_exponents(X, chunk)
+    if exponent is None:
+        exponent = prescale_exponents(X, chunk)
     rescale = bool(exponent.any())
 
     def block(start):
@@ -312,7 +314,7 @@ def feature_moments(X, sample_weight=None, chunk=4096):
     return np.ldexp(mean, exponent), np.ldexp(np.sqrt(var), exponent)
 
 
-def check_centred_range(X, mean, name="X"):
+def check_centred_range(X, mean, name="X", exponent=None):
     """Refuse columns whose centred values ``x - mean`` overflow float64.
 
     Only a column holding some ``|x| >= 2**1023`` can overflow (its binary
@@ -324,13 +326,17 @@ def check_centred_range(X, mean, name="X"):
     mean : ndarray of shape (n_columns,)
     name : str, default="X"
         How the error message names ``X`` (``"y"`` for targets).
+    exponent : ndarray of int, shape (n_columns,), default=None
+        :func:`prescale_exponents` of ``X``, when the caller has it already.
 
     Raises
     ------
     ValueError
         If some ``|x - mean|`` exceeds the largest float64.
     """
-    top = np.flatnonzero(prescale_exponents(X) == 1024)
+    if exponent is None:
+        exponent = prescale_exponents(X)
+    top = np.flatnonzero(exponent == 1024)
     if top.size == 0:
         return
     with np.errstate(over="ignore"):
@@ -375,8 +381,9 @@ def standardization(X, sample_weight=None):
         ``MIN_FEATURE_SCALE`` (the model would silently be constant), or if
         a centred value ``x - mean`` overflows float64.
     """
-    mean, scale = feature_moments(X, sample_weight)
-    check_centred_range(X, mean)
+    exponent = prescale_exponents(X)  # one pass over X serves both calls
+    mean, scale = feature_moments(X, sample_weight, exponent=exponent)
+    check_centred_range(X, mean, exponent=exponent)
     varies = scale > 1e-12 * np.abs(mean)
     tiny = varies & (scale < MIN_FEATURE_SCALE)
     if tiny.any() and not np.any(varies & ~tiny):
