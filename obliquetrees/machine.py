@@ -620,9 +620,18 @@ def _forest_from_machine_state(state):
     the next entry's node, or the row's leaf, on the side of its sign),
     depths from the positions in the rows, weights from ``S``.
     """
-    from obliquetrees._core.validation import check_array, check_forest_arrays, check_int
+    from obliquetrees._core.validation import (
+        INDEX_DTYPE as i64,
+    )
+    from obliquetrees._core.validation import (
+        VALUE_DTYPE as f64,
+    )
+    from obliquetrees._core.validation import (
+        check_array,
+        check_forest_arrays,
+        check_int,
+    )
 
-    i64, f64 = np.dtype(np.int64), np.dtype(np.float64)
     n_features = check_int(state["n_features"], "n_features", low=1)
     bias, V = state["bias"], state["V"]
     check_array(bias, "bias", f64, 1)
