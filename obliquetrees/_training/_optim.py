@@ -1,0 +1,53 @@
+"""The optimisers every method trains with: momentum SGD and Adam.
+
+Scalar steps (inlined into the methods' kernels) and in-place array steps.
+Each returns the same bits as the inline code it replaced.
+"""
+
+import numpy as np
+
+from obliquetrees._core._jit import jit, jit_inline
+
+
+@jit_inline
+def momentum_velocity(velocity, gradient, momentum, step_size):
+    """Heavy-ball velocity ``momentum * v - step_size * g`` (add it to the parameter)."""
+    return momentum * velocity - step_size * gradient
+
+
+@jit_inline
+def adam_scalar(param, grad, m, v, step_size, bc2, beta1, beta2, eps):
+    """One Adam step (Kingma & Ba) of one parameter, minimising.
+
+    ``step_size`` is the learning rate over the first bias correction
+    ``1 - beta1**t``; ``bc2`` is ``sqrt(1 - beta2**t)``. Returns the new
+    ``(param, m, v)``.
+    """
+    m = beta1 * m + (1.0 - beta1) * grad
+    v = beta2 * v + (1.0 - beta2) * grad * grad
+    return param - step_size * m / (np.sqrt(v) / bc2 + eps), m, v
+
+
+@jit_inline
+def adam_corrections(lr, step, beta1, beta2):
+    """``(lr / (1 - beta1**t), sqrt(1 - beta2**t))`` for 1-based step ``t``."""
+    return lr / (1.0 - beta1**step), np.sqrt(1.0 - beta2**step)
+
+
+@jit
+def adam_update(param, grad, m, v, step, lr, beta1, beta2, eps):
+    """Adam step on flat arrays, in place (``step`` counts from 1)."""
+    a, bc2 = adam_corrections(lr, step, beta1, beta2)
+    for j in range(param.shape[0]):
+        param[j], m[j], v[j] = adam_scalar(param[j], grad[j], m[j], v[j], a, bc2, beta1, beta2, eps)
+
+
+@jit
+def adam_update_2d(param, grad, m, v, step, lr, beta1, beta2, eps):
+    """:func:`adam_update` on 2-D arrays (blocks of a matrix, any strides)."""
+    a, bc2 = adam_corrections(lr, step, beta1, beta2)
+    for i in range(param.shape[0]):
+        for j in range(param.shape[1]):
+            param[i, j], m[i, j], v[i, j] = adam_scalar(
+                param[i, j], grad[i, j], m[i, j], v[i, j], a, bc2, beta1, beta2, eps
+            )
