@@ -341,8 +341,8 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         self : CO2ForestClassifier
             The fitted estimator.
         """
-        from obliquetrees._forest import draw_seeds
         from obliquetrees._training import co2  # numba is imported on first use
+        from obliquetrees.utils.seeds import draw_seeds
 
         if self.oob_score and not self.bootstrap:
             raise ValueError("Out-of-bag estimation needs bootstrap=True.")

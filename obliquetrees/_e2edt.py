@@ -3,7 +3,7 @@
 import numpy as np
 
 from obliquetrees._core.tree import standardization
-from obliquetrees._forest import draw_seeds, parallel_map
+from obliquetrees._training._parallel import parallel_map
 from obliquetrees.base import BaseObliqueForest, ObliqueClassifierMixin
 from obliquetrees.utils._param_validation import (
     Integral,
@@ -13,6 +13,7 @@ from obliquetrees.utils._param_validation import (
     StrOptions,
     _fit_context,
 )
+from obliquetrees.utils.seeds import draw_seeds
 
 
 def _build_tree_job(X, Z, y, sw, n_classes, mean, scale, params, seed):

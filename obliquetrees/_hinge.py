@@ -16,7 +16,6 @@ from obliquetrees._core.tree import (
     prescale_exponents,
     standardization,
 )
-from obliquetrees._forest import draw_seeds
 from obliquetrees.base import (
     BaseObliqueForest,
     ObliqueClassifierMixin,
@@ -30,6 +29,7 @@ from obliquetrees.utils._param_validation import (
     StrOptions,
     _fit_context,
 )
+from obliquetrees.utils.seeds import draw_seeds
 
 _COMMON_DOC = """
     Parameters

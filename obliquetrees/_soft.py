@@ -143,8 +143,8 @@ class _BaseSoftTree(BaseObliqueTree):
     """Shared fit logic of the soft tree estimators."""
 
     def _fit(self, X, y, sample_weight, n_classes):
-        from obliquetrees._forest import draw_seeds
         from obliquetrees._training.soft import fit_soft_tree  # numba is imported on first use
+        from obliquetrees.utils.seeds import draw_seeds
 
         tree, info = fit_soft_tree(
             X,
@@ -175,7 +175,7 @@ class _BaseSoftTree(BaseObliqueTree):
         check_parents_first(self._forest())
 
     def _soft_output(self, X, leaf_value):
-        from obliquetrees._training.soft import soft_predict  # numba is imported on first use
+        from obliquetrees._core.soft import soft_predict  # numba is imported on first use
 
         return soft_predict(self.tree_, X, leaf_value)
 

@@ -134,8 +134,8 @@ def test_standardize_false_refuses_inputs_beyond_float32(blobs):
 
 def test_standardize_false_trains_on_the_inputs_as_given(blobs):
     """standardize=False: the same tree as training on X directly (mean 0, scale 1)."""
-    from obliquetrees._forest import draw_seeds
     from obliquetrees._training.e2edt import build_tree
+    from obliquetrees.utils.seeds import draw_seeds
 
     X, y = blobs
     clf = E2EDTClassifier(**FAST, standardize=False).fit(X, y)

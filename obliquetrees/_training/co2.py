@@ -14,8 +14,8 @@ Importing this module imports numba.
 import numpy as np
 
 from obliquetrees._core.tree import ObliqueTree, fold_standardization, standardization
-from obliquetrees._forest import parallel_map
 from obliquetrees._training import _co2_kernels as K
+from obliquetrees._training._parallel import parallel_map
 
 
 def bootstrap_counts(n_samples, seed):

@@ -24,7 +24,6 @@ from obliquetrees._core.tree import (
     fold_standardization,
     standardization,
 )
-from obliquetrees._core.validation import check_n_features
 from obliquetrees._training import _soft_kernels as _k
 
 #: Slope of the initial gate around the hard split's threshold, in units of
@@ -51,9 +50,6 @@ PROBA_CLIP = 1e-4
 #: Joint finetuning (beyond the paper) tries the step sizes
 #: ``learning_rate / 2**t`` for these t and keeps the best validation state.
 FINETUNE_RESTARTS = (4, 6, 8)
-#: Soft prediction of at most this many rows runs serially (a thread pool
-#: start-up costs more than the work).
-SERIAL_PREDICT_ROWS = 2048
 
 
 class SoftTreeArrays:
@@ -370,37 +366,6 @@ def _sigmoid(z):
     out[pos] = 1.0 / (1.0 + np.exp(-z[pos]))
     e = np.exp(z[~pos])
     out[~pos] = e / (1.0 + e)
-    return out
-
-
-def soft_predict(tree, X, leaf_value):
-    """Soft output of a stored tree: sum over leaves of path probability x leaf_value.
-
-    ``X`` dense float32/float64 or CSR (densified in blocks of rows).
-    """
-    import scipy.sparse as sp
-
-    check_n_features(X, tree.n_features, "the soft tree")
-    args = (
-        tree.children_left,
-        tree.children_right,
-        tree.weight_indptr,
-        tree.weight_index,
-        tree.weight_value,
-        tree.bias,
-        np.ascontiguousarray(leaf_value, dtype=np.float64),
-    )
-    if not sp.issparse(X):
-        X = np.ascontiguousarray(X)
-        if X.shape[0] <= SERIAL_PREDICT_ROWS:
-            return _k.soft_predict_csr_serial(X, *args)
-        return _k.soft_predict_csr(X, *args)
-    X = X.tocsr()
-    block = 4096
-    out = np.empty((X.shape[0], leaf_value.shape[1]))
-    for start in range(0, X.shape[0], block):
-        rows = X[start : start + block].toarray()
-        out[start : start + block] = _k.soft_predict_csr_serial(rows, *args)
     return out
 
 

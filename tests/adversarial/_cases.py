@@ -29,7 +29,8 @@ X = M.data()[0]
 import scipy.sparse as sp
 from obliquetrees import machine
 from obliquetrees._core import traversal, traversal_numpy
-from obliquetrees._training import e2edt, hinge, soft
+from obliquetrees._core import soft
+from obliquetrees._training import e2edt, hinge
 
 model = pickle.loads(blob)
 p = X.shape[1]

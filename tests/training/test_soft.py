@@ -8,6 +8,7 @@ from tests import reference as ref
 
 K = pytest.importorskip("obliquetrees._training._soft_kernels")
 S = pytest.importorskip("obliquetrees._training.soft")
+CS = pytest.importorskip("obliquetrees._core.soft")
 
 
 def _targets(rng, n, K_out, loss):
@@ -67,7 +68,7 @@ def test_forward_saturated_and_deep_paths_stay_finite(rng):
 def test_soft_predict_csr_matches_reference(rng, K_out):
     tree = ref.random_tree(rng, 5, K_out, max_depth=4)
     X = rng.normal(size=(300, 5))
-    out = K.soft_predict_csr(
+    out = CS.soft_predict_parallel(
         X,
         tree.children_left,
         tree.children_right,
@@ -75,17 +76,18 @@ def test_soft_predict_csr_matches_reference(rng, K_out):
         tree.weight_index,
         tree.weight_value,
         tree.bias,
+        np.ones(tree.node_count),
         tree.value,
     )
     np.testing.assert_allclose(out, ref.soft_predict_stored(tree, X, tree.value), rtol=1e-12)
-    out32 = S.soft_predict(tree, X.astype(np.float32), tree.value)
+    out32 = CS.soft_predict(tree, X.astype(np.float32), tree.value)
     want32 = ref.soft_predict_stored(tree, X.astype(np.float32), tree.value)
     np.testing.assert_allclose(out32, want32, rtol=1e-6)
     import scipy.sparse as sp
 
     Xs = sp.csr_matrix(np.where(rng.random(X.shape) < 0.5, X, 0.0))
     np.testing.assert_allclose(
-        S.soft_predict(tree, Xs, tree.value),
+        CS.soft_predict(tree, Xs, tree.value),
         ref.soft_predict_stored(tree, Xs, tree.value),
         rtol=1e-12,
     )
@@ -109,7 +111,7 @@ def test_to_container_preserves_the_soft_function_and_hard_routing(rng):
     stored = S.to_container(tree, Xs, np.ones(200), x_mean, x_scale, 0, y_mean=3.0, y_scale=2.0)
     stored.check_invariants()
     F, _, _ = K.forward_context(Xs, cl, cr, W, b, Z, len(cl), -1)
-    got = S.soft_predict(stored, X_raw, stored.value)
+    got = CS.soft_predict(stored, X_raw, stored.value)
     np.testing.assert_allclose(got, F * 2.0 + 3.0, rtol=1e-10)
     # hard routing follows the more probable child of every gate
     leaves = traversal.apply(ObliqueForest.from_trees([stored]), X_raw, 1)[:, 0]
@@ -478,6 +480,7 @@ def test_soft_predict_serial_equals_parallel(rng):
         tree.weight_index,
         tree.weight_value,
         tree.bias,
+        np.ones(tree.node_count),
         tree.value,
     )
-    assert np.array_equal(K.soft_predict_csr(X, *args), K.soft_predict_csr_serial(X, *args))
+    assert np.array_equal(CS.soft_predict_parallel(X, *args), CS.soft_predict_serial(X, *args))
