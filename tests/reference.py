@@ -795,3 +795,68 @@ def machine_mixture_backward(E, Vy, leaf_offset, sw, inv_temperature):
         rt = R[:, a:b].sum(axis=1, keepdims=True)
         GZ[:, a:b] = -sw[:, None] * inv_temperature * (R[:, a:b] - E[:, a:b] * rt)
     return R, GZ, logp
+
+
+# ---- shared parts: random numbers, scalar functions, optimisers, growth ----
+
+_MASK = (1 << 64) - 1
+
+
+def splitmix64(state):
+    """``(new_state, bits)``: one splitmix64 step on a Python int."""
+    state = (state + 0x9E3779B97F4A7C15) & _MASK
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    return state, z ^ (z >> 31)
+
+
+def shuffle(values, m, seed_state):
+    """Fisher-Yates shuffle of ``values[:m]`` driven by :func:`splitmix64`."""
+    values = list(values)
+    state = seed_state
+    for i in range(m - 1, 0, -1):
+        state, bits = splitmix64(state)
+        j = bits % (i + 1)
+        values[i], values[j] = values[j], values[i]
+    return values, state
+
+
+def log_sigmoid(a):
+    """``log(1 / (1 + exp(-a)))`` in extended precision."""
+    return -float(np.logaddexp(np.longdouble(0.0), -np.longdouble(a)))
+
+
+def adam(param, grad, m, v, step, lr, beta1, beta2, eps):
+    """Adam (Kingma & Ba, Algorithm 1) with the bias corrections written out."""
+    m = beta1 * m + (1 - beta1) * grad
+    v = beta2 * v + (1 - beta2) * grad * grad
+    m_hat = m / (1 - beta1**step)
+    v_hat = v / (1 - beta2**step)
+    return param - lr * m_hat / (np.sqrt(v_hat) + eps), m, v
+
+
+def grow_order(children_of, order, max_depth=None, max_leaf_nodes=None):
+    """Node ids in the order a greedy grower visits them.
+
+    ``children_of(node, n_nodes)`` says whether ``node`` splits; children get
+    the next two ids. ``order`` is "breadth" (ids in creation order) or
+    "depth" (last created first, left before right; the leaf limit stops).
+    """
+    depth, visited, n_leaves = [0], [], 1
+    pending = [0]
+    while pending:
+        node = pending.pop(0) if order == "breadth" else pending.pop()
+        if max_depth is not None and depth[node] >= max_depth:
+            continue
+        if max_leaf_nodes is not None and n_leaves >= max_leaf_nodes:
+            if order == "depth":
+                break
+            continue
+        visited.append(node)
+        if children_of(node, len(depth)):
+            left, right = len(depth), len(depth) + 1
+            depth += [depth[node] + 1] * 2
+            n_leaves += 1
+            pending += [left, right] if order == "breadth" else [right, left]
+    return visited
