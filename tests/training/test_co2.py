@@ -367,6 +367,19 @@ def test_grow_tree_limits():
     assert np.all(t.n_node_samples[internal] >= 100)
 
 
+@pytest.mark.parametrize("limits", [{"max_depth": 2}, {"max_leaf_nodes": 5}])
+def test_leaves_kept_by_the_limits_hold_their_histograms(limits):
+    """Nodes the grower never reaches (limits) still get their class distribution."""
+    rng = np.random.default_rng(4)
+    X, y, w = _problem(rng, m=200, p=4, n_classes=3, integer_weights=False)
+    tree = _tree_from(_grow(X, y, w, 3, **limits))
+    leaves = _leaf_of(tree, X)
+    for leaf, h in ref.co2_leaf_histograms(tree.value, leaves, y, w, 3).items():
+        np.testing.assert_allclose(tree.value[leaf], h, rtol=1e-12)
+        np.testing.assert_allclose(tree.n_node_samples[leaf], w[leaves == leaf].sum())
+    assert np.all(tree.n_node_samples > 0)
+
+
 def test_grow_tree_is_deterministic_and_seed_dependent():
     rng = np.random.default_rng(2)
     X, y, _ = _problem(rng, m=200, p=4, n_classes=3)
