@@ -315,8 +315,8 @@ def profile(quick, log):
             )
             log(f"profile {label} n_jobs={jobs}: {wall:.1f} s")
     # the kernel alone on a root-sized node
+    from obliquetrees._training import _co2_axis_split as A
     from obliquetrees._training import _co2_kernels as K
-    from obliquetrees._training import _co2_split as S
     from obliquetrees._training.co2 import bootstrap_counts, standardization
 
     X = np.ascontiguousarray(Xtr, dtype=np.float64)
@@ -328,8 +328,8 @@ def profile(quick, log):
     yb = y[rows_]
     wb = np.ones(len(rows_))
     state = np.array([1], dtype=np.uint64)
-    f, thr, _ = S.best_axis_split(Xb, yb, wb, len(yb), y.max() + 1, 4, 1, state)
-    t0, t1 = S.init_theta(Xb, yb, wb, len(yb), f, thr, y.max() + 1, S.THETA_PRIOR)
+    f, thr, _ = A.best_axis_split(Xb, yb, wb, len(yb), y.max() + 1, 4, 1, state)
+    t0, t1 = A.init_theta(Xb, yb, wb, len(yb), f, thr, y.max() + 1, A.THETA_PRIOR)
     w = np.zeros(X.shape[1])
     w[f] = 1.0
     clf = CO2ForestClassifier()
@@ -357,7 +357,7 @@ def profile(quick, log):
     cccp_s = time.process_time() - start
     start = time.process_time()
     for _ in range(10):
-        S.best_axis_split(Xb, yb, wb, len(yb), y.max() + 1, 4, 1, state)
+        A.best_axis_split(Xb, yb, wb, len(yb), y.max() + 1, 4, 1, state)
     axis_s = (time.process_time() - start) / 10
     epochs = n_iter * clf.cccp_epochs
     per = cccp_s / (epochs * len(yb)) * 1e9

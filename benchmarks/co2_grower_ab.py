@@ -35,7 +35,7 @@ from benchmarks.datasets import load
 from obliquetrees import CO2ForestClassifier
 from obliquetrees._core._jit import jit
 from obliquetrees._training import co2
-from obliquetrees._training._co2_split import node_value, split_node
+from obliquetrees._training._co2_kernels import node_value, split_node
 from obliquetrees._training.grower import INITIAL_CAPACITY, grow_capacity, limit, may_split
 
 

@@ -1,7 +1,7 @@
 """Where the fit time of a CO2 tree goes, by node size (letter, default parameters).
 
 A fit grows each tree with the shared breadth-first grower, one call of the
-per-node kernel (``_co2_split.split_node``) per node. This script grows one
+per-node kernel (``_co2_kernels.split_node``) per node. This script grows one
 letter tree exactly so (``co2.grow_tree``) with that kernel wrapped: each call
 is timed with the calling thread's CPU clock (robust to other processes on a
 shared machine), and for every internal node the two parts of the node's
@@ -27,8 +27,8 @@ from benchmarks.common import write_results
 from obliquetrees import CO2ForestClassifier
 from obliquetrees._core._random import node_seed
 from obliquetrees._core.tree import standardization
+from obliquetrees._training import _co2_axis_split as A
 from obliquetrees._training import _co2_kernels as K
-from obliquetrees._training import _co2_split as S
 from obliquetrees._training import co2
 
 BINS = [1, 2, 10, 50, 100, 300, 1000, 3000, 10**9]
@@ -49,11 +49,11 @@ def _part_times(Xs, y, cw, rows, seed, params, n_classes):
     m = len(rows)
     state = np.array([seed], dtype=np.uint64)
     c = time.thread_time_ns()
-    f, thr, _ = S.best_axis_split(
+    f, thr, _ = A.best_axis_split(
         Xb, yb, wb, m, n_classes, params.max_features, params.min_samples_leaf, state
     )
     axis_s = (time.thread_time_ns() - c) * 1e-9
-    t0, t1 = S.init_theta(Xb, yb, wb, m, f, thr, n_classes, S.THETA_PRIOR)
+    t0, t1 = A.init_theta(Xb, yb, wb, m, f, thr, n_classes, A.THETA_PRIOR)
     w = np.zeros(Xs.shape[1])
     w[f] = 1.0
     history = np.empty(params.max_cccp_iter + 1)

@@ -1,5 +1,18 @@
-"""Numba kernels of CO2 Forest (Norouzi et al.): the convex-concave
-procedure (CCCP) that optimises one node's stump.
+"""Numba kernels of CO2 Forest (Norouzi et al.): one node's stump, optimised
+by the convex-concave procedure (CCCP), and the per-node kernel of growth.
+
+:func:`split_node` is the kernel the breadth-first grower
+(:func:`obliquetrees._training.co2.grow_tree`) calls on every node the growth
+limits let it split: the node's class histogram, the leaf tests, a gathered
+copy of its rows centred on their weighted mean, the initial axis-aligned
+split (:mod:`obliquetrees._training._co2_axis_split`), the CCCP
+(:func:`cccp`), the fallback to the axis-aligned split when the optimised one
+leaves a side too small, and the in-place partition of the node's rows.
+Nodes the limits keep as leaves only get their histogram (:func:`node_value`).
+The node table is the grower's (:mod:`obliquetrees._training.grower`):
+these kernels write one row of its payload arrays ``weights``, ``bias``,
+``value`` and ``n_node_samples`` per node and reorder the node's slice
+``rows[start:end]`` of the tree's one row-index array.
 
 Notation (paper, Sec. 4). A node's stump has a hyperplane ``(w, b)`` and two
 leaf logit vectors ``theta0`` (left, ``z = w.x + b <= 0``) and ``theta1``
@@ -11,13 +24,11 @@ stump's loss (Eq. 2). CCCP fixes ``s = sgn(z_old)`` and minimises the convex
 momentum, projecting ``(w, b)`` on the ball ``||(w, b)||^2 <= nu`` after each
 step (Alg. 1).
 
-Everything here works on standardised, node-centred inputs. The paper's split
+The stump is optimised on standardised, node-centred inputs. The paper's split
 sends ``w.x >= 0`` right; this package sends ``w.x + b > 0`` right, and the
 stump is trained with that convention from the start (``s = +1`` iff
 ``z > 0``), so the two differ only on exact ties.
 
-The node's work around the CCCP (the axis-aligned initial split, the
-partition of its rows) is in :mod:`obliquetrees._training._co2_split`.
 Randomness comes from :mod:`obliquetrees._core._random` with an explicit
 state, so a node's result depends only on its data and its seed, never on the
 thread that runs it.
@@ -35,7 +46,8 @@ Importing this module imports numba; the estimator imports it lazily.
 import numpy as np
 
 from obliquetrees._core._jit import jit, jit_inline
-from obliquetrees._core._random import shuffle
+from obliquetrees._core._random import node_seed, shuffle
+from obliquetrees._training._co2_axis_split import THETA_PRIOR, best_axis_split, init_theta
 from obliquetrees._training._optim import momentum_velocity
 
 #: Learning-rate schedule (the paper: "when it oscillates for more than a
@@ -435,3 +447,172 @@ def cccp(
     theta0[:] = best_t0
     theta1[:] = best_t1
     return best_b, n_iter, n_hist
+
+
+# ----------------------------------------------------------------- nodes
+@jit
+def node_value(y, row_weight, rows, start, end, node, value, n_node_samples):
+    """Class distribution of one node, written to the node table.
+
+    The node's rows are ``rows[start:end]``. Writes their weighted class
+    histogram, normalised, to ``value[node]`` (left at zero when the weight
+    is zero) and its total to ``n_node_samples[node]``; returns the number of
+    classes with positive weight.
+    """
+    hist = value[node]
+    hist[:] = 0.0
+    for t in range(start, end):
+        r = rows[t]
+        hist[y[r]] += row_weight[r]
+    total = 0.0
+    n_present = 0
+    for k in range(hist.shape[0]):
+        total += hist[k]
+        if hist[k] > 0.0:
+            n_present += 1
+    n_node_samples[node] = total
+    if total > 0.0:
+        for k in range(hist.shape[0]):
+            hist[k] = hist[k] / total
+    return n_present
+
+
+@jit
+def split_node(
+    X,
+    y,
+    row_weight,
+    rows,
+    start,
+    end,
+    node,
+    tree_seed,
+    weights,
+    bias,
+    value,
+    n_node_samples,
+    max_features,
+    min_samples_split,
+    min_samples_leaf,
+    nu,
+    learning_rate,
+    batch_size,
+    momentum,
+    cccp_epochs,
+    max_cccp_iter,
+    tol,
+):
+    """Fit the CO2 stump of one node and partition its rows in place.
+
+    The node's rows are ``rows[start:end]`` of ``X`` (standardised) with
+    labels ``y`` and weights ``row_weight``. Writes the node's class
+    distribution (:func:`node_value`) and, for a split, its hyperplane to
+    ``weights[node]`` and ``bias[node]``; reorders ``rows[start:end]`` so
+    that the left child's rows come first. The node's random numbers are
+    drawn from ``node_seed(tree_seed, node)``. The remaining parameters are
+    :class:`obliquetrees._training.co2.CO2Params` fields.
+
+    The stump is optimised on the node's rows centred on their weighted mean
+    (the homogeneous coordinate relative to the node's centre; see the
+    estimator's notes); the centring is folded into the stored bias.
+
+    Returns
+    -------
+    n_left : int
+        Number of rows going left; -1 if the node is a leaf.
+    n_iter : int
+        CCCP outer iterations run.
+    oblique : bool
+        False if the CCCP split was degenerate (one side smaller than
+        ``min_samples_leaf``, or empty) and the initial axis-aligned split is
+        used instead.
+    """
+    m = end - start
+    n_present = node_value(y, row_weight, rows, start, end, node, value, n_node_samples)
+    if n_present <= 1 or m < min_samples_split or m < 2 * min_samples_leaf:
+        return -1, 0, False
+    n_classes = value.shape[1]
+    p = X.shape[1]
+    yb = np.empty(m, dtype=np.int64)
+    wb = np.empty(m)
+    Xb = np.empty((m, p))
+    for t in range(m):
+        r = rows[start + t]
+        yb[t] = y[r]
+        wb[t] = row_weight[r]
+        for j in range(p):
+            Xb[t, j] = X[r, j]
+    # centre on the weighted mean of the node
+    mu = np.zeros(p)
+    tw = 0.0
+    for t in range(m):
+        tw += wb[t]
+        for j in range(p):
+            mu[j] += wb[t] * Xb[t, j]
+    for j in range(p):
+        mu[j] /= tw
+    for t in range(m):
+        for j in range(p):
+            Xb[t, j] -= mu[j]
+    state = np.empty(1, dtype=np.uint64)
+    state[0] = node_seed(tree_seed, node)
+    feature, threshold, _ = best_axis_split(
+        Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, state
+    )
+    if feature < 0:
+        return -1, 0, False
+    # initial stump: unit vector on the feature, bias = -threshold
+    w = weights[node]
+    w[:] = 0.0
+    w[feature] = 1.0
+    theta0, theta1 = init_theta(Xb, yb, wb, m, feature, threshold, n_classes, THETA_PRIOR)
+    history = np.empty(max_cccp_iter + 1)
+    b, n_iter, _ = cccp(
+        Xb,
+        yb,
+        wb,
+        m,
+        w,
+        -threshold,
+        theta0,
+        theta1,
+        nu,
+        learning_rate,
+        batch_size,
+        momentum,
+        cccp_epochs,
+        max_cccp_iter,
+        tol,
+        state,
+        history,
+    )
+    n_right = 0
+    for t in range(m):
+        z = b
+        for j in range(p):
+            z += w[j] * Xb[t, j]
+        if z > 0.0:
+            n_right += 1
+    oblique = min(n_right, m - n_right) >= max(min_samples_leaf, 1)
+    if not oblique:
+        w[:] = 0.0
+        w[feature] = 1.0
+        b = -threshold
+    for j in range(p):
+        b -= w[j] * mu[j]  # back to uncentred inputs
+    bias[node] = b
+    # in-place partition of rows[start:end]: left rows first
+    lo = start
+    hi = end - 1
+    while lo <= hi:
+        r = rows[lo]
+        z = b
+        for j in range(p):
+            z += w[j] * X[r, j]
+        if z > 0.0:
+            rows[lo] = rows[hi]
+            rows[hi] = r
+            hi -= 1
+        else:
+            lo += 1
+    return lo - start, n_iter, oblique

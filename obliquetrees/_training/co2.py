@@ -17,7 +17,7 @@ import dataclasses
 import numpy as np
 
 from obliquetrees._core.tree import ObliqueTree, fold_standardization, standardization
-from obliquetrees._training._co2_split import node_value, split_node
+from obliquetrees._training._co2_kernels import node_value, split_node
 from obliquetrees._training._parallel import parallel_map
 from obliquetrees._training.grower import Grower
 

@@ -1,4 +1,4 @@
-"""CO2 training (obliquetrees/_training/co2.py, _co2_split.py, _co2_kernels.py)
+"""CO2 training (obliquetrees/_training/co2.py, _co2_kernels.py, _co2_axis_split.py)
 against tests/reference.py."""
 
 import inspect
@@ -9,7 +9,7 @@ import pytest
 from tests import reference as ref
 
 K = pytest.importorskip("obliquetrees._training._co2_kernels")
-S = pytest.importorskip("obliquetrees._training._co2_split")
+A = pytest.importorskip("obliquetrees._training._co2_axis_split")
 co2 = pytest.importorskip("obliquetrees._training.co2")
 R = pytest.importorskip("obliquetrees._core._random")
 
@@ -68,7 +68,7 @@ def test_best_axis_split_matches_exhaustive_search(seed, min_samples_leaf):
     X, y, w = _problem(rng, m=60, p=6)
     X[:, 2] = 1.5  # a constant feature is skipped and does not count
     X[:, 3] = np.round(X[:, 3])  # ties
-    f, thr, imp = S.best_axis_split(X, y, w, X.shape[0], 4, 3, min_samples_leaf, _state(seed))
+    f, thr, imp = A.best_axis_split(X, y, w, X.shape[0], 4, 3, min_samples_leaf, _state(seed))
     rf, rthr, rimp = ref.co2_best_axis_split(X, y, w, 4, 3, min_samples_leaf, ref.Co2Rng(seed))
     assert f >= 0 and f != 2
     np.testing.assert_allclose(imp, rimp, rtol=1e-10)
@@ -83,7 +83,7 @@ def test_best_axis_split_matches_exhaustive_search(seed, min_samples_leaf):
 def test_best_axis_split_no_valid_split():
     X = np.ones((10, 3))
     y = np.arange(10) % 2
-    f, _, _ = S.best_axis_split(X, y, np.ones(10), 10, 2, 3, 1, _state(0))
+    f, _, _ = A.best_axis_split(X, y, np.ones(10), 10, 2, 3, 1, _state(0))
     assert f == -1
 
 
@@ -91,7 +91,7 @@ def test_best_axis_split_no_valid_split():
 def test_init_theta_matches_reference(prior):
     rng = np.random.default_rng(3)
     X, y, w = _problem(rng, m=50)
-    t0, t1 = S.init_theta(X, y, w, 50, 1, 0.2, 4, prior)
+    t0, t1 = A.init_theta(X, y, w, 50, 1, 0.2, 4, prior)
     r0, r1 = ref.co2_init_theta(X, y, w, 1, 0.2, 4, prior)
     np.testing.assert_allclose(t0, r0, rtol=1e-12)
     np.testing.assert_allclose(t1, r1, rtol=1e-12)
@@ -215,10 +215,10 @@ def _cccp_inputs(seed, m=150):
     rng = np.random.default_rng(seed)
     X, y, wt = _problem(rng, m=m)
     X -= np.average(X, axis=0, weights=wt)
-    f, thr, _ = S.best_axis_split(X, y, wt, m, 4, 2, 1, _state(seed))
+    f, thr, _ = A.best_axis_split(X, y, wt, m, 4, 2, 1, _state(seed))
     w = np.zeros(X.shape[1])
     w[f] = 1.0
-    t0, t1 = S.init_theta(X, y, wt, m, f, thr, 4, 1.0)
+    t0, t1 = A.init_theta(X, y, wt, m, f, thr, 4, 1.0)
     return X, y, wt, w, -thr, t0, t1
 
 
@@ -403,7 +403,7 @@ def test_pure_and_single_sample_nodes_are_leaves():
 def test_split_node_takes_the_parameters_by_their_estimator_names():
     from obliquetrees import CO2ForestClassifier
 
-    names = list(inspect.signature(S.split_node.py_func).parameters)
+    names = list(inspect.signature(K.split_node.py_func).parameters)
     assert tuple(names[-len(co2.SPLIT_PARAMS) :]) == co2.SPLIT_PARAMS
     fields = {f.name for f in co2.dataclasses.fields(co2.CO2Params)}
     assert fields <= set(CO2ForestClassifier().get_params())
