@@ -1,23 +1,22 @@
 """Where the fit time of a CO2 tree goes, by node size (letter, default parameters).
 
-A real fit grows each tree in one numba call (``_co2_kernels.grow_tree``), so
-there is no Python work per node to profile from outside. This script grows
-one letter tree node by node instead, calling the same per-node kernel
-(``split_node``) from Python in the same breadth-first order with the same
-node seeds (so the tree is the one ``grow_tree`` builds), and times each call
-with the calling thread's CPU clock (robust to other processes on a shared
-machine). For every internal node it also times the two parts of the node's
-work separately on a copy of its (gathered, centred) samples: the
-axis-aligned initial split search and the CCCP. Nodes are grouped by their
-number of distinct samples.
+A fit grows each tree with the shared breadth-first grower, one call of the
+per-node kernel (``_co2_kernels.split_node``) per node. This script grows one
+letter tree exactly so (``co2.grow_tree``) with that kernel wrapped: each call
+is timed with the calling thread's CPU clock (robust to other processes on a
+shared machine), and for every internal node the two parts of the node's
+work are timed again separately on a copy of its (gathered, centred) samples:
+the axis-aligned initial split search and the CCCP. Nodes are grouped by
+their number of distinct samples.
 
 It also times the whole forest fit against the time spent inside
-``grow_tree``, which bounds the per-tree Python overhead (bootstrap, folding
-the standardisation into the weights, packing).
+``co2.grow_tree``, which bounds the per-tree Python overhead (bootstrap,
+folding the standardisation into the weights, packing).
 
     python -m benchmarks.profile_co2          # writes benchmarks/results/co2_profile.md
 """
 
+import dataclasses
 import os
 import time
 
@@ -26,11 +25,59 @@ import numpy as np
 from benchmarks.bench_co2 import split
 from benchmarks.common import write_results
 from obliquetrees import CO2ForestClassifier
+from obliquetrees._core._random import node_seed
 from obliquetrees._core.tree import standardization
+from obliquetrees._training import _co2_axis_split as A
 from obliquetrees._training import _co2_kernels as K
 from obliquetrees._training import co2
 
 BINS = [1, 2, 10, 50, 100, 300, 1000, 3000, 10**9]
+
+
+def _default_params(n_features):
+    prm = CO2ForestClassifier().get_params()
+    fields = {f.name: prm[f.name] for f in dataclasses.fields(co2.CO2Params)}
+    return co2.CO2Params(**fields | {"max_features": int(np.sqrt(n_features))})
+
+
+def _part_times(Xs, y, cw, rows, seed, params, n_classes):
+    """CPU seconds of the axis-aligned search and of the CCCP on a copy of a node."""
+    Xb = Xs[rows]
+    wb = cw[rows]
+    Xb -= (wb[:, None] * Xb).sum(axis=0) / wb.sum()
+    yb = y[rows]
+    m = len(rows)
+    state = np.array([seed], dtype=np.uint64)
+    c = time.thread_time_ns()
+    f, thr, _ = A.best_axis_split(
+        Xb, yb, wb, m, n_classes, params.max_features, params.min_samples_leaf, state
+    )
+    axis_s = (time.thread_time_ns() - c) * 1e-9
+    t0, t1 = A.init_theta(Xb, yb, wb, m, f, thr, n_classes, A.THETA_PRIOR)
+    w = np.zeros(Xs.shape[1])
+    w[f] = 1.0
+    history = np.empty(params.max_cccp_iter + 1)
+    c = time.thread_time_ns()
+    K.cccp(
+        Xb,
+        yb,
+        wb,
+        m,
+        w,
+        -thr,
+        t0,
+        t1,
+        params.nu,
+        params.learning_rate,
+        params.batch_size,
+        params.momentum,
+        params.cccp_epochs,
+        params.max_cccp_iter,
+        params.tol,
+        state,
+        history,
+    )
+    return axis_s, (time.thread_time_ns() - c) * 1e-9
 
 
 def per_node_profile(tree_seed=0, boot_seed=0):
@@ -41,86 +88,30 @@ def per_node_profile(tree_seed=0, boot_seed=0):
     n_classes = int(y.max()) + 1
     mean, scale = standardization(X, None)
     Xs = np.ascontiguousarray((X - mean) / scale)
-    prm = CO2ForestClassifier().get_params()
-    q = int(np.sqrt(X.shape[1]))
+    params = _default_params(X.shape[1])
     cw = co2.bootstrap_counts(len(X), boot_seed)
-    idx = np.flatnonzero(cw > 0).astype(np.int64)
-    w_buf = np.empty(X.shape[1])
-    hist = np.empty(n_classes)
-    args = (
-        n_classes,
-        True,
-        q,
-        prm["min_samples_split"],
-        prm["min_samples_leaf"],
-        prm["nu"],
-        prm["learning_rate"],
-        prm["batch_size"],
-        prm["momentum"],
-        prm["cccp_epochs"],
-        prm["max_cccp_iter"],
-        prm["tol"],
-    )
-
-    def node(start, end, seed):
-        return K.split_node(
-            Xs, y, cw, idx, start, end, *args, np.uint64(seed), w_buf, hist, 1, K.THETA_PRIOR
-        )
-
-    node(0, 1, 1)  # load the kernels
-    nodes = [(0, len(idx))]
+    co2.grow_tree(Xs[:2], y[:2], cw[:2], n_classes, 1, params)  # load the kernels
+    kernel = co2.split_node
     rec = []
-    i = 0
-    while i < len(nodes):
-        start, end = nodes[i]
-        seed = int(K.node_seed(np.uint64(tree_seed), i))
-        rows = idx[start:end].copy()
+
+    def timed_split_node(X_, y_, cw_, rows, start, end, node, seed, *rest):
+        node_rows = rows[start:end].copy()
         c = time.thread_time_ns()
-        n_left, _, n_iter, _ = node(start, end, seed)
+        n_left, n_iter, oblique = kernel(X_, y_, cw_, rows, start, end, node, seed, *rest)
         total = (time.thread_time_ns() - c) * 1e-9
         axis_s = cccp_s = 0.0
         if n_left >= 0:
-            # the same two steps on a copy of the node's data, timed on their own
-            Xb = Xs[rows]
-            wb = cw[rows]
-            Xb -= (wb[:, None] * Xb).sum(axis=0) / wb.sum()
-            yb = y[rows]
-            m = len(rows)
-            state = np.array([seed], dtype=np.uint64)
-            c = time.thread_time_ns()
-            f, thr, _ = K.best_axis_split(
-                Xb, yb, wb, m, n_classes, q, prm["min_samples_leaf"], state
+            axis_s, cccp_s = _part_times(
+                Xs, y, cw, node_rows, node_seed(seed, node), params, n_classes
             )
-            axis_s = (time.thread_time_ns() - c) * 1e-9
-            t0, t1 = K.init_theta(Xb, yb, wb, m, f, thr, n_classes, K.THETA_PRIOR)
-            w = np.zeros(X.shape[1])
-            w[f] = 1.0
-            history = np.empty(prm["max_cccp_iter"] + 1)
-            c = time.thread_time_ns()
-            K.cccp(
-                Xb,
-                yb,
-                wb,
-                m,
-                w,
-                -thr,
-                t0,
-                t1,
-                prm["nu"],
-                prm["learning_rate"],
-                prm["batch_size"],
-                prm["momentum"],
-                prm["cccp_epochs"],
-                prm["max_cccp_iter"],
-                prm["tol"],
-                state,
-                history,
-            )
-            cccp_s = (time.thread_time_ns() - c) * 1e-9
-            nodes.append((start, start + n_left))
-            nodes.append((start + n_left, end))
         rec.append((end - start, total, axis_s, cccp_s, n_iter, n_left >= 0))
-        i += 1
+        return n_left, n_iter, oblique
+
+    co2.split_node = timed_split_node
+    try:
+        co2.grow_tree(Xs, y, cw, n_classes, tree_seed, params)
+    finally:
+        co2.split_node = kernel
     return np.array(rec, dtype=float)
 
 
@@ -166,7 +157,7 @@ def forest_overhead(n_trees=30):
     """Whole fit against the time inside grow_tree (n_jobs=1, CPU clock)."""
     Xtr, ytr, _, _ = split("letter")
     inside = []
-    grow = K.grow_tree
+    grow = co2.grow_tree
 
     def timed_grow(*a):
         c = time.thread_time_ns()
@@ -174,7 +165,7 @@ def forest_overhead(n_trees=30):
         inside.append((time.thread_time_ns() - c) * 1e-9)
         return out
 
-    K.grow_tree = timed_grow
+    co2.grow_tree = timed_grow
     try:
         clf = CO2ForestClassifier(n_trees, random_state=0, n_jobs=1)
         c = time.thread_time_ns()
@@ -183,7 +174,7 @@ def forest_overhead(n_trees=30):
         fit_cpu = (time.thread_time_ns() - c) * 1e-9
         wall = time.perf_counter() - start
     finally:
-        K.grow_tree = grow
+        co2.grow_tree = grow
     return [
         {
             "trees": n_trees,
@@ -217,7 +208,7 @@ too (shared caches), but far less than wall times.
         "CO2 Forest: fit-time profile by node size (letter)",
         [
             ("Per node size (one tree)", rows),
-            ("Whole fit against the time inside the growth kernel", over),
+            ("Whole fit against the time inside co2.grow_tree", over),
         ],
         notes=notes,
     )

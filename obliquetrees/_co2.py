@@ -383,18 +383,12 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
                 stacklevel=2,
             )
             return self
-        trees, stats = co2.fit_forest(
-            X,
-            y,
-            self.n_classes_,
-            seeds[len(old_trees) :],
-            sample_weight=sample_weight,
-            class_weight=self._class_weight_vector(y),
+        params = co2.CO2Params(
             max_features=self.max_features_,
-            max_depth=-1 if self.max_depth is None else self.max_depth,
+            max_depth=self.max_depth,
             min_samples_split=self.min_samples_split,
             min_samples_leaf=self.min_samples_leaf,
-            max_leaf_nodes=-1 if self.max_leaf_nodes is None else self.max_leaf_nodes,
+            max_leaf_nodes=self.max_leaf_nodes,
             nu=self.nu,
             learning_rate=self.learning_rate,
             batch_size=self.batch_size,
@@ -403,6 +397,15 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
             max_cccp_iter=self.max_cccp_iter,
             tol=self.tol,
             bootstrap=self.bootstrap,
+        )
+        trees, stats = co2.fit_forest(
+            X,
+            y,
+            self.n_classes_,
+            seeds[len(old_trees) :],
+            params,
+            sample_weight=sample_weight,
+            class_weight=self._class_weight_vector(y),
             n_jobs=self.n_jobs,
             verbose=self.verbose,
         )

@@ -199,9 +199,9 @@ def hinge_train_step(model, Zb, Yb, lr, optimizer="adam"):
 
 
 # ---- co2 ----
-# Plain-numpy references of obliquetrees/_training/_co2_kernels.py. Vectorised
-# where the kernel loops, so sums may differ in the last bits: compare with a
-# tolerance.
+# Plain-numpy references of obliquetrees/_training/_co2_axis_split.py and
+# _co2_kernels.py. Vectorised where the kernel loops, so sums may differ in the
+# last bits: compare with a tolerance.
 
 _CO2_MASK = (1 << 64) - 1
 
@@ -352,8 +352,8 @@ def co2_cccp(
     learning_rate,
     batch_size,
     momentum,
-    n_epochs,
-    max_iter,
+    cccp_epochs,
+    max_cccp_iter,
     tol,
     rng,
     osc_patience=2,
@@ -379,12 +379,12 @@ def co2_cccp(
     v0, v1 = np.zeros_like(theta0), np.zeros_like(theta1)
     eta, prev_run, n_up = learning_rate, np.inf, 0
     n_batches = -(-m // batch_size)
-    for _ in range(max_iter):
+    for _ in range(max_cccp_iter):
         if n_batches > 1:  # new random order of the rows, cut into batches
             perm = list(range(m))
             co2_shuffle(perm, rng)
             Xb, yb, wb, signs = Xb[perm], yb[perm], wb[perm], signs[perm]
-        for _ in range(n_epochs):
+        for _ in range(cccp_epochs):
             order = list(range(n_batches))
             if n_batches > 1:
                 co2_shuffle(order, rng)

@@ -2,20 +2,77 @@
 oblique stumps, grown breadth-first.
 
 Pure functions over arrays. The estimator (``obliquetrees/_co2.py``) validates
-the data and resolves parameters; :func:`fit_forest` standardises the
-features once (shared by all trees, never copied per tree), draws each tree's
-bootstrap as integer counts, grows the trees in parallel with joblib threads
-(the growth kernel releases the GIL) and returns :class:`ObliqueTree` objects
+the data and builds one :class:`CO2Params`; :func:`fit_forest` standardises
+the features once (shared by all trees, never copied per tree), draws each
+tree's bootstrap as integer counts, grows the trees in parallel with joblib
+threads (the shared breadth-first :class:`Grower` with one numba kernel call
+per node, which releases the GIL) and returns :class:`ObliqueTree` objects
 whose weights act on the raw input (the standardisation is folded in).
 
 Importing this module imports numba.
 """
 
+import dataclasses
+
 import numpy as np
 
 from obliquetrees._core.tree import ObliqueTree, fold_standardization, standardization
-from obliquetrees._training import _co2_kernels as K
+from obliquetrees._training._co2_kernels import node_value, split_node
 from obliquetrees._training._parallel import parallel_map
+from obliquetrees._training.grower import Grower
+
+#: Order in which :func:`split_node` takes the parameters after its node
+#: arguments (:meth:`CO2Params.split_args`).
+SPLIT_PARAMS = (
+    "max_features",
+    "min_samples_split",
+    "min_samples_leaf",
+    "nu",
+    "learning_rate",
+    "batch_size",
+    "momentum",
+    "cccp_epochs",
+    "max_cccp_iter",
+    "tol",
+)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CO2Params:
+    """Parameters of a CO2 fit, named as :class:`obliquetrees.CO2ForestClassifier`'s.
+
+    Built by the estimator from its (validated) parameters; ``max_features``
+    is the resolved number ``q`` of candidate features. Values are cast to
+    the types the kernels are compiled for (so e.g. ``nu=10`` and
+    ``nu=10.0`` share one compiled kernel).
+    """
+
+    max_features: int
+    max_depth: int | None
+    min_samples_split: int
+    min_samples_leaf: int
+    max_leaf_nodes: int | None
+    nu: float
+    learning_rate: float
+    batch_size: int
+    momentum: float
+    cccp_epochs: int
+    max_cccp_iter: int
+    tol: float
+    bootstrap: bool
+
+    def __post_init__(self):
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if field.type in (int, float, bool):
+                value = field.type(value)
+            elif value is not None:  # the growth limits: None or int
+                value = int(value)
+            object.__setattr__(self, field.name, value)
+
+    def split_args(self):
+        """The parameters of :func:`split_node`, in its order."""
+        return tuple(getattr(self, name) for name in SPLIT_PARAMS)
 
 
 def bootstrap_counts(n_samples, seed):
@@ -47,42 +104,107 @@ def balanced_class_weight(y, counts, n_classes):
 
 
 def grow_tree(Xs, y, row_weight, n_classes, seed, params):
-    """Grow one tree on standardised ``Xs`` with per-row weights.
+    """Grow one tree breadth-first on standardised ``Xs`` with per-row weights.
 
-    Rows with zero weight are left out. ``params`` is the dict built by
-    :func:`fit_forest`. Returns the raw node arrays (see
-    :func:`obliquetrees._training._co2_kernels.grow_tree`).
+    Rows with zero weight are left out. The shared :class:`Grower` owns the
+    node table, the limits and the visiting order; each node it reaches is
+    one call of the numba kernel :func:`split_node`, which partitions the
+    node's slice of :attr:`Grower.rows` in place and writes the node's row of
+    the payload arrays.
+
+    Parameters
+    ----------
+    Xs : ndarray of float64, shape (n_samples, n_features), C-contiguous
+    y : ndarray of int64, shape (n_samples,)
+    row_weight : ndarray of float64, shape (n_samples,)
+    n_classes : int
+    seed : int
+        The tree's growth seed (each node's seed is hashed from it).
+    params : CO2Params
+
+    Returns
+    -------
+    children_left, children_right : ndarray of int64, shape (n_nodes,)
+    weights : ndarray of float64, shape (n_nodes, n_features)
+    bias : ndarray of float64, shape (n_nodes,)
+    value : ndarray of float64, shape (n_nodes, n_classes)
+        Weighted class distribution (normalised) of each node.
+    n_node_samples : ndarray of float64, shape (n_nodes,)
+        Weighted number of training samples of each node.
+    depth : ndarray of int64, shape (n_nodes,)
+    stats : ndarray of int64, shape (3,)
+        CCCP outer iterations, oblique splits, axis-aligned fallbacks.
     """
-    rows = np.flatnonzero(row_weight > 0).astype(np.int64)
-    return K.grow_tree(
-        Xs,
-        y,
-        row_weight,
-        rows,
-        n_classes,
-        params["max_features"],
-        params["max_depth"],
-        params["min_samples_split"],
-        params["min_samples_leaf"],
-        params["max_leaf_nodes"],
-        params["nu"],
-        params["learning_rate"],
-        params["batch_size"],
-        params["momentum"],
-        params["cccp_epochs"],
-        params["max_cccp_iter"],
-        params["tol"],
-        np.uint64(seed),
-        params["options"],
-        params["theta_prior"],
+    rows = np.flatnonzero(row_weight > 0)
+    grower = Grower(
+        rows.shape[0],
+        order="breadth",
+        max_depth=params.max_depth,
+        max_leaf_nodes=params.max_leaf_nodes,
+        payload={
+            "weights": ((Xs.shape[1],), np.float64, 0.0),
+            "bias": ((), np.float64, 0.0),
+            "value": ((n_classes,), np.float64, 0.0),
+            # -1: not reached by the grower (kept a leaf by the limits)
+            "n_node_samples": ((), np.float64, -1.0),
+        },
     )
+    grower.rows[:] = rows
+    tree_seed = np.uint64(seed)
+    split_args = params.split_args()
+    stats = [0, 0, 0]
+
+    def split(node):
+        n_left, n_iter, oblique = split_node(
+            Xs,
+            y,
+            row_weight,
+            grower.rows,
+            grower.start[node],
+            grower.end[node],
+            node,
+            tree_seed,
+            grower.weights,
+            grower.bias,
+            grower.value,
+            grower.n_node_samples,
+            *split_args,
+        )
+        if n_left >= 0:
+            grower.add_children(node, n_left)
+            stats[0] += n_iter
+            stats[1 if oblique else 2] += 1
+
+    grower.grow(split)
+    t = grower.arrays()
+    for node in np.flatnonzero(t["n_node_samples"] < 0):
+        node_value(
+            y,
+            row_weight,
+            grower.rows,
+            t["start"][node],
+            t["end"][node],
+            node,
+            t["value"],
+            t["n_node_samples"],
+        )
+    names = (
+        "children_left",
+        "children_right",
+        "weights",
+        "bias",
+        "value",
+        "n_node_samples",
+        "depth",
+    )
+    return (*(t[name].copy() for name in names), np.array(stats, dtype=np.int64))
 
 
-def _fit_one_tree(Xs, y, sample_weight, class_weight, n_classes, seed, params, mean, scale):
+def _fit_one_tree(Xs, y, sample_weight, class_weight, n_classes, seed, params, prior, mean, scale):
     """Bootstrap, grow and package one tree (module level for joblib/dask)."""
     n = Xs.shape[0]
     boot_seed, grow_seed = _tree_seeds(seed)
-    if params["bootstrap"]:
+    if params.bootstrap:
         row_weight = bootstrap_counts(n, boot_seed)
     else:
         row_weight = np.ones(n)
@@ -96,7 +218,7 @@ def _fit_one_tree(Xs, y, sample_weight, class_weight, n_classes, seed, params, m
     left, right, weights, bias, value, nns, depth, stats = grow_tree(
         Xs, y, row_weight, n_classes, grow_seed, params
     )
-    _fill_empty_nodes(left, right, value, nns, params["prior"])
+    _fill_empty_nodes(left, right, value, nns, prior)
     tree = ObliqueTree.from_dense(left, right, weights, bias, value, nns, depth)
     return fold_standardization(tree, mean, scale), stats
 
@@ -144,30 +266,7 @@ def _fill_empty_nodes(left, right, value, nns, prior):
 
 
 def fit_forest(
-    X,
-    y,
-    n_classes,
-    seeds,
-    *,
-    sample_weight=None,
-    class_weight=None,
-    max_features,
-    max_depth=-1,
-    min_samples_split=2,
-    min_samples_leaf=1,
-    max_leaf_nodes=-1,
-    nu=10.0,
-    learning_rate=0.01,
-    batch_size=100,
-    momentum=0.9,
-    cccp_epochs=1,
-    max_cccp_iter=20,
-    tol=1e-3,
-    options=1,
-    theta_prior=1.0,
-    bootstrap=True,
-    n_jobs=None,
-    verbose=0,
+    X, y, n_classes, seeds, params, *, sample_weight=None, class_weight=None, n_jobs=None, verbose=0
 ):
     """Fit one CO2 tree per seed.
 
@@ -179,13 +278,11 @@ def fit_forest(
     n_classes : int
     seeds : sequence of int
         One seed per tree (bootstrap and growth are drawn from it).
+    params : CO2Params
     sample_weight : ndarray of float64 or None
     class_weight : None, ndarray of shape (n_classes,) or "balanced_subsample"
-    max_features : int
-        Number q of candidate features of the axis-aligned initial split.
-    max_depth, max_leaf_nodes : int
-        -1 for unlimited.
-    Other parameters as in :class:`obliquetrees.CO2ForestClassifier`.
+    n_jobs, verbose : int or None
+        Trees grown in parallel (joblib threads) and joblib's verbosity.
 
     Returns
     -------
@@ -200,29 +297,11 @@ def fit_forest(
     prior = class_prior(y, n_classes, sample_weight, class_weight)
     mean, scale = standardization(X, sample_weight)
     Xs = np.ascontiguousarray((X - mean) / scale)
-    params = dict(
-        max_features=int(max_features),
-        max_depth=int(max_depth),
-        min_samples_split=int(min_samples_split),
-        min_samples_leaf=int(min_samples_leaf),
-        max_leaf_nodes=int(max_leaf_nodes),
-        nu=float(nu),
-        learning_rate=float(learning_rate),
-        batch_size=int(batch_size),
-        momentum=float(momentum),
-        cccp_epochs=int(cccp_epochs),
-        max_cccp_iter=int(max_cccp_iter),
-        tol=float(tol),
-        bootstrap=bool(bootstrap),
-        prior=prior,
-        options=int(options),
-        theta_prior=float(theta_prior),
-    )
     y = np.ascontiguousarray(y, dtype=np.int64)
     results = parallel_map(
         _fit_one_tree,
         [
-            (Xs, y, sample_weight, class_weight, n_classes, int(s), params, mean, scale)
+            (Xs, y, sample_weight, class_weight, n_classes, int(s), params, prior, mean, scale)
             for s in seeds
         ],
         n_jobs=n_jobs,

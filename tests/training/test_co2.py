@@ -1,4 +1,7 @@
-"""CO2 kernels (obliquetrees/_training/_co2_kernels.py) against tests/reference.py."""
+"""CO2 training (obliquetrees/_training/co2.py, _co2_kernels.py, _co2_axis_split.py)
+against tests/reference.py."""
+
+import inspect
 
 import numpy as np
 import pytest
@@ -6,7 +9,9 @@ import pytest
 from tests import reference as ref
 
 K = pytest.importorskip("obliquetrees._training._co2_kernels")
+A = pytest.importorskip("obliquetrees._training._co2_axis_split")
 co2 = pytest.importorskip("obliquetrees._training.co2")
+R = pytest.importorskip("obliquetrees._core._random")
 
 
 def _state(seed):
@@ -40,16 +45,16 @@ def test_rng_matches_reference():
     state = _state(12345)
     r = ref.Co2Rng(12345)
     for _ in range(50):
-        assert int(K.rng_next(state)) == r.next()
+        assert int(R.next_uint64(state)) == r.next()
     for n in (1, 2, 7, 1000):
-        assert K.rng_int(state, n) == r.integer(n)
+        assert R.random_int(state, n) == r.integer(n)
     for tree_seed, node in [(0, 0), (7, 3), (2**31 - 2, 10**6)]:
-        assert int(K.node_seed(tree_seed, node)) == ref.co2_node_seed(tree_seed, node)
+        assert int(R.node_seed(tree_seed, node)) == ref.co2_node_seed(tree_seed, node)
 
 
 def test_shuffle_matches_reference():
     perm = np.arange(37)
-    K.shuffle(perm, 37, _state(5))
+    R.shuffle(perm, 37, _state(5))
     expected = list(range(37))
     ref.co2_shuffle(expected, ref.Co2Rng(5))
     np.testing.assert_array_equal(perm, expected)
@@ -63,7 +68,7 @@ def test_best_axis_split_matches_exhaustive_search(seed, min_samples_leaf):
     X, y, w = _problem(rng, m=60, p=6)
     X[:, 2] = 1.5  # a constant feature is skipped and does not count
     X[:, 3] = np.round(X[:, 3])  # ties
-    f, thr, imp = K.best_axis_split(X, y, w, X.shape[0], 4, 3, min_samples_leaf, _state(seed))
+    f, thr, imp = A.best_axis_split(X, y, w, X.shape[0], 4, 3, min_samples_leaf, _state(seed))
     rf, rthr, rimp = ref.co2_best_axis_split(X, y, w, 4, 3, min_samples_leaf, ref.Co2Rng(seed))
     assert f >= 0 and f != 2
     np.testing.assert_allclose(imp, rimp, rtol=1e-10)
@@ -78,7 +83,7 @@ def test_best_axis_split_matches_exhaustive_search(seed, min_samples_leaf):
 def test_best_axis_split_no_valid_split():
     X = np.ones((10, 3))
     y = np.arange(10) % 2
-    f, _, _ = K.best_axis_split(X, y, np.ones(10), 10, 2, 3, 1, _state(0))
+    f, _, _ = A.best_axis_split(X, y, np.ones(10), 10, 2, 3, 1, _state(0))
     assert f == -1
 
 
@@ -86,7 +91,7 @@ def test_best_axis_split_no_valid_split():
 def test_init_theta_matches_reference(prior):
     rng = np.random.default_rng(3)
     X, y, w = _problem(rng, m=50)
-    t0, t1 = K.init_theta(X, y, w, 50, 1, 0.2, 4, prior)
+    t0, t1 = A.init_theta(X, y, w, 50, 1, 0.2, 4, prior)
     r0, r1 = ref.co2_init_theta(X, y, w, 1, 0.2, 4, prior)
     np.testing.assert_allclose(t0, r0, rtol=1e-12)
     np.testing.assert_allclose(t1, r1, rtol=1e-12)
@@ -210,10 +215,10 @@ def _cccp_inputs(seed, m=150):
     rng = np.random.default_rng(seed)
     X, y, wt = _problem(rng, m=m)
     X -= np.average(X, axis=0, weights=wt)
-    f, thr, _ = K.best_axis_split(X, y, wt, m, 4, 2, 1, _state(seed))
+    f, thr, _ = A.best_axis_split(X, y, wt, m, 4, 2, 1, _state(seed))
     w = np.zeros(X.shape[1])
     w[f] = 1.0
-    t0, t1 = K.init_theta(X, y, wt, m, f, thr, 4, 1.0)
+    t0, t1 = A.init_theta(X, y, wt, m, f, thr, 4, 1.0)
     return X, y, wt, w, -thr, t0, t1
 
 
@@ -290,13 +295,13 @@ def test_cccp_surrogate_non_increasing_and_improves(seed, nu):
 
 
 # ----------------------------------------------------------------- trees
-def _grow(X, y, row_weight, n_classes, seed=0, **kw):
+def _co2_params(**kw):
     params = dict(
         max_features=2,
-        max_depth=-1,
+        max_depth=None,
         min_samples_split=2,
         min_samples_leaf=1,
-        max_leaf_nodes=-1,
+        max_leaf_nodes=None,
         nu=10.0,
         learning_rate=0.03,
         batch_size=100,
@@ -304,11 +309,13 @@ def _grow(X, y, row_weight, n_classes, seed=0, **kw):
         cccp_epochs=1,
         max_cccp_iter=5,
         tol=1e-3,
-        options=1,
-        theta_prior=1.0,
+        bootstrap=True,
     )
-    params.update(kw)
-    return co2.grow_tree(X, y, row_weight, n_classes, seed, params)
+    return co2.CO2Params(**{**params, **kw})
+
+
+def _grow(X, y, row_weight, n_classes, seed=0, **kw):
+    return co2.grow_tree(X, y, row_weight, n_classes, seed, _co2_params(**kw))
 
 
 def _tree_from(arrays):
@@ -360,6 +367,19 @@ def test_grow_tree_limits():
     assert np.all(t.n_node_samples[internal] >= 100)
 
 
+@pytest.mark.parametrize("limits", [{"max_depth": 2}, {"max_leaf_nodes": 5}])
+def test_leaves_kept_by_the_limits_hold_their_histograms(limits):
+    """Nodes the grower never reaches (limits) still get their class distribution."""
+    rng = np.random.default_rng(4)
+    X, y, w = _problem(rng, m=200, p=4, n_classes=3, integer_weights=False)
+    tree = _tree_from(_grow(X, y, w, 3, **limits))
+    leaves = _leaf_of(tree, X)
+    for leaf, h in ref.co2_leaf_histograms(tree.value, leaves, y, w, 3).items():
+        np.testing.assert_allclose(tree.value[leaf], h, rtol=1e-12)
+        np.testing.assert_allclose(tree.n_node_samples[leaf], w[leaves == leaf].sum())
+    assert np.all(tree.n_node_samples > 0)
+
+
 def test_grow_tree_is_deterministic_and_seed_dependent():
     rng = np.random.default_rng(2)
     X, y, _ = _problem(rng, m=200, p=4, n_classes=3)
@@ -378,3 +398,23 @@ def test_pure_and_single_sample_nodes_are_leaves():
     assert arrays[0].shape == (1,)
     arrays = _grow(X[:1], np.zeros(1, dtype=np.int64), np.ones(1), 2)
     assert arrays[0].shape == (1,)
+
+
+def test_split_node_takes_the_parameters_by_their_estimator_names():
+    from obliquetrees import CO2ForestClassifier
+
+    names = list(inspect.signature(K.split_node.py_func).parameters)
+    assert tuple(names[-len(co2.SPLIT_PARAMS) :]) == co2.SPLIT_PARAMS
+    fields = {f.name for f in co2.dataclasses.fields(co2.CO2Params)}
+    assert fields <= set(CO2ForestClassifier().get_params())
+
+
+def test_params_cast_to_the_kernel_types():
+    params = _co2_params(
+        nu=10, max_depth=np.int64(3), max_features=np.int32(2), bootstrap=np.bool_(1)
+    )
+    assert type(params.nu) is float and params.nu == 10.0
+    assert type(params.max_depth) is int and type(params.max_features) is int
+    assert params.bootstrap is True and params.max_leaf_nodes is None
+    with pytest.raises(co2.dataclasses.FrozenInstanceError):
+        params.nu = 1.0

@@ -1,0 +1,158 @@
+"""Numba kernels of CO2 Forest (Norouzi et al.): the stump's starting point.
+
+Each node's stump starts from the best axis-aligned split (by information
+gain, among ``max_features`` random features, as scikit-learn's splitter
+draws them) and from leaf logits set to the log class frequencies of each
+side of it (:func:`init_theta`). The CCCP then optimises the stump
+(:mod:`obliquetrees._training._co2_kernels`).
+
+Importing this module imports numba; the estimator imports it lazily.
+"""
+
+import numpy as np
+
+from obliquetrees._core._jit import jit
+from obliquetrees._core._random import random_int
+
+#: Two values closer than this are treated as equal by the axis-aligned
+#: split search (scikit-learn's FEATURE_THRESHOLD).
+FEATURE_THRESHOLD = 1e-7
+
+#: Pseudo-count added to the class counts of each side of the initial
+#: axis-aligned split before taking logs (theta0/theta1 initialisation): the
+#: paper initialises with the empirical class log-probabilities, which are
+#: -inf for absent classes.
+THETA_PRIOR = 1.0
+
+
+# ----------------------------------------------------------- small helpers
+@jit
+def xlogx(x):
+    return x * np.log(x) if x > 0.0 else 0.0
+
+
+@jit
+def class_histogram(yb, wb, m, n_classes):
+    """Weighted class counts of the first ``m`` samples."""
+    hist = np.zeros(n_classes)
+    for i in range(m):
+        hist[yb[i]] += wb[i]
+    return hist
+
+
+# ------------------------------------------------------ axis-aligned init
+@jit
+def best_axis_split(Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, state):
+    """Best axis-aligned split by information gain among random features.
+
+    Features are drawn without replacement (partial Fisher-Yates with
+    ``state``) until ``max_features`` non-constant ones have been evaluated or
+    all features have been drawn, as scikit-learn's splitter does. A sample
+    goes right iff ``x[f] > threshold``.
+
+    Returns
+    -------
+    feature : int
+        -1 if no valid split exists.
+    threshold : float
+    impurity : float
+        Weighted entropy ``N_L H_L + N_R H_R`` (nats) of the best split.
+    """
+    p = Xb.shape[1]
+    feats = np.arange(p)
+    vals = np.empty(m)
+    cl = np.zeros(n_classes)
+    cr = np.zeros(n_classes)
+    xl = np.zeros(n_classes)
+    xr = np.zeros(n_classes)
+    hist = class_histogram(yb, wb, m, n_classes)
+    total = 0.0
+    s_tot = 0.0
+    for k in range(n_classes):
+        total += hist[k]
+        s_tot += xlogx(hist[k])
+    best_f = -1
+    best_thr = 0.0
+    best_imp = np.inf
+    n_visited = 0
+    for k in range(p):
+        if n_visited >= max_features:
+            break
+        j = k + random_int(state, p - k)
+        f = feats[j]
+        feats[j] = feats[k]
+        feats[k] = f
+        lo = np.inf
+        hi = -np.inf
+        for i in range(m):
+            v = Xb[i, f]
+            vals[i] = v
+            if v < lo:
+                lo = v
+            if v > hi:
+                hi = v
+        if hi <= lo + FEATURE_THRESHOLD:
+            continue  # constant in this node: does not count
+        n_visited += 1
+        order = np.argsort(vals[:m])
+        for c in range(n_classes):
+            cl[c] = 0.0
+            cr[c] = hist[c]
+            xl[c] = 0.0
+            xr[c] = xlogx(hist[c])
+        s_l = 0.0
+        s_r = s_tot
+        n_l = 0.0
+        n_r = total
+        for t in range(m - 1):
+            i = order[t]
+            c = yb[i]
+            wt = wb[i]
+            # xl/xr cache xlogx of the current counts: two logs per step, not four
+            s_l -= xl[c]
+            cl[c] += wt
+            xl[c] = xlogx(cl[c])
+            s_l += xl[c]
+            s_r -= xr[c]
+            cr[c] -= wt
+            xr[c] = xlogx(cr[c])
+            s_r += xr[c]
+            n_l += wt
+            n_r -= wt
+            v_next = vals[order[t + 1]]
+            if v_next <= vals[i] + FEATURE_THRESHOLD:
+                continue
+            if t + 1 < min_samples_leaf or m - t - 1 < min_samples_leaf:
+                continue
+            imp = (xlogx(n_l) - s_l) + (xlogx(n_r) - s_r)
+            if imp < best_imp:
+                best_imp = imp
+                best_f = f
+                thr = 0.5 * (vals[i] + v_next)
+                if thr >= v_next or thr < vals[i]:
+                    thr = vals[i]
+                best_thr = thr
+    return best_f, best_thr, best_imp
+
+
+@jit
+def init_theta(Xb, yb, wb, m, feature, threshold, n_classes, prior):
+    """Leaf logits from the class frequencies on each side of an axis split."""
+    c0 = np.full(n_classes, prior)
+    c1 = np.full(n_classes, prior)
+    for i in range(m):
+        if Xb[i, feature] > threshold:
+            c1[yb[i]] += wb[i]
+        else:
+            c0[yb[i]] += wb[i]
+    s0 = 0.0
+    s1 = 0.0
+    for k in range(n_classes):
+        s0 += c0[k]
+        s1 += c1[k]
+    theta0 = np.empty(n_classes)
+    theta1 = np.empty(n_classes)
+    for k in range(n_classes):
+        theta0[k] = np.log(c0[k] / s0)
+        theta1[k] = np.log(c1[k] / s1)
+    return theta0, theta1
