@@ -39,6 +39,7 @@ import numpy as np
 
 # numpy's error model lets LLVM vectorise the sample loops that divide. No
 # kernel here divides by zero: denominators are ``1 + exp(.) >= 1`` or guarded.
+from obliquetrees._core._jit import jit_inline
 from obliquetrees._core._jit import jit_numpy_errors as jit
 from obliquetrees._core._math import log_sigmoid_pair, sigmoid
 from obliquetrees._training._optim import adam_update
@@ -82,9 +83,13 @@ def steep_activations(A, gamma):
     return E
 
 
-@jit
+@jit_inline
 def _split_probs(t, e):
-    """``(P(right), P(left))`` of a split from ``t = gamma a``, ``e = exp(-|t|)``."""
+    """``(P(right), P(left))`` of a split from ``e = exp(-|gamma a|)``.
+
+    ``t`` is ``gamma a`` or ``a`` (the same sign). Inlined into the
+    vectorised sample loops of the chunk kernels.
+    """
     big = 1.0 / (1.0 + e)
     small = e * big
     if t >= 0.0:
@@ -215,13 +220,10 @@ def _estep_chunk(
             a_row = A[c, r0 : r0 + m]
             e_row = E[c, r0 : r0 + m]
             for q in range(m):
-                e = np.float64(e_row[q])
-                big = 1.0 / (1.0 + e)
-                small = e * big
-                pos = a_row[q] >= 0.0
+                p_right, p_left = _split_probs(a_row[q], np.float64(e_row[q]))
                 v = src[q]
-                dr[q] = v * (big if pos else small)
-                dl[q] = v * (small if pos else big)
+                dr[q] = v * p_right
+                dl[q] = v * p_left
         else:
             pl = pi[leaf_col[node]]
             for q in range(m):
@@ -365,15 +367,11 @@ def _grad_chunk(A, E, gamma, left, right, split_col, coef, G, r0, m, buf, gsum):
         g_row = G[c, r0 : r0 + m]
         acc = 0.0
         for q in range(m):
-            e = np.float64(e_row[q])
-            big = 1.0 / (1.0 + e)
-            small = e * big
-            pos = a_row[q] >= 0.0
+            p_right, p_left = _split_probs(a_row[q], np.float64(e_row[q]))
             hr = hr_[q]
             hl = hl_[q]
             dst[q] = hr + hl
-            # hr * P(left) - hl * P(right)
-            v = coefc[q] * g * (hr * (small if pos else big) - hl * (big if pos else small))
+            v = coefc[q] * g * (hr * p_left - hl * p_right)
             # flush negligible factors to 0: denormals in G (float32 data)
             # would slow the gradient GEMM down by an order of magnitude
             v = v if abs(v) > TINY else 0.0
