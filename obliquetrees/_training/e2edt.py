@@ -479,7 +479,8 @@ class TrainingTree:
             (int(r0), int(r1), int(lo[r0:r1].min()), int(hi[r0:r1].max()))
             for r0, r1 in zip(starts, ends, strict=True)
         ]
-        n_splits = self.split_nodes.shape[0]
+        self.n_splits = n_splits = self.split_nodes.shape[0]
+        self.n_leaves = self.leaf_nodes.shape[0]
         self.W = np.zeros((n_splits, n_features))
         self.mask = np.zeros((n_splits, n_features), dtype=np.uint8) if any_subset else None
         for c, i in enumerate(self.split_nodes):
@@ -494,14 +495,6 @@ class TrainingTree:
         self.b = greedy.bias[self.split_nodes]
         self.gamma = greedy.gamma[self.split_nodes]
         self.pi = greedy.value[self.leaf_nodes]  # a copy (fancy indexing)
-
-    @property
-    def n_splits(self):
-        return self.split_nodes.shape[0]
-
-    @property
-    def n_leaves(self):
-        return self.leaf_nodes.shape[0]
 
     def em_args(self, A):
         """The leading arguments of the EM kernels for activations ``A``."""
