@@ -2,8 +2,6 @@
 
 import numpy as np
 
-from obliquetrees._core.tree import standardization
-from obliquetrees._training._parallel import parallel_map
 from obliquetrees.base import BaseObliqueForest, ObliqueClassifierMixin
 from obliquetrees.utils._param_validation import (
     Integral,
@@ -14,13 +12,6 @@ from obliquetrees.utils._param_validation import (
     _fit_context,
 )
 from obliquetrees.utils.seeds import draw_seeds
-
-
-def _build_tree_job(X, Z, y, sw, n_classes, mean, scale, params, seed):
-    """Module-level per-tree function (picklable for process/dask backends)."""
-    from obliquetrees._training.e2edt import build_tree  # numba is imported on first use
-
-    return build_tree(X, Z, y, sw, n_classes, mean, scale, params, seed)
 
 
 def _check_float32_range(X):
@@ -332,10 +323,11 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
             learning_rate=float(self.learning_rate),
             batch_size=self.batch_size,
             max_attempts=self.max_attempts,
-            n_sub_features=n_sub,
+            max_features=n_sub,
             image_shape=image_shape,
             patch_size=self.patch_size,
             spatial_reg=float(self.spatial_reg),
+            standardize=bool(self.standardize),
         )
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -359,26 +351,28 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         """
         from threadpoolctl import threadpool_limits
 
+        from obliquetrees._training.e2edt import fit_forest  # numba is imported on first use
+
         X, y, sample_weight = self._validate_fit_data(X, y, sample_weight)
-        n_samples, n_features = X.shape
-        params = self._resolve_params(n_features)
-        sw = np.ones(n_samples) if sample_weight is None else sample_weight
-        if self.standardize:  # (weighted) training statistics, as the paper does
-            mean, scale = standardization(X, sw)
-        else:
+        params = self._resolve_params(X.shape[1])
+        if not self.standardize:
             _check_float32_range(X)
-            # unscaled, but constant features still get no weight (infinite scale)
-            mean = np.zeros(n_features)
-            scale = np.where(np.isinf(standardization(X, sw)[1]), np.inf, 1.0)
-        Z = np.ascontiguousarray((X - mean) / scale, dtype=np.float32)
         seeds = draw_seeds(self.random_state, self.n_estimators)
-        args = [(X, Z, y, sw, self.n_classes_, mean, scale, params, int(seed)) for seed in seeds]
         # BLAS inside training runs single-threaded whatever n_jobs is, so the
         # model does not depend on the thread count.
         with threadpool_limits(limits=1, user_api="blas"):
-            results = parallel_map(_build_tree_job, args, n_jobs=self.n_jobs, verbose=self.verbose)
-        self._set_trees([tree for tree, _ in results])
-        self.steepness_ = [steep for _, steep in results]
+            trees, steepness = fit_forest(
+                X,
+                y,
+                self.n_classes_,
+                seeds,
+                params,
+                sample_weight=sample_weight,
+                n_jobs=self.n_jobs,
+                verbose=self.verbose,
+            )
+        self._set_trees(trees)
+        self.steepness_ = steepness
         if self.n_estimators == 1:
             self.tree_ = self.trees_[0]
         elif "tree_" in self.__dict__:
@@ -408,12 +402,10 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
     def _predict_output(self, X):
         if self.routing == "hard":
             return super()._predict_output(X)
-        from obliquetrees._training.e2edt import (
-            soft_predict_proba,  # numba is imported on first use
-        )
+        from obliquetrees._core.soft import soft_predict  # numba is imported on first use
 
         total = None
         for tree, steep in zip(self.trees_, self.steepness_, strict=True):
-            proba = soft_predict_proba(tree, steep, X)
+            proba = soft_predict(tree, X, tree.value, steepness=steep)
             total = proba if total is None else total + proba
         return total / len(self.steepness_)

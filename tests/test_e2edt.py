@@ -134,7 +134,7 @@ def test_standardize_false_refuses_inputs_beyond_float32(blobs):
 
 def test_standardize_false_trains_on_the_inputs_as_given(blobs):
     """standardize=False: the same tree as training on X directly (mean 0, scale 1)."""
-    from obliquetrees._training.e2edt import build_tree
+    from obliquetrees._training.e2edt import _fit_one_tree
     from obliquetrees.utils.seeds import draw_seeds
 
     X, y = blobs
@@ -142,7 +142,7 @@ def test_standardize_false_trains_on_the_inputs_as_given(blobs):
     params = clf._resolve_params(X.shape[1])
     seed = int(draw_seeds(0, 1)[0])
     Z = np.ascontiguousarray(X, dtype=np.float32)
-    tree, _ = build_tree(X, Z, y, np.ones(len(y)), 3, np.zeros(8), np.ones(8), params, seed)
+    tree, _ = _fit_one_tree(X, Z, y, np.ones(len(y)), 3, np.zeros(8), np.ones(8), params, seed)
     np.testing.assert_array_equal(clf.tree_.dense_weights(), tree.dense_weights())
     np.testing.assert_array_equal(clf.tree_.bias, tree.bias)
     # and it differs from the standardised fit of the same seed

@@ -16,7 +16,8 @@ Kind of work: the activations ``A = W @ X_b.T + b`` and the weight gradient
 ``G @ X_b`` are BLAS GEMMs done by the caller (split-major: ``A``, ``E`` and
 ``G`` have shape (n_splits, n)); the kernels here are the element-wise,
 per-sample parts (path probabilities level by level, the E-step, the
-per-split gradient factors of eq. 14, the Adam update). They work on chunks
+per-split gradient factors of eq. 14) and the whole schedule of one greedy
+stump (Adam from :mod:`obliquetrees._training._optim`). They work on chunks
 of ``CHUNK`` samples, node by node, with loops over the chunk's samples that
 LLVM turns into SIMD code (rows are sliced per chunk so that indices are
 provably non-negative: otherwise numba's wrap-around of negative indices
@@ -38,7 +39,10 @@ import numpy as np
 
 # numpy's error model lets LLVM vectorise the sample loops that divide. No
 # kernel here divides by zero: denominators are ``1 + exp(.) >= 1`` or guarded.
+from obliquetrees._core._jit import jit_inline
 from obliquetrees._core._jit import jit_numpy_errors as jit
+from obliquetrees._core._math import log_sigmoid_pair, sigmoid
+from obliquetrees._training._optim import adam_update
 
 #: Samples processed together by the tree kernels (per-node scratch of
 #: n_nodes x CHUNK doubles). Larger chunks amortise the per-node work; 256 was
@@ -50,59 +54,17 @@ TINY = 1e-30
 
 
 @jit
-def _log_sigmoid_pair(z):
-    """``(log sigma(z), log sigma(-z))`` without overflow."""
-    e = np.log1p(np.exp(-abs(z)))
-    if z >= 0.0:
-        return -e, -z - e
-    return z - e, -e
-
-
-@jit
-def _sigmoid(z):
-    if z >= 0.0:
-        return 1.0 / (1.0 + np.exp(-z))
-    e = np.exp(z)
-    return e / (1.0 + e)
-
-
-@jit
-def _row_log_paths(A, r, gamma, left, right, split_col, leaf_col, node_lp, out, out_row):
-    """Log path probabilities of row ``r`` of ``A``: ``out[out_row, leaf]``."""
+def _row_log_paths(A, r, gamma, left, right, split_col, leaf_col, node_lp, out):
+    """``log mu_l`` (eq. 1) of sample ``r`` of split-major ``A`` into ``out[leaf]``."""
     node_lp[0] = 0.0
     for node in range(left.shape[0]):
         c = split_col[node]
         if c >= 0:
-            lr, ll = _log_sigmoid_pair(gamma[c] * A[r, c])
+            lr, ll = log_sigmoid_pair(gamma[c] * A[c, r])
             node_lp[right[node]] = node_lp[node] + lr
             node_lp[left[node]] = node_lp[node] + ll
         else:
-            out[out_row, leaf_col[node]] = node_lp[node]
-
-
-@jit
-def log_path_probs(A, gamma, left, right, split_col, leaf_col, n_leaves):
-    """``log mu_l(x_n)`` for every row of the activations ``A`` (eq. 1).
-
-    Parameters
-    ----------
-    A : ndarray (n, n_splits)
-        Split activations ``w_i . x_n + b_i``.
-    gamma : ndarray (n_splits,)
-        Steepness of each split.
-    left, right, split_col, leaf_col : tree layout (see module docstring).
-    n_leaves : int
-
-    Returns
-    -------
-    log_mu : ndarray (n, n_leaves)
-    """
-    n = A.shape[0]
-    out = np.empty((n, n_leaves))
-    node_lp = np.empty(left.shape[0])
-    for r in range(n):
-        _row_log_paths(A, r, gamma, left, right, split_col, leaf_col, node_lp, out, r)
-    return out
+            out[leaf_col[node]] = node_lp[node]
 
 
 def steep_activations(A, gamma):
@@ -121,9 +83,13 @@ def steep_activations(A, gamma):
     return E
 
 
-@jit
+@jit_inline
 def _split_probs(t, e):
-    """``(P(right), P(left))`` of a split from ``t = gamma a``, ``e = exp(-|t|)``."""
+    """``(P(right), P(left))`` of a split from ``e = exp(-|gamma a|)``.
+
+    ``t`` is ``gamma a`` or ``a`` (the same sign). Inlined into the
+    vectorised sample loops of the chunk kernels.
+    """
     big = 1.0 / (1.0 + e)
     small = e * big
     if t >= 0.0:
@@ -176,6 +142,19 @@ def e_step(A, E, gamma, left, right, split_col, leaf_col, pi, y, sw, h, counts):
         ``sum_n sw_n log p(y_n | x_n)`` (eq. 4) under the current parameters
         (``-inf`` if a weighted sample's label is impossible).
     """
+    no_grad = np.empty((0, 0), dtype=A.dtype)
+    return _em_chunks(
+        A, E, gamma, left, right, split_col, leaf_col, pi, y, sw, counts, h, sw, no_grad, sw
+    )
+
+
+@jit
+def _em_chunks(A, E, gamma, left, right, split_col, leaf_col, pi, y, sw, counts, h, coef, G, gsum):
+    """:func:`e_step` chunk by chunk, each chunk followed by its gradient factors.
+
+    ``h`` is written only if it has columns, ``G`` and ``gsum`` only if ``G``
+    has rows (:func:`em_batch`); ``coef`` is read only then.
+    """
     n_leaves = pi.shape[0]
     leaf_nodes = _leaf_nodes(leaf_col, n_leaves)
     buf = np.empty((left.shape[0], CHUNK))  # one chunk of samples stays in cache
@@ -206,6 +185,8 @@ def e_step(A, E, gamma, left, right, split_col, leaf_col, pi, y, sw, h, counts):
                 src = buf[leaf_nodes[leaf]]
                 for q in range(m):
                     h[leaf, r0 + q] = src[q]
+        if G.shape[0] > 0:
+            _grad_chunk(A, E, gamma, left, right, split_col, coef, G, r0, m, buf, gsum)
     return loglik
 
 
@@ -239,13 +220,10 @@ def _estep_chunk(
             a_row = A[c, r0 : r0 + m]
             e_row = E[c, r0 : r0 + m]
             for q in range(m):
-                e = np.float64(e_row[q])
-                big = 1.0 / (1.0 + e)
-                small = e * big
-                pos = a_row[q] >= 0.0
+                p_right, p_left = _split_probs(a_row[q], np.float64(e_row[q]))
                 v = src[q]
-                dr[q] = v * (big if pos else small)
-                dl[q] = v * (small if pos else big)
+                dr[q] = v * p_right
+                dl[q] = v * p_left
         else:
             pl = pi[leaf_col[node]]
             for q in range(m):
@@ -284,19 +262,14 @@ def _estep_chunk(
 @jit
 def _row_log_terms(A, gamma, left, right, split_col, leaf_col, pi, y, r):
     """``log pi_l[y_r] + log mu_l`` of one sample (log space) and ``log mu_l``."""
-    n_nodes = left.shape[0]
     n_leaves = pi.shape[0]
-    node_lp = np.empty(n_nodes)
-    lp = np.empty((1, n_leaves))
-    Ar = np.empty((1, A.shape[0]))
-    for c in range(A.shape[0]):
-        Ar[0, c] = A[c, r]
-    _row_log_paths(Ar, 0, gamma, left, right, split_col, leaf_col, node_lp, lp, 0)
+    lp = np.empty(n_leaves)
+    _row_log_paths(A, r, gamma, left, right, split_col, leaf_col, np.empty(left.shape[0]), lp)
     terms = np.empty(n_leaves)
     for leaf in range(n_leaves):
         p = pi[leaf, y[r]]
-        terms[leaf] = np.log(p) + lp[0, leaf] if p > 0.0 else -np.inf
-    return terms, lp[0]
+        terms[leaf] = np.log(p) + lp[leaf] if p > 0.0 else -np.inf
+    return terms, lp
 
 
 @jit
@@ -394,15 +367,11 @@ def _grad_chunk(A, E, gamma, left, right, split_col, coef, G, r0, m, buf, gsum):
         g_row = G[c, r0 : r0 + m]
         acc = 0.0
         for q in range(m):
-            e = np.float64(e_row[q])
-            big = 1.0 / (1.0 + e)
-            small = e * big
-            pos = a_row[q] >= 0.0
+            p_right, p_left = _split_probs(a_row[q], np.float64(e_row[q]))
             hr = hr_[q]
             hl = hl_[q]
             dst[q] = hr + hl
-            # hr * P(left) - hl * P(right)
-            v = coefc[q] * g * (hr * (small if pos else big) - hl * (big if pos else small))
+            v = coefc[q] * g * (hr * p_left - hl * p_right)
             # flush negligible factors to 0: denormals in G (float32 data)
             # would slow the gradient GEMM down by an order of magnitude
             v = v if abs(v) > TINY else 0.0
@@ -422,67 +391,10 @@ def em_batch(A, E, gamma, left, right, split_col, leaf_col, pi, y, sw, coef, cou
     row sums of ``G`` in float64, before ``G`` is rounded to the dtype of
     ``A`` (the bias gradient). Returns the weighted log-likelihood.
     """
-    n_leaves = pi.shape[0]
-    leaf_nodes = _leaf_nodes(leaf_col, n_leaves)
-    buf = np.empty((left.shape[0], CHUNK))
-    tot = np.empty(CHUNK)
-    loglik = 0.0
-    for r0 in range(0, A.shape[1], CHUNK):
-        m = min(CHUNK, A.shape[1] - r0)
-        loglik += _estep_chunk(
-            A,
-            E,
-            gamma,
-            left,
-            right,
-            split_col,
-            leaf_col,
-            leaf_nodes,
-            pi,
-            y,
-            sw,
-            counts,
-            r0,
-            m,
-            buf,
-            tot,
-        )
-        _grad_chunk(A, E, gamma, left, right, split_col, coef, G, r0, m, buf, gsum)
-    return loglik
-
-
-@jit
-def adam_update(param, grad, m, v, step, lr, beta1, beta2, eps):
-    """One Adam step (Kingma & Ba) minimising, in place, on flat arrays.
-
-    ``step`` is the 1-based step count used for the bias corrections.
-    """
-    bc1 = 1.0 - beta1**step
-    bc2 = np.sqrt(1.0 - beta2**step)
-    a = lr / bc1
-    for j in range(param.shape[0]):
-        g = grad[j]
-        mj = beta1 * m[j] + (1.0 - beta1) * g
-        vj = beta2 * v[j] + (1.0 - beta2) * g * g
-        m[j] = mj
-        v[j] = vj
-        param[j] -= a * mj / (np.sqrt(vj) / bc2 + eps)
-
-
-@jit
-def adam_update_2d(param, grad, m, v, step, lr, beta1, beta2, eps):
-    """:func:`adam_update` on 2-D arrays (blocks of a matrix, any strides)."""
-    bc1 = 1.0 - beta1**step
-    bc2 = np.sqrt(1.0 - beta2**step)
-    a = lr / bc1
-    for i in range(param.shape[0]):
-        for j in range(param.shape[1]):
-            g = grad[i, j]
-            mj = beta1 * m[i, j] + (1.0 - beta1) * g
-            vj = beta2 * v[i, j] + (1.0 - beta2) * g * g
-            m[i, j] = mj
-            v[i, j] = vj
-            param[i, j] -= a * mj / (np.sqrt(vj) / bc2 + eps)
+    no_h = np.empty((pi.shape[0], 0))
+    return _em_chunks(
+        A, E, gamma, left, right, split_col, leaf_col, pi, y, sw, counts, no_h, coef, G, gsum
+    )
 
 
 @jit
@@ -511,22 +423,6 @@ def add_laplacian_grad(W, mask, nb_indptr, nb_indices, lam, out):
                 if mask[i, jn] != 0:
                     acc += W[i, j] - W[i, jn]
             out[i, j] += 2.0 * lam * acc
-
-
-@jit
-def laplacian_penalty(W, mask, nb_indptr, nb_indices):
-    """``sum_i w_i^T M_i w_i`` (sum of squared differences over mask edges)."""
-    total = 0.0
-    for i in range(W.shape[0]):
-        for j in range(W.shape[1]):
-            if mask[i, j] == 0:
-                continue
-            for q in range(nb_indptr[j], nb_indptr[j + 1]):
-                jn = nb_indices[q]
-                if jn > j and mask[i, jn] != 0:
-                    d = W[i, j] - W[i, jn]
-                    total += d * d
-    return total
 
 
 @jit
@@ -618,14 +514,14 @@ def fit_stump(
             if tot > 0.0:
                 hv = num_r / tot
             else:  # underflow or impossible label: log space / path posterior
-                lsr, lsl = _log_sigmoid_pair(t)
+                lsr, lsl = log_sigmoid_pair(t)
                 if pi[1, y[r]] > 0.0 or pi[0, y[r]] > 0.0:
                     tr = np.log(pi[1, y[r]]) + lsr if pi[1, y[r]] > 0.0 else -np.inf
                     tl = np.log(pi[0, y[r]]) + lsl if pi[0, y[r]] > 0.0 else -np.inf
                 else:
                     tr = lsr
                     tl = lsl
-                hv = _sigmoid(tr - tl)
+                hv = sigmoid(tr - tl)
             hr[r] = hv
             counts[1, y[r]] += sw[r] * hv
             counts[0, y[r]] += sw[r] * (1.0 - hv)
@@ -650,7 +546,7 @@ def fit_stump(
                     r = perm[start + q]
                     # minimisation: -d/da [h log s + (1 - h) log(1 - s)] / total
                     t = gamma * (np.float64(act_b[q]) + b[0])
-                    c = -sw[r] * gamma * (hr[r] - _sigmoid(t)) / total
+                    c = -sw[r] * gamma * (hr[r] - sigmoid(t)) / total
                     coef[q] = c
                     gb[0] += c
                 gw[:] = np.dot(coef[:m], buf[:m])  # BLAS gemv (transposed)

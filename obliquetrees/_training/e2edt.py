@@ -2,39 +2,48 @@
 
 Hehn, Kooij & Hamprecht, "End-to-End Learning of Decision Trees and Forests",
 IJCV 2019 (sect. 2). Pure functions over arrays that return
-:class:`~obliquetrees._core.tree.ObliqueTree` objects.
+:class:`~obliquetrees._core.tree.ObliqueTree` objects; :func:`fit_forest` is
+the entry point (one tree per seed).
 
 Training model: split ``i`` sends ``x`` right with probability
 ``sigma(gamma_i * (w_i . x + b_i))``; leaves hold class distributions; EM with
 closed-form leaves (eq. 13) and Adam on the split objective (eq. 14), with the
 steepness ``gamma_i`` raised after every epoch (annealing).
 
-1. Greedy (sect. 2.5), level by level (or best first by information gain
-   when ``max_leaf_nodes`` is set, as in the paper's sect. 3.4): every
-   candidate leaf is replaced by a stump trained for ``max_epochs`` epochs
-   on the samples that reach it by *deterministic* routing; a stump that
-   sends all of them one way is retried up to ``max_attempts`` times, then the
-   node stays a leaf. Each node's samples are a contiguous slice of one index
-   array partitioned in place; the slice is gathered once per stump and the
-   whole stump schedule runs in one numba call.
+1. Greedy (sect. 2.5), through the shared
+   :class:`~obliquetrees._training.grower.Grower`: level by level (order
+   ``"breadth"``), or best first by information gain when ``max_leaf_nodes``
+   is set (order ``"best"``, the paper's sect. 3.4). Every candidate leaf is
+   replaced by a stump trained for ``max_epochs`` epochs on the samples that
+   reach it by *deterministic* routing; a stump that sends all of them one
+   way is retried up to ``max_attempts`` times, then the node stays a leaf.
+   Each node's samples are a contiguous slice of the grower's row array,
+   partitioned in place; the slice is gathered once per stump and the whole
+   stump schedule runs in one numba call.
 2. Finetune (sect. 2.3): all splits and leaves of the tree jointly, with
    probabilistic routing of all data, for ``finetune_epochs`` epochs; every
    split keeps its own steepness and keeps gaining ``steepness_increase`` per
    epoch. Per minibatch the activations and the weight gradient are GEMMs, one
    per band of feature columns (:class:`TrainingTree`).
 
-Inputs are the standardised training data (or the raw data, with mean 0 and
-scale 1, when the estimator's ``standardize=False``); the caller folds the
-standardisation into the stored weights.
+Training runs on the standardised data (or the raw data, with mean 0 and
+scale 1, when ``standardize=False``) held in float32; the stored trees have
+the standardisation folded into their weights. Soft evaluation of a stored
+tree with its final steepness is :func:`obliquetrees._core.soft.soft_predict`.
 """
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
-from obliquetrees._core.tree import ObliqueTree, fold_standardization
-from obliquetrees._core.validation import check_n_features
+from obliquetrees._core import traversal
+from obliquetrees._core.forest import ObliqueForest
+from obliquetrees._core.tree import ObliqueTree, fold_standardization, standardization
 from obliquetrees._training import _e2edt_kernels as K
+from obliquetrees._training._optim import adam_update, adam_update_2d
+from obliquetrees._training._parallel import parallel_map
+from obliquetrees._training.grower import Grower
 
 ADAM_BETA1 = 0.9
 ADAM_BETA2 = 0.999
@@ -43,9 +52,15 @@ ADAM_EPS = 1e-8
 ESTEP_BLOCK = 2048
 
 
-@dataclass
+@dataclass(frozen=True)
 class E2EDTParams:
-    """Resolved hyper-parameters of one E2EDT tree (see the estimator)."""
+    """Resolved hyper-parameters of E2EDT training.
+
+    Names and meanings are those of :class:`obliquetrees.E2EDTClassifier`,
+    resolved: ``finetune_epochs`` is an int, ``max_features`` the number of
+    features of each split's random subset (None: all features),
+    ``image_shape`` a pair of ints or None.
+    """
 
     max_depth: int = 10
     max_leaf_nodes: int = None
@@ -57,11 +72,88 @@ class E2EDTParams:
     learning_rate: float = 0.001
     batch_size: int = 1000
     max_attempts: int = 5
-    n_sub_features: int = None  # random feature subset per split (None: all)
+    max_features: int = None
     image_shape: tuple = None
-    patch_size: int = None  # random square patch per split (image inputs)
+    patch_size: int = None
     spatial_reg: float = 0.0
-    bias_init: str = "origin"  # "origin" (official code) or "centroid"
+    standardize: bool = True
+
+
+# ------------------------------------------------------------------ driver
+def fit_forest(X, y, n_classes, seeds, params, *, sample_weight=None, n_jobs=None, verbose=0):
+    """Fit one E2EDT tree per seed (joblib over trees).
+
+    Every tree trains on all the data (no bootstrap, as in the paper); trees
+    differ by their seeds (initial splits, feature subsets or patches,
+    minibatch order).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Raw training inputs, finite (with ``standardize=False``, small enough
+        for float32 margins: the estimator checks).
+    y : ndarray of int64, shape (n_samples,)
+        Class indices in ``[0, n_classes)``.
+    n_classes : int
+    seeds : sequence of int
+        One seed per tree.
+    params : E2EDTParams
+    sample_weight : ndarray of float64, shape (n_samples,), or None
+    n_jobs : int or None
+        Trees trained in parallel (joblib, threads by default).
+    verbose : int
+        joblib progress messages.
+
+    Returns
+    -------
+    trees : list of ObliqueTree
+        Weights in raw input units (see :func:`to_oblique_tree`).
+    steepness : list of ndarray of shape (n_nodes,)
+        Final ``gamma`` of every split of each tree (0 at leaves), for soft
+        evaluation.
+    """
+    n_samples, n_features = X.shape
+    sw = np.ones(n_samples) if sample_weight is None else sample_weight
+    if params.standardize:  # (weighted) training statistics, as the paper does
+        mean, scale = standardization(X, sw)
+    else:  # unscaled, but constant features still get no weight (infinite scale)
+        mean = np.zeros(n_features)
+        scale = np.where(np.isinf(standardization(X, sw)[1]), np.inf, 1.0)
+    Z = np.ascontiguousarray((X - mean) / scale, dtype=np.float32)
+    args = [(X, Z, y, sw, n_classes, mean, scale, params, int(seed)) for seed in seeds]
+    results = parallel_map(_fit_one_tree, args, n_jobs=n_jobs, verbose=verbose)
+    return [tree for tree, _ in results], [steep for _, steep in results]
+
+
+def _fit_one_tree(X, Z, y, sw, n_classes, mean, scale, params, seed):
+    """Grow and finetune one tree (module level: picklable for joblib/dask).
+
+    Parameters
+    ----------
+    X : ndarray (n, p)
+        Raw training inputs (for the hard-routed node statistics).
+    Z : ndarray (n, p)
+        Standardised inputs ``(X - mean) / scale``, C-contiguous float32 or
+        float64 (the BLAS products run in its dtype).
+    y : int64 (n,)
+    sw : float64 (n,)
+    n_classes : int
+    mean, scale : ndarray (p,)
+    params : E2EDTParams
+    seed : int
+
+    Returns
+    -------
+    tree : ObliqueTree
+    steepness : ndarray (n_nodes,)
+    """
+    rng = np.random.default_rng(seed)
+    adjacency = grid_adjacency(params.image_shape) if params.image_shape else None
+    greedy = grow_greedy(Z, y, sw, n_classes, params, rng, adjacency)
+    band_width = params.image_shape[1] if params.patch_size is not None else None
+    tt = TrainingTree(greedy, Z.shape[1], band_width)
+    finetune(tt, Z, y, sw, params, rng, adjacency)
+    return to_oblique_tree(tt, X, y, sw, n_classes, mean, scale)
 
 
 # --------------------------------------------------------------- utilities
@@ -109,27 +201,22 @@ def draw_features(rng, n_features, params):
         r0 = int(rng.integers(0, h - ps + 1))
         c0 = int(rng.integers(0, w - ps + 1))
         return ((r0 + np.arange(ps))[:, None] * w + c0 + np.arange(ps)).ravel()
-    if params.n_sub_features is not None and params.n_sub_features < n_features:
-        return np.sort(rng.choice(n_features, params.n_sub_features, replace=False))
+    if params.max_features is not None and params.max_features < n_features:
+        return np.sort(rng.choice(n_features, params.max_features, replace=False))
     return None
 
 
-def init_split(rng, Xs, params):
-    """Initial hyperplane: direction uniform on the unit sphere (paper).
+def init_split(rng, k):
+    """Initial hyperplane on ``k`` features: direction uniform on the unit sphere.
 
-    The offset is a gap of the paper: ``"origin"`` draws it like the official
-    code (PyTorch's Linear init divided by the weight norm, about
+    The offset is a gap of the paper; it is drawn like the official code
+    (PyTorch's Linear init divided by the weight norm, about
     ``U(-sqrt(3/k), sqrt(3/k))``: the plane passes near the origin of the
-    standardised data); ``"centroid"`` puts it through the mean of the node's
-    samples.
+    standardised data).
     """
-    k = Xs.shape[1]
     w = rng.standard_normal(k)
     w /= np.linalg.norm(w)
-    if params.bias_init == "centroid":
-        b = -float(Xs.mean(axis=0) @ w)
-    else:
-        b = float(rng.uniform(-1.0, 1.0)) * np.sqrt(3.0 / k)
+    b = float(rng.uniform(-1.0, 1.0)) * np.sqrt(3.0 / k)
     return w, np.array([b])
 
 
@@ -143,74 +230,91 @@ def _empty_adjacency(k):
 
 
 # ------------------------------------------------------------------ greedy
-class _Node:
-    __slots__ = (
-        "parent",
-        "depth",
-        "start",
-        "end",
-        "left",
-        "right",
-        "value",
-        "features",
-        "w",
-        "b",
-        "gamma",
-        "stump",
-        "gain",
-    )
+class _Stump(NamedTuple):
+    """A fitted candidate split of one node (its leaves are ``pi``'s rows)."""
 
-    def __init__(self, parent, depth, start, end, value):
-        self.parent, self.depth, self.start, self.end = parent, depth, start, end
-        self.left = self.right = -1
-        self.value = value
-        self.features = self.w = self.b = None
-        self.gamma = 0.0
-        self.stump = None  # (features, w, b, gamma, pi, right_mask) once fitted
-        self.gain = -np.inf
+    features: np.ndarray  # or None: all features
+    w: np.ndarray
+    b: float
+    gamma: float
+    pi: np.ndarray  # (2, n_classes): left, right leaf
+    goes_right: np.ndarray  # bool per row of the node, in the grower's row order
+    gain: float  # information gain (order "best")
 
 
-class _Grower:
+class GreedyTree(NamedTuple):
+    """The tree of the greedy phase, parents before children.
+
+    Node arrays of the grower (``children_*`` -1 at leaves; ``value`` the class
+    distribution of every node; ``bias`` and ``gamma`` of splits, 0 at
+    leaves) and, per split node, its feature indices (``features[node]``,
+    None: all features) and weights on them (``weights[node]``).
+    """
+
+    children_left: np.ndarray
+    children_right: np.ndarray
+    value: np.ndarray
+    bias: np.ndarray
+    gamma: np.ndarray
+    features: dict
+    weights: dict
+
+
+class _StumpSplitter:
+    """The per-node step of the greedy phase: fit a probabilistic stump.
+
+    Supplies :class:`~obliquetrees._training.grower.Grower` its callbacks:
+    :meth:`fit_and_split` (order ``"breadth"``), or :meth:`propose` when a
+    node is created and :meth:`split` for the best proposal (order
+    ``"best"``). The generator ``rng`` is consumed by stump fits only, in the
+    order the grower visits nodes.
+    """
+
     def __init__(self, Z, y, sw, n_classes, params, rng, adjacency):
         self.Z, self.y, self.sw = Z, y, sw
         self.n_classes = n_classes
-        self.p = params
+        self.params = params
         self.rng = rng
         self.adjacency = adjacency  # full-image CSR or None
-        self.idx = np.arange(Z.shape[0], dtype=np.int64)
-        self.nodes = []
         self._local_adj = {}
+        self.grower = Grower(
+            Z.shape[0],
+            order="breadth" if params.max_leaf_nodes is None else "best",
+            max_depth=params.max_depth,
+            max_leaf_nodes=params.max_leaf_nodes,
+            payload={
+                "value": ((n_classes,), np.float64, 0.0),
+                "bias": ((), np.float64, 0.0),
+                "gamma": ((), np.float64, 0.0),
+            },
+        )
+        root_value = np.bincount(y, weights=sw, minlength=n_classes)
+        self.grower.value[0] = root_value / root_value.sum()
+        self.features, self.weights = {}, {}
+        self._proposals = {}
 
     def _adjacency_for(self, features, k):
-        if self.adjacency is None or self.p.spatial_reg <= 0:
+        p = self.params
+        if self.adjacency is None or p.spatial_reg <= 0:
             return _empty_adjacency(k)
         if features is None:
             return self.adjacency
-        if self.p.patch_size is not None:
-            key = self.p.patch_size
-            if key not in self._local_adj:
-                self._local_adj[key] = grid_adjacency((key, key))
-            return self._local_adj[key]
+        if p.patch_size is not None:
+            if p.patch_size not in self._local_adj:
+                self._local_adj[p.patch_size] = grid_adjacency((p.patch_size, p.patch_size))
+            return self._local_adj[p.patch_size]
         return induced_adjacency(features, *self.adjacency, self.Z.shape[1])
 
-    def _splittable(self, node):
-        p = self.p
-        n = node.end - node.start
-        if p.max_depth is not None and node.depth >= p.max_depth:
-            return False
-        if n < max(2, p.min_samples_split):
-            return False
-        rows = self.idx[node.start : node.end]
-        ys = self.y[rows][self.sw[rows] > 0]
-        return ys.size > 0 and np.any(ys != ys[0])
-
-    def fit_candidate(self, node):
-        """Fit a stump for ``node`` (up to ``max_attempts`` times)."""
-        if not self._splittable(node):
-            return False
-        p = self.p
-        rows = self.idx[node.start : node.end]
+    def fit(self, node):
+        """A stump for ``node`` (up to ``max_attempts`` tries), or None."""
+        p = self.params
+        rows = self.grower.node_rows(node)
         n = rows.shape[0]
+        if n < max(2, p.min_samples_split):
+            return None
+        labels = self.y[rows][self.sw[rows] > 0]
+        if labels.size == 0 or not np.any(labels != labels[0]):
+            return None
         ys = np.ascontiguousarray(self.y[rows])
         sws = np.ascontiguousarray(self.sw[rows])
         X_node = None
@@ -218,17 +322,16 @@ class _Grower:
             features = draw_features(self.rng, self.Z.shape[1], p)
             if features is None:
                 if X_node is None:
-                    whole = node.start == 0 and node.end == self.Z.shape[0]
+                    whole = n == self.Z.shape[0]
                     X_node = self.Z if whole else np.ascontiguousarray(self.Z[rows])
                 Xs = X_node
             else:
                 Xs = np.ascontiguousarray(self.Z[np.ix_(rows, features)])
             k = Xs.shape[1]
-            w, b = init_split(self.rng, Xs, p)
+            w, b = init_split(self.rng, k)
             pi = np.full((2, self.n_classes), 1.0 / self.n_classes)
             n_adam = max(p.max_epochs - 1, 0)
             order = self.rng.permuted(np.tile(np.arange(n, dtype=np.int64), (n_adam, 1)), axis=1)
-            nb_indptr, nb_indices = self._adjacency_for(features, k)
             gamma = K.fit_stump(
                 Xs,
                 ys,
@@ -246,68 +349,85 @@ class _Grower:
                 ADAM_BETA2,
                 ADAM_EPS,
                 p.spatial_reg,
-                nb_indptr,
-                nb_indices,
+                *self._adjacency_for(features, k),
             )
             n_right, right = K.count_right(Xs, w, b[0])
             if 0 < n_right < n and np.all(np.isfinite(w)) and np.isfinite(b[0]):
                 w_right = sws[right].sum()
                 w_total = sws.sum()
                 frac = w_right / w_total if w_total > 0 else 0.0
-                node.gain = _entropy(node.value) - (
+                gain = _entropy(self.grower.value[node]) - (
                     frac * _entropy(pi[1]) + (1 - frac) * _entropy(pi[0])
                 )
-                node.stump = (features, w, b[0], gamma, pi, right)
-                return True
-        return False
+                return _Stump(features, w, b[0], gamma, pi, right, gain)
+        return None
 
-    def commit(self, node_id):
-        """Turn a fitted candidate into a split with two new leaf children."""
-        node = self.nodes[node_id]
-        features, w, b, gamma, pi, right = node.stump
-        rows = self.idx[node.start : node.end]
-        n_left = int(rows.shape[0] - right.sum())
-        self.idx[node.start : node.start + n_left] = rows[~right]
-        self.idx[node.start + n_left : node.end] = rows[right]
-        node.features, node.w, node.b, node.gamma = features, w, b, gamma
-        node.stump = None
-        children = []
-        for value, (s, e) in (
-            (pi[0], (node.start, node.start + n_left)),
-            (pi[1], (node.start + n_left, node.end)),
-        ):
-            self.nodes.append(_Node(node_id, node.depth + 1, s, e, value.copy()))
-            children.append(len(self.nodes) - 1)
-        node.left, node.right = children
-        return children
+    def fit_and_split(self, node):
+        """Order "breadth": fit a stump for ``node`` and split it if one was found."""
+        stump = self.fit(node)
+        if stump is not None:
+            self._commit(node, stump)
+
+    def propose(self, node):
+        """Order "best": fit a stump for a new node, keep it; return its gain (or None)."""
+        stump = self.fit(node)
+        if stump is None:
+            return None
+        self._proposals[node] = stump
+        return stump.gain
+
+    def split(self, node):
+        """Order "best": split ``node`` with its proposed stump."""
+        self._commit(node, self._proposals.pop(node))
+
+    def _commit(self, node, stump):
+        g = self.grower
+        left, right = g.add_children(node, _partition_recorded(g.node_rows(node), stump.goes_right))
+        self.features[node], self.weights[node] = stump.features, stump.w
+        g.bias[node], g.gamma[node] = stump.b, stump.gamma
+        g.value[left], g.value[right] = stump.pi[0], stump.pi[1]
 
     def grow(self):
-        p = self.p
-        sws = self.sw
-        root_value = np.bincount(self.y, weights=sws, minlength=self.n_classes)
-        root_value = root_value / root_value.sum()
-        self.nodes = [_Node(-1, 0, 0, self.Z.shape[0], root_value)]
-        if p.max_leaf_nodes is None:  # level by level
-            frontier = [0]
-            while frontier:
-                nxt = []
-                for node_id in frontier:
-                    if self.fit_candidate(self.nodes[node_id]):
-                        nxt.extend(self.commit(node_id))
-                frontier = nxt
-        else:  # best first by information gain (paper sect. 3.4)
-            candidates = [0] if self.fit_candidate(self.nodes[0]) else []
-            n_leaves = 1
-            while candidates and n_leaves < p.max_leaf_nodes:
-                best = max(candidates, key=lambda i: (self.nodes[i].gain, -i))
-                candidates.remove(best)
-                for child in self.commit(best):
-                    if self.fit_candidate(self.nodes[child]):
-                        candidates.append(child)
-                n_leaves += 1
-            for i in candidates:
-                self.nodes[i].stump = None
-        return self.nodes
+        """Grow the tree; returns the :class:`GreedyTree`."""
+        self.grower.grow(
+            self.fit_and_split if self.grower.order == "breadth" else self.split,
+            propose=self.propose,
+        )
+        a = self.grower.arrays()
+        return GreedyTree(
+            a["children_left"],
+            a["children_right"],
+            a["value"],
+            a["bias"],
+            a["gamma"],
+            self.features,
+            self.weights,
+        )
+
+
+def _partition_recorded(rows, goes_right):
+    """The partition of the golden record: left rows first, then *not* the right rows.
+
+    Known defect, kept because fitted trees must stay bit-identical to the
+    record (issue 15): the right part is gathered from ``rows`` after the left
+    part has overwritten its beginning, so a right child receives some of its
+    sibling's rows (twice) instead of some of its own, and its subtree is
+    grown on those. ``Grower.partition`` is the correct stable partition;
+    switching to it changes every tree that splits a right child. Returns the
+    left count.
+    """
+    n_left = int(rows.shape[0] - goes_right.sum())
+    rows[:n_left] = rows[~goes_right]
+    rows[n_left:] = rows[goes_right]
+    return n_left
+
+
+def grow_greedy(Z, y, sw, n_classes, params, rng, adjacency):
+    """The greedy phase (sect. 2.5) on standardised ``Z``: a :class:`GreedyTree`.
+
+    ``adjacency`` is the full image's CSR pixel graph (``spatial_reg``) or None.
+    """
+    return _StumpSplitter(Z, y, sw, n_classes, params, rng, adjacency).grow()
 
 
 # ---------------------------------------------------------------- finetune
@@ -325,21 +445,21 @@ class TrainingTree:
 
     Parameters
     ----------
-    nodes : list of _Node
-        The greedy tree, parents before children.
-    n_features, n_classes : int
+    greedy : GreedyTree
+        The tree of the greedy phase, parents before children.
+    n_features : int
     band_width : int or None
         Splits whose first feature falls in the same block of ``band_width``
         columns (an image row, for patches) form a band; None: one band.
     """
 
-    def __init__(self, nodes, n_features, n_classes, band_width=None):
-        n_nodes = len(nodes)
-        self.left = np.array([nd.left for nd in nodes], dtype=np.int64)
-        self.right = np.array([nd.right for nd in nodes], dtype=np.int64)
+    def __init__(self, greedy, n_features, band_width=None):
+        self.left = np.array(greedy.children_left, dtype=np.int64)
+        self.right = np.array(greedy.children_right, dtype=np.int64)
+        n_nodes = self.left.shape[0]
         internal = self.left >= 0
         split_nodes = np.flatnonzero(internal)
-        feats = [nodes[i].features for i in split_nodes]
+        feats = [greedy.features[i] for i in split_nodes]
         any_subset = any(f is not None for f in feats)
         lo = np.array([0 if f is None else f.min() for f in feats], dtype=np.int64)
         hi = np.array([n_features if f is None else f.max() + 1 for f in feats], dtype=np.int64)
@@ -359,36 +479,27 @@ class TrainingTree:
             (int(r0), int(r1), int(lo[r0:r1].min()), int(hi[r0:r1].max()))
             for r0, r1 in zip(starts, ends, strict=True)
         ]
-        n_splits = self.split_nodes.shape[0]
+        self.n_splits = n_splits = self.split_nodes.shape[0]
+        self.n_leaves = self.leaf_nodes.shape[0]
         self.W = np.zeros((n_splits, n_features))
-        self.b = np.zeros(n_splits)
-        self.gamma = np.zeros(n_splits)
         self.mask = np.zeros((n_splits, n_features), dtype=np.uint8) if any_subset else None
         for c, i in enumerate(self.split_nodes):
-            nd = nodes[i]
-            if nd.features is None:
-                self.W[c] = nd.w
+            features = greedy.features[i]
+            if features is None:
+                self.W[c] = greedy.weights[i]
                 if self.mask is not None:
                     self.mask[c] = 1
             else:
-                self.W[c, nd.features] = nd.w
-                self.mask[c, nd.features] = 1
-            self.b[c] = nd.b
-            self.gamma[c] = nd.gamma
-        self.pi = np.array([nodes[i].value for i in self.leaf_nodes], dtype=np.float64)
-        self.pi = self.pi.reshape(len(self.leaf_nodes), n_classes)
+                self.W[c, features] = greedy.weights[i]
+                self.mask[c, features] = 1
+        self.b = greedy.bias[self.split_nodes]
+        self.gamma = greedy.gamma[self.split_nodes]
+        self.pi = greedy.value[self.leaf_nodes]  # a copy (fancy indexing)
 
-    @property
-    def layout(self):
-        return self.left, self.right, self.split_col, self.leaf_col
-
-    @property
-    def n_splits(self):
-        return self.split_nodes.shape[0]
-
-    @property
-    def n_leaves(self):
-        return self.leaf_nodes.shape[0]
+    def em_args(self, A):
+        """The leading arguments of the EM kernels for activations ``A``."""
+        E = K.steep_activations(A, self.gamma)
+        return A, E, self.gamma, self.left, self.right, self.split_col, self.leaf_col, self.pi
 
     def activations(self, X):
         """Split-major activations ``W @ X.T + b``, shape (n_splits, n).
@@ -443,7 +554,6 @@ def finetune(tt, Z, y, sw, params, rng, adjacency):
     gW = np.zeros_like(tt.W)  # zero outside the bands, always
     gb = np.empty_like(tt.b)
     step = 0
-    left, right, split_col, leaf_col = tt.layout
     no_h = np.empty((tt.n_leaves, 0))  # the first epoch needs only the leaf statistics
     for epoch in range(p.finetune_epochs):
         counts = np.zeros((tt.n_leaves, n_classes))
@@ -451,20 +561,7 @@ def finetune(tt, Z, y, sw, params, rng, adjacency):
             for s in range(0, N, ESTEP_BLOCK):
                 e = min(s + ESTEP_BLOCK, N)
                 A = tt.activations(Z[s:e])
-                K.e_step(
-                    A,
-                    K.steep_activations(A, tt.gamma),
-                    tt.gamma,
-                    left,
-                    right,
-                    split_col,
-                    leaf_col,
-                    tt.pi,
-                    y[s:e],
-                    sw[s:e],
-                    no_h,
-                    counts,
-                )
+                K.e_step(*tt.em_args(A), y[s:e], sw[s:e], no_h, counts)
         else:
             perm = rng.permutation(N)
             for s in range(0, N, p.batch_size):
@@ -477,29 +574,14 @@ def finetune(tt, Z, y, sw, params, rng, adjacency):
                 A = tt.activations(Xb)
                 G = np.empty_like(A)  # dtype of the data, for the GEMM below
                 gb[:] = 0.0
-                K.em_batch(
-                    A,
-                    K.steep_activations(A, tt.gamma),
-                    tt.gamma,
-                    left,
-                    right,
-                    split_col,
-                    leaf_col,
-                    tt.pi,
-                    y[rows],
-                    swb,
-                    swb / total,
-                    counts,
-                    G,
-                    gb,
-                )
+                K.em_batch(*tt.em_args(A), y[rows], swb, swb / total, counts, G, gb)
                 np.negative(gb, out=gb)
                 tt.minus_weight_gradient(G, Xb, gW)
                 if lam > 0:
                     K.add_laplacian_grad(tt.W, mask, adjacency[0], adjacency[1], lam, gW)
                 step += 1
                 for r0, r1, c0, c1 in tt.bands:
-                    K.adam_update_2d(
+                    adam_update_2d(
                         tt.W[r0:r1, c0:c1],
                         gW[r0:r1, c0:c1],
                         mW[r0:r1, c0:c1],
@@ -510,7 +592,7 @@ def finetune(tt, Z, y, sw, params, rng, adjacency):
                         ADAM_BETA2,
                         ADAM_EPS,
                     )
-                K.adam_update(
+                adam_update(
                     tt.b, gb, mb, vb, step, p.learning_rate, ADAM_BETA1, ADAM_BETA2, ADAM_EPS
                 )
         K.leaf_m_step(counts, tt.pi)
@@ -518,47 +600,14 @@ def finetune(tt, Z, y, sw, params, rng, adjacency):
     return tt
 
 
-# ------------------------------------------------------------------ driver
-def build_tree(X, Z, y, sw, n_classes, mean, scale, params, seed):
-    """Grow (and finetune) one E2EDT tree.
-
-    Parameters
-    ----------
-    X : ndarray (n, p)
-        Raw training inputs (for the hard-routed node statistics).
-    Z : ndarray (n, p)
-        Standardised inputs ``(X - mean) / scale``, C-contiguous float32 or
-        float64 (the BLAS products run in its dtype).
-    y : int64 (n,)
-    sw : float64 (n,)
-    n_classes : int
-    mean, scale : ndarray (p,)
-    params : E2EDTParams
-    seed : int
-
-    Returns
-    -------
-    tree : ObliqueTree
-        Weights in raw input units; leaf ``value`` = the trained ``pi``;
-        internal ``value`` and ``n_node_samples`` from hard routing of the
-        training data.
-    steepness : ndarray (n_nodes,)
-        Final ``gamma`` of every split (0 at leaves), for soft evaluation.
-    """
-    rng = np.random.default_rng(seed)
-    adjacency = grid_adjacency(params.image_shape) if params.image_shape else None
-    grower = _Grower(Z, y, sw, n_classes, params, rng, adjacency)
-    nodes = grower.grow()
-    band_width = params.image_shape[1] if params.patch_size is not None else None
-    tt = TrainingTree(nodes, Z.shape[1], n_classes, band_width)
-    finetune(tt, Z, y, sw, params, rng, adjacency)
-    return to_oblique_tree(tt, X, y, sw, n_classes, mean, scale)
-
-
+# ---------------------------------------------------------- storing
 def to_oblique_tree(tt, X, y, sw, n_classes, mean, scale):
-    """Store a training tree as an ObliqueTree in raw units (see build_tree)."""
-    from obliquetrees._core import traversal
+    """Store a finetuned tree as an ObliqueTree acting on raw inputs.
 
+    Leaf ``value`` = the trained ``pi``; internal ``value`` and
+    ``n_node_samples`` from hard routing of the training data ``X``. Returns
+    the tree and the final steepness of every node (0 at leaves).
+    """
     n_nodes = tt.left.shape[0]
     weights = np.zeros((n_nodes, tt.W.shape[1]))
     weights[tt.split_nodes] = tt.W
@@ -569,8 +618,6 @@ def to_oblique_tree(tt, X, y, sw, n_classes, mean, scale):
     tree = ObliqueTree.from_dense(tt.left, tt.right, weights, bias, value, np.zeros(n_nodes))
     tree = fold_standardization(tree, mean, scale)
     # hard-routed statistics of the training data, through the shared traversal
-    from obliquetrees._core.forest import ObliqueForest
-
     indicator = traversal.decision_path(ObliqueForest.from_trees([tree], validate=False), X, 1)
     onehot = np.zeros((X.shape[0], n_classes))
     onehot[np.arange(X.shape[0]), y] = sw
@@ -590,32 +637,3 @@ def to_oblique_tree(tt, X, y, sw, n_classes, mean, scale):
     steepness = np.zeros(n_nodes)
     steepness[tt.split_nodes] = tt.gamma
     return tree, steepness
-
-
-# --------------------------------------------------------- soft evaluation
-def tree_layout(tree):
-    """Kernel layout of a stored tree (parents must precede children)."""
-    left = np.ascontiguousarray(tree.children_left)
-    right = np.ascontiguousarray(tree.children_right)
-    internal = left >= 0
-    if np.any(left[internal] <= np.flatnonzero(internal)):
-        raise ValueError("soft evaluation needs parents stored before children")
-    split_col = np.full(left.shape[0], -1, dtype=np.int64)
-    leaf_col = np.full(left.shape[0], -1, dtype=np.int64)
-    split_col[internal] = np.arange(internal.sum())
-    leaf_col[~internal] = np.arange((~internal).sum())
-    return left, right, split_col, leaf_col
-
-
-def soft_predict_proba(tree, steepness, X):
-    """Class probabilities of the probabilistic tree (eq. 2) with ``gamma``."""
-    check_n_features(X, tree.n_features, "the tree")
-    left, right, split_col, leaf_col = tree_layout(tree)
-    internal = left >= 0
-    W = tree.dense_weights()[internal]
-    A = X @ W.T
-    A += tree.bias[internal]
-    A = np.ascontiguousarray(A, dtype=np.float64)
-    gamma = np.ascontiguousarray(steepness[internal], dtype=np.float64)
-    log_mu = K.log_path_probs(A, gamma, left, right, split_col, leaf_col, int((~internal).sum()))
-    return np.exp(log_mu) @ tree.value[~internal]

@@ -30,7 +30,7 @@ import scipy.sparse as sp
 from obliquetrees import machine
 from obliquetrees._core import traversal, traversal_numpy
 from obliquetrees._core import soft
-from obliquetrees._training import e2edt, hinge
+from obliquetrees._training import hinge
 
 model = pickle.loads(blob)
 p = X.shape[1]
@@ -60,8 +60,9 @@ else:
         entries["soft_predict"] = (lambda Z: soft.soft_predict(model.tree_, Z, model.tree_.value),
                                    True)
     if {name!r} == "E2EDTClassifier":
-        entries["e2edt.soft_predict_proba"] = (
-            lambda Z: e2edt.soft_predict_proba(model.trees_[0], model.steepness_[0], Z), False)
+        entries["soft_predict (E2EDT steepness)"] = (
+            lambda Z: soft.soft_predict(model.trees_[0], Z, model.trees_[0].value,
+                                        steepness=model.steepness_[0]), True)
     if "_model" in model.__dict__:
         entries["hinge.decision_values"] = (lambda Z: hinge.decision_values(model._model, Z),
                                             False)

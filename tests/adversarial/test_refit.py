@@ -27,7 +27,7 @@ ESTIMATORS = discover_estimators()
 #: epoch, a growth run), looked up at call time by the training code.
 TRAINING_STEP = {
     "CO2ForestClassifier": ("obliquetrees._training.co2", "_fit_one_tree"),
-    "E2EDTClassifier": ("obliquetrees._e2edt", "_build_tree_job"),
+    "E2EDTClassifier": ("obliquetrees._training.e2edt", "_fit_one_tree"),
     "HingeForestClassifier": ("obliquetrees._training.hinge", "run_epoch"),
     "HingeForestRegressor": ("obliquetrees._training.hinge", "run_epoch"),
     "SoftTreeClassifier": ("obliquetrees._training.soft", "grow_soft_tree"),

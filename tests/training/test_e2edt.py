@@ -5,16 +5,29 @@ import pytest
 
 from obliquetrees._core import traversal
 from obliquetrees._core.forest import ObliqueForest
+from obliquetrees._core.soft import soft_predict
 from obliquetrees._training import _e2edt_kernels as K
 from obliquetrees._training import e2edt as E
+from obliquetrees._training._optim import adam_update, adam_update_2d
 from tests import reference as ref
+
+
+def _kernel_layout(tree):
+    """The kernels' tree layout (module docstring of _e2edt_kernels) of a stored tree."""
+    left, right = tree.children_left, tree.children_right
+    internal = left >= 0
+    split_col = np.full(left.shape[0], -1, dtype=np.int64)
+    leaf_col = np.full(left.shape[0], -1, dtype=np.int64)
+    split_col[internal] = np.arange(internal.sum())
+    leaf_col[~internal] = np.arange((~internal).sum())
+    return left, right, split_col, leaf_col
 
 
 def _layout(rng, max_depth=4, n_features=5):
     tree = ref.random_tree(rng, n_features, max_depth=max_depth, split_prob=0.85)
     while tree.node_count < 3:
         tree = ref.random_tree(rng, n_features, max_depth=max_depth, split_prob=0.85)
-    return tree, E.tree_layout(tree)
+    return tree, _kernel_layout(tree)
 
 
 def _problem(seed, n=60, n_classes=3, max_depth=4, scale=3.0):
@@ -30,13 +43,22 @@ def _problem(seed, n=60, n_classes=3, max_depth=4, scale=3.0):
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_log_path_probs_matches_reference(seed):
-    _, (left, right, split_col, leaf_col), A, gamma, *_ = _problem(seed)
-    got = K.log_path_probs(A, gamma, left, right, split_col, leaf_col, int((left < 0).sum()))
-    want = ref.e2edt_log_path_probs(A, gamma, left, right, split_col)
-    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
-    # probabilities of the leaves sum to one
-    np.testing.assert_allclose(np.exp(got).sum(axis=1), 1.0, rtol=1e-12)
+def test_soft_evaluation_gives_the_path_probabilities_of_eq_1(seed):
+    """The core soft evaluation with E2EDT's steepness is ``mu_l`` of eq. 1."""
+    rng = np.random.default_rng(seed)
+    tree, (left, right, split_col, _) = _layout(rng)
+    internal, leaves = left >= 0, np.flatnonzero(left < 0)
+    X = rng.normal(scale=3.0, size=(60, tree.n_features))
+    A = X @ tree.dense_weights()[internal].T + tree.bias[internal]
+    gamma = rng.uniform(0.5, 3.0, int(internal.sum()))
+    steepness = np.zeros(tree.node_count)
+    steepness[internal] = gamma
+    one_hot = np.zeros((tree.node_count, leaves.shape[0]))
+    one_hot[leaves, np.arange(leaves.shape[0])] = 1.0
+    mu = soft_predict(tree, X, one_hot, steepness=steepness)
+    want = np.exp(ref.e2edt_log_path_probs(A, gamma, left, right, split_col))
+    np.testing.assert_allclose(mu, want, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(mu.sum(axis=1), 1.0, rtol=1e-12)
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -131,7 +153,7 @@ def test_adam_update_matches_reference():
     p, m, v = rng.normal(size=20), rng.normal(size=20) * 0.1, rng.uniform(size=20)
     g = rng.normal(size=20)
     want = ref.adam_step(p, m, v, g, 7, 0.01)
-    K.adam_update(p, g, m, v, 7, 0.01, 0.9, 0.999, 1e-8)
+    adam_update(p, g, m, v, 7, 0.01, 0.9, 0.999, 1e-8)
     np.testing.assert_allclose(p, want[0], rtol=1e-14)
     np.testing.assert_allclose(m, want[1], rtol=1e-14)
     np.testing.assert_allclose(v, want[2], rtol=1e-14)
@@ -155,9 +177,6 @@ def test_grid_adjacency_and_laplacian(shape):
     for i in range(3):
         Li = ref.e2edt_masked_laplacian(M, mask[i])
         np.testing.assert_allclose(out[i], 2 * 0.3 * Li @ W[i], rtol=1e-12, atol=1e-14)
-    pen = K.laplacian_penalty(W, mask, indptr, indices)
-    want = sum(W[i] @ ref.e2edt_masked_laplacian(M, mask[i]) @ W[i] for i in range(3))
-    np.testing.assert_allclose(pen, want, rtol=1e-12)
     # induced adjacency of a feature subset = masked Laplacian in local indices
     feats = np.sort(rng.choice(p, 7, replace=False))
     li, lx = E.induced_adjacency(feats, indptr, indices, p)
@@ -259,7 +278,7 @@ def _build(X, y, **kw):
     params = E.E2EDTParams(
         **{"max_depth": 3, "max_epochs": 5, "finetune_epochs": 5, "learning_rate": 0.02, **kw}
     )
-    return E.build_tree(X, Z, y, np.ones(len(y)), int(y.max()) + 1, mean, scale, params, 0)
+    return E._fit_one_tree(X, Z, y, np.ones(len(y)), int(y.max()) + 1, mean, scale, params, 0)
 
 
 def test_soft_model_with_huge_steepness_equals_hard_traversal():
@@ -267,10 +286,10 @@ def test_soft_model_with_huge_steepness_equals_hard_traversal():
     tree, steep = _build(X, y)
     tree.check_invariants()
     hard = traversal.predict_value(ObliqueForest.from_trees([tree]), X, 1)
-    soft = E.soft_predict_proba(tree, steep * 1e9, X)
+    soft = soft_predict(tree, X, tree.value, steepness=steep * 1e9)
     np.testing.assert_allclose(soft, hard, atol=1e-9)
     # and the default steepness gives a proper distribution close to it
-    soft = E.soft_predict_proba(tree, steep, X)
+    soft = soft_predict(tree, X, tree.value, steepness=steep)
     np.testing.assert_allclose(soft.sum(axis=1), 1.0, rtol=1e-12)
 
 
@@ -324,15 +343,15 @@ def test_patches_are_anywhere_and_features_subsets_respected():
     )
     starts = set()
     for seed in range(4):
-        tree, _ = E.build_tree(X, Z, y, np.ones(400), 2, mean, scale, params, seed)
+        tree, _ = E._fit_one_tree(X, Z, y, np.ones(400), 2, mean, scale, params, seed)
         W = tree.dense_weights()
         for i in np.flatnonzero(tree.children_left >= 0):
             rows, cols = np.nonzero(W[i].reshape(shape))
             assert rows.max() - rows.min() < 3 and cols.max() - cols.min() < 3
             starts.add((rows.min(), cols.min()))
     assert any(r != c for r, c in starts)  # not only on the diagonal
-    params = E.E2EDTParams(max_depth=3, max_epochs=3, finetune_epochs=2, n_sub_features=5)
-    tree, _ = E.build_tree(X, Z, y, np.ones(400), 2, mean, scale, params, 0)
+    params = E.E2EDTParams(max_depth=3, max_epochs=3, finetune_epochs=2, max_features=5)
+    tree, _ = E._fit_one_tree(X, Z, y, np.ones(400), 2, mean, scale, params, 0)
     assert np.all(np.diff(tree.weight_indptr)[tree.children_left >= 0] <= 5)
 
 
@@ -382,7 +401,7 @@ def test_adam_update_2d_on_strided_blocks_matches_reference():
         P[block].ravel(), M[block].ravel(), V[block].ravel(), G[block].ravel(), 3, 0.01
     )
     P0, M0, V0 = P.copy(), M.copy(), V.copy()
-    K.adam_update_2d(P[block], G[block], M[block], V[block], 3, 0.01, 0.9, 0.999, 1e-8)
+    adam_update_2d(P[block], G[block], M[block], V[block], 3, 0.01, 0.9, 0.999, 1e-8)
     for got, w in zip((P, M, V), want, strict=True):
         np.testing.assert_allclose(got[block].ravel(), w, rtol=1e-14)
     outside = np.ones(P.shape, dtype=bool)
@@ -401,9 +420,8 @@ def test_training_tree_bands_match_dense_products(band_width):
     params = E.E2EDTParams(
         max_depth=4, max_epochs=2, finetune_epochs=0, image_shape=shape, patch_size=3
     )
-    grower = E._Grower(X, y, np.ones(300), 3, params, rng, None)
-    nodes = grower.grow()
-    tt = E.TrainingTree(nodes, 36, 3, band_width)
+    greedy = E.grow_greedy(X, y, np.ones(300), 3, params, rng, None)
+    tt = E.TrainingTree(greedy, 36, band_width)
     assert tt.n_splits >= 3
     if band_width is None:
         assert len(tt.bands) == 1
@@ -417,7 +435,7 @@ def test_training_tree_bands_match_dense_products(band_width):
         assert cols.min() >= c0 and cols.max() < c1
     # split columns map back to the nodes' own weights
     for c, node in enumerate(tt.split_nodes):
-        np.testing.assert_array_equal(tt.W[c, nodes[node].features], nodes[node].w)
+        np.testing.assert_array_equal(tt.W[c, greedy.features[node]], greedy.weights[node])
         assert tt.split_col[node] == c
     tt.W += rng.normal(size=tt.W.shape) * tt.mask  # generic weights inside the masks
     np.testing.assert_allclose(tt.activations(X), tt.W @ X.T + tt.b[:, None], rtol=1e-12)
