@@ -57,13 +57,15 @@ def revision(paths=None):
     ----------
     paths : list of str, optional
         Only changes to these paths (relative to the repository root) make the
-        revision dirty; by default any tracked file does. A benchmark of one
-        method may restrict it to that method's sources when other files of a
-        shared working tree are being edited while it runs.
+        revision dirty; by default any tracked file outside ``benchmarks/results``
+        does. A benchmark of one method may restrict it to that method's sources
+        when other files of a shared working tree are being edited while it runs.
     """
     try:
         rev = _git("rev-parse", "--short", "HEAD")
-        dirty = _git("status", "--porcelain", "--untracked-files=no", "--", *(paths or []))
+        # result files being rewritten do not change what is measured
+        paths = paths or [".", f":(exclude){RESULTS_DIR.relative_to(ROOT)}"]
+        dirty = _git("status", "--porcelain", "--untracked-files=no", "--", *paths)
     except (OSError, subprocess.CalledProcessError):
         return "unknown (no git checkout)"
     return rev + ("+dirty" if dirty else "")
