@@ -106,6 +106,24 @@ def _score(clf, X, y):
     return acc, time.perf_counter() - t0
 
 
+def _cart_row(part, depth, Xtr, ytr, Xte, yte, **keys):
+    """Row of scikit-learn's tree of the same depth on the same split (``keys``: row keys)."""
+    cart = DecisionTreeClassifier(max_depth=depth, random_state=0)
+    fit_s = _fit(cart, Xtr, ytr)
+    acc, pred_s = _score(cart, Xte, yte)
+    train_acc, _ = _score(cart, Xtr, ytr)
+    return dict(
+        part=part,
+        method="sklearn CART",
+        **keys,
+        acc=acc,
+        train_acc=train_acc,
+        fit_s=fit_s,
+        predict_s=pred_s,
+        nodes=cart.tree_.node_count,
+    )
+
+
 def _warm_up():
     """Compile / load every kernel outside the timings."""
     rng = np.random.default_rng(0)
@@ -172,20 +190,7 @@ def part_speed(quick):
                     )
                 )
                 print(rows[-1], flush=True)
-        cart = DecisionTreeClassifier(max_depth=6, random_state=0)
-        fit_s = _fit(cart, Xtr, ytr)
-        acc, pred_s = _score(cart, Xte, yte)
-        rows.append(
-            dict(
-                part="speed",
-                dataset=name,
-                method="sklearn CART",
-                seed=0,
-                acc=acc,
-                fit_s=fit_s,
-                predict_s=pred_s,
-            )
-        )
+        rows.append(_cart_row("speed", 6, Xtr, ytr, Xte, yte, dataset=name, seed=0))
     return rows
 
 
@@ -218,22 +223,7 @@ def part_trees(quick, epochs=20, finetune_epochs=20):
                     )
                 )
                 print(rows[-1], flush=True)
-            cart = DecisionTreeClassifier(max_depth=depth, random_state=0)
-            fit_s = _fit(cart, Xtr, ytr)
-            acc, _ = _score(cart, Xte, yte)
-            train_acc, _ = _score(cart, Xtr, ytr)
-            rows.append(
-                dict(
-                    part="trees",
-                    dataset=name,
-                    depth=depth,
-                    method="sklearn CART",
-                    acc=acc,
-                    train_acc=train_acc,
-                    fit_s=fit_s,
-                    nodes=cart.tree_.node_count,
-                )
-            )
+            rows.append(_cart_row("trees", depth, Xtr, ytr, Xte, yte, dataset=name, depth=depth))
     return rows
 
 
