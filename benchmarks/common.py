@@ -99,6 +99,9 @@ def versions():
         "joblib": joblib.__version__,
         "obliquetrees": getattr(obliquetrees, "__version__", "unknown"),
     }
+    package = Path(obliquetrees.__file__).resolve().parent
+    if not package.is_relative_to(ROOT):  # the revision would not describe the code measured
+        info["obliquetrees"] += f" imported from {package}, not from this checkout"
     try:
         import numba
 
