@@ -610,7 +610,8 @@ SECTIONS_FILE = RESULTS_DIR / "hinge.json"
 
 def _read_sections(path):
     """section -> stored part (provenance, tables, notes, seconds)."""
-    return json.loads(path.read_text())["sections"] if path.exists() else {}
+    text = path.read_text() if path.exists() else ""  # empty: just created by the lock
+    return json.loads(text)["sections"] if text.strip() else {}
 
 
 def _store_section(path, section, part, load):
