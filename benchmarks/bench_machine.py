@@ -17,7 +17,7 @@ test accuracy of the forest, of two leaf-only baselines (frequency refit,
 EM refit of the forest likelihood) and of ``machine.finetune``; predict time
 of the converted and the fine-tuned model; weight density.
 
-    python -m benchmarks machine --part inference [--quick]
+    python -m benchmarks machine --part inference [--quick]   # --quick: to the temp directory
     python -m benchmarks machine --part finetune [--depths 6] [--datasets satimage ...]
     python -m benchmarks machine --part report     # rebuild the markdown, no measuring
 
@@ -29,6 +29,7 @@ present, so the parts can be re-run separately.
 """
 
 import json
+import tempfile
 import time
 from pathlib import Path
 
@@ -38,7 +39,10 @@ from scipy.optimize import nnls
 
 from benchmarks.common import RESULTS_DIR, command_line, timed, write_results
 
-JSON = str(RESULTS_DIR / "decision_machine_{}.json")
+
+def _path(name, quick):
+    """A result file of this benchmark; ``--quick`` smoke runs write to the temp directory."""
+    return (Path(tempfile.gettempdir()) if quick else RESULTS_DIR) / f"decision_machine{name}"
 
 
 # ------------------------------------------------------------------ inference
@@ -450,9 +454,9 @@ def _measured(data):
     return text
 
 
-def report():
+def report(quick=False):
     tables, notes = [], NOTES
-    inf_path, ft_path = Path(JSON.format("inference")), Path(JSON.format("finetune"))
+    inf_path, ft_path = _path("_inference.json", quick), _path("_finetune.json", quick)
     if inf_path.exists():
         data = json.loads(inf_path.read_text())
         notes += f"\nInference: {_measured(data)}; constants fitted: {data['constants']}.\n"
@@ -477,17 +481,17 @@ def report():
             columns += [c for c in r if c not in columns]
         rows = [{c: r.get(c, "n/a") for c in columns} for r in rows]  # older rows lack columns
         tables.append(("Fine-tuning converted RandomForests (test accuracy)", rows))
-    reg_path = Path(JSON.format("finetune_regression"))
+    reg_path = _path("_finetune_regression.json", quick)
     if reg_path.exists():
         data = json.loads(reg_path.read_text())
         notes += f"\nRegression fine-tuning: {_measured(data)}.\n" + data.get("summary", "")
         tables.append(("Fine-tuning converted RandomForestRegressors (test R^2)", data["rows"]))
     write_results(
-        "decision_machine.md",
+        _path(".md", quick),
         "Decision machines: BLAS inference and fine-tuning",
         tables,
         notes=notes,
-        command="python -m benchmarks machine --part report",
+        command="python -m benchmarks machine --part report" + (" --quick" if quick else ""),
     )
 
 
@@ -498,7 +502,11 @@ def add_arguments(parser):
         choices=["inference", "finetune", "finetune-regression", "report"],
         default="inference",
     )
-    parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smaller inference grid; every file goes to the temp directory (a smoke run)",
+    )
     parser.add_argument(
         "--refit",
         action="store_true",
@@ -526,7 +534,7 @@ def add_arguments(parser):
 def main(args):
     command = command_line()
     if args.part == "inference":
-        path = Path(JSON.format("inference"))
+        path = _path("_inference.json", args.quick)
         saved = json.loads(path.read_text()) if path.exists() else {}
         if args.refit and "raw rows" in saved:
             # the measured rows of the saved run, under the command that measured them
@@ -552,7 +560,7 @@ def main(args):
         support = int(args.support) if args.support.isdigit() else args.support
         kwargs = {"epochs": args.epochs, "support": support}
         rows = finetune_grid(args.datasets, args.depths, args.trees, args.repeat, kwargs)
-        path = Path(JSON.format("finetune"))
+        path = _path("_finetune.json", args.quick)
         old = json.loads(path.read_text())["rows"] if path.exists() else []
         done = {(n["dataset"], n["depth"], n["support"]) for n in rows}
         keep = [r for r in old if (r["dataset"], r["depth"], r["support"]) not in done]
@@ -581,8 +589,8 @@ def main(args):
             + ".\n"
         )
         data = {"kwargs": kwargs, "rows": rows, "summary": summary}
-        write_results(JSON.format("finetune_regression"), command=command, data=data)
-    report()
+        write_results(_path("_finetune_regression.json", args.quick), command=command, data=data)
+    report(args.quick)
 
 
 if __name__ == "__main__":
