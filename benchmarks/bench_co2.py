@@ -36,12 +36,11 @@ seeds (``--seeds-table``, written to ``benchmarks/results/co2_seeds.md``)
     setting with the lowest mean validation error when it is not the
     defaults; and the letter fit time with 1 and 2 jobs.
 
-    python -m benchmarks.bench_co2            # everything (about 15 min on 2 idle cores)
-    python -m benchmarks.bench_co2 --quick    # smoke test (a few minutes)
-    python -m benchmarks.bench_co2 --seeds-table --seeds 5   # co2_seeds.md
+    python -m benchmarks co2            # everything (about 15 min on 2 idle cores)
+    python -m benchmarks co2 --quick    # smoke test (a few minutes)
+    python -m benchmarks co2 --seeds-table --seeds 5   # co2_seeds.md
 """
 
-import argparse
 import dataclasses
 import os
 import time
@@ -636,8 +635,8 @@ max_features='{defaults["max_features"]}'.
     write(True)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_arguments(parser):
+    """The arguments of ``python -m benchmarks co2``."""
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--datasets", nargs="*", default=DATASETS)
     parser.add_argument("--tune-trees", type=int, default=30)
@@ -648,7 +647,9 @@ def main():
         action="store_true",
         help="only the multi-seed acceptance figures and letter search (writes co2_seeds.md)",
     )
-    args = parser.parse_args()
+
+
+def main(args):
     log_lines, loads = [], []
 
     def log(msg):
@@ -736,4 +737,6 @@ step: {load_summary()}.
 
 
 if __name__ == "__main__":
-    main()
+    from benchmarks.__main__ import script
+
+    script("co2")

@@ -2,10 +2,11 @@
 
 Usage (from the repository root)::
 
-    python -m benchmarks.bench_e2edt                 # everything (hours on 2 cores)
-    python -m benchmarks.bench_e2edt --quick         # small smoke version
-    python -m benchmarks.bench_e2edt --parts speed trees
-    python -m benchmarks.bench_e2edt --parts forest --forest-settings usps:100:15:0.1
+    python -m benchmarks e2edt                 # everything (hours on 2 cores)
+    python -m benchmarks e2edt --quick         # small smoke version
+    python -m benchmarks e2edt --parts speed trees
+    python -m benchmarks e2edt --parts forest --forest-settings usps:100:15:0.1
+    python -m benchmarks e2edt --parts report  # rebuild e2edt.md, no measuring
 
 Parts:
 
@@ -20,26 +21,33 @@ Parts:
   plus test accuracy, split nodes per tree, split evaluations per test
   sample, fit time. Settings ``dataset:trees:epochs:steepness_increase``.
 
-Every part stores its raw rows in ``benchmarks/results/e2edt_raw_<tag>.json`` so
-parts can be run separately; the markdown file is rewritten from all stored
-rows after each run. Heavy runs should be started with ``nice``.
+Every run appends its raw rows, with its command, revision, versions, CPU,
+threads and load, to ``benchmarks/results/e2edt_runs.json`` (one list of runs,
+oldest first), so parts can be run separately (and concurrently); the markdown
+file is rewritten from the rows of all stored runs after each run (a later
+row replaces an earlier one of the same part, data set, setting and revision).
+Heavy runs should be started with ``nice``.
 """
 
-import argparse
-import json
 import os
-import threading
+import tempfile
 import time
-from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 from sklearn.tree import DecisionTreeClassifier
 
-from benchmarks.common import RESULTS_DIR, write_results
+from benchmarks.common import ROOT, LoadSampler, read_runs, record_run, revision, write_results
 from benchmarks.datasets import load
 
-RAW = RESULTS_DIR / "e2edt_raw.json"
-RAW_QUICK = RESULTS_DIR / "e2edt_quick_raw.json"
+RUNS = "e2edt_runs.json"
+#: Only changes to these make the revision dirty: other modules of a shared working
+#: tree are edited by other sessions while benchmarks run.
+SOURCES = [
+    "obliquetrees/_e2edt.py",
+    "obliquetrees/_training/e2edt.py",
+    "obliquetrees/_training/_e2edt_kernels.py",
+]
 
 #: Authors' code on this machine (ANCHORS.md 5a): depth 6, 20 epochs/split,
 #: refine 20 epochs, trained on the full training split, test accuracy.
@@ -52,8 +60,8 @@ TABLE1 = {
     ("usps", 0.1): {15: 96.1, 30: 96.6, 45: 96.7},
 }
 PAPER_SPLITS = {"letter_uci": "758 ± 1", "usps": "372 ± 2"}
-#: Revision column of rows stored before rows recorded their revision.
-OLD_ROWS = "≤ c646644"
+#: Revision column of rows stored before rows recorded their revision (c4dc76a).
+OLD_ROWS = "unknown (before c4dc76a)"
 
 
 def _estimator(**kw):
@@ -85,30 +93,6 @@ def split_for(name, purpose):
     raise ValueError(name)
 
 
-def _revision():
-    """Short git revision, ``+dirty`` if the E2EDT sources have uncommitted changes.
-
-    Only the E2EDT files are checked: other modules of the shared working tree
-    are edited by other sessions while benchmarks run.
-    """
-    import subprocess
-
-    def git(*args):
-        return subprocess.run(
-            ["git", *args], capture_output=True, text=True, cwd=RESULTS_DIR.parent.parent
-        ).stdout.strip()
-
-    dirty = git(
-        "status",
-        "--porcelain",
-        "--",
-        "obliquetrees/_e2edt.py",
-        "obliquetrees/_training/e2edt.py",
-        "obliquetrees/_training/_e2edt_kernels.py",
-    )
-    return git("rev-parse", "--short", "HEAD") + ("+dirty" if dirty else "")
-
-
 def _fit(clf, X, y, cpu=False):
     t0, c0 = time.perf_counter(), time.process_time()
     clf.fit(X, y)
@@ -122,6 +106,24 @@ def _score(clf, X, y):
     return acc, time.perf_counter() - t0
 
 
+def _cart_row(part, depth, Xtr, ytr, Xte, yte, **keys):
+    """Row of scikit-learn's tree of the same depth on the same split (``keys``: row keys)."""
+    cart = DecisionTreeClassifier(max_depth=depth, random_state=0)
+    fit_s = _fit(cart, Xtr, ytr)
+    acc, pred_s = _score(cart, Xte, yte)
+    train_acc, _ = _score(cart, Xtr, ytr)
+    return dict(
+        part=part,
+        method="sklearn CART",
+        **keys,
+        acc=acc,
+        train_acc=train_acc,
+        fit_s=fit_s,
+        predict_s=pred_s,
+        nodes=cart.tree_.node_count,
+    )
+
+
 def _warm_up():
     """Compile / load every kernel outside the timings."""
     rng = np.random.default_rng(0)
@@ -133,30 +135,6 @@ def _warm_up():
     _estimator(**kw, n_estimators=2, max_features=8, n_jobs=2).fit(X, y).predict(X)
     Xi = rng.normal(size=(300, 16))
     _estimator(**kw, n_estimators=2, image_shape=(4, 4), patch_size=2).fit(Xi, y)
-
-
-@contextmanager
-def _load_sampler(period=10.0):
-    """Sample the 1-minute load average every ``period`` s; yields the list."""
-    samples = [os.getloadavg()[0]]
-    stop = threading.Event()
-
-    def run():
-        while not stop.wait(period):
-            samples.append(os.getloadavg()[0])
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    try:
-        yield samples
-    finally:
-        stop.set()
-        thread.join()
-        samples.append(os.getloadavg()[0])
-
-
-def _load_summary(samples):
-    return f"{np.mean(samples):.1f} ({np.min(samples):.1f}-{np.max(samples):.1f})"
 
 
 # ---------------------------------------------------------------- parts
@@ -179,7 +157,7 @@ SPEED_VARIANTS = {
 
 def part_speed(quick):
     rows = []
-    revision = _revision()
+    rev = revision(SOURCES)
     seeds = [0] if quick else [0, 1, 2, 3, 4]
     for name in ["letter_uci", "usps"]:
         Xtr, ytr, Xte, yte = split_for(name, "test")
@@ -208,24 +186,11 @@ def part_speed(quick):
                         fit_cpu_s=fit_cpu,
                         predict_s=pred_s,
                         load_avg=load,
-                        revision=revision,
+                        revision=rev,
                     )
                 )
                 print(rows[-1], flush=True)
-        cart = DecisionTreeClassifier(max_depth=6, random_state=0)
-        fit_s = _fit(cart, Xtr, ytr)
-        acc, pred_s = _score(cart, Xte, yte)
-        rows.append(
-            dict(
-                part="speed",
-                dataset=name,
-                method="sklearn CART",
-                seed=0,
-                acc=acc,
-                fit_s=fit_s,
-                predict_s=pred_s,
-            )
-        )
+        rows.append(_cart_row("speed", 6, Xtr, ytr, Xte, yte, dataset=name, seed=0))
     return rows
 
 
@@ -258,28 +223,13 @@ def part_trees(quick, epochs=20, finetune_epochs=20):
                     )
                 )
                 print(rows[-1], flush=True)
-            cart = DecisionTreeClassifier(max_depth=depth, random_state=0)
-            fit_s = _fit(cart, Xtr, ytr)
-            acc, _ = _score(cart, Xte, yte)
-            train_acc, _ = _score(cart, Xtr, ytr)
-            rows.append(
-                dict(
-                    part="trees",
-                    dataset=name,
-                    depth=depth,
-                    method="sklearn CART",
-                    acc=acc,
-                    train_acc=train_acc,
-                    fit_s=fit_s,
-                    nodes=cart.tree_.node_count,
-                )
-            )
+            rows.append(_cart_row("trees", depth, Xtr, ytr, Xte, yte, dataset=name, depth=depth))
     return rows
 
 
 def part_forest(quick, settings, n_jobs):
     rows = []
-    revision = _revision()  # at the start: the sources may be edited during the run
+    rev = revision(SOURCES)  # at the start: the sources may be edited during the run
     for setting in settings:
         name, n_trees, epochs, inc = setting.split(":")
         n_trees, epochs, inc = int(n_trees), int(epochs), float(inc)
@@ -300,7 +250,7 @@ def part_forest(quick, settings, n_jobs):
         else:
             kw.update(max_features=8)
         clf = _estimator(**kw)
-        with _load_sampler() as load_samples:
+        with LoadSampler() as sampler:
             t0p, t0 = time.process_time(), time.perf_counter()
             clf.fit(Xtr, ytr)
             fit_s, fit_cpu = time.perf_counter() - t0, time.process_time() - t0p
@@ -324,8 +274,8 @@ def part_forest(quick, settings, n_jobs):
             split_evals_per_sample=float(evals),
             fit_s=fit_s,
             fit_cpu_s=fit_cpu,
-            load_avg=_load_summary(load_samples),
-            revision=revision,
+            load_avg=sampler.summary(),
+            revision=rev,
             predict_s=pred_s,
             quick=quick,
         )
@@ -377,7 +327,7 @@ def part_profile(quick, epochs=15):
         image_shape=(16, 16),
         patch_size=10,
     )
-    revision = _revision()
+    rev = revision(SOURCES)
     load = os.getloadavg()[0]
     with threadpool_limits(limits=1, user_api="blas"):
         rng = np.random.default_rng(0)
@@ -393,9 +343,7 @@ def part_profile(quick, epochs=15):
         finetune = time.process_time() - c0
     stats = pstats.Stats(prof).stats
     total = sum(v[2] for v in stats.values())  # tottime
-    common = dict(
-        part="profile", dataset="usps", splits=tt.n_splits, revision=revision, load_avg=load
-    )
+    common = dict(part="profile", dataset="usps", splits=tt.n_splits, revision=rev, load_avg=load)
     rows = [dict(common, method="greedy growth (all stumps)", cpu_s=greedy, share="")]
     rows.append(dict(common, method=f"finetune ({3 * epochs} epochs)", cpu_s=finetune, share=""))
     top = sorted(stats.items(), key=lambda kv: -kv[1][2])[:6]
@@ -431,7 +379,7 @@ def part_ab(quick, baseline, epochs=10, repeats=3):
 
     from obliquetrees._training import e2edt as E
 
-    root = RESULTS_DIR.parent.parent
+    root = ROOT
     tmp = tempfile.mkdtemp(prefix="e2edt_ab_")
     kernels = subprocess.run(
         ["git", "show", f"{baseline}:obliquetrees/_training/_e2edt_kernels.py"],
@@ -479,7 +427,7 @@ def part_ab(quick, baseline, epochs=10, repeats=3):
         dataset="usps",
         method=f"finetune {epochs} epochs, one forest tree",
         baseline=baseline,
-        revision=_revision(),
+        revision=revision(SOURCES),
         load_avg=os.getloadavg()[0],
         baseline_cpu_s=min(times["baseline"]),
         current_cpu_s=min(times["current"]),
@@ -491,12 +439,6 @@ def part_ab(quick, baseline, epochs=10, repeats=3):
 
 
 # ------------------------------------------------------------- reporting
-def _load_raw(path):
-    if path.exists():
-        return json.loads(path.read_text())
-    return []
-
-
 def _merge(old, new):
     def keys(r):
         return tuple(
@@ -712,9 +654,9 @@ negative-index wrap-around does not turn the loads into gathers; the responsibil
 chunk-local buffer (never an n_leaves x batch matrix); the bias gradient is summed in the
 kernel. Forest splits are ordered into bands of image rows, so each activation / gradient
 GEMM and the Adam step only touch the columns a band's patches can use (160 of 256 for
-10x10 patches). The profile table shows one usps forest tree before (revision <= c646644:
-wall-clock shares, under load) and after (CPU-clock shares); the one-process A/B table gives
-the finetune speed-up over revision 1e0a2f3 (`--parts ab`). The 100-tree usps forest (15
+10x10 patches). The profile table shows one usps forest tree before (rows of unknown
+revision: wall-clock shares, under load) and after (CPU-clock shares); the one-process A/B
+table gives the finetune speed-up over revision 1e0a2f3 (`--parts ab`). The 100-tree usps forest (15
 epochs) used 831 CPU s (load 9.2) and 908 CPU s (load 2.5) against 1272 before, with the same
 validation and test accuracy (the runs had different loads, so these ratios are indicative;
 the A/B table is the controlled comparison). On an idle machine (nothing else running) it
@@ -743,28 +685,20 @@ the paper's 95.5), and with 10 trees at 45 epochs. Split
 evaluations per sample = internal nodes on the root-to-leaf path, summed over the trees of the
 forest.
 
-Commands behind the stored rows (raw rows in `e2edt_raw_<tag>.json`; the report merges every
-stored file): rows of revision <= c646644 (each `nice -n 10`): `--parts forest
---forest-settings usps:100:15:0.1` (raw file without tag), `--tag trees --parts trees`,
-`--tag ablation --n-jobs 1 --parts forest --forest-settings usps:5:15:0.0 usps:5:15:0.1
-letter_uci:5:15:0.0 letter_uci:5:15:0.1`, `--tag letter --parts forest --forest-settings
-letter_uci:10:15:0.1`, `--tag letter70 --parts forest --forest-settings letter_uci:70:15:0.1`,
-`--tag profile --parts profile`. Later rows (each `nice -n 5`, revision in the row):
-`--tag speedidle --parts speed` (idle, not niced; it replaced an earlier run under load
-8-10 with the same accuracies), `--tag after --parts profile ab`, `--tag usps15fast --parts
-forest --forest-settings usps:100:15:0.1` and `--tag usps15quiet` (same settings, when the
-machine was quieter), `--tag usps15idle` (same settings, nothing else running, not niced),
-`--tag usps45idle --parts forest --forest-settings usps:100:45:0.1` (idle, not niced),
-`--tag usps30idle --parts forest --forest-settings usps:100:30:0.1` (idle, not niced),
-`--tag letter30idle --parts forest --forest-settings letter_uci:70:30:0.1` (idle, not niced),
-`--tag letter45idle --parts forest --forest-settings letter_uci:70:45:0.1` (idle, not niced),
-`--tag usps45_20 --parts forest --forest-settings
-usps:20:45:0.1`, `--tag letter45_10 --parts forest --forest-settings letter_uci:10:45:0.1`.
+Runs behind the stored rows: the last table lists every run stored in `e2edt_runs.json`
+with its command and revision (`--tag` labels a run). The runs recorded before that file
+existed (one raw file `e2edt_raw_<tag>.json` per tag, folded into it) did not store their
+command: the commands shown for them are the ones this section listed, and their revision is
+the one their rows record, unknown for rows recorded before c4dc76a (which made rows record
+it; the notes of the time put those rows at revision <= c646644); "committed in" is the
+commit that last changed their raw file, not the revision measured. Those rows ran
+`nice -n 10`; later rows `nice -n 5`, except the idle runs (not niced); `speedidle` replaced
+an earlier run under load 8-10 with the same accuracies.
 
 Timing: wall-clock seconds on the shared 2-core development machine while other sessions ran
 benchmarks, so wall times are inflated several times; `fit_cpu_s` / `fit CPU s` is the CPU
 time of the process (both cores count), the better measure of the cost on an idle machine.
-Rows of revision <= c646644 ran under load average 5-14; later rows record the 1-minute load
+Rows of unknown revision ran under load average 5-14; later rows record the 1-minute load
 average (forests: mean (min-max) sampled every 10 s during the fit; it counts this session's
 own concurrent runs too: the first 100-tree 15-epoch usps row, the 20-tree 45-epoch usps row
 and the profile/ab rows overlapped). The authors' times come
@@ -772,8 +706,23 @@ from ANCHORS.md 5a (run with little other load).
 """
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def _runs_table(runs):
+    """One row per stored run: what produced it and when."""
+    return [
+        {
+            "tag": run.get("tag", ""),
+            "command": f"`{run['command']}`",
+            "revision": run["revision"],
+            "date / committed in": run.get("date") or f"committed in {run['committed in']}",
+            "load": run.get("load", ""),
+            "rows": len(run["rows"]),
+        }
+        for run in runs
+    ]
+
+
+def add_arguments(parser):
+    """The arguments of ``python -m benchmarks e2edt``."""
     parser.add_argument("--quick", action="store_true")
     parser.add_argument(
         "--parts",
@@ -801,12 +750,16 @@ def main(argv=None):
         ],
     )
     parser.add_argument("--n-jobs", type=int, default=2)
-    parser.add_argument(
-        "--tag", default="main", help="raw-results file suffix, so parts can run concurrently"
-    )
-    args = parser.parse_args(argv)
-    _warm_up()
+    parser.add_argument("--tag", default="main", help="label of this run in the stored runs")
+
+
+def main(args):
+    # quick smoke runs are not results: they go to the temporary directory
+    where = Path(tempfile.gettempdir()) if args.quick else None
+    runs_path = where / "e2edt_quick_runs.json" if args.quick else RUNS
     new = []
+    if args.parts != ["report"]:
+        _warm_up()
     if "speed" in args.parts:
         new += part_speed(args.quick)
     if "trees" in args.parts:
@@ -817,22 +770,25 @@ def main(argv=None):
         new += part_profile(args.quick)
     if "ab" in args.parts:
         new += part_ab(args.quick, args.baseline)
-    base = RAW_QUICK if args.quick else RAW
-    raw = base.with_name(f"{base.stem}_{args.tag}.json")
     if new:
-        raw.write_text(json.dumps(_merge(_load_raw(raw), new), indent=1))
-    rows = []  # every stored part, oldest file first
-    for path in sorted(base.parent.glob(f"{base.stem}*.json"), key=lambda p: p.stat().st_mtime):
-        rows = _merge(rows, _load_raw(path))
+        runs = record_run(runs_path, {"tag": args.tag, "rows": new}, revision_paths=SOURCES)
+    else:
+        runs = read_runs(runs_path)
+    rows = []  # every stored run, oldest first: a later row replaces an earlier one
+    for run in runs:
+        rows = _merge(rows, run["rows"])
     write_results(
-        "e2edt_quick.md" if args.quick else "e2edt.md",
+        where / "e2edt_quick.md" if args.quick else "e2edt.md",
         "E2EDT: end-to-end learned deterministic trees and forests"
         + (" (--quick smoke run: subsets, not comparable)" if args.quick else ""),
-        _report(rows),
+        _report(rows) + [(f"Stored runs ({runs_path})", _runs_table(runs))],
         notes=NOTES,
-        command=None if args.quick else "python -m benchmarks.bench_e2edt --parts report",
+        command=None if args.quick else "python -m benchmarks e2edt --parts report",
+        revision_paths=SOURCES,
     )
 
 
 if __name__ == "__main__":
-    main()
+    from benchmarks.__main__ import script
+
+    script("e2edt")

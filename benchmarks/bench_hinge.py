@@ -48,13 +48,15 @@ table2
     models"; checked on the authors' iris logs, see the notes); it is not our
     result, only a like-for-like view.
 
-    python -m benchmarks.bench_hinge            # all sections (about 1 h on a quiet machine)
-    python -m benchmarks.bench_hinge --quick    # smoke test (minutes)
-    python -m benchmarks.bench_hinge --sections table2_iris,table2_poker   # a subset
+    python -m benchmarks hinge            # all sections (about 1 h on a quiet machine)
+    python -m benchmarks hinge --quick    # smoke test (minutes)
+    python -m benchmarks hinge --sections table2_iris,table2_poker   # a subset
+    python -m benchmarks hinge --assemble-only   # rebuild hinge.md, no measuring
 
-Every section saves its tables to ``benchmarks/results/hinge_parts/<section>.json``
-(with revision, time and load average) and ``hinge.md`` is rebuilt from all saved
-sections, so sections can be re-measured separately.
+Every section stores its tables in ``benchmarks/results/hinge.json`` (replacing
+its previous measurement; with its command, revision, versions, CPU, threads
+and the load sampled during the section) and ``hinge.md`` is rebuilt from all
+stored sections, so sections can be re-measured separately.
 """
 
 import os
@@ -64,7 +66,7 @@ import os
 # spinning vs 1.1 s passive under load). Must be set before numba loads libgomp.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import argparse  # noqa: E402
+import json  # noqa: E402
 import tempfile
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -73,7 +75,13 @@ import numpy as np  # noqa: E402
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor  # noqa: E402
 from sklearn.metrics import r2_score  # noqa: E402
 
-from benchmarks.common import write_results  # noqa: E402
+from benchmarks.common import (  # noqa: E402
+    RESULTS_DIR,
+    LoadSampler,
+    locked,
+    provenance,
+    write_results,
+)
 from benchmarks.datasets import load  # noqa: E402
 from obliquetrees import HingeForestClassifier, HingeForestRegressor  # noqa: E402
 
@@ -597,7 +605,22 @@ SECTIONS = [
     "table2_madelon",
     "table2_poker",
 ]
-PARTS_DIR = Path(__file__).resolve().parent / "results" / "hinge_parts"
+SECTIONS_FILE = RESULTS_DIR / "hinge.json"
+
+
+def _read_sections(path):
+    """section -> stored part (provenance, tables, notes, seconds)."""
+    text = path.read_text() if path.exists() else ""  # empty: just created by the lock
+    return json.loads(text)["sections"] if text.strip() else {}
+
+
+def _store_section(path, section, part, load):
+    """Store (replace) one measured section with its provenance; return all sections."""
+    with locked(path):
+        sections = _read_sections(path)
+        sections[section] = {"provenance": provenance(load=load), **part}
+        path.write_text(json.dumps({"sections": sections}, indent=1, default=str))
+    return sections
 
 
 def _run_section(section, quick):
@@ -718,9 +741,10 @@ def _assemble(parts, quick):
         part = parts.get(section)
         if part is None:
             continue
+        prov = part["provenance"]
         stamp = (
-            f"measured at revision {part['revision']}, {part['stamp']}, "
-            f"load average {part['load']:.1f} on 2 cores, {part['seconds']:.0f} s"
+            f"measured at revision {prov['revision']}, {prov['date']}, "
+            f"load {prov['load']}, {part['seconds']:.0f} s"
         )
         for i, (heading, rows) in enumerate(part["tables"]):
             tables.append((f"{heading} ({stamp})" if i == 0 else heading, rows))
@@ -732,17 +756,12 @@ def _assemble(parts, quick):
         "Random hinge forest / ferns (Lay et al.)",
         tables,
         notes,
-        command="python -m benchmarks.bench_hinge",
+        command="python -m benchmarks hinge --assemble-only",
     )
 
 
-def main(argv=None):
-    import json
-    from datetime import datetime, timezone
-
-    from benchmarks.common import revision
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser):
+    """The arguments of ``python -m benchmarks hinge``."""
     parser.add_argument("--quick", action="store_true", help="small smoke-test version")
     parser.add_argument(
         "--sections",
@@ -752,30 +771,27 @@ def main(argv=None):
     parser.add_argument(
         "--assemble-only", action="store_true", help="only rebuild hinge.md from the saved sections"
     )
-    args = parser.parse_args(argv)
-    parts_dir = Path(tempfile.gettempdir()) / "hinge_parts_quick" if args.quick else PARTS_DIR
-    parts_dir.mkdir(parents=True, exist_ok=True)
+
+
+def main(args):
+    path = Path(tempfile.gettempdir()) / "hinge_quick.json" if args.quick else SECTIONS_FILE
     if args.assemble_only:
-        parts = {p.stem: json.loads(p.read_text()) for p in parts_dir.glob("*.json")}
-        print(_assemble(parts, args.quick))
+        print(_assemble(_read_sections(path), args.quick))
         return
     for section in args.sections.split(","):
         if section not in SECTIONS:
             raise SystemExit(f"unknown section {section!r}; choose from {SECTIONS}")
         t0 = time.perf_counter()
-        tables, notes = _run_section(section, args.quick)
-        part = {
-            "tables": tables,
-            "notes": notes,
-            "revision": revision(),
-            "stamp": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "load": os.getloadavg()[0],
-            "seconds": time.perf_counter() - t0,
-        }
-        (parts_dir / f"{section}.json").write_text(json.dumps(part, indent=1, default=str))
-        parts = {p.stem: json.loads(p.read_text()) for p in parts_dir.glob("*.json")}
-        print(_assemble(parts, args.quick), flush=True)
+        with LoadSampler() as sampler:
+            tables, notes = _run_section(section, args.quick)
+        part = {"tables": tables, "notes": notes, "seconds": time.perf_counter() - t0}
+        print(
+            _assemble(_store_section(path, section, part, sampler.summary()), args.quick),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":
-    main()
+    from benchmarks.__main__ import script
+
+    script("hinge")

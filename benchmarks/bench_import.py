@@ -14,10 +14,9 @@ hits both alike):
   force the kernels instead, with an empty numba cache (compilation) and a
   warm one (loading machine code).
 
-    python -m benchmarks.bench_import
+    python -m benchmarks import
 """
 
-import argparse
 import os
 import pickle
 import statistics
@@ -61,10 +60,12 @@ def _wall(args, env=None):
     return time.perf_counter() - start, out.stdout
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(parser):
+    """The arguments of ``python -m benchmarks import``."""
     parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args(argv)
+
+
+def main(args):
 
     imports = {"import sklearn.base": [], "import obliquetrees": []}
     for _ in range(args.repeat):
@@ -139,4 +140,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from benchmarks.__main__ import script
+
+    script("import")

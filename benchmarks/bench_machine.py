@@ -17,16 +17,19 @@ test accuracy of the forest, of two leaf-only baselines (frequency refit,
 EM refit of the forest likelihood) and of ``machine.finetune``; predict time
 of the converted and the fine-tuned model; weight density.
 
-    python -m benchmarks.bench_machine --part inference [--quick]
-    python -m benchmarks.bench_machine --part finetune [--depths 6] [--datasets satimage ...]
+    python -m benchmarks machine --part inference [--quick]   # --quick: to the temp directory
+    python -m benchmarks machine --part finetune [--depths 6] [--datasets satimage ...]
+    python -m benchmarks machine --part report     # rebuild the markdown, no measuring
 
-Each part stores its rows in ``benchmarks/results/decision_machine_<part>.json``;
-the markdown ``benchmarks/results/decision_machine.md`` is rebuilt from the
-JSON files present, so the parts can be re-run separately.
+Each part stores its rows in ``benchmarks/results/decision_machine_<part>.json``
+(the inference part also its measured rows with the forest statistics the cost
+model is fitted on, for ``--refit``); the markdown
+``benchmarks/results/decision_machine.md`` is rebuilt from the JSON files
+present, so the parts can be re-run separately.
 """
 
-import argparse
 import json
+import tempfile
 import time
 from pathlib import Path
 
@@ -34,9 +37,12 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import nnls
 
-from benchmarks.common import RESULTS_DIR, timed, write_results
+from benchmarks.common import RESULTS_DIR, command_line, timed, write_results
 
-JSON = str(RESULTS_DIR / "decision_machine_{}.json")
+
+def _path(name, quick):
+    """A result file of this benchmark; ``--quick`` smoke runs write to the temp directory."""
+    return (Path(tempfile.gettempdir()) if quick else RESULTS_DIR) / f"decision_machine{name}"
 
 
 # ------------------------------------------------------------------ inference
@@ -436,14 +442,24 @@ def crossover(rows):
     return out
 
 
-def report():
+def _measured(data):
+    """Command, revision, CPU and threads of a stored part (what older files recorded)."""
+    prov = data["provenance"]
+    text = f"command `{prov['command']}`, revision {prov['revision']}"
+    if "committed in" in prov:
+        text += f", committed in {prov['committed in']}"
+    if "CPU" in prov:
+        thr = ", ".join(f"{k} {v}" for k, v in prov["threads"].items())
+        text += f", CPU {prov['CPU']}, {thr}, load {prov['load']}"
+    return text
+
+
+def report(quick=False):
     tables, notes = [], NOTES
-    inf_path, ft_path = Path(JSON.format("inference")), Path(JSON.format("finetune"))
+    inf_path, ft_path = _path("_inference.json", quick), _path("_finetune.json", quick)
     if inf_path.exists():
         data = json.loads(inf_path.read_text())
-        notes += (
-            f"\nInference command: `{data['command']}`; constants fitted: {data['constants']}.\n"
-        )
+        notes += f"\nInference: {_measured(data)}; constants fitted: {data['constants']}.\n"
         notes += data.get("summary", "")
         tables.append(
             ("Crossover: deepest tree depth at which BLAS is faster", crossover(data["rows"]))
@@ -453,8 +469,8 @@ def report():
         data = json.loads(ft_path.read_text())
         cmds = "; ".join(f"`{c}`" for c in data["commands"])
         notes += (
-            f"\nFine-tuning commands (rows merged by data set, depth, support): {cmds}. "
-            f"Other finetune arguments at their defaults.\n"
+            f"\nFine-tuning commands (rows merged by data set, depth, support): {cmds}; "
+            f"the last run: {_measured(data)}. Other finetune arguments at their defaults.\n"
         )
         notes += data.get("summary", "") + FT_NOTES
         rows = sorted(
@@ -465,64 +481,66 @@ def report():
             columns += [c for c in r if c not in columns]
         rows = [{c: r.get(c, "n/a") for c in columns} for r in rows]  # older rows lack columns
         tables.append(("Fine-tuning converted RandomForests (test accuracy)", rows))
-    reg_path = Path(JSON.format("finetune_regression"))
+    reg_path = _path("_finetune_regression.json", quick)
     if reg_path.exists():
         data = json.loads(reg_path.read_text())
-        notes += f"\nRegression fine-tuning command: `{data['command']}`.\n" + data.get(
-            "summary", ""
-        )
+        notes += f"\nRegression fine-tuning: {_measured(data)}.\n" + data.get("summary", "")
         tables.append(("Fine-tuning converted RandomForestRegressors (test R^2)", data["rows"]))
     write_results(
-        "decision_machine.md",
+        _path(".md", quick),
         "Decision machines: BLAS inference and fine-tuning",
         tables,
         notes=notes,
-        command="see the commands below",
+        command="python -m benchmarks machine --part report" + (" --quick" if quick else ""),
     )
 
 
-def main(argv=None):
-    import sys
-
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument(
+def add_arguments(parser):
+    """The arguments of ``python -m benchmarks machine``."""
+    parser.add_argument(
         "--part",
         choices=["inference", "finetune", "finetune-regression", "report"],
         default="inference",
     )
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument(
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smaller inference grid; every file goes to the temp directory (a smoke run)",
+    )
+    parser.add_argument(
         "--refit",
         action="store_true",
         help="refit the cost model on the saved raw inference rows (no timing)",
     )
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument(
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
         "--budget", type=float, default=2.0, help="skip BLAS runs modelled above this many s"
     )
-    ap.add_argument("--datasets", nargs="+", default=["satimage", "pendigits", "letter", "usps"])
-    ap.add_argument(
+    parser.add_argument(
+        "--datasets", nargs="+", default=["satimage", "pendigits", "letter", "usps"]
+    )
+    parser.add_argument(
         "--regression-datasets",
         nargs="+",
         default=["cpu_act", "puma8nh", "california_housing", "abalone"],
     )
-    ap.add_argument("--depths", nargs="+", type=int, default=[4, 6, 8])
-    ap.add_argument("--trees", type=int, default=30)
-    ap.add_argument("--epochs", type=int, default=20)
-    ap.add_argument("--support", default="original", help="'original', 'dense' or an int")
-    args = ap.parse_args(argv)
-    command = "python -m benchmarks.bench_machine " + " ".join(
-        sys.argv[1:] if argv is None else argv
-    )
+    parser.add_argument("--depths", nargs="+", type=int, default=[4, 6, 8])
+    parser.add_argument("--trees", type=int, default=30)
+    parser.add_argument("--epochs", type=int, default=20)
+    parser.add_argument("--support", default="original", help="'original', 'dense' or an int")
+
+
+def main(args):
+    command = command_line()
     if args.part == "inference":
-        raw = Path(JSON.format("inference_raw"))
-        if args.refit and raw.exists():
-            saved = json.loads(raw.read_text())
-            rows, command = saved["rows"], saved["command"]
+        path = _path("_inference.json", args.quick)
+        saved = json.loads(path.read_text()) if path.exists() else {}
+        if args.refit and "raw rows" in saved:
+            # the measured rows of the saved run, under the command that measured them
+            rows, command = saved["raw rows"], saved["provenance"]["command"]
         else:
             rows = inference_grid(args.quick, args.repeat, args.threads, args.budget)
-            raw.write_text(json.dumps({"command": command, "rows": rows}, indent=0, default=float))
         constants = {k: float(v) for k, v in fit_cost_model(rows).items()}
         print("fitted constants:", constants)
         checked = check_rule(rows, constants)
@@ -536,18 +554,13 @@ def main(argv=None):
             f"path: mean {loss:.1f} %, worst {worst:.0f} %.\n"
         )
         print(summary)
-        Path(JSON.format("inference")).write_text(
-            json.dumps(
-                {"command": command, "constants": constants, "rows": checked, "summary": summary},
-                indent=1,
-                default=float,
-            )
-        )
+        data = {"constants": constants, "rows": checked, "summary": summary, "raw rows": rows}
+        write_results(path, command=command, data=data)
     elif args.part == "finetune":
         support = int(args.support) if args.support.isdigit() else args.support
         kwargs = {"epochs": args.epochs, "support": support}
         rows = finetune_grid(args.datasets, args.depths, args.trees, args.repeat, kwargs)
-        path = Path(JSON.format("finetune"))
+        path = _path("_finetune.json", args.quick)
         old = json.loads(path.read_text())["rows"] if path.exists() else []
         done = {(n["dataset"], n["depth"], n["support"]) for n in rows}
         keep = [r for r in old if (r["dataset"], r["depth"], r["support"]) not in done]
@@ -559,13 +572,8 @@ def main(argv=None):
         )
         commands = json.loads(path.read_text()).get("commands", []) if path.exists() else []
         commands = [c for c in commands if c != command] + [command]
-        path.write_text(
-            json.dumps(
-                {"commands": commands, "kwargs": kwargs, "rows": rows, "summary": summary},
-                indent=1,
-                default=float,
-            )
-        )
+        data = {"commands": commands, "kwargs": kwargs, "rows": rows, "summary": summary}
+        write_results(path, command=command, data=data)
     elif args.part == "finetune-regression":
         support = int(args.support) if args.support.isdigit() else args.support
         kwargs = {"epochs": args.epochs, "support": support}
@@ -580,15 +588,12 @@ def main(argv=None):
             )
             + ".\n"
         )
-        Path(JSON.format("finetune_regression")).write_text(
-            json.dumps(
-                {"command": command, "kwargs": kwargs, "rows": rows, "summary": summary},
-                indent=1,
-                default=float,
-            )
-        )
-    report()
+        data = {"kwargs": kwargs, "rows": rows, "summary": summary}
+        write_results(_path("_finetune_regression.json", args.quick), command=command, data=data)
+    report(args.quick)
 
 
 if __name__ == "__main__":
-    main()
+    from benchmarks.__main__ import script
+
+    script("machine")

@@ -9,11 +9,10 @@ weight: int64 index and float64 value).
 The check of issue 7: peak(100 trees) <= peak(10 trees) + size of the 90 extra
 fitted trees + 10 % of peak(10 trees), i.e. no per-tree copies of X.
 
-    python -m benchmarks.bench_memory              # letter, 10 and 100 trees
-    python -m benchmarks.bench_memory --quick      # fewer epochs, for a smoke run
+    python -m benchmarks memory                # letter, 10 and 100 trees
+    python -m benchmarks memory --rows 2000    # fewer rows, for a smoke run
 """
 
-import argparse
 import json
 import subprocess
 import sys
@@ -62,8 +61,8 @@ def measure(name, n_estimators, params, rows):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(parser):
+    """The arguments of ``python -m benchmarks memory``."""
     parser.add_argument("--estimator", action="append", choices=sorted(CONFIGS))
     parser.add_argument(
         "--rows",
@@ -71,7 +70,9 @@ def main(argv=None):
         action="append",
         help="training rows of letter (default 15000; repeat for a size sweep)",
     )
-    args = parser.parse_args(argv)
+
+
+def main(args):
     rows_list = args.rows or [15000]
     table, checks = [], []
     for name in args.estimator or sorted(CONFIGS):
@@ -123,4 +124,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from benchmarks.__main__ import script
+
+    script("memory")

@@ -6,10 +6,9 @@ kernels once per worker. Each setting fits the same forest (same seeds) and the
 models are checked identical; process pools are warmed up first (worker start
 and kernel cache loading are reported separately).
 
-    python -m benchmarks.bench_parallel
+    python -m benchmarks parallel
 """
 
-import argparse
 import statistics
 
 import joblib
@@ -29,10 +28,12 @@ CONFIGS = {
 }
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(parser):
+    """The arguments of ``python -m benchmarks parallel``."""
     parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args(argv)
+
+
+def main(args):
     X, y, X_test, _ = train_test("letter")
     rows = []
     for name, make in CONFIGS.items():
@@ -70,4 +71,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from benchmarks.__main__ import script
+
+    script("parallel")

@@ -6,10 +6,9 @@ the same test rows with ``n_jobs=2``. Both run in this process, interleaved,
 median of ``--repeat`` runs each, after a warm-up call (numba cache load or
 compilation for ours). The ratio is sklearn time / our time (> 1: we are faster).
 
-    python -m benchmarks.bench_predict            # letter and usps, 100 trees
+    python -m benchmarks predict            # letter and usps, 100 trees
 """
 
-import argparse
 import statistics
 
 import numpy as np
@@ -47,13 +46,15 @@ def compare(dataset, n_estimators, repeat, n_jobs):
     }
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(parser):
+    """The arguments of ``python -m benchmarks predict``."""
     parser.add_argument("--dataset", action="append", default=None)
     parser.add_argument("--n-estimators", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--n-jobs", type=int, default=2)
-    args = parser.parse_args(argv)
+
+
+def main(args):
     rows = [
         compare(d, args.n_estimators, args.repeat, args.n_jobs)
         for d in args.dataset or ["letter", "usps"]
@@ -75,4 +76,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from benchmarks.__main__ import script
+
+    script("predict")

@@ -18,11 +18,10 @@ hard routing, "finetune" (same growth, then ``finetune_epochs`` of joint SGD
 on all parameters, beyond the paper) and, for regression, tol=1e-3 (the
 authors' code's threshold).
 
-    python -m benchmarks.bench_soft            # 8 regression + 8 binary sets, 5 seeds
-    python -m benchmarks.bench_soft --quick    # 2 + 2 small sets, 2 seeds (smoke test)
+    python -m benchmarks soft            # 8 regression + 8 binary sets, 5 seeds
+    python -m benchmarks soft --quick    # 2 + 2 small sets, 2 seeds (smoke test)
 """
 
-import argparse
 import time
 
 import numpy as np
@@ -197,14 +196,16 @@ def _mean(runs, key, field):
     return float(np.mean([r[key][field] for r in runs]))
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(parser):
+    """The arguments of ``python -m benchmarks soft``."""
     parser.add_argument("--quick", action="store_true", help="2 + 2 small sets, 2 seeds")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--finetune-epochs", type=int, default=20)
     parser.add_argument("--dataset", action="append", help="restrict to these sets")
     parser.add_argument("--out", default="soft_tree.md")
-    args = parser.parse_args(argv)
+
+
+def main(args):
     seeds = 2 if args.quick else args.seeds
     reg_sets = ["boston", "concrete"] if args.quick else list(PAPER_REGRESSION)
     cls_sets = ["breast_cancer_wisconsin", "pima"] if args.quick else list(PAPER_CLASSIFICATION)
@@ -312,4 +313,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from benchmarks.__main__ import script
+
+    script("soft")

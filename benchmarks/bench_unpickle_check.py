@@ -6,10 +6,9 @@ pickles it, and times ``pickle.loads`` with the container and estimator checks
 and with both replaced by no-ops, in one process, the two interleaved
 (``--repeat`` times each, order alternating), reporting medians and the ratio.
 
-    python -m benchmarks.bench_unpickle_check      # writes results/unpickle_check.md
+    python -m benchmarks unpickle-check      # writes results/unpickle_check.md
 """
 
-import argparse
 import pickle
 import statistics
 import time
@@ -23,11 +22,13 @@ from obliquetrees.base import BaseObliqueEstimator
 from obliquetrees.convert import from_sklearn
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser):
+    """The arguments of ``python -m benchmarks unpickle-check``."""
     parser.add_argument("--repeat", type=int, default=31)
     parser.add_argument("--n-estimators", type=int, default=100)
-    args = parser.parse_args(argv)
+
+
+def main(args):
     X, y, _, _ = train_test("letter")
     rf = RandomForestClassifier(args.n_estimators, random_state=0, n_jobs=2).fit(X, y)
     model = from_sklearn(rf)
@@ -78,4 +79,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from benchmarks.__main__ import script
+
+    script("unpickle-check")

@@ -12,12 +12,11 @@ the images show them on the standardised pixels the model was trained on
 
 Run from the repository root (writes ``benchmarks/results/e2edt_spatial.png``)::
 
-    python -m benchmarks.figure_e2edt_spatial [--n-train 20000] [--reg 0.05]
-"""
+    python -m benchmarks figure-e2edt-spatial [--n-train 20000] [--reg 0.05]
 
-import argparse
-import sys
-from pathlib import Path
+The PNG's metadata (``Description``) holds the command, revision, versions,
+CPU model and thread counts of the run.
+"""
 
 import matplotlib
 
@@ -25,22 +24,22 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
+from benchmarks.common import write_results  # noqa: E402
 from benchmarks.datasets import load  # noqa: E402
 from obliquetrees import E2EDTClassifier  # noqa: E402
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser):
+    """The arguments of ``python -m benchmarks figure-e2edt-spatial``."""
     parser.add_argument("--dataset", default="fashion_mnist")
     parser.add_argument("--n-train", type=int, default=20000)
     parser.add_argument("--reg", type=float, default=0.05)
     parser.add_argument("--depth", type=int, default=3)
     parser.add_argument("--epochs", type=int, default=20)
-    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "e2edt_spatial.png"))
-    args = parser.parse_args()
+    parser.add_argument("--out", default="e2edt_spatial.png", help="file in benchmarks/results")
+
+
+def main(args):
 
     d = load(args.dataset)
     side = int(round(np.sqrt(d["X_train"].shape[1])))
@@ -78,9 +77,10 @@ def main():
         f"E2EDT split weights on {args.dataset} ({args.n_train} training images)", fontsize=9
     )
     fig.tight_layout()
-    fig.savefig(args.out, dpi=120)
-    print("wrote", args.out)
+    print("wrote", write_results(args.out, figure=fig))
 
 
 if __name__ == "__main__":
-    main()
+    from benchmarks.__main__ import script
+
+    script("figure-e2edt-spatial")

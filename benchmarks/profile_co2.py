@@ -13,7 +13,7 @@ It also times the whole forest fit against the time spent inside
 ``co2.grow_tree``, which bounds the per-tree Python overhead (bootstrap,
 folding the standardisation into the weights, packing).
 
-    python -m benchmarks.profile_co2          # writes benchmarks/results/co2_profile.md
+    python -m benchmarks profile-co2          # writes benchmarks/results/co2_profile.md
 """
 
 import dataclasses
@@ -188,7 +188,11 @@ def forest_overhead(n_trees=30):
     ]
 
 
-def main():
+def add_arguments(parser):
+    """``python -m benchmarks profile-co2`` takes no arguments."""
+
+
+def main(args):
     rec = per_node_profile()
     rows = table(rec)
     over = forest_overhead()
@@ -215,4 +219,6 @@ too (shared caches), but far less than wall times.
 
 
 if __name__ == "__main__":
-    main()
+    from benchmarks.__main__ import script
+
+    script("profile-co2")

@@ -2,7 +2,7 @@
 
 Usage (from the repository root)::
 
-    python -m benchmarks.run \
+    python -m benchmarks run \
         --estimator "sklearn.ensemble.RandomForestClassifier(n_estimators=30, n_jobs=2)" \
         --estimator "obliquetrees.CO2ForestClassifier(n_estimators=30, n_jobs=2)" \
         --dataset letter --dataset usps --out run_letter_usps.md
@@ -14,7 +14,6 @@ the test part, and the test score (accuracy % for classifiers, MSE and R^2
 for regressors).
 """
 
-import argparse
 import ast
 import importlib
 import statistics
@@ -68,8 +67,8 @@ def benchmark(estimator, dataset, repeat=5, warmup_rows=200):
     return row
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(parser):
+    """The arguments of ``python -m benchmarks run``."""
     parser.add_argument(
         "--estimator",
         action="append",
@@ -79,7 +78,9 @@ def main(argv=None):
     parser.add_argument("--dataset", action="append", required=True)
     parser.add_argument("--repeat", type=int, default=5, help="predict repeats")
     parser.add_argument("--out", default="run.md", help="file in benchmarks/results")
-    args = parser.parse_args(argv)
+
+
+def main(args):
     rows = []
     for dataset in args.dataset:
         for spec in args.estimator:
@@ -91,4 +92,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from benchmarks.__main__ import script
+
+    script("run")
