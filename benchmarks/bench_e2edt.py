@@ -29,6 +29,7 @@ row replaces an earlier one of the same part, data set, setting and revision).
 Heavy runs should be started with ``nice``.
 """
 
+import copy
 import os
 import tempfile
 import time
@@ -332,9 +333,9 @@ def part_profile(quick, epochs=15):
     with threadpool_limits(limits=1, user_api="blas"):
         rng = np.random.default_rng(0)
         c0 = time.process_time()
-        nodes = E._Grower(Z, y, sw, 10, params, rng, None).grow()
+        grown = E.grow_greedy(Z, y, sw, 10, params, rng, None)
         greedy = time.process_time() - c0
-        tt = E.TrainingTree(nodes, Z.shape[1], 10, band_width=16)
+        tt = E.TrainingTree(grown, Z.shape[1], band_width=16)
         prof = cProfile.Profile(time.process_time)
         c0 = time.process_time()
         prof.enable()
@@ -408,11 +409,22 @@ def part_ab(quick, baseline, epochs=10, repeats=3):
         max_depth=10, max_epochs=15, finetune_epochs=epochs, image_shape=(16, 16), patch_size=10
     )
     with threadpool_limits(limits=1, user_api="blas"):
-        nodes = E._Grower(Z, y, sw, 10, E.E2EDTParams(**kw), np.random.default_rng(0), None).grow()
+
+        def greedy_tree(mod):
+            # each revision grows the (identical) greedy tree with its own grower
+            params, rng = mod.E2EDTParams(**kw), np.random.default_rng(0)
+            if hasattr(mod, "grow_greedy"):
+                tree = mod.grow_greedy(Z, y, sw, 10, params, rng, None)
+                return mod.TrainingTree(tree, Z.shape[1], 16)
+            nodes = mod._Grower(Z, y, sw, 10, params, rng, None).grow()
+            banded = "band_width" in inspect.signature(mod.TrainingTree).parameters
+            return lambda: mod.TrainingTree(nodes, Z.shape[1], 10, *([16] if banded else []))
+
+        grown = {B: greedy_tree(B), E: greedy_tree(E)}
 
         def run(mod):
-            banded = "band_width" in inspect.signature(mod.TrainingTree).parameters
-            tt = mod.TrainingTree(nodes, Z.shape[1], 10, *([16] if banded else []))
+            made = grown[mod]
+            tt = made() if callable(made) else copy.deepcopy(made)
             mod.finetune(tt, Z, y, sw, mod.E2EDTParams(**kw), np.random.default_rng(1), None)
 
         times = {"baseline": [], "current": []}
