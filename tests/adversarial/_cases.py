@@ -30,7 +30,7 @@ import scipy.sparse as sp
 from obliquetrees import machine
 from obliquetrees._core import traversal, traversal_numpy
 from obliquetrees._core import soft
-from obliquetrees._training import e2edt, hinge
+from obliquetrees._training import _hinge_forward, e2edt
 
 model = pickle.loads(blob)
 p = X.shape[1]
@@ -63,8 +63,8 @@ else:
         entries["e2edt.soft_predict_proba"] = (
             lambda Z: e2edt.soft_predict_proba(model.trees_[0], model.steepness_[0], Z), False)
     if "_model" in model.__dict__:
-        entries["hinge.decision_values"] = (lambda Z: hinge.decision_values(model._model, Z),
-                                            False)
+        entries["hinge.decision_values"] = (
+            lambda Z: _hinge_forward.decision_values(model._model, Z), False)
 results = {{}}
 for entry, (call, csr) in entries.items():
     for label, Z in inputs.items():
