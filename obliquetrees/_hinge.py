@@ -580,9 +580,9 @@ class HingeForestClassifier(ObliqueClassifierMixin, _BaseHingeForest):
         return self.classes_[np.argmax(self._decision(X), axis=1)]
 
     def _predict_output(self, X):
-        F = self._decision(X)
-        E = np.exp(F - F.max(axis=1, keepdims=True))
-        return E / E.sum(axis=1, keepdims=True)
+        from obliquetrees._training._hinge_forward import softmax
+
+        return softmax(self._decision(X))
 
 
 class HingeForestRegressor(ObliqueRegressorMixin, _BaseHingeForest):

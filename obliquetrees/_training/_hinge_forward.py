@@ -1,6 +1,6 @@
 """The forward pass of a hinge model on raw input, and its trees in the shared container.
 
-Prediction (:func:`decision_values`), the leaf reached by each training sample
+Prediction (:func:`decision_values`, :func:`softmax`), the leaf reached by each training sample
 (:func:`leaf_counts`) and the storage of every hinge tree/fern as an
 :class:`~obliquetrees._core.tree.ObliqueTree` (:func:`to_trees`). The model is
 a :class:`~obliquetrees._training.hinge.HingeModel` (read, never changed);
@@ -53,6 +53,12 @@ def head_outputs(model, out):
     if model.head == "linear":
         return out @ model.Q.T + model.q
     return out
+
+
+def softmax(F):
+    """Row-wise softmax of raw outputs ``F`` (class probabilities of logits)."""
+    E = np.exp(F - F.max(axis=1, keepdims=True))
+    return E / E.sum(axis=1, keepdims=True)
 
 
 def decision_values(model, X, n_threads=1):

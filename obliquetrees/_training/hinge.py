@@ -44,6 +44,7 @@ from obliquetrees._training import _hinge_kernels as K
 from obliquetrees._training._hinge_forward import (
     decision_values_in_limits,
     leaf_counts,
+    softmax,
     standardise,
     to_trees,
 )
@@ -284,11 +285,6 @@ def _init_opt_state(model, optimizer):
     state["tmark"] = np.full((M, NT), -1, dtype=np.int64)
     state["tslot"] = np.zeros((M, NT), dtype=np.int64)
     return state
-
-
-def softmax(F):
-    E = np.exp(F - F.max(axis=1, keepdims=True))
-    return E / E.sum(axis=1, keepdims=True)
 
 
 def loss_and_grad(F, Y, w, task):
