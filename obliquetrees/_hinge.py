@@ -537,10 +537,13 @@ class HingeForestClassifier(ObliqueClassifierMixin, _BaseHingeForest):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            One batch; later calls need the features of the first.
         y : array-like of shape (n_samples,)
+            Its labels (later calls: among the classes of the first).
         classes : array-like of shape (n_classes,), default=None
             All classes, required in the first call unless ``y`` has them all.
         sample_weight : array-like of shape (n_samples,), default=None
+            Per-sample loss weights of this batch.
 
         Returns
         -------
@@ -674,8 +677,11 @@ class HingeForestRegressor(ObliqueRegressorMixin, _BaseHingeForest):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            One batch; later calls need the features of the first.
         y : array-like of shape (n_samples,)
+            Its targets (standardised with the first call's mean and scale).
         sample_weight : array-like of shape (n_samples,), default=None
+            Per-sample loss weights of this batch.
 
         Returns
         -------
