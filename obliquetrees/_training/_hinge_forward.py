@@ -92,8 +92,7 @@ def decision_values_in_limits(model, X):
 
 def leaf_counts(model, X, sample_weight=None, n_threads=1):
     """(Weighted) number of samples reaching each leaf, shape (M, L)."""
-    from threadpoolctl import threadpool_limits
-
+    from obliquetrees._core._blas import blas_limit
     from obliquetrees._core._jit import numba_threads
 
     M, L = model.W.shape[:2]
@@ -105,7 +104,7 @@ def leaf_counts(model, X, sample_weight=None, n_threads=1):
         np.empty((chunk, M)),
         np.empty((chunk, M), dtype=np.int64),
     )
-    with threadpool_limits(limits=1, user_api="blas"), numba_threads(n_threads):
+    with blas_limit(1), numba_threads(n_threads):  # as decision_values
         for start in range(0, n, chunk):
             Xc = np.asarray(X[start : start + chunk], dtype=np.float64)
             U = np.ascontiguousarray(hinge_features(model, standardise(model, Xc)))
