@@ -14,7 +14,6 @@ from sklearn.model_selection import train_test_split
 from obliquetrees._core.tree import (
     check_centred_range,
     prescale_exponents,
-    standardization,
 )
 from obliquetrees.base import (
     BaseObliqueForest,
@@ -272,30 +271,14 @@ class _BaseHingeForest(BaseObliqueForest):
         if size > WARN_MODEL_BYTES:
             warnings.warn(f"{shape}.", UserWarning, stacklevel=4)
 
-    def _new_model(self, X, seed):
-        from obliquetrees._training import hinge  # numba is imported on first use
-
+    def _start(self, X):
+        """Seeds and epoch count of a new model, after checking that its size is acceptable."""
+        self._seeds = draw_seeds(self.random_state, 3)
         self._check_model_size(X.shape[1], self._n_model_outputs())
-        mean, scale = standardization(X)
-        return hinge.init_model(
-            X.shape[1],
-            self._n_model_outputs(),
-            n_trees=self.n_estimators,
-            depth=self.max_depth,
-            tree_type=self.tree_type,
-            n_hinge_features=self.n_hinge_features,
-            head=self.head,
-            x_mean=mean,
-            x_scale=scale,
-            seed=int(seed),
-        )
+        self.n_iter_ = 0
 
-    def _warm_model(self, n_features, old_classes=None):
-        """A trainable copy of the fitted model, after checking it fits the new data.
-
-        Training updates the model in place; the copy keeps the fitted model
-        intact when training fails (see ``_fit_context``).
-        """
+    def _check_warm_model(self, n_features, old_classes=None):
+        """Raise unless the fitted model can continue training on the new data."""
         model = self._model
         if model.x_mean.shape[0] != n_features:
             raise ValueError(
@@ -319,68 +302,67 @@ class _BaseHingeForest(BaseObliqueForest):
                 f"warm_start=True needs the same classes as the previous fit "
                 f"({old_classes.tolist()}); got {self.classes_.tolist()}."
             )
-        return model.copy()
 
-    def _train(self, X, T, sample_weight, *, max_epochs, validate, seed_offset):
-        from obliquetrees._training import hinge  # numba is imported on first use
-
-        seeds = self._seeds
-        n = X.shape[0]
-        X_val = T_val = w_val = None
-        n_val = int(np.ceil(self.validation_fraction * n)) if validate else 0
-        if validate and 2 <= n_val <= n - 2:
-            idx = np.arange(n)
-            strat = self._stratify(T)
-            try:
-                tr, va = train_test_split(
-                    idx, test_size=n_val, random_state=int(seeds[1]), stratify=strat
-                )
-            except ValueError:
-                tr, va = train_test_split(idx, test_size=n_val, random_state=int(seeds[1]))
-            tr, va = np.sort(tr), np.sort(va)
-            X_val, T_val = X[va], T[va]
-            w_val = np.ones(va.shape[0]) if sample_weight is None else sample_weight[va]
-            if not w_val.sum() > 0:
-                w_val = np.ones(va.shape[0])
-            X, T = X[tr], T[tr]
-            sample_weight = None if sample_weight is None else sample_weight[tr]
-            if sample_weight is not None and not sample_weight.sum() > 0:
-                sample_weight = None
-        task = "classification" if self._task == "classification" else "regression"
+    def _validation_split(self, T):
+        """Sorted (train, validation) row indices, or None when too few rows to hold out."""
+        n = T.shape[0]
+        n_val = int(np.ceil(self.validation_fraction * n))
+        if not 2 <= n_val <= n - 2:
+            return None
+        idx = np.arange(n)
+        seed = int(self._seeds[1])
         try:
-            hist = hinge.fit_epochs(
-                self._model,
+            tr, va = train_test_split(
+                idx, test_size=n_val, random_state=seed, stratify=self._stratify(T)
+            )
+        except ValueError:
+            tr, va = train_test_split(idx, test_size=n_val, random_state=seed)
+        return np.sort(tr), np.sort(va)
+
+    def _train(self, X, T, sample_weight, model, *, max_epochs, validate):
+        """Train (``model`` None: a new model) and set the fitted attributes."""
+        from obliquetrees._training.hinge import HingeParams, fit_hinge
+
+        params = HingeParams(
+            task=self._task,
+            n_estimators=self.n_estimators,
+            max_depth=self.max_depth,
+            tree_type=self.tree_type,
+            n_hinge_features=self.n_hinge_features,
+            head=self.head,
+            optimizer=self.optimizer,
+            learning_rate=self.learning_rate,
+            batch_size=self.batch_size,
+            max_epochs=max_epochs,
+            n_iter_no_change=self.n_iter_no_change,
+            verbose=self.verbose,
+        )
+        try:
+            model, trees, hist = fit_hinge(
                 X,
                 T,
                 sample_weight,
-                task=task,
-                optimizer=self.optimizer,
-                learning_rate=self.learning_rate,
-                batch_size=self.batch_size,
-                max_epochs=max_epochs,
-                seed=[int(seeds[2]), int(seed_offset)],
-                X_val=X_val,
-                Y_val=T_val,
-                w_val=w_val,
-                n_iter_no_change=self.n_iter_no_change if X_val is not None else None,
+                params,
+                n_outputs=self._n_model_outputs(),
+                model=model,
+                init_seed=int(self._seeds[0]),
+                epoch_seed=int(self._seeds[2]),
+                epochs_done=int(self.n_iter_),
+                validation=self._validation_split(T) if validate else None,
+                value_scale=self._value_scale(),
                 n_threads=self._prediction_threads(),
-                verbose=self.verbose,
             )
         except FloatingPointError as exc:
             raise ValueError(
                 f"{type(self).__name__} training diverged ({exc}); lower learning_rate."
             ) from exc
+        self._model = model
+        self._set_trees(trees)
         self.n_iter_ += len(hist["loss"])
         self.best_epoch_ = hist["best_epoch"]
         self.loss_curve_ = hist["loss"]
         self.validation_loss_curve_ = hist["val_loss"]
         self.epoch_times_ = hist["epoch_time"]
-
-    def _store(self, X, sample_weight):
-        from obliquetrees._training import hinge  # numba is imported on first use
-
-        counts = hinge.leaf_counts(self._model, X, sample_weight, self._prediction_threads())
-        self._set_trees(hinge.to_trees(self._model, counts, self._value_scale()))
 
     def _value_scale(self):
         return 1.0
@@ -394,20 +376,13 @@ class _BaseHingeForest(BaseObliqueForest):
         X, y, sample_weight = self._validate_fit_data(X, y, sample_weight)
         T = self._encode_targets(y, fit=True)
         if warm:
-            self._model = self._warm_model(X.shape[1], old_classes)
+            self._check_warm_model(X.shape[1], old_classes)
         else:
-            self._seeds = draw_seeds(self.random_state, 3)
-            self._model = self._new_model(X, self._seeds[0])
-            self.n_iter_ = 0
+            self._start(X)
+        model = self._model if warm else None
         self._train(
-            X,
-            T,
-            sample_weight,
-            max_epochs=self.max_epochs,
-            validate=self.early_stopping,
-            seed_offset=self.n_iter_,
+            X, T, sample_weight, model, max_epochs=self.max_epochs, validate=self.early_stopping
         )
-        self._store(X, sample_weight)
         return self
 
     def _partial_fit(self, X, y, sample_weight, classes=None):
@@ -418,16 +393,31 @@ class _BaseHingeForest(BaseObliqueForest):
                 self._set_classes(classes, y)
                 y = np.searchsorted(self.classes_, self._raw_y)
             T = self._encode_targets(y, fit=True)
-            self._seeds = draw_seeds(self.random_state, 3)
-            self._model = self._new_model(X, self._seeds[0])
-            self.n_iter_ = 0
+            self._start(X)
         else:
             X, y, sample_weight = self._validate_more_fit_data(X, y, sample_weight)
             T = self._encode_targets(self._index_y(y), fit=False)
-            self._model = self._warm_model(X.shape[1])
-        self._train(X, T, sample_weight, max_epochs=1, validate=False, seed_offset=self.n_iter_)
-        self._store(X, sample_weight)
+            self._check_warm_model(X.shape[1])
+        model = None if first else self._model
+        self._train(X, T, sample_weight, model, max_epochs=1, validate=False)
         return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Train the forest.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        return self._fit(X, y, sample_weight)
 
     def _index_y(self, y):
         return y
@@ -455,9 +445,9 @@ class _BaseHingeForest(BaseObliqueForest):
 
     # --------------------------------------------------------- prediction
     def _decision(self, X):
-        from obliquetrees._training import hinge  # numba is imported on first use
+        from obliquetrees._training._hinge_forward import decision_values  # imports numba
 
-        return hinge.decision_values(self._model, _as_dense(X), self._prediction_threads())
+        return decision_values(self._model, _as_dense(X), self._prediction_threads())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -541,32 +531,19 @@ class HingeForestClassifier(ObliqueClassifierMixin, _BaseHingeForest):
         return T
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
-        """Train the forest.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        sample_weight : array-like of shape (n_samples,), default=None
-
-        Returns
-        -------
-        self : HingeForestClassifier
-        """
-        return self._fit(X, y, sample_weight)
-
-    @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One epoch of training on the given data (no early stopping).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            One batch; later calls need the features of the first.
         y : array-like of shape (n_samples,)
+            Its labels (later calls: among the classes of the first).
         classes : array-like of shape (n_classes,), default=None
             All classes, required in the first call unless ``y`` has them all.
         sample_weight : array-like of shape (n_samples,), default=None
+            Per-sample loss weights of this batch.
 
         Returns
         -------
@@ -606,9 +583,9 @@ class HingeForestClassifier(ObliqueClassifierMixin, _BaseHingeForest):
         return self.classes_[np.argmax(self._decision(X), axis=1)]
 
     def _predict_output(self, X):
-        F = self._decision(X)
-        E = np.exp(F - F.max(axis=1, keepdims=True))
-        return E / E.sum(axis=1, keepdims=True)
+        from obliquetrees._training._hinge_forward import softmax
+
+        return softmax(self._decision(X))
 
 
 class HingeForestRegressor(ObliqueRegressorMixin, _BaseHingeForest):
@@ -694,30 +671,17 @@ class HingeForestRegressor(ObliqueRegressorMixin, _BaseHingeForest):
         return self._y_scale
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
-        """Train the forest.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        sample_weight : array-like of shape (n_samples,), default=None
-
-        Returns
-        -------
-        self : HingeForestRegressor
-        """
-        return self._fit(X, y, sample_weight)
-
-    @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y, sample_weight=None):
         """One epoch of training on the given data (no early stopping).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            One batch; later calls need the features of the first.
         y : array-like of shape (n_samples,)
+            Its targets (standardised with the first call's mean and scale).
         sample_weight : array-like of shape (n_samples,), default=None
+            Per-sample loss weights of this batch.
 
         Returns
         -------

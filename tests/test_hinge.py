@@ -83,7 +83,7 @@ def test_same_seed_same_model_any_n_jobs(iris):
 
 
 def test_apply_and_decision_path_follow_hinge_routing(iris):
-    from obliquetrees._training import hinge as H
+    from obliquetrees._training import _hinge_forward as HF
 
     X, y = iris
     clf = HingeForestClassifier(**SMALL).fit(X, y)
@@ -91,8 +91,8 @@ def test_apply_and_decision_path_follow_hinge_routing(iris):
     assert leaves.shape == (150, SMALL["n_estimators"])
     model = clf._model
     leaf = np.empty((150, model.n_trees), np.int64)
-    U = np.ascontiguousarray(H.hinge_features(model, H._standardise(model, X)))
-    H._forward_out(model, U, (leaf, np.empty(leaf.shape), np.empty(leaf.shape, np.int64)))
+    U = np.ascontiguousarray(HF.hinge_features(model, HF.standardise(model, X)))
+    HF.tree_outputs(model, U, (leaf, np.empty(leaf.shape), np.empty(leaf.shape, np.int64)))
     np.testing.assert_array_equal(leaves, leaf + 2 ** SMALL["max_depth"] - 1)
     indicator, ptr = clf.decision_path(X)
     assert indicator.shape == (150, ptr[-1])

@@ -16,6 +16,14 @@ Notation (all arrays C-contiguous):
   ``stride == 1`` tree ``m`` writes column ``m`` (linear head, ``C = 1``,
   ``n_out = M``).
 
+Arrays that travel together are passed as tuples: ``walk = (leaf, rstar,
+vstar)`` (the forward pass's record, each (n, M)), ``marks = (wmark, wslot,
+tmark, tslot)`` and ``grads = (gW, gt, touched_w, touched_t, contrib,
+contrib_feat)`` (the sparse gradient slots and the input-gradient
+contributions, see :func:`backward_update`), ``optim = (opt, moments, hp)``
+with ``moments = (W_1, W_2, t_1, t_2)`` (optimiser code, the optimiser state
+of ``W`` and ``thr``, and the step's hyper-parameters).
+
 Traversal (the paper's Algorithm 3): at each level ``r = U[s, f_v] - t_v``;
 the signed margin of smallest ``|r|`` along the path is ``r*`` (the first one
 wins ties), the sample goes right iff ``r > 0``. A tree outputs
@@ -31,26 +39,32 @@ tree order. Every sum is taken in a fixed order, so results are bit-identical
 for any number of threads.
 
 :func:`train_epoch` runs a whole epoch (gather, linear layer as a BLAS GEMM,
-batch norm, forward, loss, backward, optimiser steps, statistics update) in
-one compiled call, so there is no Python between minibatches.
+batch norm, :func:`forward`, loss, :func:`backward_update`, optimiser steps,
+statistics update) in one compiled call, so there is no Python between
+minibatches.
 """
 
 import numpy as np
 
 from obliquetrees._core._jit import jit, jit_parallel, prange
+from obliquetrees._training._optim import (
+    adagrad_scalar,
+    adagrad_update,
+    adam_corrections,
+    adam_scalar_inv,
+    adam_update_inv,
+    sgd_update,
+)
 
+#: Optimiser codes (``HingeParams.optimizer`` names map to these).
 OPT_ADAM = 0
 OPT_LAZY_ADAM = 1
 OPT_ADAGRAD = 2
 OPT_SGD = 3
-
-
-OPT_ADAM = 0
-OPT_LAZY_ADAM = 1
-OPT_ADAGRAD = 2
-OPT_SGD = 3
+#: Batch norm: variance offset, and the cap of the running statistics' momentum.
 BN_EPS = 1e-7
 BN_ALPHA_MAX = 0.99
+#: Samples per forward block (walked together).
 BLOCK = 4
 
 
@@ -136,19 +150,20 @@ def _traverse4(U, s, thr, feat, m, depth, is_fern):
 
 
 @jit
-def _emit(s, m, lf, r, vs, W, out, stride, leaf, rstar, vstar, store):
+def _emit(s, m, lf, r, vs, W, out, stride, walk, store):
     a = abs(r)
     base = m * stride
     for k in range(W.shape[2]):
         out[s, base + k] += a * W[m, lf, k]
     if store:
+        leaf, rstar, vstar = walk
         leaf[s, m] = lf
         rstar[s, m] = r
         vstar[s, m] = vs
 
 
 @jit
-def _forward_block(b, n, U, thr, feat, W, depth, is_fern, stride, out, leaf, rstar, vstar, store):
+def _forward_block(b, n, U, thr, feat, W, depth, is_fern, stride, out, walk, store):
     """Outputs of samples ``4b .. 4b+3`` (< n) over all trees, in tree order."""
     s0 = b * BLOCK
     s1 = min(n, s0 + BLOCK)
@@ -160,80 +175,37 @@ def _forward_block(b, n, U, thr, feat, W, depth, is_fern, stride, out, leaf, rst
             l0, l1, l2, l3, r0, r1, r2, r3, d0, d1, d2, d3 = _traverse4(
                 U, s0, thr, feat, m, depth, is_fern
             )
-            _emit(s0, m, l0, r0, d0, W, out, stride, leaf, rstar, vstar, store)
-            _emit(s0 + 1, m, l1, r1, d1, W, out, stride, leaf, rstar, vstar, store)
-            _emit(s0 + 2, m, l2, r2, d2, W, out, stride, leaf, rstar, vstar, store)
-            _emit(s0 + 3, m, l3, r3, d3, W, out, stride, leaf, rstar, vstar, store)
+            _emit(s0, m, l0, r0, d0, W, out, stride, walk, store)
+            _emit(s0 + 1, m, l1, r1, d1, W, out, stride, walk, store)
+            _emit(s0 + 2, m, l2, r2, d2, W, out, stride, walk, store)
+            _emit(s0 + 3, m, l3, r3, d3, W, out, stride, walk, store)
         else:
             for s in range(s0, s1):
                 lf, r, vs = _traverse(U, s, thr, feat, m, depth, is_fern)
-                _emit(s, m, lf, r, vs, W, out, stride, leaf, rstar, vstar, store)
+                _emit(s, m, lf, r, vs, W, out, stride, walk, store)
 
 
 @jit_parallel
-def forward(U, thr, feat, W, depth, is_fern, stride, out, leaf, rstar, vstar, store):
-    """Forest output for every row of ``U`` into ``out`` (overwritten).
+def forward(U, thr, feat, W, depth, is_fern, stride, out, walk, store):
+    """Forest output for every row of ``U`` into ``out`` (its first ``n`` rows, overwritten).
 
-    If ``store``, also writes ``leaf``, ``rstar``, ``vstar`` (each (n, M)) for
-    the backward pass.
+    ``walk`` = ``(leaf, rstar, vstar)``, each (>= n, M): if ``store``, the
+    leaf, minimal margin and its decision of every (sample, tree) are written
+    there for the backward pass.
     """
     n = U.shape[0]
     for b in prange((n + BLOCK - 1) // BLOCK):
-        _forward_block(
-            b, n, U, thr, feat, W, depth, is_fern, stride, out, leaf, rstar, vstar, store
-        )
+        _forward_block(b, n, U, thr, feat, W, depth, is_fern, stride, out, walk, store)
 
 
 # ----------------------------------------------------------------- backward
 @jit
-def _adam_update(p, mom, vel, g, step_size, bc2_sqrt_inv, beta1, beta2, eps):
-    mom_new = beta1 * mom + (1.0 - beta1) * g
-    vel_new = beta2 * vel + (1.0 - beta2) * g * g
-    p_new = p - step_size * mom_new / (np.sqrt(vel_new) * bc2_sqrt_inv + eps)
-    return p_new, mom_new, vel_new
-
-
-@jit
-def _backward_tree(
-    m,
-    B,
-    G,
-    leaf,
-    rstar,
-    vstar,
-    feat,
-    thr,
-    W,
-    stride,
-    contrib,
-    contrib_feat,
-    opt,
-    opt_W1,
-    opt_W2,
-    opt_t1,
-    opt_t2,
-    hp,
-    step,
-    wmark,
-    wslot,
-    tmark,
-    tslot,
-    gW,
-    gt,
-    touched_w,
-    touched_t,
-    update,
-):
-    """Gradients of tree ``m`` over the batch and (if ``update``) its optimiser step."""
-    NT = thr.shape[1]
-    L = W.shape[1]
+def _tree_gradients(m, B, G, walk, feat, W, stride, marks, grads, step):
+    """Gradients of tree ``m`` over the batch into its slots; returns their counts."""
+    leaf, rstar, vstar = walk
+    wmark, wslot, tmark, tslot = marks
+    gW, gt, touched_w, touched_t, contrib, contrib_feat = grads
     C = W.shape[2]
-    lr = hp[0]
-    beta1 = hp[1]
-    beta2 = hp[2]
-    eps = hp[3]
-    step_size = hp[4]
-    bc2_sqrt_inv = hp[5]
     nw = 0
     nt = 0
     base = m * stride
@@ -267,116 +239,64 @@ def _backward_tree(
         contrib_feat[s, m] = feat[m, vs]
     touched_w[m, B] = nw
     touched_t[m, B] = nt
-    if not update:
-        return
-    if opt == OPT_ADAM:
-        for lf in range(L):
-            hit = wmark[m, lf] == step
-            j = wslot[m, lf]
-            for k in range(C):
-                g = gW[m, j, k] if hit else 0.0
-                W[m, lf, k], opt_W1[m, lf, k], opt_W2[m, lf, k] = _adam_update(
-                    W[m, lf, k],
-                    opt_W1[m, lf, k],
-                    opt_W2[m, lf, k],
-                    g,
-                    step_size,
-                    bc2_sqrt_inv,
-                    beta1,
-                    beta2,
-                    eps,
-                )
-        for v in range(NT):
-            g = gt[m, tslot[m, v]] if tmark[m, v] == step else 0.0
-            thr[m, v], opt_t1[m, v], opt_t2[m, v] = _adam_update(
-                thr[m, v],
-                opt_t1[m, v],
-                opt_t2[m, v],
-                g,
-                step_size,
-                bc2_sqrt_inv,
-                beta1,
-                beta2,
-                eps,
+    return nw, nt
+
+
+@jit
+def _dense_adam_tree(m, thr, W, moments, hp, step, marks, grads):
+    """Adam on every leaf weight and threshold of tree ``m`` (zero gradient if untouched)."""
+    W_1, W_2, t_1, t_2 = moments
+    wmark, wslot, tmark, tslot = marks
+    gW, gt = grads[0], grads[1]
+    for lf in range(W.shape[1]):
+        hit = wmark[m, lf] == step
+        j = wslot[m, lf]
+        for k in range(W.shape[2]):
+            g = gW[m, j, k] if hit else 0.0
+            W[m, lf, k], W_1[m, lf, k], W_2[m, lf, k] = adam_scalar_inv(
+                W[m, lf, k], g, W_1[m, lf, k], W_2[m, lf, k], hp[4], hp[5], hp[1], hp[2], hp[3]
             )
-    elif opt == OPT_LAZY_ADAM:
-        for j in range(nw):
-            lf = touched_w[m, j]
-            for k in range(C):
-                W[m, lf, k], opt_W1[m, lf, k], opt_W2[m, lf, k] = _adam_update(
-                    W[m, lf, k],
-                    opt_W1[m, lf, k],
-                    opt_W2[m, lf, k],
-                    gW[m, j, k],
-                    step_size,
-                    bc2_sqrt_inv,
-                    beta1,
-                    beta2,
-                    eps,
+    for v in range(thr.shape[1]):
+        g = gt[m, tslot[m, v]] if tmark[m, v] == step else 0.0
+        thr[m, v], t_1[m, v], t_2[m, v] = adam_scalar_inv(
+            thr[m, v], g, t_1[m, v], t_2[m, v], hp[4], hp[5], hp[1], hp[2], hp[3]
+        )
+
+
+@jit
+def _sparse_tree_step(m, thr, W, opt, moments, hp, grads, nw, nt):
+    """Lazy Adam, AdaGrad or SGD on the touched leaves and thresholds of tree ``m``."""
+    W_1, W_2, t_1, t_2 = moments
+    gW, gt, touched_w, touched_t = grads[0], grads[1], grads[2], grads[3]
+    lr = hp[0]
+    eps = hp[3]
+    for j in range(nw):
+        lf = touched_w[m, j]
+        for k in range(W.shape[2]):
+            g = gW[m, j, k]
+            if opt == OPT_LAZY_ADAM:
+                W[m, lf, k], W_1[m, lf, k], W_2[m, lf, k] = adam_scalar_inv(
+                    W[m, lf, k], g, W_1[m, lf, k], W_2[m, lf, k], hp[4], hp[5], hp[1], hp[2], eps
                 )
-        for j in range(nt):
-            v = touched_t[m, j]
-            thr[m, v], opt_t1[m, v], opt_t2[m, v] = _adam_update(
-                thr[m, v],
-                opt_t1[m, v],
-                opt_t2[m, v],
-                gt[m, j],
-                step_size,
-                bc2_sqrt_inv,
-                beta1,
-                beta2,
-                eps,
+            elif opt == OPT_ADAGRAD:
+                W[m, lf, k], W_1[m, lf, k] = adagrad_scalar(W[m, lf, k], g, W_1[m, lf, k], lr, eps)
+            else:
+                W[m, lf, k] -= lr * g
+    for j in range(nt):
+        v = touched_t[m, j]
+        g = gt[m, j]
+        if opt == OPT_LAZY_ADAM:
+            thr[m, v], t_1[m, v], t_2[m, v] = adam_scalar_inv(
+                thr[m, v], g, t_1[m, v], t_2[m, v], hp[4], hp[5], hp[1], hp[2], eps
             )
-    elif opt == OPT_ADAGRAD:
-        for j in range(nw):
-            lf = touched_w[m, j]
-            for k in range(C):
-                g = gW[m, j, k]
-                opt_W1[m, lf, k] += g * g
-                W[m, lf, k] -= lr * g / (np.sqrt(opt_W1[m, lf, k]) + eps)
-        for j in range(nt):
-            v = touched_t[m, j]
-            g = gt[m, j]
-            opt_t1[m, v] += g * g
-            thr[m, v] -= lr * g / (np.sqrt(opt_t1[m, v]) + eps)
-    else:
-        for j in range(nw):
-            lf = touched_w[m, j]
-            for k in range(C):
-                W[m, lf, k] -= lr * gW[m, j, k]
-        for j in range(nt):
-            thr[m, touched_t[m, j]] -= lr * gt[m, j]
+        elif opt == OPT_ADAGRAD:
+            thr[m, v], t_1[m, v] = adagrad_scalar(thr[m, v], g, t_1[m, v], lr, eps)
+        else:
+            thr[m, v] -= lr * g
 
 
 @jit_parallel
-def backward_update(
-    G,
-    leaf,
-    rstar,
-    vstar,
-    feat,
-    thr,
-    W,
-    stride,
-    contrib,
-    contrib_feat,
-    opt,
-    opt_W1,
-    opt_W2,
-    opt_t1,
-    opt_t2,
-    hp,
-    step,
-    wmark,
-    wslot,
-    tmark,
-    tslot,
-    gW,
-    gt,
-    touched_w,
-    touched_t,
-    update,
-):
+def backward_update(G, walk, feat, thr, W, stride, marks, grads, step, update, optim):
     """Exact sparse gradients (eqs. 11-12) and, if ``update``, the optimiser step.
 
     ``G`` (B, n_out) is dLoss/d(out). For sample s and tree m with leaf l and
@@ -393,45 +313,23 @@ def backward_update(
     ids are listed in ``touched_w``/``touched_t``, whose column ``B`` holds
     the count).
 
-    ``hp`` = (lr, beta1, beta2, eps, step_size, bc2_sqrt_inv): optimiser
-    hyper-parameters with Adam's bias corrections for this step folded into
-    the last two. ``opt``: dense Adam (every parameter moves every step, as
-    in the paper), lazy Adam (only touched rows: their moments and values),
-    AdaGrad (exactly sparse: untouched parameters have zero gradient and do
-    not move), plain SGD.
+    ``optim = (opt, moments, hp)``, ``hp`` = (lr, beta1, beta2, eps,
+    step_size, inv_bc2): optimiser hyper-parameters with Adam's bias
+    corrections for this step folded into the last two. ``opt``: dense Adam
+    (every parameter moves every step, as in the paper), lazy Adam (only
+    touched rows: their moments and values), AdaGrad (exactly sparse:
+    untouched parameters have zero gradient and do not move), plain SGD.
+    Without ``update``, ``optim`` only has to have the right types.
     """
     B = G.shape[0]
+    opt, moments, hp = optim
     for m in prange(thr.shape[0]):
-        _backward_tree(
-            m,
-            B,
-            G,
-            leaf,
-            rstar,
-            vstar,
-            feat,
-            thr,
-            W,
-            stride,
-            contrib,
-            contrib_feat,
-            opt,
-            opt_W1,
-            opt_W2,
-            opt_t1,
-            opt_t2,
-            hp,
-            step,
-            wmark,
-            wslot,
-            tmark,
-            tslot,
-            gW,
-            gt,
-            touched_w,
-            touched_t,
-            update,
-        )
+        nw, nt = _tree_gradients(m, B, G, walk, feat, W, stride, marks, grads, step)
+        if update:
+            if opt == OPT_ADAM:
+                _dense_adam_tree(m, thr, W, moments, hp, step, marks, grads)
+            else:
+                _sparse_tree_step(m, thr, W, opt, moments, hp, grads, nw, nt)
 
 
 @jit
@@ -450,32 +348,14 @@ def input_gradient(contrib, contrib_feat, gU):
 
 
 @jit
-def dense_adam(p, mom, vel, g, step_size, bc2_sqrt_inv, beta1, beta2, eps):
-    """In-place Adam step on flat contiguous arrays (small parameter blocks)."""
-    for i in range(p.shape[0]):
-        p[i], mom[i], vel[i] = _adam_update(
-            p[i], mom[i], vel[i], g[i], step_size, bc2_sqrt_inv, beta1, beta2, eps
-        )
-
-
-@jit
-def dense_adagrad(p, acc, g, lr, eps):
-    """In-place AdaGrad step on flat contiguous arrays."""
-    for i in range(p.shape[0]):
-        acc[i] += g[i] * g[i]
-        p[i] -= lr * g[i] / (np.sqrt(acc[i]) + eps)
-
-
-@jit
 def _dense_step(p, s1, s2, g, opt, hp):
     """Optimiser step on a small dense block (flat views)."""
     if opt == OPT_ADAM or opt == OPT_LAZY_ADAM:
-        dense_adam(p, s1, s2, g, hp[4], hp[5], hp[1], hp[2], hp[3])
+        adam_update_inv(p, g, s1, s2, hp[4], hp[5], hp[1], hp[2], hp[3])
     elif opt == OPT_ADAGRAD:
-        dense_adagrad(p, s1, g, hp[0], hp[3])
+        adagrad_update(p, g, s1, hp[0], hp[3])
     else:
-        for i in range(p.shape[0]):
-            p[i] -= hp[0] * g[i]
+        sgd_update(p, g, hp[0])
 
 
 @jit
@@ -503,76 +383,83 @@ def _bn_update(Hc, bn_mean, bn_var, counters, init):
 
 
 # -------------------------------------------------------------------- epoch
+@jit
+def _head_and_loss(loss, i, wi, target, classification, linear_head, out, Q, q, Yf, F, G):
+    """Head output ``F[i]`` and ``G[i] = dLoss/dF[i]`` of batch row ``i``.
+
+    Returns ``loss`` plus the row's loss times its weight ``wi``; ``target``
+    is the sample's class index (classification) or row of ``Yf``.
+    """
+    K = F.shape[1]
+    if linear_head:
+        for k in range(K):
+            acc = q[k]
+            for m in range(Q.shape[1]):
+                acc += Q[k, m] * out[i, m]
+            F[i, k] = acc
+    else:
+        for k in range(K):
+            F[i, k] = out[i, k]
+    if classification:
+        mx = F[i, 0]
+        for k in range(1, K):
+            mx = max(mx, F[i, k])
+        tot = 0.0
+        for k in range(K):
+            G[i, k] = np.exp(F[i, k] - mx)
+            tot += G[i, k]
+        loss += wi * (np.log(tot) + mx - F[i, target])
+        for k in range(K):
+            G[i, k] = wi * (G[i, k] / tot - (1.0 if k == target else 0.0))
+    else:
+        for k in range(K):
+            dk = F[i, k] - Yf[target, k]
+            loss += wi * dk * dk / K
+            G[i, k] = wi * 2.0 * dk / K
+    return loss
+
+
 @jit_parallel
 def train_epoch(
-    Z,
-    Yi,
-    Yf,
-    w,
-    order,
+    data,
     batch_size,
     classification,
     linear_head,
     learn_A,
-    A,
-    bn_mean,
-    bn_var,
-    counters,
-    feat,
-    thr,
-    W,
-    Q,
-    q,
+    net,
     depth,
     is_fern,
+    counters,
     opt,
-    lr,
-    beta1,
-    beta2,
-    eps,
-    A_1,
-    A_2,
-    W_1,
-    W_2,
-    t_1,
-    t_2,
-    Q_1,
-    Q_2,
-    q_1,
-    q_2,
-    wmark,
-    wslot,
-    tmark,
-    tslot,
-    Zb,
-    U,
-    out,
-    F,
-    G,
-    Gt,
-    leaf,
-    rstar,
-    vstar,
-    contrib,
-    contrib_feat,
-    gW,
-    gt,
-    touched_w,
-    touched_t,
-    gU,
+    hyper,
+    state,
+    scratch,
     batch_loss,
 ):
     """One epoch of minibatch training over ``Z[order]`` (standardised inputs).
 
-    ``Yi`` (n,) class indices (classification) / ``Yf`` (n, K) targets
-    (regression); ``w`` per-sample loss weights (mean 1 over the training
-    set). ``counters`` = [bn_count, step] (updated). Scratch arrays are sized
-    for ``batch_size`` rows. Writes the mean loss of each batch to
-    ``batch_loss``. Per batch: gather, ``H = Zb A^T`` (BLAS), ``U = (H - mean)
-    / sd``, forward, loss and ``G = dL/dF``, head gradients, per-tree backward
-    and step, input gradient, ``gA = (gU / sd)^T Zb`` (BLAS), dense steps of
-    A and the head, statistics update.
+    ``data`` = ``(Z, Yi, Yf, w, order)``: ``Yi`` (n,) class indices
+    (classification) / ``Yf`` (n, K) targets (regression); ``w`` per-sample
+    loss weights (mean 1 over the training set). ``net`` = ``(A, bn_mean,
+    bn_var, feat, thr, W, Q, q)``, with ``Q`` of shape (1, 1) for the summed
+    head (the linear head has ``Q`` (K, M)). ``counters`` = [bn_count, step]
+    (updated). ``hyper`` = ``(learning_rate, beta1, beta2, eps)``; ``state`` =
+    ``(moments, marks, (A_1, A_2), (Q_1, Q_2), (q_1, q_2))``. ``scratch`` =
+    ``(Zb, U, out, F, G, Gt, walk, grads, gU)``, sized for ``batch_size``
+    rows. Writes the mean loss of each batch to ``batch_loss``.
+
+    Per batch: gather, ``H = Zb A^T`` (BLAS), ``U = (H - mean) / sd``,
+    :func:`forward`, loss and ``G = dL/dF``, head gradients,
+    :func:`backward_update` (per-tree gradients and step), input gradient,
+    ``gA = (gU / sd)^T Zb`` (BLAS), dense steps of A and the head, statistics
+    update.
     """
+    Z, Yi, Yf, w, order = data
+    A, bn_mean, bn_var, feat, thr, W, Q, q = net
+    lr, beta1, beta2, eps = hyper
+    moments, marks, A_m, Q_m, q_m = state
+    Zb, U, out, F, G, Gt, walk, grads, gU = scratch
+    contrib, contrib_feat = grads[4], grads[5]
     n = order.shape[0]
     p = Z.shape[1]
     Hn = A.shape[0]
@@ -598,42 +485,14 @@ def train_epoch(
         for i in range(Bc):
             for h in range(Hn):
                 U[i, h] = (Hc[i, h] - bn_mean[h]) / sd[h]
-        Uc = U[:Bc]
-        nblk = (Bc + BLOCK - 1) // BLOCK
-        for b in prange(nblk):
-            _forward_block(
-                b, Bc, Uc, thr, feat, W, depth, is_fern, stride, out, leaf, rstar, vstar, True
-            )
-        # head and loss
+        forward(U[:Bc], thr, feat, W, depth, is_fern, stride, out, walk, True)
         loss = 0.0
         for i in range(Bc):
-            if linear_head:
-                for k in range(K):
-                    acc = q[k]
-                    for m in range(M):
-                        acc += Q[k, m] * out[i, m]
-                    F[i, k] = acc
-            else:
-                for k in range(K):
-                    F[i, k] = out[i, k]
-            wi = w[order[s0 + i]] / Bc
-            if classification:
-                mx = F[i, 0]
-                for k in range(1, K):
-                    mx = max(mx, F[i, k])
-                tot = 0.0
-                for k in range(K):
-                    G[i, k] = np.exp(F[i, k] - mx)
-                    tot += G[i, k]
-                yi = Yi[order[s0 + i]]
-                loss += wi * (np.log(tot) + mx - F[i, yi])
-                for k in range(K):
-                    G[i, k] = wi * (G[i, k] / tot - (1.0 if k == yi else 0.0))
-            else:
-                for k in range(K):
-                    dk = F[i, k] - Yf[order[s0 + i], k]
-                    loss += wi * dk * dk / K
-                    G[i, k] = wi * 2.0 * dk / K
+            s = order[s0 + i]
+            target = Yi[s] if classification else s
+            loss = _head_and_loss(
+                loss, i, w[s] / Bc, target, classification, linear_head, out, Q, q, Yf, F, G
+            )
         batch_loss[bi] = loss
         # optimiser constants of this step
         t = counters[1] + 1
@@ -641,8 +500,9 @@ def train_epoch(
         hp[1] = beta1
         hp[2] = beta2
         hp[3] = eps
-        hp[4] = lr / (1.0 - beta1**t)
-        hp[5] = 1.0 / np.sqrt(1.0 - beta2**t)
+        step_size, bc2 = adam_corrections(lr, t, beta1, beta2)
+        hp[4] = step_size
+        hp[5] = 1.0 / bc2
         step = counters[1]
         Gc = G[:Bc]
         if linear_head:
@@ -655,45 +515,18 @@ def train_epoch(
             Gtree = Gt[:Bc]
         else:
             Gtree = Gc
-        for m in prange(M):
-            _backward_tree(
-                m,
-                Bc,
-                Gtree,
-                leaf,
-                rstar,
-                vstar,
-                feat,
-                thr,
-                W,
-                stride,
-                contrib,
-                contrib_feat,
-                opt,
-                W_1,
-                W_2,
-                t_1,
-                t_2,
-                hp,
-                step,
-                wmark,
-                wslot,
-                tmark,
-                tslot,
-                gW,
-                gt,
-                touched_w,
-                touched_t,
-                True,
-            )
+        optim = (opt, moments, hp)
+        backward_update(Gtree, walk, feat, thr, W, stride, marks, grads, step, True, optim)
         if linear_head:
             gQ = np.dot(Gc.T, out[:Bc])
             gq = np.zeros(K)
             for i in range(Bc):
                 for k in range(K):
                     gq[k] += Gc[i, k]
-            _dense_step(Q.reshape(-1), Q_1.reshape(-1), Q_2.reshape(-1), gQ.reshape(-1), opt, hp)
-            _dense_step(q, q_1, q_2, gq, opt, hp)
+            _dense_step(
+                Q.reshape(-1), Q_m[0].reshape(-1), Q_m[1].reshape(-1), gQ.reshape(-1), opt, hp
+            )
+            _dense_step(q, q_m[0], q_m[1], gq, opt, hp)
         if learn_A:
             for i in range(Bc):  # 5000 scattered adds: not worth a parallel region
                 _input_gradient_row(i, contrib, contrib_feat, gU)
@@ -701,6 +534,8 @@ def train_epoch(
                 for h in range(Hn):
                     gU[i, h] /= sd[h]
             gA = np.dot(gU[:Bc].T, Zc)
-            _dense_step(A.reshape(-1), A_1.reshape(-1), A_2.reshape(-1), gA.reshape(-1), opt, hp)
+            _dense_step(
+                A.reshape(-1), A_m[0].reshape(-1), A_m[1].reshape(-1), gA.reshape(-1), opt, hp
+            )
         counters[1] = t
         _bn_update(Hc, bn_mean, bn_var, counters, False)

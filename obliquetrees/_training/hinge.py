@@ -22,33 +22,68 @@ statistics were initialised to).
 Everything here is arrays in, arrays out; :class:`HingeModel` holds plain
 numpy arrays and Python scalars only (picklable), including optimiser state,
 so ``warm_start`` and ``partial_fit`` continue exactly where training stopped.
+The estimators make one call, :func:`fit_hinge`, with a :class:`HingeParams`;
+prediction and storage are in :mod:`._hinge_forward`, the kernels in
+:mod:`._hinge_kernels`.
 """
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
-from obliquetrees._core.tree import ObliqueTree, fold_standardization
+from obliquetrees._core.tree import standardization
 from obliquetrees._core.validation import (
     INDEX_DTYPE,
     VALUE_DTYPE,
     check_array,
     check_finite,
     check_int,
-    check_n_features,
 )
+from obliquetrees._training import _hinge_kernels as K
+from obliquetrees._training._hinge_forward import (
+    decision_values_in_limits,
+    leaf_counts,
+    softmax,
+    standardise,
+    to_trees,
+)
+from obliquetrees._training._optim import ADAGRAD_EPS, ADAM_BETA1, ADAM_BETA2, ADAM_EPS
 
-BN_EPS = 1e-7
-BN_ALPHA_MAX = 0.99
-ADAM_BETA1 = 0.9
-ADAM_BETA2 = 0.999
-ADAM_EPS = 1e-8
-ADAGRAD_EPS = 1e-10
-PREDICT_CHUNK = 8192
 #: Deepest tree the estimators allow (``max_depth`` constraint).
 MAX_DEPTH = 20
+#: Optimiser names and the kernels' codes.
+OPTIMIZERS = {
+    "adam": K.OPT_ADAM,
+    "lazy_adam": K.OPT_LAZY_ADAM,
+    "adagrad": K.OPT_ADAGRAD,
+    "sgd": K.OPT_SGD,
+}
 
-_OPT_CODES = {"adam": 0, "lazy_adam": 1, "adagrad": 2, "sgd": 3}
+
+@dataclass(frozen=True)
+class HingeParams:
+    """Hyper-parameters of one hinge forest fit, named as the estimators' parameters.
+
+    Built by the estimator from its parameters (see there for each one's
+    meaning); ``task`` is ``"classification"`` (softmax cross-entropy, targets
+    are class indices) or ``"regression"`` (mean squared error over outputs).
+    ``max_epochs`` is 1 for ``partial_fit``; ``n_iter_no_change`` applies only
+    with validation data.
+    """
+
+    task: str
+    n_estimators: int
+    max_depth: int
+    tree_type: str
+    n_hinge_features: int | None
+    head: str
+    optimizer: str
+    learning_rate: float
+    batch_size: int
+    max_epochs: int
+    n_iter_no_change: int
+    verbose: int
 
 
 class HingeModel:
@@ -60,10 +95,6 @@ class HingeModel:
     @property
     def n_trees(self):
         return self.thr.shape[0]
-
-    @property
-    def n_leaves(self):
-        return self.W.shape[1]
 
     def copy(self):
         """Deep copy in fresh writable arrays, optimiser state included.
@@ -122,7 +153,7 @@ class HingeModel:
         check_array(self.feat, "feat", i64, 2, (M, n_thr))
         if self.feat.min() < 0 or self.feat.max() >= H:
             raise ValueError(f"feat must lie in [0, H) = [0, {H}).")
-        if not np.all(self.bn_var + BN_EPS > 0) or np.any(self.x_scale == 0):
+        if not np.all(self.bn_var + K.BN_EPS > 0) or np.any(self.x_scale == 0):
             raise ValueError("bn_var + eps and x_scale must be positive / non-zero.")
         step = check_int(self.step, "step")
         check_int(self.bn_count, "bn_count")
@@ -130,7 +161,7 @@ class HingeModel:
             self._check_opt_state(step, M, 2**depth, n_thr)
 
     def _check_opt_state(self, step, M, L, n_thr):
-        if self.optimizer not in _OPT_CODES:
+        if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"unknown optimizer {self.optimizer!r}.")
         dense_second = self.optimizer in ("adam", "lazy_adam")
         for name in ["W", "thr", "A"] + (["Q", "q"] if self.head == "linear" else []):
@@ -169,19 +200,7 @@ def _deep_copy(value):
     return value
 
 
-def init_model(
-    n_inputs,
-    n_outputs,
-    *,
-    n_trees,
-    depth,
-    tree_type,
-    n_hinge_features,
-    head,
-    x_mean,
-    x_scale,
-    seed,
-):
+def init_model(n_inputs, n_outputs, params, x_mean, x_scale, seed):
     """Initialise a hinge forest (the paper's Algorithm 1).
 
     Thresholds ``U(-3, 3)`` (they act on batch-normalised features), leaf
@@ -190,18 +209,36 @@ def init_model(
     1/sqrt(p))`` (the paper does not say); with ``n_hinge_features=None`` it
     is the identity and stays fixed. The linear head, if any, gets the same
     default initialisation.
+
+    Parameters
+    ----------
+    n_inputs, n_outputs : int
+        Input features ``p`` and outputs ``K`` (classes, or regression targets).
+    params : HingeParams
+        ``n_estimators``, ``max_depth``, ``tree_type``, ``n_hinge_features``
+        and ``head`` are read.
+    x_mean, x_scale : ndarray of shape (n_inputs,)
+        The input standardisation.
+    seed : int
+        Seeds numpy's generator for every initial value.
+
+    Returns
+    -------
+    model : HingeModel
     """
     rng = np.random.default_rng(seed)
-    learn_A = n_hinge_features is not None
-    H = n_inputs if not learn_A else int(n_hinge_features)
+    n_trees = params.n_estimators
+    depth = params.max_depth
+    learn_A = params.n_hinge_features is not None
+    H = n_inputs if not learn_A else int(params.n_hinge_features)
     if learn_A:
         bound = 1.0 / np.sqrt(n_inputs)
         A = rng.uniform(-bound, bound, size=(H, n_inputs))
     else:
         A = np.eye(n_inputs)
-    n_thr = depth if tree_type == "fern" else 2**depth - 1
+    n_thr = depth if params.tree_type == "fern" else 2**depth - 1
     L = 2**depth
-    C = n_outputs if head == "sum" else 1
+    C = n_outputs if params.head == "sum" else 1
     feat = rng.integers(0, H, size=(n_trees, n_thr)).astype(np.int64)
     thr = rng.uniform(-3.0, 3.0, size=(n_trees, n_thr))
     W = rng.normal(0.0, 0.01, size=(n_trees, L, C))
@@ -215,8 +252,8 @@ def init_model(
         thr=thr,
         W=W,
         depth=int(depth),
-        is_fern=tree_type == "fern",
-        head=head,
+        is_fern=params.tree_type == "fern",
+        head=params.head,
         n_outputs=int(n_outputs),
         x_mean=np.asarray(x_mean, dtype=np.float64),
         x_scale=np.asarray(x_scale, dtype=np.float64),
@@ -224,7 +261,7 @@ def init_model(
         opt_state=None,
         optimizer=None,
     )
-    if head == "linear":
+    if params.head == "linear":
         bound = 1.0 / np.sqrt(n_trees)
         model.Q = rng.uniform(-bound, bound, size=(n_outputs, n_trees))
         model.q = rng.uniform(-bound, bound, size=n_outputs)
@@ -248,99 +285,6 @@ def _init_opt_state(model, optimizer):
     state["tmark"] = np.full((M, NT), -1, dtype=np.int64)
     state["tslot"] = np.zeros((M, NT), dtype=np.int64)
     return state
-
-
-def _standardise(model, X):
-    return (X - model.x_mean) / model.x_scale
-
-
-def hinge_features(model, Z):
-    """Batch-normalised hinge features ``u`` of standardised inputs ``Z``."""
-    Hf = Z @ model.A.T
-    return (Hf - model.bn_mean) / np.sqrt(model.bn_var + BN_EPS)
-
-
-def _forward_out(model, U, store_bufs=None):
-    from obliquetrees._training import _hinge_kernels as K  # numba is imported on first use
-
-    n = U.shape[0]
-    M = model.n_trees
-    stride = 1 if model.head == "linear" else 0
-    n_out = M if model.head == "linear" else model.n_outputs
-    out = np.empty((n, n_out))
-    if store_bufs is None:
-        dummy_i = np.empty((1, 1), dtype=np.int64)
-        K.forward(
-            U,
-            model.thr,
-            model.feat,
-            model.W,
-            model.depth,
-            model.is_fern,
-            stride,
-            out,
-            dummy_i,
-            np.empty((1, 1)),
-            dummy_i,
-            False,
-        )
-    else:
-        leaf, rstar, vstar = store_bufs
-        K.forward(
-            U,
-            model.thr,
-            model.feat,
-            model.W,
-            model.depth,
-            model.is_fern,
-            stride,
-            out,
-            leaf[:n],
-            rstar[:n],
-            vstar[:n],
-            True,
-        )
-    return out
-
-
-def _head(model, out):
-    if model.head == "linear":
-        return out @ model.Q.T + model.q
-    return out
-
-
-def decision_values(model, X, n_threads=1):
-    """Raw outputs (logits or standardised regression values), shape (n, K).
-
-    ``X`` is raw (unstandardised) input, dense; processed in chunks.
-    """
-    from obliquetrees._core._blas import blas_limit
-    from obliquetrees._core._jit import numba_threads
-
-    check_n_features(X, model.A.shape[1], "the hinge model")
-    with blas_limit(1), numba_threads(n_threads):
-        return _decision_values(model, X)
-
-
-def _decision_values(model, X):
-    """:func:`decision_values` in the caller's thread limits.
-
-    ``threadpool_limits`` scans the loaded libraries on every entry (~4 ms),
-    which dominated the per-epoch validation of small data sets.
-    """
-    X = np.asarray(X)
-    n = X.shape[0]
-    res = np.empty((n, model.n_outputs))
-    for start in range(0, n, PREDICT_CHUNK):
-        Xc = np.asarray(X[start : start + PREDICT_CHUNK], dtype=np.float64)
-        U = np.ascontiguousarray(hinge_features(model, _standardise(model, Xc)))
-        res[start : start + Xc.shape[0]] = _head(model, _forward_out(model, U))
-    return res
-
-
-def softmax(F):
-    E = np.exp(F - F.max(axis=1, keepdims=True))
-    return E / E.sum(axis=1, keepdims=True)
 
 
 def loss_and_grad(F, Y, w, task):
@@ -369,96 +313,9 @@ def loss_and_grad(F, Y, w, task):
 
 def mean_loss(model, X, Y, w, task):
     """Weighted mean loss over a data set (raw X), in the caller's thread limits."""
-    F = _decision_values(model, X)
+    F = decision_values_in_limits(model, X)
     loss, _ = loss_and_grad(F, Y, w, task)
     return loss * X.shape[0] / max(w.sum(), 1e-300)
-
-
-def batch_gradients(model, Zb, Yb, wb, task):
-    """Loss and exact gradients on one batch of standardised inputs ``Zb``.
-
-    Runs the same kernels as training (without an update) and scatters the
-    sparse tree gradients into dense arrays; for tests and diagnostics.
-    ``Yb``: class indices or (B, K) targets; ``wb``: per-sample weights.
-
-    Returns
-    -------
-    loss : float
-    grads : dict of ndarray
-        ``W``, ``thr``, ``A`` (if learnt), ``Q`` and ``q`` (linear head).
-    """
-    from obliquetrees._training import _hinge_kernels as K  # numba is imported on first use
-
-    B = Zb.shape[0]
-    M, L, C = model.W.shape
-    NT = model.thr.shape[1]
-    leaf = np.empty((B, M), dtype=np.int64)
-    rstar = np.empty((B, M))
-    vstar = np.empty((B, M), dtype=np.int64)
-    Hf = Zb @ model.A.T
-    sd = np.sqrt(model.bn_var + BN_EPS)
-    U = np.ascontiguousarray((Hf - model.bn_mean) / sd)
-    out = _forward_out(model, U, (leaf, rstar, vstar))
-    F = _head(model, out)
-    if task != "classification" and np.ndim(Yb) == 1:
-        Yb = Yb[:, None]
-    loss, G = loss_and_grad(F, Yb, wb, task)
-    grads = {}
-    if model.head == "linear":
-        grads["Q"] = G.T @ out
-        grads["q"] = G.sum(axis=0)
-        G_trees = np.ascontiguousarray(G @ model.Q)
-        stride = 1
-    else:
-        G_trees = np.ascontiguousarray(G)
-        stride = 0
-    contrib = np.empty((B, M))
-    contrib_feat = np.empty((B, M), dtype=np.int64)
-    gW = np.empty((M, B, C))
-    gt = np.empty((M, B))
-    tw = np.empty((M, B + 1), dtype=np.int64)
-    tt = np.empty((M, B + 1), dtype=np.int64)
-    z = np.zeros(1)
-    K.backward_update(
-        G_trees,
-        leaf,
-        rstar,
-        vstar,
-        model.feat,
-        model.thr,
-        model.W,
-        stride,
-        contrib,
-        contrib_feat,
-        0,
-        model.W,
-        model.W,
-        model.thr,
-        model.thr,
-        z,
-        0,
-        np.full((M, L), -1, dtype=np.int64),
-        np.zeros((M, L), dtype=np.int64),
-        np.full((M, NT), -1, dtype=np.int64),
-        np.zeros((M, NT), dtype=np.int64),
-        gW,
-        gt,
-        tw,
-        tt,
-        False,
-    )
-    dW = np.zeros_like(model.W)
-    dt = np.zeros_like(model.thr)
-    for m in range(M):  # scatter of the slots (tests only)
-        dW[m, tw[m, : tw[m, B]]] = gW[m, : tw[m, B]]
-        dt[m, tt[m, : tt[m, B]]] = gt[m, : tt[m, B]]
-    grads["W"] = dW
-    grads["thr"] = dt
-    if model.learn_A:
-        gU = np.empty((B, model.A.shape[0]))
-        K.input_gradient(contrib, contrib_feat, gU)
-        grads["A"] = (gU / sd).T @ Zb
-    return loss, grads
 
 
 def ensure_opt_state(model, optimizer):
@@ -469,107 +326,83 @@ def ensure_opt_state(model, optimizer):
 
 
 class _EpochScratch:
+    """Per-batch work arrays of :func:`~._hinge_kernels.train_epoch`, for ``B`` rows."""
+
     def __init__(self, model, B):
         M = model.n_trees
         C = model.W.shape[2]
         K = model.n_outputs
         Hn, p = model.A.shape
         n_out = M if model.head == "linear" else K
-        self.Zb = np.empty((B, p))
-        self.U = np.empty((B, Hn))
-        self.out = np.empty((B, n_out))
-        self.F = np.empty((B, K))
-        self.G = np.empty((B, K))
-        self.Gt = np.empty((B, M))
-        self.leaf = np.empty((B, M), dtype=np.int64)
-        self.rstar = np.empty((B, M))
-        self.vstar = np.empty((B, M), dtype=np.int64)
-        self.contrib = np.empty((B, M))
-        self.contrib_feat = np.empty((B, M), dtype=np.int64)
-        self.gW = np.empty((M, B, C))
-        self.gt = np.empty((M, B))
-        self.touched_w = np.empty((M, B + 1), dtype=np.int64)
-        self.touched_t = np.empty((M, B + 1), dtype=np.int64)
-        self.gU = np.empty((B, Hn))
+        walk = (
+            np.empty((B, M), dtype=np.int64),
+            np.empty((B, M)),
+            np.empty((B, M), dtype=np.int64),
+        )
+        grads = (
+            np.empty((M, B, C)),  # gW
+            np.empty((M, B)),  # gt
+            np.empty((M, B + 1), dtype=np.int64),  # touched_w
+            np.empty((M, B + 1), dtype=np.int64),  # touched_t
+            np.empty((B, M)),  # contrib
+            np.empty((B, M), dtype=np.int64),  # contrib_feat
+        )
+        self.arrays = (
+            np.empty((B, p)),  # Zb
+            np.empty((B, Hn)),  # U
+            np.empty((B, n_out)),  # out
+            np.empty((B, K)),  # F
+            np.empty((B, K)),  # G
+            np.empty((B, M)),  # Gt
+            walk,
+            grads,
+            np.empty((B, Hn)),  # gU
+        )
 
 
-def run_epoch(model, Z, Yi, Yf, w, order, task, optimizer, lr, batch_size, scratch=None):
+def _opt_state_args(model):
+    """The optimiser state as the kernel's ``state`` tuple (dummies for absent parts)."""
+    st = model.opt_state
+    dummy = np.zeros((1, 1))
+    moments = (st["W_1"], st["W_2"], st["thr_1"], st["thr_2"])
+    marks = (st["wmark"], st["wslot"], st["tmark"], st["tslot"])
+    head_Q = (st.get("Q_1", dummy), st.get("Q_2", dummy))
+    head_q = (st.get("q_1", np.zeros(1)), st.get("q_2", np.zeros(1)))
+    return moments, marks, (st["A_1"], st["A_2"]), head_Q, head_q
+
+
+def run_epoch(model, Z, Yi, Yf, w, order, params, scratch=None):
     """One epoch over ``Z[order]`` (standardised inputs) in one compiled call.
 
-    Returns the per-batch mean losses.
+    Trains ``model`` in place with ``params.optimizer``, ``learning_rate``
+    and ``batch_size`` on the ``params.task`` loss (targets from
+    :func:`_targets`, per-sample weights ``w``). Returns the per-batch mean
+    losses.
     """
-    from obliquetrees._training import _hinge_kernels as K  # numba is imported on first use
-
-    ensure_opt_state(model, optimizer)
-    B = min(int(batch_size), order.shape[0])
+    ensure_opt_state(model, params.optimizer)
+    B = min(int(params.batch_size), order.shape[0])
     if scratch is None:
         scratch = _EpochScratch(model, B)
-    st = model.opt_state
     linear = model.head == "linear"
-    dummy = np.zeros((1, 1))
-    Q = model.Q if linear else dummy
+    Q = model.Q if linear else np.zeros((1, 1))
     q = model.q if linear else np.zeros(1)
-    eps = ADAM_EPS if optimizer in ("adam", "lazy_adam") else ADAGRAD_EPS
+    eps = ADAM_EPS if params.optimizer in ("adam", "lazy_adam") else ADAGRAD_EPS
     counters = np.array([model.bn_count, model.step], dtype=np.int64)
-    nbatch = (order.shape[0] + B - 1) // B
-    batch_loss = np.empty(nbatch)
-    S = scratch
+    batch_loss = np.empty((order.shape[0] + B - 1) // B)
     K.train_epoch(
-        Z,
-        Yi,
-        Yf,
-        w,
-        order,
+        (Z, Yi, Yf, w, order),
         B,
-        task == "classification",
+        params.task == "classification",
         linear,
         model.learn_A,
-        model.A,
-        model.bn_mean,
-        model.bn_var,
-        counters,
-        model.feat,
-        model.thr,
-        model.W,
-        Q,
-        q,
+        (model.A, model.bn_mean, model.bn_var, model.feat, model.thr, model.W, Q, q),
         model.depth,
         model.is_fern,
-        _OPT_CODES[optimizer],
-        float(lr),
-        ADAM_BETA1,
-        ADAM_BETA2,
-        eps,
-        st["A_1"],
-        st["A_2"],
-        st["W_1"],
-        st["W_2"],
-        st["thr_1"],
-        st["thr_2"],
-        st.get("Q_1", dummy),
-        st.get("Q_2", dummy),
-        st.get("q_1", np.zeros(1)),
-        st.get("q_2", np.zeros(1)),
-        st["wmark"],
-        st["wslot"],
-        st["tmark"],
-        st["tslot"],
-        S.Zb,
-        S.U,
-        S.out,
-        S.F,
-        S.G,
-        S.Gt,
-        S.leaf,
-        S.rstar,
-        S.vstar,
-        S.contrib,
-        S.contrib_feat,
-        S.gW,
-        S.gt,
-        S.touched_w,
-        S.touched_t,
-        S.gU,
+        counters,
+        OPTIMIZERS[params.optimizer],
+        (float(params.learning_rate), ADAM_BETA1, ADAM_BETA2, eps),
+        _opt_state_args(model),
+        scratch.arrays,
         batch_loss,
     )
     model.bn_count = int(counters[0])
@@ -588,31 +421,15 @@ def _targets(Y, task):
 
 
 def fit_epochs(
-    model,
-    X,
-    Y,
-    sample_weight,
-    *,
-    task,
-    optimizer,
-    learning_rate,
-    batch_size,
-    max_epochs,
-    seed,
-    X_val=None,
-    Y_val=None,
-    w_val=None,
-    n_iter_no_change=None,
-    n_threads=1,
-    verbose=0,
-    history=None,
+    model, X, Y, sample_weight, params, *, seed, X_val=None, Y_val=None, w_val=None, n_threads=1
 ):
-    """Run up to ``max_epochs`` epochs of minibatch training (in place).
+    """Run up to ``params.max_epochs`` epochs of minibatch training (in place).
 
     With validation data, the model's prediction parameters are restored to
     the epoch of lowest validation loss at the end (optimiser state keeps the
     last step, so warm starts continue from the restored parameters), and
-    training stops after ``n_iter_no_change`` epochs without improvement.
+    training stops after ``params.n_iter_no_change`` epochs without
+    improvement. ``seed`` seeds the minibatch order.
 
     Returns a history dict: ``loss`` (mean training loss per epoch),
     ``val_loss``, ``best_epoch`` (1-based, over all epochs of this call),
@@ -623,28 +440,22 @@ def fit_epochs(
     from obliquetrees._core._jit import numba_threads
 
     n = X.shape[0]
-    B = min(int(batch_size), n)
+    B = min(int(params.batch_size), n)
     rng = np.random.default_rng(seed)
     w = np.ones(n) if sample_weight is None else sample_weight / sample_weight.mean()
-    Z = np.ascontiguousarray(_standardise(model, X))
-    Yi, Yf = _targets(Y, task)
-    ensure_opt_state(model, optimizer)
+    Z = np.ascontiguousarray(standardise(model, X))
+    Yi, Yf = _targets(Y, params.task)
+    ensure_opt_state(model, params.optimizer)
     scratch = _EpochScratch(model, B)
-    hist = (
-        history
-        if history is not None
-        else {"loss": [], "val_loss": [], "epoch_time": [], "best_epoch": 0}
-    )
+    hist = {"loss": [], "val_loss": [], "epoch_time": [], "best_epoch": 0}
     best = np.inf
     best_params = None
     since_best = 0
     with threadpool_limits(limits=1, user_api="blas"), numba_threads(n_threads):
-        for _ in range(max_epochs):
+        for _ in range(params.max_epochs):
             t0 = time.perf_counter()
             order = rng.permutation(n)
-            losses = run_epoch(
-                model, Z, Yi, Yf, w, order, task, optimizer, learning_rate, B, scratch
-            )
+            losses = run_epoch(model, Z, Yi, Yf, w, order, params, scratch)
             sizes = np.full(losses.shape[0], B)
             sizes[-1] = n - B * (losses.shape[0] - 1)
             total = float(losses @ sizes)
@@ -659,7 +470,7 @@ def fit_epochs(
             hist["loss"].append(total / n)
             msg = f"epoch {len(hist['loss'])}: loss {total / n:.5f}"
             if X_val is not None:
-                vl = mean_loss(model, X_val, Y_val, w_val, task)
+                vl = mean_loss(model, X_val, Y_val, w_val, params.task)
                 hist["val_loss"].append(vl)
                 msg += f", val_loss {vl:.5f}"
                 if vl < best:
@@ -670,9 +481,9 @@ def fit_epochs(
                     best_params["bn_count"] = model.bn_count
                 else:
                     since_best += 1
-            if verbose:
+            if params.verbose:
                 print(msg + f" ({hist['epoch_time'][-1]:.2f} s)")
-            if n_iter_no_change is not None and since_best >= n_iter_no_change:
+            if X_val is not None and since_best >= params.n_iter_no_change:
                 break
     if best_params is not None:
         for k, v in best_params.items():
@@ -682,80 +493,91 @@ def fit_epochs(
     return hist
 
 
-# --------------------------------------------------------------- storage
-def leaf_counts(model, X, sample_weight=None, n_threads=1):
-    """(Weighted) number of samples reaching each leaf, shape (M, L)."""
-    from threadpoolctl import threadpool_limits
+def fit_hinge(
+    X,
+    Y,
+    sample_weight,
+    params,
+    *,
+    n_outputs,
+    model=None,
+    init_seed=None,
+    epoch_seed,
+    epochs_done=0,
+    validation=None,
+    value_scale=1.0,
+    n_threads=1,
+):
+    """Train a hinge forest (new, or a copy of ``model``) and store its trees.
 
-    from obliquetrees._core._jit import numba_threads
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Raw training input (dense).
+    Y : ndarray
+        Class indices (n_samples,) for classification, targets
+        (n_samples, n_outputs) for regression.
+    sample_weight : ndarray of shape (n_samples,) or None
+        Per-sample loss weights (normalised to mean 1 for training).
+    params : HingeParams
+    n_outputs : int
+        Outputs of a new model (classes, or regression targets).
+    model : HingeModel or None
+        None: a new model, standardised on ``X`` and initialised from
+        ``init_seed``. Otherwise training continues on a copy, optimiser
+        state included (``warm_start``/``partial_fit``); ``model`` itself is
+        never changed, so a failed fit keeps it.
+    init_seed : int
+        Seed of the initialisation (new models only).
+    epoch_seed, epochs_done : int
+        The minibatch order is drawn from ``[epoch_seed, epochs_done]``
+        (epochs run by earlier calls), so every call orders differently.
+    validation : tuple of ndarray or None
+        ``(train, val)`` row indices of ``X``: train on ``train``, keep the
+        epoch of lowest loss on ``val`` and stop early (see
+        :func:`fit_epochs`). None trains on every row.
+    value_scale : float
+        Factor of the stored leaf values (the regression target's scale).
+    n_threads : int
+        numba threads; results do not depend on it.
 
-    M, L = model.W.shape[:2]
-    counts = np.zeros(M * L)
-    n = X.shape[0]
-    chunk = PREDICT_CHUNK
-    bufs = (
-        np.empty((chunk, M), dtype=np.int64),
-        np.empty((chunk, M)),
-        np.empty((chunk, M), dtype=np.int64),
-    )
-    with threadpool_limits(limits=1, user_api="blas"), numba_threads(n_threads):
-        for start in range(0, n, chunk):
-            Xc = np.asarray(X[start : start + chunk], dtype=np.float64)
-            U = np.ascontiguousarray(hinge_features(model, _standardise(model, Xc)))
-            _forward_out(model, U, bufs)
-            leaf = bufs[0][: Xc.shape[0]] + (np.arange(M) * L)[None, :]
-            wts = (
-                None
-                if sample_weight is None
-                else np.repeat(sample_weight[start : start + Xc.shape[0]], M)
-            )
-            counts += np.bincount(leaf.ravel(), weights=wts, minlength=M * L)
-    return counts.reshape(M, L)
-
-
-def to_trees(model, counts, value_scale=1.0):
-    """Store every hinge tree/fern as an :class:`ObliqueTree` on the raw input.
-
-    Node ``v`` of the perfect heap-ordered tree tests hinge feature
-    ``f = feat[v]`` against threshold ``t``: right iff ``u_f - t > 0`` with
-    ``u_f = (A_f . z - bn_mean_f) / sd_f`` and ``z`` the standardised input,
-    i.e. weights ``A_f / sd_f`` and bias ``-bn_mean_f / sd_f - t`` on ``z``,
-    then folded into raw units. Ferns are stored as trees whose nodes of one
-    level share the level's split. Leaf ``value`` holds the leaf weight
-    vector ``W[m, l]`` times ``value_scale`` (the tree output is
-    ``|r*| value``, see the estimators' Notes); inner nodes hold zeros.
-    ``counts`` (M, L) are the training samples per leaf.
+    Returns
+    -------
+    model : HingeModel
+        The trained model.
+    trees : list of ObliqueTree
+        Its trees on the raw input, leaf sample counts from all of ``X``.
+    history : dict
+        See :func:`fit_epochs`.
     """
-    M, L, C = model.W.shape
-    D = model.depth
-    n_inner = L - 1
-    n_nodes = 2 * L - 1
-    p = model.A.shape[1]
-    sd = np.sqrt(model.bn_var + BN_EPS)
-    Wz = model.A / sd[:, None]  # (H, p) weights on z
-    bz = -model.bn_mean / sd  # (H,)
-    nodes = np.arange(n_nodes)
-    left = np.where(nodes < n_inner, 2 * nodes + 1, -1)
-    right = np.where(nodes < n_inner, 2 * nodes + 2, -1)
-    level = np.floor(np.log2(nodes[:n_inner] + 1)).astype(np.int64)
-    depth = np.floor(np.log2(nodes + 1)).astype(np.int64)
-    trees = []
-    for m in range(M):
-        d_idx = level if model.is_fern else np.arange(n_inner)
-        f = model.feat[m, d_idx]
-        t = model.thr[m, d_idx]
-        dense = np.zeros((n_nodes, p))
-        dense[:n_inner] = Wz[f]
-        bias = np.zeros(n_nodes)
-        bias[:n_inner] = bz[f] - t
-        value = np.zeros((n_nodes, C))
-        value[n_inner:] = model.W[m] * value_scale
-        nns = np.zeros(n_nodes)
-        nns[n_inner:] = counts[m]
-        for lev in range(D - 1, -1, -1):
-            lo, hi = 2**lev - 1, 2 ** (lev + 1) - 1
-            idx = np.arange(lo, hi)
-            nns[idx] = nns[2 * idx + 1] + nns[2 * idx + 2]
-        tree = ObliqueTree.from_dense(left, right, dense, bias, value, nns, depth=depth)
-        trees.append(fold_standardization(tree, model.x_mean, model.x_scale))
-    return trees
+    if model is None:
+        mean, scale = standardization(X)
+        model = init_model(X.shape[1], n_outputs, params, mean, scale, init_seed)
+    else:
+        model = model.copy()
+    X_fit, Y_fit, w_fit = X, Y, sample_weight
+    X_val = Y_val = w_val = None
+    if validation is not None:
+        train, val = validation
+        X_val, Y_val = X[val], Y[val]
+        w_val = np.ones(val.shape[0]) if sample_weight is None else sample_weight[val]
+        if not w_val.sum() > 0:
+            w_val = np.ones(val.shape[0])
+        X_fit, Y_fit = X[train], Y[train]
+        w_fit = None if sample_weight is None else sample_weight[train]
+        if w_fit is not None and not w_fit.sum() > 0:
+            w_fit = None
+    history = fit_epochs(
+        model,
+        X_fit,
+        Y_fit,
+        w_fit,
+        params,
+        seed=[epoch_seed, epochs_done],
+        X_val=X_val,
+        Y_val=Y_val,
+        w_val=w_val,
+        n_threads=n_threads,
+    )
+    counts = leaf_counts(model, X, sample_weight, n_threads)
+    return model, to_trees(model, counts, value_scale), history

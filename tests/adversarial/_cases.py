@@ -30,7 +30,7 @@ import scipy.sparse as sp
 from obliquetrees import machine
 from obliquetrees._core import traversal, traversal_numpy
 from obliquetrees._core import soft
-from obliquetrees._training import hinge
+from obliquetrees._training import _hinge_forward
 
 model = pickle.loads(blob)
 p = X.shape[1]
@@ -64,8 +64,8 @@ else:
             lambda Z: soft.soft_predict(model.trees_[0], Z, model.trees_[0].value,
                                         steepness=model.steepness_[0]), True)
     if "_model" in model.__dict__:
-        entries["hinge.decision_values"] = (lambda Z: hinge.decision_values(model._model, Z),
-                                            False)
+        entries["hinge.decision_values"] = (
+            lambda Z: _hinge_forward.decision_values(model._model, Z), False)
 results = {{}}
 for entry, (call, csr) in entries.items():
     for label, Z in inputs.items():

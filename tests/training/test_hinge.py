@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from obliquetrees._training import _hinge_forward as HF
 from obliquetrees._training import hinge as H
 from tests import reference as R
 
@@ -25,7 +26,7 @@ def _run_forward(U, thr, feat, W, D, is_fern, head_sum):
     leaf = np.empty((n, M), np.int64)
     rstar = np.empty((n, M))
     vstar = np.empty((n, M), np.int64)
-    K.forward(U, thr, feat, W, D, is_fern, 0 if head_sum else 1, out, leaf, rstar, vstar, True)
+    K.forward(U, thr, feat, W, D, is_fern, 0 if head_sum else 1, out, (leaf, rstar, vstar), True)
     return out, leaf, rstar, vstar
 
 
@@ -64,43 +65,28 @@ def test_traversal_ties_and_margin():
 
 
 def _backward(G, leaf, rstar, vstar, feat, thr, W, head_sum):
+    """Gradients from the production kernel (no update), scattered into dense arrays."""
     B, M = leaf.shape
     L, C = W.shape[1:]
     NT = thr.shape[1]
-    gW = np.empty((M, B, C))
-    gt = np.empty((M, B))
-    tw = np.empty((M, B + 1), np.int64)
-    tt = np.empty((M, B + 1), np.int64)
-    contrib = np.empty((B, M))
-    cf = np.empty((B, M), np.int64)
-    K.backward_update(
-        G,
-        leaf,
-        rstar,
-        vstar,
-        feat,
-        thr,
-        W,
-        0 if head_sum else 1,
-        contrib,
-        cf,
-        0,
-        W,
-        W,
-        thr,
-        thr,
-        np.zeros(6),
-        0,
+    grads = (
+        np.empty((M, B, C)),
+        np.empty((M, B)),
+        np.empty((M, B + 1), np.int64),
+        np.empty((M, B + 1), np.int64),
+        np.empty((B, M)),
+        np.empty((B, M), np.int64),
+    )
+    marks = (
         np.full((M, L), -1, np.int64),
         np.zeros((M, L), np.int64),
         np.full((M, NT), -1, np.int64),
         np.zeros((M, NT), np.int64),
-        gW,
-        gt,
-        tw,
-        tt,
-        False,
     )
+    stride = 0 if head_sum else 1
+    optim = (0, (W, W, thr, thr), np.zeros(6))  # not read without an update
+    K.backward_update(G, (leaf, rstar, vstar), feat, thr, W, stride, marks, grads, 0, False, optim)
+    gW, gt, tw, tt, contrib, cf = grads
     dW = np.zeros_like(W)
     dt = np.zeros_like(thr)
     for m in range(M):
@@ -128,20 +114,29 @@ def test_backward_matches_reference(rng, is_fern, head_sum):
     np.testing.assert_allclose(gU, rU, rtol=1e-12, atol=1e-12)
 
 
+def _params(**changes):
+    """HingeParams of a small classifier, with ``changes``."""
+    params = dict(
+        task="classification",
+        n_estimators=4,
+        max_depth=3,
+        tree_type="tree",
+        n_hinge_features=5,
+        head="sum",
+        optimizer="lazy_adam",
+        learning_rate=0.01,
+        batch_size=50,
+        max_epochs=1,
+        n_iter_no_change=20,
+        verbose=0,
+    )
+    return H.HingeParams(**{**params, **changes})
+
+
 def _small_model(rng, tree_type="tree", head="sum", n_out=3, p=4, n_hinge=5, depth=3):
     X = rng.normal(size=(40, p))
-    model = H.init_model(
-        p,
-        n_out,
-        n_trees=4,
-        depth=depth,
-        tree_type=tree_type,
-        n_hinge_features=n_hinge,
-        head=head,
-        x_mean=X.mean(0),
-        x_scale=X.std(0),
-        seed=1,
-    )
+    params = _params(tree_type=tree_type, head=head, n_hinge_features=n_hinge, max_depth=depth)
+    model = H.init_model(p, n_out, params, X.mean(0), X.std(0), seed=1)
     model.W = rng.normal(size=model.W.shape)  # larger leaves: non-trivial gradients
     Z = (X - model.x_mean) / model.x_scale
     Hf = Z @ model.A.T
@@ -151,9 +146,39 @@ def _small_model(rng, tree_type="tree", head="sum", n_out=3, p=4, n_hinge=5, dep
     return model, Z
 
 
+def _batch_gradients(model, Zb, Yb, wb, task):
+    """Loss and exact gradients on one batch of standardised inputs ``Zb``.
+
+    The production kernels without an update: forward, loss, head gradients,
+    per-tree backward, input gradient. Returns the loss and dense gradients
+    of ``W``, ``thr``, ``A`` and (linear head) ``Q``, ``q``.
+    """
+    B, M = Zb.shape[0], model.n_trees
+    walk = (np.empty((B, M), np.int64), np.empty((B, M)), np.empty((B, M), np.int64))
+    sd = np.sqrt(model.bn_var + K.BN_EPS)
+    U = np.ascontiguousarray(HF.hinge_features(model, Zb))
+    out = HF.tree_outputs(model, U, walk)
+    if task != "classification" and np.ndim(Yb) == 1:
+        Yb = Yb[:, None]
+    loss, G = H.loss_and_grad(HF.head_outputs(model, out), Yb, wb, task)
+    grads = {}
+    linear = model.head == "linear"
+    if linear:
+        grads["Q"] = G.T @ out
+        grads["q"] = G.sum(axis=0)
+    G_trees = np.ascontiguousarray(G @ model.Q if linear else G)
+    grads["W"], grads["thr"], contrib, cf = _backward(
+        G_trees, *walk, model.feat, model.thr, model.W, not linear
+    )
+    gU = np.empty((B, model.A.shape[0]))
+    K.input_gradient(contrib, cf, gU)
+    grads["A"] = (gU / sd).T @ Zb
+    return loss, grads
+
+
 def _loss(model, Z, Y, w, task):
-    U = np.ascontiguousarray(H.hinge_features(model, Z))
-    F = H._head(model, H._forward_out(model, U))
+    U = np.ascontiguousarray(HF.hinge_features(model, Z))
+    F = HF.head_outputs(model, HF.tree_outputs(model, U))
     return H.loss_and_grad(F, Y, w, task)[0]
 
 
@@ -169,7 +194,7 @@ def test_gradients_match_finite_differences(rng, tree_type, head, task):
         else rng.normal(size=(Z.shape[0], n_out))
     )
     w = rng.uniform(0.5, 1.5, Z.shape[0])
-    loss, grads = H.batch_gradients(model, Z, Y, w, task)
+    loss, grads = _batch_gradients(model, Z, Y, w, task)
     assert loss == pytest.approx(_loss(model, Z, Y, w, task), rel=1e-12)
     h = 1e-6
     names = ["W", "thr", "A"] + (["Q", "q"] if head == "linear" else [])
@@ -219,7 +244,7 @@ def test_train_epoch_step_matches_reference(rng, optimizer, is_fern):
         order = np.arange(step * B, (step + 1) * B)
         mean, var = model.bn_mean.copy(), model.bn_var.copy()
         H.run_epoch(
-            model, Z, Yi, Yf, np.ones(Z.shape[0]), order, "classification", optimizer, 0.01, B
+            model, Z, Yi, Yf, np.ones(Z.shape[0]), order, _params(optimizer=optimizer, batch_size=B)
         )
         model.bn_mean, model.bn_var = mean, var
         ref = R.hinge_train_step(ref, Z[order], Y[order], 0.01, optimizer)
@@ -240,13 +265,29 @@ def test_batch_norm_statistics_schedule(rng):
     Yi, Yf = H._targets(rng.integers(0, 3, Z.shape[0]), "classification")
     order = np.arange(20)
     Hf0 = Z[:10] @ model.A.T
-    H.run_epoch(model, Z, Yi, Yf, np.ones(40), order[:10], "classification", "sgd", 0.0, 10)
+    H.run_epoch(
+        model,
+        Z,
+        Yi,
+        Yf,
+        np.ones(40),
+        order[:10],
+        _params(optimizer="sgd", learning_rate=0.0, batch_size=10),
+    )
     # first batch: statistics are the batch's (unbiased variance), count 1
     np.testing.assert_allclose(model.bn_mean, Hf0.mean(0))
     np.testing.assert_allclose(model.bn_var, Hf0.var(0, ddof=1))
     assert model.bn_count == 1
     Hf1 = Z[10:20] @ model.A.T  # lr 0: A unchanged
-    H.run_epoch(model, Z, Yi, Yf, np.ones(40), order[10:], "classification", "sgd", 0.0, 10)
+    H.run_epoch(
+        model,
+        Z,
+        Yi,
+        Yf,
+        np.ones(40),
+        order[10:],
+        _params(optimizer="sgd", learning_rate=0.0, batch_size=10),
+    )
     np.testing.assert_allclose(model.bn_mean, 0.5 * Hf0.mean(0) + 0.5 * Hf1.mean(0))
     assert model.bn_count == 2
 
@@ -257,7 +298,7 @@ def test_sparse_optimisers_leave_untouched_parameters(rng):
         Yi, Yf = H._targets(rng.integers(0, 3, Z.shape[0]), "classification")
         W0, t0 = model.W.copy(), model.thr.copy()
         H.run_epoch(
-            model, Z, Yi, Yf, np.ones(40), np.arange(4), "classification", optimizer, 0.01, 4
+            model, Z, Yi, Yf, np.ones(40), np.arange(4), _params(optimizer=optimizer, batch_size=4)
         )
         changed_leaves = np.any(model.W != W0, axis=2).sum()
         assert 0 < changed_leaves <= 4 * model.n_trees
@@ -267,7 +308,9 @@ def test_sparse_optimisers_leave_untouched_parameters(rng):
     Yi, Yf = H._targets(rng.integers(0, 3, Z.shape[0]), "classification")
     # dense Adam: the first step moves only touched leaves (zero moments
     # elsewhere), the second moves every leaf that was touched once
-    H.run_epoch(model, Z, Yi, Yf, np.ones(40), np.arange(8), "classification", "adam", 0.01, 4)
+    H.run_epoch(
+        model, Z, Yi, Yf, np.ones(40), np.arange(8), _params(optimizer="adam", batch_size=4)
+    )
     assert np.any(model.W != W0, axis=2).sum() <= 8 * model.n_trees
 
 
@@ -288,10 +331,7 @@ def test_epoch_identical_for_any_thread_count(rng, optimizer, head):
                 Yf,
                 np.ones(40),
                 np.arange(40)[::-1].copy(),
-                "classification",
-                optimizer,
-                0.01,
-                7,
+                _params(optimizer=optimizer, batch_size=7),
             )
         results.append((losses, model.W, model.thr, model.A))
     for other in results[1:]:
@@ -306,14 +346,14 @@ def test_stored_trees_route_like_hinge_traversal(rng, tree_type):
 
     model, Z = _small_model(rng, tree_type, depth=4)
     X = rng.normal(size=(60, 4)) * 3 + 1
-    counts = H.leaf_counts(model, X)
-    trees = H.to_trees(model, counts)
+    counts = HF.leaf_counts(model, X)
+    trees = HF.to_trees(model, counts)
     for tree in trees:
         tree.check_invariants()
         assert tree.n_node_samples[0] == X.shape[0]
     leaf = np.empty((60, model.n_trees), np.int64)
-    U = np.ascontiguousarray(H.hinge_features(model, H._standardise(model, X)))
-    H._forward_out(
+    U = np.ascontiguousarray(HF.hinge_features(model, HF.standardise(model, X)))
+    HF.tree_outputs(
         model, U, (leaf, np.empty((60, model.n_trees)), np.empty((60, model.n_trees), np.int64))
     )
     applied = traversal.apply(ObliqueForest.from_trees(trees), X, 1)

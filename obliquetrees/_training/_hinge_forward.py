@@ -1,0 +1,167 @@
+"""The forward pass of a hinge model on raw input, and its trees in the shared container.
+
+Prediction (:func:`decision_values`, :func:`softmax`), the leaf reached by each training sample
+(:func:`leaf_counts`) and the storage of every hinge tree/fern as an
+:class:`~obliquetrees._core.tree.ObliqueTree` (:func:`to_trees`). The model is
+a :class:`~obliquetrees._training.hinge.HingeModel` (read, never changed);
+rows are processed in chunks of :data:`PREDICT_CHUNK`.
+"""
+
+import numpy as np
+
+from obliquetrees._core.tree import ObliqueTree, fold_standardization
+from obliquetrees._core.validation import check_n_features
+from obliquetrees._training import _hinge_kernels as K
+
+#: Rows per call of the forward kernel in prediction.
+PREDICT_CHUNK = 8192
+
+
+def standardise(model, X):
+    """Raw input ``X`` in the model's standardised units ``z``."""
+    return (X - model.x_mean) / model.x_scale
+
+
+def hinge_features(model, Z):
+    """Batch-normalised hinge features ``u`` of standardised inputs ``Z``."""
+    Hf = Z @ model.A.T
+    return (Hf - model.bn_mean) / np.sqrt(model.bn_var + K.BN_EPS)
+
+
+def tree_outputs(model, U, walk=None):
+    """Tree outputs ``|r*| W[leaf]`` of the hinge features ``U`` (C-contiguous).
+
+    Summed over trees (summed head) or one column per tree (linear head).
+    With ``walk = (leaf, rstar, vstar)`` (each at least (n, M)) the forward
+    record of every (sample, tree) is written there too.
+    """
+    n = U.shape[0]
+    linear = model.head == "linear"
+    out = np.empty((n, model.n_trees if linear else model.n_outputs))
+    store = walk is not None
+    if not store:
+        dummy = np.empty((1, 1), dtype=np.int64)
+        walk = (dummy, np.empty((1, 1)), dummy)
+    K.forward(
+        U, model.thr, model.feat, model.W, model.depth, model.is_fern, int(linear), out, walk, store
+    )
+    return out
+
+
+def head_outputs(model, out):
+    """Raw outputs ``F`` from the tree outputs (identity for the summed head)."""
+    if model.head == "linear":
+        return out @ model.Q.T + model.q
+    return out
+
+
+def softmax(F):
+    """Row-wise softmax of raw outputs ``F`` (class probabilities of logits)."""
+    E = np.exp(F - F.max(axis=1, keepdims=True))
+    return E / E.sum(axis=1, keepdims=True)
+
+
+def decision_values(model, X, n_threads=1):
+    """Raw outputs (logits or standardised regression values), shape (n, K).
+
+    ``X`` is raw (unstandardised) input, dense; processed in chunks.
+    """
+    from obliquetrees._core._blas import blas_limit
+    from obliquetrees._core._jit import numba_threads
+
+    check_n_features(X, model.A.shape[1], "the hinge model")
+    with blas_limit(1), numba_threads(n_threads):
+        return decision_values_in_limits(model, X)
+
+
+def decision_values_in_limits(model, X):
+    """:func:`decision_values` in the caller's thread limits.
+
+    ``threadpool_limits`` scans the loaded libraries on every entry (~4 ms),
+    which dominated the per-epoch validation of small data sets.
+    """
+    X = np.asarray(X)
+    n = X.shape[0]
+    res = np.empty((n, model.n_outputs))
+    for start in range(0, n, PREDICT_CHUNK):
+        Xc = np.asarray(X[start : start + PREDICT_CHUNK], dtype=np.float64)
+        U = np.ascontiguousarray(hinge_features(model, standardise(model, Xc)))
+        res[start : start + Xc.shape[0]] = head_outputs(model, tree_outputs(model, U))
+    return res
+
+
+def leaf_counts(model, X, sample_weight=None, n_threads=1):
+    """(Weighted) number of samples reaching each leaf, shape (M, L)."""
+    from obliquetrees._core._blas import blas_limit
+    from obliquetrees._core._jit import numba_threads
+
+    M, L = model.W.shape[:2]
+    counts = np.zeros(M * L)
+    n = X.shape[0]
+    chunk = PREDICT_CHUNK
+    walk = (
+        np.empty((chunk, M), dtype=np.int64),
+        np.empty((chunk, M)),
+        np.empty((chunk, M), dtype=np.int64),
+    )
+    with blas_limit(1), numba_threads(n_threads):  # as decision_values
+        for start in range(0, n, chunk):
+            Xc = np.asarray(X[start : start + chunk], dtype=np.float64)
+            U = np.ascontiguousarray(hinge_features(model, standardise(model, Xc)))
+            tree_outputs(model, U, walk)
+            leaf = walk[0][: Xc.shape[0]] + (np.arange(M) * L)[None, :]
+            wts = (
+                None
+                if sample_weight is None
+                else np.repeat(sample_weight[start : start + Xc.shape[0]], M)
+            )
+            counts += np.bincount(leaf.ravel(), weights=wts, minlength=M * L)
+    return counts.reshape(M, L)
+
+
+def to_trees(model, counts, value_scale=1.0):
+    """Store every hinge tree/fern as an :class:`ObliqueTree` on the raw input.
+
+    Node ``v`` of the perfect heap-ordered tree tests hinge feature
+    ``f = feat[v]`` against threshold ``t``: right iff ``u_f - t > 0`` with
+    ``u_f = (A_f . z - bn_mean_f) / sd_f`` and ``z`` the standardised input,
+    i.e. weights ``A_f / sd_f`` and bias ``-bn_mean_f / sd_f - t`` on ``z``,
+    then folded into raw units. Ferns are stored as trees whose nodes of one
+    level share the level's split. Leaf ``value`` holds the leaf weight
+    vector ``W[m, l]`` times ``value_scale`` (the tree output is
+    ``|r*| value``, see the estimators' Notes); inner nodes hold zeros.
+    ``counts`` (M, L) are the training samples per leaf.
+    """
+    M, L, C = model.W.shape
+    D = model.depth
+    n_inner = L - 1
+    n_nodes = 2 * L - 1
+    p = model.A.shape[1]
+    sd = np.sqrt(model.bn_var + K.BN_EPS)
+    Wz = model.A / sd[:, None]  # (H, p) weights on z
+    bz = -model.bn_mean / sd  # (H,)
+    nodes = np.arange(n_nodes)
+    left = np.where(nodes < n_inner, 2 * nodes + 1, -1)
+    right = np.where(nodes < n_inner, 2 * nodes + 2, -1)
+    level = np.floor(np.log2(nodes[:n_inner] + 1)).astype(np.int64)
+    depth = np.floor(np.log2(nodes + 1)).astype(np.int64)
+    trees = []
+    for m in range(M):
+        d_idx = level if model.is_fern else np.arange(n_inner)
+        f = model.feat[m, d_idx]
+        t = model.thr[m, d_idx]
+        dense = np.zeros((n_nodes, p))
+        dense[:n_inner] = Wz[f]
+        bias = np.zeros(n_nodes)
+        bias[:n_inner] = bz[f] - t
+        value = np.zeros((n_nodes, C))
+        value[n_inner:] = model.W[m] * value_scale
+        nns = np.zeros(n_nodes)
+        nns[n_inner:] = counts[m]
+        for lev in range(D - 1, -1, -1):
+            lo, hi = 2**lev - 1, 2 ** (lev + 1) - 1
+            idx = np.arange(lo, hi)
+            nns[idx] = nns[2 * idx + 1] + nns[2 * idx + 2]
+        tree = ObliqueTree.from_dense(left, right, dense, bias, value, nns, depth=depth)
+        trees.append(fold_standardization(tree, model.x_mean, model.x_scale))
+    return trees
