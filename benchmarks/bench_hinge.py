@@ -114,6 +114,7 @@ def bench_speed(quick):
     from threadpoolctl import threadpool_limits
 
     from obliquetrees._core._jit import numba_threads
+    from obliquetrees._training import _hinge_forward as HF
     from obliquetrees._training import _hinge_kernels as K
     from obliquetrees._training import hinge as H
     from tests import reference as R
@@ -128,19 +129,24 @@ def bench_speed(quick):
     rows = []
     reps = 1 if quick else 3
 
-    def new_model(tree_type):
-        return H.init_model(
-            16,
-            26,
-            n_trees=M,
-            depth=10,
+    def params(tree_type="tree", opt="lazy_adam"):
+        return H.HingeParams(
+            task="classification",
+            n_estimators=M,
+            max_depth=10,
             tree_type=tree_type,
             n_hinge_features=100,
             head="sum",
-            x_mean=mean,
-            x_scale=scale,
-            seed=0,
+            optimizer=opt,
+            learning_rate=0.005,
+            batch_size=50,
+            max_epochs=1,
+            n_iter_no_change=20,
+            verbose=0,
         )
+
+    def new_model(tree_type):
+        return H.init_model(16, 26, params(tree_type), mean, scale, 0)
 
     ours = {}
     configs = [
@@ -157,12 +163,12 @@ def bench_speed(quick):
             walls, cpus = [], []
             with threadpool_limits(1, "blas"), numba_threads(n_threads):
                 H.run_epoch(
-                    model, Z, Yi, Yf, w, rng.permutation(n)[:500], "classification", opt, 0.005, 50
+                    model, Z, Yi, Yf, w, rng.permutation(n)[:500], params(tree_type, opt)
                 )  # compile / warm-up
                 for _ in range(reps):
                     order = rng.permutation(n)
                     t0, c0 = time.perf_counter(), time.process_time()
-                    H.run_epoch(model, Z, Yi, Yf, w, order, "classification", opt, 0.005, 50)
+                    H.run_epoch(model, Z, Yi, Yf, w, order, params(tree_type, opt))
                     walls.append(time.perf_counter() - t0)
                     cpus.append(time.process_time() - c0)
             ours[(tree_type, opt, n_threads)] = float(np.median(walls))
@@ -230,12 +236,15 @@ def bench_speed(quick):
     leaf = np.empty((B, M), np.int64)
     rstar = np.empty((B, M))
     vstar = np.empty((B, M), np.int64)
-    contrib = np.empty((B, M))
-    cf = np.empty((B, M), np.int64)
-    gW = np.empty((M, B, 26))
-    gt = np.empty((M, B))
-    tw = np.empty((M, B + 1), np.int64)
-    tt = np.empty((M, B + 1), np.int64)
+    walk = (leaf, rstar, vstar)
+    grads = (
+        np.empty((M, B, 26)),
+        np.empty((M, B)),
+        np.empty((M, B + 1), np.int64),
+        np.empty((M, B + 1), np.int64),
+        np.empty((B, M)),
+        np.empty((B, M), np.int64),
+    )
     G = np.random.default_rng(0).normal(size=(B, 26)) / B
     hp = np.array([0.005, 0.9, 0.999, 1e-8, 0.005, 1.0])
     Hf = Z[:B] @ model.A.T
@@ -246,39 +255,15 @@ def bench_speed(quick):
             st = H._init_opt_state(model, opt_name)
             tf = tb = 0.0
             for b in range(nb):
-                U = np.ascontiguousarray(H.hinge_features(model, Z[b * B : (b + 1) * B]))
+                U = np.ascontiguousarray(HF.hinge_features(model, Z[b * B : (b + 1) * B]))
                 c0 = time.process_time()
-                K.forward(
-                    U, model.thr, model.feat, model.W, 10, False, 0, out, leaf, rstar, vstar, True
-                )
+                K.forward(U, model.thr, model.feat, model.W, 10, False, 0, out, walk, True)
                 c1 = time.process_time()
+                moments = (st["W_1"], st["W_2"], st["thr_1"], st["thr_2"])
+                marks = (st["wmark"], st["wslot"], st["tmark"], st["tslot"])
+                optim = (opt, moments, hp)
                 K.backward_update(
-                    G,
-                    leaf,
-                    rstar,
-                    vstar,
-                    model.feat,
-                    model.thr,
-                    model.W,
-                    0,
-                    contrib,
-                    cf,
-                    opt,
-                    st["W_1"],
-                    st["W_2"],
-                    st["thr_1"],
-                    st["thr_2"],
-                    hp,
-                    b,
-                    st["wmark"],
-                    st["wslot"],
-                    st["tmark"],
-                    st["tslot"],
-                    gW,
-                    gt,
-                    tw,
-                    tt,
-                    True,
+                    G, walk, model.feat, model.thr, model.W, 0, marks, grads, b, True, optim
                 )
                 c2 = time.process_time()
                 tf += c1 - c0
