@@ -17,6 +17,7 @@ node, hard-split initialisation, all SGD restarts).
 
 import numpy as np
 
+from obliquetrees._core._random import uniform_noise
 from obliquetrees._core.tree import (
     ObliqueTree,
     check_centred_range,
@@ -24,6 +25,7 @@ from obliquetrees._core.tree import (
     fold_standardization,
     standardization,
 )
+from obliquetrees._training import _soft_finetune as _ft
 from obliquetrees._training import _soft_kernels as _k
 
 #: Slope of the initial gate around the hard split's threshold, in units of
@@ -199,7 +201,7 @@ def grow_soft_tree(
         err_before = _k.mean_error(Fv, Rv, swv, loss, metric)
         # initialisation: best hard axis-aligned split of the membership-weighted data
         u = P * sw
-        noise = _k.uniform_noise(node_seed, d + 2 * K, 1.0)
+        noise = uniform_noise(node_seed, d + 2 * K, 1.0)
         if P.sum() > 1.0:
             feature, threshold, left_mean, right_mean, _ = _k.best_axis_split(X, sorted_index, u, R)
             if feature < 0:
@@ -302,7 +304,7 @@ def finetune(
     best = (base, None, 0, W.copy(), b.copy(), Z.copy())
     for t, lr in enumerate(learning_rates):
         W1, b1, Z1 = W.copy(), b.copy(), Z.copy()
-        err, _, epoch = _k.finetune_tree(
+        err, _, epoch = _ft.finetune_tree(
             X,
             R,
             sw,

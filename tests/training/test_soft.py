@@ -7,8 +7,10 @@ from obliquetrees._core.tree import ObliqueTree
 from tests import reference as ref
 
 K = pytest.importorskip("obliquetrees._training._soft_kernels")
+FT = pytest.importorskip("obliquetrees._training._soft_finetune")
 S = pytest.importorskip("obliquetrees._training.soft")
 CS = pytest.importorskip("obliquetrees._core.soft")
+RNG = pytest.importorskip("obliquetrees._core._random")
 
 
 def _targets(rng, n, K_out, loss):
@@ -58,7 +60,7 @@ def test_forward_saturated_and_deep_paths_stay_finite(rng):
     # every sample's output is a convex combination of leaf values
     leaves = Z[cl < 0, 0]
     assert np.all(F >= leaves.min() - 1e-9) and np.all(F <= leaves.max() + 1e-9)
-    loss, gW, gb, gZ = K.tree_loss_grad(X, np.zeros((30, 1)), np.ones(30), cl, cr, W, b, Z, n, 0)
+    loss, gW, gb, gZ = FT.tree_loss_grad(X, np.zeros((30, 1)), np.ones(30), cl, cr, W, b, Z, n, 0)
     assert np.isfinite(loss) and np.all(np.isfinite(gW)) and np.all(np.isfinite(gZ))
     out = K.split_loss_grad(X, np.zeros((30, 1)), P, A, np.ones(30), W[0], 1e5, Z[1], Z[2], 1)
     assert all(np.all(np.isfinite(o)) for o in out)
@@ -204,7 +206,7 @@ def test_tree_loss_grad_matches_finite_differences(rng, loss, K_out):
     sw = rng.random(n) + 0.5
     cl, cr, W, b, Z = ref.soft_random_tree(rng, d, K_out, 4)
     nn = len(cl)
-    total, gW, gb, gZ = K.tree_loss_grad(X, R, sw, cl, cr, W, b, Z, nn, loss)
+    total, gW, gb, gZ = FT.tree_loss_grad(X, R, sw, cl, cr, W, b, Z, nn, loss)
     assert total == pytest.approx(ref.soft_tree_loss(X, R, sw, cl, cr, W, b, Z, loss), rel=1e-10)
     eps = 1e-6
     internal = np.flatnonzero(cl >= 0)
@@ -271,16 +273,6 @@ def test_node_membership_matches_reference(rng):
     np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
-def test_rng_helpers_are_deterministic():
-    a = K.uniform_noise(3, 100, 0.5)
-    assert np.array_equal(a, K.uniform_noise(3, 100, 0.5))
-    assert not np.array_equal(a, K.uniform_noise(4, 100, 0.5))
-    assert np.all(np.abs(a) <= 0.5)
-    order = np.arange(20)
-    K._shuffle(order, K.make_state(1))
-    assert sorted(order) == list(range(20)) and not np.array_equal(order, np.arange(20))
-
-
 @pytest.mark.parametrize("batch_size", [1, 7])
 def test_sgd_split_decreases_the_objective(rng, batch_size):
     n, d = 200, 3
@@ -290,7 +282,7 @@ def test_sgd_split_decreases_the_objective(rng, batch_size):
     w, zL, zR = np.zeros(d), np.array([0.1]), np.array([-0.1])
     before = K.split_loss_grad(X, R, P, A, sw, w, 0.0, zL, zR, 0)[0]
     b0, ok = K.sgd_split(
-        X, R, P, A, sw, w, 0.0, zL, zR, 0, 0.05, 10, batch_size, 0.1, 0.9999, K.make_state(0)
+        X, R, P, A, sw, w, 0.0, zL, zR, 0, 0.05, 10, batch_size, 0.1, 0.9999, RNG.make_state(0)
     )
     assert ok
     assert K.split_loss_grad(X, R, P, A, sw, w, b0, zL, zR, 0)[0] < 0.5 * before
@@ -317,7 +309,7 @@ def test_sgd_split_reports_divergence_without_nan(rng):
         1,
         0.1,
         1.0,
-        K.make_state(0),
+        RNG.make_state(0),
     )
     assert not ok
     out = K.train_split(
