@@ -18,6 +18,7 @@ from obliquetrees.base import (
     BaseObliqueTree,
     ObliqueClassifierMixin,
     ObliqueRegressorMixin,
+    _n_threads,
 )
 from obliquetrees.utils._param_validation import (
     Integral,
@@ -74,6 +75,11 @@ _COMMON_DOC = """
         leaf, keeping the parameters with the lowest validation error (three
         step sizes ``learning_rate / 2**t``, t = 4, 6, 8, are tried).
         0 disables it.
+    n_jobs : int or None, default=None
+        Threads of the training kernels (the SGD restarts of a split run in
+        parallel) and of prediction. None means 1 unless in a
+        :func:`joblib.parallel_backend` context; -1 means all cores. The
+        fitted model does not depend on it.
     random_state : int, RandomState instance or None, default=None
         Seeds the validation split, the SGD shuffling and the small random
         initial weights. An int gives the same tree in every run.
@@ -152,6 +158,7 @@ def _base_constraints():
         "tol": [Interval(Real, 0.0, None, closed="left")],
         "routing": [StrOptions({"soft", "hard"})],
         "finetune_epochs": [Interval(Integral, 0, None, closed="left")],
+        "n_jobs": [Integral, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -177,6 +184,7 @@ def _soft_tree_init(tol):
         tol=tol,
         routing="soft",
         finetune_epochs=0,
+        n_jobs=None,
         random_state=None,
         verbose=0,
     ):
@@ -191,6 +199,7 @@ def _soft_tree_init(tol):
         self.tol = tol
         self.routing = routing
         self.finetune_epochs = finetune_epochs
+        self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
 
@@ -219,6 +228,7 @@ class _BaseSoftTree(BaseObliqueTree):
             The fitted estimator.
         """
         # numba is imported on first use
+        from obliquetrees._core._jit import numba_threads
         from obliquetrees._training.soft import SoftTreeParams, fit_soft_tree
         from obliquetrees.utils.seeds import draw_seeds
 
@@ -227,9 +237,10 @@ class _BaseSoftTree(BaseObliqueTree):
         # the training parameters carry the estimator's names
         params = SoftTreeParams(**{f.name: getattr(self, f.name) for f in fields(SoftTreeParams)})
         seeds = draw_seeds(self.random_state, 3)
-        tree, info = fit_soft_tree(
-            X, y, sample_weight, n_classes=n_classes, params=params, seeds=seeds
-        )
+        with numba_threads(_n_threads(self.n_jobs)):
+            tree, info = fit_soft_tree(
+                X, y, sample_weight, n_classes=n_classes, params=params, seeds=seeds
+            )
         self.growth_log_ = info["growth_log"]
         self.finetune_info_ = info["finetune"]
         return self._set_trees([tree])
@@ -241,9 +252,12 @@ class _BaseSoftTree(BaseObliqueTree):
         check_parents_first(self._forest())
 
     def _soft_output(self, X, leaf_value):
-        from obliquetrees._core.soft import soft_predict  # numba is imported on first use
+        # numba is imported on first use
+        from obliquetrees._core._jit import numba_threads
+        from obliquetrees._core.soft import soft_predict
 
-        return soft_predict(self.tree_, X, leaf_value)
+        with numba_threads(self._prediction_threads()):
+            return soft_predict(self.tree_, X, leaf_value)
 
 
 class SoftTreeRegressor(ObliqueRegressorMixin, _BaseSoftTree):
