@@ -97,6 +97,18 @@ _COMMON_ATTRIBUTES = """    n_features_in_ : int
         ``|w_j| * std(x_j)``. Computed on access.
 """
 
+#: References, then the heading of the examples.
+_REFERENCES = """
+    References
+    ----------
+    .. [1] O. Irsoy, O. T. Yildiz and E. Alpaydin, "Soft decision trees",
+       Proceedings of the 21st International Conference on Pattern
+       Recognition (ICPR), 2012.
+
+    Examples
+    --------
+"""
+
 _COMMON_NOTES = """
     The model is the soft tree of the paper: every internal node ``m`` has a
     gate ``g_m(x) = sigmoid(w_m . x + w_m0)``, the probability of the **left**
@@ -299,17 +311,9 @@ class SoftTreeRegressor(ObliqueRegressorMixin, _BaseSoftTree):
     Notes
     -----"""
         + _COMMON_NOTES
-        + """
-
-    References
-    ----------
-    .. [1] O. Irsoy, O. T. Yildiz and E. Alpaydin, "Soft decision trees",
-       Proceedings of the 21st International Conference on Pattern
-       Recognition (ICPR), 2012.
-
-    Examples
-    --------
-    >>> from sklearn.datasets import make_friedman1
+        + "\n"
+        + _REFERENCES
+        + """    >>> from sklearn.datasets import make_friedman1
     >>> from obliquetrees import SoftTreeRegressor
     >>> X, y = make_friedman1(n_samples=600, random_state=0)
     >>> reg = SoftTreeRegressor(random_state=0).fit(X, y)
@@ -376,16 +380,9 @@ class SoftTreeClassifier(ObliqueClassifierMixin, _BaseSoftTree):
     - leaves created by a split start at the logits of the (clipped to
       [1e-4, 1 - 1e-4]) class frequencies of the hard split's sides;
     - multi-class (softmax over K-vector leaves) is our extension.
-
-    References
-    ----------
-    .. [1] O. Irsoy, O. T. Yildiz and E. Alpaydin, "Soft decision trees",
-       Proceedings of the 21st International Conference on Pattern
-       Recognition (ICPR), 2012.
-
-    Examples
-    --------
-    >>> from sklearn.datasets import load_breast_cancer
+"""
+        + _REFERENCES
+        + """    >>> from sklearn.datasets import load_breast_cancer
     >>> from obliquetrees import SoftTreeClassifier
     >>> X, y = load_breast_cancer(return_X_y=True)
     >>> clf = SoftTreeClassifier(random_state=0).fit(X, y)

@@ -24,25 +24,29 @@ from obliquetrees._training._soft_kernels import (
 
 @jit
 def _scratch(n_nodes, K):
-    """Per-sample scratch of :func:`_add_tree_grad`: (logp, gate, S, err)."""
+    """Per-sample scratch of :func:`_tree_grad`: (logp, gate, S, err)."""
     return np.empty(n_nodes), np.zeros(n_nodes), np.empty((n_nodes, K)), np.empty(K)
 
 
 @jit
-def _add_tree_grad(
-    X, R, sw, rows, children_left, children_right, W, b, Z, n_nodes, loss, grads, scratch
-):
-    """Add the gradient of the whole tree on ``rows`` into ``grads = (gW, gb, gZ)``.
+def _tree_grad(X, R, sw, order, start, stop, tree, loss, grads, scratch):
+    """Gradient of the whole tree on the samples ``order[start:stop]``, written to ``grads``.
 
-    Returns the summed weighted loss of ``rows`` (same convention as
-    :func:`tree_loss_grad`).
+    ``tree = (children_left, children_right, W, b, Z, n_nodes)``, ``grads =
+    (gW, gb, gZ)``; returns the samples' summed weighted loss (same convention
+    as :func:`tree_loss_grad`).
     """
+    children_left, children_right, W, b, Z, n_nodes = tree
     gW, gb, gZ = grads
+    gW[:] = 0.0
+    gb[:] = 0.0
+    gZ[:] = 0.0
     logp, gate, S, err = scratch
     K = Z.shape[1]
     d = X.shape[1]
     total = 0.0
-    for i in rows:
+    for q in range(start, stop):
+        i = order[q]
         weight = sw[i]
         logp[0] = 0.0
         for j in range(n_nodes):
@@ -94,11 +98,11 @@ def tree_loss_grad(X, R, sw, children_left, children_right, W, b, Z, n_nodes, lo
     Rows of W/b of leaves and rows of Z of internal nodes get zero gradient.
     Returns (loss, grad_W, grad_b, grad_Z).
     """
-    grads = (np.zeros(W.shape), np.zeros(b.shape[0]), np.zeros(Z.shape))
+    grads = (np.empty(W.shape), np.empty(b.shape[0]), np.empty(Z.shape))
     scratch = _scratch(n_nodes, Z.shape[1])
-    rows = np.arange(X.shape[0])
-    cl, cr = children_left, children_right
-    total = _add_tree_grad(X, R, sw, rows, cl, cr, W, b, Z, n_nodes, loss, grads, scratch)
+    n = X.shape[0]
+    tree = (children_left, children_right, W, b, Z, n_nodes)
+    total = _tree_grad(X, R, sw, np.arange(n), 0, n, tree, loss, grads, scratch)
     return total, grads[0], grads[1], grads[2]
 
 
@@ -144,23 +148,20 @@ def finetune_tree(
     vW = np.zeros(W.shape)
     vb = np.zeros(b.shape[0])
     vZ = np.zeros(Z.shape)
-    gW = np.zeros(W.shape)
-    gb = np.zeros(b.shape[0])
-    gZ = np.zeros(Z.shape)
+    gW = np.empty(W.shape)
+    gb = np.empty(b.shape[0])
+    gZ = np.empty(Z.shape)
     grads = (gW, gb, gZ)
     scratch = _scratch(n_nodes, Z.shape[1])
     order = np.arange(n)
+    tree = (cl, cr, Wc, bc, Zc, n_nodes)  # the copy that moves
     eta = lr
     epochs_run = 0
     for epoch in range(finetune_epochs):
         shuffle(order, n, state)
         for start in range(0, n, batch_size):
             stop = min(n, start + batch_size)
-            gW[:] = 0.0
-            gb[:] = 0.0
-            gZ[:] = 0.0
-            batch = order[start:stop]
-            _add_tree_grad(X, R, sw, batch, cl, cr, Wc, bc, Zc, n_nodes, loss, grads, scratch)
+            _tree_grad(X, R, sw, order, start, stop, tree, loss, grads, scratch)
             scale = eta / (stop - start)
             for j in range(n_nodes):
                 if cl[j] >= 0:

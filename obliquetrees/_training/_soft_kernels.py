@@ -52,7 +52,7 @@ LOSS_SOFTMAX = 2
 
 # ---------------------------------------------------------------- per sample
 @jit_inline
-def log_sum_exp(F):
+def _log_sum_exp(F):
     """``log(sum_k exp(F[k]))``, shifted by the maximum against overflow."""
     mx = F[0]
     for k in range(1, F.shape[0]):
@@ -62,12 +62,6 @@ def log_sum_exp(F):
     for k in range(F.shape[0]):
         s += np.exp(F[k] - mx)
     return mx + np.log(s)
-
-
-@jit_inline
-def _binary_cross_entropy(f, r):
-    """``-[r log y + (1 - r) log(1 - y)]`` with ``y = sigmoid(f)``."""
-    return -(r * log_sigmoid(f) + (1.0 - r) * log_sigmoid(-f))
 
 
 @jit_inline
@@ -82,8 +76,9 @@ def output_error(F, R, i, loss, err):
         return total
     if loss == LOSS_BINARY:
         err[0] = sigmoid(F[0]) - R[i, 0]
-        return _binary_cross_entropy(F[0], R[i, 0])
-    lse = log_sum_exp(F)
+        # -[r log y + (1 - r) log(1 - y)] with log y = log_sigmoid(F)
+        return -(R[i, 0] * log_sigmoid(F[0]) + (1.0 - R[i, 0]) * log_sigmoid(-F[0]))
+    lse = _log_sum_exp(F)
     total = 0.0
     for k in range(K):
         err[k] = np.exp(F[k] - lse) - R[i, k]
@@ -92,29 +87,19 @@ def output_error(F, R, i, loss, err):
 
 
 @jit_inline
-def _sample_error(F, R, i, loss, metric):
-    """Validation error of sample i: its loss (metric 0) or 0/1 error (metric 1)."""
-    K = F.shape[0]
-    if loss == LOSS_SQUARED:
-        total = 0.0
-        for k in range(K):
-            dk = F[k] - R[i, k]
-            total += dk * dk
-        return total
-    if metric == 0:
-        if loss == LOSS_BINARY:
-            return _binary_cross_entropy(F[0], R[i, 0])
-        lse = log_sum_exp(F)
-        total = 0.0
-        for k in range(K):
-            total -= R[i, k] * (F[k] - lse)
-        return total
+def _sample_error(F, R, i, loss, metric, err):
+    """Validation error of sample i: its loss (metric 0) or 0/1 error (metric 1).
+
+    Regression always uses the loss; ``err`` is scratch for :func:`output_error`.
+    """
+    if loss == LOSS_SQUARED or metric == 0:
+        return output_error(F, R, i, loss, err)
     # misclassification (ties: class 0 / the first maximum)
     if loss == LOSS_BINARY:
         pred = 1.0 if F[0] > 0.0 else 0.0
         return 0.0 if pred == R[i, 0] else 1.0
     best = 0
-    for k in range(1, K):
+    for k in range(1, F.shape[0]):
         if F[k] > F[best]:
             best = k
     return 0.0 if R[i, best] > 0.5 else 1.0
@@ -206,10 +191,11 @@ def forward_context(X, children_left, children_right, W, b, Z, n_nodes, m):
 def mean_error(F, R, sw, loss, metric):
     """Weighted mean error of given outputs F (see _sample_error)."""
     n = F.shape[0]
+    err = np.empty(F.shape[1])
     total = 0.0
     wsum = 0.0
     for i in range(n):
-        total += sw[i] * _sample_error(F[i], R, i, loss, metric)
+        total += sw[i] * _sample_error(F[i], R, i, loss, metric, err)
         wsum += sw[i]
     return total / wsum if wsum > 0.0 else 0.0
 
@@ -347,24 +333,42 @@ def _split_tree_output(X, P, A, i, w, b0, zL, zR, s, F):
 
 
 @jit_inline
-def _split_sample_grad(X, R, P, A, sw, i, w, b0, zL, zR, loss, s, F, err, gw, gL, gR):
-    """Add sample i's gradient w.r.t. the new split into gw, gL, gR.
+def _split_scratch(d, K):
+    """Gradients and per-sample scratch of :func:`_split_grad`."""
+    return np.empty(d), np.empty(K), np.empty(K), np.empty(K), np.empty(K), np.empty(K)
 
-    Returns (its unweighted loss, its gradient w.r.t. the split's bias).
+
+@jit_inline
+def _split_grad(X, R, P, A, sw, order, start, stop, w, b0, zL, zR, loss, scratch):
+    """Gradient w.r.t. the new split of the samples ``order[start:stop]``.
+
+    ``scratch = (gw, gL, gR, s, F, err)`` from :func:`_split_scratch`: the
+    gradients w.r.t. w, zL and zR are written to its first three arrays.
+    Returns (the samples' summed weighted loss, the gradient w.r.t. b0).
     """
-    g = _split_tree_output(X, P, A, i, w, b0, zL, zR, s, F)
-    e = output_error(F, R, i, loss, err)
-    # back-propagated error delta = (y_hat - r) * prod of gates
-    beta = 0.0
-    for k in range(F.shape[0]):
-        delta = sw[i] * err[k] * P[i]
-        beta += delta * (zL[k] - zR[k])
-        gL[k] += delta * g
-        gR[k] += delta * (1.0 - g)
-    ga = beta * g * (1.0 - g)
-    for f in range(X.shape[1]):
-        gw[f] += ga * X[i, f]
-    return e, ga
+    gw, gL, gR, s, F, err = scratch
+    gw[:] = 0.0
+    gL[:] = 0.0
+    gR[:] = 0.0
+    total = 0.0
+    gb = 0.0
+    for q in range(start, stop):
+        i = order[q]
+        g = _split_tree_output(X, P, A, i, w, b0, zL, zR, s, F)
+        e = output_error(F, R, i, loss, err)
+        total += sw[i] * (0.5 * e if loss == LOSS_SQUARED else e)
+        # back-propagated error delta = (y_hat - r) * prod of gates
+        beta = 0.0
+        for k in range(F.shape[0]):
+            delta = sw[i] * err[k] * P[i]
+            beta += delta * (zL[k] - zR[k])
+            gL[k] += delta * g
+            gR[k] += delta * (1.0 - g)
+        ga = beta * g * (1.0 - g)
+        gb += ga
+        for f in range(X.shape[1]):
+            gw[f] += ga * X[i, f]
+    return total, gb
 
 
 @jit
@@ -379,21 +383,11 @@ def split_loss_grad(X, R, P, A, sw, w, b0, zL, zR, loss):
     per-sample terms the SGD of :func:`train_split` follows; it is exposed for
     the finite-difference tests.
     """
-    n, d = X.shape
-    K = A.shape[1]
-    gw = np.zeros(d)
-    gb = 0.0
-    gL = np.zeros(K)
-    gR = np.zeros(K)
-    F = np.empty(K)
-    s = np.empty(K)
-    err = np.empty(K)
-    total = 0.0
-    for i in range(n):
-        e, ga = _split_sample_grad(X, R, P, A, sw, i, w, b0, zL, zR, loss, s, F, err, gw, gL, gR)
-        total += sw[i] * (0.5 * e if loss == LOSS_SQUARED else e)
-        gb += ga
-    return total, gw, gb, gL, gR
+    n = X.shape[0]
+    scratch = _split_scratch(X.shape[1], A.shape[1])
+    order = np.arange(n)
+    total, gb = _split_grad(X, R, P, A, sw, order, 0, n, w, b0, zL, zR, loss, scratch)
+    return total, scratch[0], gb, scratch[1], scratch[2]
 
 
 @jit
@@ -427,26 +421,14 @@ def sgd_split(
     vb = 0.0
     vL = np.zeros(K)
     vR = np.zeros(K)
-    gw = np.zeros(d)
-    gL = np.zeros(K)
-    gR = np.zeros(K)
-    s = np.empty(K)
-    F = np.empty(K)
-    err = np.empty(K)
+    scratch = _split_scratch(d, K)
+    gw, gL, gR = scratch[0], scratch[1], scratch[2]
     eta = lr
     for _epoch in range(max_epochs):
         shuffle(order, n, state)
         for start in range(0, n, batch_size):
             stop = min(n, start + batch_size)
-            gw[:] = 0.0
-            gb = 0.0
-            gL[:] = 0.0
-            gR[:] = 0.0
-            for q in range(start, stop):
-                _, ga = _split_sample_grad(
-                    X, R, P, A, sw, order[q], w, b0, zL, zR, loss, s, F, err, gw, gL, gR
-                )
-                gb += ga
+            _, gb = _split_grad(X, R, P, A, sw, order, start, stop, w, b0, zL, zR, loss, scratch)
             scale = eta / (stop - start)
             momentum_step(w, vw, gw, momentum, scale)
             vb = momentum_velocity(vb, gb, momentum, scale)
