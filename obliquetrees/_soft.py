@@ -1,7 +1,8 @@
 """Soft decision trees (Irsoy, Yildiz & Alpaydin, 2012): regressor and classifier.
 
 The estimators are thin: validate, draw seeds, call
-:func:`obliquetrees._training.soft.fit_soft_tree`, store the returned
+:func:`obliquetrees._training.soft.fit_soft_tree` with a
+:class:`~obliquetrees._training.soft.SoftTreeParams` of their parameters, store the returned
 :class:`~obliquetrees._core.tree.ObliqueTree` as ``tree_``. Prediction is soft
 by default (every leaf contributes, weighted by the product of the gates on
 its path) through a kernel beside the shared traversal, or hard
@@ -9,9 +10,16 @@ its path) through a kernel beside the shared traversal, or hard
 shared traversal.
 """
 
+from dataclasses import fields
+
 import numpy as np
 
-from obliquetrees.base import BaseObliqueTree, ObliqueClassifierMixin, ObliqueRegressorMixin
+from obliquetrees.base import (
+    BaseObliqueTree,
+    ObliqueClassifierMixin,
+    ObliqueRegressorMixin,
+    _n_threads,
+)
 from obliquetrees.utils._param_validation import (
     Integral,
     Interval,
@@ -67,11 +75,39 @@ _COMMON_DOC = """
         leaf, keeping the parameters with the lowest validation error (three
         step sizes ``learning_rate / 2**t``, t = 4, 6, 8, are tried).
         0 disables it.
+    n_jobs : int or None, default=None
+        Threads of the training kernels (the SGD restarts of a split run in
+        parallel) and of prediction. None means 1 unless in a
+        :func:`joblib.parallel_backend` context; -1 means all cores. The
+        fitted model does not depend on it.
     random_state : int, RandomState instance or None, default=None
         Seeds the validation split, the SGD shuffling and the small random
         initial weights. An int gives the same tree in every run.
     verbose : int, default=0
         Print one line per split attempt."""
+
+_COMMON_ATTRIBUTES = """    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features, when X has string column names.
+    feature_importances_ : ndarray of shape (n_features_in_,)
+        Impurity-based importances of the oblique splits, summing to 1 (all
+        zeros when every tree is a single leaf); each split's impurity
+        decrease is shared among its features in proportion to
+        ``|w_j| * std(x_j)``. Computed on access.
+"""
+
+#: References, then the heading of the examples.
+_REFERENCES = """
+    References
+    ----------
+    .. [1] O. Irsoy, O. T. Yildiz and E. Alpaydin, "Soft decision trees",
+       Proceedings of the 21st International Conference on Pattern
+       Recognition (ICPR), 2012.
+
+    Examples
+    --------
+"""
 
 _COMMON_NOTES = """
     The model is the soft tree of the paper: every internal node ``m`` has a
@@ -134,36 +170,89 @@ def _base_constraints():
         "tol": [Interval(Real, 0.0, None, closed="left")],
         "routing": [StrOptions({"soft", "hard"})],
         "finetune_epochs": [Interval(Integral, 0, None, closed="left")],
+        "n_jobs": [Integral, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
 
 
+def _soft_tree_init(tol):
+    """The ``__init__`` of a soft tree estimator; regressor and classifier differ only in ``tol``.
+
+    scikit-learn reads the parameters and their defaults from the signature.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_depth=None,
+        max_leaf_nodes=None,
+        validation_fraction=0.5,
+        learning_rate=5.0,
+        n_restarts=10,
+        max_epochs=25,
+        batch_size=1,
+        restart_selection="validation",
+        tol=tol,
+        routing="soft",
+        finetune_epochs=0,
+        n_jobs=None,
+        random_state=None,
+        verbose=0,
+    ):
+        self.max_depth = max_depth
+        self.max_leaf_nodes = max_leaf_nodes
+        self.validation_fraction = validation_fraction
+        self.learning_rate = learning_rate
+        self.n_restarts = n_restarts
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.restart_selection = restart_selection
+        self.tol = tol
+        self.routing = routing
+        self.finetune_epochs = finetune_epochs
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    return __init__
+
+
 class _BaseSoftTree(BaseObliqueTree):
     """Shared fit logic of the soft tree estimators."""
 
-    def _fit(self, X, y, sample_weight, n_classes):
-        from obliquetrees._training.soft import fit_soft_tree  # numba is imported on first use
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Grow the soft tree.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training input (dense).
+        y : array-like of shape (n_samples,)
+            Target values (regressor) or class labels (classifier).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the samples (None: all 1).
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        # numba is imported on first use
+        from obliquetrees._core._jit import numba_threads
+        from obliquetrees._training.soft import SoftTreeParams, fit_soft_tree
         from obliquetrees.utils.seeds import draw_seeds
 
-        tree, info = fit_soft_tree(
-            X,
-            y,
-            sample_weight,
-            n_classes=n_classes,
-            validation_fraction=self.validation_fraction,
-            max_depth=self.max_depth,
-            max_leaf_nodes=self.max_leaf_nodes,
-            learning_rate=self.learning_rate,
-            n_restarts=self.n_restarts,
-            max_epochs=self.max_epochs,
-            batch_size=self.batch_size,
-            tol=self.tol,
-            select_on_validation=self.restart_selection == "validation",
-            finetune_epochs=self.finetune_epochs,
-            seeds=draw_seeds(self.random_state, 3),
-            verbose=self.verbose,
-        )
+        X, y, sample_weight = self._validate_fit_data(X, y, sample_weight)
+        n_classes = self.n_classes_ if isinstance(self, ObliqueClassifierMixin) else None
+        # the training parameters carry the estimator's names
+        params = SoftTreeParams(**{f.name: getattr(self, f.name) for f in fields(SoftTreeParams)})
+        seeds = draw_seeds(self.random_state, 3)
+        with numba_threads(_n_threads(self.n_jobs)):
+            tree, info = fit_soft_tree(
+                X, y, sample_weight, n_classes=n_classes, params=params, seeds=seeds
+            )
         self.growth_log_ = info["growth_log"]
         self.finetune_info_ = info["finetune"]
         return self._set_trees([tree])
@@ -175,9 +264,12 @@ class _BaseSoftTree(BaseObliqueTree):
         check_parents_first(self._forest())
 
     def _soft_output(self, X, leaf_value):
-        from obliquetrees._core.soft import soft_predict  # numba is imported on first use
+        # numba is imported on first use
+        from obliquetrees._core._jit import numba_threads
+        from obliquetrees._core.soft import soft_predict
 
-        return soft_predict(self.tree_, X, leaf_value)
+        with numba_threads(self._prediction_threads()):
+            return soft_predict(self.tree_, X, leaf_value)
 
 
 class SoftTreeRegressor(ObliqueRegressorMixin, _BaseSoftTree):
@@ -207,16 +299,9 @@ class SoftTreeRegressor(ObliqueRegressorMixin, _BaseSoftTree):
         The grown tree in the package's container (raw input units, right iff
         ``w . x + b > 0``); ``tree_.value`` holds the leaf values in target
         units (internal nodes: their value before they were split).
-    n_features_in_ : int
-        Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the features, when X has string column names.
-    feature_importances_ : ndarray of shape (n_features_in_,)
-        Impurity-based importances of the oblique splits, summing to 1 (all
-        zeros when every tree is a single leaf); each split's impurity
-        decrease is shared among its features in proportion to
-        ``|w_j| * std(x_j)``. Computed on access.
-    growth_log_ : list of dict
+"""
+        + _COMMON_ATTRIBUTES
+        + """    growth_log_ : list of dict
         One entry per split attempt, in order: node id, depth, validation
         error before/after, winning restart, samples used, accepted.
     finetune_info_ : dict or None
@@ -226,17 +311,9 @@ class SoftTreeRegressor(ObliqueRegressorMixin, _BaseSoftTree):
     Notes
     -----"""
         + _COMMON_NOTES
-        + """
-
-    References
-    ----------
-    .. [1] O. Irsoy, O. T. Yildiz and E. Alpaydin, "Soft decision trees",
-       Proceedings of the 21st International Conference on Pattern
-       Recognition (ICPR), 2012.
-
-    Examples
-    --------
-    >>> from sklearn.datasets import make_friedman1
+        + "\n"
+        + _REFERENCES
+        + """    >>> from sklearn.datasets import make_friedman1
     >>> from obliquetrees import SoftTreeRegressor
     >>> X, y = make_friedman1(n_samples=600, random_state=0)
     >>> reg = SoftTreeRegressor(random_state=0).fit(X, y)
@@ -248,58 +325,7 @@ class SoftTreeRegressor(ObliqueRegressorMixin, _BaseSoftTree):
     )
 
     _parameter_constraints = _base_constraints()
-
-    def __init__(
-        self,
-        *,
-        max_depth=None,
-        max_leaf_nodes=None,
-        validation_fraction=0.5,
-        learning_rate=5.0,
-        n_restarts=10,
-        max_epochs=25,
-        batch_size=1,
-        restart_selection="validation",
-        tol=1e-2,
-        routing="soft",
-        finetune_epochs=0,
-        random_state=None,
-        verbose=0,
-    ):
-        self.max_depth = max_depth
-        self.max_leaf_nodes = max_leaf_nodes
-        self.validation_fraction = validation_fraction
-        self.learning_rate = learning_rate
-        self.n_restarts = n_restarts
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.restart_selection = restart_selection
-        self.tol = tol
-        self.routing = routing
-        self.finetune_epochs = finetune_epochs
-        self.random_state = random_state
-        self.verbose = verbose
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
-        """Grow the soft tree.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training input (dense).
-        y : array-like of shape (n_samples,)
-            Target values.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Weights of the samples (None: all 1).
-
-        Returns
-        -------
-        self : SoftTreeRegressor
-            The fitted estimator.
-        """
-        X, y, sample_weight = self._validate_fit_data(X, y, sample_weight)
-        return self._fit(X, y, sample_weight, None)
+    __init__ = _soft_tree_init(tol=1e-2)
 
     def _predict_output(self, X):
         if self.routing == "hard":
@@ -337,16 +363,9 @@ class SoftTreeClassifier(ObliqueClassifierMixin, _BaseSoftTree):
         The class labels.
     n_classes_ : int
         Number of classes.
-    n_features_in_ : int
-        Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the features, when X has string column names.
-    feature_importances_ : ndarray of shape (n_features_in_,)
-        Impurity-based importances of the oblique splits, summing to 1 (all
-        zeros when every tree is a single leaf); each split's impurity
-        decrease is shared among its features in proportion to
-        ``|w_j| * std(x_j)``. Computed on access.
-    growth_log_ : list of dict
+"""
+        + _COMMON_ATTRIBUTES
+        + """    growth_log_ : list of dict
         One entry per split attempt (see :class:`SoftTreeRegressor`).
     finetune_info_ : dict or None
         See :class:`SoftTreeRegressor`.
@@ -361,16 +380,9 @@ class SoftTreeClassifier(ObliqueClassifierMixin, _BaseSoftTree):
     - leaves created by a split start at the logits of the (clipped to
       [1e-4, 1 - 1e-4]) class frequencies of the hard split's sides;
     - multi-class (softmax over K-vector leaves) is our extension.
-
-    References
-    ----------
-    .. [1] O. Irsoy, O. T. Yildiz and E. Alpaydin, "Soft decision trees",
-       Proceedings of the 21st International Conference on Pattern
-       Recognition (ICPR), 2012.
-
-    Examples
-    --------
-    >>> from sklearn.datasets import load_breast_cancer
+"""
+        + _REFERENCES
+        + """    >>> from sklearn.datasets import load_breast_cancer
     >>> from obliquetrees import SoftTreeClassifier
     >>> X, y = load_breast_cancer(return_X_y=True)
     >>> clf = SoftTreeClassifier(random_state=0).fit(X, y)
@@ -382,58 +394,7 @@ class SoftTreeClassifier(ObliqueClassifierMixin, _BaseSoftTree):
     )
 
     _parameter_constraints = _base_constraints()
-
-    def __init__(
-        self,
-        *,
-        max_depth=None,
-        max_leaf_nodes=None,
-        validation_fraction=0.5,
-        learning_rate=5.0,
-        n_restarts=10,
-        max_epochs=25,
-        batch_size=1,
-        restart_selection="validation",
-        tol=1e-3,
-        routing="soft",
-        finetune_epochs=0,
-        random_state=None,
-        verbose=0,
-    ):
-        self.max_depth = max_depth
-        self.max_leaf_nodes = max_leaf_nodes
-        self.validation_fraction = validation_fraction
-        self.learning_rate = learning_rate
-        self.n_restarts = n_restarts
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.restart_selection = restart_selection
-        self.tol = tol
-        self.routing = routing
-        self.finetune_epochs = finetune_epochs
-        self.random_state = random_state
-        self.verbose = verbose
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
-        """Grow the soft tree.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training input (dense).
-        y : array-like of shape (n_samples,)
-            Class labels.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Weights of the samples (None: all 1).
-
-        Returns
-        -------
-        self : SoftTreeClassifier
-            The fitted estimator.
-        """
-        X, y, sample_weight = self._validate_fit_data(X, y, sample_weight)
-        return self._fit(X, y, sample_weight, self.n_classes_)
+    __init__ = _soft_tree_init(tol=1e-3)
 
     def _predict_output(self, X):
         if self.routing == "hard":

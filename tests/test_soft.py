@@ -62,6 +62,22 @@ def test_same_seed_same_tree_and_scale_invariance(friedman):
     )
 
 
+@pytest.mark.parametrize("cls", [SoftTreeRegressor, SoftTreeClassifier])
+def test_same_model_for_n_jobs_1_and_2(cls, friedman):
+    X, y = friedman
+    if cls is SoftTreeClassifier:
+        y = np.digitize(y, np.quantile(y, [0.3, 0.6]))  # three classes
+    kw = dict(FAST, max_leaf_nodes=4, finetune_epochs=2)
+    one = cls(n_jobs=1, **kw).fit(X, y)
+    two = cls(n_jobs=2, **kw).fit(X, y)
+    assert pickle.dumps(one.tree_) == pickle.dumps(two.tree_)
+    assert one.growth_log_ == two.growth_log_ and one.finetune_info_ == two.finetune_info_
+    X_big = np.tile(X, (6, 1))  # beyond the serial cut-off of soft prediction
+    predict = one.predict_proba if cls is SoftTreeClassifier else one.predict
+    with_two = two.predict_proba if cls is SoftTreeClassifier else two.predict
+    assert np.array_equal(predict(X_big), with_two(X_big))
+
+
 def test_limits_and_finetune(friedman):
     X, y = friedman
     reg = SoftTreeRegressor(max_depth=1, **FAST).fit(X, y)
@@ -133,6 +149,7 @@ def test_sample_weight_and_saturating_inputs(rng):
         (dict(batch_size=0), "batch_size"),
         (dict(tol=-1.0), "tol"),
         (dict(restart_selection="best"), "restart_selection"),
+        (dict(n_jobs=1.5), "n_jobs"),
     ],
 )
 def test_bad_parameters_name_the_parameter(params, match):

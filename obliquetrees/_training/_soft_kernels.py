@@ -1,6 +1,7 @@
 """numba kernels of the soft decision tree (Irsoy, Yildiz & Alpaydin, 2012).
 
-Conventions used by every kernel of this module (the *training* convention):
+Conventions used by every kernel of this module and of
+:mod:`~obliquetrees._training._soft_finetune` (the *training* convention):
 
 - the tree is held densely while it grows: ``children_left``/``children_right``
   (``-1`` at leaves), ``W`` (n_nodes, n_features), ``b`` (n_nodes,), leaf
@@ -9,8 +10,8 @@ Conventions used by every kernel of this module (the *training* convention):
 - the gate of internal node ``m`` is the paper's ``g_m(x) = sigmoid(W[m].x +
   b[m])``, the probability of the **left** child (eq. 3). The stored container
   uses the opposite orientation (right iff ``w.x + b > 0``): the grower negates
-  ``W`` and ``b`` when it stores the tree, and :func:`soft_predict_csr` (which
-  reads the stored container) uses ``P(right) = sigmoid(w.x + b)``;
+  ``W`` and ``b`` when it stores the tree, and the soft evaluation of stored
+  trees (:mod:`obliquetrees._core.soft`) uses ``P(right) = sigmoid(w.x + b)``;
 - path probabilities are accumulated as log-probabilities with a stable
   log-sigmoid, so a product of many saturated gates is a very negative number
   rather than 0 * inf or NaN; it is exponentiated only when a leaf's
@@ -21,98 +22,50 @@ Conventions used by every kernel of this module (the *training* convention):
   (our multi-class extension, leaves hold K-vectors of logits). For all three
   the error signal is ``dE/dF = y_hat - r``.
 
-Randomness comes from an explicit integer seed through a small splitmix64
-generator, never from a global RNG. Parallelism: the SGD restarts of a split
-run in parallel (independent, each with its own seed; the winner is chosen
-sequentially), the prediction kernel runs ``prange`` over fixed chunks of
-samples with no cross-sample reduction; the other training kernels are serial
-(one call per split attempt, too small to gain from threads). Results do not
-depend on the number of threads.
+Randomness comes from explicit integer seeds (:mod:`obliquetrees._core._random`),
+never from a global RNG. Parallelism: the SGD restarts of a split run in
+parallel (independent, each with its own seed; the winner is chosen
+sequentially); the other training kernels are serial (one call per split
+attempt, too small to gain from threads). Results do not depend on the number
+of threads.
 """
 
 import numpy as np
 
 from obliquetrees._core._jit import jit, jit_inline, jit_parallel, prange
-
-#: Samples per chunk in the parallel kernels (fixed: results do not depend on
-#: the thread count).
-CHUNK = 256
+from obliquetrees._core._math import log_sigmoid, sigmoid
+from obliquetrees._core._random import make_state, shuffle
+from obliquetrees._training._optim import momentum_velocity
 
 #: A restart stops early once the decayed step size falls below this fraction
 #: of its initial value (with the per-sample decay 0.9999 this only happens on
 #: large training sets, after ~138k samples; the steps left would sum to at
 #: most 1% of one initial step).
 ETA_STOP = 1e-6
+#: Parameters whose absolute value reaches this bound count as diverged.
+DIVERGED = 1e8
 
 LOSS_SQUARED = 0
 LOSS_BINARY = 1
 LOSS_SOFTMAX = 2
 
 
-# --------------------------------------------------------------------- scalars
+# ---------------------------------------------------------------- per sample
 @jit_inline
-def _sigmoid(a):
-    if a >= 0.0:
-        return 1.0 / (1.0 + np.exp(-a))
-    e = np.exp(a)
-    return e / (1.0 + e)
-
-
-@jit_inline
-def _log_sigmoid(a):
-    """log(sigmoid(a)) without overflow or log(0)."""
-    if a >= 0.0:
-        return -np.log1p(np.exp(-a))
-    return a - np.log1p(np.exp(a))
+def _log_sum_exp(F):
+    """``log(sum_k exp(F[k]))``, shifted by the maximum against overflow."""
+    mx = F[0]
+    for k in range(1, F.shape[0]):
+        if F[k] > mx:
+            mx = F[k]
+    s = 0.0
+    for k in range(F.shape[0]):
+        s += np.exp(F[k] - mx)
+    return mx + np.log(s)
 
 
 @jit_inline
-def _splitmix_next(state):
-    """Advance a one-element uint64 state; return 64 random bits."""
-    state[0] += np.uint64(0x9E3779B97F4A7C15)
-    z = state[0]
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-@jit_inline
-def _uniform(state):
-    """Uniform float in [0, 1)."""
-    return float(_splitmix_next(state) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
-
-
-@jit
-def _shuffle(order, state):
-    """Fisher-Yates shuffle in place."""
-    for i in range(order.shape[0] - 1, 0, -1):
-        j = int(_splitmix_next(state) % np.uint64(i + 1))
-        tmp = order[i]
-        order[i] = order[j]
-        order[j] = tmp
-
-
-@jit
-def make_state(seed):
-    """A splitmix64 state array from an integer seed."""
-    state = np.empty(1, dtype=np.uint64)
-    state[0] = np.uint64(seed)
-    _splitmix_next(state)
-    return state
-
-
-@jit
-def uniform_noise(seed, n, half_width):
-    """``n`` draws of U(-half_width, half_width) from an explicit seed."""
-    state = make_state(seed)
-    out = np.empty(n)
-    for i in range(n):
-        out[i] = (2.0 * _uniform(state) - 1.0) * half_width
-    return out
-
-
-@jit_inline
-def _output_error(F, R, i, loss, err):
+def output_error(F, R, i, loss, err):
     """err = dE/dF = y_hat - r for sample i (target row R[i]); returns its loss."""
     K = F.shape[0]
     if loss == LOSS_SQUARED:
@@ -122,19 +75,10 @@ def _output_error(F, R, i, loss, err):
             total += err[k] * err[k]
         return total
     if loss == LOSS_BINARY:
-        y = _sigmoid(F[0])
-        err[0] = y - R[i, 0]
+        err[0] = sigmoid(F[0]) - R[i, 0]
         # -[r log y + (1 - r) log(1 - y)] with log y = log_sigmoid(F)
-        return -(R[i, 0] * _log_sigmoid(F[0]) + (1.0 - R[i, 0]) * _log_sigmoid(-F[0]))
-    # softmax cross-entropy
-    mx = F[0]
-    for k in range(1, K):
-        if F[k] > mx:
-            mx = F[k]
-    s = 0.0
-    for k in range(K):
-        s += np.exp(F[k] - mx)
-    lse = mx + np.log(s)
+        return -(R[i, 0] * log_sigmoid(F[0]) + (1.0 - R[i, 0]) * log_sigmoid(-F[0]))
+    lse = _log_sum_exp(F)
     total = 0.0
     for k in range(K):
         err[k] = np.exp(F[k] - lse) - R[i, k]
@@ -143,63 +87,72 @@ def _output_error(F, R, i, loss, err):
 
 
 @jit_inline
-def _sample_error(F, R, i, loss, metric):
-    """Validation error of sample i: its loss (metric 0) or 0/1 error (metric 1)."""
-    K = F.shape[0]
-    if loss == LOSS_SQUARED:
-        total = 0.0
-        for k in range(K):
-            dk = F[k] - R[i, k]
-            total += dk * dk
-        return total
-    if metric == 0:
-        if loss == LOSS_BINARY:
-            return -(R[i, 0] * _log_sigmoid(F[0]) + (1.0 - R[i, 0]) * _log_sigmoid(-F[0]))
-        mx = F[0]
-        for k in range(1, K):
-            if F[k] > mx:
-                mx = F[k]
-        s = 0.0
-        for k in range(K):
-            s += np.exp(F[k] - mx)
-        lse = mx + np.log(s)
-        total = 0.0
-        for k in range(K):
-            total -= R[i, k] * (F[k] - lse)
-        return total
+def _sample_error(F, R, i, loss, metric, err):
+    """Validation error of sample i: its loss (metric 0) or 0/1 error (metric 1).
+
+    Regression always uses the loss; ``err`` is scratch for :func:`output_error`.
+    """
+    if loss == LOSS_SQUARED or metric == 0:
+        return output_error(F, R, i, loss, err)
     # misclassification (ties: class 0 / the first maximum)
     if loss == LOSS_BINARY:
         pred = 1.0 if F[0] > 0.0 else 0.0
         return 0.0 if pred == R[i, 0] else 1.0
     best = 0
-    for k in range(1, K):
+    for k in range(1, F.shape[0]):
         if F[k] > F[best]:
             best = k
     return 0.0 if R[i, best] > 0.5 else 1.0
 
 
+@jit_inline
+def momentum_step(param, velocity, grad, momentum, step_size):
+    """Heavy-ball step on a 1-D array, in place (velocity first, then the parameter)."""
+    for j in range(param.shape[0]):
+        velocity[j] = momentum_velocity(velocity[j], grad[j], momentum, step_size)
+        param[j] += velocity[j]
+
+
+@jit_inline
+def bounded(values):
+    """Whether every ``|value| < DIVERGED`` (False on NaN): the divergence test."""
+    return np.all(np.abs(values) < DIVERGED)
+
+
 # ------------------------------------------------------------ forward (dense)
 @jit_inline
-def _forward_one(X, i, children_left, children_right, W, b, Z, n_nodes, logp, F):
-    """Soft forward pass of sample i: fills logp[:n_nodes] and F."""
-    K = F.shape[0]
-    d = X.shape[1]
-    for k in range(K):
-        F[k] = 0.0
+def gate_input(X, i, W, b, j):
+    """``W[j].x + b[j]`` for sample i: the logit of node j's gate P(left)."""
+    a = b[j]
+    for f in range(X.shape[1]):
+        a += W[j, f] * X[i, f]
+    return a
+
+
+@jit_inline
+def _path_log_probability(X, i, children_left, children_right, W, b, n_nodes, logp):
+    """``logp[j]``: log of sample i's path probability to every node j."""
     logp[0] = 0.0
     for j in range(n_nodes):
         left = children_left[j]
-        if left < 0:
+        if left >= 0:
+            a = gate_input(X, i, W, b, j)
+            logp[left] = logp[j] + log_sigmoid(a)
+            logp[children_right[j]] = logp[j] + log_sigmoid(-a)
+
+
+@jit_inline
+def _forward_one(X, i, children_left, children_right, W, b, Z, n_nodes, logp, F):
+    """Soft forward pass of sample i: fills logp[:n_nodes] and F."""
+    _path_log_probability(X, i, children_left, children_right, W, b, n_nodes, logp)
+    for k in range(F.shape[0]):
+        F[k] = 0.0
+    for j in range(n_nodes):
+        if children_left[j] < 0:
             p = np.exp(logp[j])
             if p > 0.0:
-                for k in range(K):
+                for k in range(F.shape[0]):
                     F[k] += p * Z[j, k]
-        else:
-            a = b[j]
-            for f in range(d):
-                a += W[j, f] * X[i, f]
-            logp[left] = logp[j] + _log_sigmoid(a)
-            logp[children_right[j]] = logp[j] + _log_sigmoid(-a)
 
 
 @jit
@@ -232,6 +185,39 @@ def forward_context(X, children_left, children_right, W, b, Z, n_nodes, m):
             if m >= 0:
                 A[i, k] = f[k] - pm * Z[m, k]
     return F, P, A
+
+
+@jit
+def mean_error(F, R, sw, loss, metric):
+    """Weighted mean error of given outputs F (see _sample_error)."""
+    n = F.shape[0]
+    err = np.empty(F.shape[1])
+    total = 0.0
+    wsum = 0.0
+    for i in range(n):
+        total += sw[i] * _sample_error(F[i], R, i, loss, metric, err)
+        wsum += sw[i]
+    return total / wsum if wsum > 0.0 else 0.0
+
+
+@jit
+def tree_error(X, R, sw, children_left, children_right, W, b, Z, n_nodes, loss, metric):
+    """Weighted mean error of the whole soft tree (see _sample_error)."""
+    F, _, _ = forward_context(X, children_left, children_right, W, b, Z, n_nodes, -1)
+    return mean_error(F, R, sw, loss, metric)
+
+
+@jit
+def node_membership(X, sw, children_left, children_right, W, b, n_nodes):
+    """Sum over samples of sw_i x path probability of every node."""
+    n = X.shape[0]
+    out = np.zeros(max(n_nodes, 1))
+    logp = np.empty(max(n_nodes, 1))
+    for i in range(n):
+        _path_log_probability(X, i, children_left, children_right, W, b, n_nodes, logp)
+        for j in range(n_nodes):
+            out[j] += sw[i] * np.exp(logp[j])
+    return out[:n_nodes]
 
 
 # -------------------------------------------------------------- hard init
@@ -331,10 +317,58 @@ def _split_output(X, i, w, b0, zL, zR, out):
     a = b0
     for f in range(X.shape[1]):
         a += w[f] * X[i, f]
-    g = _sigmoid(a)
+    g = sigmoid(a)
     for k in range(out.shape[0]):
         out[k] = g * zL[k] + (1.0 - g) * zR[k]
     return g
+
+
+@jit_inline
+def _split_tree_output(X, P, A, i, w, b0, zL, zR, s, F):
+    """Whole-tree output ``F = A[i] + P[i] * S(x_i)`` with the new split; returns its gate."""
+    g = _split_output(X, i, w, b0, zL, zR, s)
+    for k in range(F.shape[0]):
+        F[k] = A[i, k] + P[i] * s[k]
+    return g
+
+
+@jit_inline
+def _split_scratch(d, K):
+    """Gradients and per-sample scratch of :func:`_split_grad`."""
+    return np.empty(d), np.empty(K), np.empty(K), np.empty(K), np.empty(K), np.empty(K)
+
+
+@jit_inline
+def _split_grad(X, R, P, A, sw, order, start, stop, w, b0, zL, zR, loss, scratch):
+    """Gradient w.r.t. the new split of the samples ``order[start:stop]``.
+
+    ``scratch = (gw, gL, gR, s, F, err)`` from :func:`_split_scratch`: the
+    gradients w.r.t. w, zL and zR are written to its first three arrays.
+    Returns (the samples' summed weighted loss, the gradient w.r.t. b0).
+    """
+    gw, gL, gR, s, F, err = scratch
+    gw[:] = 0.0
+    gL[:] = 0.0
+    gR[:] = 0.0
+    total = 0.0
+    gb = 0.0
+    for q in range(start, stop):
+        i = order[q]
+        g = _split_tree_output(X, P, A, i, w, b0, zL, zR, s, F)
+        e = output_error(F, R, i, loss, err)
+        total += sw[i] * (0.5 * e if loss == LOSS_SQUARED else e)
+        # back-propagated error delta = (y_hat - r) * prod of gates
+        beta = 0.0
+        for k in range(F.shape[0]):
+            delta = sw[i] * err[k] * P[i]
+            beta += delta * (zL[k] - zR[k])
+            gL[k] += delta * g
+            gR[k] += delta * (1.0 - g)
+        ga = beta * g * (1.0 - g)
+        gb += ga
+        for f in range(X.shape[1]):
+            gw[f] += ga * X[i, f]
+    return total, gb
 
 
 @jit
@@ -349,84 +383,26 @@ def split_loss_grad(X, R, P, A, sw, w, b0, zL, zR, loss):
     per-sample terms the SGD of :func:`train_split` follows; it is exposed for
     the finite-difference tests.
     """
-    n, d = X.shape
-    K = A.shape[1]
-    gw = np.zeros(d)
-    gb = 0.0
-    gL = np.zeros(K)
-    gR = np.zeros(K)
-    F = np.empty(K)
-    s = np.empty(K)
-    err = np.empty(K)
-    total = 0.0
-    for i in range(n):
-        g = _split_output(X, i, w, b0, zL, zR, s)
-        for k in range(K):
-            F[k] = A[i, k] + P[i] * s[k]
-        e = _output_error(F, R, i, loss, err)
-        total += sw[i] * (0.5 * e if loss == LOSS_SQUARED else e)
-        beta = 0.0
-        for k in range(K):
-            delta = sw[i] * err[k] * P[i]
-            beta += delta * (zL[k] - zR[k])
-            gL[k] += delta * g
-            gR[k] += delta * (1.0 - g)
-        ga = beta * g * (1.0 - g)
-        gb += ga
-        for f in range(d):
-            gw[f] += ga * X[i, f]
-    return total, gw, gb, gL, gR
+    n = X.shape[0]
+    scratch = _split_scratch(X.shape[1], A.shape[1])
+    order = np.arange(n)
+    total, gb = _split_grad(X, R, P, A, sw, order, 0, n, w, b0, zL, zR, loss, scratch)
+    return total, scratch[0], gb, scratch[1], scratch[2]
 
 
 @jit
 def split_error(X, R, P, A, sw, w, b0, zL, zR, loss, metric):
     """Weighted mean error of the tree with the new split (see _sample_error)."""
-    n = X.shape[0]
-    K = A.shape[1]
-    F = np.empty(K)
-    s = np.empty(K)
-    total = 0.0
-    wsum = 0.0
-    for i in range(n):
-        _split_output(X, i, w, b0, zL, zR, s)
-        for k in range(K):
-            F[k] = A[i, k] + P[i] * s[k]
-        total += sw[i] * _sample_error(F, R, i, loss, metric)
-        wsum += sw[i]
-    return total / wsum if wsum > 0.0 else 0.0
-
-
-@jit
-def _finite_params(w, b0, zL, zR, limit):
-    if not (abs(b0) < limit):
-        return False
-    for f in range(w.shape[0]):
-        if not (abs(w[f]) < limit):
-            return False
-    for k in range(zL.shape[0]):
-        if not (abs(zL[k]) < limit and abs(zR[k]) < limit):
-            return False
-    return True
+    F = np.empty(A.shape)
+    s = np.empty(A.shape[1])
+    for i in range(X.shape[0]):
+        _split_tree_output(X, P, A, i, w, b0, zL, zR, s, F[i])
+    return mean_error(F, R, sw, loss, metric)
 
 
 @jit
 def sgd_split(
-    X,
-    R,
-    P,
-    A,
-    sw,
-    w,
-    b0,
-    zL,
-    zR,
-    loss,
-    lr,
-    n_epochs,
-    batch_size,
-    momentum,
-    decay,
-    state,
+    X, R, P, A, sw, w, b0, zL, zR, loss, lr, max_epochs, batch_size, momentum, decay, state
 ):
     """Gradient descent on the new split's parameters (in place).
 
@@ -435,8 +411,8 @@ def sgd_split(
     sample; samples are shuffled every epoch with ``state``. Only ``w``,
     ``b0``, ``zL``, ``zR`` move; the rest of the tree enters through ``P`` and
     ``A``. Stops after the epoch in which the step size fell below
-    ``ETA_STOP * lr``. Returns (b0, ok): ``ok`` is False if the parameters diverged (they
-    are then left as they were when divergence was detected).
+    ``ETA_STOP * lr``. Returns (b0, ok): ``ok`` is False if the parameters
+    diverged (they are then left as they were when divergence was detected).
     """
     n, d = X.shape
     K = A.shape[1]
@@ -445,54 +421,23 @@ def sgd_split(
     vb = 0.0
     vL = np.zeros(K)
     vR = np.zeros(K)
-    gw = np.zeros(d)
-    gL = np.zeros(K)
-    gR = np.zeros(K)
-    s = np.empty(K)
-    F = np.empty(K)
-    err = np.empty(K)
+    scratch = _split_scratch(d, K)
+    gw, gL, gR = scratch[0], scratch[1], scratch[2]
     eta = lr
-    for _epoch in range(n_epochs):
-        _shuffle(order, state)
-        start = 0
-        while start < n:
+    for _epoch in range(max_epochs):
+        shuffle(order, n, state)
+        for start in range(0, n, batch_size):
             stop = min(n, start + batch_size)
-            gw[:] = 0.0
-            gb = 0.0
-            gL[:] = 0.0
-            gR[:] = 0.0
-            for q in range(start, stop):
-                i = order[q]
-                g = _split_output(X, i, w, b0, zL, zR, s)
-                for k in range(K):
-                    F[k] = A[i, k] + P[i] * s[k]
-                _output_error(F, R, i, loss, err)
-                # back-propagated error delta = (y_hat - r) * prod of gates
-                beta = 0.0
-                for k in range(K):
-                    delta = sw[i] * err[k] * P[i]
-                    beta += delta * (zL[k] - zR[k])
-                    gL[k] += delta * g
-                    gR[k] += delta * (1.0 - g)
-                ga = beta * g * (1.0 - g)
-                gb += ga
-                for f in range(d):
-                    gw[f] += ga * X[i, f]
+            _, gb = _split_grad(X, R, P, A, sw, order, start, stop, w, b0, zL, zR, loss, scratch)
             scale = eta / (stop - start)
-            for f in range(d):
-                vw[f] = momentum * vw[f] - scale * gw[f]
-                w[f] += vw[f]
-            vb = momentum * vb - scale * gb
+            momentum_step(w, vw, gw, momentum, scale)
+            vb = momentum_velocity(vb, gb, momentum, scale)
             b0 += vb
-            for k in range(K):
-                vL[k] = momentum * vL[k] - scale * gL[k]
-                zL[k] += vL[k]
-                vR[k] = momentum * vR[k] - scale * gR[k]
-                zR[k] += vR[k]
+            momentum_step(zL, vL, gL, momentum, scale)
+            momentum_step(zR, vR, gR, momentum, scale)
             for _ in range(start, stop):
                 eta *= decay
-            start = stop
-        if not _finite_params(w, b0, zL, zR, 1e8):
+        if not (abs(b0) < DIVERGED and bounded(w) and bounded(zL) and bounded(zR)):
             return b0, False
         if eta < lr * ETA_STOP:
             break  # the remaining steps sum to < 1e-6 / (1 - decay) x lr: negligible
@@ -517,16 +462,16 @@ def train_split(
     zR_init,
     loss,
     metric,
-    lr0,
+    learning_rate,
     n_restarts,
-    n_epochs,
+    max_epochs,
     batch_size,
     momentum,
     decay,
     seed,
     select_on_validation,
 ):
-    """Train one new split with ``n_restarts`` step sizes ``lr0 / 2**t``.
+    """Train one new split with ``n_restarts`` step sizes ``learning_rate / 2**t``.
 
     Every restart starts from the same (hard-split) initial point with its own
     shuffling seed. The restart with the lowest training loss (the paper) or
@@ -550,6 +495,7 @@ def train_split(
         w = w_init.copy()
         zL = zL_init.copy()
         zR = zR_init.copy()
+        lr = learning_rate / 2.0**t
         b0, ok = sgd_split(
             X,
             R,
@@ -561,8 +507,8 @@ def train_split(
             zL,
             zR,
             loss,
-            lr0 / 2.0**t,
-            n_epochs,
+            lr,
+            max_epochs,
             batch_size,
             momentum,
             decay,
@@ -589,291 +535,4 @@ def train_split(
             best_t = t
     if best_t < 0:
         return w_init.copy(), b_init, zL_init.copy(), zR_init.copy(), np.inf, -1
-    return (
-        Ws[best_t].copy(),
-        bs[best_t],
-        Ls[best_t].copy(),
-        Rs[best_t].copy(),
-        vals[best_t],
-        best_t,
-    )
-
-
-# ------------------------------------------------------- joint finetuning
-@jit
-def _tree_grad_one(
-    X,
-    R,
-    i,
-    weight,
-    children_left,
-    children_right,
-    W,
-    b,
-    Z,
-    n_nodes,
-    loss,
-    logp,
-    gate,
-    S,
-    err,
-    gW,
-    gb,
-    gZ,
-):
-    """Accumulate one sample's gradient of the whole tree; returns its loss."""
-    K = Z.shape[1]
-    d = X.shape[1]
-    logp[0] = 0.0
-    for j in range(n_nodes):
-        left = children_left[j]
-        if left >= 0:
-            a = b[j]
-            for f in range(d):
-                a += W[j, f] * X[i, f]
-            gate[j] = _sigmoid(a)
-            logp[left] = logp[j] + _log_sigmoid(a)
-            logp[children_right[j]] = logp[j] + _log_sigmoid(-a)
-    # subtree outputs, bottom-up
-    for j in range(n_nodes - 1, -1, -1):
-        left = children_left[j]
-        if left < 0:
-            for k in range(K):
-                S[j, k] = Z[j, k]
-        else:
-            right = children_right[j]
-            g = gate[j]
-            for k in range(K):
-                S[j, k] = g * S[left, k] + (1.0 - g) * S[right, k]
-    e = _output_error(S[0], R, i, loss, err)
-    for j in range(n_nodes):
-        p = np.exp(logp[j])
-        if p == 0.0:
-            continue
-        left = children_left[j]
-        if left < 0:
-            for k in range(K):
-                gZ[j, k] += weight * err[k] * p
-        else:
-            right = children_right[j]
-            g = gate[j]
-            beta = 0.0
-            for k in range(K):
-                beta += err[k] * (S[left, k] - S[right, k])
-            ga = weight * p * beta * g * (1.0 - g)
-            gb[j] += ga
-            for f in range(d):
-                gW[j, f] += ga * X[i, f]
-    return weight * (0.5 * e if loss == LOSS_SQUARED else e)
-
-
-@jit
-def tree_loss_grad(X, R, sw, children_left, children_right, W, b, Z, n_nodes, loss):
-    """Loss and gradient of the whole soft tree w.r.t. every W, b and leaf Z.
-
-    Same loss convention as :func:`split_loss_grad`. Rows of W/b of leaves and
-    rows of Z of internal nodes get zero gradient.
-    """
-    n = X.shape[0]
-    K = Z.shape[1]
-    gW = np.zeros(W.shape)
-    gb = np.zeros(b.shape[0])
-    gZ = np.zeros(Z.shape)
-    logp = np.empty(n_nodes)
-    gate = np.zeros(n_nodes)
-    S = np.empty((n_nodes, K))
-    err = np.empty(K)
-    total = 0.0
-    for i in range(n):
-        total += _tree_grad_one(
-            X,
-            R,
-            i,
-            sw[i],
-            children_left,
-            children_right,
-            W,
-            b,
-            Z,
-            n_nodes,
-            loss,
-            logp,
-            gate,
-            S,
-            err,
-            gW,
-            gb,
-            gZ,
-        )
-    return total, gW, gb, gZ
-
-
-@jit
-def tree_error(X, R, sw, children_left, children_right, W, b, Z, n_nodes, loss, metric):
-    """Weighted mean error of the whole soft tree (see _sample_error)."""
-    n = X.shape[0]
-    K = Z.shape[1]
-    logp = np.empty(max(n_nodes, 1))
-    F = np.empty(K)
-    total = 0.0
-    wsum = 0.0
-    for i in range(n):
-        _forward_one(X, i, children_left, children_right, W, b, Z, n_nodes, logp, F)
-        total += sw[i] * _sample_error(F, R, i, loss, metric)
-        wsum += sw[i]
-    return total / wsum if wsum > 0.0 else 0.0
-
-
-@jit
-def finetune_tree(
-    X,
-    R,
-    sw,
-    Xv,
-    Rv,
-    swv,
-    children_left,
-    children_right,
-    W,
-    b,
-    Z,
-    n_nodes,
-    loss,
-    metric,
-    lr,
-    n_epochs,
-    batch_size,
-    momentum,
-    decay,
-    seed,
-):
-    """Joint SGD on all parameters of a grown tree (beyond the paper).
-
-    Same update rule as the growth (online or minibatch SGD with momentum,
-    per-sample step decay, shuffling from ``seed``), on every gate and leaf at
-    once; after every epoch the validation error is measured and the best
-    parameters seen (including the starting point) are kept in W, b, Z.
-    Returns (best validation error, epochs run, best epoch; 0 = unchanged).
-    """
-    n, d = X.shape
-    K = Z.shape[1]
-    state = make_state(seed)
-    Wc = W.copy()
-    bc = b.copy()
-    Zc = Z.copy()
-    best = tree_error(Xv, Rv, swv, children_left, children_right, W, b, Z, n_nodes, loss, metric)
-    best_epoch = 0
-    vW = np.zeros(W.shape)
-    vb = np.zeros(b.shape[0])
-    vZ = np.zeros(Z.shape)
-    gW = np.zeros(W.shape)
-    gb = np.zeros(b.shape[0])
-    gZ = np.zeros(Z.shape)
-    logp = np.empty(n_nodes)
-    gate = np.zeros(n_nodes)
-    S = np.empty((n_nodes, K))
-    err = np.empty(K)
-    order = np.arange(n)
-    eta = lr
-    epochs_run = 0
-    for epoch in range(n_epochs):
-        _shuffle(order, state)
-        start = 0
-        while start < n:
-            stop = min(n, start + batch_size)
-            gW[:] = 0.0
-            gb[:] = 0.0
-            gZ[:] = 0.0
-            for q in range(start, stop):
-                i = order[q]
-                _tree_grad_one(
-                    X,
-                    R,
-                    i,
-                    sw[i],
-                    children_left,
-                    children_right,
-                    Wc,
-                    bc,
-                    Zc,
-                    n_nodes,
-                    loss,
-                    logp,
-                    gate,
-                    S,
-                    err,
-                    gW,
-                    gb,
-                    gZ,
-                )
-            scale = eta / (stop - start)
-            for j in range(n_nodes):
-                if children_left[j] >= 0:
-                    for f in range(d):
-                        vW[j, f] = momentum * vW[j, f] - scale * gW[j, f]
-                        Wc[j, f] += vW[j, f]
-                    vb[j] = momentum * vb[j] - scale * gb[j]
-                    bc[j] += vb[j]
-                else:
-                    for k in range(K):
-                        vZ[j, k] = momentum * vZ[j, k] - scale * gZ[j, k]
-                        Zc[j, k] += vZ[j, k]
-            for _ in range(start, stop):
-                eta *= decay
-            start = stop
-        epochs_run += 1
-        finite = True
-        for j in range(n_nodes):
-            if not (abs(bc[j]) < 1e8):
-                finite = False
-            for k in range(K):
-                if not (abs(Zc[j, k]) < 1e8):
-                    finite = False
-            for f in range(d):
-                if not (abs(Wc[j, f]) < 1e8):
-                    finite = False
-        if not finite:
-            break
-        val = tree_error(
-            Xv, Rv, swv, children_left, children_right, Wc, bc, Zc, n_nodes, loss, metric
-        )
-        if val < best:
-            best = val
-            best_epoch = epoch + 1
-            W[:, :] = Wc
-            b[:] = bc
-            Z[:, :] = Zc
-    return best, epochs_run, best_epoch
-
-
-# ------------------------------------------------------------------ helpers
-@jit
-def mean_error(F, R, sw, loss, metric):
-    """Weighted mean error of given outputs F (see _sample_error)."""
-    n = F.shape[0]
-    total = 0.0
-    wsum = 0.0
-    for i in range(n):
-        total += sw[i] * _sample_error(F[i], R, i, loss, metric)
-        wsum += sw[i]
-    return total / wsum if wsum > 0.0 else 0.0
-
-
-@jit
-def node_membership(X, sw, children_left, children_right, W, b, n_nodes):
-    """Sum over samples of sw_i x path probability of every node."""
-    n, d = X.shape
-    out = np.zeros(max(n_nodes, 1))
-    logp = np.empty(max(n_nodes, 1))
-    for i in range(n):
-        logp[0] = 0.0
-        for j in range(n_nodes):
-            left = children_left[j]
-            if left >= 0:
-                a = b[j]
-                for f in range(d):
-                    a += W[j, f] * X[i, f]
-                logp[left] = logp[j] + _log_sigmoid(a)
-                logp[children_right[j]] = logp[j] + _log_sigmoid(-a)
-            out[j] += sw[i] * np.exp(logp[j])
-    return out[:n_nodes]
+    return Ws[best_t].copy(), bs[best_t], Ls[best_t].copy(), Rs[best_t].copy(), vals[best_t], best_t

@@ -5,18 +5,23 @@ training/validation arrays and returns the grown tree in the *training*
 convention (dense weights, gate = P(left)); :func:`to_container` turns it into
 the shared :class:`~obliquetrees._core.tree.ObliqueTree` (gate sign flipped to
 "right iff w.x + b > 0", weights folded back to raw input units, leaf values
-in output units). :func:`fit_soft_tree` does both from raw arrays.
+in output units). :func:`fit_soft_tree`, the entry point, does both from raw
+arrays with the parameters of one :class:`SoftTreeParams`.
 
 Growth follows the paper's Fig. 2 depth-first: a leaf ``m`` is replaced by a
 gate and two leaves; only these three nodes are trained, by gradient descent,
 while the whole tree is evaluated; the split is kept if the validation error
 drops by more than ``tol``, then the left and the right child are tried in
-turn. The per-node Python loop makes one kernel call per step (context of the
-node, hard-split initialisation, all SGD restarts).
+turn: the shared :class:`~obliquetrees._training.grower.Grower` in its
+"depth" order. The per-node Python callback makes one kernel call per step
+(context of the node, hard-split initialisation, all SGD restarts).
 """
+
+from dataclasses import dataclass
 
 import numpy as np
 
+from obliquetrees._core._random import uniform_noise
 from obliquetrees._core.tree import (
     ObliqueTree,
     check_centred_range,
@@ -24,7 +29,9 @@ from obliquetrees._core.tree import (
     fold_standardization,
     standardization,
 )
+from obliquetrees._training import _soft_finetune as _ft
 from obliquetrees._training import _soft_kernels as _k
+from obliquetrees._training.grower import Grower
 
 #: Slope of the initial gate around the hard split's threshold, in units of
 #: standardised input (the authors' code uses 0.5; the paper's literal
@@ -52,62 +59,6 @@ PROBA_CLIP = 1e-4
 FINETUNE_RESTARTS = (4, 6, 8)
 
 
-class SoftTreeArrays:
-    """A soft tree in the training convention (dense, gate = P(left))."""
-
-    def __init__(self, n_features, n_outputs, capacity=63):
-        self.children_left = np.full(capacity, -1, dtype=np.int64)
-        self.children_right = np.full(capacity, -1, dtype=np.int64)
-        self.W = np.zeros((capacity, n_features))
-        self.b = np.zeros(capacity)
-        self.Z = np.zeros((capacity, n_outputs))
-        self.depth = np.zeros(capacity, dtype=np.int64)
-        self.n_nodes = 1
-
-    def _grow(self, needed):
-        cap = self.children_left.shape[0]
-        if needed <= cap:
-            return
-        new = max(needed, 2 * cap + 1)
-        pad = new - cap
-        self.children_left = np.concatenate([self.children_left, np.full(pad, -1, np.int64)])
-        self.children_right = np.concatenate([self.children_right, np.full(pad, -1, np.int64)])
-        self.W = np.concatenate([self.W, np.zeros((pad, self.W.shape[1]))])
-        self.b = np.concatenate([self.b, np.zeros(pad)])
-        self.Z = np.concatenate([self.Z, np.zeros((pad, self.Z.shape[1]))])
-        self.depth = np.concatenate([self.depth, np.zeros(pad, np.int64)])
-
-    def split(self, m, w, b, z_left, z_right):
-        """Turn leaf ``m`` into a gate with two new leaves; return their ids."""
-        self._grow(self.n_nodes + 2)
-        left, right = self.n_nodes, self.n_nodes + 1
-        self.children_left[m] = left
-        self.children_right[m] = right
-        self.W[m] = w
-        self.b[m] = b
-        self.Z[left] = z_left
-        self.Z[right] = z_right
-        self.depth[left] = self.depth[right] = self.depth[m] + 1
-        self.n_nodes += 2
-        return left, right
-
-    def arrays(self):
-        """(children_left, children_right, W, b, Z, n_nodes), trimmed views."""
-        n = self.n_nodes
-        return (
-            self.children_left[:n],
-            self.children_right[:n],
-            self.W[:n],
-            self.b[:n],
-            self.Z[:n],
-            n,
-        )
-
-    @property
-    def n_leaves(self):
-        return (self.n_nodes + 1) // 2
-
-
 def _leaf_init(mean, loss):
     """Leaf value (output units of the tree) from a weighted target mean."""
     if loss == _k.LOSS_SQUARED:
@@ -119,28 +70,84 @@ def _leaf_init(mean, loss):
     return logp - logp.mean()
 
 
-def grow_soft_tree(
-    X,
-    R,
-    sw,
-    Xv,
-    Rv,
-    swv,
-    *,
-    loss,
-    metric,
-    max_depth=None,
-    max_leaf_nodes=None,
-    learning_rate=5.0,
-    n_restarts=10,
-    max_epochs=25,
-    batch_size=1,
-    tol=1e-3,
-    select_on_validation=False,
-    seed=0,
-    verbose=0,
-):
+@dataclass(frozen=True)
+class SoftTreeParams:
+    """Training parameters of a soft tree, named as the estimators name them.
+
+    Built by :class:`~obliquetrees.SoftTreeRegressor` and
+    :class:`~obliquetrees.SoftTreeClassifier` from their parameters (their
+    docstrings describe each one); the defaults are the classifier's.
+    """
+
+    max_depth: int | None = None
+    max_leaf_nodes: int | None = None
+    validation_fraction: float = 0.5
+    learning_rate: float = 5.0
+    n_restarts: int = 10
+    max_epochs: int = 25
+    batch_size: int = 1
+    restart_selection: str = "validation"
+    tol: float = 1e-3
+    finetune_epochs: int = 0
+    verbose: int = 0
+
+
+def new_tree(n_features, n_outputs, params):
+    """An unsplit soft tree in the training convention, as a depth-first :class:`Grower`.
+
+    Besides the grower's node table it holds per node the gate ``W`` (dense,
+    ``n_features``), ``b`` and the leaf value ``Z`` (``n_outputs``). Soft
+    trees do not partition rows (every row reaches every node with its path
+    probability): the grower holds no rows and children get ``n_left=0``.
+    """
+    payload = {
+        "W": ((n_features,), np.float64, 0.0),
+        "b": ((), np.float64, 0.0),
+        "Z": ((n_outputs,), np.float64, 0.0),
+    }
+    limits = dict(max_depth=params.max_depth, max_leaf_nodes=params.max_leaf_nodes)
+    return Grower(0, order="depth", payload=payload, **limits)
+
+
+def dense_arrays(tree):
+    """The kernels' view of a soft tree: (children_left, children_right, W, b, Z, n_nodes)."""
+    a = tree.arrays()
+    return a["children_left"], a["children_right"], a["W"], a["b"], a["Z"], tree.n_nodes
+
+
+def _initial_point(X, sorted_index, R, P, sw, loss, seed):
+    """Starting point ``(w, b, zL, zR)`` of a new split at a node reached with probability P.
+
+    The best hard axis-aligned split of the data weighted by the node's soft
+    membership, when that membership sums to more than one sample; small random
+    values otherwise (the paper's lines 3-6). None when no split separates two
+    distinct values that carry weight.
+    """
+    d = X.shape[1]
+    K = R.shape[1]
+    noise = uniform_noise(seed, d + 2 * K, 1.0)
+    if not P.sum() > 1.0:
+        return (
+            noise[:d] * RANDOM_INIT,
+            0.0,
+            noise[d : d + K] * RANDOM_INIT,
+            noise[d + K :] * RANDOM_INIT,
+        )
+    feature, threshold, left_mean, right_mean, _ = _k.best_axis_split(X, sorted_index, P * sw, R)
+    if feature < 0:
+        return None
+    w0 = noise[:d] * INIT_NOISE
+    w0[feature] = -INIT_SLOPE  # gate = P(left) is high below the threshold
+    return w0, INIT_SLOPE * threshold, _leaf_init(left_mean, loss), _leaf_init(right_mean, loss)
+
+
+def grow_soft_tree(X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed):
     """Grow a soft tree on standardised data (the paper's Fig. 2).
+
+    Depth-first from the root: each node the limits allow is tried (one seed
+    per attempt, spawned in visiting order), split if the validation error
+    drops by more than ``params.tol``, and then its left and right children
+    are tried in turn.
 
     Parameters
     ----------
@@ -155,105 +162,67 @@ def grow_soft_tree(
     metric : {0, 1}
         Validation error deciding on splits: the loss (0) or the
         misclassification rate (1, classifiers).
-    max_depth, max_leaf_nodes : int or None
-        Limits on the growth (None: grow while validation improves).
-    learning_rate : float
-        Step size of the first restart; restart t uses learning_rate / 2**t.
-    n_restarts, max_epochs, batch_size : int
-        Number of step sizes tried per split, epochs per try, samples per
-        update (1 = online, as in the paper).
-    tol : float
-        A split is kept iff the validation error drops by more than tol.
-    select_on_validation : bool
-        Pick the restart with the lowest validation error (the authors' code)
-        instead of the lowest training error (the paper).
+    params : SoftTreeParams
+        ``max_depth``, ``max_leaf_nodes``, ``learning_rate``, ``n_restarts``,
+        ``max_epochs``, ``batch_size``, ``restart_selection``, ``tol`` and
+        ``verbose`` are used.
     seed : int
-    verbose : int
 
     Returns
     -------
-    tree : SoftTreeArrays
+    tree : Grower
+        The grown tree in the training convention (see :func:`new_tree`).
     log : list of dict
         One entry per attempted split (node, depth, errors, accepted, restart).
     """
     n, d = X.shape
-    K = R.shape[1]
-    tree = SoftTreeArrays(d, K)
+    tree = new_tree(d, R.shape[1], params)
     root_mean = (sw[:, None] * R).sum(axis=0) / sw.sum()
     tree.Z[0] = _leaf_init(root_mean, loss)
     # hard-split search: presort every column once
     sorted_index = np.ascontiguousarray(np.argsort(X, axis=0, kind="stable").T)
-    ss = np.random.SeedSequence(seed)
+    seeds = np.random.SeedSequence(seed)
+    select_on_validation = params.restart_selection == "validation"
     log = []
-    stack = [0]
-    while stack:
-        m = stack.pop()
-        if max_depth is not None and tree.depth[m] >= max_depth:
-            continue
-        if max_leaf_nodes is not None and tree.n_leaves >= max_leaf_nodes:
-            break
-        node_seed = int(ss.spawn(1)[0].generate_state(1)[0])
-        cl, cr, W, b, Z, n_nodes = tree.arrays()
-        F, P, A = _k.forward_context(X, cl, cr, W, b, Z, n_nodes, m)
-        Fv, Pv, Av = _k.forward_context(Xv, cl, cr, W, b, Z, n_nodes, m)
+
+    def split(m):
+        node_seed = int(seeds.spawn(1)[0].generate_state(1)[0])
+        dense = dense_arrays(tree)
+        F, P, A = _k.forward_context(X, *dense, m)
+        Fv, Pv, Av = _k.forward_context(Xv, *dense, m)
         err_before = _k.mean_error(Fv, Rv, swv, loss, metric)
-        # initialisation: best hard axis-aligned split of the membership-weighted data
-        u = P * sw
-        noise = _k.uniform_noise(node_seed, d + 2 * K, 1.0)
-        if P.sum() > 1.0:
-            feature, threshold, left_mean, right_mean, _ = _k.best_axis_split(X, sorted_index, u, R)
-            if feature < 0:
-                continue  # no two distinct values carry weight: nothing to split
-            w0 = noise[:d] * INIT_NOISE
-            w0[feature] = -INIT_SLOPE  # gate = P(left) is high below the threshold
-            b0 = INIT_SLOPE * threshold
-            zL0 = _leaf_init(left_mean, loss)
-            zR0 = _leaf_init(right_mean, loss)
-        else:
-            w0 = noise[:d] * RANDOM_INIT
-            b0 = 0.0
-            zL0 = noise[d : d + K] * RANDOM_INIT
-            zR0 = noise[d + K :] * RANDOM_INIT
+        start = _initial_point(X, sorted_index, R, P, sw, loss, node_seed)
         active = np.flatnonzero(P > ACTIVE_MIN)
-        if active.size == 0:
-            continue
+        if start is None or active.size == 0:
+            return  # no two distinct values carry weight, or no sample reaches m
         if active.size < n:
             Xa = np.ascontiguousarray(X[active])
             Ra, Pa, Aa, swa = R[active], P[active], A[active], sw[active]
         else:
             Xa, Ra, Pa, Aa, swa = X, R, P, A, sw
         decay = DECAY ** (n / active.size)
-        w, bb, zL, zR, err_after, restart = _k.train_split(
-            Xa,
-            Ra,
-            Pa,
-            Aa,
-            swa,
-            Xv,
-            Rv,
-            Pv,
-            Av,
-            swv,
-            w0,
-            b0,
-            zL0,
-            zR0,
+        train, valid = (Xa, Ra, Pa, Aa, swa), (Xv, Rv, Pv, Av, swv)
+        w, b, zL, zR, err_after, restart = _k.train_split(
+            *train,
+            *valid,
+            *start,
             loss,
             metric,
-            float(learning_rate),
-            int(n_restarts),
-            int(max_epochs),
-            int(batch_size),
+            float(params.learning_rate),
+            int(params.n_restarts),
+            int(params.max_epochs),
+            int(params.batch_size),
             MOMENTUM,
             decay,
             node_seed,
-            bool(select_on_validation),
+            select_on_validation,
         )
-        accepted = restart >= 0 and err_before - err_after > tol
+        accepted = restart >= 0 and err_before - err_after > params.tol
+        depth = int(tree.depth[m])
         log.append(
             dict(
-                node=m,
-                depth=int(tree.depth[m]),
+                node=int(m),
+                depth=depth,
                 error_before=err_before,
                 error_after=err_after,
                 restart=int(restart),
@@ -261,65 +230,43 @@ def grow_soft_tree(
                 accepted=bool(accepted),
             )
         )
-        if verbose:
+        if params.verbose:
             print(
-                f"[SoftTree] node {m} depth {tree.depth[m]}: validation error "
+                f"[SoftTree] node {m} depth {depth}: validation error "
                 f"{err_before:.5f} -> {err_after:.5f} (restart {restart}) "
                 f"{'split' if accepted else 'kept as leaf'}"
             )
         if accepted:
-            left, right = tree.split(m, w, bb, zL, zR)
-            stack.append(right)
-            stack.append(left)
+            left, right = tree.add_children(m, n_left=0)
+            tree.W[m], tree.b[m], tree.Z[left], tree.Z[right] = w, b, zL, zR
+
+    tree.grow(split)
     return tree, log
 
 
-def finetune(
-    tree,
-    X,
-    R,
-    sw,
-    Xv,
-    Rv,
-    swv,
-    *,
-    loss,
-    metric,
-    learning_rates,
-    n_epochs,
-    batch_size=1,
-    seed=0,
-):
+def finetune(tree, X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed):
     """Joint SGD of all parameters after growth, keeping the best validation state.
 
-    Each step size in ``learning_rates`` is run from the grown tree; the run
-    (and epoch) with the lowest validation error wins; if none beats the grown
-    tree, the tree is unchanged. Modifies ``tree`` in place; returns a dict
-    describing what happened.
+    Each step size ``params.learning_rate / 2**t`` (t in ``FINETUNE_RESTARTS``)
+    is run for ``params.finetune_epochs`` from the grown tree; the run (and
+    epoch) with the lowest validation error wins; if none beats the grown
+    tree, the tree is unchanged. Modifies ``tree`` (a grown :class:`Grower`)
+    in place; returns a dict describing what happened.
     """
-    cl, cr, W, b, Z, n_nodes = tree.arrays()
+    cl, cr, W, b, Z, n_nodes = dense_arrays(tree)
     base = _k.tree_error(Xv, Rv, swv, cl, cr, W, b, Z, n_nodes, loss, metric)
     best = (base, None, 0, W.copy(), b.copy(), Z.copy())
-    for t, lr in enumerate(learning_rates):
+    rates = [params.learning_rate / 2.0**t for t in FINETUNE_RESTARTS]
+    for t, lr in enumerate(rates):
         W1, b1, Z1 = W.copy(), b.copy(), Z.copy()
-        err, _, epoch = _k.finetune_tree(
-            X,
-            R,
-            sw,
-            Xv,
-            Rv,
-            swv,
-            cl,
-            cr,
-            W1,
-            b1,
-            Z1,
-            n_nodes,
+        err, _, epoch = _ft.finetune_tree(
+            *(X, R, sw, Xv, Rv, swv),
+            *(cl, cr, W1, b1, Z1, n_nodes),
             loss,
             metric,
             float(lr),
-            int(n_epochs),
-            int(batch_size),
+            int(params.finetune_epochs),
+            int(params.batch_size),
             MOMENTUM,
             1.0,
             seed + 104729 * t,
@@ -341,7 +288,7 @@ def to_container(tree, X, sw, x_mean, x_scale, loss, y_mean=None, y_scale=None):
     classifiers = class probabilities of the leaf logits (binary: [1 - p, p]).
     ``n_node_samples`` = sum of sample weight x path probability over ``X``.
     """
-    cl, cr, W, b, Z, n_nodes = tree.arrays()
+    cl, cr, W, b, Z, n_nodes = dense_arrays(tree)
     internal = cl >= 0
     weights = np.where(internal[:, None], -W, 0.0)
     bias = np.where(internal, -b, 0.0)
@@ -397,26 +344,30 @@ def validation_split(y, validation_fraction, seed, stratify):
     return train, val
 
 
-def fit_soft_tree(
-    X,
-    y,
-    sample_weight,
-    *,
-    n_classes=None,
-    validation_fraction=0.5,
-    max_depth=None,
-    max_leaf_nodes=None,
-    learning_rate=5.0,
-    n_restarts=10,
-    max_epochs=25,
-    batch_size=1,
-    tol=1e-3,
-    select_on_validation=True,
-    classification_metric="error",
-    finetune_epochs=0,
-    seeds=(0, 0, 0),
-    verbose=0,
-):
+def _encode_targets(y, n_classes, train, sw_tr):
+    """Targets ``R`` of the kernels, the loss and the validation metric.
+
+    Regression targets are standardised with the training part's weighted
+    moments (returned as ``y_mean``, ``y_scale``; None for classifiers);
+    classifiers get 0/1 (two classes) or one-hot (more) targets and decide on
+    splits by the misclassification rate (the authors' code).
+    """
+    if n_classes is None:
+        # moments pre-scaled against overflow; a constant target keeps scale 1
+        y_mean, y_scale = feature_moments(y[train, None].astype(np.float64), sw_tr)
+        check_centred_range(y[:, None], y_mean, name="y")
+        y_mean, y_scale = float(y_mean[0]), float(y_scale[0])
+        if not y_scale > 1e-12 * abs(y_mean):
+            y_scale = 1.0
+        return ((y - y_mean) / y_scale)[:, None], _k.LOSS_SQUARED, 0, y_mean, y_scale
+    if n_classes <= 2:
+        return (y == 1).astype(np.float64)[:, None], _k.LOSS_BINARY, 1, None, None
+    R = np.zeros((y.shape[0], n_classes))
+    R[np.arange(y.shape[0]), y] = 1.0
+    return R, _k.LOSS_SOFTMAX, 1, None, None
+
+
+def fit_soft_tree(X, y, sample_weight, *, n_classes, params, seeds):
     """Standardise, split, grow (and optionally finetune) a soft tree.
 
     Parameters
@@ -427,8 +378,8 @@ def fit_soft_tree(
     sample_weight : ndarray (n,) or None
     n_classes : int or None
         None for regression.
+    params : SoftTreeParams
     seeds : (split seed, growth seed, finetune seed)
-    Other parameters: see :func:`grow_soft_tree` and :func:`finetune`.
 
     Returns
     -------
@@ -446,7 +397,7 @@ def fit_soft_tree(
             [-1], [-1], np.zeros((1, d)), [0.0], [[1.0]], [sw.sum()], depth=[0]
         )
         return single, dict(growth_log=[], finetune=None, n_train=n, n_validation=0)
-    train, val = validation_split(y, validation_fraction, seeds[0], stratify=classifier)
+    train, val = validation_split(y, params.validation_fraction, seeds[0], stratify=classifier)
     sw_tr, sw_va = sw[train], sw[val]
     # weights enter the SGD steps: rescale to mean 1 so learning_rate keeps its meaning
     scale_w = sw_tr.sum() / train.size
@@ -459,65 +410,14 @@ def fit_soft_tree(
     Xs = (X - x_mean) / x_scale
     X_tr = np.ascontiguousarray(Xs[train])
     X_va = np.ascontiguousarray(Xs[val])
-    y_mean = y_scale = None
-    if not classifier:
-        loss, metric = _k.LOSS_SQUARED, 0
-        # moments pre-scaled against overflow; a constant target keeps scale 1
-        y_mean, y_scale = feature_moments(y[train, None].astype(np.float64), sw_tr)
-        check_centred_range(y[:, None], y_mean, name="y")
-        y_mean, y_scale = float(y_mean[0]), float(y_scale[0])
-        if not y_scale > 1e-12 * abs(y_mean):
-            y_scale = 1.0
-        R = ((y - y_mean) / y_scale)[:, None]
-    elif n_classes <= 2:
-        loss = _k.LOSS_BINARY
-        metric = 1 if classification_metric == "error" else 0
-        R = (y == 1).astype(np.float64)[:, None]
-    else:
-        loss = _k.LOSS_SOFTMAX
-        metric = 1 if classification_metric == "error" else 0
-        R = np.zeros((n, n_classes))
-        R[np.arange(n), y] = 1.0
+    R, loss, metric, y_mean, y_scale = _encode_targets(y, n_classes, train, sw_tr)
     R_tr, R_va = np.ascontiguousarray(R[train]), np.ascontiguousarray(R[val])
-    tree, log = grow_soft_tree(
-        X_tr,
-        R_tr,
-        sw_tr,
-        X_va,
-        R_va,
-        sw_va,
-        loss=loss,
-        metric=metric,
-        max_depth=max_depth,
-        max_leaf_nodes=max_leaf_nodes,
-        learning_rate=learning_rate,
-        n_restarts=n_restarts,
-        max_epochs=max_epochs,
-        batch_size=batch_size,
-        tol=tol,
-        select_on_validation=select_on_validation,
-        seed=int(seeds[1]),
-        verbose=verbose,
-    )
+    data = (X_tr, R_tr, sw_tr, X_va, R_va, sw_va)
+    tree, log = grow_soft_tree(*data, loss=loss, metric=metric, params=params, seed=int(seeds[1]))
     ft = None
-    if finetune_epochs > 0 and tree.n_nodes > 1:
-        rates = [learning_rate / 2.0**t for t in FINETUNE_RESTARTS]
-        ft = finetune(
-            tree,
-            X_tr,
-            R_tr,
-            sw_tr,
-            X_va,
-            R_va,
-            sw_va,
-            loss=loss,
-            metric=metric,
-            learning_rates=rates,
-            n_epochs=finetune_epochs,
-            batch_size=batch_size,
-            seed=int(seeds[2]),
-        )
-        if verbose:
+    if params.finetune_epochs > 0 and tree.n_nodes > 1:
+        ft = finetune(tree, *data, loss=loss, metric=metric, params=params, seed=int(seeds[2]))
+        if params.verbose:
             print(
                 f"[SoftTree] finetune: validation error {ft['error_before']:.5f} -> "
                 f"{ft['error_after']:.5f} (step {ft['learning_rate']}, epoch {ft['epoch']})"

@@ -7,8 +7,10 @@ from obliquetrees._core.tree import ObliqueTree
 from tests import reference as ref
 
 K = pytest.importorskip("obliquetrees._training._soft_kernels")
+FT = pytest.importorskip("obliquetrees._training._soft_finetune")
 S = pytest.importorskip("obliquetrees._training.soft")
 CS = pytest.importorskip("obliquetrees._core.soft")
+RNG = pytest.importorskip("obliquetrees._core._random")
 
 
 def _targets(rng, n, K_out, loss):
@@ -58,7 +60,7 @@ def test_forward_saturated_and_deep_paths_stay_finite(rng):
     # every sample's output is a convex combination of leaf values
     leaves = Z[cl < 0, 0]
     assert np.all(F >= leaves.min() - 1e-9) and np.all(F <= leaves.max() + 1e-9)
-    loss, gW, gb, gZ = K.tree_loss_grad(X, np.zeros((30, 1)), np.ones(30), cl, cr, W, b, Z, n, 0)
+    loss, gW, gb, gZ = FT.tree_loss_grad(X, np.zeros((30, 1)), np.ones(30), cl, cr, W, b, Z, n, 0)
     assert np.isfinite(loss) and np.all(np.isfinite(gW)) and np.all(np.isfinite(gZ))
     out = K.split_loss_grad(X, np.zeros((30, 1)), P, A, np.ones(30), W[0], 1e5, Z[1], Z[2], 1)
     assert all(np.all(np.isfinite(o)) for o in out)
@@ -99,12 +101,15 @@ def test_to_container_preserves_the_soft_function_and_hard_routing(rng):
 
     d = 4
     cl, cr, W, b, Z = ref.soft_random_tree(rng, d, 1, 4)
-    tree = S.SoftTreeArrays(d, 1, capacity=len(cl))
-    tree.children_left[:], tree.children_right[:] = cl, cr
-    tree.W[:], tree.b[:], tree.Z[:] = W, b, Z
+    tree = S.new_tree(d, 1, S.SoftTreeParams())
+    for j in np.argsort(np.where(cl >= 0, cl, len(cl))):  # replay the splits in id order
+        if cl[j] >= 0:
+            assert tree.add_children(j) == (cl[j], cr[j])
+    tree.W[: len(cl)], tree.b[: len(cl)], tree.Z[: len(cl)] = W, b, Z
     empty = np.zeros(len(cl) + 1)
-    tree.depth[:] = ObliqueTree(cl, cr, empty, [], [], b, Z, np.ones(len(cl)), d).depth
-    tree.n_nodes = len(cl)
+    assert np.array_equal(
+        tree.depth[: len(cl)], ObliqueTree(cl, cr, empty, [], [], b, Z, np.ones(len(cl)), d).depth
+    )
     x_mean, x_scale = rng.normal(size=d), rng.random(d) + 0.5
     X_raw = rng.normal(size=(200, d)) * x_scale + x_mean
     Xs = (X_raw - x_mean) / x_scale
@@ -204,7 +209,7 @@ def test_tree_loss_grad_matches_finite_differences(rng, loss, K_out):
     sw = rng.random(n) + 0.5
     cl, cr, W, b, Z = ref.soft_random_tree(rng, d, K_out, 4)
     nn = len(cl)
-    total, gW, gb, gZ = K.tree_loss_grad(X, R, sw, cl, cr, W, b, Z, nn, loss)
+    total, gW, gb, gZ = FT.tree_loss_grad(X, R, sw, cl, cr, W, b, Z, nn, loss)
     assert total == pytest.approx(ref.soft_tree_loss(X, R, sw, cl, cr, W, b, Z, loss), rel=1e-10)
     eps = 1e-6
     internal = np.flatnonzero(cl >= 0)
@@ -271,16 +276,6 @@ def test_node_membership_matches_reference(rng):
     np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
-def test_rng_helpers_are_deterministic():
-    a = K.uniform_noise(3, 100, 0.5)
-    assert np.array_equal(a, K.uniform_noise(3, 100, 0.5))
-    assert not np.array_equal(a, K.uniform_noise(4, 100, 0.5))
-    assert np.all(np.abs(a) <= 0.5)
-    order = np.arange(20)
-    K._shuffle(order, K.make_state(1))
-    assert sorted(order) == list(range(20)) and not np.array_equal(order, np.arange(20))
-
-
 @pytest.mark.parametrize("batch_size", [1, 7])
 def test_sgd_split_decreases_the_objective(rng, batch_size):
     n, d = 200, 3
@@ -290,7 +285,7 @@ def test_sgd_split_decreases_the_objective(rng, batch_size):
     w, zL, zR = np.zeros(d), np.array([0.1]), np.array([-0.1])
     before = K.split_loss_grad(X, R, P, A, sw, w, 0.0, zL, zR, 0)[0]
     b0, ok = K.sgd_split(
-        X, R, P, A, sw, w, 0.0, zL, zR, 0, 0.05, 10, batch_size, 0.1, 0.9999, K.make_state(0)
+        X, R, P, A, sw, w, 0.0, zL, zR, 0, 0.05, 10, batch_size, 0.1, 0.9999, RNG.make_state(0)
     )
     assert ok
     assert K.split_loss_grad(X, R, P, A, sw, w, b0, zL, zR, 0)[0] < 0.5 * before
@@ -317,7 +312,7 @@ def test_sgd_split_reports_divergence_without_nan(rng):
         1,
         0.1,
         1.0,
-        K.make_state(0),
+        RNG.make_state(0),
     )
     assert not ok
     out = K.train_split(
@@ -360,61 +355,46 @@ def _problem(rng, n=400, classification=False):
 def test_growth_keeps_only_improving_splits_and_is_deterministic(rng):
     X, R = _problem(rng)
     Xv, Rv = _problem(rng, 300)
-    kw = dict(loss=0, metric=0, learning_rate=0.5, n_restarts=4, max_epochs=5, tol=1e-3, seed=5)
+    params = S.SoftTreeParams(
+        learning_rate=0.5, n_restarts=4, max_epochs=5, tol=1e-3, restart_selection="train"
+    )
+    kw = dict(loss=0, metric=0, params=params, seed=5)
     tree, log = S.grow_soft_tree(X, R, np.ones(400), Xv, Rv, np.ones(300), **kw)
     assert tree.n_nodes == 1 + 2 * sum(e["accepted"] for e in log)
     assert tree.n_nodes >= 3
     for e in log:
         assert e["accepted"] == (e["error_before"] - e["error_after"] > 1e-3)
     # the validation error of the grown tree is the last accepted error_after
-    cl, cr, W, b, Z, n = tree.arrays()
-    err = K.tree_error(Xv, Rv, np.ones(300), cl, cr, W, b, Z, n, 0, 0)
+    err = K.tree_error(Xv, Rv, np.ones(300), *S.dense_arrays(tree), 0, 0)
     assert err == pytest.approx([e for e in log if e["accepted"]][-1]["error_after"], rel=1e-9)
     tree2, _ = S.grow_soft_tree(X, R, np.ones(400), Xv, Rv, np.ones(300), **kw)
+    assert tree.n_nodes == tree2.n_nodes
     assert np.array_equal(tree.W, tree2.W) and np.array_equal(tree.Z, tree2.Z)
 
 
 def test_growth_limits(rng):
     X, R = _problem(rng)
-    kw = dict(loss=0, metric=0, n_restarts=2, max_epochs=3, tol=0.0, seed=0)
-    tree, _ = S.grow_soft_tree(X, R, np.ones(400), X, R, np.ones(400), max_depth=2, **kw)
+    kw = dict(n_restarts=2, max_epochs=3, tol=0.0, restart_selection="train")
+    data = (X, R, np.ones(400), X, R, np.ones(400))
+    params = S.SoftTreeParams(max_depth=2, **kw)
+    tree, _ = S.grow_soft_tree(*data, loss=0, metric=0, params=params, seed=0)
     assert tree.depth[: tree.n_nodes].max() <= 2
-    tree, _ = S.grow_soft_tree(X, R, np.ones(400), X, R, np.ones(400), max_leaf_nodes=3, **kw)
+    params = S.SoftTreeParams(max_leaf_nodes=3, **kw)
+    tree, _ = S.grow_soft_tree(*data, loss=0, metric=0, params=params, seed=0)
     assert tree.n_leaves <= 3
 
 
 def test_finetune_never_worsens_validation_error(rng):
     X, R = _problem(rng, classification=True)
     Xv, Rv = _problem(rng, 300, classification=True)
-    tree, _ = S.grow_soft_tree(
-        X,
-        R,
-        np.ones(400),
-        Xv,
-        Rv,
-        np.ones(300),
-        loss=1,
-        metric=0,
-        n_restarts=3,
-        max_epochs=3,
-        seed=1,
+    data = (X, R, np.ones(400), Xv, Rv, np.ones(300))
+    params = S.SoftTreeParams(
+        n_restarts=3, max_epochs=3, restart_selection="train", learning_rate=8.0, finetune_epochs=5
     )
-    cl, cr, W, b, Z, n = tree.arrays()
-    before = K.tree_error(Xv, Rv, np.ones(300), cl, cr, W, b, Z, n, 1, 0)
-    info = S.finetune(
-        tree,
-        X,
-        R,
-        np.ones(400),
-        Xv,
-        Rv,
-        np.ones(300),
-        loss=1,
-        metric=0,
-        learning_rates=[0.5, 0.05],
-        n_epochs=5,
-    )
-    after = K.tree_error(Xv, Rv, np.ones(300), *tree.arrays()[:5], n, 1, 0)
+    tree, _ = S.grow_soft_tree(*data, loss=1, metric=0, params=params, seed=1)
+    before = K.tree_error(Xv, Rv, np.ones(300), *S.dense_arrays(tree), 1, 0)
+    info = S.finetune(tree, *data, loss=1, metric=0, params=params, seed=0)
+    after = K.tree_error(Xv, Rv, np.ones(300), *S.dense_arrays(tree), 1, 0)
     assert info["error_before"] == pytest.approx(before)
     assert after == pytest.approx(info["error_after"]) and after <= before
 
