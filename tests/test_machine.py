@@ -142,7 +142,7 @@ def test_inputs_threads_csr_and_single_leaf_trees(rng):
 
 
 def test_block_boundaries_do_not_change_results(rng, monkeypatch):
-    import obliquetrees.machine as M
+    import obliquetrees._core.machine as M
 
     forest = ObliqueForest.from_trees([random_tree(rng, 3, 1, max_depth=5) for _ in range(2)])
     X = rng.normal(size=(700, 3))

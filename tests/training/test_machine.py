@@ -14,7 +14,8 @@ from tests.reference import (
     random_tree,
 )
 
-K = pytest.importorskip("obliquetrees._training._machine_kernels")
+K = pytest.importorskip("obliquetrees._core._machine_kernels")
+FK = pytest.importorskip("obliquetrees._training._finetune_kernels")
 
 
 def _forest(rng, n_trees=3, n_features=5, n_outputs=3, max_depth=5):
@@ -76,7 +77,7 @@ def test_zero_likelihood_rows_get_no_gradient():
     index = np.zeros(2, dtype=np.int64)
     value = np.array([-1.0, 1.0])
     R, GH, logp = np.empty_like(E), np.empty((1, 1)), np.empty(1)
-    K.relaxed_backward(
+    FK.relaxed_backward(
         E, V, np.zeros(1, np.int64), np.ones(1), indptr, index, value, offsets, 1.0, R, GH, logp
     )
     assert logp[0] == -np.inf and np.all(GH == 0) and np.all(R == 0)
@@ -181,7 +182,7 @@ def test_fused_relaxed_kernels_match_reference(rng):
     y = rng.integers(0, 3, 60)
     sw = rng.random(60)
     R, GH, logp = np.empty_like(E), np.empty_like(Hs), np.empty(60)
-    K.relaxed_backward(E, V, y, sw, *args[:3], dm.leaf_offset, 5.0, R, GH, logp)
+    FK.relaxed_backward(E, V, y, sw, *args[:3], dm.leaf_offset, 5.0, R, GH, logp)
     Rr, GZr, logpr = machine_mixture_backward(E, V[:, y].T, dm.leaf_offset, sw, 5.0)
     np.testing.assert_allclose(R, Rr, rtol=1e-12)
     np.testing.assert_allclose(logp, logpr, rtol=1e-12)
