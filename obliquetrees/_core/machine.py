@@ -1,23 +1,15 @@
-"""The decision-machine matrix form of a packed forest (Zhang, "Decision Machines").
+"""The decision-machine matrix form ``(S, t, B, V)`` of a packed forest.
 
-A binary tree with ``L`` leaves and ``L - 1`` splits is four matrices:
-
-- ``S`` (splits x features): the split weights, one row per internal node;
-- ``t`` (splits,): the thresholds, ``t = -b`` in the container's terms (a
-  split sends ``x`` right iff ``w . x + b > 0``, i.e. ``S x - t > 0``);
-- ``B`` in {-1, 0, 1}^(L x (L-1)), the *template matrix*: row ``l`` holds, for
-  every internal node, +1 if leaf ``l`` lies in its right subtree, -1 if in
-  its left subtree, 0 if the node is not an ancestor of ``l``;
-- ``V`` (leaves x outputs): the leaf values.
-
-A forest is the block-diagonal stack of its trees. This module builds the
-matrices from an :class:`~obliquetrees._core.forest.ObliqueForest`
-(:func:`machine_of`, cached on the forest), evaluates them hard (one BLAS
-product ``X S^T`` per row block, then leaf selection by template matching in
-numba) and softly (the relaxation), and checks unpickled machines. The public
-face, :mod:`obliquetrees.machine`, documents the mathematics; the cost rule
-that picks this path or the traversal is in :mod:`obliquetrees._core.predict`.
-Imports numpy and scipy only; the kernels load numba on first use.
+Split weights ``S``, thresholds ``t = -bias``, template matrix ``B`` and leaf
+values ``V``, trees stacked block-diagonally (the mathematics and the paper:
+:mod:`obliquetrees.machine`, the public face of this module). Here: building
+the matrices from an :class:`~obliquetrees._core.forest.ObliqueForest`
+(:func:`machine_of`, cached on the forest), hard evaluation (one BLAS product
+``X S^T`` per row block, then leaf selection by template matching in numba),
+soft evaluation (the relaxation) and the check of unpickled machines. The
+cost rule that picks this path or the traversal is in
+:mod:`obliquetrees._core.predict`. Imports numpy and scipy only; the kernels
+load numba on first use.
 """
 
 import numpy as np

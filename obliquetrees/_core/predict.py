@@ -150,26 +150,14 @@ def choose_inference_path(forest, n_samples, sparse_input=False):
     n_samples : int
         Rows of the batch.
     sparse_input : bool, default=False
-        CSR input always takes the traversal (its kernels scatter rows into
-        dense blocks; the BLAS path would densify the whole margin product).
+        CSR input always takes the traversal.
 
     Returns
     -------
     path : {"blas", "traversal"}
-
-    Notes
-    -----
-    The rule compares modelled batch costs (:func:`inference_costs`), whose
-    constants were fitted on this repository's benchmark grid (depth 2..12,
-    features, batch size, forest size); batches smaller than
-    ``MIN_BLAS_ROWS`` rows always traverse. What it encodes, as measured: the
-    BLAS path evaluates all ``2^d - 1`` splits per tree instead of ``d``, so
-    it wins only with dense oblique splits on many features and shallow
-    trees (256 dense features: up to depth 6-7, up to ~30x on 30 trees;
-    16 features: depth 2-3 at most); for axis-aligned splits (converted
-    scikit-learn forests) the traversal is faster or within 1.5x everywhere.
-    The rule picked the faster path in 90 % of the grid's configurations
-    (mean time lost 6 %); see ``benchmarks/results/decision_machine.md``.
+        The cheaper path under the cost model (:func:`inference_costs`);
+        batches under ``MIN_BLAS_ROWS`` rows always traverse. What the rule
+        encodes, as measured: :func:`obliquetrees.machine.choose_inference_path`.
     """
     if sparse_input or n_samples < MIN_BLAS_ROWS:  # no statistics needed
         return "traversal"
