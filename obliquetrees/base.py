@@ -280,8 +280,7 @@ class ObliqueClassifierMixin(ClassifierMixin):
         proba : ndarray of shape (n_samples, n_classes)
             Columns follow ``classes_``.
         """
-        X = self._validate_X_predict(X)
-        return self._predict_output(X)
+        return self._predict_output(self._validate_X_predict(X))
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba` (``-inf`` where it is 0).
@@ -326,8 +325,7 @@ class ObliqueRegressorMixin(RegressorMixin):
         -------
         y : ndarray of shape (n_samples,) or (n_samples, n_outputs)
         """
-        X = self._validate_X_predict(X)
-        output = self._predict_output(X)
+        output = self._predict_output(self._validate_X_predict(X))
         return output[:, 0] if output.shape[1] == 1 else output
 
 

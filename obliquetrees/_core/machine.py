@@ -589,17 +589,9 @@ def _compare_machines(state, rebuilt):
 
 
 def predict_value(forest, X, n_threads=1):
-    """Matrix-form twin of :func:`obliquetrees._core.traversal.predict_value`.
+    """Sum over the trees of the selected leaves' values, in matrix form (BLAS).
 
-    Parameters
-    ----------
-    forest : ObliqueForest
-    X : ndarray of float32/float64 or CSR matrix, shape (n_samples, n_features)
-    n_threads : int, default=1
-
-    Returns
-    -------
-    total : ndarray of float64, shape (n_samples, n_outputs)
-        Sum over the trees of the selected leaves' values.
+    The twin of :func:`obliquetrees._core.traversal.predict_value` (same
+    arguments and output) through :func:`machine_of` ``(forest)``.
     """
     return machine_of(forest).predict_value(X, n_threads)

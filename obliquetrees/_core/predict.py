@@ -116,13 +116,9 @@ def _forest_stats(forest):
 
 
 def inference_costs(forest, n_samples=1):
-    """Modelled time (ns) of the two hard paths: ``{"blas": .., "traversal": ..}``.
+    """Modelled nanoseconds of both hard paths for a batch of ``n_samples`` rows.
 
-    Parameters
-    ----------
-    forest : ObliqueForest
-    n_samples : int, default=1
-        Rows of the batch.
+    Returns ``{"blas": .., "traversal": ..}`` for an ObliqueForest.
     """
     return costs_from_stats(forest_stats(forest), n_samples)
 
