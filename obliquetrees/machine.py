@@ -349,9 +349,7 @@ class FinetunedForestClassifier(_CreatedByFinetune, ObliqueClassifierMixin, Base
     feature_names_in_ : ndarray of str
         Only when the source model has it.
     feature_importances_ : ndarray of shape (n_features_in_,)
-        Impurity-based importances of the splits, summing to 1 (all zeros when
-        every tree is a single leaf); each split's impurity decrease is shared
-        among its features in proportion to ``|w_j| * std(x_j)``.
+        Impurity-based importances summing to 1 (definition: :mod:`obliquetrees.inspection`).
     history_ : dict
         ``"loss"`` (relaxed negative log-likelihood per epoch),
         ``"temperature"`` per epoch, ``"weight_density"`` (stored weights per
@@ -379,9 +377,7 @@ class FinetunedForestRegressor(_CreatedByFinetune, ObliqueRegressorMixin, BaseOb
     feature_names_in_ : ndarray of str
         Only when the source model has it.
     feature_importances_ : ndarray of shape (n_features_in_,)
-        Impurity-based importances of the splits, summing to 1 (all zeros when
-        every tree is a single leaf); each split's impurity decrease is shared
-        among its features in proportion to ``|w_j| * std(x_j)``.
+        Impurity-based importances summing to 1 (definition: :mod:`obliquetrees.inspection`).
     history_ : dict
         ``"loss"`` (the relaxed objective's squared error per sample and
         epoch, on targets standardised with the training mean and standard
