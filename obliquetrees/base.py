@@ -24,10 +24,12 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 from obliquetrees._core.forest import ObliqueForest
+from obliquetrees._core.importances import feature_importances
 from obliquetrees._core.predict import predict_mean
 from obliquetrees._core.tree import ObliqueTree
 from obliquetrees._core.validation import check_int
 from obliquetrees.utils.validation import (
+    check_is_fitted,
     validate_fit_data,
     validate_more_fit_data,
     validate_predict_data,
@@ -138,10 +140,8 @@ class BaseObliqueEstimator(BaseEstimator):
         every tree is a single leaf. Full definition:
         :mod:`obliquetrees.inspection`. Computed on access, O(n_nodes).
         """
-        # added for issue 9 (feature importances); numpy only, no numba
-        from obliquetrees.inspection import estimator_feature_importances
-
-        return estimator_feature_importances(self)
+        check_is_fitted(self)
+        return feature_importances(self._forest(), getattr(self, "_feature_std", None))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
