@@ -5,7 +5,7 @@
 - ``predict``: the one prediction dispatcher and its cost rule;
 - ``traversal`` (numba) and ``traversal_numpy``: hard routing;
 - ``machine`` (and ``_machine_kernels``): the decision-machine matrix form;
-- ``soft``: soft evaluation of a stored tree;
+- ``soft``: soft evaluation of a stored tree; ``importances``: feature importances;
 - ``validation``, ``_random``, ``_math``, ``_blas``, ``_jit``: checks, RNG,
   shared math, BLAS thread limits, the numba compilation presets.
 """
