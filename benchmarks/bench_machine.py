@@ -93,6 +93,7 @@ def _routing_bytes(forest):
 
 def inference_grid(quick, repeat, n_threads, budget_s):
     from obliquetrees import machine
+    from obliquetrees._core import predict as _predict
     from obliquetrees._core import traversal
 
     rng = np.random.default_rng(0)
@@ -141,7 +142,7 @@ def inference_grid(quick, repeat, n_threads, budget_s):
                         block = min(n, max(1, machine.BLOCK_ELEMENTS // dm.n_splits))
                         row["blas model KiB"] = dm.nbytes() / 1024
                         row["blas workspace KiB"] = block * dm.n_splits * 9 / 1024
-                        stats = machine._forest_stats(forest)
+                        stats = _predict.forest_stats(forest)
                         row.update({f"_{k}": v for k, v in stats.items()})
                         rows.append(row)
                         print({k: v for k, v in row.items() if not k.startswith("_")}, flush=True)
@@ -175,12 +176,12 @@ def fit_cost_model(rows):
 
 
 def check_rule(rows, constants):
-    from obliquetrees import machine
+    from obliquetrees._core import predict as _predict
 
     out = []
     for r in rows:
         stats = {k[1:]: v for k, v in r.items() if k.startswith("_")}
-        chosen = machine._choose_from_stats(stats, r["batch"], constants)
+        chosen = _predict.choose_from_stats(stats, r["batch"], constants)
         if np.isfinite(r["blas ms"]):
             measured = "blas" if r["blas ms"] < r["traversal ms"] else "traversal"
             best = min(r["traversal ms"], r["blas ms"])

@@ -174,6 +174,7 @@ def _as_dense(X):
 
 
 class _BaseHingeForest(BaseObliqueForest):
+    _predicts_leaf_values = False  # the output also scales with a margin: no finetune
     _parameter_constraints = {
         "n_estimators": [Interval(Integral, 1, None, closed="left")],
         "max_depth": [Interval(Integral, 1, 20, closed="both")],

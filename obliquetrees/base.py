@@ -10,30 +10,34 @@ Class layout (mixins first, as scikit-learn requires)::
     class MyClassifier(ObliqueClassifierMixin, BaseObliqueForest): ...
     class MyRegressor(ObliqueRegressorMixin, BaseObliqueTree): ...
 
-- :class:`BaseObliqueTree`: a single tree, stored as ``tree_``.
+- :class:`BaseObliqueTree`: a single tree, stored as ``tree_`` (and packed
+  once, privately, for the forest kernels).
 - :class:`BaseObliqueForest`: several trees packed into ``forest_`` (an
   :class:`ObliqueForest`), exposed as the list ``trees_``.
 
 A subclass whose prediction is not "average of the reached leaves' values"
-(soft routing, hinge margins) overrides :meth:`_predict_output`.
+(soft routing, hinge margins) overrides :meth:`_predict_output`. Prediction
+goes through the one dispatcher of :mod:`obliquetrees._core.predict`.
 """
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 from obliquetrees._core.forest import ObliqueForest
+from obliquetrees._core.importances import feature_importances
+from obliquetrees._core.predict import predict_mean
 from obliquetrees._core.tree import ObliqueTree
 from obliquetrees._core.validation import check_int
 from obliquetrees.utils.validation import (
+    check_is_fitted,
     validate_fit_data,
     validate_more_fit_data,
     validate_predict_data,
 )
 
 
-def _n_threads(n_jobs):
-    """Number of numba threads for prediction from an ``n_jobs`` value."""
+def n_threads_from_jobs(n_jobs):
+    """Number of numba threads from an ``n_jobs`` value (None: 1, -1: all cores)."""
     from joblib import effective_n_jobs
 
     return max(1, effective_n_jobs(n_jobs))
@@ -44,6 +48,9 @@ class BaseObliqueEstimator(BaseEstimator):
 
     #: dtype(s) prediction input is converted to (float32 input stays float32).
     _predict_dtype = (np.float64, np.float32)
+    #: Whether the output is the mean of the reached leaves' values under hard
+    #: routing; decision-machine fine-tuning (obliquetrees.machine) needs it.
+    _predicts_leaf_values = True
 
     # ------------------------------------------------------------------ fit
     def _validate_fit_data(self, X, y, sample_weight=None):
@@ -63,7 +70,7 @@ class BaseObliqueEstimator(BaseEstimator):
         return validate_predict_data(self, X, dtype=self._predict_dtype)
 
     def _prediction_threads(self):
-        return _n_threads(getattr(self, "n_jobs", None))
+        return n_threads_from_jobs(getattr(self, "n_jobs", None))
 
     def _predict_output(self, X):
         """Mean over the trees of the value of the reached leaf.
@@ -77,28 +84,7 @@ class BaseObliqueEstimator(BaseEstimator):
         output : ndarray of float64, shape (n_samples, n_outputs)
             Class probabilities for classifiers, predictions for regressors.
         """
-        from obliquetrees._core import traversal_numpy
-
-        forest = self._forest()
-        # A small batch in a process that has not loaded the numba kernels yet
-        # (typically: a model just unpickled) is walked in numpy, same result.
-        if traversal_numpy.use_for_batch(forest, X):
-            return traversal_numpy.predict_value(forest, X) / forest.n_trees
-
-        # numba is imported on first use
-        from obliquetrees import machine
-        from obliquetrees._core import traversal
-
-        n_threads = self._prediction_threads()
-        # One BLAS product over all splits beats walking the trees for dense
-        # oblique splits on shallow trees; the measured rule decides per batch.
-        # Both paths reach the same leaves except at exact margin ties.
-        path = machine.choose_inference_path(forest, X.shape[0], sparse_input=sp.issparse(X))
-        if path == "blas":
-            total = machine.predict_value(forest, X, n_threads)
-        else:
-            total = traversal.predict_value(forest, X, n_threads)
-        return total / forest.n_trees
+        return predict_mean(self._forest(), X, self._prediction_threads())
 
     def apply(self, X):
         """Index of the leaf each sample reaches (hard routing).
@@ -154,10 +140,8 @@ class BaseObliqueEstimator(BaseEstimator):
         every tree is a single leaf. Full definition:
         :mod:`obliquetrees.inspection`. Computed on access, O(n_nodes).
         """
-        # added for issue 9 (feature importances); numpy only, no numba
-        from obliquetrees.inspection import estimator_feature_importances
-
-        return estimator_feature_importances(self)
+        check_is_fitted(self)
+        return feature_importances(self._forest(), getattr(self, "_feature_std", None))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -219,10 +203,21 @@ class BaseObliqueEstimator(BaseEstimator):
 
 
 class BaseObliqueTree(BaseObliqueEstimator):
-    """Base of single-tree estimators: the fitted tree is ``tree_``."""
+    """Base of single-tree estimators: the fitted tree is ``tree_``.
+
+    The forest kernels take a packed forest: the tree is packed once, when it
+    is set or unpickled, into the private ``_packed_forest`` (a zero-copy
+    wrapper of ``tree_``'s arrays, which also carries the derived data built
+    for prediction, such as its decision machine). Pickles hold ``tree_``
+    only; the wrapper is rebuilt on load from the checked tree, so pickles
+    written before it existed load too.
+    """
 
     def _set_trees(self, trees):
-        (self.tree_,) = trees
+        (tree,) = trees
+        # the tree comes fresh from training (or was checked when unpickled)
+        self._packed_forest = ObliqueForest.from_trees([tree], validate=False)
+        self.tree_ = tree
         return self
 
     def _check_fitted_state(self):
@@ -231,8 +226,20 @@ class BaseObliqueTree(BaseObliqueEstimator):
         super()._check_fitted_state()
 
     def _forest(self):
-        # tree_ was checked when it was fitted or unpickled
-        return ObliqueForest.from_trees([self.tree_], validate=False)
+        return self._packed_forest
+
+    def __getstate__(self):
+        state = dict(super().__getstate__())  # a copy: the estimator keeps its wrapper
+        state.pop("_packed_forest", None)
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        state.pop("_packed_forest", None)
+        tree = state.get("tree_")
+        if isinstance(tree, ObliqueTree):  # checked by its own __setstate__
+            state["_packed_forest"] = ObliqueForest.from_trees([tree], validate=False)
+        super().__setstate__(state)
 
 
 class BaseObliqueForest(BaseObliqueEstimator):
@@ -273,8 +280,7 @@ class ObliqueClassifierMixin(ClassifierMixin):
         proba : ndarray of shape (n_samples, n_classes)
             Columns follow ``classes_``.
         """
-        X = self._validate_X_predict(X)
-        return self._predict_output(X)
+        return self._predict_output(self._validate_X_predict(X))
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba` (``-inf`` where it is 0).
@@ -319,8 +325,7 @@ class ObliqueRegressorMixin(RegressorMixin):
         -------
         y : ndarray of shape (n_samples,) or (n_samples, n_outputs)
         """
-        X = self._validate_X_predict(X)
-        output = self._predict_output(X)
+        output = self._predict_output(self._validate_X_predict(X))
         return output[:, 0] if output.shape[1] == 1 else output
 
 

@@ -82,10 +82,7 @@ class ConvertedForestClassifier(_ConvertedMixin, ObliqueClassifierMixin, BaseObl
     feature_names_in_ : ndarray of str
         Only when the original model has it.
     feature_importances_ : ndarray of shape (n_features_in_,)
-        Impurity-based importances of the oblique splits, summing to 1 (all
-        zeros when every tree is a single leaf); each split's impurity
-        decrease is shared among its features in proportion to
-        ``|w_j| * std(x_j)``. Computed on access.
+        Impurity-based importances summing to 1 (definition: :mod:`obliquetrees.inspection`).
     """
 
 
@@ -108,10 +105,7 @@ class ConvertedForestRegressor(_ConvertedMixin, ObliqueRegressorMixin, BaseObliq
     feature_names_in_ : ndarray of str
         Only when the original model has it.
     feature_importances_ : ndarray of shape (n_features_in_,)
-        Impurity-based importances of the oblique splits, summing to 1 (all
-        zeros when every tree is a single leaf); each split's impurity
-        decrease is shared among its features in proportion to
-        ``|w_j| * std(x_j)``. Computed on access.
+        Impurity-based importances summing to 1 (definition: :mod:`obliquetrees.inspection`).
     """
 
 

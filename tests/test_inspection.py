@@ -20,9 +20,9 @@ from obliquetrees import (
     export_text,
     plot_tree,
 )
+from obliquetrees._core.importances import feature_importances
 from obliquetrees._core.tree import ObliqueTree
 from obliquetrees.convert import from_sklearn
-from obliquetrees.inspection import _feature_importances
 
 # small, fast settings for every estimator of the package
 FAST = {
@@ -102,8 +102,8 @@ def test_oblique_split_shared_by_weight_times_std():
     # one perfect split: its whole decrease goes to the features by |w_j| std_j
     tree = _stump([1.0, -3.0, 0.0])
     std = np.array([2.0, 1.0, 5.0])
-    np.testing.assert_allclose(_feature_importances([tree], std), [0.4, 0.6, 0.0])
-    np.testing.assert_allclose(_feature_importances([tree]), [0.25, 0.75, 0.0])
+    np.testing.assert_allclose(feature_importances([tree], std), [0.4, 0.6, 0.0])
+    np.testing.assert_allclose(feature_importances([tree]), [0.25, 0.75, 0.0])
 
 
 def test_gini_decrease_and_forest_average():
@@ -112,19 +112,19 @@ def test_gini_decrease_and_forest_average():
     # a useless split (children have the parent's distribution) -> decrease 0
     tree_b = _stump([0.0, 1.0], value=((0.5, 0.5),) * 3)
     single = ObliqueTree([-1], [-1], [0, 0], [], [], [0.0], [[0.5, 0.5]], [10], n_features=2)
-    np.testing.assert_allclose(_feature_importances([tree_a]), [1.0, 0.0])
+    np.testing.assert_allclose(feature_importances([tree_a]), [1.0, 0.0])
     # tree_b has a split but zero decrease: it counts in the average with zeros,
     # the single leaf does not count; the result is renormalised
-    np.testing.assert_allclose(_feature_importances([tree_a, tree_b, single]), [1.0, 0.0])
-    np.testing.assert_array_equal(_feature_importances([single]), [0.0, 0.0])
-    np.testing.assert_array_equal(_feature_importances([tree_b]), [0.0, 0.0])
+    np.testing.assert_allclose(feature_importances([tree_a, tree_b, single]), [1.0, 0.0])
+    np.testing.assert_array_equal(feature_importances([single]), [0.0, 0.0])
+    np.testing.assert_array_equal(feature_importances([tree_b]), [0.0, 0.0])
 
 
 def test_internal_values_are_rebuilt_from_leaves():
     # hinge trees store zeros at inner nodes; the decrease uses leaf statistics
     zeros_inside = _stump([0.0, 2.0], value=((0.0,), (-1.0,), (3.0,)))
     # N_l N_r / N (m_l - m_r)^2 = 5*5/10 * 16 = 40 > 0, all on feature 1
-    np.testing.assert_allclose(_feature_importances([zeros_inside]), [0.0, 1.0])
+    np.testing.assert_allclose(feature_importances([zeros_inside]), [0.0, 1.0])
 
 
 def test_single_leaf_model_has_zero_importances():

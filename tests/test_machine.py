@@ -107,6 +107,14 @@ def test_converted_sklearn_models_route_bit_for_bit(Model):
     assert sp.issparse(to_machine(conv).S)  # one weight per split: CSR is smaller
 
 
+def test_single_tree_estimators_reuse_their_machine():
+    from obliquetrees import SoftTreeClassifier
+
+    X, y = _classification(200, 5, 2)
+    est = SoftTreeClassifier(max_depth=3, max_epochs=2, n_restarts=1, random_state=0).fit(X, y)
+    assert to_machine(est) is to_machine(est)  # kept on the estimator's packed forest
+
+
 def test_package_estimators_route_like_traversal(rng):
     from obliquetrees import E2EDTClassifier
 
@@ -126,6 +134,7 @@ def test_inputs_threads_csr_and_single_leaf_trees(rng):
     X = rng.normal(size=(1000, 4))
     dm = to_machine(forest)
     assert to_machine(forest) is dm  # cached per forest object
+    assert forest.__getstate__()["_derived"] == {}  # and never pickled
     assert to_machine(trees).n_trees == 3 and to_machine(trees[0]).n_trees == 1
     ref = dm.apply(X, n_threads=1)
     np.testing.assert_array_equal(dm.apply(X, n_threads=2), ref)
@@ -142,7 +151,7 @@ def test_inputs_threads_csr_and_single_leaf_trees(rng):
 
 
 def test_block_boundaries_do_not_change_results(rng, monkeypatch):
-    import obliquetrees.machine as M
+    import obliquetrees._core.machine as M
 
     forest = ObliqueForest.from_trees([random_tree(rng, 3, 1, max_depth=5) for _ in range(2)])
     X = rng.normal(size=(700, 3))

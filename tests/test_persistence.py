@@ -118,6 +118,25 @@ def test_fresh_process_predicts_a_small_batch_without_loading_numba(tmp_path, na
     assert np.load(tmp_path / "out.npy").tobytes() == model.predict_proba(X[:100]).tobytes()
 
 
+@pytest.mark.parametrize("name", ["SoftTreeClassifier", "SoftTreeRegressor"])
+def test_single_tree_keeps_its_packed_forest_which_pickles_hold_once(name):
+    """The packed forest is built once, wraps tree_'s arrays, stays out of pickles
+    (and out of joblib files, which would store the arrays twice) and is rebuilt
+    on load, so pickles written before it existed load too."""
+    model, X = _fitted(getattr(obliquetrees, name))
+    forest = model._forest()
+    assert model._forest() is forest and forest.children_left is model.tree_.children_left
+    model.predict(X)  # builds derived data on the forest: never pickled either
+    state = model.__getstate__()
+    assert "_packed_forest" not in state and model._forest() is forest
+    loaded = pickle.loads(pickle.dumps(model))
+    assert loaded._forest().children_left is loaded.tree_.children_left
+    assert loaded.predict(X).tobytes() == model.predict(X).tobytes()
+    old = type(model).__new__(type(model))  # a pickle from before: tree_ only
+    old.__setstate__(state)
+    assert old.predict(X).tobytes() == model.predict(X).tobytes()
+
+
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
 def test_unknown_container_version_is_a_clear_error(cls):
     model, _ = _fitted(cls)

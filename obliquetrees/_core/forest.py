@@ -24,6 +24,7 @@ from obliquetrees._core.tree import (
     FORMAT_VERSION,
     INDEX_DTYPE,
     ObliqueTree,
+    check_format_version,
 )
 from obliquetrees._core.validation import MAX_TOTAL_NODES, check_forest_arrays
 
@@ -130,6 +131,7 @@ class ObliqueForest:
         self.format_version = FORMAT_VERSION
         self._trees = None
         self._routing = None
+        self._derived = {}
 
     def check_invariants(self, what="ObliqueForest"):
         """Raise ``ValueError`` if the packed arrays do not form valid trees.
@@ -238,23 +240,36 @@ class ObliqueForest:
             self._routing = _routing_layout(self)
         return self._routing
 
+    def derived(self, key, build):
+        """Data derived from the arrays by ``build(self)``, built once and kept.
+
+        For views that other ``_core`` modules build from a forest (its
+        decision machine, its cost statistics): the forest is never modified
+        in place, so they stay valid for its lifetime. Never pickled.
+
+        Parameters
+        ----------
+        key : str
+        build : callable
+            ``build(forest)`` returns the data; called on the first request.
+        """
+        found = self._derived.get(key)
+        if found is None:
+            found = self._derived[key] = build(self)
+        return found
+
     def __getstate__(self):
         state = dict(self.__dict__)
         # derived data is rebuilt on demand, never pickled
         state["_trees"] = None
         state["_routing"] = None
+        state["_derived"] = {}
         return state
 
     def __setstate__(self, state):
-        version = state.get("format_version")
-        if version != FORMAT_VERSION:
-            raise ValueError(
-                f"This ObliqueForest was saved with container format version "
-                f"{version!r}; this obliquetrees reads version {FORMAT_VERSION}. "
-                "Refit the model with this version of obliquetrees."
-            )
+        check_format_version(state, "ObliqueForest")
         # derived data is never taken from a pickle, and the kernels trust the arrays
-        state = dict(state, _trees=None, _routing=None)
+        state = dict(state, _trees=None, _routing=None, _derived={})
         check_forest_arrays(
             state,
             state.get("node_offset"),

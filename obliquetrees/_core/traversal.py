@@ -19,6 +19,11 @@ scipy CSR matrices, which are scattered block by block into a dense scratch
 buffer (memory ``rows_per_block * n_features``, bounded by ``CSR_BUFFER``).
 The public wrappers take already validated input (estimators validate) but
 check its width against the forest, which the kernels cannot.
+
+The public functions (:func:`apply`, :func:`predict_value`,
+:func:`decision_path`) take ``forest`` (an ObliqueForest), ``X`` (float32 or
+float64 array of shape (n_samples, n_features), or CSR matrix) and
+``n_threads`` (default 1).
 """
 
 import numpy as np
@@ -183,7 +188,15 @@ def _dense_block_rows(X, n_threads):
     return int(max(BLOCK_ROWS, min(per_thread, cap)))
 
 
-def _run(forest, X, op, n_threads, out_leaf, out_value, path_indices, cursor):
+def _run(forest, X, op, n_threads, out_leaf=None, out_value=None, path_indices=None, cursor=None):
+    """Run operation ``op``; the outputs it does not write may be left out (None)."""
+    # the kernels take every output array: empty ones of the same types stand in
+    if out_leaf is None:
+        out_leaf = np.zeros((0, 0), dtype=np.int64)
+    if out_value is None:
+        out_value = np.zeros((0, 0), dtype=np.float64)
+    if path_indices is None:
+        path_indices = cursor = np.zeros(0, dtype=np.int64)
     check_n_features(X, forest.n_features)  # the kernels index X by stored feature ids
     roots, nodes, extra_start, weights, leaf_value = forest.routing_arrays()
     arrays = (roots, nodes, extra_start, weights)
@@ -218,23 +231,8 @@ def _run(forest, X, op, n_threads, out_leaf, out_value, path_indices, cursor):
             )
 
 
-def _empty_outputs():
-    return (
-        np.zeros((0, 0), dtype=np.int64),
-        np.zeros((0, 0), dtype=np.float64),
-        np.zeros(0, dtype=np.int64),
-        np.zeros(0, dtype=np.int64),
-    )
-
-
 def apply(forest, X, n_threads=1):
     """Leaf reached by every sample in every tree.
-
-    Parameters
-    ----------
-    forest : ObliqueForest
-    X : ndarray of float32 or float64, shape (n_samples, n_features), or CSR matrix
-    n_threads : int, default=1
 
     Returns
     -------
@@ -242,19 +240,12 @@ def apply(forest, X, n_threads=1):
         Node ids local to each tree.
     """
     out_leaf = np.empty((X.shape[0], forest.n_trees), dtype=np.int64)
-    _, out_value, path_indices, cursor = _empty_outputs()
-    _run(forest, X, _OP_APPLY, n_threads, out_leaf, out_value, path_indices, cursor)
+    _run(forest, X, _OP_APPLY, n_threads, out_leaf=out_leaf)
     return out_leaf
 
 
 def predict_value(forest, X, n_threads=1):
     """Sum over the trees of the ``value`` of the leaf each sample reaches.
-
-    Parameters
-    ----------
-    forest : ObliqueForest
-    X : ndarray of float32 or float64, shape (n_samples, n_features), or CSR matrix
-    n_threads : int, default=1
 
     Returns
     -------
@@ -262,19 +253,12 @@ def predict_value(forest, X, n_threads=1):
         Trees are added in tree order; divide by ``forest.n_trees`` for the mean.
     """
     out_value = np.zeros((X.shape[0], forest.n_outputs), dtype=np.float64)
-    out_leaf, _, path_indices, cursor = _empty_outputs()
-    _run(forest, X, _OP_VALUE, n_threads, out_leaf, out_value, path_indices, cursor)
+    _run(forest, X, _OP_VALUE, n_threads, out_value=out_value)
     return out_value
 
 
 def decision_path(forest, X, n_threads=1):
     """Node indicator of the root-to-leaf path of every sample in every tree.
-
-    Parameters
-    ----------
-    forest : ObliqueForest
-    X : ndarray of float32 or float64, shape (n_samples, n_features), or CSR matrix
-    n_threads : int, default=1
 
     Returns
     -------
@@ -289,8 +273,7 @@ def decision_path(forest, X, n_threads=1):
     np.cumsum(lengths, out=indptr[1:])
     path_indices = np.empty(indptr[-1], dtype=np.int64)
     cursor = indptr[:-1].copy()
-    out_leaf, out_value, _, _ = _empty_outputs()
-    _run(forest, X, _OP_PATH, n_threads, out_leaf, out_value, path_indices, cursor)
+    _run(forest, X, _OP_PATH, n_threads, path_indices=path_indices, cursor=cursor)
     data = np.ones(path_indices.shape[0], dtype=np.int64)
     shape = (X.shape[0], int(forest.node_offset[-1]))
     return sp.csr_matrix((data, path_indices, indptr), shape=shape)

@@ -16,6 +16,10 @@ It reads the same routing layout (``ObliqueForest.routing_arrays``) and adds
 in the same order as the kernels: the margin is ``w0 * x[f0]``, then each
 further weight in storage order, then the bias; leaf values are summed in tree
 order. Results are therefore bit-identical to the kernels'.
+
+The public functions (:func:`apply`, :func:`predict_value`) take ``forest``
+(an ObliqueForest) and ``X`` (a float32 or float64 array of shape
+(n_samples, n_features)).
 """
 
 import sys
@@ -98,11 +102,6 @@ def _reached_nodes(forest, X):
 def apply(forest, X):
     """Leaf reached by every sample in every tree (like ``traversal.apply``).
 
-    Parameters
-    ----------
-    forest : ObliqueForest
-    X : ndarray of float32 or float64, shape (n_samples, n_features)
-
     Returns
     -------
     leaves : ndarray of int64, shape (n_samples, n_trees)
@@ -113,11 +112,6 @@ def apply(forest, X):
 
 def predict_value(forest, X):
     """Sum over the trees of the reached leaves' values (like ``traversal.predict_value``).
-
-    Parameters
-    ----------
-    forest : ObliqueForest
-    X : ndarray of float32 or float64, shape (n_samples, n_features)
 
     Returns
     -------

@@ -208,13 +208,7 @@ class ObliqueTree:
         return dict(self.__dict__)
 
     def __setstate__(self, state):
-        version = state.get("format_version")
-        if version != FORMAT_VERSION:
-            raise ValueError(
-                f"This ObliqueTree was saved with container format version "
-                f"{version!r}; this obliquetrees reads version {FORMAT_VERSION}. "
-                "Refit the model with this version of obliquetrees."
-            )
+        check_format_version(state, "ObliqueTree")
         # the kernels trust these arrays: check them before anyone can use them
         check_tree_arrays(state, state.get("n_features"), "unpickled ObliqueTree")
         self.__dict__.update(state)
@@ -224,6 +218,25 @@ class ObliqueTree:
             f"ObliqueTree(node_count={self.node_count}, n_leaves={self.n_leaves}, "
             f"max_depth={self.max_depth}, n_features={self.n_features}, "
             f"n_outputs={self.n_outputs})"
+        )
+
+
+def check_format_version(state, kind):
+    """Refuse a pickled container whose ``format_version`` is not this one's.
+
+    Parameters
+    ----------
+    state : dict
+        The pickled ``__dict__``.
+    kind : str
+        Class name of the container, for the message.
+    """
+    version = state.get("format_version")
+    if version != FORMAT_VERSION:
+        raise ValueError(
+            f"This {kind} was saved with container format version "
+            f"{version!r}; this obliquetrees reads version {FORMAT_VERSION}. "
+            "Refit the model with this version of obliquetrees."
         )
 
 

@@ -86,16 +86,16 @@ def test_refit_leaves_rejects_n_iter(model, data, n_iter):
 
 def test_finetune_never_returns_non_finite_parameters(model, data, monkeypatch):
     """A diverging optimisation raises instead of returning an all-NaN model."""
-    from obliquetrees._training import _e2edt_kernels as EK
+    from obliquetrees._training import _optim
 
     X, y = data
-    original = EK.adam_update
+    original = _optim.adam_update
 
     def overflowing(param, *args):
         original(param, *args)
         param[:] = np.nan  # what an overflowing step leaves
 
-    monkeypatch.setattr(EK, "adam_update", overflowing)
+    monkeypatch.setattr(_optim, "adam_update", overflowing)
     with pytest.raises(ValueError, match="diverged"):
         finetune(model, X, y, epochs=2)
 

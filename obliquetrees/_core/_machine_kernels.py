@@ -1,4 +1,4 @@
-"""numba kernels of the decision-machine view of trees (:mod:`obliquetrees.machine`).
+"""numba kernels of the decision-machine view of trees (:mod:`obliquetrees._core.machine`).
 
 Leaf selection by template matching: given the signs of all split margins of
 a batch (one BLAS product upstream), every leaf ``l`` of every tree is scored
@@ -12,11 +12,15 @@ Work shape: per row, a scan of the template rows of each tree (integer
 reads, no gathers of ``X``). Rows are processed in fixed blocks in parallel;
 each output row is written by one block, trees accumulated in tree order, so
 results do not depend on the number of threads.
+
+Also here: the margins of a CSR ``S`` (:func:`sparse_margins`,
+:func:`sparse_signs`) and the relaxation's soft leaf weights
+(:func:`relaxed_forward`), which fine-tuning reuses as its forward pass.
 """
 
 import numpy as np
 
-from obliquetrees._core._jit import jit, jit_parallel, prange
+from obliquetrees._core._jit import jit, jit_inline, jit_parallel, prange
 
 #: Rows per parallel block.
 BLOCK_ROWS = 256
@@ -94,37 +98,33 @@ def select_leaves_value(H, t_indptr, t_index, t_right, t_skip, leaf_offset, valu
                     out[r, k] += value[leaf, k]
 
 
+@jit_inline
+def _sparse_margin(X, r, j, s_indptr, s_index, s_value, bias):
+    """Margin of split ``j`` for row ``r``: weights in storage order, then the bias.
+
+    The traversal kernels sum in the same order, so margins are bit-identical
+    to theirs.
+    """
+    s = 0.0
+    for k in range(s_indptr[j], s_indptr[j + 1]):
+        s += s_value[k] * X[r, s_index[k]]
+    return s + bias[j]
+
+
 @jit_parallel
 def sparse_margins(X, s_indptr, s_index, s_value, bias, A):
-    """``A = X S^T + b`` for CSR ``S`` (few weights per split), rows in parallel.
-
-    Each margin sums its weights in storage order, then adds the bias, like
-    the traversal kernels (so margins are bit-identical to theirs).
-    """
-    n = X.shape[0]
-    m = bias.shape[0]
-    for r in prange(n):
-        for j in range(m):
-            s = 0.0
-            for k in range(s_indptr[j], s_indptr[j + 1]):
-                s += s_value[k] * X[r, s_index[k]]
-            A[r, j] = s + bias[j]
+    """``A = X S^T + b`` for CSR ``S`` (few weights per split), rows in parallel."""
+    for r in prange(X.shape[0]):
+        for j in range(bias.shape[0]):
+            A[r, j] = _sparse_margin(X, r, j, s_indptr, s_index, s_value, bias)
 
 
 @jit_parallel
 def sparse_signs(X, s_indptr, s_index, s_value, bias, H):
-    """``H = (X S^T + b > 0)`` for CSR ``S`` without storing the margins.
-
-    Margins are summed exactly as in :func:`sparse_margins`.
-    """
-    n = X.shape[0]
-    m = bias.shape[0]
-    for r in prange(n):
-        for j in range(m):
-            s = 0.0
-            for k in range(s_indptr[j], s_indptr[j + 1]):
-                s += s_value[k] * X[r, s_index[k]]
-            H[r, j] = s + bias[j] > 0.0
+    """``H = (X S^T + b > 0)`` for CSR ``S`` without storing the margins."""
+    for r in prange(X.shape[0]):
+        for j in range(bias.shape[0]):
+            H[r, j] = _sparse_margin(X, r, j, s_indptr, s_index, s_value, bias) > 0.0
 
 
 @jit_parallel
@@ -133,7 +133,7 @@ def relaxed_forward(Hs, t_indptr, t_index, t_value, leaf_offset, inv_temperature
 
     ``Hs`` (n, n_splits) is ``sigma`` of the margins; ``t_value`` holds the
     entries of ``B~`` (the template divided by the leaf's depth). Fuses the
-    sparse product and the per-tree softmax of :func:`segment_softmax`.
+    sparse product and the per-tree softmax (the relaxation's forward pass).
     """
     n = Hs.shape[0]
     n_trees = leaf_offset.shape[0] - 1
@@ -157,51 +157,3 @@ def relaxed_forward(Hs, t_indptr, t_index, t_value, leaf_offset, inv_temperature
                 total += e
             for leaf in range(a, b):
                 E[r, leaf] /= total
-
-
-@jit_parallel
-def relaxed_backward(
-    E, V, y, sw, t_indptr, t_index, t_value, leaf_offset, inv_temperature, R, GH, logp
-):
-    """Responsibilities, ``log p`` and ``d(-sum sw log p)/d Hs`` of the forest mixture.
-
-    The forest's relaxed class probability is ``p(y|x) = mean_t sum_l
-    E[t, l] V[t, l, y]``. For each row: ``R[l] = E[l] V[l, y] / sum E V[:, y]``
-    (responsibility of leaf ``l`` over all trees), ``logp = log p`` and the
-    score gradient ``GZ[l] = -sw / temperature * (R[l] - E[l] * sum_{l' in
-    tree(l)} R[l'])``, pushed through the template: ``GH = GZ B~``
-    (overwritten). Rows whose likelihood is 0 get no gradient and no
-    responsibility.
-    """
-    n = E.shape[0]
-    n_trees = leaf_offset.shape[0] - 1
-    L = E.shape[1]
-    m = GH.shape[1]
-    for r in prange(n):
-        for j in range(m):
-            GH[r, j] = 0.0
-        yr = y[r]
-        total = 0.0
-        for leaf in range(L):
-            q = E[r, leaf] * V[leaf, yr]
-            R[r, leaf] = q
-            total += q
-        if total <= 0.0:
-            logp[r] = -np.inf
-            for leaf in range(L):
-                R[r, leaf] = 0.0
-            continue
-        logp[r] = np.log(total / n_trees)
-        for leaf in range(L):
-            R[r, leaf] /= total
-        c = -sw[r] * inv_temperature
-        for t in range(n_trees):
-            a = leaf_offset[t]
-            b = leaf_offset[t + 1]
-            rt = 0.0
-            for leaf in range(a, b):
-                rt += R[r, leaf]
-            for leaf in range(a, b):
-                g = c * (R[r, leaf] - E[r, leaf] * rt)
-                for k in range(t_indptr[leaf], t_indptr[leaf + 1]):
-                    GH[r, t_index[k]] += g * t_value[k]

@@ -1,0 +1,207 @@
+"""The package's layering, read from its source with ``ast`` (nothing is imported).
+
+- no import cycle between modules of ``obliquetrees``;
+- ``obliquetrees._core`` imports only ``_core``, numpy, scipy, numba and the
+  standard library;
+- ``obliquetrees._training`` imports only ``_core``/``_training``, numpy,
+  scipy, numba, joblib and the standard library (no scikit-learn, no
+  estimators, no ``obliquetrees.utils``);
+- no module longer than ``MAX_LINES`` lines.
+
+Imports inside functions (lazy imports) count like module-level ones: they
+run as soon as the function does. ``threadpoolctl`` (a declared dependency
+that limits BLAS threads, independent of scikit-learn) is allowed in both
+layers.
+"""
+
+import ast
+import sys
+from pathlib import Path
+
+PACKAGE = "obliquetrees"
+ROOT = Path(__file__).resolve().parents[1] / PACKAGE
+MAX_LINES = 700
+
+#: Third-party top-level packages each layer may import, besides the standard library.
+ALLOWED_THIRD_PARTY = {
+    "_core": {"numpy", "scipy", "numba", "threadpoolctl"},
+    "_training": {"numpy", "scipy", "numba", "joblib", "threadpoolctl"},
+}
+#: Package layers each layer may import.
+ALLOWED_LAYERS = {
+    "_core": {"_core"},
+    "_training": {"_core", "_training"},
+}
+
+
+def _module_name(path):
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+
+
+def _is_package(name):
+    return MODULES[name].name == "__init__.py"
+
+
+def _resolve_relative(module, node):
+    base = module.split(".")
+    if not _is_package(module):
+        base = base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def imports_of(module):
+    """``(line, imported module)`` for every import statement of ``module``.
+
+    ``from package import name`` counts as importing the submodule
+    ``package.name`` when there is one, else ``package`` itself.
+    """
+    tree = ast.parse(MODULES[module].read_text(), filename=str(MODULES[module]))
+    found = []
+    for node in ast.walk(tree):  # every statement, at any depth
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            source = _resolve_relative(module, node) if node.level else node.module
+            for alias in node.names:
+                sub = f"{source}.{alias.name}"
+                found.append((node.lineno, sub if sub in MODULES else source))
+    return found
+
+
+def _location(module, line):
+    return f"{MODULES[module].relative_to(ROOT.parent)}:{line}"
+
+
+def _package_module(name):
+    """The module of the package that ``name`` refers to, or None if outside it."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name if name.startswith(PACKAGE) else None
+
+
+def _layer(module):
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def test_no_import_cycle_between_package_modules():
+    graph = {
+        module: sorted(
+            {
+                target
+                for _, name in imports_of(module)
+                if (target := _package_module(name)) and target != module
+            }
+        )
+        for module in MODULES
+    }
+    cycles = _cycles(graph)
+    assert not cycles, "import cycles between package modules (lazy imports included):\n" + (
+        "\n".join(" -> ".join(cycle + [cycle[0]]) for cycle in cycles)
+    )
+
+
+def _cycles(graph):
+    """One cycle through every strongly connected component with more than one module."""
+    index, low, stack, on_stack, components = {}, {}, [], set(), []
+
+    def visit(v):  # Tarjan's algorithm
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                components.append(set(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return [_cycle_in(graph, component) for component in components]
+
+
+def _cycle_in(graph, component):
+    """A shortest cycle through the first module of ``component`` (breadth first)."""
+    start = min(component)
+    parent, frontier = {start: None}, [start]
+    while frontier:
+        following = []
+        for v in frontier:
+            for w in graph[v]:
+                if w == start:
+                    path = [v]
+                    while parent[path[-1]] is not None:
+                        path.append(parent[path[-1]])
+                    return path[::-1]
+                if w in component and w not in parent:
+                    parent[w] = v
+                    following.append(w)
+        frontier = following
+    return sorted(component)
+
+
+def _layer_violations(layer):
+    allowed_third_party = ALLOWED_THIRD_PARTY[layer] | set(sys.stdlib_module_names)
+    violations = []
+    for module in MODULES:
+        if _layer(module) != layer:
+            continue
+        for line, name in imports_of(module):
+            target = _package_module(name)
+            if target is not None:
+                ok = _layer(target) in ALLOWED_LAYERS[layer]
+            else:
+                ok = name.split(".")[0] in allowed_third_party
+            if not ok:
+                violations.append(f"{_location(module, line)} imports {name}")
+    return violations
+
+
+def test_core_imports_only_core_and_numerical_libraries():
+    violations = _layer_violations("_core")
+    assert not violations, (
+        "obliquetrees._core may import only _core, numpy, scipy, numba, threadpoolctl and "
+        "the standard library:\n" + "\n".join(violations)
+    )
+
+
+def test_training_imports_only_core_training_and_numerical_libraries():
+    violations = _layer_violations("_training")
+    assert not violations, (
+        "obliquetrees._training may import only _core, _training, numpy, scipy, numba, "
+        "joblib, threadpoolctl and the standard library (no scikit-learn, estimators or "
+        "obliquetrees.utils):\n" + "\n".join(violations)
+    )
+
+
+def test_no_module_over_the_line_limit():
+    long = {
+        str(path.relative_to(ROOT.parent)): n
+        for path in MODULES.values()
+        if (n := len(path.read_text().splitlines())) > MAX_LINES
+    }
+    assert not long, f"modules over {MAX_LINES} lines (split them by concern): {long}"
+
+
+def test_the_checks_see_lazy_imports_and_resolve_submodules():
+    """The reader itself: a function-level import is found, a submodule is resolved."""
+    found = dict((name, line) for line, name in imports_of("obliquetrees._core.predict"))
+    assert "obliquetrees._core.machine" in found  # imported inside predict_mean
+    assert "obliquetrees._core.traversal_numpy" in found  # ``from obliquetrees._core import ..``
