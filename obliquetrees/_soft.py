@@ -18,7 +18,7 @@ from obliquetrees.base import (
     BaseObliqueTree,
     ObliqueClassifierMixin,
     ObliqueRegressorMixin,
-    _n_threads,
+    n_threads_from_jobs,
 )
 from obliquetrees.utils._param_validation import (
     Integral,
@@ -249,7 +249,7 @@ class _BaseSoftTree(BaseObliqueTree):
         # the training parameters carry the estimator's names
         params = SoftTreeParams(**{f.name: getattr(self, f.name) for f in fields(SoftTreeParams)})
         seeds = draw_seeds(self.random_state, 3)
-        with numba_threads(_n_threads(self.n_jobs)):
+        with numba_threads(n_threads_from_jobs(self.n_jobs)):
             tree, info = fit_soft_tree(
                 X, y, sample_weight, n_classes=n_classes, params=params, seeds=seeds
             )
