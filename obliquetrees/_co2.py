@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 
 from obliquetrees.base import BaseObliqueForest, ObliqueClassifierMixin
+from obliquetrees.utils._docstrings import fill_doc
 from obliquetrees.utils._param_validation import (
     Integral,
     Interval,
@@ -324,22 +325,15 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         return weight
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @fill_doc
     def fit(self, X, y, sample_weight=None):
         """Grow the forest on ``(X, y)``.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training input (dense).
-        y : array-like of shape (n_samples,)
-            Class labels.
+        %(fit_parameters_classifier)s
         sample_weight : array-like of shape (n_samples,), default=None
             Weights of the samples (multiplied with the bootstrap counts).
 
-        Returns
-        -------
-        self : CO2ForestClassifier
-            The fitted estimator.
+        %(fit_returns)s
         """
         from obliquetrees._training import co2  # numba is imported on first use
         from obliquetrees.utils.seeds import draw_seeds

@@ -3,6 +3,7 @@
 import numpy as np
 
 from obliquetrees.base import BaseObliqueForest, ObliqueClassifierMixin
+from obliquetrees.utils._docstrings import fill_doc
 from obliquetrees.utils._param_validation import (
     Integral,
     Interval,
@@ -331,23 +332,16 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         )
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @fill_doc
     def fit(self, X, y, sample_weight=None):
         """Grow and finetune the tree(s) on ``(X, y)``.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training inputs (dense).
-        y : array-like of shape (n_samples,)
-            Class labels.
+        %(fit_parameters_classifier)s
         sample_weight : array-like of shape (n_samples,), default=None
             Weights of the samples in the likelihood (E-step statistics,
             leaf updates and minibatch gradients). None means equal weights.
 
-        Returns
-        -------
-        self : E2EDTClassifier
-            The fitted estimator.
+        %(fit_returns)s
         """
         from threadpoolctl import threadpool_limits
 

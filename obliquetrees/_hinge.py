@@ -20,6 +20,7 @@ from obliquetrees.base import (
     ObliqueClassifierMixin,
     ObliqueRegressorMixin,
 )
+from obliquetrees.utils._docstrings import fill_doc
 from obliquetrees.utils._param_validation import (
     Integral,
     Interval,
@@ -29,6 +30,13 @@ from obliquetrees.utils._param_validation import (
     _fit_context,
 )
 from obliquetrees.utils.seeds import draw_seeds
+
+_REFERENCES = """
+    References
+    ----------
+    .. [1] N. Lay, A. P. Harrison, S. Schreiber, G. Dawer, A. Barbu, "Random
+       Hinge Forest for Differentiable Learning", arXiv:1802.03882, 2018.
+"""
 
 _COMMON_DOC = """
     Parameters
@@ -404,19 +412,15 @@ class _BaseHingeForest(BaseObliqueForest):
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @fill_doc
     def fit(self, X, y, sample_weight=None):
         """Train the forest.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
+        %(fit_parameters)s
         sample_weight : array-like of shape (n_samples,), default=None
+            Per-sample loss weights (None: all 1).
 
-        Returns
-        -------
-        self : object
-            The fitted estimator.
+        %(fit_returns)s
         """
         return self._fit(X, y, sample_weight)
 
@@ -481,12 +485,8 @@ class HingeForestClassifier(ObliqueClassifierMixin, _BaseHingeForest):
     Notes
     -----"""
         + _NOTES
+        + _REFERENCES
         + """
-    References
-    ----------
-    .. [1] N. Lay, A. P. Harrison, S. Schreiber, G. Dawer, A. Barbu, "Random
-       Hinge Forest for Differentiable Learning", arXiv:1802.03882, 2018.
-
     Examples
     --------
     >>> from sklearn.datasets import load_iris
@@ -552,12 +552,11 @@ class HingeForestClassifier(ObliqueClassifierMixin, _BaseHingeForest):
         """
         return self._partial_fit(X, y, sample_weight, classes)
 
+    @fill_doc
     def decision_function(self, X):
         """Class logits (forest output before the softmax).
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        %(predict_parameters)s
 
         Returns
         -------
@@ -569,19 +568,9 @@ class HingeForestClassifier(ObliqueClassifierMixin, _BaseHingeForest):
         F = self._decision(X)
         return F[:, 1] - F[:, 0] if F.shape[1] == 2 else F
 
-    def predict(self, X):
-        """Predicted class of each sample (largest logit).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y : ndarray of shape (n_samples,)
-        """
-        X = self._validate_X_predict(X)  # before touching classes_ (unfitted check)
-        return self.classes_[np.argmax(self._decision(X), axis=1)]
+    def _class_scores(self, X):
+        # the largest logit: argmax of rounded probabilities could tie differently
+        return self._decision(X)
 
     def _predict_output(self, X):
         from obliquetrees._training._hinge_forward import softmax
@@ -614,12 +603,9 @@ class HingeForestRegressor(ObliqueRegressorMixin, _BaseHingeForest):
         + """    - the regression target is standardised for training; leaf values
       in ``trees_`` are in target units (``|r*| value`` summed over trees,
       plus the training mean, is the prediction of the summed head).
-
-    References
-    ----------
-    .. [1] N. Lay, A. P. Harrison, S. Schreiber, G. Dawer, A. Barbu, "Random
-       Hinge Forest for Differentiable Learning", arXiv:1802.03882, 2018.
-
+"""
+        + _REFERENCES
+        + """
     Examples
     --------
     >>> import numpy as np

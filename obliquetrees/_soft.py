@@ -20,13 +20,8 @@ from obliquetrees.base import (
     ObliqueRegressorMixin,
     n_threads_from_jobs,
 )
-from obliquetrees.utils._param_validation import (
-    Integral,
-    Interval,
-    Real,
-    StrOptions,
-    _fit_context,
-)
+from obliquetrees.utils._docstrings import fill_doc
+from obliquetrees.utils._param_validation import Integral, Interval, Real, StrOptions, _fit_context
 
 _COMMON_DOC = """
     Parameters
@@ -222,22 +217,15 @@ class _BaseSoftTree(BaseObliqueTree):
     """Shared fit logic of the soft tree estimators."""
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @fill_doc
     def fit(self, X, y, sample_weight=None):
         """Grow the soft tree.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training input (dense).
-        y : array-like of shape (n_samples,)
-            Target values (regressor) or class labels (classifier).
+        %(fit_parameters)s
         sample_weight : array-like of shape (n_samples,), default=None
             Weights of the samples (None: all 1).
 
-        Returns
-        -------
-        self : object
-            The fitted estimator.
+        %(fit_returns)s
         """
         # numba is imported on first use
         from obliquetrees._core._jit import numba_threads

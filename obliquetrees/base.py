@@ -28,6 +28,7 @@ from obliquetrees._core.importances import feature_importances
 from obliquetrees._core.predict import predict_mean
 from obliquetrees._core.tree import ObliqueTree
 from obliquetrees._core.validation import check_int
+from obliquetrees.utils._docstrings import fill_doc
 from obliquetrees.utils.validation import (
     check_is_fitted,
     validate_fit_data,
@@ -86,12 +87,11 @@ class BaseObliqueEstimator(BaseEstimator):
         """
         return predict_mean(self._forest(), X, self._prediction_threads())
 
+    @fill_doc
     def apply(self, X):
         """Index of the leaf each sample reaches (hard routing).
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        %(predict_parameters)s
 
         Returns
         -------
@@ -105,12 +105,11 @@ class BaseObliqueEstimator(BaseEstimator):
         leaves = traversal.apply(self._forest(), X, self._prediction_threads())
         return leaves[:, 0] if isinstance(self, BaseObliqueTree) else leaves
 
+    @fill_doc
     def decision_path(self, X):
         """Nodes on each sample's root-to-leaf path (hard routing).
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        %(predict_parameters)s
 
         Returns
         -------
@@ -268,12 +267,11 @@ class BaseObliqueForest(BaseObliqueEstimator):
 class ObliqueClassifierMixin(ClassifierMixin):
     """``predict_proba``/``predict`` for classifiers (``classes_`` order)."""
 
+    @fill_doc
     def predict_proba(self, X):
         """Class probabilities of the input samples.
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        %(predict_parameters)s
 
         Returns
         -------
@@ -282,12 +280,11 @@ class ObliqueClassifierMixin(ClassifierMixin):
         """
         return self._predict_output(self._validate_X_predict(X))
 
+    @fill_doc
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba` (``-inf`` where it is 0).
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        %(predict_parameters)s
 
         Returns
         -------
@@ -296,30 +293,32 @@ class ObliqueClassifierMixin(ClassifierMixin):
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X))
 
+    @fill_doc
     def predict(self, X):
         """Predicted class of each sample (the most probable one).
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        %(predict_parameters)s
 
         Returns
         -------
         y : ndarray of shape (n_samples,)
         """
-        proba = self.predict_proba(X)  # checks fitting before classes_ is read
-        return self.classes_[np.argmax(proba, axis=1)]
+        scores = self._class_scores(self._validate_X_predict(X))  # checks fitting first
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    def _class_scores(self, X):
+        # whose row-wise argmax is the predicted class: the probabilities by default
+        return self._predict_output(X)
 
 
 class ObliqueRegressorMixin(RegressorMixin):
     """``predict`` for regressors."""
 
+    @fill_doc
     def predict(self, X):
         """Predicted target of each sample.
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        %(predict_parameters)s
 
         Returns
         -------

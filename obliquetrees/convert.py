@@ -40,6 +40,7 @@ from obliquetrees.base import (
     ObliqueClassifierMixin,
     ObliqueRegressorMixin,
 )
+from obliquetrees.utils._docstrings import fill_doc
 from obliquetrees.utils._param_validation import Integral, validate_params
 
 __all__ = ["ConvertedForestClassifier", "ConvertedForestRegressor", "from_sklearn"]
@@ -61,51 +62,23 @@ class _ConvertedMixin(CreatedFittedMixin):
     _refit_advice = "refit the scikit-learn model and convert it again."
 
 
+@fill_doc
 class ConvertedForestClassifier(_ConvertedMixin, ObliqueClassifierMixin, BaseObliqueForest):
     """A scikit-learn tree or forest classifier running on obliquetrees kernels.
 
     Build it with :func:`from_sklearn`; it is already fitted.
 
-    Parameters
-    ----------
-    n_jobs : int, default=None
-        Threads used by ``predict``/``predict_proba``/``apply``
-        (None means 1, -1 all cores).
-
-    Attributes
-    ----------
-    trees_ : list of ObliqueTree
-    forest_ : ObliqueForest
-    classes_ : ndarray of shape (n_classes,)
-    n_classes_ : int
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when the original model has it.
-    feature_importances_ : ndarray of shape (n_features_in_,)
-        Impurity-based importances summing to 1 (definition: :mod:`obliquetrees.inspection`).
+    %(created_classifier_sections)s
     """
 
 
+@fill_doc
 class ConvertedForestRegressor(_ConvertedMixin, ObliqueRegressorMixin, BaseObliqueForest):
     """A scikit-learn tree or forest regressor running on obliquetrees kernels.
 
     Build it with :func:`from_sklearn`; it is already fitted.
 
-    Parameters
-    ----------
-    n_jobs : int, default=None
-        Threads used by ``predict``/``apply`` (None means 1, -1 all cores).
-
-    Attributes
-    ----------
-    trees_ : list of ObliqueTree
-    forest_ : ObliqueForest
-    n_features_in_ : int
-    n_outputs_ : int
-    feature_names_in_ : ndarray of str
-        Only when the original model has it.
-    feature_importances_ : ndarray of shape (n_features_in_,)
-        Impurity-based importances summing to 1 (definition: :mod:`obliquetrees.inspection`).
+    %(created_regressor_sections)s
     """
 
 

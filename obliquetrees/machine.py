@@ -81,6 +81,7 @@ from obliquetrees.base import (
     ObliqueRegressorMixin,
     n_threads_from_jobs,
 )
+from obliquetrees.utils._docstrings import fill_doc
 from obliquetrees.utils._param_validation import (
     Integral,
     Interval,
@@ -237,6 +238,7 @@ def choose_inference_path(forest, n_samples, sparse_input=False):
     {**_RELAXED_CONSTRAINTS, "y": ["array-like"]},
     prefer_skip_nested_validation=True,
 )
+@fill_doc
 def relaxed_nll(
     machine, X, y, temperature, eps=0.1, sigma="tanh", sample_weight=None, W=None, b=None, V=None
 ):
@@ -251,12 +253,7 @@ def relaxed_nll(
     X : ndarray (n, n_features)
     y : ndarray of int (n,)
         Column indices of ``V``.
-    temperature, eps, sigma
-        As in :meth:`DecisionMachine.relaxed_weights`.
-    sample_weight : ndarray (n,), default=None
-    W, b, V : arrays, default=None
-        Split weights (dense), offsets and leaf values to evaluate instead of
-        the machine's own.
+    %(relaxed_parameters)s
 
     Returns
     -------
@@ -275,6 +272,7 @@ def relaxed_nll(
     },
     prefer_skip_nested_validation=True,
 )
+@fill_doc
 def relaxed_squared_error(
     machine,
     X,
@@ -301,12 +299,7 @@ def relaxed_squared_error(
     machine : DecisionMachine
     X : ndarray (n, n_features)
     Y : ndarray (n, n_outputs)
-    temperature, eps, sigma
-        As in :meth:`DecisionMachine.relaxed_weights`.
-    sample_weight : ndarray (n,), default=None
-    W, b, V : arrays, default=None
-        Split weights (dense), offsets and leaf values to evaluate instead of
-        the machine's own.
+    %(relaxed_parameters)s
     objective : {"trees", "forest"}, default="trees"
 
     Returns
@@ -327,6 +320,7 @@ class _CreatedByFinetune(CreatedFittedMixin):
     _refit_advice = "call finetune() on the source model instead."
 
 
+@fill_doc
 class FinetunedForestClassifier(_CreatedByFinetune, ObliqueClassifierMixin, BaseObliqueForest):
     """A fine-tuned classifier forest (hard routing), as returned by :func:`finetune`.
 
@@ -334,22 +328,7 @@ class FinetunedForestClassifier(_CreatedByFinetune, ObliqueClassifierMixin, Base
     distribution of the reached leaf (like every hard-routed model of the
     package).
 
-    Parameters
-    ----------
-    n_jobs : int, default=None
-        Threads used by ``predict``/``predict_proba``/``apply``.
-
-    Attributes
-    ----------
-    trees_ : list of ObliqueTree
-    forest_ : ObliqueForest
-    classes_ : ndarray of shape (n_classes,)
-    n_classes_ : int
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when the source model has it.
-    feature_importances_ : ndarray of shape (n_features_in_,)
-        Impurity-based importances summing to 1 (definition: :mod:`obliquetrees.inspection`).
+    %(created_classifier_sections)s
     history_ : dict
         ``"loss"`` (relaxed negative log-likelihood per epoch),
         ``"temperature"`` per epoch, ``"weight_density"`` (stored weights per
@@ -357,27 +336,14 @@ class FinetunedForestClassifier(_CreatedByFinetune, ObliqueClassifierMixin, Base
     """
 
 
+@fill_doc
 class FinetunedForestRegressor(_CreatedByFinetune, ObliqueRegressorMixin, BaseObliqueForest):
     """A fine-tuned regressor forest (hard routing), as returned by :func:`finetune`.
 
     Created fitted; it predicts the mean over its trees of the value of the
     reached leaf (like every hard-routed model of the package).
 
-    Parameters
-    ----------
-    n_jobs : int, default=None
-        Threads used by ``predict``/``apply``.
-
-    Attributes
-    ----------
-    trees_ : list of ObliqueTree
-    forest_ : ObliqueForest
-    n_outputs_ : int
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when the source model has it.
-    feature_importances_ : ndarray of shape (n_features_in_,)
-        Impurity-based importances summing to 1 (definition: :mod:`obliquetrees.inspection`).
+    %(created_regressor_sections)s
     history_ : dict
         ``"loss"`` (the relaxed objective's squared error per sample and
         epoch, on targets standardised with the training mean and standard

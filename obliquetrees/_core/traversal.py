@@ -232,13 +232,7 @@ def _run(forest, X, op, n_threads, out_leaf=None, out_value=None, path_indices=N
 
 
 def apply(forest, X, n_threads=1):
-    """Leaf reached by every sample in every tree.
-
-    Returns
-    -------
-    leaves : ndarray of int64, shape (n_samples, n_trees)
-        Node ids local to each tree.
-    """
+    """Leaf reached by every sample in every tree: int64 ``(n_samples, n_trees)``, local ids."""
     out_leaf = np.empty((X.shape[0], forest.n_trees), dtype=np.int64)
     _run(forest, X, _OP_APPLY, n_threads, out_leaf=out_leaf)
     return out_leaf
@@ -247,10 +241,8 @@ def apply(forest, X, n_threads=1):
 def predict_value(forest, X, n_threads=1):
     """Sum over the trees of the ``value`` of the leaf each sample reaches.
 
-    Returns
-    -------
-    total : ndarray of float64, shape (n_samples, n_outputs)
-        Trees are added in tree order; divide by ``forest.n_trees`` for the mean.
+    A float64 ``(n_samples, n_outputs)`` array; trees are added in tree order
+    (divide by ``forest.n_trees`` for the mean).
     """
     out_value = np.zeros((X.shape[0], forest.n_outputs), dtype=np.float64)
     _run(forest, X, _OP_VALUE, n_threads, out_value=out_value)

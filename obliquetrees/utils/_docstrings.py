@@ -1,0 +1,89 @@
+"""Docstring sections shared by several public classes and methods, written once.
+
+A docstring line that holds only ``%(name)s`` is replaced by the section
+``name`` below, indented like the line (the pattern of pandas' ``@doc`` and
+MNE's ``fill_doc``). :func:`fill_doc` runs at import, so ``help()``, Sphinx
+and numpydoc see the finished text.
+"""
+
+import re
+
+_X_FIT = """\
+Parameters
+----------
+X : array-like of shape (n_samples, n_features)
+    Training input (dense)."""
+
+_FOREST = """\
+trees_ : list of ObliqueTree
+    The trees.
+forest_ : ObliqueForest
+    The trees packed for prediction."""
+
+_SOURCE = """\
+n_features_in_ : int
+    Number of features seen by the source model.
+feature_names_in_ : ndarray of str
+    Only when the source model has it.
+feature_importances_ : ndarray of shape (n_features_in_,)
+    Impurity-based importances summing to 1 (definition: :mod:`obliquetrees.inspection`)."""
+
+#: Parameters and Attributes of the models created fitted (converted and
+#: fine-tuned forests): what a task adds to the attributes.
+_CREATED = """\
+Parameters
+----------
+n_jobs : int, default=None
+    Threads used by ``predict``, ``predict_proba`` (classifiers) and ``apply``
+    (None means 1, -1 all cores).
+
+Attributes
+----------
+{forest}
+{task}
+{source}"""
+
+_SECTIONS = {
+    "predict_parameters": """\
+Parameters
+----------
+X : {array-like, sparse matrix} of shape (n_samples, n_features)
+    The input samples: dense float32/float64 (kept as given) or sparse CSR.""",
+    "fit_parameters_classifier": _X_FIT
+    + "\ny : array-like of shape (n_samples,)\n    Class labels.",
+    "fit_parameters": _X_FIT
+    + "\ny : array-like of shape (n_samples,)"
+    + "\n    Class labels (classifier) or target values (regressor).",
+    "fit_returns": "Returns\n-------\nself : object\n    The fitted estimator.",
+    "created_classifier_sections": _CREATED.format(
+        forest=_FOREST,
+        task="classes_ : ndarray of shape (n_classes,)\nn_classes_ : int",
+        source=_SOURCE,
+    ),
+    "created_regressor_sections": _CREATED.format(
+        forest=_FOREST, task="n_outputs_ : int", source=_SOURCE
+    ),
+    "relaxed_parameters": """\
+temperature, eps, sigma
+    As in :meth:`DecisionMachine.relaxed_weights`.
+sample_weight : ndarray (n,), default=None
+W, b, V : arrays, default=None
+    Split weights (dense), offsets and leaf values to evaluate instead of
+    the machine's own.""",
+}
+
+_PLACEHOLDER = re.compile(r"^(\s*)%\((\w+)\)s$")
+
+
+def fill_doc(obj):
+    """Fill the ``%(name)s`` lines of ``obj.__doc__`` in place; return ``obj``."""
+    lines = []
+    for line in obj.__doc__.split("\n"):
+        match = _PLACEHOLDER.match(line)
+        if match is None:
+            lines.append(line)
+            continue
+        indent, name = match.groups()
+        lines.extend(indent + part if part else "" for part in _SECTIONS[name].split("\n"))
+    obj.__doc__ = "\n".join(lines)
+    return obj
