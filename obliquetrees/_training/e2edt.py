@@ -41,13 +41,16 @@ from obliquetrees._core import traversal
 from obliquetrees._core.forest import ObliqueForest
 from obliquetrees._core.tree import ObliqueTree, fold_standardization, standardization
 from obliquetrees._training import _e2edt_kernels as K
-from obliquetrees._training._optim import adam_update, adam_update_2d
+from obliquetrees._training._optim import (
+    ADAM_BETA1,
+    ADAM_BETA2,
+    ADAM_EPS,
+    adam_update,
+    adam_update_2d,
+)
 from obliquetrees._training._parallel import parallel_map
 from obliquetrees._training.grower import Grower
 
-ADAM_BETA1 = 0.9
-ADAM_BETA2 = 0.999
-ADAM_EPS = 1e-8
 #: Rows per block of the E-step pass of the first finetune epoch.
 ESTEP_BLOCK = 2048
 

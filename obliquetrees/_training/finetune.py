@@ -26,7 +26,7 @@ from obliquetrees._core.tree import ARRAY_NAMES, ObliqueTree, fold_standardizati
 TRAIN_BLAS_THREADS = 1
 
 #: Adam's moment decays and epsilon (Kingma & Ba's defaults).
-_ADAM = (0.9, 0.999, 1e-8)
+_ADAM = (0.9, 0.999, 1e-8)  # ADAM_BETA1, ADAM_BETA2, ADAM_EPS of _optim (which imports numba)
 
 
 @dataclass(frozen=True)
