@@ -46,6 +46,7 @@ Importing this module imports numba; the estimator imports it lazily.
 import numpy as np
 
 from obliquetrees._core._jit import jit, jit_inline
+from obliquetrees._core._math import logsumexp
 from obliquetrees._core._random import node_seed, shuffle
 from obliquetrees._training._co2_axis_split import THETA_PRIOR, best_axis_split, init_theta
 from obliquetrees._training._optim import momentum_velocity
@@ -59,18 +60,6 @@ LR_DECAY = 0.5
 
 
 # ----------------------------------------------------------- small helpers
-@jit_inline
-def logsumexp(theta):
-    mx = theta[0]
-    for k in range(1, theta.shape[0]):
-        if theta[k] > mx:
-            mx = theta[k]
-    acc = 0.0
-    for k in range(theta.shape[0]):
-        acc += np.exp(theta[k] - mx)
-    return mx + np.log(acc)
-
-
 @jit_inline
 def softmax_lse(theta, prob):
     """Write ``softmax(theta)`` to ``prob`` and return ``logsumexp(theta)``."""
