@@ -33,12 +33,19 @@ def log_sigmoid_pair(a):
 
 
 @jit_inline
-def logsumexp(values):
-    """``log(sum_k exp(values[k]))`` of a 1-D array, shifted by its maximum against overflow."""
+def vector_max(values):
+    """Largest entry of a non-empty 1-D array, by ``>`` from the first entry."""
     mx = values[0]
     for k in range(1, values.shape[0]):
         if values[k] > mx:
             mx = values[k]
+    return mx
+
+
+@jit_inline
+def logsumexp(values):
+    """``log(sum_k exp(values[k]))`` of a 1-D array, shifted by its maximum against overflow."""
+    mx = vector_max(values)
     acc = 0.0
     for k in range(values.shape[0]):
         acc += np.exp(values[k] - mx)

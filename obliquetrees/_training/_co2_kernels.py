@@ -46,7 +46,7 @@ Importing this module imports numba; the estimator imports it lazily.
 import numpy as np
 
 from obliquetrees._core._jit import jit, jit_inline
-from obliquetrees._core._math import logsumexp
+from obliquetrees._core._math import logsumexp, vector_max
 from obliquetrees._core._random import node_seed, shuffle
 from obliquetrees._training._co2_axis_split import THETA_PRIOR, best_axis_split, init_theta
 from obliquetrees._training._optim import momentum_velocity
@@ -63,10 +63,7 @@ LR_DECAY = 0.5
 @jit_inline
 def softmax_lse(theta, prob):
     """Write ``softmax(theta)`` to ``prob`` and return ``logsumexp(theta)``."""
-    mx = theta[0]
-    for k in range(1, theta.shape[0]):
-        if theta[k] > mx:
-            mx = theta[k]
+    mx = vector_max(theta)
     acc = 0.0
     for k in range(theta.shape[0]):
         e = np.exp(theta[k] - mx)

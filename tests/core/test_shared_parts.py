@@ -57,6 +57,13 @@ def test_sigmoid_and_log_sigmoid_are_stable(a):
     assert M.log_sigmoid_pair(a) == (M.log_sigmoid(a), M.log_sigmoid(-a))
 
 
+def test_vector_max(rng):
+    for k in (1, 2, 7):
+        values = rng.normal(size=k)
+        assert M.vector_max(values) == values.max()
+    assert M.vector_max(np.array([-np.inf, -np.inf])) == -np.inf
+
+
 def test_logsumexp_matches_scipy(rng):
     from scipy.special import logsumexp
 
