@@ -316,7 +316,7 @@ def profile(quick, log):
     # the kernel alone on a root-sized node
     from obliquetrees._training import _co2_axis_split as A
     from obliquetrees._training import _co2_kernels as K
-    from obliquetrees._training.co2 import bootstrap_counts, standardization
+    from obliquetrees._training.co2 import CO2Params, bootstrap_counts, standardization
 
     X = np.ascontiguousarray(Xtr, dtype=np.float64)
     y = np.unique(ytr, return_inverse=True)[1].astype(np.int64)
@@ -332,6 +332,8 @@ def profile(quick, log):
     w = np.zeros(X.shape[1])
     w[f] = 1.0
     clf = CO2ForestClassifier()
+    defaults = {f.name: getattr(clf, f.name) for f in dataclasses.fields(CO2Params)}
+    params = CO2Params(**defaults | {"max_features": 4, "tol": 0.0}).kernel_args()
     history = np.empty(clf.max_cccp_iter + 1)
     start = time.process_time()
     _, n_iter, _ = K.cccp(
@@ -343,13 +345,7 @@ def profile(quick, log):
         -thr,
         t0,
         t1,
-        clf.nu,
-        clf.learning_rate,
-        clf.batch_size,
-        clf.momentum,
-        clf.cccp_epochs,
-        clf.max_cccp_iter,
-        0.0,
+        params,
         state,
         history,
     )

@@ -36,7 +36,7 @@ from obliquetrees import CO2ForestClassifier
 from obliquetrees._core._jit import jit
 from obliquetrees._training import co2
 from obliquetrees._training._co2_kernels import node_value, split_node
-from obliquetrees._training.grower import INITIAL_CAPACITY, grow_capacity, limit, may_split
+from obliquetrees._training.grower import INITIAL_CAPACITY, grow_capacity, may_split
 
 
 @jit
@@ -47,18 +47,7 @@ def _grow_loop(
     rows,
     tree_seed,
     n_classes,
-    max_depth,
-    max_leaf_nodes,
-    max_features,
-    min_samples_split,
-    min_samples_leaf,
-    nu,
-    learning_rate,
-    batch_size,
-    momentum,
-    cccp_epochs,
-    max_cccp_iter,
-    tol,
+    params,
 ):
     """The breadth-first growth of :func:`co2.grow_tree` as one numba loop."""
     cap = INITIAL_CAPACITY
@@ -77,7 +66,7 @@ def _grow_loop(
     n_leaves = 1
     node = 0
     while node < n_nodes:  # node ids in creation order: breadth first
-        if not may_split(depth[node], n_leaves, max_depth, max_leaf_nodes):
+        if not may_split(depth[node], n_leaves, params.max_depth, params.max_leaf_nodes):
             node_value(y, row_weight, rows, start[node], end[node], node, value, n_node_samples)
             node += 1
             continue
@@ -94,16 +83,7 @@ def _grow_loop(
             bias,
             value,
             n_node_samples,
-            max_features,
-            min_samples_split,
-            min_samples_leaf,
-            nu,
-            learning_rate,
-            batch_size,
-            momentum,
-            cccp_epochs,
-            max_cccp_iter,
-            tol,
+            params,
         )
         if n_left >= 0:
             stats[0] += n_iter
@@ -147,17 +127,7 @@ def _grow_loop(
 def grow_tree_numba(Xs, y, row_weight, n_classes, seed, params):
     """Drop-in for :func:`co2.grow_tree`: the same tree, grown in one numba call."""
     rows = np.flatnonzero(row_weight > 0)
-    return _grow_loop(
-        Xs,
-        y,
-        row_weight,
-        rows,
-        np.uint64(seed),
-        n_classes,
-        limit(params.max_depth),
-        limit(params.max_leaf_nodes),
-        *params.split_args(),
-    )
+    return _grow_loop(Xs, y, row_weight, rows, np.uint64(seed), n_classes, params.kernel_args())
 
 
 #: The package's grower (the Python-driven loop), kept to switch back.

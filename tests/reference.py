@@ -348,18 +348,18 @@ def co2_cccp(
     b,
     theta0,
     theta1,
-    nu,
-    learning_rate,
-    batch_size,
-    momentum,
-    cccp_epochs,
-    max_cccp_iter,
-    tol,
+    params,
     rng,
     osc_patience=2,
     lr_decay=0.5,
 ):
-    """The kernel's CCCP loop in numpy. Returns ``(w, b, theta0, theta1, history)``."""
+    """The kernel's CCCP loop in numpy. Returns ``(w, b, theta0, theta1, history)``.
+
+    ``params`` has the attributes ``nu``, ``learning_rate``, ``batch_size``,
+    ``momentum``, ``cccp_epochs``, ``max_cccp_iter`` and ``tol`` (the kernel's record).
+    """
+    nu, learning_rate, batch_size = params.nu, params.learning_rate, params.batch_size
+    momentum, tol = params.momentum, params.tol
     w, theta0, theta1 = w.copy(), theta0.copy(), theta1.copy()
     m = Xb.shape[0]
 
@@ -379,12 +379,12 @@ def co2_cccp(
     v0, v1 = np.zeros_like(theta0), np.zeros_like(theta1)
     eta, prev_run, n_up = learning_rate, np.inf, 0
     n_batches = -(-m // batch_size)
-    for _ in range(max_cccp_iter):
+    for _ in range(params.max_cccp_iter):
         if n_batches > 1:  # new random order of the rows, cut into batches
             perm = list(range(m))
             co2_shuffle(perm, rng)
             Xb, yb, wb, signs = Xb[perm], yb[perm], wb[perm], signs[perm]
-        for _ in range(cccp_epochs):
+        for _ in range(params.cccp_epochs):
             order = list(range(n_batches))
             if n_batches > 1:
                 co2_shuffle(order, rng)

@@ -1,4 +1,5 @@
-"""Scalar functions shared by training and soft evaluation, stable for any input."""
+"""Scalar functions and a vector log-sum-exp, shared by training and soft evaluation; stable
+for any finite input."""
 
 import numpy as np
 
@@ -29,3 +30,23 @@ def log_sigmoid_pair(a):
     if a >= 0.0:
         return -e, -a - e
     return a - e, -e
+
+
+@jit_inline
+def vector_max(values):
+    """Largest entry of a non-empty 1-D array, by ``>`` from the first entry."""
+    mx = values[0]
+    for k in range(1, values.shape[0]):
+        if values[k] > mx:
+            mx = values[k]
+    return mx
+
+
+@jit_inline
+def logsumexp(values):
+    """``log(sum_k exp(values[k]))`` of a 1-D array, shifted by its maximum against overflow."""
+    mx = vector_max(values)
+    acc = 0.0
+    for k in range(values.shape[0]):
+        acc += np.exp(values[k] - mx)
+    return mx + np.log(acc)

@@ -46,6 +46,7 @@ Importing this module imports numba; the estimator imports it lazily.
 import numpy as np
 
 from obliquetrees._core._jit import jit, jit_inline
+from obliquetrees._core._math import logsumexp, vector_max
 from obliquetrees._core._random import node_seed, shuffle
 from obliquetrees._training._co2_axis_split import THETA_PRIOR, best_axis_split, init_theta
 from obliquetrees._training._optim import momentum_velocity
@@ -60,24 +61,9 @@ LR_DECAY = 0.5
 
 # ----------------------------------------------------------- small helpers
 @jit_inline
-def logsumexp(theta):
-    mx = theta[0]
-    for k in range(1, theta.shape[0]):
-        if theta[k] > mx:
-            mx = theta[k]
-    acc = 0.0
-    for k in range(theta.shape[0]):
-        acc += np.exp(theta[k] - mx)
-    return mx + np.log(acc)
-
-
-@jit_inline
 def softmax_lse(theta, prob):
     """Write ``softmax(theta)`` to ``prob`` and return ``logsumexp(theta)``."""
-    mx = theta[0]
-    for k in range(1, theta.shape[0]):
-        if theta[k] > mx:
-            mx = theta[k]
+    mx = vector_max(theta)
     acc = 0.0
     for k in range(theta.shape[0]):
         e = np.exp(theta[k] - mx)
@@ -288,13 +274,7 @@ def cccp(
     b,
     theta0,
     theta1,
-    nu,
-    learning_rate,
-    batch_size,
-    momentum,
-    cccp_epochs,
-    max_cccp_iter,
-    tol,
+    params,
     state,
     history,
 ):
@@ -304,7 +284,10 @@ def cccp(
     new bias is returned. Each outer iteration fixes the signs of
     ``z = w.x + b`` at the current iterate and runs ``cccp_epochs`` epochs of
     minibatch subgradient descent with momentum on Eq. 11, projecting
-    ``(w, b)`` on the ``nu``-ball after every step. The learning rate is
+    ``(w, b)`` on the ``nu``-ball after every step (``params`` is the fit's
+    :class:`~obliquetrees._training.co2.CO2KernelParams`; this kernel reads
+    ``nu``, ``learning_rate``, ``batch_size``, ``momentum``, ``cccp_epochs``,
+    ``max_cccp_iter`` and ``tol``). The learning rate is
     halved when the running surrogate of an epoch has gone up
     ``OSC_PATIENCE`` times. After each outer iteration the exact surrogate is
     evaluated: if it improved by less than ``tol`` (relative) the loop stops;
@@ -339,15 +322,15 @@ def cccp(
     st = np.empty(m)
     perm = np.arange(m)
     ident = np.arange(m)
-    n_batches = (m + batch_size - 1) // batch_size
+    n_batches = (m + params.batch_size - 1) // params.batch_size
     border = np.arange(n_batches)
     gw = np.empty(p)
     g0 = np.empty(n_classes)
     g1 = np.empty(n_classes)
     prob0 = np.empty(n_classes)
     prob1 = np.empty(n_classes)
-    cbuf = np.empty(batch_size)
-    rbuf = np.empty(batch_size, dtype=np.int64)
+    cbuf = np.empty(params.batch_size)
+    rbuf = np.empty(params.batch_size, dtype=np.int64)
     vw = np.zeros(p)
     v0 = np.zeros(n_classes)
     v1 = np.zeros(n_classes)
@@ -355,16 +338,16 @@ def cccp(
     best_w = w.copy()
     best_t0 = theta0.copy()
     best_t1 = theta1.copy()
-    b = project_ball(w, b, nu)
+    b = project_ball(w, b, params.nu)
     best_b = b
     best, _ = surrogate(Xc, yc, wc, m, w, b, theta0, theta1, signs)
     history[0] = best
     n_hist = 1
-    eta = learning_rate
+    eta = params.learning_rate
     prev_run = np.inf
     n_up = 0
     n_iter = 0
-    for _ in range(max_cccp_iter):
+    for _ in range(params.max_cccp_iter):
         n_iter += 1
         if n_batches > 1:
             for t in range(m):
@@ -381,7 +364,7 @@ def cccp(
             yc, yt = yt, yc
             wc, wt = wt, wc
             signs, st = st, signs
-        for _ in range(cccp_epochs):
+        for _ in range(params.cccp_epochs):
             if n_batches > 1:
                 for k in range(n_batches):
                     border[k] = k
@@ -389,8 +372,8 @@ def cccp(
             run = 0.0
             tot = 0.0
             for kb in range(n_batches):
-                lo = border[kb] * batch_size
-                hi = min(lo + batch_size, m)
+                lo = border[kb] * params.batch_size
+                hi = min(lo + params.batch_size, m)
                 gb, r, ws = minibatch_gradient(
                     Xc,
                     yc,
@@ -415,12 +398,12 @@ def cccp(
                 tot += ws
                 if ws <= 0.0:
                     continue
-                momentum_step(w, vw, gw, momentum, eta)
-                vb = momentum_velocity(vb, gb, momentum, eta)
+                momentum_step(w, vw, gw, params.momentum, eta)
+                vb = momentum_velocity(vb, gb, params.momentum, eta)
                 b += vb
-                momentum_step(theta0, v0, g0, momentum, eta)
-                momentum_step(theta1, v1, g1, momentum, eta)
-                b = project_ball(w, b, nu)
+                momentum_step(theta0, v0, g0, params.momentum, eta)
+                momentum_step(theta1, v1, g1, params.momentum, eta)
+                b = project_ball(w, b, params.nu)
             if tot > 0.0:
                 run /= tot
             if run > prev_run:
@@ -439,7 +422,7 @@ def cccp(
             best_t1[:] = theta1
             history[n_hist] = best
             n_hist += 1
-            if gain <= tol * abs(best):
+            if gain <= params.tol * abs(best):
                 break
         else:
             break
@@ -491,16 +474,7 @@ def split_node(
     bias,
     value,
     n_node_samples,
-    max_features,
-    min_samples_split,
-    min_samples_leaf,
-    nu,
-    learning_rate,
-    batch_size,
-    momentum,
-    cccp_epochs,
-    max_cccp_iter,
-    tol,
+    params,
 ):
     """Fit the CO2 stump of one node and partition its rows in place.
 
@@ -509,8 +483,9 @@ def split_node(
     distribution (:func:`node_value`) and, for a split, its hyperplane to
     ``weights[node]`` and ``bias[node]``; reorders ``rows[start:end]`` so
     that the left child's rows come first. The node's random numbers are
-    drawn from ``node_seed(tree_seed, node)``. The remaining parameters are
-    :class:`obliquetrees._training.co2.CO2Params` fields.
+    drawn from ``node_seed(tree_seed, node)``. ``params`` is the fit's
+    :class:`~obliquetrees._training.co2.CO2KernelParams` (the estimator's
+    parameters by their names; :func:`cccp` gets it too).
 
     The stump is optimised on the node's rows centred on their weighted mean
     (the homogeneous coordinate relative to the node's centre; see the
@@ -529,7 +504,7 @@ def split_node(
     """
     m = end - start
     n_present = node_value(y, row_weight, rows, start, end, node, value, n_node_samples)
-    if n_present <= 1 or m < min_samples_split or m < 2 * min_samples_leaf:
+    if n_present <= 1 or m < params.min_samples_split or m < 2 * params.min_samples_leaf:
         return -1, 0, False
     n_classes = value.shape[1]
     p = X.shape[1]
@@ -557,7 +532,7 @@ def split_node(
     state = np.empty(1, dtype=np.uint64)
     state[0] = node_seed(tree_seed, node)
     feature, threshold, _ = best_axis_split(
-        Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, state
+        Xb, yb, wb, m, n_classes, params.max_features, params.min_samples_leaf, state
     )
     if feature < 0:
         return -1, 0, False
@@ -566,7 +541,7 @@ def split_node(
     w[:] = 0.0
     w[feature] = 1.0
     theta0, theta1 = init_theta(Xb, yb, wb, m, feature, threshold, n_classes, THETA_PRIOR)
-    history = np.empty(max_cccp_iter + 1)
+    history = np.empty(params.max_cccp_iter + 1)
     b, n_iter, _ = cccp(
         Xb,
         yb,
@@ -576,13 +551,7 @@ def split_node(
         -threshold,
         theta0,
         theta1,
-        nu,
-        learning_rate,
-        batch_size,
-        momentum,
-        cccp_epochs,
-        max_cccp_iter,
-        tol,
+        params,
         state,
         history,
     )
@@ -593,7 +562,7 @@ def split_node(
             z += w[j] * Xb[t, j]
         if z > 0.0:
             n_right += 1
-    oblique = min(n_right, m - n_right) >= max(min_samples_leaf, 1)
+    oblique = min(n_right, m - n_right) >= max(params.min_samples_leaf, 1)
     if not oblique:
         w[:] = 0.0
         w[feature] = 1.0

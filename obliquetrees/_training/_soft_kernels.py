@@ -33,7 +33,7 @@ of threads.
 import numpy as np
 
 from obliquetrees._core._jit import jit, jit_inline, jit_parallel, prange
-from obliquetrees._core._math import log_sigmoid, sigmoid
+from obliquetrees._core._math import log_sigmoid, logsumexp, sigmoid
 from obliquetrees._core._random import make_state, shuffle
 from obliquetrees._training._optim import momentum_velocity
 
@@ -52,19 +52,6 @@ LOSS_SOFTMAX = 2
 
 # ---------------------------------------------------------------- per sample
 @jit_inline
-def _log_sum_exp(F):
-    """``log(sum_k exp(F[k]))``, shifted by the maximum against overflow."""
-    mx = F[0]
-    for k in range(1, F.shape[0]):
-        if F[k] > mx:
-            mx = F[k]
-    s = 0.0
-    for k in range(F.shape[0]):
-        s += np.exp(F[k] - mx)
-    return mx + np.log(s)
-
-
-@jit_inline
 def output_error(F, R, i, loss, err):
     """err = dE/dF = y_hat - r for sample i (target row R[i]); returns its loss."""
     K = F.shape[0]
@@ -78,7 +65,7 @@ def output_error(F, R, i, loss, err):
         err[0] = sigmoid(F[0]) - R[i, 0]
         # -[r log y + (1 - r) log(1 - y)] with log y = log_sigmoid(F)
         return -(R[i, 0] * log_sigmoid(F[0]) + (1.0 - R[i, 0]) * log_sigmoid(-F[0]))
-    lse = _log_sum_exp(F)
+    lse = logsumexp(F)
     total = 0.0
     for k in range(K):
         err[k] = np.exp(F[k] - lse) - R[i, k]

@@ -12,6 +12,7 @@ whose weights act on the raw input (the standardisation is folded in).
 Importing this module imports numba.
 """
 
+import collections
 import dataclasses
 
 import numpy as np
@@ -19,22 +20,7 @@ import numpy as np
 from obliquetrees._core.tree import ObliqueTree, fold_standardization, standardization
 from obliquetrees._training._co2_kernels import node_value, split_node
 from obliquetrees._training._parallel import parallel_map
-from obliquetrees._training.grower import Grower
-
-#: Order in which :func:`split_node` takes the parameters after its node
-#: arguments (:meth:`CO2Params.split_args`).
-SPLIT_PARAMS = (
-    "max_features",
-    "min_samples_split",
-    "min_samples_leaf",
-    "nu",
-    "learning_rate",
-    "batch_size",
-    "momentum",
-    "cccp_epochs",
-    "max_cccp_iter",
-    "tol",
-)
+from obliquetrees._training.grower import Grower, limit
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -70,9 +56,23 @@ class CO2Params:
                 value = int(value)
             object.__setattr__(self, field.name, value)
 
-    def split_args(self):
-        """The parameters of :func:`split_node`, in its order."""
-        return tuple(getattr(self, name) for name in SPLIT_PARAMS)
+    def kernel_args(self):
+        """These parameters as one :class:`CO2KernelParams` record for the numba kernels.
+
+        The growth limits ``None`` become -1 (:func:`limit`); every other value
+        keeps its type, so the kernels see int64, float64 and bool scalars under
+        the estimator's names.
+        """
+        limits = {"max_depth": limit(self.max_depth), "max_leaf_nodes": limit(self.max_leaf_nodes)}
+        return CO2KernelParams(**(dataclasses.asdict(self) | limits))
+
+
+#: :class:`CO2Params` as the numba kernels take it (:meth:`CO2Params.kernel_args`):
+#: a namedtuple of scalars, which numba passes by value and reads by field name
+#: (``params.nu``), so the names stay the estimator's down to the kernels.
+CO2KernelParams = collections.namedtuple(
+    "CO2KernelParams", [f.name for f in dataclasses.fields(CO2Params)]
+)
 
 
 def bootstrap_counts(n_samples, seed):
@@ -151,7 +151,7 @@ def grow_tree(Xs, y, row_weight, n_classes, seed, params):
     )
     grower.rows[:] = rows
     tree_seed = np.uint64(seed)
-    split_args = params.split_args()
+    kernel_params = params.kernel_args()
     stats = [0, 0, 0]
 
     def split(node):
@@ -168,7 +168,7 @@ def grow_tree(Xs, y, row_weight, n_classes, seed, params):
             grower.bias,
             grower.value,
             grower.n_node_samples,
-            *split_args,
+            kernel_params,
         )
         if n_left >= 0:
             grower.add_children(node, n_left)

@@ -57,6 +57,43 @@ def test_sigmoid_and_log_sigmoid_are_stable(a):
     assert M.log_sigmoid_pair(a) == (M.log_sigmoid(a), M.log_sigmoid(-a))
 
 
+def test_vector_max(rng):
+    for k in (1, 2, 7):
+        values = rng.normal(size=k)
+        assert M.vector_max(values) == values.max()
+    assert M.vector_max(np.array([-np.inf, -np.inf])) == -np.inf
+
+
+def test_logsumexp_matches_scipy(rng):
+    from scipy.special import logsumexp
+
+    for k in (1, 2, 5, 26):
+        for scale in (1e-3, 1.0, 30.0, 700.0):
+            values = rng.normal(size=k) * scale
+            np.testing.assert_allclose(M.logsumexp(values), logsumexp(values), rtol=1e-14)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [1e308, 1e308, -1e308],  # exp would overflow without the shift
+        [-1e308, -1e308],  # ... or underflow to log(0)
+        [800.0, -800.0, 0.0],
+        [-np.inf, 2.0, -np.inf],  # a class with zero probability
+        [5.0],
+    ],
+)
+def test_logsumexp_is_stable(values):
+    from scipy.special import logsumexp
+
+    values = np.array(values)
+    got = M.logsumexp(values)
+    assert np.isfinite(got) and got >= values.max()
+    with np.errstate(over="ignore"):  # scipy's -1e308 - 1e308; the kernel's is the same -inf
+        want = logsumexp(values)
+    np.testing.assert_allclose(got, want, rtol=1e-14)
+
+
 def test_adam_matches_the_paper_form(rng):
     p, g = rng.normal(size=30), rng.normal(size=30)
     m, v = rng.normal(size=30) * 0.1, rng.random(30) * 0.1

@@ -226,45 +226,15 @@ def _cccp_inputs(seed, m=150):
 @pytest.mark.parametrize("nu", [0.5, 10.0])
 def test_cccp_matches_reference(seed, nu):
     X, y, wt, w, b, t0, t1 = _cccp_inputs(seed)
-    args = dict(learning_rate=0.03, batch_size=32, momentum=0.9, n_epochs=2, max_iter=6, tol=1e-4)
+    params = _co2_params(
+        nu=nu, learning_rate=0.03, batch_size=32, cccp_epochs=2, max_cccp_iter=6, tol=1e-4
+    ).kernel_args()
     kw, kt0, kt1 = w.copy(), t0.copy(), t1.copy()
-    history = np.empty(args["max_iter"] + 1)
+    history = np.empty(params.max_cccp_iter + 1)
     kb, n_iter, n_hist = K.cccp(
-        X,
-        y,
-        wt,
-        X.shape[0],
-        kw,
-        b,
-        kt0,
-        kt1,
-        nu,
-        args["learning_rate"],
-        args["batch_size"],
-        args["momentum"],
-        args["n_epochs"],
-        args["max_iter"],
-        args["tol"],
-        _state(seed),
-        history,
+        X, y, wt, X.shape[0], kw, b, kt0, kt1, params, _state(seed), history
     )
-    rw, rb, rt0, rt1, rhist = ref.co2_cccp(
-        X,
-        y,
-        wt,
-        w,
-        b,
-        t0,
-        t1,
-        nu,
-        args["learning_rate"],
-        args["batch_size"],
-        args["momentum"],
-        args["n_epochs"],
-        args["max_iter"],
-        args["tol"],
-        ref.Co2Rng(seed),
-    )
+    rw, rb, rt0, rt1, rhist = ref.co2_cccp(X, y, wt, w, b, t0, t1, params, ref.Co2Rng(seed))
     np.testing.assert_allclose(history[:n_hist], rhist, rtol=1e-9)
     np.testing.assert_allclose(
         np.concatenate([kw, [kb], kt0, kt1]),
@@ -281,9 +251,8 @@ def test_cccp_surrogate_non_increasing_and_improves(seed, nu):
     X, y, wt, w, b, t0, t1 = _cccp_inputs(seed, m=300)
     history = np.empty(31)
     signs = np.empty(X.shape[0])
-    kb, n_iter, n_hist = K.cccp(
-        X, y, wt, X.shape[0], w, b, t0, t1, nu, 0.03, 100, 0.9, 1, 30, 1e-4, _state(seed), history
-    )
+    params = _co2_params(nu=nu, max_cccp_iter=30, tol=1e-4).kernel_args()
+    kb, n_iter, n_hist = K.cccp(X, y, wt, X.shape[0], w, b, t0, t1, params, _state(seed), history)
     hist = history[:n_hist]
     assert n_hist >= 2 and 1 <= n_iter <= 30
     assert np.all(np.diff(hist) <= 0)
@@ -400,13 +369,27 @@ def test_pure_and_single_sample_nodes_are_leaves():
     assert arrays[0].shape == (1,)
 
 
-def test_split_node_takes_the_parameters_by_their_estimator_names():
+def test_kernels_take_the_parameters_by_their_estimator_names():
     from obliquetrees import CO2ForestClassifier
 
-    names = list(inspect.signature(K.split_node.py_func).parameters)
-    assert tuple(names[-len(co2.SPLIT_PARAMS) :]) == co2.SPLIT_PARAMS
-    fields = {f.name for f in co2.dataclasses.fields(co2.CO2Params)}
-    assert fields <= set(CO2ForestClassifier().get_params())
+    for kernel in (K.split_node, K.cccp):
+        assert "params" in inspect.signature(kernel.py_func).parameters
+    fields = [f.name for f in co2.dataclasses.fields(co2.CO2Params)]
+    assert list(co2.CO2KernelParams._fields) == fields
+    assert set(fields) <= set(CO2ForestClassifier().get_params())
+
+
+def test_kernel_args_are_scalars_of_the_kernel_types():
+    params = _co2_params(max_depth=np.int64(3), nu=10).kernel_args()
+    assert isinstance(params, co2.CO2KernelParams)
+    assert params.max_depth == 3 and params.max_leaf_nodes == -1  # None: no limit
+    assert params._asdict() == {
+        **co2.dataclasses.asdict(_co2_params(max_depth=3, nu=10)),
+        "max_leaf_nodes": -1,
+    }
+    for name, value in params._asdict().items():
+        field_type = co2.CO2Params.__dataclass_fields__[name].type
+        assert type(value) is (field_type if field_type in (float, bool) else int), name
 
 
 def test_params_cast_to_the_kernel_types():
