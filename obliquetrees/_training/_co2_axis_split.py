@@ -61,10 +61,8 @@ def best_axis_split(Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, st
     p = Xb.shape[1]
     feats = np.arange(p)
     vals = np.empty(m)
-    cl = np.zeros(n_classes)
-    cr = np.zeros(n_classes)
-    xl = np.zeros(n_classes)
-    xr = np.zeros(n_classes)
+    sides = np.zeros((4, n_classes))  # class counts and x log x terms, left and right
+    cl, cr, xl, xr = sides[0], sides[1], sides[2], sides[3]
     hist = class_histogram(yb, wb, m, n_classes)
     total = 0.0
     s_tot = 0.0

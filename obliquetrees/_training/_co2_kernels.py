@@ -49,7 +49,7 @@ from obliquetrees._core._jit import jit, jit_inline
 from obliquetrees._core._math import logsumexp, vector_max
 from obliquetrees._core._random import node_seed, shuffle
 from obliquetrees._training._co2_axis_split import THETA_PRIOR, best_axis_split, init_theta
-from obliquetrees._training._optim import momentum_velocity
+from obliquetrees._training._optim import momentum_step, momentum_velocity
 
 #: Learning-rate schedule (the paper: "when it oscillates for more than a
 #: number of iterations we reduce the learning rate"). After every epoch the
@@ -108,14 +108,6 @@ def project_ball(w, b, nu):
             w[j] *= r
         b *= r
     return b
-
-
-@jit_inline
-def momentum_step(param, velocity, gradient, momentum, step_size):
-    """Heavy-ball step on an array: update ``velocity``, add it to ``param``."""
-    for j in range(param.shape[0]):
-        velocity[j] = momentum_velocity(velocity[j], gradient[j], momentum, step_size)
-        param[j] += velocity[j]
 
 
 # ------------------------------------------------------------ surrogate
@@ -325,10 +317,8 @@ def cccp(
     n_batches = (m + params.batch_size - 1) // params.batch_size
     border = np.arange(n_batches)
     gw = np.empty(p)
-    g0 = np.empty(n_classes)
-    g1 = np.empty(n_classes)
-    prob0 = np.empty(n_classes)
-    prob1 = np.empty(n_classes)
+    per_class = np.empty((4, n_classes))  # gradients and probabilities of the two sides
+    g0, g1, prob0, prob1 = per_class[0], per_class[1], per_class[2], per_class[3]
     cbuf = np.empty(params.batch_size)
     rbuf = np.empty(params.batch_size, dtype=np.int64)
     vw = np.zeros(p)

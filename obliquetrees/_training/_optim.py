@@ -23,6 +23,14 @@ def momentum_velocity(velocity, gradient, momentum, step_size):
 
 
 @jit_inline
+def momentum_step(param, velocity, gradient, momentum, step_size):
+    """Heavy-ball step on a 1-D array, in place: the velocity first, then the parameter."""
+    for j in range(param.shape[0]):
+        velocity[j] = momentum_velocity(velocity[j], gradient[j], momentum, step_size)
+        param[j] += velocity[j]
+
+
+@jit_inline
 def adam_scalar(param, grad, m, v, step_size, bc2, beta1, beta2, eps):
     """One Adam step (Kingma & Ba) of one parameter, minimising.
 

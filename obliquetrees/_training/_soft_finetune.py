@@ -11,12 +11,11 @@ import numpy as np
 from obliquetrees._core._jit import jit
 from obliquetrees._core._math import log_sigmoid, sigmoid
 from obliquetrees._core._random import make_state, shuffle
-from obliquetrees._training._optim import momentum_velocity
+from obliquetrees._training._optim import momentum_step, momentum_velocity
 from obliquetrees._training._soft_kernels import (
     LOSS_SQUARED,
     bounded,
     gate_input,
-    momentum_step,
     output_error,
     tree_error,
 )

@@ -35,7 +35,7 @@ import numpy as np
 from obliquetrees._core._jit import jit, jit_inline, jit_parallel, prange
 from obliquetrees._core._math import log_sigmoid, logsumexp, sigmoid
 from obliquetrees._core._random import make_state, shuffle
-from obliquetrees._training._optim import momentum_velocity
+from obliquetrees._training._optim import momentum_step, momentum_velocity
 
 #: A restart stops early once the decayed step size falls below this fraction
 #: of its initial value (with the per-sample decay 0.9999 this only happens on
@@ -90,14 +90,6 @@ def _sample_error(F, R, i, loss, metric, err):
         if F[k] > F[best]:
             best = k
     return 0.0 if R[i, best] > 0.5 else 1.0
-
-
-@jit_inline
-def momentum_step(param, velocity, grad, momentum, step_size):
-    """Heavy-ball step on a 1-D array, in place (velocity first, then the parameter)."""
-    for j in range(param.shape[0]):
-        velocity[j] = momentum_velocity(velocity[j], grad[j], momentum, step_size)
-        param[j] += velocity[j]
 
 
 @jit_inline
