@@ -1,15 +1,14 @@
-"""A/B of CO2's two growth loops (issue 15): Python-driven grower or numba loop.
+"""A/B of CO2's two growth loops (issue 15): numba loop or Python-driven grower.
 
-The package grows each CO2 tree with the shared breadth-first
-:class:`obliquetrees._training.grower.Grower`: a Python loop over the nodes
-with one call of the numba kernel ``split_node`` per node
-(:func:`obliquetrees._training.co2.grow_tree`). Before, the whole growth
-loop ran inside one numba call per tree. This script keeps that variant,
-rewritten on the grower's shared parts (``may_split`` for the limits,
-``grow_capacity`` for the doubling, the grower's node-table columns), as
-:func:`grow_tree_numba`: a drop-in for ``co2.grow_tree`` that grows the same
-trees bit for bit. ``--grower numba`` installs it in the training module
-before the fit; the package itself carries only the Python-driven grower.
+The package grows each CO2 tree breadth-first inside one numba kernel
+(:func:`obliquetrees._training._co2_kernels.grow_tree`) built on the shared
+grower's mechanics (``may_split``, ``link_children``, ``grow_capacity`` of
+:mod:`obliquetrees._training.grower`). This script keeps the alternative that
+E2EDT and soft trees use, the Python :class:`~obliquetrees._training.grower.Grower`
+with one call of the numba kernel ``split_node`` per node, as
+:func:`grow_tree_python`: a drop-in for ``co2.grow_tree`` that grows the same
+trees bit for bit. ``--grower python`` installs it in the training module
+before the fit.
 
 Each run fits ``CO2ForestClassifier(n_estimators=30, random_state=0)`` on the
 letter training set (15000 x 16, 26 classes) and prints the fit's wall time,
@@ -20,8 +19,8 @@ kernels into numba's cache: run ``--check`` once first (it compiles both and
 verifies that they grow identical trees).
 
     python -m benchmarks.co2_grower_ab --check            # identical trees? (no timing)
-    python -m benchmarks.co2_grower_ab --grower python    # A: the package as it is
-    python -m benchmarks.co2_grower_ab --grower numba     # B: the in-kernel growth loop
+    python -m benchmarks.co2_grower_ab --grower numba     # A: the package as it is
+    python -m benchmarks.co2_grower_ab --grower python    # B: the Python-driven grower
 """
 
 import argparse
@@ -33,114 +32,84 @@ import numpy as np
 
 from benchmarks.datasets import load
 from obliquetrees import CO2ForestClassifier
-from obliquetrees._core._jit import jit
 from obliquetrees._training import co2
 from obliquetrees._training._co2_kernels import node_value, split_node
-from obliquetrees._training.grower import INITIAL_CAPACITY, grow_capacity, may_split
+from obliquetrees._training.grower import Grower
 
 
-@jit
-def _grow_loop(
-    X,
-    y,
-    row_weight,
-    rows,
-    tree_seed,
-    n_classes,
-    params,
-):
-    """The breadth-first growth of :func:`co2.grow_tree` as one numba loop."""
-    cap = INITIAL_CAPACITY
-    children_left = np.full(cap, -1, dtype=np.int64)
-    children_right = np.full(cap, -1, dtype=np.int64)
-    depth = np.zeros(cap, dtype=np.int64)
-    start = np.zeros(cap, dtype=np.int64)
-    end = np.zeros(cap, dtype=np.int64)
-    weights = np.zeros((cap, X.shape[1]))
-    bias = np.zeros(cap)
-    value = np.zeros((cap, n_classes))
-    n_node_samples = np.zeros(cap)
-    stats = np.zeros(3, dtype=np.int64)
-    end[0] = rows.shape[0]
-    n_nodes = 1
-    n_leaves = 1
-    node = 0
-    while node < n_nodes:  # node ids in creation order: breadth first
-        if not may_split(depth[node], n_leaves, params.max_depth, params.max_leaf_nodes):
-            node_value(y, row_weight, rows, start[node], end[node], node, value, n_node_samples)
-            node += 1
-            continue
+def grow_tree_python(Xs, y, row_weight, n_classes, seed, params):
+    """Drop-in for :func:`co2.grow_tree`: the same tree grown by the Python ``Grower``.
+
+    One :func:`split_node` call per node; nodes the limits keep as leaves get
+    their histograms in a pass after the growth.
+    """
+    rows = np.flatnonzero(row_weight > 0)
+    grower = Grower(
+        rows.shape[0],
+        order="breadth",
+        max_depth=params.max_depth,
+        max_leaf_nodes=params.max_leaf_nodes,
+        payload={
+            "weights": ((Xs.shape[1],), np.float64, 0.0),
+            "bias": ((), np.float64, 0.0),
+            "value": ((n_classes,), np.float64, 0.0),
+            # -1: not reached by the grower (kept a leaf by the limits)
+            "n_node_samples": ((), np.float64, -1.0),
+        },
+    )
+    grower.rows[:] = rows
+    tree_seed = np.uint64(seed)
+    kernel_params = params.kernel_args()
+    stats = [0, 0, 0]
+
+    def split(node):
+        data = (Xs, y, row_weight, grower.rows)
+        table = (grower.weights, grower.bias, grower.value, grower.n_node_samples)
+        node_range = (grower.start[node], grower.end[node])
         n_left, n_iter, oblique = split_node(
-            X,
-            y,
-            row_weight,
-            rows,
-            start[node],
-            end[node],
-            node,
-            tree_seed,
-            weights,
-            bias,
-            value,
-            n_node_samples,
-            params,
+            data, *node_range, node, tree_seed, table, kernel_params
         )
         if n_left >= 0:
+            grower.add_children(node, n_left)
             stats[0] += n_iter
             stats[1 if oblique else 2] += 1
-            if n_nodes + 2 > cap:
-                cap *= 2
-                children_left = grow_capacity(children_left, cap, -1)
-                children_right = grow_capacity(children_right, cap, -1)
-                depth = grow_capacity(depth, cap, 0)
-                start = grow_capacity(start, cap, 0)
-                end = grow_capacity(end, cap, 0)
-                weights = grow_capacity(weights, cap, 0.0)
-                bias = grow_capacity(bias, cap, 0.0)
-                value = grow_capacity(value, cap, 0.0)
-                n_node_samples = grow_capacity(n_node_samples, cap, 0.0)
-            left = n_nodes
-            right = n_nodes + 1
-            children_left[node] = left
-            children_right[node] = right
-            depth[left] = depth[node] + 1
-            depth[right] = depth[node] + 1
-            start[left] = start[node]
-            end[left] = start[node] + n_left
-            start[right] = start[node] + n_left
-            end[right] = end[node]
-            n_nodes += 2
-            n_leaves += 1
-        node += 1
-    return (
-        children_left[:n_nodes].copy(),
-        children_right[:n_nodes].copy(),
-        weights[:n_nodes].copy(),
-        bias[:n_nodes].copy(),
-        value[:n_nodes].copy(),
-        n_node_samples[:n_nodes].copy(),
-        depth[:n_nodes].copy(),
-        stats,
+
+    grower.grow(split)
+    t = grower.arrays()
+    for node in np.flatnonzero(t["n_node_samples"] < 0):
+        node_value(
+            y,
+            row_weight,
+            grower.rows,
+            t["start"][node],
+            t["end"][node],
+            node,
+            t["value"],
+            t["n_node_samples"],
+        )
+    names = (
+        "children_left",
+        "children_right",
+        "weights",
+        "bias",
+        "value",
+        "n_node_samples",
+        "depth",
     )
+    return (*(t[name].copy() for name in names), np.array(stats, dtype=np.int64))
 
 
-def grow_tree_numba(Xs, y, row_weight, n_classes, seed, params):
-    """Drop-in for :func:`co2.grow_tree`: the same tree, grown in one numba call."""
-    rows = np.flatnonzero(row_weight > 0)
-    return _grow_loop(Xs, y, row_weight, rows, np.uint64(seed), n_classes, params.kernel_args())
-
-
-#: The package's grower (the Python-driven loop), kept to switch back.
+#: The package's grower (the numba loop), kept to switch back.
 PACKAGE_GROW_TREE = co2.grow_tree
 
 
 def use_grower(name):
-    """Make ``co2.grow_tree`` the ``"python"`` (package) or ``"numba"`` variant.
+    """Make ``co2.grow_tree`` the ``"numba"`` (package) or ``"python"`` variant.
 
     ``co2._fit_one_tree`` looks ``grow_tree`` up at call time, so the switch
     takes effect for every fit that follows (set it before fitting).
     """
-    co2.grow_tree = {"python": PACKAGE_GROW_TREE, "numba": grow_tree_numba}[name]
+    co2.grow_tree = {"numba": PACKAGE_GROW_TREE, "python": grow_tree_python}[name]
 
 
 def checksum(clf):

@@ -22,6 +22,7 @@ import time
 
 import numpy as np
 
+from benchmarks import co2_grower_ab as ab
 from benchmarks.bench_co2 import split
 from benchmarks.common import write_results
 from obliquetrees import CO2ForestClassifier
@@ -84,14 +85,15 @@ def per_node_profile(tree_seed=0, boot_seed=0):
     Xs = np.ascontiguousarray((X - mean) / scale)
     params = _default_params(X.shape[1])
     cw = co2.bootstrap_counts(len(X), boot_seed)
-    co2.grow_tree(Xs[:2], y[:2], cw[:2], n_classes, 1, params)  # load the kernels
-    kernel = co2.split_node
+    # the Python-driven grower (same trees) lets each split_node call be timed
+    ab.grow_tree_python(Xs[:2], y[:2], cw[:2], n_classes, 1, params)  # load the kernels
+    kernel = ab.split_node
     rec = []
 
-    def timed_split_node(X_, y_, cw_, rows, start, end, node, seed, *rest):
-        node_rows = rows[start:end].copy()
+    def timed_split_node(data, start, end, node, seed, *rest):
+        node_rows = data[3][start:end].copy()
         c = time.thread_time_ns()
-        n_left, n_iter, oblique = kernel(X_, y_, cw_, rows, start, end, node, seed, *rest)
+        n_left, n_iter, oblique = kernel(data, start, end, node, seed, *rest)
         total = (time.thread_time_ns() - c) * 1e-9
         axis_s = cccp_s = 0.0
         if n_left >= 0:
@@ -101,11 +103,11 @@ def per_node_profile(tree_seed=0, boot_seed=0):
         rec.append((end - start, total, axis_s, cccp_s, n_iter, n_left >= 0))
         return n_left, n_iter, oblique
 
-    co2.split_node = timed_split_node
+    ab.split_node = timed_split_node
     try:
-        co2.grow_tree(Xs, y, cw, n_classes, tree_seed, params)
+        ab.grow_tree_python(Xs, y, cw, n_classes, tree_seed, params)
     finally:
-        co2.split_node = kernel
+        ab.split_node = kernel
     return np.array(rec, dtype=float)
 
 

@@ -18,9 +18,9 @@ import dataclasses
 import numpy as np
 
 from obliquetrees._core.tree import ObliqueTree, fold_standardization, standardization
-from obliquetrees._training._co2_kernels import node_value, split_node
+from obliquetrees._training._co2_kernels import grow_tree as _grow_tree
 from obliquetrees._training._parallel import parallel_map
-from obliquetrees._training.grower import Grower, limit
+from obliquetrees._training.grower import limit
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -106,11 +106,10 @@ def balanced_class_weight(y, counts, n_classes):
 def grow_tree(Xs, y, row_weight, n_classes, seed, params):
     """Grow one tree breadth-first on standardised ``Xs`` with per-row weights.
 
-    Rows with zero weight are left out. The shared :class:`Grower` owns the
-    node table, the limits and the visiting order; each node it reaches is
-    one call of the numba kernel :func:`split_node`, which partitions the
-    node's slice of :attr:`Grower.rows` in place and writes the node's row of
-    the payload arrays.
+    Rows with zero weight are left out. The growth runs in one numba kernel
+    (:func:`obliquetrees._training._co2_kernels.grow_tree`) on the shared
+    grower's mechanics; each node is one :func:`split_node`, which partitions
+    the node's slice of the row indices in place.
 
     Parameters
     ----------
@@ -136,68 +135,7 @@ def grow_tree(Xs, y, row_weight, n_classes, seed, params):
         CCCP outer iterations, oblique splits, axis-aligned fallbacks.
     """
     rows = np.flatnonzero(row_weight > 0)
-    grower = Grower(
-        rows.shape[0],
-        order="breadth",
-        max_depth=params.max_depth,
-        max_leaf_nodes=params.max_leaf_nodes,
-        payload={
-            "weights": ((Xs.shape[1],), np.float64, 0.0),
-            "bias": ((), np.float64, 0.0),
-            "value": ((n_classes,), np.float64, 0.0),
-            # -1: not reached by the grower (kept a leaf by the limits)
-            "n_node_samples": ((), np.float64, -1.0),
-        },
-    )
-    grower.rows[:] = rows
-    tree_seed = np.uint64(seed)
-    kernel_params = params.kernel_args()
-    stats = [0, 0, 0]
-
-    def split(node):
-        n_left, n_iter, oblique = split_node(
-            Xs,
-            y,
-            row_weight,
-            grower.rows,
-            grower.start[node],
-            grower.end[node],
-            node,
-            tree_seed,
-            grower.weights,
-            grower.bias,
-            grower.value,
-            grower.n_node_samples,
-            kernel_params,
-        )
-        if n_left >= 0:
-            grower.add_children(node, n_left)
-            stats[0] += n_iter
-            stats[1 if oblique else 2] += 1
-
-    grower.grow(split)
-    t = grower.arrays()
-    for node in np.flatnonzero(t["n_node_samples"] < 0):
-        node_value(
-            y,
-            row_weight,
-            grower.rows,
-            t["start"][node],
-            t["end"][node],
-            node,
-            t["value"],
-            t["n_node_samples"],
-        )
-    names = (
-        "children_left",
-        "children_right",
-        "weights",
-        "bias",
-        "value",
-        "n_node_samples",
-        "depth",
-    )
-    return (*(t[name].copy() for name in names), np.array(stats, dtype=np.int64))
+    return _grow_tree(Xs, y, row_weight, rows, np.uint64(seed), n_classes, params.kernel_args())
 
 
 def _fit_one_tree(Xs, y, sample_weight, class_weight, n_classes, seed, params, prior, mean, scale):
