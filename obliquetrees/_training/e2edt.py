@@ -385,7 +385,7 @@ class _StumpSplitter:
 
     def _commit(self, node, stump):
         g = self.grower
-        left, right = g.add_children(node, _partition_recorded(g.node_rows(node), stump.goes_right))
+        left, right = g.add_children(node, g.partition(node, stump.goes_right))
         self.features[node], self.weights[node] = stump.features, stump.w
         g.bias[node], g.gamma[node] = stump.b, stump.gamma
         g.value[left], g.value[right] = stump.pi[0], stump.pi[1]
@@ -406,23 +406,6 @@ class _StumpSplitter:
             self.features,
             self.weights,
         )
-
-
-def _partition_recorded(rows, goes_right):
-    """The partition of the golden record: left rows first, then *not* the right rows.
-
-    Known defect, kept because fitted trees must stay bit-identical to the
-    record (issue 15): the right part is gathered from ``rows`` after the left
-    part has overwritten its beginning, so a right child receives some of its
-    sibling's rows (twice) instead of some of its own, and its subtree is
-    grown on those. ``Grower.partition`` is the correct stable partition;
-    switching to it changes every tree that splits a right child. Returns the
-    left count.
-    """
-    n_left = int(rows.shape[0] - goes_right.sum())
-    rows[:n_left] = rows[~goes_right]
-    rows[n_left:] = rows[goes_right]
-    return n_left
 
 
 def grow_greedy(Z, y, sw, n_classes, params, rng, adjacency):
