@@ -5,7 +5,7 @@ import warnings
 
 import numpy as np
 
-from obliquetrees.base import BaseObliqueForest, ObliqueClassifierMixin
+from obliquetrees.base import BaseObliqueForest, ObliqueClassifierMixin, resolve_max_features
 from obliquetrees.utils._docstrings import fill_doc
 from obliquetrees.utils._param_validation import (
     Integral,
@@ -15,20 +15,6 @@ from obliquetrees.utils._param_validation import (
     StrOptions,
     _fit_context,
 )
-
-
-def _resolve_max_features(max_features, n_features):
-    if max_features == "sqrt":
-        q = int(np.sqrt(n_features))
-    elif max_features == "log2":
-        q = int(np.log2(n_features))
-    elif max_features is None:
-        q = n_features
-    elif isinstance(max_features, (int, np.integer)):
-        q = int(max_features)
-    else:
-        q = int(max_features * n_features)
-    return int(min(max(q, 1), n_features))
 
 
 class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
@@ -366,7 +352,7 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
                 f"warm_start=True needs the same classes as the previous fit "
                 f"({old_classes.tolist()}); got {self.classes_.tolist()}."
             )
-        self.max_features_ = _resolve_max_features(self.max_features, X.shape[1])
+        self.max_features_ = resolve_max_features(self.max_features, X.shape[1])
         seeds = draw_seeds(self.random_state, self.n_estimators)
         if old_seeds is not None:  # random_state=None draws new seeds each fit
             seeds[: len(old_trees)] = old_seeds

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from obliquetrees.base import BaseObliqueForest, ObliqueClassifierMixin
+from obliquetrees.base import BaseObliqueForest, ObliqueClassifierMixin, resolve_max_features
 from obliquetrees.utils._docstrings import fill_doc
 from obliquetrees.utils._param_validation import (
     Integral,
@@ -301,17 +301,12 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
                 raise ValueError("Set either patch_size or max_features, not both.")
         if self.spatial_reg > 0 and image_shape is None:
             raise ValueError("spatial_reg > 0 needs image_shape (height, width).")
-        mf = self.max_features
-        if mf is None:
-            n_sub = None
-        elif mf == "sqrt":
-            n_sub = max(1, int(np.sqrt(n_features)))
-        elif mf == "log2":
-            n_sub = max(1, int(np.log2(n_features)))
-        elif isinstance(mf, (int, np.integer)):
-            n_sub = min(int(mf), n_features)
-        else:
-            n_sub = max(1, int(mf * n_features))
+        # None: every split sees all features (and draws no subset)
+        n_sub = (
+            None
+            if self.max_features is None
+            else resolve_max_features(self.max_features, n_features)
+        )
         finetune = 3 * self.max_epochs if self.finetune_epochs is None else self.finetune_epochs
         return E2EDTParams(
             max_depth=self.max_depth,

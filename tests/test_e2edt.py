@@ -238,3 +238,21 @@ def test_predict_accepts_csr_and_float32(blobs, routing):
     # float32 input stays float32 in traversal: a row on a split's plane may flip
     proba32 = clf.predict_proba(X.astype(np.float32))
     assert np.mean(np.abs(proba32 - dense).max(axis=1) < 1e-4) > 0.99
+
+
+@pytest.mark.parametrize("n_features", [1, 2, 3, 16, 784])
+@pytest.mark.parametrize("max_features", [None, "sqrt", "log2", 1, 5, 1000, 0.01, 0.5, 1.0])
+def test_max_features_resolves_as_before_the_shared_rule(n_features, max_features):
+    """E2EDT uses base.resolve_max_features (CO2's rule): for valid values, E2EDT's old rule."""
+    if max_features is None:
+        want = None
+    elif max_features == "sqrt":
+        want = max(1, int(np.sqrt(n_features)))
+    elif max_features == "log2":
+        want = max(1, int(np.log2(n_features)))
+    elif isinstance(max_features, int):
+        want = min(max_features, n_features)
+    else:
+        want = max(1, int(max_features * n_features))
+    got = E2EDTClassifier(max_features=max_features)._resolve_params(n_features).max_features
+    assert got == want
