@@ -5,8 +5,8 @@ Pure functions over arrays. The estimator (``obliquetrees/_co2.py``) validates
 the data and builds one :class:`CO2Params`; :func:`fit_forest` standardises
 the features once (shared by all trees, never copied per tree), draws each
 tree's bootstrap as integer counts, grows the trees in parallel with joblib
-threads (the shared breadth-first :class:`Grower` with one numba kernel call
-per node, which releases the GIL) and returns :class:`ObliqueTree` objects
+threads (each tree breadth-first in one numba kernel on the shared grower's
+mechanics, which releases the GIL) and returns :class:`ObliqueTree` objects
 whose weights act on the raw input (the standardisation is folded in).
 
 Importing this module imports numba.
