@@ -71,18 +71,30 @@ class BaseObliqueEstimator(BaseEstimator):
     #: Whether the output is the mean of the reached leaves' values under hard
     #: routing; decision-machine fine-tuning (obliquetrees.machine) needs it.
     _predicts_leaf_values = True
+    #: Whether ``fit`` takes sparse X (as canonical CSR, without densifying it).
+    _fit_accepts_sparse = False
 
     # ------------------------------------------------------------------ fit
     def _validate_fit_data(self, X, y, sample_weight=None):
         """Validate training data; see :func:`~obliquetrees.utils.validation.validate_fit_data`."""
         return validate_fit_data(
-            self, X, y, sample_weight, classifier=isinstance(self, ClassifierMixin)
+            self,
+            X,
+            y,
+            sample_weight,
+            classifier=isinstance(self, ClassifierMixin),
+            accept_sparse=self._fit_accepts_sparse,
         )
 
     def _validate_more_fit_data(self, X, y, sample_weight=None):
         """Validate a later ``partial_fit`` batch; see :func:`~obliquetrees.utils.validation.validate_more_fit_data`."""  # noqa: E501
         return validate_more_fit_data(
-            self, X, y, sample_weight, classifier=isinstance(self, ClassifierMixin)
+            self,
+            X,
+            y,
+            sample_weight,
+            classifier=isinstance(self, ClassifierMixin),
+            accept_sparse=self._fit_accepts_sparse,
         )
 
     # -------------------------------------------------------------- predict
@@ -163,7 +175,7 @@ class BaseObliqueEstimator(BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False  # training needs dense X; predict accepts CSR
+        tags.input_tags.sparse = self._fit_accepts_sparse  # predict always accepts CSR
         return tags
 
     # --------------------------------------------------------------- pickle

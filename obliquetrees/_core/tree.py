@@ -13,10 +13,11 @@ A split that uses 3 of 784 features stores 3 numbers.
 
 Only numpy arrays and Python scalars live in the container, so it pickles,
 memory-maps (``joblib.load(..., mmap_mode="r")``) and never holds compiled
-objects; unpickling validates the arrays. This module imports numpy only.
+objects; unpickling validates the arrays. This module imports numpy and scipy only.
 """
 
 import numpy as np
+from scipy import sparse
 
 from obliquetrees._core.validation import INDEX_DTYPE, VALUE_DTYPE, check_tree_arrays
 
@@ -273,8 +274,11 @@ def prescale_exponents(X, chunk=4096):
     they are (see :func:`feature_moments`).
     """
     peak = np.zeros(X.shape[1])
-    for start in range(0, X.shape[0], chunk):
-        np.maximum(peak, np.abs(X[start : start + chunk]).max(axis=0), out=peak)
+    if sparse.issparse(X):  # implicit zeros do not raise a peak
+        np.maximum.at(peak, X.indices, np.abs(X.data))
+    else:
+        for start in range(0, X.shape[0], chunk):
+            np.maximum(peak, np.abs(X[start : start + chunk]).max(axis=0), out=peak)
     exponent = np.frexp(peak)[1]
     exponent[(peak >= 2.0**-_SAFE_EXPONENT) & (peak <= 2.0**_SAFE_EXPONENT)] = 0
     return exponent
@@ -309,6 +313,8 @@ def feature_moments(X, sample_weight=None, chunk=4096, exponent=None):
     w = np.full(n, 1.0 / n) if sample_weight is None else sample_weight / sample_weight.sum()
     if exponent is None:
         exponent = prescale_exponents(X, chunk)
+    if sparse.issparse(X):
+        return _sparse_moments(X, w, exponent)
     rescale = bool(exponent.any())
 
     def block(start):
@@ -325,6 +331,25 @@ def feature_moments(X, sample_weight=None, chunk=4096, exponent=None):
     for start in range(0, n, chunk):
         var += w[start : start + chunk] @ (block(start) - mean) ** 2
     return np.ldexp(mean, exponent), np.ldexp(np.sqrt(var), exponent)
+
+
+def _sparse_moments(X, w, exponent):
+    """:func:`feature_moments` of a CSR matrix without densifying it.
+
+    With ``m`` the column mean, ``sum_i w_i (x_i - m)**2`` over all rows is
+    ``m**2 + sum w_i x_i (x_i - 2 m)`` over the stored entries only (the
+    weights sum to 1), so implicit zeros cost nothing.
+    """
+    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    data = np.ldexp(X.data, -exponent[X.indices]) if exponent.any() else X.data
+    n_features = X.shape[1]
+    mean = np.bincount(X.indices, weights=w[rows] * data, minlength=n_features)
+    m = mean[X.indices]
+    var = mean**2 + np.bincount(
+        X.indices, weights=w[rows] * data * (data - 2.0 * m), minlength=n_features
+    )
+    std = np.sqrt(np.maximum(var, 0.0))  # rounding can make a zero variance negative
+    return np.ldexp(mean, exponent), np.ldexp(std, exponent)
 
 
 def check_centred_range(X, mean, name="X", exponent=None):
@@ -353,12 +378,16 @@ def check_centred_range(X, mean, name="X", exponent=None):
     if top.size == 0:
         return
     with np.errstate(over="ignore"):
-        spread = np.abs(X[:, top] - mean[top]).max(axis=0)
+        if sparse.issparse(X):  # stored entries, and the implicit zeros' |mean|
+            spread = np.abs(mean).copy()
+            np.maximum.at(spread, X.indices, np.abs(X.data - mean[X.indices]))
+            spread = spread[top]
+        else:
+            spread = np.abs(X[:, top] - mean[top]).max(axis=0)
     bad = ~np.isfinite(spread)
     if bad.any():
         raise ValueError(
-            f"columns {top[bad].tolist()[:10]} of {name} hold values (up to "
-            f"{np.abs(X[:, top[bad]]).max():.3g}) whose distance to their mean "
+            f"columns {top[bad].tolist()[:10]} of {name} hold values whose distance to their mean "
             f"exceeds the float64 limit {np.finfo(np.float64).max:.3g}. Rescale {name}."
         )
 

@@ -5,6 +5,7 @@ including the private ``_check_sample_weight``.
 """
 
 import numpy as np
+from scipy import sparse
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
@@ -18,7 +19,7 @@ __all__ = [
 ]
 
 
-def validate_fit_data(estimator, X, y, sample_weight, *, classifier):
+def validate_fit_data(estimator, X, y, sample_weight, *, classifier, accept_sparse=False):
     """Validate training data and set ``n_features_in_`` (and ``classes_``).
 
     Parameters
@@ -27,23 +28,32 @@ def validate_fit_data(estimator, X, y, sample_weight, *, classifier):
         The estimator being fitted; receives ``n_features_in_``,
         ``feature_names_in_`` and, for classifiers, ``classes_`` and
         ``n_classes_``.
-    X : array-like of shape (n_samples, n_features)
-        Dense input; sparse input raises a ``TypeError``.
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+        Sparse input raises a ``TypeError`` unless ``accept_sparse``.
     y : array-like of shape (n_samples,)
     sample_weight : array-like of shape (n_samples,) or None
     classifier : bool
         Encode ``y`` as class indices (classifier) or as float64 targets.
+    accept_sparse : bool, default=False
+        Accept CSR, CSC and COO input, returned as canonical CSR
+        (:func:`as_training_csr`).
 
     Returns
     -------
-    X : ndarray of float64, C-contiguous
+    X : ndarray of float64, C-contiguous, or canonical CSR matrix
     y : ndarray of int64 class indices (classifier) or float64 targets
     sample_weight : ndarray of float64 or None
         None when no weights were given. Negative weights and weights summing
         to zero raise a ``ValueError``.
     """
     X, y, sample_weight = _validate_training_arrays(
-        estimator, X, y, sample_weight, classifier=classifier, reset=True
+        estimator,
+        X,
+        y,
+        sample_weight,
+        classifier=classifier,
+        reset=True,
+        accept_sparse=accept_sparse,
     )
     if classifier:
         estimator.classes_, y = np.unique(y, return_inverse=True)
@@ -56,7 +66,7 @@ def validate_fit_data(estimator, X, y, sample_weight, *, classifier):
     return X, y, sample_weight
 
 
-def validate_more_fit_data(estimator, X, y, sample_weight, *, classifier):
+def validate_more_fit_data(estimator, X, y, sample_weight, *, classifier, accept_sparse=False):
     """Validate another batch of training data for a fitted estimator (``partial_fit``).
 
     The checks of :func:`validate_fit_data`, against the features seen at the
@@ -70,21 +80,52 @@ def validate_more_fit_data(estimator, X, y, sample_weight, *, classifier):
     sample_weight : ndarray of float64 or None
     """
     return _validate_training_arrays(
-        estimator, X, y, sample_weight, classifier=classifier, reset=False
+        estimator,
+        X,
+        y,
+        sample_weight,
+        classifier=classifier,
+        reset=False,
+        accept_sparse=accept_sparse,
     )
 
 
-def _validate_training_arrays(estimator, X, y, sample_weight, *, classifier, reset):
+def as_training_csr(X):
+    """Canonical CSR form of a validated sparse ``X`` for the training kernels.
+
+    float64 data, int64 ``indptr``/``indices`` (one dtype, so one compiled
+    kernel), duplicates summed and column indices sorted within each row.
+    Copies only what needs converting.
+    """
+    X = X.tocsr()
+    if X.data.dtype != np.float64:
+        X = X.astype(np.float64)
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()  # also sorts the indices
+    indptr = X.indptr.astype(np.int64, copy=False)
+    indices = X.indices.astype(np.int64, copy=False)
+    if indptr is not X.indptr or indices is not X.indices:
+        # scipy may downcast index arrays in the constructor: set them directly
+        data = X.data
+        X = sparse.csr_matrix(X.shape, dtype=np.float64)
+        X.data, X.indices, X.indptr = data, indices, indptr
+    return X
+
+
+def _validate_training_arrays(estimator, X, y, sample_weight, *, classifier, reset, accept_sparse):
     X, y = validate_data(
         estimator,
         X,
         y,
         reset=reset,
-        accept_sparse=False,
+        accept_sparse=("csr", "csc", "coo") if accept_sparse else False,
         dtype=np.float64,
         order="C",
         y_numeric=not classifier,
     )
+    if sparse.issparse(X):
+        X = as_training_csr(X)
     if classifier:
         check_classification_targets(y)
     else:
