@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 
+from obliquetrees._core.missing import MissingValues
 from obliquetrees.base import BaseObliqueForest, ObliqueClassifierMixin, resolve_max_features
 from obliquetrees.utils._docstrings import fill_doc
 from obliquetrees.utils._param_validation import (
@@ -352,7 +353,9 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
                 f"warm_start=True needs the same classes as the previous fit "
                 f"({old_classes.tolist()}); got {self.classes_.tolist()}."
             )
-        self.max_features_ = resolve_max_features(self.max_features, X.shape[1])
+        # NaN: trees train on indicator-augmented inputs and are folded back
+        missing = MissingValues.from_data(X, sample_weight)
+        self.max_features_ = resolve_max_features(self.max_features, missing.n_inputs)
         seeds = draw_seeds(self.random_state, self.n_estimators)
         if old_seeds is not None:  # random_state=None draws new seeds each fit
             seeds[: len(old_trees)] = old_seeds
@@ -379,7 +382,7 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
             bootstrap=self.bootstrap,
         )
         trees, stats = co2.fit_forest(
-            X,
+            missing.augment(X),
             y,
             self.n_classes_,
             seeds[len(old_trees) :],
@@ -393,7 +396,7 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         self.n_cccp_iter_ = stats[:, 0].copy()
         self.n_axis_fallback_ = stats[:, 1].copy()
         self._tree_seeds = seeds
-        self._set_trees(old_trees + trees)
+        self._set_trees(old_trees + [missing.fold(tree) for tree in trees])
         if self.oob_score:
             self._set_oob_score(X, y)
         elif "oob_score_" in self.__dict__:  # from an earlier fit

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from obliquetrees._core.missing import MissingValues
 from obliquetrees.base import BaseObliqueForest, ObliqueClassifierMixin, resolve_max_features
 from obliquetrees.utils._docstrings import fill_doc
 from obliquetrees.utils._param_validation import (
@@ -343,15 +344,19 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         from obliquetrees._training.e2edt import fit_forest  # numba is imported on first use
 
         X, y, sample_weight = self._validate_fit_data(X, y, sample_weight)
-        params = self._resolve_params(X.shape[1])
+        # NaN: trees train on indicator-augmented inputs and are folded back
+        # (image patches need the pixel layout: there a NaN takes the pixel's mean)
+        missing = MissingValues.from_data(X, sample_weight, indicators=self.image_shape is None)
+        inputs = missing.augment(X)
+        params = self._resolve_params(inputs.shape[1])
         if not self.standardize:
-            _check_float32_range(X)
+            _check_float32_range(inputs)
         seeds = draw_seeds(self.random_state, self.n_estimators)
         # BLAS inside training runs single-threaded whatever n_jobs is, so the
         # model does not depend on the thread count.
         with threadpool_limits(limits=1, user_api="blas"):
             trees, steepness = fit_forest(
-                X,
+                inputs,
                 y,
                 self.n_classes_,
                 seeds,
@@ -360,7 +365,7 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
                 n_jobs=self.n_jobs,
                 verbose=self.verbose,
             )
-        self._set_trees(trees)
+        self._set_trees([missing.fold(tree) for tree in trees])
         self.steepness_ = steepness
         if self.n_estimators == 1:
             self.tree_ = self.trees_[0]

@@ -11,6 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.model_selection import train_test_split
 
+from obliquetrees._core.missing import MissingValues
 from obliquetrees._core.tree import (
     check_centred_range,
     prescale_exponents,
@@ -280,19 +281,25 @@ class _BaseHingeForest(BaseObliqueForest):
         if size > WARN_MODEL_BYTES:
             warnings.warn(f"{shape}.", UserWarning, stacklevel=4)
 
-    def _start(self, X):
-        """Seeds and epoch count of a new model, after checking that its size is acceptable."""
+    def _start(self, X, sample_weight):
+        """Seeds, missing-value inputs and epoch count of a new model, if its size is acceptable.
+
+        NaN: the model trains on indicator-augmented inputs (its trees are
+        stored folded back, see :mod:`obliquetrees._core.missing`); later
+        batches and predictions are augmented with the same ``_missing``.
+        """
         self._seeds = draw_seeds(self.random_state, 3)
-        self._check_model_size(X.shape[1], self._n_model_outputs())
+        self._missing = MissingValues.from_data(X, sample_weight)
+        self._check_model_size(self._missing.n_inputs, self._n_model_outputs())
         self.n_iter_ = 0
 
     def _check_warm_model(self, n_features, old_classes=None):
         """Raise unless the fitted model can continue training on the new data."""
         model = self._model
-        if model.x_mean.shape[0] != n_features:
+        if self._missing.n_features != n_features:
             raise ValueError(
                 f"X has {n_features} features, but the fitted model was trained on "
-                f"{model.x_mean.shape[0]} (warm_start/partial_fit)."
+                f"{self._missing.n_features} (warm_start/partial_fit)."
             )
         structure = (
             model.n_trees == self.n_estimators
@@ -348,7 +355,7 @@ class _BaseHingeForest(BaseObliqueForest):
         )
         try:
             model, trees, hist = fit_hinge(
-                X,
+                self._missing.augment(X),
                 T,
                 sample_weight,
                 params,
@@ -366,7 +373,7 @@ class _BaseHingeForest(BaseObliqueForest):
                 f"{type(self).__name__} training diverged ({exc}); lower learning_rate."
             ) from exc
         self._model = model
-        self._set_trees(trees)
+        self._set_trees([self._missing.fold(tree) for tree in trees])
         self.n_iter_ += len(hist["loss"])
         self.best_epoch_ = hist["best_epoch"]
         self.loss_curve_ = hist["loss"]
@@ -387,7 +394,7 @@ class _BaseHingeForest(BaseObliqueForest):
         if warm:
             self._check_warm_model(X.shape[1], old_classes)
         else:
-            self._start(X)
+            self._start(X, sample_weight)
         model = self._model if warm else None
         self._train(
             X, T, sample_weight, model, max_epochs=self.max_epochs, validate=self.early_stopping
@@ -402,7 +409,7 @@ class _BaseHingeForest(BaseObliqueForest):
                 self._set_classes(classes, y)
                 y = np.searchsorted(self.classes_, self._raw_y)
             T = self._encode_targets(y, fit=True)
-            self._start(X)
+            self._start(X, sample_weight)
         else:
             X, y, sample_weight = self._validate_more_fit_data(X, y, sample_weight)
             T = self._encode_targets(self._index_y(y), fit=False)
@@ -431,16 +438,23 @@ class _BaseHingeForest(BaseObliqueForest):
     def _fitted_container_names(self):
         return super()._fitted_container_names() | {"_model"}
 
+    def __setstate__(self, state):
+        model = state.get("_model")
+        if model is not None and "_missing" not in state:  # pickled before missing values
+            state = dict(state, _missing=MissingValues(getattr(model, "x_mean", None), []))
+        super().__setstate__(state)
+
     def _check_outputs(self, forest):
         from obliquetrees._training.hinge import HingeModel
 
         model = self._model
         if not isinstance(model, HingeModel):  # a HingeModel checked itself when unpickled
             raise ValueError(f"_model is a {type(model).__name__}, not a HingeModel.")
-        if model.A.shape[1] != self.n_features_in_:
+        self._missing.check(self.n_features_in_)
+        if model.A.shape[1] != self._missing.n_inputs:
             raise ValueError(
-                f"the hinge model takes {model.A.shape[1]} features, n_features_in_ is "
-                f"{self.n_features_in_}."
+                f"the hinge model takes {model.A.shape[1]} inputs, expected "
+                f"{self._missing.n_inputs} for {self.n_features_in_} features."
             )
         expected = self._n_model_outputs()
         if model.n_outputs != expected:
@@ -452,7 +466,8 @@ class _BaseHingeForest(BaseObliqueForest):
     def _decision(self, X):
         from obliquetrees._training._hinge_forward import decision_values  # imports numba
 
-        return decision_values(self._model, _as_dense(X), self._prediction_threads())
+        inputs = self._missing.augment(_as_dense(X))
+        return decision_values(self._model, inputs, self._prediction_threads())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

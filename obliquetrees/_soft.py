@@ -14,6 +14,7 @@ from dataclasses import fields
 
 import numpy as np
 
+from obliquetrees._core.missing import MissingValues
 from obliquetrees.base import (
     BaseObliqueTree,
     ObliqueClassifierMixin,
@@ -238,9 +239,13 @@ class _BaseSoftTree(BaseObliqueTree):
         params = SoftTreeParams(**{f.name: getattr(self, f.name) for f in fields(SoftTreeParams)})
         seeds = draw_seeds(self.random_state, 3)
         with numba_threads(n_threads_from_jobs(self.n_jobs)):
+            # NaN: the tree trains on indicator-augmented inputs and is folded back
+            missing = MissingValues.from_data(X, sample_weight)
+            inputs = missing.augment(X)
             tree, info = fit_soft_tree(
-                X, y, sample_weight, n_classes=n_classes, params=params, seeds=seeds
+                inputs, y, sample_weight, n_classes=n_classes, params=params, seeds=seeds
             )
+            tree = missing.fold(tree)
         self.growth_log_ = info["growth_log"]
         self.finetune_info_ = info["finetune"]
         return self._set_trees([tree])

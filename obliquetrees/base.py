@@ -176,6 +176,7 @@ class BaseObliqueEstimator(BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = self._fit_accepts_sparse  # predict always accepts CSR
+        tags.input_tags.allow_nan = True  # NaN is a missing value (obliquetrees._core.missing)
         return tags
 
     # --------------------------------------------------------------- pickle

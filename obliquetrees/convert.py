@@ -83,9 +83,31 @@ class ConvertedForestRegressor(_ConvertedMixin, ObliqueRegressorMixin, BaseObliq
 
 
 def _convert_tree(sk_tree, n_features, classifier):
-    """One ``sklearn.tree._tree.Tree`` as an :class:`ObliqueTree`."""
+    """One ``sklearn.tree._tree.Tree`` as an :class:`ObliqueTree`.
+
+    ``x_f <= t`` goes left, so the split is ``x_f - t > 0`` (right). A NaN
+    goes where scikit-learn sends it (``missing_go_to_left``): its
+    missing-value term is ``t`` (margin 0: left) or the next float above
+    ``t`` (margin > 0: right). A split scikit-learn learned on missing values
+    alone has ``t = inf`` (every observed value goes left): it is stored as
+    the weight 0, bias 0 and missing-value term 1 (NaN right) or 0.
+    """
     left = sk_tree.children_left
     internal = left != -1
+    threshold = sk_tree.threshold[internal]
+    go_left = getattr(sk_tree, "missing_go_to_left", None)
+    if go_left is None:  # scikit-learn < 1.3: NaN goes to the child with more samples
+        counts = sk_tree.weighted_n_node_samples
+        go_left = counts[left] >= counts[sk_tree.children_right]
+    go_left = np.asarray(go_left, dtype=bool)[internal]
+    only_missing = np.isposinf(threshold)
+    weight = np.where(only_missing, 0.0, 1.0)
+    bias = np.zeros(sk_tree.node_count)
+    bias[internal] = np.where(only_missing, 0.0, -threshold)
+    if only_missing.any():
+        threshold = np.where(only_missing, 0.0, threshold)
+    missing = np.where(go_left, threshold, np.nextafter(threshold, np.inf))
+    missing[only_missing] = np.where(go_left[only_missing], 0.0, 1.0)
     indptr = np.zeros(sk_tree.node_count + 1, dtype=np.int64)
     np.cumsum(internal, out=indptr[1:])
     value = np.asarray(sk_tree.value, dtype=np.float64)
@@ -102,11 +124,12 @@ def _convert_tree(sk_tree, n_features, classifier):
         children_right=sk_tree.children_right,
         weight_indptr=indptr,
         weight_index=sk_tree.feature[internal],
-        weight_value=np.ones(int(internal.sum())),
-        bias=np.where(internal, -sk_tree.threshold, 0.0),
+        weight_value=weight,
+        bias=bias,
         value=value,
         n_node_samples=sk_tree.weighted_n_node_samples,
         n_features=n_features,
+        weight_missing=missing,
     )
 
 

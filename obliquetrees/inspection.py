@@ -67,6 +67,7 @@ _REPORT_CONSTRAINTS = {
     "max_depth": [_NON_NEGATIVE_INT, None],
     "decimals": [_NON_NEGATIVE_INT],
     "show_samples": ["boolean"],
+    "show_missing": ["boolean"],
 }
 
 __all__ = ["export_text", "plot_tree"]
@@ -166,21 +167,42 @@ def _split_terms(tree, node, names, feature_std, top_k, decimals):
     lo, hi = tree.weight_indptr[node], tree.weight_indptr[node + 1]
     idx = tree.weight_index[lo:hi]
     val = tree.weight_value[lo:hi]
+    # a feature that enters only when missing (w = 0) is written as c*missing(x)
+    only_missing = (val == 0) & (tree.weight_missing[lo:hi] != 0)
+    coefs = np.where(only_missing, tree.weight_missing[lo:hi], val)
     rank = np.abs(val) if feature_std is None else np.abs(val) * feature_std[idx]
+    rank = np.where(only_missing, np.abs(coefs), rank)
     order = np.lexsort((idx, -rank))  # most influential first, ties by feature
     shown = order[: max(int(top_k), 0)]
     parts = []
     for pos, k in enumerate(shown):
-        coef = val[k]
+        coef = coefs[k]
         sign = "-" if coef < 0 else ("+" if pos else "")
         mag = abs(coef)
-        term = names[idx[k]] if mag == 1.0 else f"{_format_number(mag, decimals)}*{names[idx[k]]}"
+        name = f"missing({names[idx[k]]})" if only_missing[k] else names[idx[k]]
+        term = name if mag == 1.0 else f"{_format_number(mag, decimals)}*{name}"
         parts.append(f"{sign} {term}" if sign and pos else f"{sign}{term}")
     rest = len(val) - len(shown)
     if rest:
         parts.append(f"+ [{rest} more term{'s' if rest != 1 else ''}]")
     expr = " ".join(parts) if parts else "0"
-    return expr, -tree.bias[node]
+    return expr, -tree.bias[node], _missing_text(tree, lo, idx, val, shown, names, decimals)
+
+
+def _missing_text(tree, lo, idx, val, shown, names, decimals):
+    """How the shown terms treat a NaN: ``NaN: x3=1.2, x5=-0.4``.
+
+    A missing ``x_j`` adds the weight's missing-value term ``c`` instead of
+    ``w_j x_j``, written as the value ``c / w_j`` the NaN counts as (the
+    terms ``c*missing(x_j)`` of features with ``w_j = 0`` say it already).
+    """
+    terms = tree.weight_missing[lo + shown]
+    out = [
+        f"{names[idx[k]]}={_format_number(c / val[k] + 0.0, decimals)}"  # no -0
+        for k, c in zip(shown, terms, strict=True)
+        if val[k] != 0.0
+    ]
+    return "NaN: " + ", ".join(out) if out else ""
 
 
 def _leaf_text(model, tree, node, class_names, decimals, classifier):
@@ -207,6 +229,7 @@ def export_text(
     max_depth=None,
     decimals=3,
     show_samples=True,
+    show_missing=True,
 ):
     """Text report of one tree of a fitted model, one line per node.
 
@@ -219,7 +242,12 @@ def export_text(
     more features; the threshold ``-b`` always refers to the full ``w . x``.
     Leaves show the predicted class and class distribution (classifiers) or
     the stored value(s) (regressors, and hinge trees whose leaves hold
-    scores).
+    scores). ``[NaN: x3=1.2]`` says how the written terms treat a missing
+    value: a NaN ``x3`` counts as ``x3 = 1.2`` in this split (the training
+    mean, unless the model learned otherwise from missing values in
+    training); a term ``0.4*missing(x5)`` adds 0.4 when ``x5`` is NaN, for a
+    feature the split reads only through its missingness (see
+    ``ObliqueTree.weight_missing``).
 
     Parameters
     ----------
@@ -241,6 +269,8 @@ def export_text(
         Digits after the decimal point.
     show_samples : bool, default=True
         Append ``n=...`` (weighted training samples reaching the node).
+    show_missing : bool, default=True
+        Append ``[NaN: ...]``: how the written terms treat missing values.
 
     Returns
     -------
@@ -298,11 +328,13 @@ def export_text(
         if kind == "truncated":
             lines.append(prefix + f"truncated branch of depth {subtree_depth(node)}")
             continue
-        expr, thr = _split_terms(tree, node, names, std, top_k, decimals)
+        expr, thr, nan_text = _split_terms(tree, node, names, std, top_k, decimals)
         thr = _format_number(thr, decimals)
+        nan_text = f"  [{nan_text}]" if show_missing and nan_text else ""
         pending = []
         for child, op in ((tree.children_left[node], "<="), (tree.children_right[node], ">")):
-            pending.append(("line", f"{prefix}{expr} {op} {thr}{samples(child)}", indent))
+            line = f"{prefix}{expr} {op} {thr}{samples(child)}{nan_text}"
+            pending.append(("line", line, indent))
             if tree.children_left[child] == -1:
                 pending.append(("leaf", child, indent + 1))
             elif max_depth is not None and tree.depth[child] > max_depth:
@@ -362,6 +394,7 @@ def plot_tree(
     image_shape=None,
     decimals=2,
     show_samples=True,
+    show_missing=True,
     ax=None,
     fontsize=None,
     cmap="RdBu_r",
@@ -407,6 +440,9 @@ def plot_tree(
         Digits after the decimal point.
     show_samples : bool, default=True
         Write the (weighted) number of training samples in every node.
+    show_missing : bool, default=True
+        Write how the drawn terms treat missing values (``NaN: x3=1.2``, as
+        in :func:`export_text`).
     ax : matplotlib Axes, default=None
         Axes to draw in; default: a new figure sized for the tree.
     fontsize : float, default=None
@@ -524,9 +560,11 @@ def plot_tree(
                 scale = std if image_weights == "std" else None
                 _draw_weight_image(ax, tree, node, x, y, image_shape, scale, cmap, n_text, fontsize)
                 continue
-            expr, thr = _split_terms(tree, node, names, std, top_k, decimals)
+            expr, thr, nan_text = _split_terms(tree, node, names, std, top_k, decimals)
             expr = expr.replace(" + ", "\n+ ").replace(" - ", "\n- ")
             text = f"{expr}\n> {_format_number(thr, decimals)} ?"
+            if show_missing and nan_text:
+                text += f"\n{nan_text}"
             if n_text:
                 text += f"\n{n_text}"
             ax.text(

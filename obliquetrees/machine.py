@@ -70,6 +70,7 @@ import numpy as np
 from obliquetrees._core import predict as _predict
 from obliquetrees._core.forest import ObliqueForest
 from obliquetrees._core.machine import BLOCK_ELEMENTS, DecisionMachine, machine_of  # noqa: F401
+from obliquetrees._core.missing import MissingValues
 from obliquetrees._core.predict import MIN_BLAS_ROWS  # noqa: F401
 from obliquetrees._core.tree import ObliqueTree
 from obliquetrees._training import finetune as _finetune
@@ -377,7 +378,7 @@ def _model_inputs(model, X, y, sample_weight):
             f"fitted scikit-learn tree/forest; got {type(model).__name__}."
         )
     forest = _as_forest(model)
-    X = check_array(X, dtype=np.float64, order="C")
+    X = check_array(X, dtype=np.float64, order="C", ensure_all_finite="allow-nan")
     if X.shape[1] != forest.n_features:
         raise ValueError(f"X has {X.shape[1]} features, the model {forest.n_features}.")
     if sample_weight is None:
@@ -574,6 +575,12 @@ def finetune(
     leaves), the temperature schedule,
     working on standardised inputs with unit-norm splits (folded back into
     raw units when stored), and the final hard leaf refit.
+
+    Missing values (NaN in ``X``): every feature with NaN in ``X`` gets a
+    missing indicator input whose weight starts from the split's current
+    missing-value term and is tuned with the split (as in training, see
+    :mod:`obliquetrees._core.missing`); the tuned model treats a NaN in a
+    feature without NaN in ``X`` as that feature's mean over ``X``.
     """
     if isinstance(temperature, Real):
         temperature = (float(temperature), float(temperature))
@@ -605,7 +612,13 @@ def finetune(
         n_threads=n_threads,
         verbose=verbose,
     )
+    missing = MissingValues.from_data(X, sw)
+    if missing.columns.size:  # tune on indicator-augmented inputs, fold back
+        forest = ObliqueForest.from_trees([missing.unfold(tree) for tree in forest.trees])
+        X = missing.augment(X)
     trees, history = _finetune.fit_finetune(forest, X, y, sw, regression, config)
+    if missing.columns.size:
+        trees = [missing.fold(tree) for tree in trees]
     return _new_model(source, trees, history, n_jobs)
 
 

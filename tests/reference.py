@@ -13,8 +13,13 @@ from obliquetrees._core.tree import ObliqueTree
 # ---- trees for tests ----
 
 
-def random_tree(rng, n_features, n_outputs=1, max_depth=6, density=0.5, split_prob=0.8):
-    """A random valid ObliqueTree (breadth-first ids, sparse random splits)."""
+def random_tree(
+    rng, n_features, n_outputs=1, max_depth=6, density=0.5, split_prob=0.8, missing=False
+):
+    """A random valid ObliqueTree (breadth-first ids, sparse random splits).
+
+    With ``missing``, every stored weight gets a random missing-value term.
+    """
     left, right, depth = [-1], [-1], [0]
     frontier = [0]
     while frontier:
@@ -32,9 +37,20 @@ def random_tree(rng, n_features, n_outputs=1, max_depth=6, density=0.5, split_pr
     weights = np.where(mask & internal[:, None], rng.normal(size=(n_nodes, n_features)), 0.0)
     bias = np.where(internal, rng.normal(size=n_nodes), 0.0)
     value = rng.random((n_nodes, n_outputs))
+    counts = rng.integers(1, 100, n_nodes)
+    terms = np.where(weights != 0, rng.normal(size=weights.shape), 0.0) if missing else None
     return ObliqueTree.from_dense(
-        left, right, weights, bias, value, rng.integers(1, 100, n_nodes), depth=depth
+        left, right, weights, bias, value, counts, depth=depth, missing=terms
     )
+
+
+def margin(tree, node, x):
+    """``w . x + b`` of ``node`` in storage order, a NaN ``x_j`` giving its missing term."""
+    s = 0.0
+    for k in range(tree.weight_indptr[node], tree.weight_indptr[node + 1]):
+        xj = float(x[tree.weight_index[k]])
+        s += float(tree.weight_missing[k]) if np.isnan(xj) else float(tree.weight_value[k]) * xj
+    return s + tree.bias[node]
 
 
 # ---- traversal ----
@@ -49,10 +65,8 @@ def walk(tree, x):
     path = [0]
     node = 0
     while tree.children_left[node] != -1:
-        s = 0.0
-        for k in range(tree.weight_indptr[node], tree.weight_indptr[node + 1]):
-            s += float(tree.weight_value[k]) * float(x[tree.weight_index[k]])
-        node = tree.children_right[node] if s + tree.bias[node] > 0.0 else tree.children_left[node]
+        s = margin(tree, node, x)
+        node = tree.children_right[node] if s > 0.0 else tree.children_left[node]
         path.append(node)
     return path
 
@@ -489,7 +503,6 @@ def soft_forward_context(X, children_left, children_right, W, b, Z, m):
 def soft_predict_stored(tree, X, leaf_value):
     """Soft output of a stored container (P(right) = sigmoid(w . x + b))."""
     X = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
-    W = tree.dense_weights()
     out = np.zeros((X.shape[0], leaf_value.shape[1]))
     for i, x in enumerate(X):
         stack = [(0, 1.0)]
@@ -498,7 +511,7 @@ def soft_predict_stored(tree, X, leaf_value):
             if tree.children_left[j] < 0:
                 out[i] += p * leaf_value[j]
                 continue
-            g_right = _soft_sigmoid(W[j] @ x + tree.bias[j])
+            g_right = _soft_sigmoid(margin(tree, j, x))
             stack.append((tree.children_right[j], p * g_right))
             stack.append((tree.children_left[j], p * (1.0 - g_right)))
     return out

@@ -15,6 +15,11 @@ import pytest
 from tests.golden.cases import all_runs, environment_key, run_case
 from tests.golden.record import PATH
 
+#: Arrays the models gained after the records were made (container format 2
+#: added each weight's missing-value term): new, so not in the record; every
+#: recorded array must still match.
+ADDED_SINCE_RECORD = (".weight_missing",)
+
 RECORDS = json.loads(PATH.read_text()) if PATH.exists() else {}
 KEY = environment_key()
 
@@ -28,6 +33,7 @@ def test_outputs_match_the_golden_record(name, dataset):
         )
     expected = RECORDS[KEY]["runs"][f"{name}/{dataset}"]
     got = run_case(name, dataset)
+    got = {k: v for k, v in got.items() if not k.endswith(ADDED_SINCE_RECORD)}
     assert got.keys() == expected.keys(), "the fitted attributes changed"
     changed = sorted(k for k in got if got[k] != expected[k])
     assert not changed, (

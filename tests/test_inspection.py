@@ -203,14 +203,32 @@ def test_export_text_terms_threshold_and_names():
     tree = _stump([0.5, -2.0, 0.0, 1.0, 0.25], bias=-1.5)
     text = export_text(tree, feature_names=list("abcde"), top_k=2, decimals=2)
     lines = text.splitlines()
-    assert lines[0] == "|--- -2.00*b + d + [2 more terms] <= 1.50  n=5"
-    assert lines[2] == "|--- -2.00*b + d + [2 more terms] > 1.50  n=5"
+    # a bare container without missing-value terms: a NaN counts as 0
+    assert lines[0] == "|--- -2.00*b + d + [2 more terms] <= 1.50  n=5  [NaN: b=0.00, d=0.00]"
+    assert lines[2] == "|--- -2.00*b + d + [2 more terms] > 1.50  n=5  [NaN: b=0.00, d=0.00]"
     assert lines[1] == "|   |--- value: [1.00, 0.00]  n=5"  # a bare tree: no classes_
     # all terms, ordered by |w_j| (no training std for a bare tree); a unit
     # coefficient is written as the bare name, as for axis-aligned splits
     full = export_text(tree, feature_names=list("abcde"), top_k=10).splitlines()[0]
     assert full.startswith("|--- -2.000*b + d + 0.500*a + 0.250*e <=")
     assert "more term" not in full
+
+
+def test_export_text_shows_missing_value_terms():
+    # b counts as 3 when missing; e enters only when missing, adding -0.5
+    dense = np.zeros((3, 5))
+    dense[0] = [0.0, -2.0, 0.0, 1.0, 0.0]
+    missing = np.zeros((3, 5))
+    missing[0] = [0.0, -6.0, 0.0, 0.0, -0.5]
+    value = ((0.5, 0.5), (1.0, 0.0), (0.0, 1.0))
+    tree = ObliqueTree.from_dense(
+        [1, -1, -1], [2, -1, -1], dense, [1.0, 0, 0], value, (10, 5, 5), missing=missing
+    )
+    names = list("abcde")
+    line = export_text(tree, feature_names=names, decimals=1).splitlines()[0]
+    assert line == "|--- -2.0*b + d - 0.5*missing(e) <= -1.0  n=5  [NaN: b=3.0, d=0.0]"
+    plain = export_text(tree, feature_names=names, decimals=1, show_missing=False)
+    assert "NaN" not in plain and "missing(e)" in plain
 
 
 def test_export_text_ranks_terms_by_weight_times_std(iris_noise):

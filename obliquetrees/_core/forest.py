@@ -13,7 +13,7 @@ Layout for tree ``t``:
 - pointers ``node_offset[t] + t : node_offset[t + 1] + t + 1`` of
   ``weight_indptr`` (one more entry than nodes);
 - weights ``weight_offset[t]:weight_offset[t + 1]`` of ``weight_index`` and
-  ``weight_value``.
+  ``weight_value``, ``weight_missing``.
 """
 
 import numpy as np
@@ -24,7 +24,7 @@ from obliquetrees._core.tree import (
     FORMAT_VERSION,
     INDEX_DTYPE,
     ObliqueTree,
-    check_format_version,
+    upgrade_state,
 )
 from obliquetrees._core.validation import MAX_TOTAL_NODES, check_forest_arrays
 
@@ -222,6 +222,7 @@ class ObliqueForest:
             self.n_node_samples[n0:n1],
             n_features=self.n_features,
             depth=self.depth[n0:n1],
+            weight_missing=self.weight_missing[w0:w1],
         )
 
     def routing_arrays(self):
@@ -267,9 +268,9 @@ class ObliqueForest:
         return state
 
     def __setstate__(self, state):
-        check_format_version(state, "ObliqueForest")
+        state = upgrade_state(state, "ObliqueForest")
         # derived data is never taken from a pickle, and the kernels trust the arrays
-        state = dict(state, _trees=None, _routing=None, _derived={})
+        state.update(_trees=None, _routing=None, _derived={})
         check_forest_arrays(
             state,
             state.get("node_offset"),
@@ -298,7 +299,9 @@ def _routing_layout(forest):
     has_weight = count > 0
     nodes["feature"][has_weight] = forest.weight_index[start[has_weight]]
     nodes["weight"][has_weight] = forest.weight_value[start[has_weight]]
-    nodes["n_extra"] = np.maximum(count - 1, 0)
+    # -1 marks a split without weights (its margin is its bias), so that no
+    # weight slot is read for it, not even a missing-value term
+    nodes["n_extra"] = count - 1
     nodes["bias"] = forest.bias
     leaves = np.flatnonzero(forest.children_left == -1)
     nodes["feature"][leaves] = np.arange(leaves.shape[0])

@@ -41,6 +41,10 @@ class DecisionMachine:
     ----------
     S : scipy.sparse.csr_matrix or ndarray, shape (n_splits, n_features)
         Split weights (dense when that takes less memory than CSR).
+    S_missing : scipy.sparse.csr_matrix or ndarray, shape (n_splits, n_features)
+        Missing-value terms, in the same form as ``S`` (CSR with ``S``'s
+        pattern, or dense): a NaN ``x_j`` contributes ``S_missing[i, j]`` to
+        margin ``i`` instead of ``S[i, j] x_j``.
     t : ndarray of float64, shape (n_splits,)
         Thresholds, ``t = -bias``: a split goes right iff ``S x - t > 0``.
     bias : ndarray of float64, shape (n_splits,)
@@ -62,8 +66,11 @@ class DecisionMachine:
     n_features : int
     """
 
-    def __init__(self, S, bias, B, V, split_node, leaf_node, split_offset, leaf_offset, n_features):
+    def __init__(
+        self, S, bias, B, V, split_node, leaf_node, split_offset, leaf_offset, n_features, S_missing
+    ):
         self.S = S
+        self.S_missing = S_missing
         self.bias = np.ascontiguousarray(bias, dtype=np.float64)
         self.t = -self.bias
         self.B = B
@@ -120,9 +127,14 @@ class DecisionMachine:
         """``S x - t`` for every row: float64 array (n_samples, n_splits).
 
         Dense ``S``: one BLAS product ``X S^T``; CSR ``S``: a sparse-dense product.
+        Rows with NaN: the product on NaN-as-0 inputs, plus the indicator of
+        the NaN entries times ``S_missing^T``.
         """
         check_n_features(X, self.n_features, "this DecisionMachine")
         X = _as_float64(X)
+        nan = np.isnan(X.data) if sp.issparse(X) else np.isnan(X)
+        if nan.any():
+            return self._margins_missing(X, nan)
         if sp.issparse(self.S) and not sp.issparse(X):
             from obliquetrees._core import _machine_kernels as K  # numba on first use
 
@@ -144,6 +156,24 @@ class DecisionMachine:
             A = A.toarray()
         A = np.ascontiguousarray(A, dtype=np.float64)
         A += self.bias
+        return A
+
+    def _margins_missing(self, X, nan):
+        if sp.issparse(X):
+            X = X.copy()
+            X.data[nan] = 0.0
+            rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+            where = (rows[nan], X.indices[nan])
+        else:
+            X = np.where(nan, 0.0, X)
+            where = np.nonzero(nan)
+        A = self.margins(X)
+        mask = sp.csr_matrix((np.ones(where[0].shape[0]), where), shape=X.shape)
+        A += np.asarray(
+            (mask @ self.S_missing.T).toarray()
+            if sp.issparse(self.S_missing)
+            else mask @ self.S_missing.T
+        )
         return A
 
     def leaf_scores(self, X):
@@ -209,7 +239,7 @@ class DecisionMachine:
 
     def _signs(self, X, K):
         """``S x - t > 0`` (bool, True = right) for a row block."""
-        if sp.issparse(self.S) and not sp.issparse(X):
+        if sp.issparse(self.S) and not sp.issparse(X) and not np.isnan(X).any():
             H = np.empty((X.shape[0], self.n_splits), dtype=np.bool_)
             K.sparse_signs(
                 _as_float64(X),
@@ -291,6 +321,10 @@ class DecisionMachine:
         # bounds checks; a machine is accepted only if rebuilding it from the
         # trees its arrays describe gives exactly the same arrays.
         try:
+            if "S_missing" not in state:  # pickled before missing values: terms 0
+                S = state["S"]
+                zeros = sp.csr_matrix((np.zeros_like(S.data), S.indices, S.indptr), S.shape)
+                state = dict(state, S_missing=zeros if sp.issparse(S) else np.zeros_like(S))
             rebuilt = _build(_forest_from_machine_state(state))
             _compare_machines(state, rebuilt)
         except (ValueError, AttributeError, TypeError, KeyError, IndexError) as exc:
@@ -421,12 +455,13 @@ def _build(forest):
     take = np.repeat(starts[split_global], s_counts) + (
         np.arange(s_indptr[-1]) - np.repeat(s_indptr[:-1], s_counts)
     )
-    S = sp.csr_matrix(
-        (forest.weight_value[take], forest.weight_index[take], s_indptr),
-        shape=(n_splits, forest.n_features),
+    shape = (n_splits, forest.n_features)
+    S = sp.csr_matrix((forest.weight_value[take], forest.weight_index[take], s_indptr), shape=shape)
+    S_missing = sp.csr_matrix(
+        (forest.weight_missing[take], forest.weight_index[take], s_indptr), shape=shape
     )
     if S.nnz * 12 + s_indptr.nbytes >= n_splits * forest.n_features * 8:
-        S = S.toarray()
+        S, S_missing = S.toarray(), S_missing.toarray()
     split_tree = tree_of[split_global]
     split_offset = np.searchsorted(split_tree, np.arange(forest.n_trees + 1)).astype(np.int64)
     leaf_offset = np.searchsorted(leaf_tree, np.arange(forest.n_trees + 1)).astype(np.int64)
@@ -440,6 +475,7 @@ def _build(forest):
         split_offset=split_offset,
         leaf_offset=leaf_offset,
         n_features=forest.n_features,
+        S_missing=S_missing,
     )
     machine.template_skip = skip
     return machine
@@ -483,12 +519,18 @@ def _forest_from_machine_state(state):
         offsets[name] = off
     check_array(state["split_node"], "split_node", i64, 1, (n_splits,))
     check_array(state["leaf_node"], "leaf_node", i64, 1, (n_leaves,))
-    B, S = state["B"], state["S"]
+    B, S, S_missing = state["B"], state["S"], state["S_missing"]
     _check_csr(B, "B", (n_leaves, n_splits), np.int8)
     if sp.issparse(S):
         _check_csr(S, "S", (n_splits, n_features), f64)
+        _check_csr(S_missing, "S_missing", (n_splits, n_features), f64)
+        if not np.array_equal(S.indptr, S_missing.indptr) or not np.array_equal(
+            S.indices, S_missing.indices
+        ):
+            raise ValueError("S_missing must have the pattern of S.")
     else:
         check_array(S, "S", f64, 2, (n_splits, n_features))
+        check_array(S_missing, "S_missing", f64, 2, (n_splits, n_features))
     check_array(state["template_skip"], "template_skip", i64, 1, (B.nnz,))
     n_trees = offsets["leaf_offset"].shape[0] - 1
     splits_per_tree = np.diff(offsets["split_offset"])
@@ -533,7 +575,14 @@ def _forest_from_machine_state(state):
     right = np.where(right >= 0, right - base, -1)
     # weights: the S row of each split, in node order
     order = np.argsort(split_gid, kind="stable")
-    S_rows = sp.csr_matrix(S)[order] if n_splits else sp.csr_matrix((0, n_features))
+    if sp.issparse(S):
+        S_rows, M_rows = S[order], S_missing[order]
+    else:  # a stored weight is a non-zero weight or a non-zero missing term
+        stored = (S[order] != 0) | (S_missing[order] != 0)
+        pattern = sp.csr_matrix(stored)
+        rows, cols = pattern.nonzero()
+        S_rows = sp.csr_matrix((S[order][rows, cols], (rows, cols)), shape=S.shape)
+        M_rows = sp.csr_matrix((S_missing[order][rows, cols], (rows, cols)), shape=S.shape)
     counts = np.zeros(n, dtype=np.int64)
     counts[split_gid[order]] = np.diff(S_rows.indptr)
     cum = np.concatenate([[0], np.cumsum(counts)])
@@ -551,6 +600,7 @@ def _forest_from_machine_state(state):
         "weight_indptr": weight_indptr,
         "weight_index": S_rows.indices.astype(np.int64),
         "weight_value": S_rows.data,
+        "weight_missing": M_rows.data,
         "bias": node_bias,
         "value": value,
         "n_node_samples": np.zeros(n),
@@ -576,16 +626,17 @@ def _compare_machines(state, rebuilt):
     for name in ("indptr", "indices", "data"):
         if not np.array_equal(getattr(state["B"], name), getattr(rebuilt.B, name)):
             raise ValueError("B does not match the trees the machine describes.")
-    S, T = state["S"], rebuilt.S
-    if sp.issparse(S) != sp.issparse(T):
-        raise ValueError("S is stored dense/sparse unlike the machine's own choice.")
-    parts = (
-        ((S.indptr, T.indptr), (S.indices, T.indices), (S.data, T.data))
-        if sp.issparse(S)
-        else ((S, T),)
-    )
-    if not all(np.array_equal(a, b) for a, b in parts):
-        raise ValueError("S does not match the trees the machine describes.")
+    for name in ("S", "S_missing"):
+        S, T = state[name], getattr(rebuilt, name)
+        if sp.issparse(S) != sp.issparse(T):
+            raise ValueError(f"{name} is stored dense/sparse unlike the machine's own choice.")
+        parts = (
+            ((S.indptr, T.indptr), (S.indices, T.indices), (S.data, T.data))
+            if sp.issparse(S)
+            else ((S, T),)
+        )
+        if not all(np.array_equal(a, b) for a, b in parts):
+            raise ValueError(f"{name} does not match the trees the machine describes.")
 
 
 def predict_value(forest, X, n_threads=1):

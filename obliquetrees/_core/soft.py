@@ -5,7 +5,8 @@ leaves of path probability times leaf value, where a split sends a row right
 with probability ``sigmoid(s_j * (w_j.x + b_j))``: the container's hard rule
 (right iff ``w.x + b > 0``) is its limit ``s_j -> inf``. ``s_j`` is the
 split's steepness (E2EDT stores one per node; soft trees use 1, which leaves
-every bit as without it).
+every bit as without it). A NaN ``x_j`` contributes the weight's
+missing-value term instead of ``w_j x_j``, as in hard routing.
 """
 
 import numpy as np
@@ -27,7 +28,7 @@ CSR_BLOCK_ROWS = 4096
 
 @jit_inline
 def _soft_predict_row(
-    X, i, left_child, right_child, indptr, index, weight, bias, steep, value, logp, out
+    X, i, left_child, right_child, indptr, index, weight, missing, bias, steep, value, logp, out
 ):
     """Soft output of row ``i``, added into ``out[i]`` (parents precede children)."""
     n_nodes = left_child.shape[0]
@@ -43,14 +44,17 @@ def _soft_predict_row(
         else:
             a = bias[j]
             for q in range(indptr[j], indptr[j + 1]):
-                a += weight[q] * X[i, index[q]]
+                x = X[i, index[q]]
+                a += weight[q] * x if x == x else missing[q]  # NaN: the missing-value term
             a *= steep[j]
             logp[right_child[j]] = logp[j] + log_sigmoid(a)
             logp[left] = logp[j] + log_sigmoid(-a)
 
 
 @jit_parallel
-def soft_predict_parallel(X, left_child, right_child, indptr, index, weight, bias, steep, value):
+def soft_predict_parallel(
+    X, left_child, right_child, indptr, index, weight, missing, bias, steep, value
+):
     """Soft output of a stored tree, ``prange`` over fixed chunks of rows.
 
     ``value`` is (n_nodes, n_outputs); rows of internal nodes are ignored.
@@ -63,20 +67,46 @@ def soft_predict_parallel(X, left_child, right_child, indptr, index, weight, bia
         logp = np.empty(n_nodes)
         for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
             _soft_predict_row(
-                X, i, left_child, right_child, indptr, index, weight, bias, steep, value, logp, out
+                X,
+                i,
+                left_child,
+                right_child,
+                indptr,
+                index,
+                weight,
+                missing,
+                bias,
+                steep,
+                value,
+                logp,
+                out,
             )
     return out
 
 
 @jit
-def soft_predict_serial(X, left_child, right_child, indptr, index, weight, bias, steep, value):
+def soft_predict_serial(
+    X, left_child, right_child, indptr, index, weight, missing, bias, steep, value
+):
     """:func:`soft_predict_parallel` without threads (small inputs: no pool start-up)."""
     n = X.shape[0]
     out = np.zeros((n, value.shape[1]))
     logp = np.empty(left_child.shape[0])
     for i in range(n):
         _soft_predict_row(
-            X, i, left_child, right_child, indptr, index, weight, bias, steep, value, logp, out
+            X,
+            i,
+            left_child,
+            right_child,
+            indptr,
+            index,
+            weight,
+            missing,
+            bias,
+            steep,
+            value,
+            logp,
+            out,
         )
     return out
 
@@ -108,6 +138,7 @@ def soft_predict(tree, X, leaf_value, steepness=None):
         tree.weight_indptr,
         tree.weight_index,
         tree.weight_value,
+        tree.weight_missing,
         tree.bias,
         np.ascontiguousarray(steepness, dtype=np.float64),
         np.ascontiguousarray(leaf_value, dtype=np.float64),

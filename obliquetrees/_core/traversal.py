@@ -14,9 +14,11 @@ lockstep so that their independent chains of loads overlap. Each output row is
 written by exactly one block, with trees accumulated in tree order, so
 results are bit-identical for any block size and any number of threads.
 
-Inputs: dense float32/float64 arrays in C or F order (read-only ones too), or
-scipy CSR matrices, which are scattered block by block into a dense scratch
-buffer (memory ``rows_per_block * n_features``, bounded by ``CSR_BUFFER``).
+Inputs: dense float32/float64 arrays in C or F order (read-only ones too;
+NaN marks a missing value, see ``ObliqueTree.weight_missing``), or scipy CSR
+matrices (explicit NaN entries are missing, implicit zeros are zeros), which
+are scattered block by block into a dense scratch buffer (memory
+``rows_per_block * n_features``, bounded by ``CSR_BUFFER``).
 The public wrappers take already validated input (estimators validate) but
 check its width against the forest, which the kernels cannot.
 
@@ -45,30 +47,39 @@ _OP_PATH = 2
 
 
 @jit
-def _margin(X, r, rec, node, extra_start, weights):
-    """``w . x + b`` of node ``node`` for row ``r``, summed in storage order."""
-    s = rec.weight * X[r, rec.feature]
+def _margin(X, r, rec, node, extra_start, weights, missing):
+    """``w . x + b`` of node ``node`` for row ``r``, summed in storage order.
+
+    A NaN ``x_j`` contributes the weight's missing-value term instead
+    (``missing`` is the forest's ``weight_missing``, indexed like the weights;
+    the node's first weight sits just before ``extra_start[node]``).
+    """
+    if rec.n_extra < 0:  # a split without weights
+        return rec.bias
     first = extra_start[node]
+    x = X[r, rec.feature]
+    s = rec.weight * x if x == x else missing[first - 1]
     for k in range(first, first + rec.n_extra):
-        s += weights[k].value * X[r, weights[k].index]
+        x = X[r, weights[k].index]
+        s += weights[k].value * x if x == x else missing[k]
     return s + rec.bias
 
 
 @jit_inline
-def _step(X, r, node, nodes, extra_start, weights):
+def _step(X, r, node, nodes, extra_start, weights, missing):
     """The child row ``r`` goes to from ``node``; ``node`` itself at a leaf."""
     rec = nodes[node]
     if rec.left == -1:
         return node
-    return rec.right if _margin(X, r, rec, node, extra_start, weights) > 0.0 else rec.left
+    return rec.right if _margin(X, r, rec, node, extra_start, weights, missing) > 0.0 else rec.left
 
 
 @jit
-def _walk(X, r, root, nodes, extra_start, weights):
+def _walk(X, r, root, nodes, extra_start, weights, missing):
     """Global id of the leaf that row ``r`` of ``X`` reaches from ``root``."""
     node = root
     while True:
-        child = _step(X, r, node, nodes, extra_start, weights)
+        child = _step(X, r, node, nodes, extra_start, weights, missing)
         if child == node:
             return node
         node = child
@@ -85,14 +96,14 @@ def _finish_row(i, t, root, leaf, op, nodes, value, out_leaf, out_value):
 
 
 @jit
-def _walk_path(X, r, root, nodes, extra_start, weights, path_indices, cursor):
+def _walk_path(X, r, root, nodes, extra_start, weights, missing, path_indices, cursor):
     """Walk like :func:`_walk`, writing the visited nodes from ``cursor`` on."""
     node = root
     pos = cursor
     while True:
         path_indices[pos] = node
         pos += 1
-        child = _step(X, r, node, nodes, extra_start, weights)
+        child = _step(X, r, node, nodes, extra_start, weights, missing)
         if child == node:
             return pos
         node = child
@@ -101,7 +112,7 @@ def _walk_path(X, r, root, nodes, extra_start, weights, path_indices, cursor):
 @jit
 def _process_block(Xb, row0, forest, op, value, out_leaf, out_value, path_indices, cursor):
     """Apply operation ``op`` to the rows ``row0 : row0 + len(Xb)``, tree by tree."""
-    roots, nodes, extra_start, weights = forest
+    roots, nodes, extra_start, weights, missing = forest
     n_trees = roots.shape[0] - 1
     n_rows = Xb.shape[0]
     for t in range(n_trees):
@@ -110,7 +121,7 @@ def _process_block(Xb, row0, forest, op, value, out_leaf, out_value, path_indice
             for r in range(n_rows):
                 i = row0 + r
                 cursor[i] = _walk_path(
-                    Xb, r, root, nodes, extra_start, weights, path_indices, cursor[i]
+                    Xb, r, root, nodes, extra_start, weights, missing, path_indices, cursor[i]
                 )
             continue
         # Four rows walk in lockstep: their chains of dependent loads are
@@ -119,10 +130,10 @@ def _process_block(Xb, row0, forest, op, value, out_leaf, out_value, path_indice
         while r + 4 <= n_rows:
             a = b = c = d = root
             while True:
-                a2 = _step(Xb, r, a, nodes, extra_start, weights)
-                b2 = _step(Xb, r + 1, b, nodes, extra_start, weights)
-                c2 = _step(Xb, r + 2, c, nodes, extra_start, weights)
-                d2 = _step(Xb, r + 3, d, nodes, extra_start, weights)
+                a2 = _step(Xb, r, a, nodes, extra_start, weights, missing)
+                b2 = _step(Xb, r + 1, b, nodes, extra_start, weights, missing)
+                c2 = _step(Xb, r + 2, c, nodes, extra_start, weights, missing)
+                d2 = _step(Xb, r + 3, d, nodes, extra_start, weights, missing)
                 if a2 == a and b2 == b and c2 == c and d2 == d:
                     break
                 a, b, c, d = a2, b2, c2, d2
@@ -132,7 +143,7 @@ def _process_block(Xb, row0, forest, op, value, out_leaf, out_value, path_indice
             _finish_row(row0 + r + 3, t, root, d, op, nodes, value, out_leaf, out_value)
             r += 4
         for rest in range(r, n_rows):
-            leaf = _walk(Xb, rest, root, nodes, extra_start, weights)
+            leaf = _walk(Xb, rest, root, nodes, extra_start, weights, missing)
             _finish_row(row0 + rest, t, root, leaf, op, nodes, value, out_leaf, out_value)
 
 
@@ -199,7 +210,7 @@ def _run(forest, X, op, n_threads, out_leaf=None, out_value=None, path_indices=N
         path_indices = cursor = np.zeros(0, dtype=np.int64)
     check_n_features(X, forest.n_features)  # the kernels index X by stored feature ids
     roots, nodes, extra_start, weights, leaf_value = forest.routing_arrays()
-    arrays = (roots, nodes, extra_start, weights)
+    arrays = (roots, nodes, extra_start, weights, forest.weight_missing)
     with numba_threads(n_threads):
         if sp.issparse(X):
             block_rows = int(max(1, min(BLOCK_ROWS, CSR_BUFFER // max(1, X.shape[1]))))

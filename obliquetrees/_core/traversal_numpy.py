@@ -14,7 +14,8 @@ overhead forever, and never spends more than about twice the cheaper choice.
 
 It reads the same routing layout (``ObliqueForest.routing_arrays``) and adds
 in the same order as the kernels: the margin is ``w0 * x[f0]``, then each
-further weight in storage order, then the bias; leaf values are summed in tree
+further weight in storage order, then the bias (a NaN ``x`` contributes the
+weight's missing-value term instead of its product); leaf values are summed in tree
 order. Results are therefore bit-identical to the kernels'.
 
 The public functions (:func:`apply`, :func:`predict_value`) take ``forest``
@@ -67,12 +68,22 @@ def use_for_batch(forest, X):
     return work <= MAX_WORK
 
 
+def _terms(weight, x, missing, position):
+    """``weight * x``, or the missing-value term at ``position`` where ``x`` is NaN."""
+    term = weight * x
+    nan = np.isnan(x)
+    if nan.any():
+        term[nan] = missing[position[nan]]
+    return term
+
+
 def _reached_nodes(forest, X):
     """Global id of the leaf each (row, tree) pair reaches: shape (n_rows, n_trees)."""
     global _spent_seconds
     check_n_features(X, forest.n_features)
     started = time.perf_counter()
     roots, nodes, extra_start, weights, _ = forest.routing_arrays()
+    missing = forest.weight_missing
     n_rows, n_trees = X.shape[0], roots.shape[0] - 1
     node = np.tile(roots[:-1], n_rows)  # pair p = row p // n_trees, tree p % n_trees
     row = np.repeat(np.arange(n_rows), n_trees)
@@ -84,15 +95,16 @@ def _reached_nodes(forest, X):
         if not active.shape[0]:
             break
         r = row[active]
-        margin = rec["weight"] * X[r, rec["feature"]]
+        start = extra_start[node[active]]
         n_extra = rec["n_extra"]
+        margin = _terms(rec["weight"], X[r, rec["feature"]], missing, start - 1)
+        margin[n_extra < 0] = 0.0  # splits without weights: the bias alone
         max_extra = int(n_extra.max())
-        if max_extra:
-            start = extra_start[node[active]]
+        if max_extra > 0:
             for j in range(max_extra):
                 has = np.flatnonzero(n_extra > j)
                 w = weights[start[has] + j]
-                margin[has] += w["value"] * X[r[has], w["index"]]
+                margin[has] += _terms(w["value"], X[r[has], w["index"]], missing, start[has] + j)
         margin += rec["bias"]
         node[active] = np.where(margin > 0.0, rec["right"], rec["left"])
     _spent_seconds += time.perf_counter() - started

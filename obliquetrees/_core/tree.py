@@ -11,6 +11,15 @@ rows): the weights of node ``i`` are ``weight_value[k]`` on feature
 ``weight_index[k]`` for ``k`` in ``weight_indptr[i]:weight_indptr[i + 1]``.
 A split that uses 3 of 784 features stores 3 numbers.
 
+Missing values: every stored weight also carries a *missing-value term*
+``weight_missing[k]``, which replaces ``weight_value[k] * x_j`` in the margin
+when ``x_j`` is NaN. It is the oblique form of a default direction: a split
+whose only weight is on ``x_j`` sends missing rows right iff
+``weight_missing + b > 0``; in general each missing feature shifts the margin
+by a learned amount instead of by its weight times a value. A feature without
+a stored weight plays no part in the split, missing or not. How each
+estimator sets the terms: :mod:`obliquetrees._core.missing`.
+
 Only numpy arrays and Python scalars live in the container, so it pickles,
 memory-maps (``joblib.load(..., mmap_mode="r")``) and never holds compiled
 objects; unpickling validates the arrays. This module imports numpy and scipy only.
@@ -23,7 +32,10 @@ from obliquetrees._core.validation import INDEX_DTYPE, VALUE_DTYPE, check_tree_a
 
 #: Version of the array layout. Bump it when the meaning or the set of arrays
 #: changes; unpickling a different version raises a clear error.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: Older layouts that still load: version 1 had no ``weight_missing`` (it is
+#: set to 0 on load, so a missing value then contributes nothing to a margin).
+READABLE_VERSIONS = (1, 2)
 
 TREE_LEAF = -1
 
@@ -35,7 +47,7 @@ _NODE_ARRAYS = (
     "n_node_samples",
     "depth",
 )
-_WEIGHT_ARRAYS = ("weight_indptr", "weight_index", "weight_value")
+_WEIGHT_ARRAYS = ("weight_indptr", "weight_index", "weight_value", "weight_missing")
 ARRAY_NAMES = _NODE_ARRAYS + _WEIGHT_ARRAYS
 
 
@@ -52,6 +64,9 @@ class ObliqueTree:
         Feature index of each stored weight.
     weight_value : array-like of float, shape (n_weights,)
         Value of each stored weight.
+    weight_missing : array-like of float, shape (n_weights,), default=None
+        The term that replaces ``weight_value[k] * x_j`` when ``x_j`` is NaN
+        (zeros if None: a missing value then contributes nothing).
     bias : array-like of float, shape (n_nodes,)
         Offset ``b`` of each split (0 at leaves).
     value : array-like of float, shape (n_nodes, n_outputs)
@@ -78,7 +93,8 @@ class ObliqueTree:
 
     Notes
     -----
-    Routing rule: right iff ``w . x + b > 0``, everywhere in the package.
+    Routing rule: right iff ``w . x + b > 0``, everywhere in the package,
+    where a NaN ``x_j`` contributes ``weight_missing`` instead of ``w_j x_j``.
     A method whose paper uses the other orientation converts when it stores
     its tree.
     """
@@ -95,12 +111,16 @@ class ObliqueTree:
         n_node_samples,
         n_features,
         depth=None,
+        weight_missing=None,
     ):
         self.children_left = np.ascontiguousarray(children_left, dtype=INDEX_DTYPE)
         self.children_right = np.ascontiguousarray(children_right, dtype=INDEX_DTYPE)
         self.weight_indptr = np.ascontiguousarray(weight_indptr, dtype=INDEX_DTYPE)
         self.weight_index = np.ascontiguousarray(weight_index, dtype=INDEX_DTYPE)
         self.weight_value = np.ascontiguousarray(weight_value, dtype=VALUE_DTYPE)
+        if weight_missing is None:
+            weight_missing = np.zeros_like(self.weight_value)
+        self.weight_missing = np.ascontiguousarray(weight_missing, dtype=VALUE_DTYPE)
         self.bias = np.ascontiguousarray(bias, dtype=VALUE_DTYPE)
         value = np.asarray(value, dtype=VALUE_DTYPE)
         if value.ndim == 1:
@@ -124,10 +144,12 @@ class ObliqueTree:
         value,
         n_node_samples,
         depth=None,
+        missing=None,
     ):
         """Build a tree from a dense ``(n_nodes, n_features)`` weight matrix.
 
-        Exact zeros are not stored; rows of leaves are ignored.
+        Exact zeros are not stored (unless their missing-value term is not
+        zero); rows of leaves are ignored.
 
         Parameters
         ----------
@@ -135,6 +157,8 @@ class ObliqueTree:
             As in :class:`ObliqueTree`.
         weights : array-like of float, shape (n_nodes, n_features)
             Split weights, one row per node.
+        missing : array-like of float, shape (n_nodes, n_features), default=None
+            Missing-value terms (see ``weight_missing``); zeros if None.
 
         Returns
         -------
@@ -142,7 +166,11 @@ class ObliqueTree:
         """
         weights = np.asarray(weights, dtype=VALUE_DTYPE)
         children_left = np.asarray(children_left, dtype=INDEX_DTYPE)
-        mask = (weights != 0) & (children_left != TREE_LEAF)[:, None]
+        mask = weights != 0
+        if missing is not None:
+            missing = np.asarray(missing, dtype=VALUE_DTYPE)
+            mask |= missing != 0
+        mask &= (children_left != TREE_LEAF)[:, None]
         rows, cols = np.nonzero(mask)
         indptr = np.zeros(weights.shape[0] + 1, dtype=INDEX_DTYPE)
         np.cumsum(np.bincount(rows, minlength=weights.shape[0]), out=indptr[1:])
@@ -157,6 +185,7 @@ class ObliqueTree:
             n_node_samples,
             n_features=weights.shape[1],
             depth=depth,
+            weight_missing=None if missing is None else missing[rows, cols],
         )
 
     # ------------------------------------------------------------- properties
@@ -209,7 +238,7 @@ class ObliqueTree:
         return dict(self.__dict__)
 
     def __setstate__(self, state):
-        check_format_version(state, "ObliqueTree")
+        state = upgrade_state(state, "ObliqueTree")
         # the kernels trust these arrays: check them before anyone can use them
         check_tree_arrays(state, state.get("n_features"), "unpickled ObliqueTree")
         self.__dict__.update(state)
@@ -222,8 +251,12 @@ class ObliqueTree:
         )
 
 
-def check_format_version(state, kind):
-    """Refuse a pickled container whose ``format_version`` is not this one's.
+def upgrade_state(state, kind):
+    """A pickled container's ``__dict__`` in this version's layout.
+
+    Version 1 lacked ``weight_missing``: zeros are filled in (a float64
+    array as long as ``weight_value``; a malformed ``weight_value`` is left
+    for the array checks to report).
 
     Parameters
     ----------
@@ -231,14 +264,31 @@ def check_format_version(state, kind):
         The pickled ``__dict__``.
     kind : str
         Class name of the container, for the message.
+
+    Returns
+    -------
+    state : dict
+        A new dict; ``format_version`` is the current one.
+
+    Raises
+    ------
+    ValueError
+        If the version is not one this obliquetrees reads.
     """
     version = state.get("format_version")
-    if version != FORMAT_VERSION:
+    if version not in READABLE_VERSIONS:
         raise ValueError(
             f"This {kind} was saved with container format version "
-            f"{version!r}; this obliquetrees reads version {FORMAT_VERSION}. "
+            f"{version!r}; this obliquetrees reads versions {list(READABLE_VERSIONS)}. "
             "Refit the model with this version of obliquetrees."
         )
+    state = dict(state)
+    if version == 1:
+        weights = state.get("weight_value")
+        n = weights.shape[0] if isinstance(weights, np.ndarray) and weights.ndim == 1 else 0
+        state["weight_missing"] = np.zeros(n, dtype=VALUE_DTYPE)
+    state["format_version"] = FORMAT_VERSION
+    return state
 
 
 def _node_depths(children_left, children_right):
@@ -442,7 +492,11 @@ def fold_standardization(tree, mean, scale):
     """Express a tree trained on standardised inputs in the raw input units.
 
     A split ``w . z + b`` on ``z = (x - mean) / scale`` equals
-    ``(w / scale) . x + (b - sum(w * mean / scale))`` on the raw ``x``.
+    ``(w / scale) . x + (b - sum(w * mean / scale))`` on the raw ``x``. The
+    bias now holds ``-w_j mean_j / scale_j`` for every feature, so a
+    missing-value term ``c_j`` (which replaced ``w_j z_j``) becomes
+    ``c_j + w_j mean_j / scale_j``: a tree trained without missing values
+    (``c = 0``) sends a NaN where the training mean would go.
     Features with an infinite scale (constant in training, see
     :func:`standardization`) get no weight: their entries are dropped.
 
@@ -468,17 +522,22 @@ def fold_standardization(tree, mean, scale):
     mean = np.asarray(mean, dtype=VALUE_DTYPE)
     scale = np.asarray(scale, dtype=VALUE_DTYPE)
     indptr, index, weight = tree.weight_indptr, tree.weight_index, tree.weight_value
+    missing = tree.weight_missing
     kept = np.isfinite(scale[index])
     if not kept.all():
         rows = np.repeat(np.arange(tree.node_count), np.diff(indptr))
         counts = np.bincount(rows[kept], minlength=tree.node_count)
         indptr = np.concatenate([[0], np.cumsum(counts)]).astype(tree.weight_indptr.dtype)
-        index, weight = index[kept], weight[kept]
+        index, weight, missing = index[kept], weight[kept], missing[kept]
     value = weight / scale[index]
     rows = np.repeat(np.arange(tree.node_count), np.diff(indptr))
-    shift = np.bincount(rows, weights=value * mean[index], minlength=tree.node_count)
+    centre = value * mean[index]
+    shift = np.bincount(rows, weights=centre, minlength=tree.node_count)
     bias = np.where(tree.is_leaf, 0.0, tree.bias - shift)
-    if not (np.all(np.isfinite(value)) and np.all(np.isfinite(bias))):
+    missing = missing + centre
+    if not (
+        np.all(np.isfinite(value)) and np.all(np.isfinite(bias)) and np.all(np.isfinite(missing))
+    ):
         raise ValueError(
             "a split's weights in raw input units overflow float64 (a feature's "
             f"scale is too small for its weight, scales down to {np.min(scale):.3g}); "
@@ -495,4 +554,5 @@ def fold_standardization(tree, mean, scale):
         tree.n_node_samples,
         n_features=tree.n_features,
         depth=tree.depth,
+        weight_missing=missing,
     )

@@ -23,6 +23,7 @@ _ARRAY_NAMES = (
     "weight_indptr",
     "weight_index",
     "weight_value",
+    "weight_missing",
     "bias",
     "value",
     "n_node_samples",
@@ -160,6 +161,7 @@ def _check_forest_arrays(arrays, node_offset, weight_offset, n_features):
         )
     check_array(index, "weight_index", INDEX_DTYPE, 1)
     check_array(arrays["weight_value"], "weight_value", VALUE_DTYPE, 1, index.shape)
+    check_array(arrays["weight_missing"], "weight_missing", VALUE_DTYPE, 1, index.shape)
     n_weights = np.diff(weight_offset)
     if weight_offset[0] != 0 or np.any(n_weights < 0) or weight_offset[-1] != index.shape[0]:
         raise ValueError("weight_offset must rise from 0 to the number of stored weights.")
@@ -215,7 +217,7 @@ def _check_forest_arrays(arrays, node_offset, weight_offset, n_features):
         raise ValueError("Leaves must not store split weights.")
     if index.size and (index.min() < 0 or index.max() >= n_features):
         raise ValueError(f"weight_index must lie in [0, n_features) = [0, {n_features}).")
-    for name in ("weight_value", "bias", "value", "n_node_samples"):
+    for name in ("weight_value", "weight_missing", "bias", "value", "n_node_samples"):
         check_finite(arrays[name], name)
 
 

@@ -9,6 +9,7 @@ from scipy import sparse
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
+from obliquetrees._core.missing import nan_columns, observed_moments
 from obliquetrees._core.tree import feature_moments
 
 __all__ = [
@@ -59,10 +60,14 @@ def validate_fit_data(estimator, X, y, sample_weight, *, classifier, accept_spar
         estimator.classes_, y = np.unique(y, return_inverse=True)
         estimator.n_classes_ = len(estimator.classes_)
         y = y.astype(np.int64, copy=False)
-    # Training standard deviation of every feature (weighted by sample_weight),
-    # kept privately for feature_importances_, which shares a split's impurity
-    # decrease among its features by |w_j| * std(x_j) (obliquetrees.inspection).
-    estimator._feature_std = feature_moments(X, sample_weight)[1]
+    # Training standard deviation of every feature (weighted by sample_weight;
+    # over the observed values where some are missing), kept privately for
+    # feature_importances_, which shares a split's impurity decrease among its
+    # features by |w_j| * std(x_j) (obliquetrees.inspection).
+    if nan_columns(X).any():
+        estimator._feature_std = observed_moments(X, sample_weight)[1]
+    else:
+        estimator._feature_std = feature_moments(X, sample_weight)[1]
     return X, y, sample_weight
 
 
@@ -123,6 +128,7 @@ def _validate_training_arrays(estimator, X, y, sample_weight, *, classifier, res
         dtype=np.float64,
         order="C",
         y_numeric=not classifier,
+        ensure_all_finite="allow-nan",  # NaN marks a missing value; infinity is refused
     )
     if sparse.issparse(X):
         X = as_training_csr(X)
@@ -145,7 +151,15 @@ def validate_predict_data(estimator, X, dtype=(np.float64, np.float32)):
     """Check that ``estimator`` is fitted and validate prediction input.
 
     float32 and float64 input keeps its dtype (kernels take both); other
-    dtypes become the first entry of ``dtype``. CSR input is accepted.
+    dtypes become the first entry of ``dtype``. CSR input is accepted. NaN
+    marks a missing value; infinity raises a ``ValueError``.
     """
     check_is_fitted(estimator)
-    return validate_data(estimator, X, reset=False, accept_sparse="csr", dtype=list(dtype))
+    return validate_data(
+        estimator,
+        X,
+        reset=False,
+        accept_sparse="csr",
+        dtype=list(dtype),
+        ensure_all_finite="allow-nan",
+    )
