@@ -12,7 +12,11 @@ _X_FIT = """\
 Parameters
 ----------
 X : array-like of shape (n_samples, n_features)
-    Training input (dense)."""
+    Training input (dense). NaN marks a missing value: every feature with
+    NaN gets a missing indicator input, so each split learns its own term
+    for a missing value (stored as ``ObliqueTree.weight_missing``); a NaN at
+    prediction time in a feature that had none in training counts as the
+    feature's training mean. Infinity is refused."""
 
 _FOREST = """\
 trees_ : list of ObliqueTree
@@ -48,7 +52,8 @@ _SECTIONS = {
 Parameters
 ----------
 X : {array-like, sparse matrix} of shape (n_samples, n_features)
-    The input samples: dense float32/float64 (kept as given) or sparse CSR.""",
+    The input samples: dense float32/float64 (kept as given) or sparse CSR.
+    NaN (also an explicit NaN entry of a CSR matrix) marks a missing value.""",
     "fit_parameters_classifier": _X_FIT
     + "\ny : array-like of shape (n_samples,)\n    Class labels.",
     "fit_parameters": _X_FIT

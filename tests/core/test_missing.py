@@ -1,0 +1,175 @@
+"""Missing values: the container's terms, every prediction path, the fold, the estimators."""
+
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from obliquetrees._core import machine, soft, traversal, traversal_numpy
+from obliquetrees._core.forest import ObliqueForest
+from obliquetrees._core.missing import MissingValues, nan_columns, observed_moments
+from obliquetrees._core.tree import ObliqueTree
+from tests import reference as ref
+
+
+def _with_nan(rng, X, rate=0.3):
+    X = X.copy()
+    X[rng.random(X.shape) < rate] = np.nan
+    return X
+
+
+@pytest.fixture
+def trees_and_X(rng):
+    trees = [ref.random_tree(rng, 7, 2, max_depth=5, missing=True) for _ in range(4)]
+    X = _with_nan(rng, rng.normal(size=(300, 7)))
+    return trees, X
+
+
+# ------------------------------------------------------------ prediction paths
+def test_traversal_uses_missing_terms_like_the_reference(trees_and_X):
+    trees, X = trees_and_X
+    forest = ObliqueForest.from_trees(trees)
+    expected = ref.apply(trees, X)
+    assert np.array_equal(traversal.apply(forest, X, 2), expected)
+    assert np.array_equal(traversal_numpy.apply(forest, X), expected)
+    assert np.array_equal(
+        traversal.apply(forest, X.astype(np.float32), 1), ref.apply(trees, X.astype(np.float32))
+    )
+    # CSR: explicit NaN entries are missing, implicit zeros are zeros
+    with np.errstate(invalid="ignore"):
+        csr = sp.csr_matrix(np.where(np.abs(X) < 0.5, 0.0, X))  # NaN entries stay
+    assert np.isnan(csr.data).any()
+    assert np.array_equal(traversal.apply(forest, csr, 2), ref.apply(trees, csr.toarray()))
+    np.testing.assert_array_equal(traversal.predict_value(forest, X), ref.predict_value(trees, X))
+
+
+def test_missing_terms_change_routing(rng):
+    # a stump on x0: NaN goes right iff its term + b > 0, whatever x0's weight
+    for term, side in ((2.0, 2), (-2.0, 1)):
+        dense = np.zeros((3, 2))
+        dense[0, 0] = 1.0
+        miss = np.zeros((3, 2))
+        miss[0, 0] = term
+        tree = ObliqueTree.from_dense(
+            [1, -1, -1], [2, -1, -1], dense, [0.0, 0, 0], [[0], [1], [2]], [3, 1, 2], missing=miss
+        )
+        forest = ObliqueForest.from_trees([tree])
+        X = np.array([[np.nan, 5.0], [1.0, np.nan], [-1.0, np.nan]])
+        assert traversal.apply(forest, X)[:, 0].tolist() == [side, 2, 1]
+
+
+def test_machine_margins_and_leaves_with_missing_values(trees_and_X):
+    trees, X = trees_and_X
+    forest = ObliqueForest.from_trees(trees)
+    m = machine.machine_of(forest)
+    for S_dense in (False, True):
+        if S_dense:  # the dense form of S (and of its terms)
+            m.S, m.S_missing = (
+                m.dense_S(),
+                m.S_missing.toarray() if sp.issparse(m.S_missing) else m.S_missing,
+            )
+        A = m.margins(X)
+        for i, split in enumerate(m.split_node):
+            k = np.searchsorted(m.split_offset, i, side="right") - 1
+            want = [ref.margin(trees[k], split, x) for x in X]
+            np.testing.assert_allclose(A[:, i], want, rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(m.apply(X), ref.apply(trees, X))
+
+
+def test_soft_evaluation_uses_missing_terms(rng):
+    tree = ref.random_tree(rng, 5, 2, max_depth=4, missing=True)
+    X = _with_nan(rng, rng.normal(size=(200, 5)))
+    np.testing.assert_allclose(
+        soft.soft_predict(tree, X, tree.value),
+        ref.soft_predict_stored(tree, X, tree.value),
+        rtol=1e-12,
+    )
+
+
+# --------------------------------------------------------------- the container
+def test_version_1_pickles_load_with_zero_terms(rng):
+    tree = ref.random_tree(rng, 4, missing=True)
+    state = dict(tree.__dict__, format_version=1)
+    del state["weight_missing"]
+    old = ObliqueTree.__new__(ObliqueTree)
+    old.__setstate__(state)
+    assert old.format_version == 2 and not old.weight_missing.any()
+    forest = ObliqueForest.from_trees([tree])
+    fstate = dict(forest.__getstate__(), format_version=1)
+    del fstate["weight_missing"]
+    loaded = ObliqueForest.__new__(ObliqueForest)
+    loaded.__setstate__(fstate)
+    assert loaded.weight_missing.shape == forest.weight_value.shape
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda t: setattr(t, "weight_missing", t.weight_missing[:-1]),
+        lambda t: t.weight_missing.__setitem__(0, np.nan),
+        lambda t: setattr(t, "weight_missing", t.weight_missing.astype(np.float32)),
+        lambda t: setattr(t, "format_version", 3),
+    ],
+)
+def test_edited_missing_terms_are_refused_on_unpickling(rng, edit):
+    tree = ref.random_tree(rng, 4, missing=True, split_prob=1.0, max_depth=2)
+    edit(tree)
+    with pytest.raises(ValueError, match="weight_missing|format version"):
+        pickle.loads(pickle.dumps(tree))
+
+
+# ------------------------------------------------------------------- the fold
+def test_fold_gives_the_augmented_trees_margins(rng):
+    X = _with_nan(rng, rng.normal(size=(400, 6)), rate=0.25)
+    X[:, 2] = rng.normal(size=400)  # one feature without NaN: no indicator
+    missing = MissingValues.from_data(X)
+    assert missing.columns.tolist() == [0, 1, 3, 4, 5]
+    inputs = missing.augment(X)
+    assert inputs.shape == (400, 11) and not np.isnan(inputs).any()
+    np.testing.assert_array_equal(inputs[:, 6:], np.isnan(X[:, [0, 1, 3, 4, 5]]))
+    trained = [ref.random_tree(rng, 11, 2, max_depth=5, density=0.6) for _ in range(3)]
+    folded = [missing.fold(t) for t in trained]
+    assert all(t.n_features == 6 for t in folded)
+    assert np.array_equal(ref.apply(folded, X), ref.apply(trained, inputs))
+    assert np.array_equal(
+        traversal.apply(ObliqueForest.from_trees(folded), X),
+        traversal.apply(ObliqueForest.from_trees(trained), inputs),
+    )
+    # unfold is the inverse: the same margins on the augmented inputs
+    again = [missing.unfold(t) for t in folded]
+    assert np.array_equal(ref.apply(again, inputs), ref.apply(trained, inputs))
+
+
+def test_augment_sparse_keeps_implicit_zeros(rng):
+    dense = np.where(rng.random((50, 8)) < 0.7, 0.0, rng.normal(size=(50, 8)))
+    dense[rng.random(dense.shape) < 0.1] = np.nan
+    X = sp.csr_matrix(dense)  # NaN entries are stored explicitly
+    missing = MissingValues.from_data(X)
+    np.testing.assert_array_equal(missing.columns, np.flatnonzero(np.isnan(dense).any(axis=0)))
+    np.testing.assert_allclose(missing.fill, np.nanmean(dense, axis=0))
+    out = missing.augment(X)
+    assert sp.issparse(out)
+    np.testing.assert_allclose(out.toarray(), MissingValues.from_data(dense).augment(dense))
+
+
+def test_observed_moments_and_nan_columns(rng):
+    X = _with_nan(rng, rng.normal(size=(100, 4)))
+    X[:, 3] = np.nan
+    w = rng.random(100)
+    mean, std = observed_moments(X, w)
+    for j in range(3):
+        seen = ~np.isnan(X[:, j])
+        m = np.average(X[seen, j], weights=w[seen])
+        assert mean[j] == pytest.approx(m)
+        assert std[j] == pytest.approx(np.sqrt(np.average((X[seen, j] - m) ** 2, weights=w[seen])))
+    assert mean[3] == 0 and std[3] == 0
+    assert nan_columns(X).tolist() == [True] * 4
+    assert not nan_columns(np.ones((3, 2))).any()
+
+
+def test_no_nan_means_no_copy(rng):
+    X = rng.normal(size=(20, 3))
+    missing = MissingValues.from_data(X)
+    assert missing.augment(X) is X and missing.n_inputs == 3
+    np.testing.assert_allclose(missing.fill, X.mean(axis=0))
