@@ -143,10 +143,10 @@ def test_later_partial_fit_batches_are_validated_like_the_first(iris):
             clf.partial_fit(X, y, sample_weight=weights)
     with pytest.raises(ValueError, match="features"):
         clf.partial_fit(X[:, :2], y)
-    X_nan = X.copy()
-    X_nan[0, 0] = np.nan
-    with pytest.raises(ValueError, match="NaN"):
-        clf.partial_fit(X_nan, y)
+    X_inf = X.copy()
+    X_inf[0, 0] = np.inf  # (NaN is a missing value, accepted)
+    with pytest.raises(ValueError, match="infinity"):
+        clf.partial_fit(X_inf, y)
     y_nan = X[:, 3].copy()
     y_nan[0] = np.inf
     with pytest.raises(ValueError, match="infinity"):
