@@ -11,7 +11,7 @@ Importing this module imports numba; the estimator imports it lazily.
 
 import numpy as np
 
-from obliquetrees._core._jit import jit
+from obliquetrees._core._jit import jit, jit_inline
 from obliquetrees._core._random import random_int
 
 #: Two values closer than this are treated as equal by the axis-aligned
@@ -42,6 +42,105 @@ def class_histogram(yb, wb, m, n_classes):
 
 # ------------------------------------------------------ axis-aligned init
 @jit
+def scan_start(yb, wb, m, n_classes):
+    """What every feature's scan of :func:`scan_feature` starts from.
+
+    Returns the node's weighted class histogram, its total, the sum of its
+    ``x log x`` terms and scratch for the class counts of the two sides.
+    """
+    hist = class_histogram(yb, wb, m, n_classes)
+    total = 0.0
+    s_tot = 0.0
+    for k in range(n_classes):
+        total += hist[k]
+        s_tot += xlogx(hist[k])
+    sides = np.zeros((4, n_classes))  # class counts and x log x terms, left and right
+    return hist, total, s_tot, sides
+
+
+@jit_inline
+def draw_feature(feats, k, state):
+    """Draw the ``k``-th feature without replacement (partial Fisher-Yates on ``feats``)."""
+    p = feats.shape[0]
+    j = k + random_int(state, p - k)
+    f = feats[j]
+    feats[j] = feats[k]
+    feats[k] = f
+    return f
+
+
+@jit
+def scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp):
+    """Best threshold of one feature whose node values are ``vals[:m]``.
+
+    ``start`` is :func:`scan_start`'s result. Only a split whose impurity is
+    below ``best_imp`` (the best of the features scanned before) counts.
+
+    Returns
+    -------
+    visited : int
+        0 if the feature is constant in the node (it does not count towards
+        ``max_features``), else 1.
+    impurity : float
+        The new best impurity (``best_imp`` if no split of this feature beats it).
+    threshold : float
+        The threshold of that split (meaningless if none beat ``best_imp``).
+    """
+    hist, total, s_tot, sides = start
+    cl, cr, xl, xr = sides[0], sides[1], sides[2], sides[3]
+    n_classes = hist.shape[0]
+    lo = np.inf
+    hi = -np.inf
+    for i in range(m):
+        v = vals[i]
+        if v < lo:
+            lo = v
+        if v > hi:
+            hi = v
+    best_thr = 0.0
+    if hi <= lo + FEATURE_THRESHOLD:
+        return 0, best_imp, best_thr  # constant in this node: does not count
+    order = np.argsort(vals[:m])
+    for c in range(n_classes):
+        cl[c] = 0.0
+        cr[c] = hist[c]
+        xl[c] = 0.0
+        xr[c] = xlogx(hist[c])
+    s_l = 0.0
+    s_r = s_tot
+    n_l = 0.0
+    n_r = total
+    for t in range(m - 1):
+        i = order[t]
+        c = yb[i]
+        wt = wb[i]
+        # xl/xr cache xlogx of the current counts: two logs per step, not four
+        s_l -= xl[c]
+        cl[c] += wt
+        xl[c] = xlogx(cl[c])
+        s_l += xl[c]
+        s_r -= xr[c]
+        cr[c] -= wt
+        xr[c] = xlogx(cr[c])
+        s_r += xr[c]
+        n_l += wt
+        n_r -= wt
+        v_next = vals[order[t + 1]]
+        if v_next <= vals[i] + FEATURE_THRESHOLD:
+            continue
+        if t + 1 < min_samples_leaf or m - t - 1 < min_samples_leaf:
+            continue
+        imp = (xlogx(n_l) - s_l) + (xlogx(n_r) - s_r)
+        if imp < best_imp:
+            best_imp = imp
+            thr = 0.5 * (vals[i] + v_next)
+            if thr >= v_next or thr < vals[i]:
+                thr = vals[i]
+            best_thr = thr
+    return 1, best_imp, best_thr
+
+
+@jit
 def best_axis_split(Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, state):
     """Best axis-aligned split by information gain among random features.
 
@@ -61,14 +160,7 @@ def best_axis_split(Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, st
     p = Xb.shape[1]
     feats = np.arange(p)
     vals = np.empty(m)
-    sides = np.zeros((4, n_classes))  # class counts and x log x terms, left and right
-    cl, cr, xl, xr = sides[0], sides[1], sides[2], sides[3]
-    hist = class_histogram(yb, wb, m, n_classes)
-    total = 0.0
-    s_tot = 0.0
-    for k in range(n_classes):
-        total += hist[k]
-        s_tot += xlogx(hist[k])
+    start = scan_start(yb, wb, m, n_classes)
     best_f = -1
     best_thr = 0.0
     best_imp = np.inf
@@ -76,60 +168,15 @@ def best_axis_split(Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, st
     for k in range(p):
         if n_visited >= max_features:
             break
-        j = k + random_int(state, p - k)
-        f = feats[j]
-        feats[j] = feats[k]
-        feats[k] = f
-        lo = np.inf
-        hi = -np.inf
+        f = draw_feature(feats, k, state)
         for i in range(m):
-            v = Xb[i, f]
-            vals[i] = v
-            if v < lo:
-                lo = v
-            if v > hi:
-                hi = v
-        if hi <= lo + FEATURE_THRESHOLD:
-            continue  # constant in this node: does not count
-        n_visited += 1
-        order = np.argsort(vals[:m])
-        for c in range(n_classes):
-            cl[c] = 0.0
-            cr[c] = hist[c]
-            xl[c] = 0.0
-            xr[c] = xlogx(hist[c])
-        s_l = 0.0
-        s_r = s_tot
-        n_l = 0.0
-        n_r = total
-        for t in range(m - 1):
-            i = order[t]
-            c = yb[i]
-            wt = wb[i]
-            # xl/xr cache xlogx of the current counts: two logs per step, not four
-            s_l -= xl[c]
-            cl[c] += wt
-            xl[c] = xlogx(cl[c])
-            s_l += xl[c]
-            s_r -= xr[c]
-            cr[c] -= wt
-            xr[c] = xlogx(cr[c])
-            s_r += xr[c]
-            n_l += wt
-            n_r -= wt
-            v_next = vals[order[t + 1]]
-            if v_next <= vals[i] + FEATURE_THRESHOLD:
-                continue
-            if t + 1 < min_samples_leaf or m - t - 1 < min_samples_leaf:
-                continue
-            imp = (xlogx(n_l) - s_l) + (xlogx(n_r) - s_r)
-            if imp < best_imp:
-                best_imp = imp
-                best_f = f
-                thr = 0.5 * (vals[i] + v_next)
-                if thr >= v_next or thr < vals[i]:
-                    thr = vals[i]
-                best_thr = thr
+            vals[i] = Xb[i, f]
+        visited, imp, thr = scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp)
+        n_visited += visited
+        if imp < best_imp:
+            best_f = f
+            best_imp = imp
+            best_thr = thr
     return best_f, best_thr, best_imp
 
 
