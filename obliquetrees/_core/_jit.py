@@ -14,10 +14,12 @@ Importing this module imports numba: keep it out of the import path of
 ``import obliquetrees`` (estimators import kernel modules inside methods).
 """
 
+import functools
 import os
 from contextlib import contextmanager
 
 import numba
+import numba.extending
 
 
 def _load_pip_tbb():
@@ -85,6 +87,11 @@ jit_numpy_errors = numba.njit(cache=True, nogil=True, error_model="numpy")
 #: helpers taking arrays, whose calls otherwise cost reference counting
 #: (about 3x in the soft-tree SGD inner loop, measured).
 jit_inline = numba.njit(cache=True, nogil=True, inline="always")
+#: ``@jit_overload(stub)`` gives a Python stub a numba implementation chosen from the argument
+#: types at compile time (one growth loop, one kernel per input kind), with ``jit``'s presets.
+jit_overload = functools.partial(
+    numba.extending.overload, jit_options={"cache": True, "nogil": True}
+)
 prange = numba.prange
 
 

@@ -50,7 +50,6 @@ from obliquetrees._core._math import logsumexp, vector_max
 from obliquetrees._core._random import node_seed, shuffle
 from obliquetrees._training._co2_axis_split import THETA_PRIOR, best_axis_split, init_theta
 from obliquetrees._training._optim import momentum_step, momentum_velocity
-from obliquetrees._training.grower import INITIAL_CAPACITY, grow_capacity, link_children, may_split
 
 #: Learning-rate schedule (the paper: "when it oscillates for more than a
 #: number of iterations we reduce the learning rate"). After every epoch the
@@ -566,78 +565,3 @@ def split_node(data, start, end, node, tree_seed, table, params):
         else:
             lo += 1
     return lo - start, n_iter, oblique
-
-
-# ----------------------------------------------------------------- growth
-@jit
-def grow_tree(
-    X,
-    y,
-    row_weight,
-    rows,
-    tree_seed,
-    n_classes,
-    params,
-):
-    """Grow one CO2 tree breadth-first on the rows ``rows`` of ``X``, in one kernel.
-
-    The shared grower's mechanics (:mod:`obliquetrees._training.grower`:
-    ``may_split``, ``link_children``, ``grow_capacity``) in a numba loop, so
-    the per-node work (one :func:`split_node`) pays no Python call. Node ids
-    are assigned in creation order, so increasing ids are a breadth-first
-    sweep; nodes the limits keep as leaves get their class histogram. Returns
-    the arrays of :func:`obliquetrees._training.co2.grow_tree`.
-    """
-    cap = INITIAL_CAPACITY
-    children_left = np.full(cap, -1, dtype=np.int64)
-    children_right = np.full(cap, -1, dtype=np.int64)
-    depth = np.zeros(cap, dtype=np.int64)
-    start = np.zeros(cap, dtype=np.int64)
-    end = np.zeros(cap, dtype=np.int64)
-    weights = np.zeros((cap, X.shape[1]))
-    bias = np.zeros(cap)
-    value = np.zeros((cap, n_classes))
-    n_node_samples = np.zeros(cap)
-    stats = np.zeros(3, dtype=np.int64)
-    end[0] = rows.shape[0]
-    n_nodes = 1
-    n_leaves = 1
-    node = 0
-    while node < n_nodes:  # node ids in creation order: breadth first
-        if not may_split(depth[node], n_leaves, params.max_depth, params.max_leaf_nodes):
-            node_value(y, row_weight, rows, start[node], end[node], node, value, n_node_samples)
-            node += 1
-            continue
-        data = (X, y, row_weight, rows)
-        table = (weights, bias, value, n_node_samples)
-        n_left, n_iter, oblique = split_node(
-            data, start[node], end[node], node, tree_seed, table, params
-        )
-        if n_left >= 0:
-            stats[0] += n_iter
-            stats[1 if oblique else 2] += 1
-            if n_nodes + 2 > cap:
-                cap *= 2
-                children_left = grow_capacity(children_left, cap, -1)
-                children_right = grow_capacity(children_right, cap, -1)
-                depth = grow_capacity(depth, cap, 0)
-                start = grow_capacity(start, cap, 0)
-                end = grow_capacity(end, cap, 0)
-                weights = grow_capacity(weights, cap, 0.0)
-                bias = grow_capacity(bias, cap, 0.0)
-                value = grow_capacity(value, cap, 0.0)
-                n_node_samples = grow_capacity(n_node_samples, cap, 0.0)
-            link_children(children_left, children_right, depth, start, end, node, n_nodes, n_left)
-            n_nodes += 2
-            n_leaves += 1
-        node += 1
-    return (
-        children_left[:n_nodes].copy(),
-        children_right[:n_nodes].copy(),
-        weights[:n_nodes].copy(),
-        bias[:n_nodes].copy(),
-        value[:n_nodes].copy(),
-        n_node_samples[:n_nodes].copy(),
-        depth[:n_nodes].copy(),
-        stats,
-    )
