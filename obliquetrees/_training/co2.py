@@ -8,6 +8,8 @@ tree's bootstrap as integer counts, grows the trees in parallel with joblib
 threads (each tree breadth-first in one numba kernel on the shared grower's
 mechanics, which releases the GIL) and returns :class:`ObliqueTree` objects
 whose weights act on the raw input (the standardisation is folded in).
+A canonical CSR ``X`` is never densified: the trees grow on its stored
+entries divided by the feature scale (:mod:`._co2_sparse_kernels`).
 
 Importing this module imports numba.
 """
@@ -16,9 +18,10 @@ import collections
 import dataclasses
 
 import numpy as np
+import scipy.sparse as sp
 
 from obliquetrees._core.tree import ObliqueTree, fold_standardization, standardization
-from obliquetrees._training._co2_kernels import grow_tree as _grow_tree
+from obliquetrees._training._co2_grow import grow_tree as _grow_tree
 from obliquetrees._training._parallel import parallel_map
 from obliquetrees._training.grower import limit
 
@@ -107,13 +110,16 @@ def grow_tree(Xs, y, row_weight, n_classes, seed, params):
     """Grow one tree breadth-first on standardised ``Xs`` with per-row weights.
 
     Rows with zero weight are left out. The growth runs in one numba kernel
-    (:func:`obliquetrees._training._co2_kernels.grow_tree`) on the shared
-    grower's mechanics; each node is one :func:`split_node`, which partitions
+    (:func:`obliquetrees._training._co2_grow.grow_tree`) on the shared
+    grower's mechanics; each node is one split kernel, which partitions
     the node's slice of the row indices in place.
 
     Parameters
     ----------
-    Xs : ndarray of float64, shape (n_samples, n_features), C-contiguous
+    Xs : ndarray of float64, shape (n_samples, n_features), C-contiguous, or tuple
+        The standardised dense ``X``, or for sparse input the CSR triple
+        ``(indptr, indices, data)`` of ``X / scale`` (int64 indices; see
+        :func:`scaled_csr`) followed by ``n_features``.
     y : ndarray of int64, shape (n_samples,)
     row_weight : ndarray of float64, shape (n_samples,)
     n_classes : int
@@ -135,12 +141,28 @@ def grow_tree(Xs, y, row_weight, n_classes, seed, params):
         CCCP outer iterations, oblique splits, axis-aligned fallbacks.
     """
     rows = np.flatnonzero(row_weight > 0)
-    return _grow_tree(Xs, y, row_weight, rows, np.uint64(seed), n_classes, params.kernel_args())
+    if isinstance(Xs, tuple):
+        source, n_features = Xs[:3], Xs[3]
+    else:
+        source, n_features = Xs, Xs.shape[1]
+    return _grow_tree(
+        source, y, row_weight, rows, n_features, np.uint64(seed), n_classes, params.kernel_args()
+    )
+
+
+def scaled_csr(X, scale):
+    """``X / scale`` of a canonical CSR as the tuple :func:`grow_tree` takes.
+
+    Only the stored values are divided (a feature with infinite scale, constant
+    in training, becomes 0); the index arrays are ``X``'s own, not copied.
+    """
+    data = X.data / scale[X.indices]
+    return X.indptr, X.indices, data, X.shape[1]
 
 
 def _fit_one_tree(Xs, y, sample_weight, class_weight, n_classes, seed, params, prior, mean, scale):
     """Bootstrap, grow and package one tree (module level for joblib/dask)."""
-    n = Xs.shape[0]
+    n = y.shape[0]
     boot_seed, grow_seed = _tree_seeds(seed)
     if params.bootstrap:
         row_weight = bootstrap_counts(n, boot_seed)
@@ -210,7 +232,11 @@ def fit_forest(
 
     Parameters
     ----------
-    X : ndarray of float64, shape (n_samples, n_features), C-contiguous
+    X : ndarray of float64, shape (n_samples, n_features), C-contiguous, or CSR matrix
+        A CSR must be canonical (float64 data, int64 sorted indices, no
+        duplicates). It is never densified: the trees grow on its stored
+        entries divided by the feature scale (:mod:`._co2_sparse_kernels`),
+        which equals the dense fit up to rounding.
     y : ndarray of int64, shape (n_samples,)
         Class indices in ``[0, n_classes)``.
     n_classes : int
@@ -234,7 +260,12 @@ def fit_forest(
     """
     prior = class_prior(y, n_classes, sample_weight, class_weight)
     mean, scale = standardization(X, sample_weight)
-    Xs = np.ascontiguousarray((X - mean) / scale)
+    if sp.issparse(X):
+        # the sparse kernels centre each node on its own mean: the global mean cancels
+        Xs = scaled_csr(X, scale)
+        mean = np.zeros_like(mean)
+    else:
+        Xs = np.ascontiguousarray((X - mean) / scale)
     y = np.ascontiguousarray(y, dtype=np.int64)
     results = parallel_map(
         _fit_one_tree,
