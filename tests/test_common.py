@@ -91,6 +91,10 @@ EXPECTED_FAILED_CHECKS = {
             "the bootstrap draws n rows of the data it is given, so repeating a row "
             "changes every tree's sample (as for RandomForestClassifier)"
         ),
+        "check_sample_weight_equivalence_on_sparse_data": (
+            "the bootstrap draws n rows of the data it is given, so repeating a row "
+            "changes every tree's sample (as for RandomForestClassifier)"
+        ),
         "check_class_weight_classifiers": (
             "fully grown trees end in pure leaves whatever the class weights; the check "
             "relies on min_weight_fraction_leaf, which CO2 Forest does not have"
