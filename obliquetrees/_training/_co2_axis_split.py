@@ -10,8 +10,9 @@ Importing this module imports numba; the estimator imports it lazily.
 """
 
 import numpy as np
+from numba import types
 
-from obliquetrees._core._jit import jit, jit_inline
+from obliquetrees._core._jit import jit, jit_inline, jit_overload
 from obliquetrees._core._random import random_int
 
 #: Two values closer than this are treated as equal by the axis-aligned
@@ -140,6 +141,50 @@ def scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp):
     return 1, best_imp, best_thr
 
 
+def node_column(node, f, m, vals):
+    """Write feature ``f``'s node-centred values to ``vals[:m]`` (numba only).
+
+    ``node`` is the node's dense block ``Xb`` (rows already centred) or, for
+    sparse input, ``((cptr, crow, cval), mu)``: its stored entries as CSC and
+    its mean, the rows without an entry holding ``-mu[f]``
+    (:mod:`obliquetrees._training._co2_sparse_kernels`).
+    """
+    raise NotImplementedError("node_column is only callable from numba kernels")
+
+
+@jit_overload(node_column)
+def _node_column(node, f, m, vals):
+    if isinstance(node, types.Array):
+
+        def dense(node, f, m, vals):
+            for i in range(m):
+                vals[i] = node[i, f]
+
+        return dense
+
+    def sparse(node, f, m, vals):
+        columns, mu = node
+        cptr, crow, cval = columns
+        for i in range(m):
+            vals[i] = -mu[f]
+        for k in range(cptr[f], cptr[f + 1]):
+            vals[crow[k]] = cval[k] - mu[f]
+
+    return sparse
+
+
+def n_columns(node):
+    """Number of features of a ``node`` as :func:`node_column` takes it (numba only)."""
+    raise NotImplementedError("n_columns is only callable from numba kernels")
+
+
+@jit_overload(n_columns)
+def _n_columns(node):
+    if isinstance(node, types.Array):
+        return lambda node: node.shape[1]
+    return lambda node: node[1].shape[0]
+
+
 @jit
 def best_axis_split(Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, state):
     """Best axis-aligned split by information gain among random features.
@@ -147,7 +192,8 @@ def best_axis_split(Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, st
     Features are drawn without replacement (partial Fisher-Yates with
     ``state``) until ``max_features`` non-constant ones have been evaluated or
     all features have been drawn, as scikit-learn's splitter does. A sample
-    goes right iff ``x[f] > threshold``.
+    goes right iff ``x[f] > threshold``. ``Xb`` is the node's dense block or
+    its sparse form (:func:`node_column`).
 
     Returns
     -------
@@ -157,7 +203,7 @@ def best_axis_split(Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, st
     impurity : float
         Weighted entropy ``N_L H_L + N_R H_R`` (nats) of the best split.
     """
-    p = Xb.shape[1]
+    p = n_columns(Xb)
     feats = np.arange(p)
     vals = np.empty(m)
     start = scan_start(yb, wb, m, n_classes)
@@ -169,8 +215,7 @@ def best_axis_split(Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, st
         if n_visited >= max_features:
             break
         f = draw_feature(feats, k, state)
-        for i in range(m):
-            vals[i] = Xb[i, f]
+        node_column(Xb, f, m, vals)
         visited, imp, thr = scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp)
         n_visited += visited
         if imp < best_imp:

@@ -33,10 +33,9 @@ from obliquetrees._core._math import logsumexp
 from obliquetrees._core._random import node_seed, shuffle
 from obliquetrees._training._co2_axis_split import (
     THETA_PRIOR,
-    draw_feature,
+    best_axis_split,
     init_theta,
-    scan_feature,
-    scan_start,
+    node_column,
 )
 from obliquetrees._training._co2_kernels import (
     LR_DECAY,
@@ -114,48 +113,6 @@ def transpose(lptr, lidx, lval, m, n_features):
             cval[fill[j]] = lval[k]
             fill[j] += 1
     return cptr, crow, cval
-
-
-@jit_inline
-def centred_column(columns, mu, f, m, vals):
-    """Write the node-centred values ``u_f - mu_f`` of feature ``f`` to ``vals[:m]``."""
-    cptr, crow, cval = columns
-    for i in range(m):
-        vals[i] = -mu[f]
-    for k in range(cptr[f], cptr[f + 1]):
-        vals[crow[k]] = cval[k] - mu[f]
-
-
-@jit
-def best_axis_split_sparse(
-    columns, mu, yb, wb, m, n_classes, max_features, min_samples_leaf, state
-):
-    """The best axis-aligned split of a sparse node (dense: ``best_axis_split``).
-
-    ``columns`` is the node's CSC (:func:`transpose`). Draws the features in
-    the same order as the dense search and scans the same node-centred
-    values; returns ``(feature, threshold, impurity)``.
-    """
-    p = mu.shape[0]
-    feats = np.arange(p)
-    vals = np.empty(m)
-    start = scan_start(yb, wb, m, n_classes)
-    best_f = -1
-    best_thr = 0.0
-    best_imp = np.inf
-    n_visited = 0
-    for k in range(p):
-        if n_visited >= max_features:
-            break
-        f = draw_feature(feats, k, state)
-        centred_column(columns, mu, f, m, vals)
-        visited, imp, thr = scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp)
-        n_visited += visited
-        if imp < best_imp:
-            best_f = f
-            best_imp = imp
-            best_thr = thr
-    return best_f, best_thr, best_imp
 
 
 @jit
@@ -409,13 +366,14 @@ def split_node_sparse(data, start, end, node, tree_seed, table, params):
     columns = transpose(lptr, lidx, lval, m, p)
     state = np.empty(1, dtype=np.uint64)
     state[0] = node_seed(tree_seed, node)
-    feature, threshold, _ = best_axis_split_sparse(
-        columns, mu, yb, wb, m, n_classes, params.max_features, params.min_samples_leaf, state
+    node_columns = (columns, mu)
+    feature, threshold, _ = best_axis_split(
+        node_columns, yb, wb, m, n_classes, params.max_features, params.min_samples_leaf, state
     )
     if feature < 0:
         return -1, 0, False
     column = np.empty((m, 1))
-    centred_column(columns, mu, feature, m, column[:, 0])
+    node_column(node_columns, feature, m, column[:, 0])
     w = weights[node]
     w[:] = 0.0
     w[feature] = 1.0
