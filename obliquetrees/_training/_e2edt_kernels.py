@@ -426,6 +426,72 @@ def add_laplacian_grad(W, mask, nb_indptr, nb_indices, lam, out):
 
 
 @jit
+def stump_e_step(act, b0, gamma, pi, y, sw, hr, counts):
+    """E-step of a stump: ``hr[r] = P(right | x_r, y_r)`` and the leaf statistics.
+
+    ``act`` holds ``w . x_r`` (without the bias ``b0``) for every row; ``counts``
+    (2, n_classes) is overwritten with ``sum_r sw_r h_r [y_r = k]`` (row 0 left,
+    row 1 right). Shared by the dense and the CSR stump kernels.
+    """
+    for c in range(2):
+        for q in range(counts.shape[1]):
+            counts[c, q] = 0.0
+    for r in range(act.shape[0]):
+        t = gamma * (np.float64(act[r]) + b0)
+        sr, sl = _split_probs(t, np.exp(-abs(t)))
+        num_r = pi[1, y[r]] * sr
+        tot = num_r + pi[0, y[r]] * sl
+        if tot > 0.0:
+            hv = num_r / tot
+        else:  # underflow or impossible label: log space / path posterior
+            lsr, lsl = log_sigmoid_pair(t)
+            if pi[1, y[r]] > 0.0 or pi[0, y[r]] > 0.0:
+                tr = np.log(pi[1, y[r]]) + lsr if pi[1, y[r]] > 0.0 else -np.inf
+                tl = np.log(pi[0, y[r]]) + lsl if pi[0, y[r]] > 0.0 else -np.inf
+            else:
+                tr = lsr
+                tl = lsl
+            hv = sigmoid(tr - tl)
+        hr[r] = hv
+        counts[1, y[r]] += sw[r] * hv
+        counts[0, y[r]] += sw[r] * (1.0 - hv)
+
+
+@jit
+def stump_coefficients(act_b, rows, b0, gamma, hr, sw, total, coef):
+    """Per-sample derivative of a stump's minibatch objective w.r.t. its activation.
+
+    ``coef[q]`` (rounded to the dtype of ``coef``) for the minibatch rows
+    ``rows`` whose ``w . x`` are ``act_b``; returns their float64 sum (the
+    bias gradient).
+    """
+    gsum = 0.0
+    for q in range(rows.shape[0]):
+        r = rows[q]
+        # minimisation: -d/da [h log s + (1 - h) log(1 - s)] / total
+        t = gamma * (np.float64(act_b[q]) + b0)
+        c = -sw[r] * gamma * (hr[r] - sigmoid(t)) / total
+        coef[q] = c
+        gsum += c
+    return gsum
+
+
+@jit
+def stump_adam_step(
+    w, b, gw, gb, mw, vw, mb, vb, step, lr, beta1, beta2, eps, lam, nb_indptr, nb_indices
+):
+    """Adds the spatial penalty's gradient to ``gw`` (``lam > 0``), then one Adam step."""
+    if lam > 0.0:
+        for j in range(w.shape[0]):
+            acc = 0.0
+            for q in range(nb_indptr[j], nb_indptr[j + 1]):
+                acc += w[j] - w[nb_indices[q]]
+            gw[j] += 2.0 * lam * acc
+    adam_update(w, gw, mw, vw, step, lr, beta1, beta2, eps)
+    adam_update(b, gb, mb, vb, step, lr, beta1, beta2, eps)
+
+
+@jit
 def fit_stump(
     X,
     y,
@@ -501,30 +567,8 @@ def fit_stump(
     gamma = gamma0
     step = 0
     for epoch in range(n_epochs):
-        # E-step
-        for c in range(2):
-            for q in range(n_classes):
-                counts[c, q] = 0.0
         act = np.dot(X, w.astype(X.dtype))  # BLAS gemv
-        for r in range(n):
-            t = gamma * (np.float64(act[r]) + b[0])
-            sr, sl = _split_probs(t, np.exp(-abs(t)))
-            num_r = pi[1, y[r]] * sr
-            tot = num_r + pi[0, y[r]] * sl
-            if tot > 0.0:
-                hv = num_r / tot
-            else:  # underflow or impossible label: log space / path posterior
-                lsr, lsl = log_sigmoid_pair(t)
-                if pi[1, y[r]] > 0.0 or pi[0, y[r]] > 0.0:
-                    tr = np.log(pi[1, y[r]]) + lsr if pi[1, y[r]] > 0.0 else -np.inf
-                    tl = np.log(pi[0, y[r]]) + lsl if pi[0, y[r]] > 0.0 else -np.inf
-                else:
-                    tr = lsr
-                    tl = lsl
-                hv = sigmoid(tr - tl)
-            hr[r] = hv
-            counts[1, y[r]] += sw[r] * hv
-            counts[0, y[r]] += sw[r] * (1.0 - hv)
+        stump_e_step(act, b[0], gamma, pi, y, sw, hr, counts)
         # M-step, splits
         if epoch >= 1:
             perm = order[epoch - 1]
@@ -541,24 +585,29 @@ def fit_stump(
                     for j in range(k):
                         buf[q, j] = X[r, j]
                 act_b = np.dot(buf[:m], w.astype(X.dtype))  # BLAS gemv
-                gb[0] = 0.0
-                for q in range(m):
-                    r = perm[start + q]
-                    # minimisation: -d/da [h log s + (1 - h) log(1 - s)] / total
-                    t = gamma * (np.float64(act_b[q]) + b[0])
-                    c = -sw[r] * gamma * (hr[r] - sigmoid(t)) / total
-                    coef[q] = c
-                    gb[0] += c
+                gb[0] = stump_coefficients(
+                    act_b, perm[start:stop], b[0], gamma, hr, sw, total, coef
+                )
                 gw[:] = np.dot(coef[:m], buf[:m])  # BLAS gemv (transposed)
-                if lam > 0.0:
-                    for j in range(k):
-                        acc = 0.0
-                        for q in range(nb_indptr[j], nb_indptr[j + 1]):
-                            acc += w[j] - w[nb_indices[q]]
-                        gw[j] += 2.0 * lam * acc
                 step += 1
-                adam_update(w, gw, mw, vw, step, lr, beta1, beta2, eps)
-                adam_update(b, gb, mb, vb, step, lr, beta1, beta2, eps)
+                stump_adam_step(
+                    w,
+                    b,
+                    gw,
+                    gb,
+                    mw,
+                    vw,
+                    mb,
+                    vb,
+                    step,
+                    lr,
+                    beta1,
+                    beta2,
+                    eps,
+                    lam,
+                    nb_indptr,
+                    nb_indices,
+                )
         # M-step, leaves
         leaf_m_step(counts, pi)
         gamma += dgamma
