@@ -1,6 +1,7 @@
 """End-to-end learned deterministic oblique decision trees and forests (E2EDT)."""
 
 import numpy as np
+from scipy import sparse
 
 from obliquetrees._core.missing import MissingValues
 from obliquetrees.base import BaseObliqueForest, ObliqueClassifierMixin, resolve_max_features
@@ -23,7 +24,8 @@ def _check_float32_range(X):
     ``w`` is bounded by ``n_features * max|x|``, which must stay finite.
     """
     limit = float(np.finfo(np.float32).max) / X.shape[1]
-    peak = float(np.max(np.abs(X))) if X.size else 0.0
+    values = X.data if sparse.issparse(X) else X  # the implicit zeros are harmless
+    peak = float(np.max(np.abs(values))) if values.size else 0.0
     if peak > limit:
         raise ValueError(
             f"X has values of magnitude up to {peak:.3g}; with standardize=False "
@@ -46,6 +48,10 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
     probabilistic training model approaches the deterministic tree used for
     prediction. ``n_estimators > 1`` trains a forest of such trees (each on
     all data, every split on its own random feature subset or image patch).
+
+    ``fit`` accepts sparse ``X`` (CSR, CSC, COO, ...) and trains on its
+    stored entries without densifying it: memory grows with the number of
+    non-zeros plus the model (see Notes).
 
     Parameters
     ----------
@@ -178,6 +184,22 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
     - Training data are held in float32 for the BLAS products (activations
       and weight gradients); everything else is float64.
 
+    Sparse input: ``X`` is converted to canonical CSR and never densified
+    (nor is the standardised ``(X - mean) / scale``, which is dense). The
+    mean and scale come from the stored entries; every product with the
+    split weights is a CSR x dense product on the raw entries with the
+    standardisation applied algebraically, ``Z @ w = X @ (w / scale) -
+    mean . (w / scale)``, and the weight gradient ``G @ Z`` gets the same
+    rank-one correction. These products run in float64 on the stored entries,
+    whereas dense training rounds ``Z`` to float32 and sums in BLAS order, so
+    dense and sparse input of the same data give the same model only up to
+    rounding: the same ``random_state`` draws the same initial splits, feature
+    subsets and minibatches, and the trees agree closely (on small test
+    problems, predictions agree on at least 99 % of rows and probabilities to
+    about 1e-6; a sample lying almost on a split's plane in training can go the
+    other way and change the tree below). Dense input is trained exactly as
+    before.
+
     References
     ----------
     T. M. Hehn, J. F. P. Kooij and F. A. Hamprecht, "End-to-End Learning of
@@ -197,6 +219,8 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
     >>> clf.score(X, y) > 0.9
     True
     """
+
+    _fit_accepts_sparse = True
 
     _parameter_constraints = {
         "n_estimators": [Interval(Integral, 1, None, closed="left")],
@@ -332,7 +356,13 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
     def fit(self, X, y, sample_weight=None):
         """Grow and finetune the tree(s) on ``(X, y)``.
 
-        %(fit_parameters_classifier)s
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training input. Sparse matrices are converted to CSR and trained on
+            without densifying (class Notes).
+        y : array-like of shape (n_samples,)
+            Class labels.
         sample_weight : array-like of shape (n_samples,), default=None
             Weights of the samples in the likelihood (E-step statistics,
             leaf updates and minibatch gradients). None means equal weights.

@@ -57,6 +57,10 @@ EXPECTED_FAILED_CHECKS = {
             "batches separately and changes the batch composition and step count, so "
             "weights are equivalent to repetitions only in expectation"
         ),
+        "check_sample_weight_equivalence_on_sparse_data": (
+            "as on dense data: minibatches of rows, so weights equal repetitions only "
+            "in expectation"
+        ),
     },
     "HingeForestClassifier": {
         "check_sample_weight_equivalence_on_dense_data": (
