@@ -8,7 +8,6 @@ first use (inside ``fit``/prediction), never at import time.
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.model_selection import train_test_split
 
 from obliquetrees._core.missing import MissingValues
@@ -168,6 +167,22 @@ _NOTES = """
     - the default optimiser is lazy Adam (``optimizer="adam"`` is the
       paper's dense Adam);
     - sample weights multiply the per-sample loss (normalised to mean 1).
+
+    Sparse input (CSR, CSC, COO; converted to CSR) is accepted by ``fit``,
+    ``partial_fit`` and prediction and is never densified as a whole: the
+    standardisation moments come from the stored entries, and each minibatch's
+    linear layer ``z A^T`` and its gradient ``gU^T z`` are computed from the
+    rows' stored entries with the centring applied algebraically
+    (``w . z = sum over stored j of (w_j / s_j) x_j - sum_j w_j m_j / s_j``);
+    with ``n_hinge_features=None`` (identity layer) a batch's features are the
+    model's own ``batch_size x n_features`` block. Prediction densifies
+    blocks of at most 2**21 values (16 MiB). Peak memory is the sparse
+    matrix, the model and these blocks. Dense and sparse input of the same
+    data do not give bit-identical models: the moments and the linear layer
+    sum in a different order (stored entries only), and SGD carries these
+    last-bit differences on; for a given fitted model, dense and sparse
+    input give the same predictions. ``tests/training/test_sparse_hinge.py``
+    measures how close the two fits are.
 """
 
 
@@ -178,12 +193,9 @@ WARN_MODEL_BYTES = 2**30
 MAX_MODEL_BYTES = 2**34
 
 
-def _as_dense(X):
-    return X.toarray() if sp.issparse(X) else X
-
-
 class _BaseHingeForest(BaseObliqueForest):
     _predicts_leaf_values = False  # the output also scales with a margin: no finetune
+    _fit_accepts_sparse = True
     _parameter_constraints = {
         "n_estimators": [Interval(Integral, 1, None, closed="left")],
         "max_depth": [Interval(Integral, 1, 20, closed="both")],
@@ -466,7 +478,7 @@ class _BaseHingeForest(BaseObliqueForest):
     def _decision(self, X):
         from obliquetrees._training._hinge_forward import decision_values  # imports numba
 
-        inputs = self._missing.augment(_as_dense(X))
+        inputs = self._missing.augment(X)  # CSR stays CSR (blocks densified below)
         return decision_values(self._model, inputs, self._prediction_threads())
 
     def __sklearn_tags__(self):

@@ -4,10 +4,14 @@ Prediction (:func:`decision_values`, :func:`softmax`), the leaf reached by each 
 (:func:`leaf_counts`) and the storage of every hinge tree/fern as an
 :class:`~obliquetrees._core.tree.ObliqueTree` (:func:`to_trees`). The model is
 a :class:`~obliquetrees._training.hinge.HingeModel` (read, never changed);
-rows are processed in chunks of :data:`PREDICT_CHUNK`.
+rows are processed in chunks of :data:`PREDICT_CHUNK`; sparse input is
+densified one small block of rows at a time (at most :data:`SPARSE_BLOCK`
+values), never as a whole, and gives exactly the outputs of the same rows
+given dense.
 """
 
 import numpy as np
+import scipy.sparse as sp
 
 from obliquetrees._core.tree import ObliqueTree, fold_standardization
 from obliquetrees._core.validation import check_n_features
@@ -15,6 +19,25 @@ from obliquetrees._training import _hinge_kernels as K
 
 #: Rows per call of the forward kernel in prediction.
 PREDICT_CHUNK = 8192
+#: Values (rows x features) of one densified block of sparse input (16 MiB).
+SPARSE_BLOCK = 2**21
+
+
+def _dense_blocks(X, chunk=PREDICT_CHUNK):
+    """``(start, rows)`` over ``X`` in row blocks, as float64 dense arrays.
+
+    A sparse ``X`` is densified block by block, with blocks small enough
+    that one holds at most :data:`SPARSE_BLOCK` values.
+    """
+    sparse = sp.issparse(X)
+    if sparse:
+        X = X.tocsr()
+        chunk = max(1, min(chunk, SPARSE_BLOCK // max(X.shape[1], 1)))
+    else:
+        X = np.asarray(X)
+    for start in range(0, X.shape[0], chunk):
+        rows = X[start : start + chunk]
+        yield start, rows.toarray() if sparse else np.asarray(rows, dtype=np.float64)
 
 
 def standardise(model, X):
@@ -64,7 +87,7 @@ def softmax(F):
 def decision_values(model, X, n_threads=1):
     """Raw outputs (logits or standardised regression values), shape (n, K).
 
-    ``X`` is raw (unstandardised) input, dense; processed in chunks.
+    ``X`` is raw (unstandardised) input, dense or sparse; processed in chunks.
     """
     from obliquetrees._core._blas import blas_limit
     from obliquetrees._core._jit import numba_threads
@@ -80,11 +103,8 @@ def decision_values_in_limits(model, X):
     ``threadpool_limits`` scans the loaded libraries on every entry (~4 ms),
     which dominated the per-epoch validation of small data sets.
     """
-    X = np.asarray(X)
-    n = X.shape[0]
-    res = np.empty((n, model.n_outputs))
-    for start in range(0, n, PREDICT_CHUNK):
-        Xc = np.asarray(X[start : start + PREDICT_CHUNK], dtype=np.float64)
+    res = np.empty((X.shape[0], model.n_outputs))
+    for start, Xc in _dense_blocks(X):
         U = np.ascontiguousarray(hinge_features(model, standardise(model, Xc)))
         res[start : start + Xc.shape[0]] = head_outputs(model, tree_outputs(model, U))
     return res
@@ -97,16 +117,14 @@ def leaf_counts(model, X, sample_weight=None, n_threads=1):
 
     M, L = model.W.shape[:2]
     counts = np.zeros(M * L)
-    n = X.shape[0]
-    chunk = PREDICT_CHUNK
+    chunk = PREDICT_CHUNK  # sparse X: smaller blocks, within these scratch arrays
     walk = (
         np.empty((chunk, M), dtype=np.int64),
         np.empty((chunk, M)),
         np.empty((chunk, M), dtype=np.int64),
     )
     with blas_limit(1), numba_threads(n_threads):  # as decision_values
-        for start in range(0, n, chunk):
-            Xc = np.asarray(X[start : start + chunk], dtype=np.float64)
+        for start, Xc in _dense_blocks(X, chunk):
             U = np.ascontiguousarray(hinge_features(model, standardise(model, Xc)))
             tree_outputs(model, U, walk)
             leaf = walk[0][: Xc.shape[0]] + (np.arange(M) * L)[None, :]

@@ -419,9 +419,67 @@ def _head_and_loss(loss, i, wi, target, classification, linear_head, out, Q, q, 
     return loss
 
 
+@jit
+def _sparse_hidden(csr, order, s0, Bc, A, learn_A, Hc):
+    """``Hc[:Bc] = Z_b A^T`` for batch rows ``order[s0:s0 + Bc]`` of a raw CSR ``X``.
+
+    ``csr = (indptr, indices, values, inv_scale, shift)`` with ``z_j = x_j
+    inv_scale_j - shift_j`` (``inv_scale = 1 / x_scale``, ``shift = x_mean /
+    x_scale``): ``(Z A^T)_ih = sum over row i's stored entries of A_hj x_j
+    inv_scale_j - (A shift)_h``, never forming the centred row. With the
+    identity layer (``learn_A`` False) ``Hc`` is ``z`` itself (dense, ``H =
+    p``: the model's own width).
+    """
+    indptr, indices, values, inv_scale, shift = csr
+    Hn = A.shape[0]
+    if learn_A:
+        c = np.dot(A, shift)
+    for i in range(Bc):
+        r = order[s0 + i]
+        if learn_A:
+            for h in range(Hn):
+                Hc[i, h] = -c[h]
+            for k in range(indptr[r], indptr[r + 1]):
+                j = indices[k]
+                v = values[k] * inv_scale[j]
+                for h in range(Hn):
+                    Hc[i, h] += A[h, j] * v
+        else:
+            for h in range(Hn):
+                Hc[i, h] = -shift[h]
+            for k in range(indptr[r], indptr[r + 1]):
+                j = indices[k]
+                Hc[i, j] += values[k] * inv_scale[j]
+
+
+@jit
+def _sparse_weight_gradient(csr, order, s0, Bc, gU, gA):
+    """``gA = gU[:Bc]^T Z_b`` for the batch rows of a raw CSR ``X`` (see :func:`_sparse_hidden`).
+
+    The centring is a rank-one term ``-(sum_i gU_i) shift^T``; the rest reads
+    each row's stored entries only.
+    """
+    indptr, indices, values, inv_scale, shift = csr
+    Hn, p = gA.shape
+    for h in range(Hn):
+        col = 0.0
+        for i in range(Bc):
+            col += gU[i, h]
+        for j in range(p):
+            gA[h, j] = -col * shift[j]
+    for i in range(Bc):
+        r = order[s0 + i]
+        for k in range(indptr[r], indptr[r + 1]):
+            j = indices[k]
+            v = values[k] * inv_scale[j]
+            for h in range(Hn):
+                gA[h, j] += gU[i, h] * v
+
+
 @jit_parallel
 def train_epoch(
     data,
+    csr,
     batch_size,
     classification,
     linear_head,
@@ -438,7 +496,11 @@ def train_epoch(
 ):
     """One epoch of minibatch training over ``Z[order]`` (standardised inputs).
 
-    ``data`` = ``(Z, Yi, Yf, w, order)``: ``Yi`` (n,) class indices
+    ``data`` = ``(Z, Yi, Yf, w, order)``: ``Z`` the standardised dense
+    input, or a (1, 1) placeholder when ``csr = (sparse, (indptr, indices,
+    values, inv_scale, shift))`` has ``sparse`` True: the raw CSR rows are
+    then read entry by entry (:func:`_sparse_hidden`,
+    :func:`_sparse_weight_gradient`), never densified; ``Yi`` (n,) class indices
     (classification) / ``Yf`` (n, K) targets (regression); ``w`` per-sample
     loss weights (mean 1 over the training set). ``net`` = ``(A, bn_mean,
     bn_var, feat, thr, W, Q, q)``, with ``Q`` of shape (1, 1) for the summed
@@ -455,13 +517,14 @@ def train_epoch(
     update.
     """
     Z, Yi, Yf, w, order = data
+    sparse, rows = csr
     A, bn_mean, bn_var, feat, thr, W, Q, q = net
     lr, beta1, beta2, eps = hyper
     moments, marks, A_m, Q_m, q_m = state
     Zb, U, out, F, G, Gt, walk, grads, gU = scratch
     contrib, contrib_feat = grads[4], grads[5]
     n = order.shape[0]
-    p = Z.shape[1]
+    p = A.shape[1]
     Hn = A.shape[0]
     M = thr.shape[0]
     K = F.shape[1]
@@ -472,12 +535,17 @@ def train_epoch(
     for bi in range(nbatch):
         s0 = bi * batch_size
         Bc = min(n, s0 + batch_size) - s0
-        for i in range(Bc):
-            r = order[s0 + i]
-            for j in range(p):
-                Zb[i, j] = Z[r, j]
-        Zc = Zb[:Bc]
-        Hc = np.dot(Zc, A.T)
+        if sparse:
+            Zc = Zb[:0]  # unused: the sparse rows are read in place
+            Hc = np.empty((Bc, Hn))
+            _sparse_hidden(rows, order, s0, Bc, A, learn_A, Hc)
+        else:
+            for i in range(Bc):
+                r = order[s0 + i]
+                for j in range(p):
+                    Zb[i, j] = Z[r, j]
+            Zc = Zb[:Bc]
+            Hc = np.dot(Zc, A.T)
         if counters[0] == 0:
             _bn_update(Hc, bn_mean, bn_var, counters, True)
         for h in range(Hn):
@@ -533,7 +601,11 @@ def train_epoch(
             for i in range(Bc):
                 for h in range(Hn):
                     gU[i, h] /= sd[h]
-            gA = np.dot(gU[:Bc].T, Zc)
+            if sparse:
+                gA = np.empty((Hn, p))
+                _sparse_weight_gradient(rows, order, s0, Bc, gU, gA)
+            else:
+                gA = np.dot(gU[:Bc].T, Zc)
             _dense_step(
                 A.reshape(-1), A_m[0].reshape(-1), A_m[1].reshape(-1), gA.reshape(-1), opt, hp
             )

@@ -31,6 +31,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from obliquetrees._core.tree import standardization
 from obliquetrees._core.validation import (
@@ -326,9 +327,12 @@ def ensure_opt_state(model, optimizer):
 
 
 class _EpochScratch:
-    """Per-batch work arrays of :func:`~._hinge_kernels.train_epoch`, for ``B`` rows."""
+    """Per-batch work arrays of :func:`~._hinge_kernels.train_epoch`, for ``B`` rows.
 
-    def __init__(self, model, B):
+    Sparse input needs no gathered block ``Zb`` (a (1, 1) placeholder).
+    """
+
+    def __init__(self, model, B, sparse=False):
         M = model.n_trees
         C = model.W.shape[2]
         K = model.n_outputs
@@ -348,7 +352,7 @@ class _EpochScratch:
             np.empty((B, M), dtype=np.int64),  # contrib_feat
         )
         self.arrays = (
-            np.empty((B, p)),  # Zb
+            np.empty((1, 1) if sparse else (B, p)),  # Zb
             np.empty((B, Hn)),  # U
             np.empty((B, n_out)),  # out
             np.empty((B, K)),  # F
@@ -371,18 +375,37 @@ def _opt_state_args(model):
     return moments, marks, (st["A_1"], st["A_2"]), head_Q, head_q
 
 
-def run_epoch(model, Z, Yi, Yf, w, order, params, scratch=None):
-    """One epoch over ``Z[order]`` (standardised inputs) in one compiled call.
+def sparse_rows(model, X):
+    """The kernel's view of a raw canonical CSR ``X``: ``(indptr, indices, values, inv_scale,
+    shift)`` with ``z = x inv_scale - shift`` the model's standardisation (no copy of ``X``)."""
+    inv_scale = 1.0 / model.x_scale  # 0 for constant features (infinite scale)
+    # row-indexing a CSR may give int32 indices: one dtype, one compiled kernel
+    indptr = np.asarray(X.indptr, dtype=np.int64)
+    indices = np.asarray(X.indices, dtype=np.int64)
+    return (indptr, indices, X.data, inv_scale, model.x_mean * inv_scale)
 
-    Trains ``model`` in place with ``params.optimizer``, ``learning_rate``
-    and ``batch_size`` on the ``params.task`` loss (targets from
-    :func:`_targets`, per-sample weights ``w``). Returns the per-batch mean
-    losses.
+
+def run_epoch(model, Z, Yi, Yf, w, order, params, scratch=None):
+    """One epoch over ``Z[order]`` in one compiled call.
+
+    ``Z`` is the standardised dense input, or the *raw* canonical CSR input
+    (float64 data, int64 sorted indices), standardised algebraically entry by
+    entry inside the kernel (see :func:`sparse_rows`). Trains ``model`` in
+    place with ``params.optimizer``, ``learning_rate`` and ``batch_size``
+    on the ``params.task`` loss (targets from :func:`_targets`, per-sample
+    weights ``w``). Returns the per-batch mean losses.
     """
     ensure_opt_state(model, params.optimizer)
     B = min(int(params.batch_size), order.shape[0])
+    sparse = sp.issparse(Z)
     if scratch is None:
-        scratch = _EpochScratch(model, B)
+        scratch = _EpochScratch(model, B, sparse)
+    if sparse:
+        csr = (True, sparse_rows(model, Z))
+        Z = np.zeros((1, 1))
+    else:
+        empty = np.zeros(0)
+        csr = (False, (np.zeros(1, np.int64), np.zeros(0, np.int64), empty, empty, empty))
     linear = model.head == "linear"
     Q = model.Q if linear else np.zeros((1, 1))
     q = model.q if linear else np.zeros(1)
@@ -391,6 +414,7 @@ def run_epoch(model, Z, Yi, Yf, w, order, params, scratch=None):
     batch_loss = np.empty((order.shape[0] + B - 1) // B)
     K.train_epoch(
         (Z, Yi, Yf, w, order),
+        csr,
         B,
         params.task == "classification",
         linear,
@@ -443,10 +467,12 @@ def fit_epochs(
     B = min(int(params.batch_size), n)
     rng = np.random.default_rng(seed)
     w = np.ones(n) if sample_weight is None else sample_weight / sample_weight.mean()
-    Z = np.ascontiguousarray(standardise(model, X))
+    sparse = sp.issparse(X)
+    # sparse X stays raw CSR: the kernel standardises its stored entries algebraically
+    Z = X if sparse else np.ascontiguousarray(standardise(model, X))
     Yi, Yf = _targets(Y, params.task)
     ensure_opt_state(model, params.optimizer)
-    scratch = _EpochScratch(model, B)
+    scratch = _EpochScratch(model, B, sparse)
     hist = {"loss": [], "val_loss": [], "epoch_time": [], "best_epoch": 0}
     best = np.inf
     best_params = None
@@ -512,8 +538,11 @@ def fit_hinge(
 
     Parameters
     ----------
-    X : ndarray of shape (n_samples, n_features)
-        Raw training input (dense).
+    X : ndarray or canonical CSR matrix of shape (n_samples, n_features)
+        Raw training input. CSR (float64 data, int64 sorted indices, no
+        duplicates) is never densified: moments from the stored entries,
+        per-batch linear layer and its gradient over each row's stored
+        entries, prediction in small dense blocks.
     Y : ndarray
         Class indices (n_samples,) for classification, targets
         (n_samples, n_outputs) for regression.
