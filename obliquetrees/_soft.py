@@ -217,6 +217,8 @@ def _soft_tree_init(tol):
 class _BaseSoftTree(BaseObliqueTree):
     """Shared fit logic of the soft tree estimators."""
 
+    _fit_accepts_sparse = True
+
     @_fit_context(prefer_skip_nested_validation=True)
     @fill_doc
     def fit(self, X, y, sample_weight=None):

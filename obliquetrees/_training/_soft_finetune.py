@@ -12,6 +12,7 @@ from obliquetrees._core._jit import jit
 from obliquetrees._core._math import log_sigmoid, sigmoid
 from obliquetrees._core._random import make_state, shuffle
 from obliquetrees._training._optim import momentum_step, momentum_velocity
+from obliquetrees._training._rows import add_row, finish_rows, n_rows, node_shifts
 from obliquetrees._training._soft_kernels import (
     LOSS_SQUARED,
     bounded,
@@ -23,8 +24,18 @@ from obliquetrees._training._soft_kernels import (
 
 @jit
 def _scratch(n_nodes, K):
-    """Per-sample scratch of :func:`_tree_grad`: (logp, gate, S, err)."""
-    return np.empty(n_nodes), np.zeros(n_nodes), np.empty((n_nodes, K)), np.empty(K)
+    """Per-sample scratch of :func:`_tree_grad`: (logp, gate, S, err, wsh).
+
+    ``wsh`` holds ``W[j] . shift`` of the moving tree (sparse input: see
+    :func:`~obliquetrees._training._rows.node_shifts`; zeros for dense input).
+    """
+    return (
+        np.empty(n_nodes),
+        np.zeros(n_nodes),
+        np.empty((n_nodes, K)),
+        np.empty(K),
+        np.zeros(n_nodes),
+    )
 
 
 @jit
@@ -40,9 +51,8 @@ def _tree_grad(X, R, sw, order, start, stop, tree, loss, grads, scratch):
     gW[:] = 0.0
     gb[:] = 0.0
     gZ[:] = 0.0
-    logp, gate, S, err = scratch
+    logp, gate, S, err, wsh = scratch
     K = Z.shape[1]
-    d = X.shape[1]
     total = 0.0
     for q in range(start, stop):
         i = order[q]
@@ -51,7 +61,7 @@ def _tree_grad(X, R, sw, order, start, stop, tree, loss, grads, scratch):
         for j in range(n_nodes):
             left = children_left[j]
             if left >= 0:
-                a = gate_input(X, i, W, b, j)
+                a = gate_input(X, i, W, b, wsh, j)
                 gate[j] = sigmoid(a)
                 logp[left] = logp[j] + log_sigmoid(a)
                 logp[children_right[j]] = logp[j] + log_sigmoid(-a)
@@ -83,9 +93,11 @@ def _tree_grad(X, R, sw, order, start, stop, tree, loss, grads, scratch):
                     beta += err[k] * (S[left, k] - S[right, k])
                 ga = weight * p * beta * g * (1.0 - g)
                 gb[j] += ga
-                for f in range(d):
-                    gW[j, f] += ga * X[i, f]
+                add_row(X, i, ga, gW[j])
         total += weight * (0.5 * e if loss == LOSS_SQUARED else e)
+    for j in range(n_nodes):
+        if children_left[j] >= 0:
+            finish_rows(X, gb[j], gW[j])  # the centring's share: sum of ga = gb[j]
     return total
 
 
@@ -99,7 +111,8 @@ def tree_loss_grad(X, R, sw, children_left, children_right, W, b, Z, n_nodes, lo
     """
     grads = (np.empty(W.shape), np.empty(b.shape[0]), np.empty(Z.shape))
     scratch = _scratch(n_nodes, Z.shape[1])
-    n = X.shape[0]
+    node_shifts(X, W, n_nodes, scratch[4])
+    n = n_rows(X)
     tree = (children_left, children_right, W, b, Z, n_nodes)
     total = _tree_grad(X, R, sw, np.arange(n), 0, n, tree, loss, grads, scratch)
     return total, grads[0], grads[1], grads[2]
@@ -136,7 +149,7 @@ def finetune_tree(
     parameters seen (including the starting point) are kept in W, b, Z.
     Returns (best validation error, epochs run, best epoch; 0 = unchanged).
     """
-    n = X.shape[0]
+    n = n_rows(X)
     cl, cr = children_left, children_right
     state = make_state(seed)
     Wc = W.copy()
@@ -154,6 +167,7 @@ def finetune_tree(
     scratch = _scratch(n_nodes, Z.shape[1])
     order = np.arange(n)
     tree = (cl, cr, Wc, bc, Zc, n_nodes)  # the copy that moves
+    node_shifts(X, Wc, n_nodes, scratch[4])
     eta = lr
     epochs_run = 0
     for epoch in range(finetune_epochs):
@@ -169,6 +183,7 @@ def finetune_tree(
                     bc[j] += vb[j]
                 else:
                     momentum_step(Zc[j], vZ[j], gZ[j], momentum, scale)
+            node_shifts(X, Wc, n_nodes, scratch[4])  # sparse: O(nodes x d), as the step
             for _ in range(start, stop):
                 eta *= decay
         epochs_run += 1

@@ -36,6 +36,15 @@ from obliquetrees._core._jit import jit, jit_inline, jit_parallel, prange
 from obliquetrees._core._math import log_sigmoid, logsumexp, sigmoid
 from obliquetrees._core._random import make_state, shuffle
 from obliquetrees._training._optim import momentum_step, momentum_velocity
+from obliquetrees._training._rows import (
+    add_row,
+    finish_rows,
+    gate_logit,
+    n_cols,
+    n_rows,
+    row_shift,
+    shifts_of,
+)
 
 #: A restart stops early once the decayed step size falls below this fraction
 #: of its initial value (with the per-sample decay 0.9999 this only happens on
@@ -100,30 +109,31 @@ def bounded(values):
 
 # ------------------------------------------------------------ forward (dense)
 @jit_inline
-def gate_input(X, i, W, b, j):
-    """``W[j].x + b[j]`` for sample i: the logit of node j's gate P(left)."""
-    a = b[j]
-    for f in range(X.shape[1]):
-        a += W[j, f] * X[i, f]
-    return a
+def gate_input(X, i, W, b, wsh, j):
+    """``W[j].z + b[j]`` for sample i: the logit of node j's gate P(left).
+
+    ``wsh`` = :func:`~obliquetrees._training._rows.shifts_of` ``(X, W)``
+    (zeros, unread, for dense ``X``).
+    """
+    return gate_logit(X, i, W[j], b[j], wsh[j])
 
 
 @jit_inline
-def _path_log_probability(X, i, children_left, children_right, W, b, n_nodes, logp):
+def _path_log_probability(X, i, children_left, children_right, W, b, wsh, n_nodes, logp):
     """``logp[j]``: log of sample i's path probability to every node j."""
     logp[0] = 0.0
     for j in range(n_nodes):
         left = children_left[j]
         if left >= 0:
-            a = gate_input(X, i, W, b, j)
+            a = gate_input(X, i, W, b, wsh, j)
             logp[left] = logp[j] + log_sigmoid(a)
             logp[children_right[j]] = logp[j] + log_sigmoid(-a)
 
 
 @jit_inline
-def _forward_one(X, i, children_left, children_right, W, b, Z, n_nodes, logp, F):
+def _forward_one(X, i, children_left, children_right, W, b, wsh, Z, n_nodes, logp, F):
     """Soft forward pass of sample i: fills logp[:n_nodes] and F."""
-    _path_log_probability(X, i, children_left, children_right, W, b, n_nodes, logp)
+    _path_log_probability(X, i, children_left, children_right, W, b, wsh, n_nodes, logp)
     for k in range(F.shape[0]):
         F[k] = 0.0
     for j in range(n_nodes):
@@ -148,15 +158,16 @@ def forward_context(X, children_left, children_right, W, b, Z, n_nodes, m):
     attempt inside the growth loop, where thread start-up costs more than it
     saves.
     """
-    n = X.shape[0]
+    n = n_rows(X)
     K = Z.shape[1]
     F = np.empty((n, K))
     P = np.ones(n)
     A = np.zeros((n, K))
     logp = np.empty(max(n_nodes, 1))
     f = np.empty(K)
+    wsh = shifts_of(X, W, n_nodes)
     for i in range(n):
-        _forward_one(X, i, children_left, children_right, W, b, Z, n_nodes, logp, f)
+        _forward_one(X, i, children_left, children_right, W, b, wsh, Z, n_nodes, logp, f)
         pm = np.exp(logp[m]) if m >= 0 else 1.0
         P[i] = pm
         for k in range(K):
@@ -189,11 +200,12 @@ def tree_error(X, R, sw, children_left, children_right, W, b, Z, n_nodes, loss, 
 @jit
 def node_membership(X, sw, children_left, children_right, W, b, n_nodes):
     """Sum over samples of sw_i x path probability of every node."""
-    n = X.shape[0]
+    n = n_rows(X)
     out = np.zeros(max(n_nodes, 1))
     logp = np.empty(max(n_nodes, 1))
+    wsh = shifts_of(X, W, n_nodes)
     for i in range(n):
-        _path_log_probability(X, i, children_left, children_right, W, b, n_nodes, logp)
+        _path_log_probability(X, i, children_left, children_right, W, b, wsh, n_nodes, logp)
         for j in range(n_nodes):
             out[j] += sw[i] * np.exp(logp[j])
     return out[:n_nodes]
@@ -289,23 +301,138 @@ def best_axis_split(X, sorted_index, u, Y):
     return feature, thr, left_mean, right_mean, max(best_gain, 0.0)
 
 
+@jit
+def best_axis_split_sparse(columns, u, Y):
+    """:func:`best_axis_split` of sparse input, from its :func:`~._rows.sorted_columns`.
+
+    Per feature, the stored entries are walked in increasing standardised
+    value and the rows that store none form one block at ``zero_z[f]``,
+    whose weight and target sums are the column totals minus the stored
+    entries' (so a feature costs O(its stored entries + K), not O(n)). Same
+    criterion, thresholds (midpoints of standardised values) and ties as the
+    dense kernel; sums are taken in a different order, so results can
+    differ from it in the last bits.
+    """
+    col_ptr, col_row, col_z, zero_z, n = columns
+    d = zero_z.shape[0]
+    K = Y.shape[1]
+    tot_w = 0.0
+    tot_s = np.zeros(K)
+    for i in range(n):
+        tot_w += u[i]
+        for k in range(K):
+            tot_s[k] += u[i] * Y[i, k]
+    base = 0.0
+    if tot_w > 0.0:
+        for k in range(K):
+            base += tot_s[k] * tot_s[k] / tot_w
+    best_gain = -np.inf
+    feature = -1
+    best_thr = 0.0
+    ss = np.zeros(K)
+    zs = np.zeros(K)
+    for f in range(d):
+        lo, hi = col_ptr[f], col_ptr[f + 1]
+        n_zero = n - (hi - lo)
+        # the zero block: column totals minus the stored entries
+        zw = tot_w
+        for k in range(K):
+            zs[k] = tot_s[k]
+        for q in range(lo, hi):
+            i = col_row[q]
+            zw -= u[i]
+            for k in range(K):
+                zs[k] -= u[i] * Y[i, k]
+        sw = 0.0
+        ss[:] = 0.0
+        best = -np.inf
+        thr = 0.0
+        q = lo
+        zero_done = n_zero == 0
+        while q < hi or not zero_done:
+            # next group: the zero block goes before the first stored value above it
+            if not zero_done and (q >= hi or col_z[q] > zero_z[f]):
+                x_here = zero_z[f]
+                sw += zw
+                for k in range(K):
+                    ss[k] += zs[k]
+                zero_done = True
+            else:
+                i = col_row[q]
+                x_here = col_z[q]
+                sw += u[i]
+                for k in range(K):
+                    ss[k] += u[i] * Y[i, k]
+                q += 1
+            if q < hi:
+                x_next = col_z[q]
+                if not zero_done and zero_z[f] < x_next:
+                    x_next = zero_z[f]
+            elif not zero_done:
+                x_next = zero_z[f]
+            else:
+                break  # last group: nothing to its right
+            if x_next <= x_here:
+                continue
+            rw = tot_w - sw
+            if sw <= 0.0 or rw <= 0.0:
+                continue
+            g = 0.0
+            for k in range(K):
+                rs = tot_s[k] - ss[k]
+                g += ss[k] * ss[k] / sw + rs * rs / rw
+            if g > best:
+                best = g
+                thr = 0.5 * (x_here + x_next)
+        if best - base > best_gain:
+            best_gain = best - base
+            feature = f
+            best_thr = thr
+    left_mean = np.zeros(K)
+    right_mean = np.zeros(K)
+    if feature < 0 or not np.isfinite(best_gain):
+        return -1, 0.0, left_mean, right_mean, 0.0
+    lw = 0.0
+    zw = tot_w
+    for k in range(K):
+        zs[k] = tot_s[k]
+    for q in range(col_ptr[feature], col_ptr[feature + 1]):
+        i = col_row[q]
+        zw -= u[i]
+        for k in range(K):
+            zs[k] -= u[i] * Y[i, k]
+        if col_z[q] <= best_thr:
+            lw += u[i]
+            for k in range(K):
+                left_mean[k] += u[i] * Y[i, k]
+    if zero_z[feature] <= best_thr:  # the rows without a stored entry go left
+        lw += zw
+        for k in range(K):
+            left_mean[k] += zs[k]
+    rw = tot_w - lw
+    for k in range(K):
+        right_mean[k] = (tot_s[k] - left_mean[k]) / rw
+        left_mean[k] /= lw
+    return feature, best_thr, left_mean, right_mean, max(best_gain, 0.0)
+
+
 # --------------------------------------------------- training one new split
 @jit_inline
-def _split_output(X, i, w, b0, zL, zR, out):
-    """Output of the new subtree for sample i; returns the gate g = P(left)."""
-    a = b0
-    for f in range(X.shape[1]):
-        a += w[f] * X[i, f]
-    g = sigmoid(a)
+def _split_output(X, i, w, b0, ws, zL, zR, out):
+    """Output of the new subtree for sample i; returns the gate g = P(left).
+
+    ``ws = row_shift(X, w)`` (sparse ``X``; 0 for dense).
+    """
+    g = sigmoid(gate_logit(X, i, w, b0, ws))
     for k in range(out.shape[0]):
         out[k] = g * zL[k] + (1.0 - g) * zR[k]
     return g
 
 
 @jit_inline
-def _split_tree_output(X, P, A, i, w, b0, zL, zR, s, F):
+def _split_tree_output(X, P, A, i, w, b0, ws, zL, zR, s, F):
     """Whole-tree output ``F = A[i] + P[i] * S(x_i)`` with the new split; returns its gate."""
-    g = _split_output(X, i, w, b0, zL, zR, s)
+    g = _split_output(X, i, w, b0, ws, zL, zR, s)
     for k in range(F.shape[0]):
         F[k] = A[i, k] + P[i] * s[k]
     return g
@@ -318,7 +445,7 @@ def _split_scratch(d, K):
 
 
 @jit_inline
-def _split_grad(X, R, P, A, sw, order, start, stop, w, b0, zL, zR, loss, scratch):
+def _split_grad(X, R, P, A, sw, order, start, stop, w, b0, ws, zL, zR, loss, scratch):
     """Gradient w.r.t. the new split of the samples ``order[start:stop]``.
 
     ``scratch = (gw, gL, gR, s, F, err)`` from :func:`_split_scratch`: the
@@ -333,7 +460,7 @@ def _split_grad(X, R, P, A, sw, order, start, stop, w, b0, zL, zR, loss, scratch
     gb = 0.0
     for q in range(start, stop):
         i = order[q]
-        g = _split_tree_output(X, P, A, i, w, b0, zL, zR, s, F)
+        g = _split_tree_output(X, P, A, i, w, b0, ws, zL, zR, s, F)
         e = output_error(F, R, i, loss, err)
         total += sw[i] * (0.5 * e if loss == LOSS_SQUARED else e)
         # back-propagated error delta = (y_hat - r) * prod of gates
@@ -345,8 +472,8 @@ def _split_grad(X, R, P, A, sw, order, start, stop, w, b0, zL, zR, loss, scratch
             gR[k] += delta * (1.0 - g)
         ga = beta * g * (1.0 - g)
         gb += ga
-        for f in range(X.shape[1]):
-            gw[f] += ga * X[i, f]
+        add_row(X, i, ga, gw)
+    finish_rows(X, gb, gw)  # the centring's share: sum of ga = gb
     return total, gb
 
 
@@ -362,10 +489,11 @@ def split_loss_grad(X, R, P, A, sw, w, b0, zL, zR, loss):
     per-sample terms the SGD of :func:`train_split` follows; it is exposed for
     the finite-difference tests.
     """
-    n = X.shape[0]
-    scratch = _split_scratch(X.shape[1], A.shape[1])
+    n = n_rows(X)
+    scratch = _split_scratch(n_cols(X), A.shape[1])
     order = np.arange(n)
-    total, gb = _split_grad(X, R, P, A, sw, order, 0, n, w, b0, zL, zR, loss, scratch)
+    ws = row_shift(X, w)
+    total, gb = _split_grad(X, R, P, A, sw, order, 0, n, w, b0, ws, zL, zR, loss, scratch)
     return total, scratch[0], gb, scratch[1], scratch[2]
 
 
@@ -374,8 +502,9 @@ def split_error(X, R, P, A, sw, w, b0, zL, zR, loss, metric):
     """Weighted mean error of the tree with the new split (see _sample_error)."""
     F = np.empty(A.shape)
     s = np.empty(A.shape[1])
-    for i in range(X.shape[0]):
-        _split_tree_output(X, P, A, i, w, b0, zL, zR, s, F[i])
+    ws = row_shift(X, w)
+    for i in range(n_rows(X)):
+        _split_tree_output(X, P, A, i, w, b0, ws, zL, zR, s, F[i])
     return mean_error(F, R, sw, loss, metric)
 
 
@@ -393,7 +522,7 @@ def sgd_split(
     ``ETA_STOP * lr``. Returns (b0, ok): ``ok`` is False if the parameters
     diverged (they are then left as they were when divergence was detected).
     """
-    n, d = X.shape
+    n, d = n_rows(X), n_cols(X)
     K = A.shape[1]
     order = np.arange(n)
     vw = np.zeros(d)
@@ -403,13 +532,17 @@ def sgd_split(
     scratch = _split_scratch(d, K)
     gw, gL, gR = scratch[0], scratch[1], scratch[2]
     eta = lr
+    ws = row_shift(X, w)
     for _epoch in range(max_epochs):
         shuffle(order, n, state)
         for start in range(0, n, batch_size):
             stop = min(n, start + batch_size)
-            _, gb = _split_grad(X, R, P, A, sw, order, start, stop, w, b0, zL, zR, loss, scratch)
+            _, gb = _split_grad(
+                X, R, P, A, sw, order, start, stop, w, b0, ws, zL, zR, loss, scratch
+            )
             scale = eta / (stop - start)
             momentum_step(w, vw, gw, momentum, scale)
+            ws = row_shift(X, w)  # sparse: O(d), as the step itself
             vb = momentum_velocity(vb, gb, momentum, scale)
             b0 += vb
             momentum_step(zL, vL, gL, momentum, scale)
@@ -461,7 +594,7 @@ def train_split(
     count. Returns (w, b, zL, zR, val_error, restart); ``restart`` is -1 (and
     val_error inf) if every restart diverged.
     """
-    d = X.shape[1]
+    d = n_cols(X)
     K = zL_init.shape[0]
     Ws = np.empty((n_restarts, d))
     bs = np.empty(n_restarts)

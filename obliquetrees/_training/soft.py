@@ -20,6 +20,7 @@ turn: the shared :class:`~obliquetrees._training.grower.Grower` in its
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from obliquetrees._core._random import uniform_noise
 from obliquetrees._core.tree import (
@@ -31,6 +32,7 @@ from obliquetrees._core.tree import (
 )
 from obliquetrees._training import _soft_finetune as _ft
 from obliquetrees._training import _soft_kernels as _k
+from obliquetrees._training._rows import sorted_columns, sparse_rows, take_rows
 from obliquetrees._training.grower import Grower
 
 #: Slope of the initial gate around the hard split's threshold, in units of
@@ -115,6 +117,11 @@ def dense_arrays(tree):
     return a["children_left"], a["children_right"], a["W"], a["b"], a["Z"], tree.n_nodes
 
 
+def _n_features(X):
+    """Features of a dense input or a sparse row tuple (:mod:`._rows`)."""
+    return X.shape[1] if isinstance(X, np.ndarray) else X[3].shape[0]
+
+
 def _initial_point(X, sorted_index, R, P, sw, loss, seed):
     """Starting point ``(w, b, zL, zR)`` of a new split at a node reached with probability P.
 
@@ -123,7 +130,7 @@ def _initial_point(X, sorted_index, R, P, sw, loss, seed):
     values otherwise (the paper's lines 3-6). None when no split separates two
     distinct values that carry weight.
     """
-    d = X.shape[1]
+    d = _n_features(X)
     K = R.shape[1]
     noise = uniform_noise(seed, d + 2 * K, 1.0)
     if not P.sum() > 1.0:
@@ -133,7 +140,11 @@ def _initial_point(X, sorted_index, R, P, sw, loss, seed):
             noise[d : d + K] * RANDOM_INIT,
             noise[d + K :] * RANDOM_INIT,
         )
-    feature, threshold, left_mean, right_mean, _ = _k.best_axis_split(X, sorted_index, P * sw, R)
+    if isinstance(X, np.ndarray):
+        split = _k.best_axis_split(X, sorted_index, P * sw, R)
+    else:
+        split = _k.best_axis_split_sparse(sorted_index, P * sw, R)
+    feature, threshold, left_mean, right_mean, _ = split
     if feature < 0:
         return None
     w0 = noise[:d] * INIT_NOISE
@@ -151,8 +162,10 @@ def grow_soft_tree(X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed):
 
     Parameters
     ----------
-    X, Xv : ndarray (n, d), float64, C-contiguous
-        Training and validation inputs (already standardised).
+    X, Xv : ndarray (n, d), float64, C-contiguous, or sparse row tuples
+        Training and validation inputs: standardised dense arrays, or raw
+        CSR rows with their standardisation (:mod:`._rows`), read entry by
+        entry and never densified.
     R, Rv : ndarray (n, K)
         Targets: standardised values (loss 0), 0/1 (loss 1) or one-hot (loss 2).
     sw, swv : ndarray (n,)
@@ -175,28 +188,32 @@ def grow_soft_tree(X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed):
     log : list of dict
         One entry per attempted split (node, depth, errors, accepted, restart).
     """
-    n, d = X.shape
+    n, d = R.shape[0], _n_features(X)
+    dense = isinstance(X, np.ndarray)
     tree = new_tree(d, R.shape[1], params)
     root_mean = (sw[:, None] * R).sum(axis=0) / sw.sum()
     tree.Z[0] = _leaf_init(root_mean, loss)
-    # hard-split search: presort every column once
-    sorted_index = np.ascontiguousarray(np.argsort(X, axis=0, kind="stable").T)
+    # hard-split search: presort every column once (sparse: its stored entries)
+    if dense:
+        sorted_index = np.ascontiguousarray(np.argsort(X, axis=0, kind="stable").T)
+    else:
+        sorted_index = sorted_columns(X)
     seeds = np.random.SeedSequence(seed)
     select_on_validation = params.restart_selection == "validation"
     log = []
 
     def split(m):
         node_seed = int(seeds.spawn(1)[0].generate_state(1)[0])
-        dense = dense_arrays(tree)
-        F, P, A = _k.forward_context(X, *dense, m)
-        Fv, Pv, Av = _k.forward_context(Xv, *dense, m)
+        arrays = dense_arrays(tree)
+        F, P, A = _k.forward_context(X, *arrays, m)
+        Fv, Pv, Av = _k.forward_context(Xv, *arrays, m)
         err_before = _k.mean_error(Fv, Rv, swv, loss, metric)
         start = _initial_point(X, sorted_index, R, P, sw, loss, node_seed)
         active = np.flatnonzero(P > ACTIVE_MIN)
         if start is None or active.size == 0:
             return  # no two distinct values carry weight, or no sample reaches m
         if active.size < n:
-            Xa = np.ascontiguousarray(X[active])
+            Xa = np.ascontiguousarray(X[active]) if dense else take_rows(X, active)
             Ra, Pa, Aa, swa = R[active], P[active], A[active], sw[active]
         else:
             Xa, Ra, Pa, Aa, swa = X, R, P, A, sw
@@ -372,7 +389,12 @@ def fit_soft_tree(X, y, sample_weight, *, n_classes, params, seeds):
 
     Parameters
     ----------
-    X : ndarray (n, d) float64
+    X : ndarray (n, d) float64, or canonical CSR matrix
+        CSR (float64 data, int64 sorted indices, no duplicates) is never
+        densified: moments from the stored entries, every kernel reads a
+        row's stored entries with the standardisation applied algebraically
+        (:mod:`._rows`); the gate weights and their updates stay dense
+        (``n_features`` per node, the model's own size).
     y : ndarray (n,)
         float targets (regression, ``n_classes`` None) or class indices.
     sample_weight : ndarray (n,) or None
@@ -407,9 +429,13 @@ def fit_soft_tree(X, y, sample_weight, *, n_classes, params, seeds):
     sw_tr = sw_tr / scale_w
     sw_va = sw_va / scale_w if sw_va.sum() > 0.0 else np.ones(val.size)
     x_mean, x_scale = standardization(X[train], sw_tr)
-    Xs = (X - x_mean) / x_scale
-    X_tr = np.ascontiguousarray(Xs[train])
-    X_va = np.ascontiguousarray(Xs[val])
+    if sp.issparse(X):
+        rows = sparse_rows(X, x_mean, x_scale)
+        X_tr, X_va = take_rows(rows, train), take_rows(rows, val)
+    else:
+        Xs = (X - x_mean) / x_scale
+        X_tr = np.ascontiguousarray(Xs[train])
+        X_va = np.ascontiguousarray(Xs[val])
     R, loss, metric, y_mean, y_scale = _encode_targets(y, n_classes, train, sw_tr)
     R_tr, R_va = np.ascontiguousarray(R[train]), np.ascontiguousarray(R[val])
     data = (X_tr, R_tr, sw_tr, X_va, R_va, sw_va)
