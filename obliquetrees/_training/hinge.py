@@ -50,6 +50,7 @@ from obliquetrees._training._hinge_forward import (
     to_trees,
 )
 from obliquetrees._training._optim import ADAGRAD_EPS, ADAM_BETA1, ADAM_BETA2, ADAM_EPS
+from obliquetrees._training._rows import sparse_rows
 
 #: Deepest tree the estimators allow (``max_depth`` constraint).
 MAX_DEPTH = 20
@@ -375,22 +376,12 @@ def _opt_state_args(model):
     return moments, marks, (st["A_1"], st["A_2"]), head_Q, head_q
 
 
-def sparse_rows(model, X):
-    """The kernel's view of a raw canonical CSR ``X``: ``(indptr, indices, values, inv_scale,
-    shift)`` with ``z = x inv_scale - shift`` the model's standardisation (no copy of ``X``)."""
-    inv_scale = 1.0 / model.x_scale  # 0 for constant features (infinite scale)
-    # row-indexing a CSR may give int32 indices: one dtype, one compiled kernel
-    indptr = np.asarray(X.indptr, dtype=np.int64)
-    indices = np.asarray(X.indices, dtype=np.int64)
-    return (indptr, indices, X.data, inv_scale, model.x_mean * inv_scale)
-
-
 def run_epoch(model, Z, Yi, Yf, w, order, params, scratch=None):
     """One epoch over ``Z[order]`` in one compiled call.
 
     ``Z`` is the standardised dense input, or the *raw* canonical CSR input
     (float64 data, int64 sorted indices), standardised algebraically entry by
-    entry inside the kernel (see :func:`sparse_rows`). Trains ``model`` in
+    entry inside the kernel (see :func:`._rows.sparse_rows`). Trains ``model`` in
     place with ``params.optimizer``, ``learning_rate`` and ``batch_size``
     on the ``params.task`` loss (targets from :func:`_targets`, per-sample
     weights ``w``). Returns the per-batch mean losses.
@@ -401,7 +392,7 @@ def run_epoch(model, Z, Yi, Yf, w, order, params, scratch=None):
     if scratch is None:
         scratch = _EpochScratch(model, B, sparse)
     if sparse:
-        csr = (True, sparse_rows(model, Z))
+        csr = (True, sparse_rows(Z, model.x_mean, model.x_scale))
         Z = np.zeros((1, 1))
     else:
         empty = np.zeros(0)
