@@ -168,27 +168,17 @@ _NOTES = """
       paper's dense Adam);
     - sample weights multiply the per-sample loss (normalised to mean 1).
 
-    Sparse input (CSR, CSC, COO; converted to CSR) is accepted by ``fit``,
-    ``partial_fit`` and prediction and is never densified as a whole: the
-    standardisation moments come from the stored entries, and each minibatch's
-    linear layer ``z A^T`` and its gradient ``gU^T z`` are computed from the
-    rows' stored entries with the centring applied algebraically
-    (``w . z = sum over stored j of (w_j / s_j) x_j - sum_j w_j m_j / s_j``);
-    with ``n_hinge_features=None`` (identity layer) a batch's features are the
-    model's own ``batch_size x n_features`` block. Prediction densifies
-    blocks of at most 2**21 values (16 MiB). Peak memory is the sparse
-    matrix, the model and these blocks. Dense and sparse input of the same
-    data do not give bit-identical models: the moments and the linear layer
-    sum in a different order (stored entries only), and SGD carries these
-    last-bit differences on; for a given fitted model, dense and sparse
-    input give the same predictions. ``tests/training/test_sparse_hinge.py``
-    measures how close the two fits are.
+    Sparse input (any format; CSR inside) is never densified as a whole: the
+    moments come from the stored entries and each minibatch's linear layer
+    and its gradient read the rows' stored entries with the centring applied
+    algebraically; prediction densifies blocks of at most 2**21 values. Dense
+    and sparse fits agree to rounding, not bit for bit (sums over stored
+    entries only; ``tests/training/test_sparse_hinge.py``).
 """
 
 
-#: Projected model sizes (bytes, see ``_BaseHingeForest._projected_bytes``)
-#: above which fitting warns, and above which it refuses to start: the size
-#: doubles with every level of ``max_depth``.
+#: Projected model bytes (``_BaseHingeForest._projected_bytes``, doubling with every
+#: level of ``max_depth``) above which fitting warns, and above which it refuses to start.
 WARN_MODEL_BYTES = 2**30
 MAX_MODEL_BYTES = 2**34
 

@@ -150,7 +150,14 @@ _COMMON_NOTES = """
     - with ``validation_fraction`` such that a part would be empty, the
       training data also serves as validation data;
     - the validation part of a classifier is drawn class by class
-      (stratified; ours)."""
+      (stratified; ours);
+    - sparse ``X`` (any format, CSR inside; ours) is never densified: the
+      moments come from the stored entries, and the gate logits and SGD
+      updates read each row's stored entries with the standardisation applied
+      algebraically. Dense and sparse fits agree to rounding, not bit for
+      bit; with the default online SGD a one-ulp change of an input can
+      already change the grown tree, so they can differ as much as two dense
+      fits of slightly perturbed data (``tests/training/test_sparse_soft.py``)."""
 
 
 def _base_constraints():
