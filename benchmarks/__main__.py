@@ -25,6 +25,8 @@ SUBCOMMANDS = {
     "predict": "benchmarks.bench_predict",
     "memory": "benchmarks.bench_memory",
     "parallel": "benchmarks.bench_parallel",
+    "missing": "benchmarks.bench_missing",
+    "sparse": "benchmarks.bench_sparse",
     "import": "benchmarks.bench_import",
     "unpickle-check": "benchmarks.bench_unpickle_check",
     "profile-co2": "benchmarks.profile_co2",

@@ -342,14 +342,7 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
     def fit(self, X, y, sample_weight=None):
         """Grow the forest on ``(X, y)``.
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training input. A scipy sparse matrix (CSR, CSC, COO, ...) is
-            converted to CSR and never densified: the trees grow on its stored
-            entries (see the class Notes).
-        y : array-like of shape (n_samples,)
-            Class labels.
+        %(fit_parameters_classifier)s
         sample_weight : array-like of shape (n_samples,), default=None
             Weights of the samples (multiplied with the bootstrap counts).
 
@@ -387,7 +380,7 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
                 f"({old_classes.tolist()}); got {self.classes_.tolist()}."
             )
         # NaN: trees train on indicator-augmented inputs and are folded back
-        missing = MissingValues.from_data(X, sample_weight)
+        missing = MissingValues.from_data(X, sample_weight, y)
         self.max_features_ = resolve_max_features(self.max_features, missing.n_inputs)
         seeds = draw_seeds(self.random_state, self.n_estimators)
         if old_seeds is not None:  # random_state=None draws new seeds each fit

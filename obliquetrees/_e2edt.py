@@ -356,13 +356,7 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
     def fit(self, X, y, sample_weight=None):
         """Grow and finetune the tree(s) on ``(X, y)``.
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training input. Sparse matrices are converted to CSR and trained on
-            without densifying (class Notes).
-        y : array-like of shape (n_samples,)
-            Class labels.
+        %(fit_parameters_classifier)s
         sample_weight : array-like of shape (n_samples,), default=None
             Weights of the samples in the likelihood (E-step statistics,
             leaf updates and minibatch gradients). None means equal weights.
@@ -376,7 +370,7 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         X, y, sample_weight = self._validate_fit_data(X, y, sample_weight)
         # NaN: trees train on indicator-augmented inputs and are folded back
         # (image patches need the pixel layout: there a NaN takes the pixel's mean)
-        missing = MissingValues.from_data(X, sample_weight, indicators=self.image_shape is None)
+        missing = MissingValues.from_data(X, sample_weight, y, indicators=self.image_shape is None)
         inputs = missing.augment(X)
         params = self._resolve_params(inputs.shape[1])
         if not self.standardize:

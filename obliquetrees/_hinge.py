@@ -283,15 +283,15 @@ class _BaseHingeForest(BaseObliqueForest):
         if size > WARN_MODEL_BYTES:
             warnings.warn(f"{shape}.", UserWarning, stacklevel=4)
 
-    def _start(self, X, sample_weight):
+    def _start(self, X, y, sample_weight):
         """Seeds, missing-value inputs and epoch count of a new model, if its size is acceptable.
 
-        NaN: the model trains on indicator-augmented inputs (its trees are
-        stored folded back, see :mod:`obliquetrees._core.missing`); later
-        batches and predictions are augmented with the same ``_missing``.
+        NaN: the model trains on indicator-augmented inputs (:mod:`obliquetrees._core.missing`);
+        later batches and predictions are augmented with the same ``_missing``.
         """
         self._seeds = draw_seeds(self.random_state, 3)
-        self._missing = MissingValues.from_data(X, sample_weight)
+        classification = isinstance(self, ObliqueClassifierMixin)
+        self._missing = MissingValues.from_data(X, sample_weight, y, classification)
         self._check_model_size(self._missing.n_inputs, self._n_model_outputs())
         self.n_iter_ = 0
 
@@ -396,7 +396,7 @@ class _BaseHingeForest(BaseObliqueForest):
         if warm:
             self._check_warm_model(X.shape[1], old_classes)
         else:
-            self._start(X, sample_weight)
+            self._start(X, y, sample_weight)
         model = self._model if warm else None
         self._train(
             X, T, sample_weight, model, max_epochs=self.max_epochs, validate=self.early_stopping
@@ -411,7 +411,7 @@ class _BaseHingeForest(BaseObliqueForest):
                 self._set_classes(classes, y)
                 y = np.searchsorted(self.classes_, self._raw_y)
             T = self._encode_targets(y, fit=True)
-            self._start(X, sample_weight)
+            self._start(X, y, sample_weight)
         else:
             X, y, sample_weight = self._validate_more_fit_data(X, y, sample_weight)
             T = self._encode_targets(self._index_y(y), fit=False)

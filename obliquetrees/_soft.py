@@ -249,7 +249,7 @@ class _BaseSoftTree(BaseObliqueTree):
         seeds = draw_seeds(self.random_state, 3)
         with numba_threads(n_threads_from_jobs(self.n_jobs)):
             # NaN: the tree trains on indicator-augmented inputs and is folded back
-            missing = MissingValues.from_data(X, sample_weight)
+            missing = MissingValues.from_data(X, sample_weight, y, n_classes is not None)
             inputs = missing.augment(X)
             tree, info = fit_soft_tree(
                 inputs, y, sample_weight, n_classes=n_classes, params=params, seeds=seeds

@@ -612,6 +612,8 @@ def finetune(
         n_threads=n_threads,
         verbose=verbose,
     )
+    # every feature with NaN, not only informative ones: the fold would give a
+    # feature without indicator the mean rule, discarding the model's own term
     missing = MissingValues.from_data(X, sw)
     if missing.columns.size:  # tune on indicator-augmented inputs, fold back
         forest = ObliqueForest.from_trees([missing.unfold(tree) for tree in forest.trees])

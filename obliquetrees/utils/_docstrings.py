@@ -11,12 +11,13 @@ import re
 _X_FIT = """\
 Parameters
 ----------
-X : array-like of shape (n_samples, n_features)
-    Training input (dense). NaN marks a missing value: every feature with
-    NaN gets a missing indicator input, so each split learns its own term
-    for a missing value (stored as ``ObliqueTree.weight_missing``); a NaN at
-    prediction time in a feature that had none in training counts as the
-    feature's training mean. Infinity is refused."""
+X : {array-like, sparse matrix} of shape (n_samples, n_features)
+    Training input. A sparse matrix (any format) is converted to CSR and
+    trained on without densifying it (README, "Sparse input"). NaN marks a
+    missing value and takes the feature's mean; a feature whose missingness
+    depends on ``y`` also gets a missing indicator input, so each split
+    learns its own term for its missing value (stored as
+    ``ObliqueTree.weight_missing``). Infinity is refused."""
 
 _FOREST = """\
 trees_ : list of ObliqueTree

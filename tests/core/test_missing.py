@@ -5,10 +5,17 @@ import pickle
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from scipy import stats
 
 from obliquetrees._core import machine, soft, traversal, traversal_numpy
 from obliquetrees._core.forest import ObliqueForest
-from obliquetrees._core.missing import MissingValues, nan_columns, observed_moments
+from obliquetrees._core.missing import (
+    INDICATOR_ALPHA,
+    MissingValues,
+    informative_columns,
+    nan_columns,
+    observed_moments,
+)
 from obliquetrees._core.tree import ObliqueTree
 from tests import reference as ref
 
@@ -173,3 +180,67 @@ def test_no_nan_means_no_copy(rng):
     missing = MissingValues.from_data(X)
     assert missing.augment(X) is X and missing.n_inputs == 3
     np.testing.assert_allclose(missing.fill, X.mean(axis=0))
+
+
+# ------------------------------------------------------- which features get indicators
+def _informative_data(rng, n=600):
+    """Features 0-1 missing at random, 2-3 missing where the target is high."""
+    X = rng.normal(size=(n, 5))
+    t = X[:, 4] + 0.5 * rng.normal(size=n)
+    X[rng.random(n) < 0.3, 0] = np.nan
+    X[rng.random(n) < 0.1, 1] = np.nan
+    X[(t > 0.5) & (rng.random(n) < 0.6), 2] = np.nan
+    X[t > 1.2, 3] = np.nan
+    return X, t
+
+
+def test_informative_columns_classification_is_the_g_test(rng):
+    X, t = _informative_data(rng)
+    y = np.digitize(t, [-0.5, 0.5])  # 3 classes
+    miss = np.isnan(X)
+    p = np.array(
+        [
+            stats.chi2_contingency(
+                [np.bincount(y[m], minlength=3), np.bincount(y[~m], minlength=3)],
+                correction=False,
+                lambda_="log-likelihood",
+            ).pvalue
+            for m in miss.T[:4]
+        ]
+    )
+    want = np.flatnonzero(p < INDICATOR_ALPHA / 4)
+    assert want.tolist() == [2, 3]  # the data make the point: only 2 and 3 depend on y
+    assert informative_columns(X, y).tolist() == want.tolist()
+    assert informative_columns(sp.csr_matrix(X), y).tolist() == want.tolist()
+    # labels of any kind; frequency weights equal repeated rows
+    assert informative_columns(X, np.array(["a", "b", "c"])[y]).tolist() == want.tolist()
+    w = rng.integers(0, 3, size=X.shape[0]).astype(float)
+    repeated = np.repeat(np.arange(X.shape[0]), w.astype(int))
+    assert (
+        informative_columns(X, y, w).tolist()
+        == informative_columns(X[repeated], y[repeated]).tolist()
+    )
+
+
+def test_informative_columns_regression_is_the_f_test(rng):
+    X, t = _informative_data(rng)
+    miss = np.isnan(X)
+    p = np.array([stats.f_oneway(t[m], t[~m]).pvalue for m in miss.T[:4]])
+    want = np.flatnonzero(p < INDICATOR_ALPHA / 4)
+    assert want.tolist() == [2, 3]
+    assert informative_columns(X, t, classification=False).tolist() == want.tolist()
+    assert informative_columns(sp.csr_matrix(X), t, classification=False).tolist() == [2, 3]
+    # two outputs: the smaller p-value, times 2
+    T = np.column_stack([t, rng.normal(size=t.shape[0])])
+    got = informative_columns(X, T, classification=False)
+    assert got.tolist() == np.flatnonzero(2 * p < INDICATOR_ALPHA / 4).tolist()
+
+
+def test_from_data_gives_indicators_only_where_missingness_is_informative(rng):
+    X, t = _informative_data(rng)
+    y = (t > 0).astype(int)
+    assert MissingValues.from_data(X).columns.tolist() == [0, 1, 2, 3]  # no target: all
+    assert MissingValues.from_data(X, None, y).columns.tolist() == [2, 3]
+    assert MissingValues.from_data(X, None, y, indicators=False).columns.size == 0
+    X_mcar = _with_nan(rng, rng.normal(size=(600, 6)))
+    assert MissingValues.from_data(X_mcar, None, y).columns.size == 0

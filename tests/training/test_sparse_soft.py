@@ -117,12 +117,8 @@ def test_sample_weight_dense_and_sparse_agree():
     sw = np.random.default_rng(3).integers(0, 4, size=y.shape[0]).astype(float)
     dense = SoftTreeClassifier(random_state=1, **STABLE).fit(X.toarray(), y, sample_weight=sw)
     sparse = SoftTreeClassifier(random_state=1, **STABLE).fit(X, y, sample_weight=sw)
-    np.testing.assert_allclose(
-        dense.predict_proba(X.toarray()), sparse.predict_proba(X), atol=1e-9
-    )
-    np.testing.assert_allclose(
-        dense.tree_.n_node_samples, sparse.tree_.n_node_samples, rtol=1e-9
-    )
+    np.testing.assert_allclose(dense.predict_proba(X.toarray()), sparse.predict_proba(X), atol=1e-9)
+    np.testing.assert_allclose(dense.tree_.n_node_samples, sparse.tree_.n_node_samples, rtol=1e-9)
 
 
 def test_default_settings_fit_sparse_and_generalise_alike():
