@@ -171,6 +171,30 @@ def test_sparse_input(cls):
     np.testing.assert_array_equal(model.predict(sp.csr_matrix(X)), model.predict(X))
 
 
+def _malformed(X, fmt, edit):
+    """``X`` in sparse format ``fmt`` with its index arrays edited after construction."""
+    M = sp.csr_matrix(X).asformat(fmt)
+    if edit == "index":
+        (M.indices if fmt != "coo" else M.col)[3] = 10**6  # beyond the last column / row
+    else:  # a decreasing indptr
+        M.indptr[2] = M.indptr[-1] + 5
+    return M
+
+
+@pytest.mark.parametrize(
+    "fmt, edit", [("csr", "index"), ("csr", "indptr"), ("csc", "index"), ("coo", "index")]
+)
+def test_malformed_sparse_input_is_a_clear_error(cls, fmt, edit):
+    """Out-of-range indices would make scipy's conversions and the kernels read out of bounds."""
+    X, y = _data(cls)
+    model = _make(cls).fit(X, y)
+    with pytest.raises(ValueError, match=f"malformed {fmt.upper()}"):
+        model.predict(_malformed(X, fmt, edit))
+    if cls._fit_accepts_sparse:
+        with pytest.raises(ValueError, match=f"malformed {fmt.upper()}"):
+            _make(cls).fit(_malformed(X, fmt, edit), y)
+
+
 def test_sample_weight_zeros_negative_wrong_length(cls):
     X, y = _data(cls)
     w = np.ones(len(X))

@@ -95,6 +95,31 @@ def validate_more_fit_data(estimator, X, y, sample_weight, *, classifier, accept
     )
 
 
+def check_sparse_structure(X):
+    """Raise ``ValueError`` if a sparse ``X``'s index arrays are inconsistent.
+
+    scipy checks index ranges only on request, and a matrix can be edited
+    after construction; out-of-range indices or a non-monotone ``indptr``
+    would make scipy's own conversions and our kernels (no bounds checks)
+    read or write out of bounds. O(nnz), before any conversion. Dense input
+    and the formats held in Python structures (LIL, DOK) pass through.
+    """
+    if not sparse.issparse(X):
+        return
+    try:
+        if X.format in ("csr", "csc", "bsr"):
+            X.check_format(full_check=True)
+        elif X.format == "coo":
+            coords = getattr(X, "coords", None) or (X.row, X.col)
+            for axis, index in enumerate(coords):
+                if index.size and (index.min() < 0 or index.max() >= X.shape[axis]):
+                    raise ValueError(f"axis-{axis} index out of range")
+        elif X.format == "dia" and X.offsets.size and np.abs(X.offsets).max() >= max(X.shape):
+            raise ValueError("diagonal offset out of range")
+    except ValueError as error:
+        raise ValueError(f"X is a malformed {X.format.upper()} matrix: {error}") from None
+
+
 def as_training_csr(X):
     """Canonical CSR form of a validated sparse ``X`` for the training kernels.
 
@@ -119,6 +144,7 @@ def as_training_csr(X):
 
 
 def _validate_training_arrays(estimator, X, y, sample_weight, *, classifier, reset, accept_sparse):
+    check_sparse_structure(X)
     X, y = validate_data(
         estimator,
         X,
@@ -155,6 +181,7 @@ def validate_predict_data(estimator, X, dtype=(np.float64, np.float32)):
     marks a missing value; infinity raises a ``ValueError``.
     """
     check_is_fitted(estimator)
+    check_sparse_structure(X)
     return validate_data(
         estimator,
         X,
