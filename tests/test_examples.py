@@ -24,12 +24,14 @@ GALLERY = [
     "plot_e2edt_usps_weights.py",
     "plot_co2_vs_random_forest.py",
     "plot_hinge_training_curves.py",
+    "plot_missing_values.py",
 ]
 #: scripts on real data sets (larger fits, several numba kernels to load)
 SLOW = {
     "plot_co2_vs_random_forest.py",
     "plot_e2edt_usps_weights.py",
     "plot_hinge_training_curves.py",
+    "plot_missing_values.py",
 }
 
 
