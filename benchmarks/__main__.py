@@ -27,6 +27,7 @@ SUBCOMMANDS = {
     "parallel": "benchmarks.bench_parallel",
     "missing": "benchmarks.bench_missing",
     "sparse": "benchmarks.bench_sparse",
+    "sparse-seeds": "benchmarks.bench_sparse_seeds",
     "import": "benchmarks.bench_import",
     "unpickle-check": "benchmarks.bench_unpickle_check",
     "profile-co2": "benchmarks.profile_co2",
