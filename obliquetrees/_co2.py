@@ -114,10 +114,11 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         values raise a ``ValueError``, as do weights (times
         ``sample_weight``) that are zero for every sample. See Notes for
         what the weights change in fully grown trees.
-    n_jobs : int, default=None
-        Number of trees grown in parallel (joblib threads; the kernels release
-        the GIL) and threads of prediction. The fitted model does not depend
-        on it.
+    n_jobs : int or None, default=None
+        Trees grown in parallel (joblib threads; the kernels release the GIL)
+        and threads of prediction. None means 1 unless in a
+        :func:`joblib.parallel_backend` context; -1 means all cores. The
+        fitted model does not depend on it.
     random_state : int, RandomState instance or None, default=None
         Seeds the bootstraps, feature draws and minibatch orders; one integer
         seed per tree is drawn up front.
