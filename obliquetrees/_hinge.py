@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 from sklearn.model_selection import train_test_split
 
+from obliquetrees import _hinge_docs as docs
 from obliquetrees._core.missing import MissingValues
 from obliquetrees._core.tree import (
     check_centred_range,
@@ -19,6 +20,7 @@ from obliquetrees.base import (
     BaseObliqueForest,
     ObliqueClassifierMixin,
     ObliqueRegressorMixin,
+    class_weighted_sample_weight,
 )
 from obliquetrees.utils._docstrings import fill_doc
 from obliquetrees.utils._param_validation import (
@@ -31,152 +33,6 @@ from obliquetrees.utils._param_validation import (
 )
 from obliquetrees.utils.seeds import draw_seeds
 
-_REFERENCES = """
-    References
-    ----------
-    .. [1] N. Lay, A. P. Harrison, S. Schreiber, G. Dawer, A. Barbu, "Random
-       Hinge Forest for Differentiable Learning", arXiv:1802.03882, 2018.
-"""
-
-_COMMON_DOC = """
-    Parameters
-    ----------
-    n_estimators : int, default=100
-        Number of hinge trees (or ferns) M.
-    max_depth : int, default=10
-        Depth D of every tree/fern: ``2**D`` leaves; a tree has ``2**D - 1``
-        decisions, a fern ``D`` (one per level, shared by all its nodes).
-        The model doubles in size with every level: fitting warns when it is
-        projected above 1 GiB and refuses (``ValueError``) above 16 GiB.
-    tree_type : {"tree", "fern"}, default="tree"
-        Random hinge trees or random hinge ferns.
-    n_hinge_features : int or None, default=100
-        Size of the learnable bias-free linear layer in front of the forest
-        (the paper's "100 inner product" features). None feeds the
-        standardised raw features instead (no linear layer). Each decision
-        tests one of these features, drawn at random once (not learnt).
-    head : {"sum", "linear"}, default="sum"
-        How tree outputs are combined: ``"sum"`` gives every leaf a
-        ``n_outputs``-vector and sums over trees (the paper's letter/USPS
-        architecture); ``"linear"`` gives every leaf a scalar and learns a
-        linear layer (with bias) from the M tree outputs (the reference
-        code's UCI architecture).
-    optimizer : {"adam", "lazy_adam", "adagrad", "sgd"}, default="lazy_adam"
-        ``"adam"``: Adam on every parameter every step (the paper).
-        ``"lazy_adam"``: Adam whose moments and values move only for the leaf
-        rows and thresholds that received a gradient in the batch (the
-        linear layer and head stay dense); this is the one deviation in the
-        default, chosen for speed (an epoch of 100 depth-10 trees updates
-        2.9 M leaf weights per batch with dense Adam); see Notes.
-        ``"adagrad"``: AdaGrad (the paper's UCI experiments; exact on sparse
-        gradients). ``"sgd"``: plain gradient steps (Algorithm 2).
-    learning_rate : float, default=0.005
-        Step size (the paper's Adam learning rate).
-    batch_size : int, default=50
-        Minibatch size (the paper: 53 for letter, 29 for USPS; the reference
-        code: 50).
-    max_epochs : int, default=100
-        Maximum number of passes over the training data.
-    early_stopping : bool, default=True
-        Hold out ``validation_fraction`` of the training data, evaluate the
-        validation loss after every epoch, keep the parameters of the best
-        epoch and stop after ``n_iter_no_change`` epochs without improvement.
-        (The paper picked the best *test* epoch; we never look at test data.)
-    validation_fraction : float, default=0.1
-        Fraction of the training data held out (stratified for classifiers
-        when possible) when ``early_stopping`` is True.
-    n_iter_no_change : int, default=20
-        Patience of early stopping, in epochs.
-    warm_start : bool, default=False
-        Reuse the fitted forest, its batch-norm statistics and optimiser
-        state, and train ``max_epochs`` more epochs (on a copy: a failed
-        fit keeps the fitted model). The data must have the same features
-        and, for classifiers, the same classes.
-    n_jobs : int, default=None
-        Threads for the numba kernels (training and prediction). Results are
-        identical for any value.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the initialisation, the validation split and the minibatch
-        order.
-    verbose : int, default=0
-        Print the training and validation loss of every epoch.
-"""
-
-_COMMON_ATTR = """
-    trees_ : list of ObliqueTree
-        The hinge trees as oblique trees on the raw input: node ``v`` of tree
-        ``m`` splits on ``w . x + b > 0`` with the linear layer, the batch
-        normalisation and the input standardisation folded into ``w, b``,
-        so :meth:`apply` and :meth:`decision_path` use the shared traversal.
-        Leaves store the leaf weight vectors (``value``); the tree output is
-        ``|r*| value`` with ``r*`` the decision margin of smallest magnitude on
-        the path, which needs the hinge kernel (used by ``predict``).
-    forest_ : ObliqueForest
-        The same trees, packed.
-    n_features_in_ : int
-        Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of features seen during fit (only when X has string names).
-    feature_importances_ : ndarray of shape (n_features_in_,)
-        Impurity-based importances of the oblique splits, summing to 1 (all
-        zeros when every tree is a single leaf); each split's impurity
-        decrease is shared among its features in proportion to
-        ``|w_j| * std(x_j)``. Computed on access.
-    n_iter_ : int
-        Number of epochs run (over all ``fit``/``partial_fit`` calls of a
-        warm-started model).
-    best_epoch_ : int
-        Epoch (1-based, within the last ``fit``) whose parameters were kept.
-    loss_curve_ : list of float
-        Mean training loss of every epoch.
-    validation_loss_curve_ : list of float
-        Validation loss of every epoch (empty without early stopping).
-    epoch_times_ : list of float
-        Wall-clock seconds of every epoch of the last ``fit``/``partial_fit``.
-"""
-
-_NOTES = """
-    The model (Lay et al., 2018): a bias-free linear layer, batch
-    normalisation without scale/shift whose running mean/variance are used in
-    both training and prediction (constants in the backward pass), then M
-    hinge trees. Each decision compares one normalised feature ``u_f`` with a
-    learnt threshold ``t``; the traversal (Algorithm 3) tracks the margin
-    ``r* = u_f - t`` of smallest magnitude on the path and the tree outputs
-    ``|r*| w_leaf``. Gradients are exact and sparse (eqs. 11-12): per sample
-    and tree only the leaf reached and the decision of smallest margin (and
-    through it one hinge feature) receive a gradient. Initialisation follows
-    Algorithm 1: thresholds ``U(-3, 3)``, leaf weights ``N(0, 0.01)``,
-    random feature indices.
-
-    Gaps filled and deviations (also in ``benchmarks/results/hinge.md``):
-
-    - the raw input is standardised before the linear layer (the statistics
-      are folded back into the stored trees); features constant in training
-      (or varying only below about 1e-301, where no finite weight in raw
-      units could use them) are standardised to 0 and get no weight, so
-      their value at predict time does not matter;
-    - the batch-norm statistics are initialised from the first minibatch and
-      then updated after every step with the reference code's schedule
-      ``alpha = min(i / (i + 1), 0.99)`` (unbiased batch variance);
-    - the linear layer (and linear head) use PyTorch's default uniform
-      initialisation, as the authors' later PyTorch code (their earlier C++
-      code, which produced the paper's UCI results, draws both from
-      ``N(0, 1)``; on iris that was not better);
-    - early stopping on a held-out validation fraction instead of the
-      paper's best-test-epoch selection;
-    - the default optimiser is lazy Adam (``optimizer="adam"`` is the
-      paper's dense Adam);
-    - sample weights multiply the per-sample loss (normalised to mean 1).
-
-    Sparse input (any format; CSR inside) is never densified as a whole: the
-    moments come from the stored entries and each minibatch's linear layer
-    and its gradient read the rows' stored entries with the centring applied
-    algebraically; prediction densifies blocks of at most 2**21 values. Dense
-    and sparse fits agree to rounding, not bit for bit (sums over stored
-    entries only; ``tests/training/test_sparse_hinge.py``).
-"""
-
-
 #: Projected model bytes (``_BaseHingeForest._projected_bytes``, doubling with every
 #: level of ``max_depth``) above which fitting warns, and above which it refuses to start.
 WARN_MODEL_BYTES = 2**30
@@ -184,6 +40,13 @@ MAX_MODEL_BYTES = 2**34
 
 
 class _BaseHingeForest(BaseObliqueForest):
+    """Shared parameters, training and prediction of the hinge forests.
+
+    Each public class has its own ``__init__`` (scikit-learn reads the
+    parameters and their defaults from its signature, and an unknown keyword
+    names the public class) that passes the shared parameters on to this one.
+    """
+
     _predicts_leaf_values = False  # the output also scales with a margin: no finetune
     _fit_accepts_sparse = True
     _parameter_constraints = {
@@ -209,23 +72,23 @@ class _BaseHingeForest(BaseObliqueForest):
 
     def __init__(
         self,
-        n_estimators=100,
+        n_estimators,
         *,
-        max_depth=10,
-        tree_type="tree",
-        n_hinge_features=100,
-        head="sum",
-        optimizer="lazy_adam",
-        learning_rate=0.005,
-        batch_size=50,
-        max_epochs=100,
-        early_stopping=True,
-        validation_fraction=0.1,
-        n_iter_no_change=20,
-        warm_start=False,
-        n_jobs=None,
-        random_state=None,
-        verbose=0,
+        max_depth,
+        tree_type,
+        n_hinge_features,
+        head,
+        optimizer,
+        learning_rate,
+        batch_size,
+        max_epochs,
+        early_stopping,
+        validation_fraction,
+        n_iter_no_change,
+        warm_start,
+        n_jobs,
+        random_state,
+        verbose,
     ):
         self.n_estimators = n_estimators
         self.max_depth = max_depth
@@ -388,18 +251,23 @@ class _BaseHingeForest(BaseObliqueForest):
     def _stratify(self, T):
         return None
 
+    def _training_weight(self, y, sample_weight, partial):
+        """The weights training sees: ``sample_weight`` (classifiers: times ``class_weight``)."""
+        return sample_weight
+
     def _fit(self, X, y, sample_weight):
         warm = self.warm_start and hasattr(self, "_model")
         old_classes = self.__dict__.get("classes_")
         X, y, sample_weight = self._validate_fit_data(X, y, sample_weight)
         T = self._encode_targets(y, fit=True)
+        train_weight = self._training_weight(y, sample_weight, partial=False)
         if warm:
             self._check_warm_model(X.shape[1], old_classes)
-        else:
+        else:  # missing indicators are tested with sample_weight alone
             self._start(X, y, sample_weight)
         model = self._model if warm else None
         self._train(
-            X, T, sample_weight, model, max_epochs=self.max_epochs, validate=self.early_stopping
+            X, T, train_weight, model, max_epochs=self.max_epochs, validate=self.early_stopping
         )
         return self
 
@@ -411,13 +279,16 @@ class _BaseHingeForest(BaseObliqueForest):
                 self._set_classes(classes, y)
                 y = np.searchsorted(self.classes_, self._raw_y)
             T = self._encode_targets(y, fit=True)
+            train_weight = self._training_weight(y, sample_weight, partial=True)
             self._start(X, y, sample_weight)
         else:
             X, y, sample_weight = self._validate_more_fit_data(X, y, sample_weight)
-            T = self._encode_targets(self._index_y(y), fit=False)
+            y = self._index_y(y)
+            T = self._encode_targets(y, fit=False)
             self._check_warm_model(X.shape[1])
+            train_weight = self._training_weight(y, sample_weight, partial=True)
         model = None if first else self._model
-        self._train(X, T, sample_weight, model, max_epochs=1, validate=False)
+        self._train(X, T, train_weight, model, max_epochs=1, validate=False)
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -485,7 +356,9 @@ class HingeForestClassifier(ObliqueClassifierMixin, _BaseHingeForest):
     summed (or combined by a learnt linear head) into class logits, trained
     with softmax cross-entropy by minibatch Adam/AdaGrad.
 """
-        + _COMMON_DOC
+        + docs.PARAMETERS
+        + docs.CLASS_WEIGHT
+        + docs.PARAMETERS_TAIL
         + """
     Attributes
     ----------
@@ -493,7 +366,7 @@ class HingeForestClassifier(ObliqueClassifierMixin, _BaseHingeForest):
         Class labels.
     n_classes_ : int
         Number of classes."""
-        + _COMMON_ATTR
+        + docs.ATTRIBUTES
         + """
     See Also
     --------
@@ -501,8 +374,8 @@ class HingeForestClassifier(ObliqueClassifierMixin, _BaseHingeForest):
 
     Notes
     -----"""
-        + _NOTES
-        + _REFERENCES
+        + docs.NOTES
+        + docs.REFERENCES
         + """
     Examples
     --------
@@ -518,6 +391,60 @@ class HingeForestClassifier(ObliqueClassifierMixin, _BaseHingeForest):
     )
 
     _task = "classification"
+    _parameter_constraints = {
+        **_BaseHingeForest._parameter_constraints,
+        "class_weight": [StrOptions({"balanced"}), dict, None],
+    }
+
+    def __init__(
+        self,
+        n_estimators=100,
+        *,
+        max_depth=10,
+        tree_type="tree",
+        n_hinge_features=100,
+        head="sum",
+        optimizer="lazy_adam",
+        learning_rate=0.005,
+        batch_size=50,
+        max_epochs=100,
+        early_stopping=True,
+        validation_fraction=0.1,
+        n_iter_no_change=20,
+        class_weight=None,
+        warm_start=False,
+        n_jobs=None,
+        random_state=None,
+        verbose=0,
+    ):
+        super().__init__(
+            n_estimators,
+            max_depth=max_depth,
+            tree_type=tree_type,
+            n_hinge_features=n_hinge_features,
+            head=head,
+            optimizer=optimizer,
+            learning_rate=learning_rate,
+            batch_size=batch_size,
+            max_epochs=max_epochs,
+            early_stopping=early_stopping,
+            validation_fraction=validation_fraction,
+            n_iter_no_change=n_iter_no_change,
+            warm_start=warm_start,
+            n_jobs=n_jobs,
+            random_state=random_state,
+            verbose=verbose,
+        )
+        self.class_weight = class_weight
+
+    def _training_weight(self, y, sample_weight, partial):
+        if partial and isinstance(self.class_weight, str):
+            raise ValueError(
+                'class_weight="balanced" is not supported by partial_fit: one batch\'s '
+                "class counts are not the data's. Pass a dict of weights, e.g. from "
+                "sklearn.utils.class_weight.compute_class_weight on all the labels, or use fit."
+            )
+        return class_weighted_sample_weight(self.class_weight, self.classes_, y, sample_weight)
 
     def _validate_fit_data(self, X, y, sample_weight=None):
         X, y, sample_weight = super()._validate_fit_data(X, y, sample_weight)
@@ -604,11 +531,12 @@ class HingeForestRegressor(ObliqueRegressorMixin, _BaseHingeForest):
     (the paper's abalone regression) by minibatch Adam/AdaGrad. The target is
     standardised internally (mean/standard deviation of the training ``y``).
 """
-        + _COMMON_DOC
+        + docs.PARAMETERS
+        + docs.PARAMETERS_TAIL
         + """
     Attributes
     ----------"""
-        + _COMMON_ATTR
+        + docs.ATTRIBUTES
         + """
     See Also
     --------
@@ -616,12 +544,12 @@ class HingeForestRegressor(ObliqueRegressorMixin, _BaseHingeForest):
 
     Notes
     -----"""
-        + _NOTES
+        + docs.NOTES
         + """    - the regression target is standardised for training; leaf values
       in ``trees_`` are in target units (``|r*| value`` summed over trees,
       plus the training mean, is the prediction of the summed head).
 """
-        + _REFERENCES
+        + docs.REFERENCES
         + """
     Examples
     --------
@@ -639,6 +567,45 @@ class HingeForestRegressor(ObliqueRegressorMixin, _BaseHingeForest):
     )
 
     _task = "regression"
+
+    def __init__(
+        self,
+        n_estimators=100,
+        *,
+        max_depth=10,
+        tree_type="tree",
+        n_hinge_features=100,
+        head="sum",
+        optimizer="lazy_adam",
+        learning_rate=0.005,
+        batch_size=50,
+        max_epochs=100,
+        early_stopping=True,
+        validation_fraction=0.1,
+        n_iter_no_change=20,
+        warm_start=False,
+        n_jobs=None,
+        random_state=None,
+        verbose=0,
+    ):
+        super().__init__(
+            n_estimators,
+            max_depth=max_depth,
+            tree_type=tree_type,
+            n_hinge_features=n_hinge_features,
+            head=head,
+            optimizer=optimizer,
+            learning_rate=learning_rate,
+            batch_size=batch_size,
+            max_epochs=max_epochs,
+            early_stopping=early_stopping,
+            validation_fraction=validation_fraction,
+            n_iter_no_change=n_iter_no_change,
+            warm_start=warm_start,
+            n_jobs=n_jobs,
+            random_state=random_state,
+            verbose=verbose,
+        )
 
     def _n_model_outputs(self):
         return 1

@@ -19,6 +19,7 @@ from obliquetrees.base import (
     BaseObliqueTree,
     ObliqueClassifierMixin,
     ObliqueRegressorMixin,
+    class_weighted_sample_weight,
     n_threads_from_jobs,
 )
 from obliquetrees.utils._docstrings import fill_doc
@@ -70,10 +71,10 @@ _COMMON_DOC = """
         Beyond the paper: after growth, epochs of joint SGD on every gate and
         leaf, keeping the parameters with the lowest validation error (three
         step sizes ``learning_rate / 2**t``, t = 4, 6, 8, are tried).
-        0 disables it.
+        0 disables it.{class_weight}
     n_jobs : int or None, default=None
-        Threads of the training kernels (the SGD restarts of a split run in
-        parallel) and of prediction. None means 1 unless in a
+        Threads of the numba kernels in training (the SGD restarts of a
+        split run in parallel) and in prediction. None means 1 unless in a
         :func:`joblib.parallel_backend` context; -1 means all cores. The
         fitted model does not depend on it.
     random_state : int, RandomState instance or None, default=None
@@ -144,7 +145,8 @@ _COMMON_NOTES = """
       where no finite weight in raw units could use them) are standardised to
       0 and get no weight, so their value at predict time does not matter;
     - sample weights multiply each sample's gradient and its error (they are
-      rescaled to mean 1 on the training part first);
+      rescaled to mean 1 on the training part first); they also weigh the
+      standardisation statistics and the hard split that initialises a node;
     - ``n_node_samples`` holds the soft membership (sum over training samples
       of sample weight x path probability);
     - with ``validation_fraction`` such that a part would be empty, the
@@ -179,29 +181,33 @@ def _base_constraints():
     }
 
 
-def _soft_tree_init(tol):
-    """The ``__init__`` of a soft tree estimator; regressor and classifier differ only in ``tol``.
+class _BaseSoftTree(BaseObliqueTree):
+    """Shared parameters and fit logic of the soft tree estimators.
 
-    scikit-learn reads the parameters and their defaults from the signature.
+    Each public class has its own ``__init__`` (scikit-learn reads the
+    parameters and their defaults from its signature, and an unknown keyword
+    names the public class) that passes the shared parameters on to this one.
     """
+
+    _fit_accepts_sparse = True
 
     def __init__(
         self,
         *,
-        max_depth=None,
-        max_leaf_nodes=None,
-        validation_fraction=0.5,
-        learning_rate=5.0,
-        n_restarts=10,
-        max_epochs=25,
-        batch_size=1,
-        restart_selection="validation",
-        tol=tol,
-        routing="soft",
-        finetune_epochs=0,
-        n_jobs=None,
-        random_state=None,
-        verbose=0,
+        max_depth,
+        max_leaf_nodes,
+        validation_fraction,
+        learning_rate,
+        n_restarts,
+        max_epochs,
+        batch_size,
+        restart_selection,
+        tol,
+        routing,
+        finetune_epochs,
+        n_jobs,
+        random_state,
+        verbose,
     ):
         self.max_depth = max_depth
         self.max_leaf_nodes = max_leaf_nodes
@@ -218,13 +224,9 @@ def _soft_tree_init(tol):
         self.random_state = random_state
         self.verbose = verbose
 
-    return __init__
-
-
-class _BaseSoftTree(BaseObliqueTree):
-    """Shared fit logic of the soft tree estimators."""
-
-    _fit_accepts_sparse = True
+    def _training_weight(self, y, sample_weight):
+        """The weights training sees: ``sample_weight`` (classifiers: times ``class_weight``)."""
+        return sample_weight
 
     @_fit_context(prefer_skip_nested_validation=True)
     @fill_doc
@@ -244,15 +246,17 @@ class _BaseSoftTree(BaseObliqueTree):
 
         X, y, sample_weight = self._validate_fit_data(X, y, sample_weight)
         n_classes = self.n_classes_ if isinstance(self, ObliqueClassifierMixin) else None
+        train_weight = self._training_weight(y, sample_weight)
         # the training parameters carry the estimator's names
         params = SoftTreeParams(**{f.name: getattr(self, f.name) for f in fields(SoftTreeParams)})
         seeds = draw_seeds(self.random_state, 3)
         with numba_threads(n_threads_from_jobs(self.n_jobs)):
             # NaN: the tree trains on indicator-augmented inputs and is folded back
+            # (whether a feature gets an indicator is tested with sample_weight alone)
             missing = MissingValues.from_data(X, sample_weight, y, n_classes is not None)
             inputs = missing.augment(X)
             tree, info = fit_soft_tree(
-                inputs, y, sample_weight, n_classes=n_classes, params=params, seeds=seeds
+                inputs, y, train_weight, n_classes=n_classes, params=params, seeds=seeds
             )
             tree = missing.fold(tree)
         self.growth_log_ = info["growth_log"]
@@ -292,6 +296,7 @@ class SoftTreeRegressor(ObliqueRegressorMixin, _BaseSoftTree):
         authors' code uses 1e-3, which grows 2-10 times larger trees with a
         lower error on all eight of the paper's regression sets here: see
         ``benchmarks/results/soft_tree.md``).""",
+            class_weight="",
         )
         + """
 
@@ -327,7 +332,41 @@ class SoftTreeRegressor(ObliqueRegressorMixin, _BaseSoftTree):
     )
 
     _parameter_constraints = _base_constraints()
-    __init__ = _soft_tree_init(tol=1e-2)
+
+    def __init__(
+        self,
+        *,
+        max_depth=None,
+        max_leaf_nodes=None,
+        validation_fraction=0.5,
+        learning_rate=5.0,
+        n_restarts=10,
+        max_epochs=25,
+        batch_size=1,
+        restart_selection="validation",
+        tol=1e-2,
+        routing="soft",
+        finetune_epochs=0,
+        n_jobs=None,
+        random_state=None,
+        verbose=0,
+    ):
+        super().__init__(
+            max_depth=max_depth,
+            max_leaf_nodes=max_leaf_nodes,
+            validation_fraction=validation_fraction,
+            learning_rate=learning_rate,
+            n_restarts=n_restarts,
+            max_epochs=max_epochs,
+            batch_size=batch_size,
+            restart_selection=restart_selection,
+            tol=tol,
+            routing=routing,
+            finetune_epochs=finetune_epochs,
+            n_jobs=n_jobs,
+            random_state=random_state,
+            verbose=verbose,
+        )
 
     def _predict_output(self, X):
         if self.routing == "hard":
@@ -348,6 +387,18 @@ class SoftTreeClassifier(ObliqueClassifierMixin, _BaseSoftTree):
             tol_default="1e-3",
             tol_text="""
         The error is the misclassification rate (as in the authors' code).""",
+            class_weight="""
+    class_weight : "balanced", dict or None, default=None
+        Weights of the classes, multiplied with ``sample_weight``, so they
+        enter everything the sample weights do (see Notes), the validation
+        error that decides on splits included (``"balanced"`` makes it the
+        balanced error rate). A dict maps class labels of ``y`` to finite
+        non-negative weights (classes it does not name weigh 1);
+        ``"balanced"`` weighs class ``c`` ``n_samples / (n_classes *
+        count_c)``. Other labels or values raise a ``ValueError``, as do
+        weights (times ``sample_weight``) that are zero for every sample.
+        ``"balanced_subsample"`` is not offered: it is meant for bagged
+        forests, and the tree is grown on all its training rows.""",
         )
         + """
 
@@ -395,8 +446,50 @@ class SoftTreeClassifier(ObliqueClassifierMixin, _BaseSoftTree):
     """
     )
 
-    _parameter_constraints = _base_constraints()
-    __init__ = _soft_tree_init(tol=1e-3)
+    _parameter_constraints = {
+        **_base_constraints(),
+        "class_weight": [StrOptions({"balanced"}), dict, None],
+    }
+
+    def __init__(
+        self,
+        *,
+        max_depth=None,
+        max_leaf_nodes=None,
+        validation_fraction=0.5,
+        learning_rate=5.0,
+        n_restarts=10,
+        max_epochs=25,
+        batch_size=1,
+        restart_selection="validation",
+        tol=1e-3,
+        routing="soft",
+        finetune_epochs=0,
+        class_weight=None,
+        n_jobs=None,
+        random_state=None,
+        verbose=0,
+    ):
+        super().__init__(
+            max_depth=max_depth,
+            max_leaf_nodes=max_leaf_nodes,
+            validation_fraction=validation_fraction,
+            learning_rate=learning_rate,
+            n_restarts=n_restarts,
+            max_epochs=max_epochs,
+            batch_size=batch_size,
+            restart_selection=restart_selection,
+            tol=tol,
+            routing=routing,
+            finetune_epochs=finetune_epochs,
+            n_jobs=n_jobs,
+            random_state=random_state,
+            verbose=verbose,
+        )
+        self.class_weight = class_weight
+
+    def _training_weight(self, y, sample_weight):
+        return class_weighted_sample_weight(self.class_weight, self.classes_, y, sample_weight)
 
     def _predict_output(self, X):
         if self.routing == "hard":

@@ -20,6 +20,8 @@ A subclass whose prediction is not "average of the reached leaves' values"
 goes through the one dispatcher of :mod:`obliquetrees._core.predict`.
 """
 
+from numbers import Real
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
@@ -61,6 +63,87 @@ def resolve_max_features(max_features, n_features):
     else:
         q = int(max_features * n_features)
     return int(min(max(q, 1), n_features))
+
+
+def class_weight_vector(class_weight, classes, y):
+    """Weights of the classes, in the order of ``classes``, from a ``class_weight`` parameter.
+
+    Parameters
+    ----------
+    class_weight : "balanced", dict or None
+        As scikit-learn's ``class_weight``: ``"balanced"`` weighs class ``c``
+        ``n_samples / (n_classes * count_c)`` (a class absent from ``y``
+        counts once); a dict maps class labels to finite non-negative
+        weights (classes it does not name weigh 1). Callers resolve their
+        other options (CO2's ``"balanced_subsample"``) themselves.
+    classes : ndarray of shape (n_classes,)
+        The class labels (``classes_``).
+    y : ndarray of int64, shape (n_samples,)
+        Class indices into ``classes``.
+
+    Returns
+    -------
+    weight : ndarray of float64, shape (n_classes,) or None
+        None for ``class_weight=None``.
+
+    Raises
+    ------
+    ValueError
+        A dict names a label that is not a class, or a weight that is not a
+        finite non-negative number (as scikit-learn: a typo must not pass
+        silently).
+    """
+    if class_weight is None:
+        return None
+    n_classes = classes.shape[0]
+    if isinstance(class_weight, str):  # "balanced": the only string resolved here
+        counts = np.bincount(y, minlength=n_classes)
+        return y.shape[0] / (n_classes * np.maximum(counts, 1))
+    weight = np.ones(n_classes)
+    for label, value in class_weight.items():
+        pos = np.flatnonzero(classes == label)
+        if not pos.size:
+            raise ValueError(
+                f"class_weight has label {label!r}, which is not a class of y {classes.tolist()}."
+            )
+        if not (
+            isinstance(value, Real)
+            and not isinstance(value, bool)
+            and np.isfinite(value)
+            and value >= 0
+        ):
+            raise ValueError(
+                f"class_weight[{label!r}] = {value!r}; class weights must be "
+                "finite non-negative numbers."
+            )
+        weight[pos[0]] = value
+    return weight
+
+
+def class_weighted_sample_weight(class_weight, classes, y, sample_weight):
+    """``sample_weight`` times the weight of each sample's class (:func:`class_weight_vector`).
+
+    Returns ``sample_weight`` itself (None included) when ``class_weight`` is
+    None, so a model fitted without class weights is unchanged.
+
+    Raises
+    ------
+    ValueError
+        For an invalid ``class_weight``, and when the product is zero for
+        every sample (nothing left to learn from) or overflows.
+    """
+    weight = class_weight_vector(class_weight, classes, y)
+    if weight is None:
+        return sample_weight
+    combined = weight[y] if sample_weight is None else sample_weight * weight[y]
+    if not np.all(np.isfinite(combined)):
+        raise ValueError("sample_weight times class_weight overflows: scale the weights down.")
+    if not combined.sum() > 0:
+        raise ValueError(
+            "sample_weight times class_weight is zero for every training sample: "
+            "the weights must not sum to zero."
+        )
+    return combined
 
 
 class BaseObliqueEstimator(BaseEstimator):

@@ -226,3 +226,113 @@ def test_sparse_predict_input_and_importances(iris):
     np.testing.assert_allclose(clf.predict_proba(sp.csr_matrix(X)), clf.predict_proba(X))
     imp = clf.feature_importances_
     assert imp.shape == (4,) and np.all(imp >= 0) and imp.sum() == pytest.approx(1.0)
+
+
+# ---------------------------------------------------------------- class_weight
+def _rare_positives(n=3000, seed=0):
+    """A 1 %-positive problem, split in half (stratified)."""
+    X, y = make_classification(
+        n, 8, n_informative=4, weights=[0.99], flip_y=0, class_sep=0.8, random_state=seed
+    )
+    return train_test_split(X, y, test_size=0.5, stratify=y, random_state=seed)
+
+
+def test_class_weight_balanced_raises_minority_recall():
+    """Means over five draws of the problem (each has only 20 test positives)."""
+    from sklearn.metrics import balanced_accuracy_score, recall_score
+
+    kw = dict(n_estimators=20, max_depth=4, n_hinge_features=16, learning_rate=0.02)
+    recall, score = np.zeros(2), np.zeros(2)
+    for seed in range(5):
+        X_train, X_test, y_train, y_test = _rare_positives(4000, seed)
+        for i, class_weight in enumerate([None, "balanced"]):
+            clf = HingeForestClassifier(**kw, class_weight=class_weight, random_state=0)
+            y_pred = clf.fit(X_train, y_train).predict(X_test)
+            recall[i] += recall_score(y_test, y_pred) / 5
+            score[i] += balanced_accuracy_score(y_test, y_pred) / 5
+    assert recall[1] >= recall[0] + 0.2  # measured: 0.30 -> 0.68
+    assert score[1] >= score[0] + 0.05  # measured: 0.650 -> 0.776
+
+
+def test_class_weight_is_a_sample_weight_per_class(iris):
+    X, y = iris
+    weights = {0: 3.0, 2: 0.5}
+    per_sample = np.array([3.0, 1.0, 0.5])[y]
+    by_class = HingeForestClassifier(**SMALL, class_weight=weights).fit(X, y)
+    by_sample = HingeForestClassifier(**SMALL).fit(X, y, sample_weight=per_sample)
+    np.testing.assert_array_equal(by_class.predict_proba(X), by_sample.predict_proba(X))
+    unit = HingeForestClassifier(**SMALL, class_weight={1: 1.0}).fit(X, y)
+    plain = HingeForestClassifier(**SMALL).fit(X, y)
+    np.testing.assert_array_equal(unit.predict_proba(X), plain.predict_proba(X))
+    # partial_fit: the same weights batch by batch
+    a = HingeForestClassifier(**SMALL, class_weight=weights)
+    b = HingeForestClassifier(**SMALL)
+    for _ in range(2):
+        a.partial_fit(X, y, classes=[0, 1, 2])
+        b.partial_fit(X, y, classes=[0, 1, 2], sample_weight=per_sample)
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+
+
+@pytest.mark.parametrize(
+    "class_weight, match",
+    [
+        ("balanced_subsample", "class_weight"),
+        ({"setosa": 2.0}, "not a class"),
+        ({0: -1.0}, "non-negative"),
+        ({0: np.nan}, "finite"),
+        ({0: 0, 1: 0, 2: 0}, "sum to zero"),
+    ],
+)
+def test_bad_class_weight_is_a_clear_error(iris, class_weight, match):
+    X, y = iris
+    with pytest.raises(ValueError, match=match):
+        HingeForestClassifier(**SMALL, class_weight=class_weight).fit(X, y)
+
+
+def test_partial_fit_refuses_balanced_class_weight(iris):
+    X, y = iris
+    clf = HingeForestClassifier(**SMALL, class_weight="balanced")
+    with pytest.raises(ValueError, match="not supported by partial_fit"):
+        clf.partial_fit(X, y)
+    assert not hasattr(clf, "forest_")
+    clf.set_params(class_weight={0: 2.0}).partial_fit(X, y)
+    with pytest.raises(ValueError, match="not supported by partial_fit"):
+        clf.set_params(class_weight="balanced").partial_fit(X, y)
+    assert clf.n_iter_ == 1
+
+
+def test_class_weight_with_sparse_nan_and_n_jobs(iris):
+    import scipy.sparse as sp
+
+    X, y = iris
+    kw = dict(SMALL, class_weight="balanced")
+    y = (y == 2).astype(int)
+    one = HingeForestClassifier(n_jobs=1, **kw).fit(X, y)
+    two = HingeForestClassifier(n_jobs=2, **kw).fit(X, y)
+    np.testing.assert_array_equal(one.predict_proba(X), two.predict_proba(X))
+    sparse = HingeForestClassifier(**kw).fit(sp.csr_matrix(X), y)
+    np.testing.assert_allclose(sparse.predict_proba(X), one.predict_proba(X), atol=1e-6)
+    X_nan = X.copy()
+    X_nan[::7, 2] = np.nan
+    assert HingeForestClassifier(**kw).fit(X_nan, y).score(X_nan, y) > 0.85
+
+
+@pytest.mark.parametrize("cls", [HingeForestClassifier, HingeForestRegressor])
+def test_unknown_keyword_names_the_public_class(cls):
+    with pytest.raises(TypeError, match=rf"{cls.__name__}\.__init__\(\)"):
+        cls(n_trees=3)
+    if cls is HingeForestRegressor:  # class weights are for classifiers
+        with pytest.raises(TypeError, match="class_weight"):
+            cls(class_weight="balanced")
+
+
+def test_no_oob_score_and_warm_start_adds_epochs_not_trees(iris):
+    """The forest does not bag (no out-of-bag rows); warm_start trains the same trees longer."""
+    X, y = iris
+    assert "oob_score" not in HingeForestClassifier().get_params()
+    clf = HingeForestClassifier(**{**SMALL, "max_epochs": 2, "early_stopping": False})
+    clf.fit(X, y)
+    clf.set_params(warm_start=True).fit(X, y)
+    assert clf.n_iter_ == 4 and len(clf.trees_) == SMALL["n_estimators"]
+    with pytest.raises(ValueError, match="same n_estimators"):
+        clf.set_params(n_estimators=SMALL["n_estimators"] + 2).fit(X, y)

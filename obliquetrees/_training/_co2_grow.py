@@ -17,7 +17,14 @@ from numba import types
 from obliquetrees._core._jit import jit, jit_overload
 from obliquetrees._training._co2_kernels import node_value, split_node
 from obliquetrees._training._co2_sparse_kernels import split_node_sparse
-from obliquetrees._training.grower import INITIAL_CAPACITY, grow_capacity, link_children, may_split
+from obliquetrees._training.grower import (
+    EPSILON,
+    INITIAL_CAPACITY,
+    entropy_decrease,
+    grow_capacity,
+    link_children,
+    may_split,
+)
 
 
 def split_any(data, start, end, node, tree_seed, table, params):
@@ -46,7 +53,12 @@ def grow_tree(source, y, row_weight, rows, n_features, tree_seed, n_classes, par
     ``may_split``, ``link_children``, ``grow_capacity``) in a numba loop, so
     the per-node work (one split kernel) pays no Python call. Node ids
     are assigned in creation order, so increasing ids are a breadth-first
-    sweep; nodes the limits keep as leaves get their class histogram. Returns
+    sweep; nodes the limits keep as leaves get their class histogram. A split
+    whose weighted impurity decrease
+    (:func:`~obliquetrees._training.grower.entropy_decrease`, entropy in bits)
+    falls short of ``params.min_impurity_decrease`` (up to scikit-learn's
+    ``EPSILON``) is undone: the node stays a leaf with its distribution, and
+    the test is skipped when the parameter is 0 (every split kept). Returns
     the arrays of :func:`obliquetrees._training.co2.grow_tree`.
     """
     cap = INITIAL_CAPACITY
@@ -74,6 +86,24 @@ def grow_tree(source, y, row_weight, rows, n_features, tree_seed, n_classes, par
         n_left, n_iter, oblique = split_any(
             data, start[node], end[node], node, tree_seed, table, params
         )
+        if n_left >= 0 and params.min_impurity_decrease > 0.0:
+            # the split as stored (optimised or axis-aligned fallback) on the rows it
+            # partitioned; node 0 is the first node split, so its weight is known
+            decrease = entropy_decrease(
+                y,
+                row_weight,
+                rows,
+                start[node],
+                start[node] + n_left,
+                end[node],
+                n_classes,
+                n_node_samples[0],
+            )
+            if decrease + EPSILON < params.min_impurity_decrease:
+                stats[0] += n_iter  # the CCCP iterations were run all the same
+                weights[node] = 0.0
+                bias[node] = 0.0
+                n_left = -1  # a leaf with the distribution split_any wrote
         if n_left >= 0:
             stats[0] += n_iter
             stats[1 if oblique else 2] += 1

@@ -31,7 +31,9 @@ class CO2Params:
     """Parameters of a CO2 fit, named as :class:`obliquetrees.CO2ForestClassifier`'s.
 
     Built by the estimator from its (validated) parameters; ``max_features``
-    is the resolved number ``q`` of candidate features. Values are cast to
+    is the resolved number ``q`` of candidate features and ``max_samples``
+    the resolved number of bootstrap draws per tree (None: as many as rows,
+    also the kernels' -1). Values are cast to
     the types the kernels are compiled for (so e.g. ``nu=10`` and
     ``nu=10.0`` share one compiled kernel).
     """
@@ -41,6 +43,7 @@ class CO2Params:
     min_samples_split: int
     min_samples_leaf: int
     max_leaf_nodes: int | None
+    min_impurity_decrease: float
     nu: float
     learning_rate: float
     batch_size: int
@@ -49,24 +52,28 @@ class CO2Params:
     max_cccp_iter: int
     tol: float
     bootstrap: bool
+    max_samples: int | None
 
     def __post_init__(self):
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             if field.type in (int, float, bool):
                 value = field.type(value)
-            elif value is not None:  # the growth limits: None or int
+            elif value is not None:  # the growth limits and max_samples: None or int
                 value = int(value)
             object.__setattr__(self, field.name, value)
 
     def kernel_args(self):
         """These parameters as one :class:`CO2KernelParams` record for the numba kernels.
 
-        The growth limits ``None`` become -1 (:func:`limit`); every other value
+        The growth limits and ``max_samples`` ``None`` become -1 (:func:`limit`); every other value
         keeps its type, so the kernels see int64, float64 and bool scalars under
         the estimator's names.
         """
-        limits = {"max_depth": limit(self.max_depth), "max_leaf_nodes": limit(self.max_leaf_nodes)}
+        limits = {
+            name: limit(getattr(self, name))
+            for name in ("max_depth", "max_leaf_nodes", "max_samples")
+        }
         return CO2KernelParams(**(dataclasses.asdict(self) | limits))
 
 
@@ -78,10 +85,13 @@ CO2KernelParams = collections.namedtuple(
 )
 
 
-def bootstrap_counts(n_samples, seed):
-    """Number of times each row is drawn by a bootstrap of ``n_samples`` rows."""
+def bootstrap_counts(n_samples, seed, n_draws=None):
+    """Number of times each of ``n_samples`` rows is drawn by ``n_draws`` uniform draws.
+
+    ``n_draws=None`` draws ``n_samples`` times (the classic bootstrap).
+    """
     rng = np.random.RandomState(seed)
-    draws = rng.randint(0, n_samples, n_samples)
+    draws = rng.randint(0, n_samples, n_samples if n_draws is None else n_draws)
     return np.bincount(draws, minlength=n_samples).astype(np.float64)
 
 
@@ -91,9 +101,9 @@ def _tree_seeds(seed):
     return boot_seed, grow_seed
 
 
-def tree_bootstrap_counts(n_samples, seed):
+def tree_bootstrap_counts(n_samples, seed, n_draws=None):
     """Bootstrap counts of the tree grown from ``seed`` (zero: out of bag)."""
-    return bootstrap_counts(n_samples, _tree_seeds(seed)[0])
+    return bootstrap_counts(n_samples, _tree_seeds(seed)[0], n_draws)
 
 
 def balanced_class_weight(y, counts, n_classes):
@@ -165,7 +175,7 @@ def _fit_one_tree(Xs, y, sample_weight, class_weight, n_classes, seed, params, p
     n = y.shape[0]
     boot_seed, grow_seed = _tree_seeds(seed)
     if params.bootstrap:
-        row_weight = bootstrap_counts(n, boot_seed)
+        row_weight = bootstrap_counts(n, boot_seed, params.max_samples)
     else:
         row_weight = np.ones(n)
     if class_weight is not None:

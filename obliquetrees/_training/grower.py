@@ -16,6 +16,7 @@ A method supplies one callback per node and stores its own split parameters
 in payload arrays that the grower keeps the same length as the node table.
 
 The mechanics are numba functions (:func:`may_split` for the limits,
+:func:`entropy_decrease` for scikit-learn's ``min_impurity_decrease`` test,
 :func:`link_children` for the node table, :func:`grow_capacity` for its
 doubling), so a method whose per-node work is too small for a Python loop runs
 the same breadth-first growth inside one kernel: CO2 does
@@ -29,6 +30,8 @@ from obliquetrees._core._jit import jit, jit_inline
 
 #: Nodes allocated at the start; the table doubles when it is full.
 INITIAL_CAPACITY = 64
+#: Tolerance of the ``min_impurity_decrease`` test (scikit-learn's ``EPSILON``).
+EPSILON = np.finfo(np.float64).eps
 
 
 @jit_inline
@@ -66,6 +69,51 @@ def link_children(children_left, children_right, depth, start, end, node, n_node
     start[right] = start[node] + n_left
     end[right] = end[node]
     return left, right
+
+
+@jit
+def entropy_decrease(y, row_weight, rows, start, mid, end, n_classes, total_weight):
+    """Weighted impurity decrease of a split, as scikit-learn's ``min_impurity_decrease``.
+
+    The split sends ``rows[start:mid]`` left and ``rows[mid:end]`` right; with
+    ``N`` = ``total_weight`` (the tree's whole training weight) and ``N_t``,
+    ``N_t_L``, ``N_t_R`` the weights of the node and its sides, returns
+    ``N_t / N * (H - N_t_R / N_t * H_R - N_t_L / N_t * H_L)``, where ``H`` is
+    the entropy in bits of the weighted class histogram (scikit-learn's
+    ``criterion="entropy"``). Weights are ``row_weight[rows[i]]`` and
+    classes ``y[rows[i]]``; a side without weight has entropy 0.
+    """
+    hist = np.zeros((2, n_classes))
+    for t in range(start, end):
+        r = rows[t]
+        hist[0 if t < mid else 1, y[r]] += row_weight[r]
+    side = np.zeros(2)
+    side_entropy = np.zeros(2)
+    parent = np.zeros(n_classes)
+    for s in range(2):
+        for k in range(n_classes):
+            side[s] += hist[s, k]
+            parent[k] += hist[s, k]
+    node_weight = side[0] + side[1]
+    if not node_weight > 0.0:
+        return 0.0
+    for s in range(2):
+        if side[s] > 0.0:
+            side_entropy[s] = _entropy_bits(hist[s], side[s])
+    decrease = _entropy_bits(parent, node_weight)
+    decrease -= side[1] / node_weight * side_entropy[1] + side[0] / node_weight * side_entropy[0]
+    return node_weight / total_weight * decrease
+
+
+@jit
+def _entropy_bits(hist, total):
+    """Entropy in bits of the class histogram ``hist`` whose sum is ``total > 0``."""
+    h = 0.0
+    for k in range(hist.shape[0]):
+        if hist[k] > 0.0:
+            p = hist[k] / total
+            h -= p * np.log2(p)
+    return h
 
 
 def limit(value):

@@ -271,6 +271,7 @@ def _co2_params(**kw):
         min_samples_split=2,
         min_samples_leaf=1,
         max_leaf_nodes=None,
+        min_impurity_decrease=0.0,
         nu=10.0,
         learning_rate=0.03,
         batch_size=100,
@@ -279,6 +280,7 @@ def _co2_params(**kw):
         max_cccp_iter=5,
         tol=1e-3,
         bootstrap=True,
+        max_samples=None,
     )
     return co2.CO2Params(**{**params, **kw})
 
@@ -383,9 +385,11 @@ def test_kernel_args_are_scalars_of_the_kernel_types():
     params = _co2_params(max_depth=np.int64(3), nu=10).kernel_args()
     assert isinstance(params, co2.CO2KernelParams)
     assert params.max_depth == 3 and params.max_leaf_nodes == -1  # None: no limit
+    assert params.max_samples == -1  # None: as many draws as rows
     assert params._asdict() == {
         **co2.dataclasses.asdict(_co2_params(max_depth=3, nu=10)),
         "max_leaf_nodes": -1,
+        "max_samples": -1,
     }
     for name, value in params._asdict().items():
         field_type = co2.CO2Params.__dataclass_fields__[name].type
@@ -401,3 +405,118 @@ def test_params_cast_to_the_kernel_types():
     assert params.bootstrap is True and params.max_leaf_nodes is None
     with pytest.raises(co2.dataclasses.FrozenInstanceError):
         params.nu = 1.0
+
+
+# ------------------------------------------------- min_impurity_decrease
+def _entropy_bits(hist):
+    p = hist[hist > 0] / hist.sum()
+    return float(-(p * np.log2(p)).sum())
+
+
+def _reference_decrease(y, w, goes_left, n_classes, total):
+    """scikit-learn's weighted impurity decrease (entropy in bits), in plain numpy."""
+    left = np.bincount(y[goes_left], weights=w[goes_left], minlength=n_classes)
+    right = np.bincount(y[~goes_left], weights=w[~goes_left], minlength=n_classes)
+    n_l, n_r = left.sum(), right.sum()
+    n_t = n_l + n_r
+    h_l = _entropy_bits(left) if n_l > 0 else 0.0
+    h_r = _entropy_bits(right) if n_r > 0 else 0.0
+    return n_t / total * (_entropy_bits(left + right) - n_r / n_t * h_r - n_l / n_t * h_l)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_entropy_decrease_matches_the_reference(seed):
+    from obliquetrees._training.grower import entropy_decrease
+
+    rng = np.random.default_rng(seed)
+    n, n_classes = 60, 3
+    y = rng.integers(0, n_classes, n).astype(np.int64)
+    w = rng.uniform(0.0, 2.0, n)
+    rows = rng.permutation(n).astype(np.int64)
+    start, mid, end = 5, 5 + int(rng.integers(0, 50)), 55  # a node's slice, split at mid
+    node = rows[start:end]
+    goes_left = np.isin(np.arange(n), rows[start:mid])
+    total = 3.0 * w.sum()  # the tree's weight: the node is part of it
+    got = entropy_decrease(y, w, rows, start, mid, end, n_classes, total)
+    want = _reference_decrease(y[node], w[node], goes_left[node], n_classes, total)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+
+
+def test_entropy_decrease_is_scikit_learns_impurity_improvement():
+    """The stump of a weighted DecisionTreeClassifier(criterion="entropy") gives the same number."""
+    from sklearn.tree import DecisionTreeClassifier
+
+    from obliquetrees._training.grower import entropy_decrease
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(80, 2))
+    y = (X[:, 0] + 0.5 * rng.normal(size=80) > 0).astype(np.int64) + (X[:, 1] > 1)
+    w = rng.uniform(0.5, 3.0, 80)
+    stump = DecisionTreeClassifier(criterion="entropy", max_depth=1, random_state=0)
+    t = stump.fit(X, y, sample_weight=w).tree_
+    wn, imp = t.weighted_n_node_samples, t.impurity
+    left, right = t.children_left[0], t.children_right[0]
+    sklearn_decrease = (wn[0] / wn[0]) * (
+        imp[0] - wn[right] / wn[0] * imp[right] - wn[left] / wn[0] * imp[left]
+    )
+    goes_left = X[:, t.feature[0]] <= t.threshold[0]
+    rows = np.concatenate([np.flatnonzero(goes_left), np.flatnonzero(~goes_left)])
+    got = entropy_decrease(y, w, rows, 0, goes_left.sum(), 80, 3, w.sum())
+    np.testing.assert_allclose(got, sklearn_decrease, rtol=1e-10)
+
+
+def _stored_decreases(tree):
+    """Weighted impurity decrease of every split of a grown tree, from its stored nodes."""
+    total = tree.n_node_samples[0]
+    out = []
+    for node in np.flatnonzero(tree.children_left >= 0):
+        left, right = tree.children_left[node], tree.children_right[node]
+        n_t, n_l, n_r = (tree.n_node_samples[i] for i in (node, left, right))
+        h = [_entropy_bits(tree.value[i]) for i in (node, left, right)]
+        out.append(n_t / total * (h[0] - n_r / n_t * h[2] - n_l / n_t * h[1]))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_min_impurity_decrease_keeps_only_splits_that_reach_it(sparse):
+    import scipy.sparse as sp
+
+    from obliquetrees.utils.validation import as_training_csr
+
+    rng = np.random.default_rng(5)
+    X, y, w = _problem(rng, m=300, p=4, n_classes=3, integer_weights=False)
+    source = co2.scaled_csr(as_training_csr(sp.csr_matrix(X)), np.ones(4)) if sparse else X
+    full = _tree_from(co2.grow_tree(source, y, w, 3, 0, _co2_params()))
+    value = 0.01
+    arrays = co2.grow_tree(source, y, w, 3, 0, _co2_params(min_impurity_decrease=value))
+    pruned = _tree_from(arrays)
+    pruned.check_invariants()
+    decreases = _stored_decreases(pruned)
+    assert decreases.size >= 3 and decreases.min() >= value - 1e-12
+    assert pruned.n_leaves < full.n_leaves
+    # fully grown trees end in pure leaves; rejected splits leave impure ones
+    assert all(np.count_nonzero(full.value[full.is_leaf], axis=1) == 1)
+    assert np.any(np.count_nonzero(pruned.value[pruned.is_leaf], axis=1) > 1)
+    # a rejected split is a leaf: no weights left on it
+    leaf_weights = np.diff(pruned.weight_indptr)[pruned.is_leaf]
+    assert np.all(leaf_weights == 0)
+    assert arrays[-1][1] + arrays[-1][2] == pruned.node_count // 2  # splits counted as kept
+
+
+def test_min_impurity_decrease_above_the_root_entropy_keeps_a_single_leaf():
+    rng = np.random.default_rng(6)
+    X, y, w = _problem(rng, m=200, p=4, n_classes=2, integer_weights=False)
+    root_entropy = _entropy_bits(np.bincount(y, weights=w))
+    tree = _tree_from(_grow(X, y, w, 2, min_impurity_decrease=root_entropy + 1e-9))
+    assert tree.node_count == 1
+    np.testing.assert_allclose(tree.value[0], np.bincount(y, weights=w) / w.sum())
+
+
+# ------------------------------------------------------------ max_samples
+def test_bootstrap_counts_draw_max_samples_rows():
+    default = co2.bootstrap_counts(500, 3)
+    np.testing.assert_array_equal(default, co2.bootstrap_counts(500, 3, 500))
+    assert default.sum() == 500
+    for n_draws in (1, 120, 1500):
+        counts = co2.bootstrap_counts(500, 3, n_draws)
+        assert counts.shape == (500,) and counts.sum() == n_draws
