@@ -38,10 +38,23 @@ from obliquetrees.utils.validation import (
 
 
 def n_threads_from_jobs(n_jobs):
-    """Number of numba threads from an ``n_jobs`` value (None: 1, -1: all cores)."""
-    from joblib import effective_n_jobs
+    """Number of numba threads in this process from an ``n_jobs`` value.
 
-    return max(1, effective_n_jobs(n_jobs))
+    joblib's meaning of ``n_jobs``: None is the ``n_jobs`` of an active
+    ``joblib.parallel_config`` (1 without one), -1 all CPUs
+    (``joblib.cpu_count()``, which respects CPU affinity and container
+    quotas), -2 all but one, and so on; 0 is an error.
+
+    These are threads of this process, not joblib workers, so the count is
+    taken as joblib's threading backend takes it: joblib's default (loky)
+    backend would fall back to 1 and warn "Loky-backed parallel loops cannot
+    be called in a multiprocessing" in every ``multiprocessing`` worker,
+    where no process pool is involved.
+    """
+    from joblib import effective_n_jobs, parallel_config
+
+    with parallel_config(backend="threading"):  # keeps an outer config's n_jobs
+        return max(1, effective_n_jobs(n_jobs))
 
 
 def resolve_max_features(max_features, n_features):

@@ -205,3 +205,53 @@ def test_read_only_installation_imports_loads_and_predicts(tmp_path):
     assert result.returncode == 0, result.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "pred.npy"), model.predict(X[:20]))
     assert not list(site.rglob("*.nbi")), "numba wrote its cache into the read-only package"
+
+
+# ------------------------------------------------------- multiprocessing
+def _predict_in_worker(blob, X):
+    """Unpickle and predict in a pool worker; what it predicted, its thread
+    count and the warnings raised."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = pickle.loads(blob)
+        predicted = model.predict(X)
+        threads = model._prediction_threads()
+    return predicted, threads, [str(w.message) for w in caught]
+
+
+def test_predict_in_multiprocessing_pool_worker_keeps_n_jobs_without_warning():
+    """A Pool worker is a daemonic process, where joblib's default backend
+    would set n_jobs=1 and warn about loky: prediction threads are not a
+    process pool, so n_jobs=2 means two threads there too, silently."""
+    import multiprocessing
+
+    jobs, expected = [], []
+    for cls in ESTIMATORS:
+        model, X = _fitted(cls)
+        model.set_params(n_jobs=2)
+        jobs.append((pickle.dumps(model), X))
+        expected.append(model.predict(X))
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        results = pool.starmap(_predict_in_worker, jobs)
+    for cls, want, (got, threads, messages) in zip(ESTIMATORS, expected, results, strict=True):
+        assert got.tobytes() == want.tobytes(), cls.__name__
+        assert threads == 2, cls.__name__
+        assert not [m for m in messages if "n_jobs" in m], (cls.__name__, messages)
+
+
+def test_thread_count_keeps_joblib_meaning_of_n_jobs():
+    from joblib import cpu_count, parallel_config
+
+    from obliquetrees.base import n_threads_from_jobs
+
+    assert n_threads_from_jobs(None) == 1 and n_threads_from_jobs(3) == 3
+    assert n_threads_from_jobs(-1) == cpu_count()
+    assert n_threads_from_jobs(-2) == max(cpu_count() - 1, 1)
+    with parallel_config(n_jobs=3):  # None follows an active configuration
+        assert n_threads_from_jobs(None) == 3
+    with parallel_config(backend="loky"):
+        assert n_threads_from_jobs(2) == 2
+    with pytest.raises(ValueError, match="n_jobs == 0"):
+        n_threads_from_jobs(0)
