@@ -140,14 +140,16 @@ class BaseObliqueEstimator(BaseEstimator):
         Returns
         -------
         leaves : ndarray of int64
-            Node ids local to each tree: shape (n_samples,) for a single
-            tree, (n_samples, n_trees) for a forest.
+            Node ids local to each tree: shape (n_samples,) for a model that
+            is a single tree (it has ``tree_``), (n_samples, n_trees) for a
+            forest, as in scikit-learn (DecisionTreeClassifier vs
+            RandomForestClassifier).
         """
         from obliquetrees._core import traversal  # numba is imported on first use
 
         X = self._validate_X_predict(X)
         leaves = traversal.apply(self._forest(), X, self._prediction_threads())
-        return leaves[:, 0] if isinstance(self, BaseObliqueTree) else leaves
+        return leaves[:, 0] if self._is_single_tree() else leaves
 
     @fill_doc
     def decision_path(self, X):
@@ -159,6 +161,8 @@ class BaseObliqueEstimator(BaseEstimator):
         -------
         indicator : scipy.sparse.csr_matrix of shape (n_samples, n_nodes)
             ``indicator[i, j]`` is 1 iff sample ``i`` goes through node ``j``.
+            A single tree (a model with ``tree_``) returns only this, as
+            scikit-learn's trees do.
         n_nodes_ptr : ndarray of int64, shape (n_trees + 1,)
             Forests only: the columns of tree ``t`` are
             ``n_nodes_ptr[t]:n_nodes_ptr[t + 1]`` (as in scikit-learn).
@@ -168,9 +172,19 @@ class BaseObliqueEstimator(BaseEstimator):
         X = self._validate_X_predict(X)
         forest = self._forest()
         indicator = traversal.decision_path(forest, X, self._prediction_threads())
-        if isinstance(self, BaseObliqueTree):
+        if self._is_single_tree():
             return indicator
         return indicator, forest.node_offset.copy()
+
+    def _is_single_tree(self):
+        """Whether the fitted model is one tree, exposed as ``tree_``.
+
+        ``apply`` and ``decision_path`` then drop the tree axis, as
+        scikit-learn's single trees do: always for :class:`BaseObliqueTree`,
+        and for a forest estimator that fitted one tree and says so by
+        setting ``tree_`` (``E2EDTClassifier(n_estimators=1)``).
+        """
+        return "tree_" in self.__dict__
 
     @property
     def feature_importances_(self):
