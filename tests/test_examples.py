@@ -179,3 +179,25 @@ def test_failed_download_is_a_clear_message(script, tmp_path):
     assert "Traceback" not in result.stderr
     assert not list(tmp_path.glob("*.png"))
 
+
+@pytest.mark.slow
+def test_quickstart_prints_compile_time_apart_from_fit_times():
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / "quickstart.py")],
+        cwd=EXAMPLES.parent,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    compiling = [i for i, line in enumerate(lines) if line.startswith("Compiling the numba")]
+    assert len(compiling) == 2  # classification, then regression
+    for start in compiling:
+        total = next(i for i in range(start, len(lines)) if "compile time" in lines[i])
+        # one timed line per obliquetrees estimator, then the total, then the fit table
+        assert all(lines[i].startswith("  obliquetrees ") for i in range(start + 1, total))
+        assert total - start - 1 in (4, 2) and lines[total].rstrip().endswith(
+            "(not included in the fit times below)"
+        )
+        assert lines[total + 2].startswith("model") and "fit s" in lines[total + 2]
