@@ -104,9 +104,6 @@ def _return_freed_memory():
 
 _malloc_trim = None
 
-#: Attributes derived from the arrays on first use (never saved).
-_DERIVED = ("_trees", "_routing", "_derived")
-
 
 class ObliqueForest:
     """Several oblique trees packed into concatenated arrays.
@@ -263,14 +260,17 @@ class ObliqueForest:
         return found
 
     def __getstate__(self):
-        # derived data is rebuilt on demand, never saved: the state is the
-        # packed arrays and two numbers
-        return {k: v for k, v in self.__dict__.items() if k not in _DERIVED}
+        state = dict(self.__dict__)
+        # derived data is rebuilt on demand, never pickled
+        state["_trees"] = None
+        state["_routing"] = None
+        state["_derived"] = {}
+        return state
 
     def __setstate__(self, state):
         state = upgrade_state(state, "ObliqueForest")
         # derived data is never taken from a pickle, and the kernels trust the arrays
-        state.update({name: None for name in _DERIVED}, _derived={})
+        state.update(_trees=None, _routing=None, _derived={})
         check_forest_arrays(
             state,
             state.get("node_offset"),
