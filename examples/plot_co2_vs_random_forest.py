@@ -3,23 +3,24 @@
 
 CO2 Forest (Norouzi et al. 2015) grows random-forest trees whose splits are
 oblique hyperplanes optimised by the convex-concave procedure. The script
-grows both forests on satimage (4435 training / 2000 test images, 36
-features) and draws the test error of the first ``k`` trees for every ``k``,
-as in the CO2 paper's Fig. 2. The error of a growing prefix of one fitted
-forest is read from the fitted trees: :meth:`apply` gives the leaf each test
-sample reaches in every tree and ``trees_[t].value`` the leaf class
+grows both forests on satimage (Statlog Landsat: 6430 images of 36 features,
+6 classes; 2000 held out for testing, stratified and seeded, the size of the
+original test set) and draws the test error of the first ``k`` trees for
+every ``k``, as in the CO2 paper's Fig. 2. The error of a growing prefix of
+one fitted forest is read from the fitted trees: :meth:`apply` gives the leaf
+each test sample reaches in every tree and ``trees_[t].value`` the leaf class
 distributions, which are averaged over the first ``k`` trees.
 
 For speed the CO2 splits run at most 5 CCCP iterations (the package default
 is 20); ``--n-trees`` sets the forest size (default 30).
 
-Writes ``co2_vs_random_forest.png`` into ``--out`` (default: a temporary
-directory). Needs ``satimage.npz`` from the shared data directory
-(``$OBLIQUETREES_DATA`` or ``../shared/data`` beside the repository).
+**Needs a download**: satimage comes from OpenML through
+:func:`sklearn.datasets.fetch_openml` on the first run and is cached in
+scikit-learn's data home (``~/scikit_learn_data``) afterwards. Writes
+``co2_vs_random_forest.png`` into ``--out`` (default: a temporary directory).
 """
 
 import argparse
-import os
 import tempfile
 from pathlib import Path
 
@@ -28,22 +29,29 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from sklearn.datasets import fetch_openml, get_data_home  # noqa: E402
 from sklearn.ensemble import RandomForestClassifier  # noqa: E402
+from sklearn.model_selection import train_test_split  # noqa: E402
 
 from obliquetrees import CO2ForestClassifier  # noqa: E402
 
 OUTPUTS = ["co2_vs_random_forest.png"]
-DATASETS = ["satimage"]
+#: OpenML data sets this script downloads (name -> version)
+OPENML = {"satimage": 1}
 
 
-def load_dataset(name):
-    """Arrays of ``<data dir>/<name>.npz`` (see the module docstring)."""
-    default = Path(__file__).resolve().parents[2] / "shared" / "data"
-    path = Path(os.environ.get("OBLIQUETREES_DATA", default)) / f"{name}.npz"
-    if not path.exists():
-        raise SystemExit(f"{path} not found: set OBLIQUETREES_DATA to the data directory.")
-    with np.load(path) as data:
-        return {key: data[key] for key in data.files}
+def fetch(name):
+    """``(X, y)`` of an OpenML data set of ``OPENML``: downloaded once, then cached."""
+    try:
+        return fetch_openml(
+            name, version=OPENML[name], return_X_y=True, as_frame=False, parser="liac-arff"
+        )
+    except OSError as exc:  # no connection, or OpenML did not answer
+        raise SystemExit(
+            f"{Path(__file__).name} needs the OpenML data set {name!r}, which is downloaded "
+            f"once and then cached in {get_data_home()}, but the download failed: {exc}. "
+            "Run it again with an internet connection."
+        ) from None
 
 
 def error_curve(tree_probas, y_test, classes):
@@ -60,8 +68,8 @@ def main(argv=None):
     out = Path(args.out or tempfile.mkdtemp(prefix="obliquetrees-"))
     out.mkdir(parents=True, exist_ok=True)
 
-    data = load_dataset("satimage")
-    X, y, X_test, y_test = data["X_train"], data["y_train"], data["X_test"], data["y_test"]
+    X, y = fetch("satimage")
+    X, X_test, y, y_test = train_test_split(X, y, test_size=2000, stratify=y, random_state=0)
     co2 = CO2ForestClassifier(
         n_estimators=args.n_trees, max_cccp_iter=5, n_jobs=1, random_state=0
     ).fit(X, y)

@@ -18,6 +18,11 @@ Class layout (mixins first, as scikit-learn requires)::
 A subclass whose prediction is not "average of the reached leaves' values"
 (soft routing, hinge margins) overrides :meth:`_predict_output`. Prediction
 goes through the one dispatcher of :mod:`obliquetrees._core.predict`.
+
+Saving (pickle, joblib, skops): an estimator's saved state holds its
+containers as dicts of arrays (:func:`_containers_as_data`), so a file names
+no private type, and loading rebuilds each container through its own checks
+before the estimator checks its attributes against them.
 """
 
 from numbers import Real
@@ -27,6 +32,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 from obliquetrees._core.forest import ObliqueForest
 from obliquetrees._core.importances import feature_importances
+from obliquetrees._core.missing import MissingValues
 from obliquetrees._core.predict import predict_mean
 from obliquetrees._core.tree import ObliqueTree
 from obliquetrees._core.validation import check_int
@@ -40,10 +46,23 @@ from obliquetrees.utils.validation import (
 
 
 def n_threads_from_jobs(n_jobs):
-    """Number of numba threads from an ``n_jobs`` value (None: 1, -1: all cores)."""
-    from joblib import effective_n_jobs
+    """Number of numba threads in this process from an ``n_jobs`` value.
 
-    return max(1, effective_n_jobs(n_jobs))
+    joblib's meaning of ``n_jobs``: None is the ``n_jobs`` of an active
+    ``joblib.parallel_config`` (1 without one), -1 all CPUs
+    (``joblib.cpu_count()``, which respects CPU affinity and container
+    quotas), -2 all but one, and so on; 0 is an error.
+
+    These are threads of this process, not joblib workers, so the count is
+    taken as joblib's threading backend takes it: joblib's default (loky)
+    backend would fall back to 1 and warn "Loky-backed parallel loops cannot
+    be called in a multiprocessing" in every ``multiprocessing`` worker,
+    where no process pool is involved.
+    """
+    from joblib import effective_n_jobs, parallel_config
+
+    with parallel_config(backend="threading"):  # keeps an outer config's n_jobs
+        return max(1, effective_n_jobs(n_jobs))
 
 
 def resolve_max_features(max_features, n_features):
@@ -146,6 +165,85 @@ def class_weighted_sample_weight(class_weight, classes, y, sample_weight):
     return combined
 
 
+#: Key of a saved estimator state that holds its containers as plain data.
+_CONTAINERS_KEY = "_obliquetrees_containers"
+#: Classes whose instances an estimator may hold and that are saved as plain
+#: data, by name. Each one checks its arrays in ``__setstate__``.
+_CONTAINER_NAMES = ("ObliqueTree", "ObliqueForest", "MissingValues", "HingeModel")
+
+
+def _container_class(name):
+    """The container class saved under ``name`` (see ``_CONTAINER_NAMES``)."""
+    if name == "HingeModel":  # its module loads numba: only for hinge forests
+        from obliquetrees._training.hinge import HingeModel
+
+        return HingeModel
+    return {
+        "ObliqueTree": ObliqueTree,
+        "ObliqueForest": ObliqueForest,
+        "MissingValues": MissingValues,
+    }[name]
+
+
+def _containers_as_data(state):
+    """``state`` with every container attribute replaced by plain data.
+
+    The containers move to one entry, ``{attribute: {"type": class name,
+    "state": the container's __getstate__()}}``, whose states hold numpy
+    arrays, numbers, strings and dicts of them. A skops file of a fitted
+    estimator therefore names no private type: loading it needs to trust
+    only the estimator classes (``obliquetrees.utils.persistence``).
+    """
+    saved = {}
+    for key, value in state.items():
+        name = type(value).__name__
+        if name in _CONTAINER_NAMES and type(value) is _container_class(name):
+            saved[key] = {"type": name, "state": value.__getstate__()}
+    if not saved:
+        return state
+    state = {key: value for key, value in state.items() if key not in saved}
+    state[_CONTAINERS_KEY] = saved
+    return state
+
+
+def _containers_from_data(state):
+    """Inverse of :func:`_containers_as_data`; other states are returned as they are.
+
+    Every container is rebuilt by its own ``__setstate__``, which checks its
+    arrays before any kernel can read them, whether the state comes from
+    pickle, joblib or skops.
+
+    Raises
+    ------
+    ValueError
+        If the saved entry is malformed, names an unknown container type, or a
+        container's arrays fail its checks.
+    """
+    state = dict(state)
+    saved = state.pop(_CONTAINERS_KEY, None)
+    if saved is None:
+        return state  # unfitted, or saved before containers were saved as data
+    if not isinstance(saved, dict):
+        raise ValueError(f"the saved containers are a {type(saved).__name__}, not a dict.")
+    for key, entry in saved.items():
+        if not (
+            isinstance(key, str)
+            and isinstance(entry, dict)
+            and entry.keys() == {"type", "state"}
+            and entry["type"] in _CONTAINER_NAMES
+            and isinstance(entry["state"], dict)
+        ):
+            raise ValueError(
+                f"the saved container {key!r} is not a {{'type': one of "
+                f"{list(_CONTAINER_NAMES)}, 'state': dict}} entry."
+            )
+        cls = _container_class(entry["type"])
+        container = cls.__new__(cls)
+        container.__setstate__(entry["state"])
+        state[key] = container
+    return state
+
+
 class BaseObliqueEstimator(BaseEstimator):
     """Storage, validation and prediction plumbing common to all estimators."""
 
@@ -210,14 +308,16 @@ class BaseObliqueEstimator(BaseEstimator):
         Returns
         -------
         leaves : ndarray of int64
-            Node ids local to each tree: shape (n_samples,) for a single
-            tree, (n_samples, n_trees) for a forest.
+            Node ids local to each tree: shape (n_samples,) for a model that
+            is a single tree (it has ``tree_``), (n_samples, n_trees) for a
+            forest, as in scikit-learn (DecisionTreeClassifier vs
+            RandomForestClassifier).
         """
         from obliquetrees._core import traversal  # numba is imported on first use
 
         X = self._validate_X_predict(X)
         leaves = traversal.apply(self._forest(), X, self._prediction_threads())
-        return leaves[:, 0] if isinstance(self, BaseObliqueTree) else leaves
+        return leaves[:, 0] if self._is_single_tree() else leaves
 
     @fill_doc
     def decision_path(self, X):
@@ -229,6 +329,8 @@ class BaseObliqueEstimator(BaseEstimator):
         -------
         indicator : scipy.sparse.csr_matrix of shape (n_samples, n_nodes)
             ``indicator[i, j]`` is 1 iff sample ``i`` goes through node ``j``.
+            A single tree (a model with ``tree_``) returns only this, as
+            scikit-learn's trees do.
         n_nodes_ptr : ndarray of int64, shape (n_trees + 1,)
             Forests only: the columns of tree ``t`` are
             ``n_nodes_ptr[t]:n_nodes_ptr[t + 1]`` (as in scikit-learn).
@@ -238,9 +340,19 @@ class BaseObliqueEstimator(BaseEstimator):
         X = self._validate_X_predict(X)
         forest = self._forest()
         indicator = traversal.decision_path(forest, X, self._prediction_threads())
-        if isinstance(self, BaseObliqueTree):
+        if self._is_single_tree():
             return indicator
         return indicator, forest.node_offset.copy()
+
+    def _is_single_tree(self):
+        """Whether the fitted model is one tree, exposed as ``tree_``.
+
+        ``apply`` and ``decision_path`` then drop the tree axis, as
+        scikit-learn's single trees do: always for :class:`BaseObliqueTree`,
+        and for a forest estimator that fitted one tree and says so by
+        setting ``tree_`` (``E2EDTClassifier(n_estimators=1)``).
+        """
+        return "tree_" in self.__dict__
 
     @property
     def feature_importances_(self):
@@ -263,7 +375,25 @@ class BaseObliqueEstimator(BaseEstimator):
         return tags
 
     # --------------------------------------------------------------- pickle
+    #: Attributes rebuilt on load instead of being saved.
+    _not_saved = ()
+
+    def __getstate__(self):
+        """The state that pickle, joblib and skops save: plain data only.
+
+        Containers (trees, forests, the hinge forests' trained state, the
+        missing-value plan) are saved as the dicts of arrays and numbers
+        their ``__getstate__`` gives, so that a file holds numpy arrays,
+        builtins and the estimator's own (public) class, and nothing else;
+        see :func:`_containers_as_data`.
+        """
+        state = dict(super().__getstate__())  # a copy: the estimator keeps its attributes
+        for name in self._not_saved:
+            state.pop(name, None)
+        return _containers_as_data(state)
+
     def __setstate__(self, state):
+        state = _containers_from_data(state)  # each container checks its arrays
         super().__setstate__(state)
         # The containers checked themselves when unpickled; what is left is
         # that the estimator's own attributes agree with them.
@@ -327,6 +457,8 @@ class BaseObliqueTree(BaseObliqueEstimator):
     written before it existed load too.
     """
 
+    _not_saved = ("_packed_forest",)
+
     def _set_trees(self, trees):
         (tree,) = trees
         # the tree comes fresh from training (or was checked when unpickled)
@@ -342,13 +474,8 @@ class BaseObliqueTree(BaseObliqueEstimator):
     def _forest(self):
         return self._packed_forest
 
-    def __getstate__(self):
-        state = dict(super().__getstate__())  # a copy: the estimator keeps its wrapper
-        state.pop("_packed_forest", None)
-        return state
-
     def __setstate__(self, state):
-        state = dict(state)
+        state = _containers_from_data(state)
         state.pop("_packed_forest", None)
         tree = state.get("tree_")
         if isinstance(tree, ObliqueTree):  # checked by its own __setstate__

@@ -30,11 +30,9 @@ def test_fit_predict_single_tree(blobs):
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     assert clf.predict(X).shape == (len(y),)
     assert set(np.unique(clf.predict(X))) <= set(clf.classes_)
-    # forest semantics whatever n_estimators is (as scikit-learn's forests)
-    assert clf.apply(X).shape == (len(y), 1)
-    indicator, ptr = clf.decision_path(X)
-    assert indicator.shape == (len(y), clf.tree_.node_count)
-    np.testing.assert_array_equal(ptr, [0, clf.tree_.node_count])
+    # one tree (tree_): single-tree shapes, as scikit-learn's trees
+    assert clf.apply(X).shape == (len(y),)
+    assert clf.decision_path(X).shape == (len(y), clf.tree_.node_count)
     assert clf.score(X, y) > 0.6
 
 

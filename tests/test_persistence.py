@@ -2,7 +2,9 @@
 
 Also: an unknown container format is a clear error, and a read-only
 installation (numba cannot write its cache beside the package) still imports,
-loads and predicts.
+loads and predicts; skops files need to trust only the public model classes
+and refuse edited arrays; predicting in a multiprocessing pool worker keeps
+the model's n_jobs.
 """
 
 import os
@@ -205,3 +207,272 @@ def test_read_only_installation_imports_loads_and_predicts(tmp_path):
     assert result.returncode == 0, result.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "pred.npy"), model.predict(X[:20]))
     assert not list(site.rglob("*.nbi")), "numba wrote its cache into the read-only package"
+
+
+# ---------------------------------------------------------------- skops
+def _all_models():
+    """Every kind of fitted model a user saves, with the rows to predict on.
+
+    The public estimators, converted scikit-learn models (a forest and a
+    single tree), fine-tuned models and a refit_leaves model.
+    """
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.tree import DecisionTreeRegressor
+
+    from obliquetrees.convert import from_sklearn
+    from obliquetrees.machine import finetune, refit_leaves
+
+    models = {cls.__name__: _fitted(cls) for cls in ESTIMATORS}
+    Xc, yc = make_classification(150, 6, n_informative=4, n_classes=3, random_state=0)
+    Xr, yr = make_regression(150, 6, noise=0.1, random_state=0)
+    rf = from_sklearn(RandomForestClassifier(4, max_depth=4, random_state=0).fit(Xc, yc))
+    dt = from_sklearn(DecisionTreeRegressor(max_depth=4, random_state=0).fit(Xr, yr))
+    models["converted_classifier"] = (rf, Xc)
+    models["converted_regressor"] = (dt, Xr)
+    models["finetuned_classifier"] = (finetune(rf, Xc, yc, epochs=2), Xc)
+    models["finetuned_regressor"] = (finetune(dt, Xr, yr, epochs=2), Xr)
+    models["refit_leaves_classifier"] = (refit_leaves(rf, Xc, yc, n_iter=2), Xc)
+    return models
+
+
+def _outputs_of(model, X):
+    out = _outputs(model, X)
+    out["apply"] = model.apply(X)
+    return out
+
+
+def test_skops_round_trip_needs_only_the_public_trusted_types(tmp_path):
+    """Every model saves to a skops file that names only public types, loads
+    with TRUSTED_TYPES and predicts bit for bit what the original did."""
+    sio = pytest.importorskip("skops.io", reason="skops is a test extra (pip install skops)")
+    from obliquetrees.utils.persistence import TRUSTED_TYPES
+
+    for name, (model, X) in _all_models().items():
+        path = tmp_path / f"{name}.skops"
+        sio.dump(model, path)
+        untrusted = sio.get_untrusted_types(file=path)
+        assert untrusted == [f"{type(model).__module__}.{type(model).__qualname__}"], name
+        assert set(untrusted) <= set(TRUSTED_TYPES)
+        loaded = sio.load(path, trusted=TRUSTED_TYPES)
+        assert type(loaded) is type(model) and loaded.__dict__.keys() == model.__dict__.keys()
+        got = _outputs_of(loaded, X)
+        for key, value in _outputs_of(model, X).items():
+            assert got[key].tobytes() == value.tobytes(), (name, key)
+
+
+def test_trusted_types_are_exactly_the_model_classes():
+    from obliquetrees.convert import ConvertedForestClassifier, ConvertedForestRegressor
+    from obliquetrees.machine import FinetunedForestClassifier, FinetunedForestRegressor
+    from obliquetrees.utils.persistence import TRUSTED_TYPES
+
+    classes = ESTIMATORS + [
+        ConvertedForestClassifier,
+        ConvertedForestRegressor,
+        FinetunedForestClassifier,
+        FinetunedForestRegressor,
+    ]
+    assert sorted(TRUSTED_TYPES) == sorted(f"{c.__module__}.{c.__qualname__}" for c in classes)
+
+
+def _skops_entry(schema, path):
+    """The node of a skops schema reached by ``path``: keys of the saved
+    attribute dicts, from the estimator down."""
+    node = schema
+    for key in path:
+        if node["__loader__"] == "ObjectNode":
+            node = node["content"]  # the dict of the object's attributes
+        node = node["content"][key]
+    return node
+
+
+def _tamper(path, out, array_path, edit):
+    """Copy the skops file ``path`` to ``out`` with one saved array edited in place."""
+    import io
+    import json
+    import zipfile
+
+    with zipfile.ZipFile(path) as source:
+        schema = json.loads(source.read("schema.json"))
+        entry = _skops_entry(schema, array_path)
+        assert entry["__loader__"] == "NdArrayNode", entry
+        array = np.load(io.BytesIO(source.read(entry["file"])))
+        array = edit(array)
+        buffer = io.BytesIO()
+        np.save(buffer, array, allow_pickle=False)
+        with zipfile.ZipFile(out, "w") as target:
+            for item in source.infolist():
+                data = source.read(item)
+                target.writestr(item, buffer.getvalue() if item.filename == entry["file"] else data)
+
+
+def _set_first(value, index=0):
+    def edit(array):
+        array = array.copy()
+        array.flat[index] = value
+        return array
+
+    return edit
+
+
+def _saved(attribute, array):
+    return ("_obliquetrees_containers", attribute, "state", array)
+
+
+@pytest.mark.parametrize(
+    ("name", "array_path", "edit", "message"),
+    [
+        pytest.param(
+            "CO2ForestClassifier",
+            _saved("forest_", "children_left"),
+            _set_first(10**9),
+            "unpickled ObliqueForest",
+            id="CO2 child id 1e9",
+        ),
+        pytest.param(
+            "SoftTreeRegressor",
+            _saved("tree_", "weight_index"),
+            _set_first(10**8),
+            "unpickled ObliqueTree",
+            id="soft tree feature index 1e8",
+        ),
+        pytest.param(
+            "E2EDTClassifier",
+            _saved("forest_", "value"),
+            lambda a: a[:-1],
+            "unpickled ObliqueForest",
+            id="E2EDT truncated leaf values",
+        ),
+        pytest.param(
+            "HingeForestClassifier",
+            _saved("_model", "feat"),
+            _set_first(10**8),
+            "Invalid HingeModel",
+            id="hinge feature index 1e8",
+        ),
+        pytest.param(
+            "HingeForestRegressor",
+            _saved("_missing", "columns"),
+            lambda a: np.array([5, 2], dtype=np.int64),
+            "missing-value columns",
+            id="hinge missing-value columns out of order",
+        ),
+    ],
+)
+def test_tampered_skops_file_is_refused_before_any_kernel_runs(
+    tmp_path, name, array_path, edit, message
+):
+    """skops rebuilds the estimator through its __setstate__, so an edited
+    array meets the same checks as in an edited pickle: ValueError at load."""
+    sio = pytest.importorskip("skops.io", reason="skops is a test extra (pip install skops)")
+    from obliquetrees.utils.persistence import TRUSTED_TYPES
+
+    model, _ = _fitted(getattr(obliquetrees, name))
+    sio.dump(model, tmp_path / "model.skops")
+    sio.load(tmp_path / "model.skops", trusted=TRUSTED_TYPES)  # the unedited file loads
+    _tamper(tmp_path / "model.skops", tmp_path / "tampered.skops", array_path, edit)
+    with pytest.raises(ValueError, match=message):
+        sio.load(tmp_path / "tampered.skops", trusted=TRUSTED_TYPES)
+
+
+def test_skops_file_with_a_container_swapped_for_plain_data_is_refused(tmp_path):
+    """A file that sets ``forest_`` to a dict of arrays directly (not through
+    the saved containers) is refused too: the estimator checks its attributes."""
+    sio = pytest.importorskip("skops.io", reason="skops is a test extra (pip install skops)")
+    from obliquetrees.utils.persistence import TRUSTED_TYPES
+
+    model, _ = _fitted(obliquetrees.CO2ForestClassifier)
+    forged = type(model).__new__(type(model))
+    state = model.__getstate__()
+    state["forest_"] = state.pop("_obliquetrees_containers")["forest_"]["state"]
+    forged.__dict__.update(state)  # what a forged file would describe
+    sio.dump(forged, tmp_path / "forged.skops")
+    with pytest.raises(ValueError, match="not an ObliqueForest"):
+        sio.load(tmp_path / "forged.skops", trusted=TRUSTED_TYPES)
+
+
+def test_saved_state_is_plain_data_and_pickles_from_before_still_load():
+    """__getstate__ holds arrays, builtins and dicts of them only; a state in
+    the former layout (container objects as attributes) still loads."""
+    for cls in ESTIMATORS:
+        model, X = _fitted(cls)
+        _assert_plain(model.__getstate__(), cls.__name__)
+        old = cls.__new__(cls)
+        old.__setstate__(dict(vars(model)))  # the containers themselves, as pickled before
+        for key, value in _outputs_of(model, X).items():
+            assert _outputs_of(old, X)[key].tobytes() == value.tobytes(), (cls.__name__, key)
+
+
+def _assert_plain(value, where):
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _assert_plain(item, f"{where}.{key}")
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            _assert_plain(item, f"{where}[{i}]")
+    else:
+        plain = (np.ndarray, np.generic, int, float, str, bool, type(None))
+        assert isinstance(value, plain), f"{where} is a {type(value).__name__}"
+
+
+def test_malformed_saved_containers_are_a_clear_error():
+    model, _ = _fitted(obliquetrees.SoftTreeClassifier)
+    for entry, match in [
+        ({"tree_": {"type": "Popen", "state": {}}}, "is not a"),
+        ({"tree_": {"type": "ObliqueTree", "state": {}, "extra": 1}}, "is not a"),
+        ({"tree_": {"type": "ObliqueTree", "state": {"format_version": 2}}}, "ObliqueTree"),
+        (["tree_"], "not a dict"),
+    ]:
+        state = model.__getstate__()
+        state["_obliquetrees_containers"] = entry
+        with pytest.raises(ValueError, match=match):
+            type(model).__new__(type(model)).__setstate__(state)
+
+
+# ------------------------------------------------------- multiprocessing
+def _predict_in_worker(blob, X):
+    """Unpickle and predict in a pool worker; what it predicted, its thread
+    count and the warnings raised."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = pickle.loads(blob)
+        predicted = model.predict(X)
+        threads = model._prediction_threads()
+    return predicted, threads, [str(w.message) for w in caught]
+
+
+def test_predict_in_multiprocessing_pool_worker_keeps_n_jobs_without_warning():
+    """A Pool worker is a daemonic process, where joblib's default backend
+    would set n_jobs=1 and warn about loky: prediction threads are not a
+    process pool, so n_jobs=2 means two threads there too, silently."""
+    import multiprocessing
+
+    jobs, expected = [], []
+    for cls in ESTIMATORS:
+        model, X = _fitted(cls)
+        model.set_params(n_jobs=2)
+        jobs.append((pickle.dumps(model), X))
+        expected.append(model.predict(X))
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        results = pool.starmap(_predict_in_worker, jobs)
+    for cls, want, (got, threads, messages) in zip(ESTIMATORS, expected, results, strict=True):
+        assert got.tobytes() == want.tobytes(), cls.__name__
+        assert threads == 2, cls.__name__
+        assert not [m for m in messages if "n_jobs" in m], (cls.__name__, messages)
+
+
+def test_thread_count_keeps_joblib_meaning_of_n_jobs():
+    from joblib import cpu_count, parallel_config
+
+    from obliquetrees.base import n_threads_from_jobs
+
+    assert n_threads_from_jobs(None) == 1 and n_threads_from_jobs(3) == 3
+    assert n_threads_from_jobs(-1) == cpu_count()
+    assert n_threads_from_jobs(-2) == max(cpu_count() - 1, 1)
+    with parallel_config(n_jobs=3):  # None follows an active configuration
+        assert n_threads_from_jobs(None) == 3
+    with parallel_config(backend="loky"):
+        assert n_threads_from_jobs(2) == 2
+    with pytest.raises(ValueError, match="n_jobs == 0"):
+        n_threads_from_jobs(0)

@@ -1,7 +1,8 @@
 """Every estimator in the scikit-learn workflows users build around it.
 
 Pipelines, grid search with parallel workers, pandas input, metadata routing
-of ``sample_weight``, ``clone`` and the HTML repr.
+of ``sample_weight``, ``clone``, the HTML repr, and the shapes of ``apply``
+and ``decision_path``.
 """
 
 import warnings
@@ -10,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import sklearn
+from scipy import sparse
 from sklearn.base import clone, is_classifier
 from sklearn.datasets import make_classification, make_regression
 from sklearn.model_selection import GridSearchCV
@@ -101,3 +103,33 @@ def test_html_repr_renders_fitted_and_unfitted(cls):
         warnings.simplefilter("error")  # evaluating properties must not warn
         assert cls.__name__ in _make(cls)._repr_html_()
         assert cls.__name__ in _make(cls).fit(X, y)._repr_html_()
+
+
+def test_apply_and_decision_path_shapes_follow_scikit_learn(cls):
+    """A single tree (``tree_``: soft trees, E2EDT with one tree) gives
+    ``apply`` of shape (n,) and the bare indicator, like DecisionTree*; a
+    forest (n, n_trees) and ``(indicator, n_nodes_ptr)``, like RandomForest*,
+    also with one tree."""
+    X, y = _data(cls, n_samples=60)
+    sizes = [None, 1, 2] if "n_estimators" in cls().get_params() else [None]
+    for n_estimators in sizes:
+        params = {} if n_estimators is None else {"n_estimators": n_estimators}
+        est = _make(cls, **params).fit(X, y)
+        single = cls.__name__.startswith("SoftTree") or (
+            cls.__name__ == "E2EDTClassifier" and est.n_estimators == 1
+        )
+        assert ("tree_" in vars(est)) == single, (cls.__name__, n_estimators)
+        leaves, path = est.apply(X), est.decision_path(X)
+        if single:
+            assert leaves.shape == (len(X),) and sparse.issparse(path)
+            assert path.shape == (len(X), est.tree_.node_count)
+            assert np.all(est.tree_.children_left[leaves] == -1)  # leaves indeed
+            assert np.all(path[np.arange(len(X)), leaves] == 1)  # the path ends there
+            continue
+        indicator, ptr = path
+        n_trees = len(est.trees_)
+        assert n_trees == est.n_estimators and leaves.shape == (len(X), n_trees)
+        assert indicator.shape == (len(X), ptr[-1]) and ptr.shape == (n_trees + 1,)
+        for t, tree in enumerate(est.trees_):
+            assert np.all(tree.children_left[leaves[:, t]] == -1)
+            assert np.all(indicator[np.arange(len(X)), ptr[t] + leaves[:, t]] == 1)

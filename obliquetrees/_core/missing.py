@@ -46,7 +46,7 @@ import numpy as np
 from scipy import sparse
 
 from obliquetrees._core.tree import ObliqueTree
-from obliquetrees._core.validation import INDEX_DTYPE, VALUE_DTYPE
+from obliquetrees._core.validation import INDEX_DTYPE, VALUE_DTYPE, check_array
 
 #: Rows per chunk when scanning a dense X for NaN (bounds the boolean temporaries).
 _CHUNK_ROWS = 4096
@@ -266,6 +266,17 @@ class MissingValues:
     def n_inputs(self):
         """Number of training inputs: the features, then their indicators."""
         return self.n_features + int(self.columns.shape[0])
+
+    def __getstate__(self):
+        return {"fill": self.fill, "columns": self.columns}
+
+    def __setstate__(self, state):
+        # augment() and fold() index with these arrays: check them before use
+        fill, columns = state.get("fill"), state.get("columns")
+        check_array(fill, "the missing-value fill", VALUE_DTYPE, 1)
+        check_array(columns, "the missing-value columns", INDEX_DTYPE, 1)
+        self.fill, self.columns = fill, columns
+        self.check(self.n_features)
 
     def check(self, n_features):
         """Raise ``ValueError`` unless the arrays fit ``n_features`` features.

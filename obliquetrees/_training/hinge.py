@@ -182,6 +182,9 @@ class HingeModel:
         if self.opt_state["wmark"].max() >= step or self.opt_state["tmark"].max() >= step:
             raise ValueError("optimiser marks must be older than the current step.")
 
+    def __getstate__(self):
+        return dict(self.__dict__)  # arrays, numbers, strings, and a dict of arrays
+
     def __setstate__(self, state):
         self.__dict__.update(state)
         self.check_invariants()  # the kernels trust these arrays
