@@ -1,5 +1,8 @@
 """End-to-end learned deterministic oblique decision trees and forests (E2EDT)."""
 
+import copy
+import warnings
+
 import numpy as np
 from scipy import sparse
 
@@ -14,6 +17,7 @@ from obliquetrees.utils._param_validation import (
     StrOptions,
     _fit_context,
 )
+from obliquetrees.utils.class_weight import class_weight_vector, expand_class_weight
 from obliquetrees.utils.seeds import draw_seeds
 
 
@@ -107,16 +111,49 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         (USPS, MNIST): per-pixel standardisation blows up near-constant
         border pixels. Training runs in float32, so False refuses inputs
         whose margins could overflow it (``|x| > 3.4e38 / n_features``).
-    routing : {"hard", "soft"}, default="hard"
-        ``"hard"``: the deterministic tree (route by the sign of each split,
-        output the reached leaf's distribution), the paper's inference model.
-        ``"soft"``: the probabilistic training model with the final
-        steepness (eq. 2). ``apply`` and ``decision_path`` are always hard.
+    routing : {"hard", "hybrid", "soft"}, default="hard"
+        How a fitted tree is evaluated. ``"hybrid"``: ``predict`` (and
+        ``score``) follows the deterministic tree, the paper's inference
+        model (route by the sign of each split, take the reached leaf's
+        distribution), while ``predict_proba`` is the probabilistic training
+        model with the final steepness (eq. 2), the model whose likelihood
+        training maximises: its probabilities fall off smoothly near the
+        splits. ``"hard"``: ``predict_proba`` too is the reached leaf's
+        distribution (mostly 0 or 1 in deep trees: a poor probability, see
+        Notes). ``"soft"``: both from the probabilistic model. With
+        ``"hybrid"``, ``predict`` can differ from the argmax of
+        ``predict_proba`` for rows near a split (see Notes for how often).
+        ``apply`` and ``decision_path`` are always hard. Switching needs no
+        refit.
+    class_weight : {"balanced", "balanced_subsample"}, dict or None, default=None
+        Weights of the classes, multiplied into ``sample_weight`` as in
+        scikit-learn's forests. A dict maps class labels of ``y`` to finite
+        non-negative weights (classes it does not name weigh 1); other
+        labels or values raise a ``ValueError``, as do weights (times
+        ``sample_weight``) that are zero for every sample. ``"balanced"``
+        weighs class ``c`` by ``n_samples / (n_classes * count_c)``;
+        ``"balanced_subsample"`` does so over each tree's bootstrap (with
+        ``bootstrap=False``, where every tree sees all rows, it is
+        ``"balanced"``).
+    bootstrap : bool, default=False
+        Train each tree on a bootstrap sample of the rows (an extension: the
+        paper trains every tree on all data). The sample is drawn as integer
+        weights from the tree's seed; ``X`` is never copied per tree, and the
+        training passes still visit the out-of-bag rows (with weight 0).
+    oob_score : bool or callable, default=False
+        Score the forest on the out-of-bag rows after fitting (needs
+        ``bootstrap=True``): every training row is predicted by the trees
+        whose bootstrap left it out. True uses accuracy; a callable is
+        called as ``score(y_true, y_pred)`` with class labels.
+    warm_start : bool, default=False
+        Keep the trees of the previous fit and add new ones up to
+        ``n_estimators``; with the same ``random_state`` and data the result
+        equals a fit of all trees at once.
     n_jobs : int or None, default=None
         Trees trained in parallel (joblib threads) and prediction threads.
     random_state : int, RandomState instance or None, default=None
-        Seeds the initial splits, feature subsets and minibatch order; the
-        same value gives the same model for any ``n_jobs``.
+        Seeds the initial splits, feature subsets, minibatch order and
+        bootstraps; the same value gives the same model for any ``n_jobs``.
     verbose : int, default=0
         joblib progress messages while training forests.
 
@@ -140,7 +177,14 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         ``|w_j| * std(x_j)``. Computed on access.
     steepness_ : list of ndarray of shape (n_nodes,)
         Final steepness ``gamma`` of every split of every tree (0 at leaves),
-        used by ``routing="soft"``.
+        used by the probabilistic model (``routing="hybrid"`` and ``"soft"``).
+    oob_score_ : float
+        Score of ``predict``'s rule on the out-of-bag rows (``oob_score``
+        only), over the rows that at least one tree left out.
+    oob_decision_function_ : ndarray of shape (n_samples, n_classes)
+        Mean ``predict_proba`` of each training row under the trees that
+        left it out (``oob_score`` only); NaN rows for rows that every
+        bootstrap drew (a warning says how many).
 
     Notes
     -----
@@ -175,7 +219,8 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
       ``k`` features, i.e. near the origin of the standardised data).
     - A root that is never split predicts the training class frequencies
       (the authors' code: uniform).
-    - Forests: every tree on all data (no bootstrap, as in the paper);
+    - Forests: every tree on all data (as in the paper; ``bootstrap=True``
+      is an extension, with scikit-learn's out-of-bag estimates);
       patches are placed anywhere in the image (the authors' code only
       samples patches on the diagonal), and the finetune keeps annealing the
       steepness (the authors' code stops annealing in forest refinement);
@@ -244,7 +289,11 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         "patch_size": [Interval(Integral, 1, None, closed="left"), None],
         "spatial_reg": [Interval(Real, 0, None, closed="left")],
         "standardize": ["boolean"],
-        "routing": [StrOptions({"hard", "soft"})],
+        "routing": [StrOptions({"hybrid", "hard", "soft"})],
+        "class_weight": [StrOptions({"balanced", "balanced_subsample"}), dict, None],
+        "bootstrap": ["boolean"],
+        "oob_score": ["boolean", callable],
+        "warm_start": ["boolean"],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -270,6 +319,10 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         spatial_reg=0.0,
         standardize=True,
         routing="hard",
+        class_weight=None,
+        bootstrap=False,
+        oob_score=False,
+        warm_start=False,
         n_jobs=None,
         random_state=None,
         verbose=0,
@@ -291,6 +344,10 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         self.spatial_reg = spatial_reg
         self.standardize = standardize
         self.routing = routing
+        self.class_weight = class_weight
+        self.bootstrap = bootstrap
+        self.oob_score = oob_score
+        self.warm_start = warm_start
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
@@ -349,6 +406,8 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
             patch_size=self.patch_size,
             spatial_reg=float(self.spatial_reg),
             standardize=bool(self.standardize),
+            bootstrap=bool(self.bootstrap),
+            balanced_subsample=bool(self.bootstrap) and self.class_weight == "balanced_subsample",
         )
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -359,7 +418,9 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         %(fit_parameters_classifier)s
         sample_weight : array-like of shape (n_samples,), default=None
             Weights of the samples in the likelihood (E-step statistics,
-            leaf updates and minibatch gradients). None means equal weights.
+            leaf updates and minibatch gradients), multiplied with
+            ``class_weight`` and the bootstrap counts. None means equal
+            weights.
 
         %(fit_returns)s
         """
@@ -367,7 +428,42 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
 
         from obliquetrees._training.e2edt import fit_forest  # numba is imported on first use
 
+        if self.oob_score and not self.bootstrap:
+            raise ValueError("Out-of-bag estimation needs bootstrap=True.")
+        old = self._warm_start_state()
+        if len(old["trees"]) > self.n_estimators:
+            raise ValueError(
+                f"n_estimators={self.n_estimators} must be at least the number of "
+                f"trees already fitted ({len(old['trees'])}) when warm_start=True."
+            )
         X, y, sample_weight = self._validate_fit_data(X, y, sample_weight)
+        if old["trees"] and X.shape[1] != old["n_features"]:
+            raise ValueError(
+                f"warm_start=True needs the {old['n_features']} features of the previous "
+                f"fit; X has {X.shape[1]}."
+            )
+        if old["trees"] and not np.array_equal(old["classes"], self.classes_):
+            raise ValueError(
+                f"warm_start=True needs the same classes as the previous fit "
+                f"({old['classes'].tolist()}); got {self.classes_.tolist()}."
+            )
+        class_weight = self.class_weight
+        if class_weight == "balanced_subsample" and not self.bootstrap:
+            class_weight = "balanced"  # every tree's sample is the whole set
+        weights = class_weight_vector(class_weight, y, self.classes_)
+        if isinstance(weights, np.ndarray):  # "balanced_subsample" is applied per tree
+            sample_weight = expand_class_weight(sample_weight, weights, y)
+        seeds = draw_seeds(self.random_state, self.n_estimators)
+        n_old = len(old["trees"])
+        if old["seeds"] is not None:  # random_state=None draws new seeds each fit
+            seeds[:n_old] = old["seeds"]
+        if n_old == self.n_estimators:
+            warnings.warn(
+                "Warm-start fitting without increasing n_estimators does not fit new trees.",
+                UserWarning,
+                stacklevel=2,
+            )
+            return self
         # NaN: trees train on indicator-augmented inputs and are folded back
         # (image patches need the pixel layout: there a NaN takes the pixel's mean)
         missing = MissingValues.from_data(X, sample_weight, y, indicators=self.image_shape is None)
@@ -375,7 +471,6 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         params = self._resolve_params(inputs.shape[1])
         if not self.standardize:
             _check_float32_range(inputs)
-        seeds = draw_seeds(self.random_state, self.n_estimators)
         # BLAS inside training runs single-threaded whatever n_jobs is, so the
         # model does not depend on the thread count.
         with threadpool_limits(limits=1, user_api="blas"):
@@ -383,19 +478,105 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
                 inputs,
                 y,
                 self.n_classes_,
-                seeds,
+                seeds[n_old:],
                 params,
                 sample_weight=sample_weight,
                 n_jobs=self.n_jobs,
                 verbose=self.verbose,
             )
-        self._set_trees([missing.fold(tree) for tree in trees])
-        self.steepness_ = steepness
+        self._set_trees(old["trees"] + [missing.fold(tree) for tree in trees])
+        self.steepness_ = old["steepness"] + steepness
+        self._tree_seeds = seeds
+        self._tree_bootstrap = np.concatenate(
+            [np.asarray(old["bootstrap"], dtype=bool), np.full(len(trees), params.bootstrap)]
+        )
         if self.n_estimators == 1:
             self.tree_ = self.trees_[0]
         elif "tree_" in self.__dict__:
             del self.tree_
+        if self.oob_score:
+            self._set_oob_score(X, y)
+        elif "oob_score_" in self.__dict__:  # from an earlier fit
+            del self.oob_score_, self.oob_decision_function_
         return self
+
+    def _warm_start_state(self):
+        """What a warm start keeps of the fitted model (nothing when cold)."""
+        if not (self.warm_start and "forest_" in self.__dict__):
+            return {"trees": [], "steepness": [], "seeds": None, "bootstrap": []}
+        n_trees = self.forest_.n_trees
+        return {
+            # shallow copies: packing consumes the tree objects, not the user's views
+            "trees": [copy.copy(tree) for tree in self.trees_],
+            "steepness": list(self.steepness_),
+            "seeds": self.__dict__.get("_tree_seeds"),  # absent in older pickles
+            # older pickles: their trees saw all rows (no bootstrap then)
+            "bootstrap": self.__dict__.get("_tree_bootstrap", np.zeros(n_trees, dtype=bool)),
+            "classes": self.classes_,
+            "n_features": self.forest_.n_features,
+        }
+
+    def _tree_outputs(self, tree, steepness, X, rule):
+        """One tree's class distributions of ``X`` under ``rule`` ("hard" or "soft")."""
+        if rule == "hard":
+            from obliquetrees._core import traversal
+            from obliquetrees._core.forest import ObliqueForest
+
+            one_tree = ObliqueForest.from_trees([tree], validate=False)
+            return traversal.predict_value(one_tree, X, self._prediction_threads())
+        from obliquetrees._core.soft import soft_predict  # numba is imported on first use
+
+        return soft_predict(tree, X, tree.value, steepness=steepness)
+
+    def _set_oob_score(self, X, y):
+        """``oob_decision_function_`` and ``oob_score_`` from each tree's bootstrap.
+
+        The decision function averages ``predict_proba``'s rule over the
+        trees that left a row out, the score classifies by ``predict``'s
+        rule (they differ under ``routing="hybrid"``). Trees fitted without
+        bootstrap (an earlier warm-start fit) leave no row out.
+        """
+        from sklearn.metrics import accuracy_score
+
+        from obliquetrees._training.e2edt import bootstrap_counts
+
+        proba_rule, predict_rule = self._rules()
+        n = X.shape[0]
+        proba = np.zeros((n, self.n_classes_))
+        votes = np.zeros((n, self.n_classes_))
+        n_oob_trees = np.zeros(n, dtype=np.int64)
+        for tree, steep, seed, boot in zip(
+            self.trees_, self.steepness_, self._tree_seeds, self._tree_bootstrap, strict=True
+        ):
+            oob = np.flatnonzero(bootstrap_counts(n, seed) == 0) if boot else []
+            if len(oob):
+                Xo = X[oob]
+                out = self._tree_outputs(tree, steep, Xo, proba_rule)
+                proba[oob] += out
+                votes[oob] += (
+                    out
+                    if predict_rule == proba_rule
+                    else self._tree_outputs(tree, steep, Xo, predict_rule)
+                )
+                n_oob_trees[oob] += 1
+        covered = n_oob_trees > 0
+        if not covered.all():
+            warnings.warn(
+                f"{np.count_nonzero(~covered)} of {n} samples were drawn by every "
+                "bootstrap, so they have no out-of-bag prediction (NaN rows of "
+                "oob_decision_function_; oob_score_ leaves them out). Use more trees.",
+                UserWarning,
+                stacklevel=4,
+            )
+        decision = np.full((n, self.n_classes_), np.nan)
+        decision[covered] = proba[covered] / n_oob_trees[covered, None]
+        self.oob_decision_function_ = decision
+        score = self.oob_score if callable(self.oob_score) else accuracy_score
+        if covered.any():
+            y_pred = self.classes_[np.argmax(votes[covered], axis=1)]
+            self.oob_score_ = float(score(self.classes_[y[covered]], y_pred))
+        else:
+            self.oob_score_ = np.nan
 
     def _check_fitted_state(self):
         from obliquetrees._core.validation import (
@@ -407,7 +588,7 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
 
         super()._check_fitted_state()
         forest = self._forest()
-        check_parents_first(forest)  # for routing="soft"
+        check_parents_first(forest)  # for the probabilistic model (soft evaluation)
         if len(self.steepness_) != forest.n_trees:
             raise ValueError(
                 f"steepness_ has {len(self.steepness_)} arrays for {forest.n_trees} trees."
@@ -415,15 +596,31 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         for steep, n_nodes in zip(self.steepness_, np.diff(forest.node_offset), strict=True):
             check_array(steep, "steepness_", VALUE_DTYPE, 1, (n_nodes,))
             check_finite(steep, "steepness_")
+        for name in ("_tree_seeds", "_tree_bootstrap"):  # read by warm starts and OOB
+            if name in self.__dict__ and len(self.__dict__[name]) != forest.n_trees:
+                raise ValueError(
+                    f"{name} has {len(self.__dict__[name])} entries for {forest.n_trees} trees."
+                )
 
     # -------------------------------------------------------------- predict
-    def _predict_output(self, X):
-        if self.routing == "hard":
-            return super()._predict_output(X)
-        from obliquetrees._core.soft import soft_predict  # numba is imported on first use
+    def _rules(self):
+        """How ``predict_proba`` and ``predict`` evaluate the trees under ``routing``."""
+        if self.routing == "hybrid":
+            return "soft", "hard"
+        return self.routing, self.routing
 
+    def _forest_output(self, X, rule):
+        """Mean over the trees of their class distributions of ``X`` under ``rule``."""
+        if rule == "hard":
+            return super()._predict_output(X)
         total = None
         for tree, steep in zip(self.trees_, self.steepness_, strict=True):
-            proba = soft_predict(tree, X, tree.value, steepness=steep)
+            proba = self._tree_outputs(tree, steep, X, rule)
             total = proba if total is None else total + proba
         return total / len(self.steepness_)
+
+    def _predict_output(self, X):
+        return self._forest_output(X, self._rules()[0])
+
+    def _class_scores(self, X):
+        return self._forest_output(X, self._rules()[1])
