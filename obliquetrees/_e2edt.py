@@ -111,7 +111,7 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         (USPS, MNIST): per-pixel standardisation blows up near-constant
         border pixels. Training runs in float32, so False refuses inputs
         whose margins could overflow it (``|x| > 3.4e38 / n_features``).
-    routing : {"hard", "hybrid", "soft"}, default="hard"
+    routing : {"hybrid", "hard", "soft"}, default="hybrid"
         How a fitted tree is evaluated. ``"hybrid"``: ``predict`` (and
         ``score``) follows the deterministic tree, the paper's inference
         model (route by the sign of each split, take the reached leaf's
@@ -318,7 +318,7 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         patch_size=None,
         spatial_reg=0.0,
         standardize=True,
-        routing="hard",
+        routing="hybrid",
         class_weight=None,
         bootstrap=False,
         oob_score=False,

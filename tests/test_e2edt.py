@@ -259,11 +259,12 @@ def test_max_features_resolves_as_before_the_shared_rule(n_features, max_feature
     assert got == want
 
 
-# ------------------------------------------------------------ routing="hybrid"
-def test_hybrid_predicts_hard_and_gives_soft_probabilities(blobs):
+# ------------------------------------------------- routing="hybrid" (default)
+def test_default_hybrid_predicts_hard_and_gives_soft_probabilities(blobs):
     """predict is the deterministic tree's, bit for bit; predict_proba the soft model's."""
     X, y = blobs
-    clf = E2EDTClassifier(**FAST, n_estimators=2, routing="hybrid").fit(X, y)
+    clf = E2EDTClassifier(**FAST, n_estimators=2).fit(X, y)
+    assert clf.routing == "hybrid"
     pred, proba = clf.predict(X), clf.predict_proba(X)
     np.testing.assert_array_equal(pred, clf.set_params(routing="hard").predict(X))
     hard_proba = clf.predict_proba(X)
@@ -293,6 +294,35 @@ def _smallest_steep_margin_on_path(clf, X):
         split = on_path[:, ptr[t] : ptr[t + 1]] & (tree.children_left >= 0)
         out = np.minimum(out, np.where(split, margin, np.inf).min(axis=1))
     return out
+
+
+def test_default_log_loss_is_far_below_the_leaf_distributions(blobs):
+    from sklearn.metrics import log_loss
+
+    X, y = blobs
+    clf = E2EDTClassifier(**FAST).fit(X[:300], y[:300])
+    hybrid = log_loss(y[300:], clf.predict_proba(X[300:]))
+    hard = log_loss(y[300:], clf.set_params(routing="hard").predict_proba(X[300:]))
+    assert hybrid < 0.5 * hard
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("loader", ["load_breast_cancer", "load_digits"])
+def test_default_log_loss_within_1_5_of_random_forest(loader):
+    """Issue 20's acceptance: the default's log loss <= 1.5 x RandomForest(100)'s."""
+    import sklearn.datasets
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.metrics import log_loss
+    from sklearn.model_selection import train_test_split
+
+    X, y = getattr(sklearn.datasets, loader)(return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(
+        X, y, test_size=0.25, stratify=y, random_state=0
+    )
+    ours = E2EDTClassifier(random_state=0).fit(X_train, y_train)
+    rf = RandomForestClassifier(n_estimators=100, random_state=0).fit(X_train, y_train)
+    rf_loss = log_loss(y_test, rf.predict_proba(X_test))
+    assert log_loss(y_test, ours.predict_proba(X_test)) <= 1.5 * rf_loss
 
 
 # --------------------------------------------------------------- class_weight
