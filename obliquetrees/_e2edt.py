@@ -617,7 +617,9 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         for tree, steep in zip(self.trees_, self.steepness_, strict=True):
             proba = self._tree_outputs(tree, steep, X, rule)
             total = proba if total is None else total + proba
-        return total / len(self.steepness_)
+        # the path probabilities sum to 1 only up to rounding: without this, an
+        # entry can exceed 1 (1 + 2e-16), which scikit-learn's log_loss refuses
+        return total / total.sum(axis=1, keepdims=True)
 
     def _predict_output(self, X):
         return self._forest_output(X, self._rules()[0])

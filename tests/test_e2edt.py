@@ -296,6 +296,22 @@ def _smallest_steep_margin_on_path(clf, X):
     return out
 
 
+def test_soft_probabilities_are_normalised_rows_within_0_and_1():
+    """Path probabilities sum to 1 up to rounding; predict_proba is renormalised,
+    so no entry exceeds 1 (scikit-learn's log_loss refused 1 + 2e-16)."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.metrics import log_loss
+
+    X, y = load_breast_cancer(return_X_y=True)
+    for n_estimators in (1, 3):
+        # depth 10: without the renormalisation one entry was 1 + 2e-16 here
+        clf = E2EDTClassifier(**{**FAST, "max_depth": 10}, n_estimators=n_estimators).fit(X, y)
+        proba = clf.predict_proba(X)
+        assert proba.min() >= 0.0 and proba.max() <= 1.0
+        np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-15)
+        assert np.isfinite(log_loss(y, proba))
+
+
 def test_default_log_loss_is_far_below_the_leaf_distributions(blobs):
     from sklearn.metrics import log_loss
 
