@@ -285,9 +285,11 @@ the seeds divided by RandomForestClassifier(100)'s on the same splits (acceptanc
 clips probabilities to float64 machine epsilon, so a confident mistake of a 0/1 distribution costs
 about 36; the Brier score (mean squared distance to the one-hot label, 0 best, 2 worst) does not
 depend on that clipping. "predict ≠ argmax proba %": test rows on which predict is not the most
-probable class of predict_proba (0 by construction except for hybrid, whose predict is the
-deterministic tree's, identical to hard's bit for bit in every run unless the option column says
-otherwise). Run time {minutes:.1f} min.
+probable class of predict_proba: 0 by construction for hard and soft; for hybrid, whose predict
+is the deterministic tree's (identical to hard's bit for bit in every run unless the option column
+says otherwise), the rows near a split where the probabilistic model prefers another class; for
+hard + Laplace, rows reaching a leaf that no training row reaches under hard routing (its
+trained distribution becomes uniform). Run time {minutes:.1f} min.
 """
     path = write_results(
         out,
