@@ -216,6 +216,28 @@ def summarise(rows):
     return table
 
 
+def acceptance(rows):
+    """Markdown lines: issue 20's acceptance on the scikit-learn sets, and predict's identity."""
+    lines = []
+    for name in SKLEARN_SETS:
+        mine = [r for r in rows if r["dataset"] == name]
+        if not mine:
+            continue
+        ours = np.mean([r["log_loss"] for r in mine if r["method"] == "hybrid"])
+        rf = np.mean([r["log_loss"] for r in mine if r["method"] == "RandomForest(100)"])
+        verdict = "meets" if ours <= ACCEPT_RATIO * rf else "misses"
+        lines.append(
+            f"- {name}: default log loss {ours:.3f} = {ours / rf:.2f} x RandomForest(100)'s "
+            f"{rf:.3f}: {verdict} <= {ACCEPT_RATIO} x"
+        )
+    same = all(r["predict_as_hard"] for r in rows if r["method"] == "hybrid")
+    lines.append(
+        "- predict of the default identical to routing='hard' (the deterministic tree) in "
+        f"every run: {'yes' if same else 'NO'}"
+    )
+    return "\n".join(lines)
+
+
 def summarise_class_weight(rows):
     table = []
     for method in dict.fromkeys(r["method"] for r in rows):
@@ -316,6 +338,10 @@ trained distribution becomes uniform). "predict_proba ms": median wall time of o
 call on the test part (kernels loaded beforehand; threads: E2EDT's hard traversal 1, as
 n_jobs=None, its soft evaluation numba's 2 for batches above 2048 rows, the forest 2; the Laplace
 candidate has no timing, it is computed outside the estimator). Run time {minutes:.1f} min.
+
+Acceptance (issue 20):
+
+{acceptance(rows)}
 """
     path = write_results(
         out,
