@@ -428,8 +428,9 @@ def test_estimators_pick_the_blas_path_where_it_is_faster_and_agree_with_travers
 
     X = rng.normal(size=(600, 256))
     y = (X[:, :8].sum(axis=1) > 0).astype(int)
+    # routing="hard": predict_proba is then the reached leaves' mean, which the paths compute
     model = E2EDTClassifier(
-        n_estimators=3, max_depth=3, max_epochs=2, finetune_epochs=2, random_state=0
+        n_estimators=3, max_depth=3, max_epochs=2, finetune_epochs=2, routing="hard", random_state=0
     ).fit(X, y)
     forest = model._forest()
     assert choose_inference_path(forest, len(X)) == "blas"  # dense splits on 256 features
