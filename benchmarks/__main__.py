@@ -26,6 +26,7 @@ SUBCOMMANDS = {
     "memory": "benchmarks.bench_memory",
     "parallel": "benchmarks.bench_parallel",
     "missing": "benchmarks.bench_missing",
+    "proba": "benchmarks.bench_proba",
     "sparse": "benchmarks.bench_sparse",
     "sparse-seeds": "benchmarks.bench_sparse_seeds",
     "import": "benchmarks.bench_import",

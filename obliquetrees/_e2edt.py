@@ -1,10 +1,18 @@
 """End-to-end learned deterministic oblique decision trees and forests (E2EDT)."""
 
+import copy
+import warnings
+
 import numpy as np
 from scipy import sparse
 
 from obliquetrees._core.missing import MissingValues
-from obliquetrees.base import BaseObliqueForest, ObliqueClassifierMixin, resolve_max_features
+from obliquetrees.base import (
+    BaseObliqueForest,
+    ObliqueClassifierMixin,
+    class_weighted_sample_weight,
+    resolve_max_features,
+)
 from obliquetrees.utils._docstrings import fill_doc
 from obliquetrees.utils._param_validation import (
     Integral,
@@ -107,16 +115,49 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         (USPS, MNIST): per-pixel standardisation blows up near-constant
         border pixels. Training runs in float32, so False refuses inputs
         whose margins could overflow it (``|x| > 3.4e38 / n_features``).
-    routing : {"hard", "soft"}, default="hard"
-        ``"hard"``: the deterministic tree (route by the sign of each split,
-        output the reached leaf's distribution), the paper's inference model.
-        ``"soft"``: the probabilistic training model with the final
-        steepness (eq. 2). ``apply`` and ``decision_path`` are always hard.
+    routing : {"hybrid", "hard", "soft"}, default="hybrid"
+        How a fitted tree is evaluated. ``"hybrid"``: ``predict`` (and
+        ``score``) follows the deterministic tree, the paper's inference
+        model (route by the sign of each split, take the reached leaf's
+        distribution), while ``predict_proba`` is the probabilistic training
+        model with the final steepness (eq. 2), the model whose likelihood
+        training maximises: its probabilities fall off smoothly near the
+        splits. ``"hard"``: ``predict_proba`` too is the reached leaf's
+        distribution (mostly 0 or 1 in deep trees: a poor probability, see
+        Notes). ``"soft"``: both from the probabilistic model. With
+        ``"hybrid"``, ``predict`` can differ from the argmax of
+        ``predict_proba`` for rows near a split (see Notes for how often).
+        ``apply`` and ``decision_path`` are always hard. Switching needs no
+        refit.
+    class_weight : {"balanced", "balanced_subsample"}, dict or None, default=None
+        Weights of the classes, multiplied into ``sample_weight`` as in
+        scikit-learn's forests. A dict maps class labels of ``y`` to finite
+        non-negative weights (classes it does not name weigh 1); other
+        labels or values raise a ``ValueError``, as do weights (times
+        ``sample_weight``) that are zero for every sample. ``"balanced"``
+        weighs class ``c`` by ``n_samples / (n_classes * count_c)``;
+        ``"balanced_subsample"`` does so over each tree's bootstrap (with
+        ``bootstrap=False``, where every tree sees all rows, it is
+        ``"balanced"``).
+    bootstrap : bool, default=False
+        Train each tree on a bootstrap sample of the rows (an extension: the
+        paper trains every tree on all data). The sample is drawn as integer
+        weights from the tree's seed; ``X`` is never copied per tree, and the
+        training passes still visit the out-of-bag rows (with weight 0).
+    oob_score : bool or callable, default=False
+        Score the forest on the out-of-bag rows after fitting (needs
+        ``bootstrap=True``): every training row is predicted by the trees
+        whose bootstrap left it out. True uses accuracy; a callable is
+        called as ``score(y_true, y_pred)`` with class labels.
+    warm_start : bool, default=False
+        Keep the trees of the previous fit and add new ones up to
+        ``n_estimators``; with the same ``random_state`` and data the result
+        equals a fit of all trees at once.
     n_jobs : int or None, default=None
         Trees trained in parallel (joblib threads) and prediction threads.
     random_state : int, RandomState instance or None, default=None
-        Seeds the initial splits, feature subsets and minibatch order; the
-        same value gives the same model for any ``n_jobs``.
+        Seeds the initial splits, feature subsets, minibatch order and
+        bootstraps; the same value gives the same model for any ``n_jobs``.
     verbose : int, default=0
         joblib progress messages while training forests.
 
@@ -140,7 +181,14 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         ``|w_j| * std(x_j)``. Computed on access.
     steepness_ : list of ndarray of shape (n_nodes,)
         Final steepness ``gamma`` of every split of every tree (0 at leaves),
-        used by ``routing="soft"``.
+        used by the probabilistic model (``routing="hybrid"`` and ``"soft"``).
+    oob_score_ : float
+        Score of ``predict``'s rule on the out-of-bag rows (``oob_score``
+        only), over the rows that at least one tree left out.
+    oob_decision_function_ : ndarray of shape (n_samples, n_classes)
+        Mean ``predict_proba`` of each training row under the trees that
+        left it out (``oob_score`` only); NaN rows for rows that every
+        bootstrap drew (a warning says how many).
 
     Notes
     -----
@@ -175,7 +223,8 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
       ``k`` features, i.e. near the origin of the standardised data).
     - A root that is never split predicts the training class frequencies
       (the authors' code: uniform).
-    - Forests: every tree on all data (no bootstrap, as in the paper);
+    - Forests: every tree on all data (as in the paper; ``bootstrap=True``
+      is an extension, with scikit-learn's out-of-bag estimates);
       patches are placed anywhere in the image (the authors' code only
       samples patches on the diagonal), and the finetune keeps annealing the
       steepness (the authors' code stops annealing in forest refinement);
@@ -183,6 +232,46 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
       over shared minibatches, which is the same objective).
     - Training data are held in float32 for the BLAS products (activations
       and weight gradients); everything else is float64.
+    - ``class_weight`` multiplies ``sample_weight`` before anything else, so
+      it also weighs the standardisation statistics and the test that gives
+      features missing-value indicators; bootstrap counts (and
+      ``"balanced_subsample"``) weigh only their tree's training. Leaves are
+      EM's weighted class distributions, so class weights move them even in
+      deep trees: on a 1 %-positive problem (``benchmarks/results/proba.md``)
+      ``"balanced"`` raised the recall of the positives from 17 % to 38 %
+      and the balanced accuracy from 58 % to 68 % (a RandomForestClassifier,
+      whose fully grown trees end in pure leaves, gained nothing).
+
+    Probabilities (``routing``): the leaves of a deep deterministic tree are
+    nearly pure, so ``routing="hard"`` gives mostly 0/1 probabilities and a
+    confident mistake costs a log loss of about 36 (scikit-learn clips at
+    machine epsilon). Measured with the defaults (``benchmarks/results/
+    proba.md``, 5 seeds of stratified 75/25 splits), its log loss is 1.76 on
+    breast_cancer and 3.25 on digits, 7 and 11 times that of
+    ``RandomForestClassifier(n_estimators=100)`` on the same splits. The
+    probabilistic model with the final steepness, the model whose likelihood
+    EM maximised, gives 0.136 and 0.280 with the same trees (0.53 and 0.91
+    times the forest's); one pseudo-count per class in the leaves instead
+    gave 0.159 and 0.80. Hence the default ``"hybrid"``: ``predict_proba``
+    from the probabilistic model, ``predict`` (and ``score``) from the
+    deterministic tree, the paper's inference model, which evaluates one
+    split per level where the probabilistic model evaluates every node;
+    predictions are those of ``"hard"`` bit for bit. The price is that
+    ``predict`` is not always the argmax of ``predict_proba``: they differed
+    on 1.7 % of the test rows of breast_cancer and 2.4 % of digits (0.3 % to
+    6 % on the E2EDT table's data sets with ``max_depth=6``), rows near a
+    split of their path, where the probabilistic model sends a sizeable
+    share of them the other way; so scikit-learn's check that the two agree
+    (``check_classifiers_train``) fails for the default. ``routing="soft"``
+    makes ``predict`` the argmax of the same probabilities; it was also the
+    more accurate rule on every data set measured (by 0.1 to 2.3 points),
+    at the cost of evaluating every node of every tree at predict time.
+    That evaluation also makes the default ``predict_proba`` slower than the
+    deterministic tree's, 3 to 22 times in the same measurements (digits:
+    33 ms against 1.5 ms for 450 rows; connect4 with ``max_depth=6``: 179 ms
+    against 12 ms for 13,511 rows), and in a process that has not loaded
+    the numba kernels yet it loads them, where the deterministic tree
+    answers a small batch in numpy.
 
     Sparse input: ``X`` is converted to canonical CSR and never densified
     (nor is the standardised ``(X - mean) / scale``, which is dense). The
@@ -244,7 +333,11 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         "patch_size": [Interval(Integral, 1, None, closed="left"), None],
         "spatial_reg": [Interval(Real, 0, None, closed="left")],
         "standardize": ["boolean"],
-        "routing": [StrOptions({"hard", "soft"})],
+        "routing": [StrOptions({"hybrid", "hard", "soft"})],
+        "class_weight": [StrOptions({"balanced", "balanced_subsample"}), dict, None],
+        "bootstrap": ["boolean"],
+        "oob_score": ["boolean", callable],
+        "warm_start": ["boolean"],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -269,7 +362,11 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         patch_size=None,
         spatial_reg=0.0,
         standardize=True,
-        routing="hard",
+        routing="hybrid",
+        class_weight=None,
+        bootstrap=False,
+        oob_score=False,
+        warm_start=False,
         n_jobs=None,
         random_state=None,
         verbose=0,
@@ -291,6 +388,10 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         self.spatial_reg = spatial_reg
         self.standardize = standardize
         self.routing = routing
+        self.class_weight = class_weight
+        self.bootstrap = bootstrap
+        self.oob_score = oob_score
+        self.warm_start = warm_start
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
@@ -349,6 +450,8 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
             patch_size=self.patch_size,
             spatial_reg=float(self.spatial_reg),
             standardize=bool(self.standardize),
+            bootstrap=bool(self.bootstrap),
+            balanced_subsample=bool(self.bootstrap) and self.class_weight == "balanced_subsample",
         )
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -359,7 +462,9 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         %(fit_parameters_classifier)s
         sample_weight : array-like of shape (n_samples,), default=None
             Weights of the samples in the likelihood (E-step statistics,
-            leaf updates and minibatch gradients). None means equal weights.
+            leaf updates and minibatch gradients), multiplied with
+            ``class_weight`` and the bootstrap counts. None means equal
+            weights.
 
         %(fit_returns)s
         """
@@ -367,7 +472,43 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
 
         from obliquetrees._training.e2edt import fit_forest  # numba is imported on first use
 
+        if self.oob_score and not self.bootstrap:
+            raise ValueError("Out-of-bag estimation needs bootstrap=True.")
+        old = self._warm_start_state()
+        if len(old["trees"]) > self.n_estimators:
+            raise ValueError(
+                f"n_estimators={self.n_estimators} must be at least the number of "
+                f"trees already fitted ({len(old['trees'])}) when warm_start=True."
+            )
         X, y, sample_weight = self._validate_fit_data(X, y, sample_weight)
+        if old["trees"] and X.shape[1] != old["n_features"]:
+            raise ValueError(
+                f"warm_start=True needs the {old['n_features']} features of the previous "
+                f"fit; X has {X.shape[1]}."
+            )
+        if old["trees"] and not np.array_equal(old["classes"], self.classes_):
+            raise ValueError(
+                f"warm_start=True needs the same classes as the previous fit "
+                f"({old['classes'].tolist()}); got {self.classes_.tolist()}."
+            )
+        class_weight = self.class_weight
+        if class_weight == "balanced_subsample" and not self.bootstrap:
+            class_weight = "balanced"  # every tree's sample is the whole set
+        if class_weight != "balanced_subsample":  # that one is applied per tree
+            sample_weight = class_weighted_sample_weight(
+                class_weight, self.classes_, y, sample_weight
+            )
+        seeds = draw_seeds(self.random_state, self.n_estimators)
+        n_old = len(old["trees"])
+        if old["seeds"] is not None:  # random_state=None draws new seeds each fit
+            seeds[:n_old] = old["seeds"]
+        if n_old == self.n_estimators:
+            warnings.warn(
+                "Warm-start fitting without increasing n_estimators does not fit new trees.",
+                UserWarning,
+                stacklevel=2,
+            )
+            return self
         # NaN: trees train on indicator-augmented inputs and are folded back
         # (image patches need the pixel layout: there a NaN takes the pixel's mean)
         missing = MissingValues.from_data(X, sample_weight, y, indicators=self.image_shape is None)
@@ -375,7 +516,6 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         params = self._resolve_params(inputs.shape[1])
         if not self.standardize:
             _check_float32_range(inputs)
-        seeds = draw_seeds(self.random_state, self.n_estimators)
         # BLAS inside training runs single-threaded whatever n_jobs is, so the
         # model does not depend on the thread count.
         with threadpool_limits(limits=1, user_api="blas"):
@@ -383,19 +523,106 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
                 inputs,
                 y,
                 self.n_classes_,
-                seeds,
+                seeds[n_old:],
                 params,
                 sample_weight=sample_weight,
                 n_jobs=self.n_jobs,
                 verbose=self.verbose,
             )
-        self._set_trees([missing.fold(tree) for tree in trees])
-        self.steepness_ = steepness
+        self._set_trees(old["trees"] + [missing.fold(tree) for tree in trees])
+        self.steepness_ = old["steepness"] + steepness
+        self._tree_seeds = seeds
+        self._tree_bootstrap = np.concatenate(
+            [np.asarray(old["bootstrap"], dtype=bool), np.full(len(trees), params.bootstrap)]
+        )
         if self.n_estimators == 1:
             self.tree_ = self.trees_[0]
         elif "tree_" in self.__dict__:
             del self.tree_
+        if self.oob_score:
+            self._set_oob_score(X, y)
+        elif "oob_score_" in self.__dict__:  # from an earlier fit
+            del self.oob_score_, self.oob_decision_function_
         return self
+
+    def _warm_start_state(self):
+        """What a warm start keeps of the fitted model (nothing when cold)."""
+        if not (self.warm_start and "forest_" in self.__dict__):
+            return {"trees": [], "steepness": [], "seeds": None, "bootstrap": []}
+        n_trees = self.forest_.n_trees
+        return {
+            # shallow copies: packing consumes the tree objects, not the user's views
+            "trees": [copy.copy(tree) for tree in self.trees_],
+            "steepness": list(self.steepness_),
+            "seeds": self.__dict__.get("_tree_seeds"),  # absent in older pickles
+            # older pickles: their trees saw all rows (no bootstrap then)
+            "bootstrap": self.__dict__.get("_tree_bootstrap", np.zeros(n_trees, dtype=bool)),
+            "classes": self.classes_,
+            "n_features": self.forest_.n_features,
+        }
+
+    def _tree_outputs(self, tree, steepness, X, rule):
+        """One tree's class distributions of ``X`` under ``rule`` ("hard" or "soft")."""
+        if rule == "hard":
+            from obliquetrees._core import traversal
+            from obliquetrees._core.forest import ObliqueForest
+
+            one_tree = ObliqueForest.from_trees([tree], validate=False)
+            return traversal.predict_value(one_tree, X, self._prediction_threads())
+        from obliquetrees._core.soft import soft_predict  # numba is imported on first use
+
+        return soft_predict(tree, X, tree.value, steepness=steepness)
+
+    def _set_oob_score(self, X, y):
+        """``oob_decision_function_`` and ``oob_score_`` from each tree's bootstrap.
+
+        The decision function averages ``predict_proba``'s rule over the
+        trees that left a row out, the score classifies by ``predict``'s
+        rule (they differ under ``routing="hybrid"``). Trees fitted without
+        bootstrap (an earlier warm-start fit) leave no row out.
+        """
+        from sklearn.metrics import accuracy_score
+
+        from obliquetrees._training.e2edt import bootstrap_counts
+
+        proba_rule, predict_rule = self._rules()
+        n = X.shape[0]
+        proba = np.zeros((n, self.n_classes_))
+        votes = np.zeros((n, self.n_classes_))
+        n_oob_trees = np.zeros(n, dtype=np.int64)
+        for tree, steep, seed, boot in zip(
+            self.trees_, self.steepness_, self._tree_seeds, self._tree_bootstrap, strict=True
+        ):
+            oob = np.flatnonzero(bootstrap_counts(n, seed) == 0) if boot else []
+            if len(oob):
+                Xo = X[oob]
+                out = self._tree_outputs(tree, steep, Xo, proba_rule)
+                proba[oob] += out
+                votes[oob] += (
+                    out
+                    if predict_rule == proba_rule
+                    else self._tree_outputs(tree, steep, Xo, predict_rule)
+                )
+                n_oob_trees[oob] += 1
+        covered = n_oob_trees > 0
+        if not covered.all():
+            warnings.warn(
+                f"{np.count_nonzero(~covered)} of {n} samples were drawn by every "
+                "bootstrap, so they have no out-of-bag prediction (NaN rows of "
+                "oob_decision_function_; oob_score_ leaves them out). Use more trees.",
+                UserWarning,
+                stacklevel=4,
+            )
+        decision = np.full((n, self.n_classes_), np.nan)
+        # rows of soft outputs sum to 1 only up to rounding (see _forest_output)
+        decision[covered] = proba[covered] / proba[covered].sum(axis=1, keepdims=True)
+        self.oob_decision_function_ = decision
+        score = self.oob_score if callable(self.oob_score) else accuracy_score
+        if covered.any():
+            y_pred = self.classes_[np.argmax(votes[covered], axis=1)]
+            self.oob_score_ = float(score(self.classes_[y[covered]], y_pred))
+        else:
+            self.oob_score_ = np.nan
 
     def _check_fitted_state(self):
         from obliquetrees._core.validation import (
@@ -407,7 +634,7 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
 
         super()._check_fitted_state()
         forest = self._forest()
-        check_parents_first(forest)  # for routing="soft"
+        check_parents_first(forest)  # for the probabilistic model (soft evaluation)
         if len(self.steepness_) != forest.n_trees:
             raise ValueError(
                 f"steepness_ has {len(self.steepness_)} arrays for {forest.n_trees} trees."
@@ -415,15 +642,33 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         for steep, n_nodes in zip(self.steepness_, np.diff(forest.node_offset), strict=True):
             check_array(steep, "steepness_", VALUE_DTYPE, 1, (n_nodes,))
             check_finite(steep, "steepness_")
+        for name in ("_tree_seeds", "_tree_bootstrap"):  # read by warm starts and OOB
+            if name in self.__dict__ and len(self.__dict__[name]) != forest.n_trees:
+                raise ValueError(
+                    f"{name} has {len(self.__dict__[name])} entries for {forest.n_trees} trees."
+                )
 
     # -------------------------------------------------------------- predict
-    def _predict_output(self, X):
-        if self.routing == "hard":
-            return super()._predict_output(X)
-        from obliquetrees._core.soft import soft_predict  # numba is imported on first use
+    def _rules(self):
+        """How ``predict_proba`` and ``predict`` evaluate the trees under ``routing``."""
+        if self.routing == "hybrid":
+            return "soft", "hard"
+        return self.routing, self.routing
 
+    def _forest_output(self, X, rule):
+        """Mean over the trees of their class distributions of ``X`` under ``rule``."""
+        if rule == "hard":
+            return super()._predict_output(X)
         total = None
         for tree, steep in zip(self.trees_, self.steepness_, strict=True):
-            proba = soft_predict(tree, X, tree.value, steepness=steep)
+            proba = self._tree_outputs(tree, steep, X, rule)
             total = proba if total is None else total + proba
-        return total / len(self.steepness_)
+        # the path probabilities sum to 1 only up to rounding: without this, an
+        # entry can exceed 1 (1 + 2e-16), which scikit-learn's log_loss refuses
+        return total / total.sum(axis=1, keepdims=True)
+
+    def _predict_output(self, X):
+        return self._forest_output(X, self._rules()[0])
+
+    def _class_scores(self, X):
+        return self._forest_output(X, self._rules()[1])

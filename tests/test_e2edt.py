@@ -8,6 +8,7 @@ from sklearn.datasets import load_iris, make_classification
 from sklearn.tree import DecisionTreeClassifier
 
 from obliquetrees._e2edt import E2EDTClassifier
+from obliquetrees.utils.seeds import draw_seeds
 
 FAST = dict(max_depth=3, max_epochs=5, learning_rate=0.02, random_state=0)
 
@@ -59,7 +60,7 @@ def test_beats_axis_aligned_tree_on_oblique_problem():
 
 def test_soft_routing(blobs):
     X, y = blobs
-    hard = E2EDTClassifier(**FAST).fit(X, y)
+    hard = E2EDTClassifier(**FAST, routing="hard").fit(X, y)
     soft = E2EDTClassifier(**FAST, routing="soft").fit(X, y)
     np.testing.assert_array_equal(hard.tree_.weight_value, soft.tree_.weight_value)
     p = soft.predict_proba(X)
@@ -225,7 +226,7 @@ def test_depth6_tree_on_paper_data(shared_data, name, floor):
     assert clf.score(d["X_test"], d["y_test"]) > floor
 
 
-@pytest.mark.parametrize("routing", ["hard", "soft"])
+@pytest.mark.parametrize("routing", ["hybrid", "hard", "soft"])
 def test_predict_accepts_csr_and_float32(blobs, routing):
     import scipy.sparse as sp
 
@@ -254,3 +255,324 @@ def test_max_features_resolves_as_before_the_shared_rule(n_features, max_feature
         want = max(1, int(max_features * n_features))
     got = E2EDTClassifier(max_features=max_features)._resolve_params(n_features).max_features
     assert got == want
+
+
+# ------------------------------------------------- routing="hybrid" (default)
+def test_default_hybrid_predicts_hard_and_gives_soft_probabilities(blobs):
+    """predict is the deterministic tree's, bit for bit; predict_proba the soft model's."""
+    X, y = blobs
+    clf = E2EDTClassifier(**FAST, n_estimators=2).fit(X, y)
+    assert clf.routing == "hybrid"
+    pred, proba = clf.predict(X), clf.predict_proba(X)
+    np.testing.assert_array_equal(pred, clf.set_params(routing="hard").predict(X))
+    hard_proba = clf.predict_proba(X)
+    np.testing.assert_array_equal(proba, clf.set_params(routing="soft").predict_proba(X))
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(clf.set_params(routing="hybrid").score(X, y), np.mean(pred == y))
+    # graded probabilities: a distribution per row, not one per combination of leaves
+    n_leaves = [tree.n_leaves for tree in clf.trees_]
+    assert len(np.unique(hard_proba, axis=0)) <= np.prod(n_leaves)
+    assert len(np.unique(proba, axis=0)) > 0.9 * len(y)
+    # predict and argmax predict_proba disagree on a few rows, all near a split of
+    # their path: the soft model sends more than 15 % of them the other way there
+    disagree = pred != clf.classes_[np.argmax(proba, axis=1)]
+    assert 0 < disagree.mean() < 0.15
+    margin = _smallest_steep_margin_on_path(clf, X)
+    assert np.all(margin[disagree] < 1.7)  # sigmoid(1.7) = 0.85
+    assert np.median(margin[disagree]) < np.median(margin[~disagree])
+
+
+def _smallest_steep_margin_on_path(clf, X):
+    """Per row, the smallest ``|gamma * (w . x + b)|`` over the splits on its paths."""
+    indicator, ptr = clf.decision_path(X)
+    on_path = indicator.toarray().astype(bool)
+    out = np.full(X.shape[0], np.inf)
+    for t, (tree, steep) in enumerate(zip(clf.trees_, clf.steepness_, strict=True)):
+        margin = np.abs((X @ tree.dense_weights().T + tree.bias) * steep)
+        split = on_path[:, ptr[t] : ptr[t + 1]] & (tree.children_left >= 0)
+        out = np.minimum(out, np.where(split, margin, np.inf).min(axis=1))
+    return out
+
+
+def test_soft_probabilities_are_normalised_rows_within_0_and_1():
+    """Path probabilities sum to 1 up to rounding; predict_proba is renormalised,
+    so no entry exceeds 1 (scikit-learn's log_loss refused 1 + 2e-16)."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.metrics import log_loss
+
+    X, y = load_breast_cancer(return_X_y=True)
+    for n_estimators in (1, 3):
+        # depth 10: without the renormalisation one entry was 1 + 2e-16 here
+        clf = E2EDTClassifier(**{**FAST, "max_depth": 10}, n_estimators=n_estimators).fit(X, y)
+        proba = clf.predict_proba(X)
+        assert proba.min() >= 0.0 and proba.max() <= 1.0
+        np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-15)
+        assert np.isfinite(log_loss(y, proba))
+
+
+def test_default_log_loss_is_far_below_the_leaf_distributions(blobs):
+    from sklearn.metrics import log_loss
+
+    X, y = blobs
+    clf = E2EDTClassifier(**FAST).fit(X[:300], y[:300])
+    hybrid = log_loss(y[300:], clf.predict_proba(X[300:]))
+    hard = log_loss(y[300:], clf.set_params(routing="hard").predict_proba(X[300:]))
+    assert hybrid < 0.5 * hard
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("loader", ["load_breast_cancer", "load_digits"])
+def test_default_log_loss_within_1_5_of_random_forest(loader):
+    """Issue 20's acceptance: the default's log loss <= 1.5 x RandomForest(100)'s."""
+    import sklearn.datasets
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.metrics import log_loss
+    from sklearn.model_selection import train_test_split
+
+    X, y = getattr(sklearn.datasets, loader)(return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(
+        X, y, test_size=0.25, stratify=y, random_state=0
+    )
+    ours = E2EDTClassifier(random_state=0).fit(X_train, y_train)
+    rf = RandomForestClassifier(n_estimators=100, random_state=0).fit(X_train, y_train)
+    rf_loss = log_loss(y_test, rf.predict_proba(X_test))
+    assert log_loss(y_test, ours.predict_proba(X_test)) <= 1.5 * rf_loss
+
+
+# --------------------------------------------------------------- class_weight
+@pytest.mark.parametrize(
+    "class_weight, match",
+    [
+        ({7: 1.0}, "label 7"),
+        ({0: -1.0}, "non-negative"),
+        ({0: np.nan}, "non-negative"),
+        ({0: 0.0, 1: 0.0, 2: 0.0}, "zero for every"),
+    ],
+)
+def test_bad_class_weight_is_a_clear_error(blobs, class_weight, match):
+    X, y = blobs
+    with pytest.raises(ValueError, match=match):
+        E2EDTClassifier(**FAST, class_weight=class_weight).fit(X, y)
+
+
+def test_class_weight_multiplies_sample_weight(blobs):
+    """As in scikit-learn: class_weight is sample_weight times the class's weight."""
+    from sklearn.utils.class_weight import compute_sample_weight
+
+    X, y = blobs
+    labels = np.array(["a", "b", "c"])[y]
+    sw = np.random.default_rng(0).uniform(0.5, 2.0, len(y))
+    for class_weight in ("balanced", {"a": 3.0, "c": 0.5}):
+        ours = E2EDTClassifier(**FAST, class_weight=class_weight).fit(X, labels, sample_weight=sw)
+        expanded = sw * compute_sample_weight(class_weight, labels)
+        ref = E2EDTClassifier(**FAST).fit(X, labels, sample_weight=expanded)
+        np.testing.assert_array_equal(ours.predict_proba(X), ref.predict_proba(X))
+        np.testing.assert_array_equal(ours.tree_.weight_value, ref.tree_.weight_value)
+    # without bootstrap every tree's "subsample" is the whole set: "balanced"
+    sub = E2EDTClassifier(**FAST, class_weight="balanced_subsample").fit(X, labels)
+    bal = E2EDTClassifier(**FAST, class_weight="balanced").fit(X, labels)
+    np.testing.assert_array_equal(sub.predict_proba(X), bal.predict_proba(X))
+
+
+def test_class_weight_balanced_finds_the_rare_class():
+    """A 1 %-positive problem: "balanced" raises the recall of the positives."""
+    from sklearn.metrics import balanced_accuracy_score, recall_score
+    from sklearn.model_selection import train_test_split
+
+    gains = []
+    for seed in (0, 3):  # 50 positives in each part
+        X, y = make_classification(
+            n_samples=10000, n_features=20, weights=[0.99], flip_y=0, random_state=seed
+        )
+        X_train, X_test, y_train, y_test = train_test_split(
+            X, y, test_size=0.5, stratify=y, random_state=seed
+        )
+        scores = []
+        for class_weight in (None, "balanced"):
+            clf = E2EDTClassifier(max_depth=6, class_weight=class_weight, random_state=seed)
+            pred = clf.fit(X_train, y_train).predict(X_test)
+            scores.append([recall_score(y_test, pred), balanced_accuracy_score(y_test, pred)])
+        gains.append(np.subtract(scores[1], scores[0]))
+    recall_gain, balanced_accuracy_gain = np.mean(gains, axis=0)
+    assert recall_gain > 0.15 and balanced_accuracy_gain > 0.05
+
+
+# ------------------------------------------------------ bootstrap, OOB, warm
+def _bootstrap_counts(n, seed):
+    """The tree's bootstrap, drawn independently of the package's helper."""
+    draws = np.random.default_rng([seed, 1]).integers(0, n, n)
+    return np.bincount(draws, minlength=n)
+
+
+def _reference_oob(clf, X):
+    """OOB mean of predict_proba's rule and OOB argmax of predict's rule, tree by tree.
+
+    Trees fitted without bootstrap (``_tree_bootstrap`` False) leave no row out.
+    """
+    from obliquetrees._core.soft import soft_predict
+    from tests import reference as ref
+
+    n, K = X.shape[0], clf.n_classes_
+    proba, votes, count = np.zeros((n, K)), np.zeros((n, K)), np.zeros(n)
+    trees = zip(clf.trees_, clf.steepness_, clf._tree_seeds, clf._tree_bootstrap, strict=True)
+    for tree, steep, seed, boot in trees:
+        oob = (_bootstrap_counts(n, seed) == 0) & boot
+        hard = ref.predict_value([tree], X[oob])
+        soft = soft_predict(tree, X[oob], tree.value, steepness=steep)
+        proba[oob] += hard if clf.routing == "hard" else soft
+        votes[oob] += soft if clf.routing == "soft" else hard
+        count[oob] += 1
+    with np.errstate(invalid="ignore"):
+        return proba / count[:, None], np.argmax(votes, axis=1), count > 0
+
+
+@pytest.mark.filterwarnings("ignore:.*drawn by every bootstrap")
+@pytest.mark.parametrize("routing", ["hybrid", "hard", "soft"])
+def test_oob_score_matches_reference(blobs, routing):
+    from sklearn.model_selection import train_test_split
+
+    X, y = blobs
+    X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
+    clf = E2EDTClassifier(
+        **FAST, n_estimators=10, bootstrap=True, oob_score=True, routing=routing
+    ).fit(X_train, y_train)
+    proba, votes, covered = _reference_oob(clf, X_train)
+    assert covered.mean() > 0.95  # 0.63 ** 10: about 1 % of the rows in every bootstrap
+    np.testing.assert_allclose(clf.oob_decision_function_, proba, rtol=1e-12)
+    assert clf.oob_score_ == pytest.approx(np.mean(votes[covered] == y_train[covered]))
+    assert abs(clf.oob_score_ - clf.score(X_test, y_test)) < 0.1
+
+
+def test_oob_options_and_errors(blobs):
+    X, y = blobs
+    with pytest.raises(ValueError, match="bootstrap=True"):
+        E2EDTClassifier(**FAST, oob_score=True).fit(X, y)
+    kw = dict(FAST, n_estimators=3, bootstrap=True)
+    with pytest.warns(UserWarning, match="drawn by every bootstrap"):
+        errors = E2EDTClassifier(**kw, oob_score=lambda t, p: np.mean(t != p)).fit(X, y)
+    nan_rows = np.isnan(errors.oob_decision_function_).any(axis=1)
+    assert 0 < nan_rows.sum() < len(y)
+    with pytest.warns(UserWarning, match="drawn by every bootstrap"):
+        accuracy = E2EDTClassifier(**kw, oob_score=True).fit(X, y)
+    assert errors.oob_score_ == pytest.approx(1 - accuracy.oob_score_)
+    # a refit without oob_score drops the stale attributes
+    assert not hasattr(accuracy.set_params(oob_score=False).fit(X, y), "oob_score_")
+
+
+def test_bootstrap_trains_on_integer_weights(blobs):
+    """A bootstrapped tree weighs its rows by their draw counts (out-of-bag rows: 0)."""
+    X, y = blobs
+    clf = E2EDTClassifier(**FAST, bootstrap=True).fit(X, y)
+    counts = _bootstrap_counts(len(y), clf._tree_seeds[0])
+    assert clf.tree_.n_node_samples[0] == len(y) == counts.sum()
+    full = E2EDTClassifier(**FAST).fit(X, y)
+    assert not np.array_equal(clf.tree_.weight_value, full.tree_.weight_value)
+    assert clf.score(X, y) > 0.6
+
+
+def test_bootstrap_of_zero_weight_rows_only_gives_a_prior_leaf(blobs):
+    """A tree whose bootstrap draws no row of positive weight predicts the class prior."""
+    X, y = blobs
+    sw = np.zeros(len(y))
+    sw[[0, 1]] = 1.0  # two rows of classes y[0], y[1]
+    # a random_state whose first of 4 trees draws neither row (probability 0.37 ** 2 each)
+    random_state = next(
+        r for r in range(100) if not _bootstrap_counts(len(y), draw_seeds(r, 1)[0])[:2].any()
+    )
+    clf = E2EDTClassifier(**{**FAST, "random_state": random_state}, n_estimators=4, bootstrap=True)
+    clf.fit(X, y, sample_weight=sw)
+    prior = np.bincount(y[:2], minlength=3) / 2.0
+    empty = [t for t, s in enumerate(clf._tree_seeds) if not _bootstrap_counts(len(y), s)[:2].any()]
+    assert 0 in empty
+    for t in empty:
+        assert clf.trees_[t].node_count == 1
+        np.testing.assert_allclose(clf.trees_[t].value[0], prior)
+    assert np.all(np.isfinite(clf.predict_proba(X)))
+
+
+def test_balanced_subsample_balances_each_bootstrap(blobs):
+    from obliquetrees._training.e2edt import E2EDTParams, tree_weights
+
+    X, y = blobs
+    y = np.where(np.arange(len(y)) < 40, 1, 0)  # 10 % positives
+    params = E2EDTParams(bootstrap=True, balanced_subsample=True)
+    w = tree_weights(np.ones(len(y)), y, 2, params, 5)
+    counts = _bootstrap_counts(len(y), 5)
+    np.testing.assert_allclose(np.bincount(y, weights=w), counts.sum() / 2)  # balanced classes
+    np.testing.assert_array_equal(w == 0, counts == 0)
+    clf = E2EDTClassifier(**FAST, bootstrap=True, class_weight="balanced_subsample").fit(X, y)
+    assert clf.tree_.n_node_samples[0] == pytest.approx(len(y))
+
+
+def test_warm_start_equals_cold_fit(blobs):
+    X, y = blobs
+    kw = dict(FAST, bootstrap=True, max_features=4)
+    warm = E2EDTClassifier(**kw, n_estimators=1, warm_start=True).fit(X, y)
+    first = warm.tree_
+    warm.set_params(n_estimators=3).fit(X, y)
+    assert not hasattr(warm, "tree_")
+    np.testing.assert_array_equal(warm.trees_[0].weight_value, first.weight_value)
+    cold = E2EDTClassifier(**kw, n_estimators=3).fit(X, y)
+    np.testing.assert_array_equal(warm.predict_proba(X), cold.predict_proba(X))
+    for a, b in zip(warm.steepness_, cold.steepness_, strict=True):
+        np.testing.assert_array_equal(a, b)
+    with pytest.warns(UserWarning, match="without increasing"):
+        warm.fit(X, y)
+    assert len(warm.trees_) == 3
+    with pytest.raises(ValueError, match="n_estimators"):
+        warm.set_params(n_estimators=2).fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        warm.set_params(n_estimators=4).fit(X[:, :5], y)
+    with pytest.raises(ValueError, match="same classes"):
+        warm.fit(X, y % 2)
+    assert len(warm.trees_) == 3 and warm.n_features_in_ == X.shape[1]
+
+
+@pytest.mark.filterwarnings("ignore:.*drawn by every bootstrap")
+@pytest.mark.parametrize("random_state", [0, None])
+def test_oob_after_warm_start_uses_every_tree_bootstrap(blobs, random_state):
+    """Old trees keep their seeds; trees fitted without bootstrap leave no row out."""
+    X, y = blobs
+    kw = {**FAST, "random_state": random_state, "warm_start": True}
+    clf = E2EDTClassifier(**kw, n_estimators=2).fit(X, y)  # all rows
+    clf.set_params(n_estimators=5, bootstrap=True, oob_score=True).fit(X, y)
+    np.testing.assert_array_equal(clf._tree_bootstrap, [False, False, True, True, True])
+    proba, votes, covered = _reference_oob(clf, X)
+    assert 0 < covered.sum() < len(y)
+    np.testing.assert_allclose(clf.oob_decision_function_, proba, rtol=1e-12)
+    assert clf.oob_score_ == pytest.approx(np.mean(votes[covered] == y[covered]))
+    if random_state is not None:  # the same trees as a forest grown in one fit
+        cold = E2EDTClassifier(**{**kw, "warm_start": False, "n_estimators": 5}).fit(X, y)
+        np.testing.assert_array_equal(cold.trees_[1].weight_value, clf.trees_[1].weight_value)
+
+
+# ---------------------------------------------------- NaN, sparse and n_jobs
+def test_new_options_with_nan_sparse_and_any_n_jobs(blobs):
+    import scipy.sparse as sp
+
+    X, y = blobs
+    X = X.copy()
+    X[np.random.default_rng(0).random(X.shape) < 0.1] = np.nan
+    kw = dict(
+        FAST,
+        n_estimators=4,
+        bootstrap=True,
+        oob_score=True,
+        class_weight="balanced_subsample",
+        max_features=4,
+    )
+    a = E2EDTClassifier(**kw, n_jobs=1).fit(X, y)
+    b = E2EDTClassifier(**kw, n_jobs=2).fit(X, y)
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+    np.testing.assert_array_equal(a.oob_decision_function_, b.oob_decision_function_)
+    assert a.oob_score_ == b.oob_score_ > 0.5
+    assert np.all(np.isfinite(a.predict_proba(X)))
+    # sparse input (zeros where X had NaN: sparse X has no NaN here), any n_jobs
+    Xs = sp.csr_matrix(np.nan_to_num(X))
+    c = E2EDTClassifier(**kw, n_jobs=1).fit(Xs, y)
+    d = E2EDTClassifier(**kw, n_jobs=2).fit(Xs, y)
+    np.testing.assert_array_equal(c.predict_proba(Xs), d.predict_proba(Xs))
+    np.testing.assert_array_equal(c.oob_decision_function_, d.oob_decision_function_)
+    dense = E2EDTClassifier(**kw).fit(np.nan_to_num(X), y)
+    assert np.mean(c.predict(Xs) == dense.predict(np.nan_to_num(X))) > 0.95
+    assert abs(c.oob_score_ - dense.oob_score_) < 0.05

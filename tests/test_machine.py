@@ -119,7 +119,10 @@ def test_package_estimators_route_like_traversal(rng):
     from obliquetrees import E2EDTClassifier
 
     X, y = _classification(300, 5, 3)
-    est = E2EDTClassifier(max_depth=3, max_epochs=2, finetune_epochs=1, random_state=0).fit(X, y)
+    # routing="hard": predict_proba is then the reached leaves' mean, as the machine's
+    est = E2EDTClassifier(
+        max_depth=3, max_epochs=2, finetune_epochs=1, routing="hard", random_state=0
+    ).fit(X, y)
     dm = to_machine(est)
     safe = _rounding_safe_rows(dm, X)
     np.testing.assert_array_equal(dm.apply(X)[safe], traversal.apply(est._forest(), X)[safe])
@@ -425,8 +428,9 @@ def test_estimators_pick_the_blas_path_where_it_is_faster_and_agree_with_travers
 
     X = rng.normal(size=(600, 256))
     y = (X[:, :8].sum(axis=1) > 0).astype(int)
+    # routing="hard": predict_proba is then the reached leaves' mean, which the paths compute
     model = E2EDTClassifier(
-        n_estimators=3, max_depth=3, max_epochs=2, finetune_epochs=2, random_state=0
+        n_estimators=3, max_depth=3, max_epochs=2, finetune_epochs=2, routing="hard", random_state=0
     ).fit(X, y)
     forest = model._forest()
     assert choose_inference_path(forest, len(X)) == "blas"  # dense splits on 256 features

@@ -23,6 +23,7 @@ import scipy.sparse as sp
 from obliquetrees._core.tree import ObliqueTree, fold_standardization, standardization
 from obliquetrees._training._co2_grow import grow_tree as _grow_tree
 from obliquetrees._training._parallel import parallel_map
+from obliquetrees._training._weights import balanced_class_weight
 from obliquetrees._training.grower import limit
 
 
@@ -104,16 +105,6 @@ def _tree_seeds(seed):
 def tree_bootstrap_counts(n_samples, seed, n_draws=None):
     """Bootstrap counts of the tree grown from ``seed`` (zero: out of bag)."""
     return bootstrap_counts(n_samples, _tree_seeds(seed)[0], n_draws)
-
-
-def balanced_class_weight(y, counts, n_classes):
-    """``n / (n_classes * count_c)`` per class, counts given per row."""
-    per_class = np.bincount(y, weights=counts, minlength=n_classes)
-    total = per_class.sum()
-    weight = np.zeros(n_classes)
-    present = per_class > 0
-    weight[present] = total / (present.sum() * per_class[present])
-    return weight
 
 
 def grow_tree(Xs, y, row_weight, n_classes, seed, params):

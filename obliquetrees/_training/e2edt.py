@@ -51,10 +51,13 @@ from obliquetrees._training._optim import (
     adam_update_2d,
 )
 from obliquetrees._training._parallel import parallel_map
+from obliquetrees._training._weights import balanced_class_weight
 from obliquetrees._training.grower import Grower
 
 #: Rows per block of the E-step pass of the first finetune epoch.
 ESTEP_BLOCK = 2048
+#: Second entropy word of the bootstrap's generator (the tree's growth uses the seed alone).
+BOOTSTRAP_STREAM = 1
 
 
 @dataclass(frozen=True)
@@ -64,7 +67,9 @@ class E2EDTParams:
     Names and meanings are those of :class:`obliquetrees.E2EDTClassifier`,
     resolved: ``finetune_epochs`` is an int, ``max_features`` the number of
     features of each split's random subset (None: all features),
-    ``image_shape`` a pair of ints or None.
+    ``image_shape`` a pair of ints or None. ``bootstrap``: every tree trains
+    on a bootstrap sample (:func:`tree_weights`); ``balanced_subsample``:
+    its class weights are then balanced over that sample.
     """
 
     max_depth: int = 10
@@ -82,15 +87,17 @@ class E2EDTParams:
     patch_size: int = None
     spatial_reg: float = 0.0
     standardize: bool = True
+    bootstrap: bool = False
+    balanced_subsample: bool = False
 
 
 # ------------------------------------------------------------------ driver
 def fit_forest(X, y, n_classes, seeds, params, *, sample_weight=None, n_jobs=None, verbose=0):
     """Fit one E2EDT tree per seed (joblib over trees).
 
-    Every tree trains on all the data (no bootstrap, as in the paper); trees
-    differ by their seeds (initial splits, feature subsets or patches,
-    minibatch order).
+    Every tree trains on all the data (as in the paper) unless
+    ``params.bootstrap``; trees differ by their seeds (initial splits,
+    feature subsets or patches, minibatch order, bootstrap).
 
     Parameters
     ----------
@@ -107,6 +114,8 @@ def fit_forest(X, y, n_classes, seeds, params, *, sample_weight=None, n_jobs=Non
         One seed per tree.
     params : E2EDTParams
     sample_weight : ndarray of float64, shape (n_samples,), or None
+        Also the weights of the standardisation statistics, shared by all
+        trees (a bootstrap multiplies it per tree).
     n_jobs : int or None
         Trees trained in parallel (joblib, threads by default).
     verbose : int
@@ -157,15 +166,48 @@ def _fit_one_tree(X, Z, y, sw, n_classes, mean, scale, params, seed):
     Returns
     -------
     tree : ObliqueTree
+        A tree whose bootstrap drew only rows of zero weight is a single
+        leaf holding the weighted class distribution of all rows.
     steepness : ndarray (n_nodes,)
     """
     rng = np.random.default_rng(seed)
+    row_weight = tree_weights(sw, y, n_classes, params, seed)
+    if not row_weight.any():
+        prior = np.bincount(y, weights=sw, minlength=n_classes) / sw.sum()
+        leaf = [-1], [-1], np.zeros((1, X.shape[1])), [0.0], prior[None, :], [0.0]
+        return ObliqueTree.from_dense(*leaf), np.zeros(1)
     adjacency = grid_adjacency(params.image_shape) if params.image_shape else None
-    greedy = grow_greedy(Z, y, sw, n_classes, params, rng, adjacency)
+    greedy = grow_greedy(Z, y, row_weight, n_classes, params, rng, adjacency)
     band_width = params.image_shape[1] if params.patch_size is not None else None
     tt = TrainingTree(greedy, Z.shape[1], band_width)
-    finetune(tt, Z, y, sw, params, rng, adjacency)
-    return to_oblique_tree(tt, X, y, sw, n_classes, mean, scale)
+    finetune(tt, Z, y, row_weight, params, rng, adjacency)
+    return to_oblique_tree(tt, X, y, row_weight, n_classes, mean, scale)
+
+
+# --------------------------------------------------------------- bootstrap
+def bootstrap_counts(n_samples, seed):
+    """How often the bootstrap of the tree grown from ``seed`` draws each row (0: out of bag).
+
+    Its own stream of ``seed``: the growth stream, so ``bootstrap=False`` trees, keep their bits.
+    """
+    draws = np.random.default_rng([seed, BOOTSTRAP_STREAM]).integers(0, n_samples, n_samples)
+    return np.bincount(draws, minlength=n_samples).astype(np.float64)
+
+
+def tree_weights(sw, y, n_classes, params, seed):
+    """Row weights of the tree grown from ``seed``: ``sw``, or ``sw`` times its bootstrap.
+
+    The bootstrap is integer weights (``X`` is never copied per tree); with
+    ``balanced_subsample`` also times the class weights ``n / (n_classes *
+    count_c)`` of the bootstrap (scikit-learn's ``"balanced_subsample"``).
+    """
+    if not params.bootstrap:
+        return sw
+    counts = bootstrap_counts(y.shape[0], seed)
+    weight = sw * counts
+    if params.balanced_subsample:
+        weight *= balanced_class_weight(y, counts, n_classes)[y]
+    return weight
 
 
 # --------------------------------------------------------------- utilities
@@ -318,17 +360,22 @@ class _StumpSplitter:
         return induced_adjacency(features, *self.adjacency, self.Z.shape[1])
 
     def fit(self, node):
-        """A stump for ``node`` (up to ``max_attempts`` tries), or None."""
+        """A stump for ``node`` (up to ``max_attempts`` tries), or None.
+
+        Rows of zero weight (out of a tree's bootstrap, or weighted 0 by the
+        user) are routed but do not count: the node needs
+        ``min_samples_split`` rows of positive weight, and both sides of a
+        stump must receive weight.
+        """
         p = self.params
         rows = self.grower.node_rows(node)
         n = rows.shape[0]
-        if n < max(2, p.min_samples_split):
-            return None
         labels = self.y[rows][self.sw[rows] > 0]
-        if labels.size == 0 or not np.any(labels != labels[0]):
+        if labels.size < max(2, p.min_samples_split) or not np.any(labels != labels[0]):
             return None
         ys = np.ascontiguousarray(self.y[rows])
         sws = np.ascontiguousarray(self.sw[rows])
+        weighted = sws > 0
         X_node = None
         csr = isinstance(self.Z, S.StandardizedCSR)
         fit_stump, count_right = (
@@ -371,11 +418,10 @@ class _StumpSplitter:
                 p.spatial_reg,
                 *self._adjacency_for(features, k),
             )
-            n_right, right = count_right(Xs, w, b[0])
-            if 0 < n_right < n and np.all(np.isfinite(w)) and np.isfinite(b[0]):
-                w_right = sws[right].sum()
-                w_total = sws.sum()
-                frac = w_right / w_total if w_total > 0 else 0.0
+            _, right = count_right(Xs, w, b[0])
+            both_sides = np.any(weighted & right) and np.any(weighted & ~right)
+            if both_sides and np.all(np.isfinite(w)) and np.isfinite(b[0]):
+                frac = sws[right].sum() / sws.sum()
                 gain = _entropy(self.grower.value[node]) - (
                     frac * _entropy(pi[1]) + (1 - frac) * _entropy(pi[0])
                 )

@@ -45,6 +45,14 @@ _BOOTSTRAP = (
     "changes every tree's sample (as for RandomForestClassifier)"
 )
 
+#: Only for E2EDT's default routing="hybrid" (routing="hard" and "soft" pass).
+_HYBRID_ROUTING = (
+    "routing='hybrid' (the default): predict follows the deterministic tree (the "
+    "paper's inference model), predict_proba the probabilistic model, so argmax "
+    "predict_proba differs from predict on rows near a split (1-3 % of the check's "
+    "training rows)"
+)
+
 
 def _sample_weight_checks(reason):
     """The dense and sparse sample-weight equivalence checks, for one reason."""
@@ -98,7 +106,11 @@ def expected_failed_checks(estimator):
     ['check_sample_weight_equivalence_on_dense_data',
      'check_sample_weight_equivalence_on_sparse_data']
     """
+    expected = {}
     for cls in type(estimator).__mro__:
         if cls in _EXPECTED_FAILED_CHECKS:
-            return dict(_EXPECTED_FAILED_CHECKS[cls])
-    return {}
+            expected = dict(_EXPECTED_FAILED_CHECKS[cls])
+            break
+    if isinstance(estimator, E2EDTClassifier) and estimator.routing == "hybrid":
+        expected["check_classifiers_train"] = _HYBRID_ROUTING
+    return expected

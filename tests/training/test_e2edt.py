@@ -447,3 +447,65 @@ def test_training_tree_bands_match_dense_products(band_width):
         inside[r0:r1, c0:c1] = True
     np.testing.assert_allclose(out[inside], (-(G @ X) * tt.mask)[inside], rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(out[~inside], 7.0)
+
+
+# --------------------------------------------------------------- bootstrap
+def test_bootstrap_counts_are_a_seeded_draw_of_n_rows():
+    a = E.bootstrap_counts(500, 3)
+    np.testing.assert_array_equal(a, E.bootstrap_counts(500, 3))
+    assert a.sum() == 500 and a.dtype == np.float64
+    assert 0.3 < np.mean(a == 0) < 0.44  # about 1/e of the rows out of bag
+    assert not np.array_equal(a, E.bootstrap_counts(500, 4))
+    params = E.E2EDTParams()
+    sw = np.ones(500)
+    assert E.tree_weights(sw, np.zeros(500, dtype=np.int64), 1, params, 3) is sw
+
+
+def test_bootstrapped_tree_is_the_tree_of_its_integer_weights():
+    """bootstrap=True trains exactly as bootstrap=False with sample weights = draw counts."""
+    X, y = _toy()
+    mean, scale = X.mean(0), X.std(0)
+    Z = np.ascontiguousarray((X - mean) / scale)
+    kw = dict(max_depth=3, max_epochs=4, finetune_epochs=3, learning_rate=0.02)
+    sw = np.random.default_rng(1).uniform(0.5, 2.0, len(y))
+    boot, boot_steep = E._fit_one_tree(
+        X, Z, y, sw, 4, mean, scale, E.E2EDTParams(**kw, bootstrap=True), 7
+    )
+    counts = E.bootstrap_counts(len(y), 7)
+    plain, plain_steep = E._fit_one_tree(
+        X, Z, y, sw * counts, 4, mean, scale, E.E2EDTParams(**kw), 7
+    )
+    for name in ("children_left", "weight_value", "bias", "value", "n_node_samples"):
+        np.testing.assert_array_equal(getattr(boot, name), getattr(plain, name))
+    np.testing.assert_array_equal(boot_steep, plain_steep)
+
+
+def test_tree_without_weight_is_a_leaf_with_the_prior():
+    X, y = _toy()
+    mean, scale = X.mean(0), X.std(0)
+    Z = np.ascontiguousarray((X - mean) / scale)
+    sw = np.zeros(len(y))
+    sw[:3] = [1.0, 2.0, 1.0]
+    seed = next(s for s in range(100) if not E.bootstrap_counts(len(y), s)[:3].any())
+    params = E.E2EDTParams(max_depth=3, max_epochs=2, finetune_epochs=1, bootstrap=True)
+    tree, steep = E._fit_one_tree(X, Z, y, sw, 4, mean, scale, params, seed)
+    tree.check_invariants()
+    assert tree.node_count == 1
+    np.testing.assert_allclose(tree.value[0], np.bincount(y[:3], weights=sw[:3], minlength=4) / 4)
+    np.testing.assert_array_equal(steep, [0.0])
+
+
+def test_zero_weight_rows_neither_split_nodes_nor_fill_a_side():
+    """Every greedy split sends positive weight both ways; zero-weight rows do not count."""
+    X, y = _toy(n=400)
+    mean, scale = X.mean(0), X.std(0)
+    Z = np.ascontiguousarray((X - mean) / scale)
+    sw = np.where(np.random.default_rng(2).random(len(y)) < 0.4, 0.0, 1.0)
+    params = E.E2EDTParams(max_depth=6, max_epochs=3, finetune_epochs=0, learning_rate=0.05)
+    tree, _ = E._fit_one_tree(X, Z, y, sw, 4, mean, scale, params, 0)
+    assert tree.node_count > 3
+    assert np.all(tree.n_node_samples > 0)
+    # min_samples_split counts rows of positive weight only
+    params = E.E2EDTParams(max_depth=3, max_epochs=2, finetune_epochs=0, min_samples_split=300)
+    tree, _ = E._fit_one_tree(X, Z, y, sw, 4, mean, scale, params, 0)
+    assert np.count_nonzero(sw) < 300 and tree.node_count == 1
