@@ -17,7 +17,6 @@ import pytest
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from obliquetrees import CO2ForestClassifier
 from tests.adversarial._subprocess import assert_ok, run_python
 from tests.test_common import FAST_PARAMS, discover_estimators
 
@@ -49,7 +48,14 @@ UNITS_BEFORE_FAILURE = {
 #: A failure inside training, and an interrupt (Ctrl-C).
 FAILURES = [ValueError("boom"), KeyboardInterrupt()]
 
-WARM = {"CO2ForestClassifier", "HingeForestClassifier", "HingeForestRegressor"}
+#: warm start adds trees (the others continue training the same ones)
+BAGGED = {"CO2ForestClassifier", "E2EDTClassifier"}
+WARM = {
+    "CO2ForestClassifier",
+    "E2EDTClassifier",
+    "HingeForestClassifier",
+    "HingeForestRegressor",
+}
 
 
 def _data(n_features=6, n_classes=3, seed=0):
@@ -119,7 +125,7 @@ def test_failed_refit_changes_nothing(cls, warm, exc, monkeypatch):
     est = _make(cls, **extra).fit(X, _target(cls, y))
     before = _fitted_state(est)
     proba_before = est.predict(X)
-    if cls.__name__ == "CO2ForestClassifier":
+    if cls.__name__ in ("CO2ForestClassifier", "E2EDTClassifier"):
         est.set_params(n_estimators=4)  # warm start: two more trees, the second fails
     # cold: fewer features and classes, so validation alone would change
     # n_features_in_ and classes_; warm: data the warm start accepts, so
@@ -196,7 +202,7 @@ def test_co2_failed_narrower_refit_predicts_nothing_in_subprocess():
 )
 def test_warm_refit_checks_features(cls):
     X, y = _data()
-    extra = {"n_estimators": 2} if cls is CO2ForestClassifier else {}
+    extra = {"n_estimators": 2} if cls.__name__ in BAGGED else {}
     est = _make(cls, warm_start=True, **extra).fit(X, _target(cls, y))
     before = _fitted_state(est)
     with pytest.raises(ValueError, match="features"):
@@ -235,16 +241,18 @@ def test_hinge_diverging_refit_keeps_model(name):
 
 
 @pytest.mark.parametrize("labels", ["strings", "fewer"])
-@pytest.mark.parametrize("name", ["CO2ForestClassifier", "HingeForestClassifier"])
+@pytest.mark.parametrize(
+    "name", ["CO2ForestClassifier", "E2EDTClassifier", "HingeForestClassifier"]
+)
 def test_warm_start_refuses_other_classes(name, labels):
     import obliquetrees
 
     cls = getattr(obliquetrees, name)
     X, y = _data(n_classes=3)
-    extra = {"n_estimators": 2} if name == "CO2ForestClassifier" else {}
+    extra = {"n_estimators": 2} if name in BAGGED else {}
     est = _make(cls, warm_start=True, **extra).fit(X, y)
     before = _fitted_state(est)
-    if name == "CO2ForestClassifier":
+    if name in BAGGED:
         est.set_params(n_estimators=3)
     y2 = np.array(["a", "b", "c"])[y] if labels == "strings" else y % 2
     with pytest.raises(ValueError, match="same classes"):
@@ -254,20 +262,18 @@ def test_warm_start_refuses_other_classes(name, labels):
     assert est.predict_proba(X).shape[1] == len(est.classes_) == 3
 
 
-@pytest.mark.parametrize(
-    "name", ["CO2ForestClassifier", "HingeForestClassifier", "HingeForestRegressor"]
-)
+@pytest.mark.parametrize("name", sorted(WARM))
 def test_warm_training_of_memory_mapped_model(name, tmp_path):
     """A model loaded with ``mmap_mode="r"`` has read-only arrays: train a copy."""
     import obliquetrees
 
     cls = getattr(obliquetrees, name)
     X, y = _data()
-    extra = {"n_estimators": 2} if name == "CO2ForestClassifier" else {}
+    extra = {"n_estimators": 2} if name in BAGGED else {}
     est = _make(cls, warm_start=True, **extra).fit(X, _target(cls, y))
     joblib.dump(est, tmp_path / "model.joblib")
     loaded = joblib.load(tmp_path / "model.joblib", mmap_mode="r")
-    if name == "CO2ForestClassifier":
+    if name in BAGGED:
         loaded.set_params(n_estimators=3)
     loaded.fit(X, _target(cls, y))
     assert np.all(np.isfinite(loaded.predict(X).astype(float)))
