@@ -30,7 +30,7 @@ __all__ = [
     "plot_tree",
 ]
 
-_LAZY_SUBMODULES = ("convert", "machine")
+_LAZY_SUBMODULES = ("convert", "machine", "onnx")
 
 
 def __getattr__(name):

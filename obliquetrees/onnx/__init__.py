@@ -1,0 +1,367 @@
+"""Export fitted models to ONNX, for prediction without Python.
+
+:func:`to_onnx` writes any fitted obliquetrees estimator (forests, single
+trees, soft trees, hinge forests, converted and fine-tuned scikit-learn
+forests) as an ``onnx.ModelProto`` that onnxruntime (or any ONNX runtime with
+the ``ai.onnx.ml`` domain) runs on batches of any size, in float32 or
+float64. :func:`register_skl2onnx` lets ``skl2onnx.to_onnx`` convert
+pipelines that contain them.
+
+How an oblique model becomes ONNX: ONNX's ``TreeEnsemble*`` operators test
+one feature per node, so the margins of all oblique splits are computed first
+by one ``MatMul`` (``Z = X S + b``, the decision-machine view of
+:mod:`obliquetrees.machine`), and a standard tree ensemble then routes on
+those *virtual features* (``z <= 0`` goes left, the package's ties). Splits
+with one weight of +-1 (converted scikit-learn trees) route on the raw
+feature. Soft routing evaluates its sigmoid gates level by level; hinge
+forests run their linear layer, batch norm and margin-weighted leaves.
+Missing values (NaN) are handled as ``predict`` handles them: each split
+adds its weights' missing-value terms.
+
+Outputs follow skl2onnx's conventions: classifiers give ``label`` (int64, or
+string for string classes) and ``probabilities`` (no ZipMap), regressors
+``variable`` of shape (n_samples, n_outputs). The input is ``X``.
+
+Agreement with ``predict``: every computation runs in float64 (as the
+package's own kernels, which read float32 input in float64), so labels are
+those of ``predict`` except where a margin is within rounding of 0 (the
+matrix product sums in another order than the traversal), and probabilities
+and values agree to about 1e-12 relative (float64 outputs) or to float32
+rounding (float32 outputs). Infinite inputs, which ``predict`` refuses,
+give undefined outputs. Sparse input must be densified by the caller.
+
+Needs the optional dependencies ``onnx`` (and ``onnxruntime`` to run the
+result): ``pip install "obliquetrees[onnx]"``.
+
+Examples
+--------
+>>> import numpy as np
+>>> import onnxruntime as ort
+>>> from sklearn.datasets import load_iris
+>>> from obliquetrees import CO2ForestClassifier
+>>> from obliquetrees.onnx import to_onnx
+>>> X, y = load_iris(return_X_y=True)
+>>> model = CO2ForestClassifier(n_estimators=3, max_depth=3, random_state=0).fit(X, y)
+>>> onx = to_onnx(model, dtype=np.float64)
+>>> session = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+>>> label, proba = session.run(None, {"X": X})
+>>> bool((label == model.predict(X)).all())
+True
+"""
+
+import numbers
+
+import numpy as np
+from sklearn.base import ClassifierMixin, is_classifier
+from sklearn.utils.validation import check_is_fitted
+
+from obliquetrees.base import BaseObliqueEstimator
+
+__all__ = ["to_onnx", "register_skl2onnx"]
+
+
+def _require_onnx():
+    try:
+        import onnx  # noqa: F401
+    except ImportError:
+        raise ImportError(
+            'ONNX export needs the package "onnx": pip install "obliquetrees[onnx]".'
+        ) from None
+
+
+def _check_model(model):
+    if not isinstance(model, BaseObliqueEstimator):
+        raise TypeError(
+            f"to_onnx takes a fitted obliquetrees estimator; got a {type(model).__name__}."
+        )
+    check_is_fitted(model)
+
+
+def _label_type(classes):
+    """ONNX element type and constant array of the ``label`` output."""
+    from onnx import TensorProto
+
+    kind = classes.dtype.kind
+    if kind in "biu":
+        return TensorProto.INT64, classes.astype(np.int64)
+    if kind == "f":
+        return TensorProto.DOUBLE, classes.astype(np.float64)
+    if kind in "US" or (kind == "O" and all(isinstance(c, str) for c in classes)):
+        return TensorProto.STRING, np.asarray([str(c) for c in classes])
+    raise TypeError(
+        f"to_onnx exports classifiers whose classes are integers, floats or strings; "
+        f"classes_ has dtype {classes.dtype}."
+    )
+
+
+def _n_outputs(model):
+    return len(model.classes_) if is_classifier(model) else model._forest().n_outputs
+
+
+def _model_outputs(g, model, inp):
+    """``(scores, values)`` of ``model`` on input ``inp`` (names of float64 tensors).
+
+    ``scores`` is what ``predict`` takes the row-wise argmax of (None for
+    regressors); ``values`` is ``predict_proba`` (classifiers) or
+    ``predict`` (regressors, (n_samples, n_outputs)).
+    """
+    from obliquetrees._e2edt import E2EDTClassifier
+    from obliquetrees._hinge import _BaseHingeForest
+    from obliquetrees._soft import _BaseSoftTree
+    from obliquetrees.onnx._parts import hard_sum, hinge_decision, soft_sum
+
+    classifier = is_classifier(model)
+    forest = model._forest()
+    if isinstance(model, _BaseHingeForest):
+        from obliquetrees._training._hinge_kernels import BN_EPS
+
+        F = hinge_decision(g, inp, model._model, model._missing, BN_EPS)
+        if classifier:
+            return F, g.op("Softmax", [F], "proba", axis=1)
+        scaled = g.op("Mul", [F, g.const(np.atleast_1d(model._y_scale), "y_scale")])
+        return None, g.op("Add", [scaled, g.const(np.atleast_1d(model._y_mean), "y_mean")])
+
+    def hard(z_all=None):
+        total = hard_sum(g, inp, forest, z_all)
+        return g.op("Div", [total, g.const(np.array(float(forest.n_trees)), "n_trees")], "mean")
+
+    if isinstance(model, E2EDTClassifier):
+        proba_rule, predict_rule = model._rules()
+        soft = z_all = None
+        if "soft" in (proba_rule, predict_rule):
+            trees = forest.trees
+            total, z_all = soft_sum(
+                g, inp, trees, [t.value for t in trees], model.steepness_, forest.n_features
+            )
+            norm = g.op("ReduceSum", [total, g.const(np.array([1]), "axis1")], keepdims=1)
+            soft = g.op("Div", [total, norm], "proba_soft")
+        hard_out = hard(z_all) if "hard" in (proba_rule, predict_rule) else None
+        outputs = {"soft": soft, "hard": hard_out}
+        return outputs[predict_rule], outputs[proba_rule]
+    if isinstance(model, _BaseSoftTree) and model.routing != "hard":
+        tree = model.tree_
+        if classifier:  # as SoftTreeClassifier: softmax of soft-routed leaf log-probabilities
+            leaf = np.log(np.maximum(tree.value, 1e-300))
+            scores, _ = soft_sum(g, inp, [tree], [leaf], [None], forest.n_features)
+            proba = g.op("Softmax", [scores], "proba", axis=1)
+            return proba, proba
+        values, _ = soft_sum(g, inp, [tree], [tree.value], [None], forest.n_features)
+        return None, values
+    if not model._predicts_leaf_values:
+        raise TypeError(f"to_onnx does not know how {type(model).__name__} predicts.")
+    mean = hard()
+    return (mean if classifier else None), mean
+
+
+def _build(g, model, x_name, dtype, output_names):
+    """Add ``model``'s graph from input ``x_name`` to ``output_names`` (float ``dtype`` outputs)."""
+    from obliquetrees.onnx._graph import ONNX_TYPE
+    from obliquetrees.onnx._parts import DoubleInput
+
+    via_float32 = tuple(model._predict_dtype) == (np.float32,)  # converted scikit-learn models
+    inp = DoubleInput(g, x_name, via_float32)
+    scores, values = _model_outputs(g, model, inp)
+    if is_classifier(model):
+        label_name, proba_name = output_names
+        _, classes = _label_type(model.classes_)
+        index = g.op("ArgMax", [scores], "class_index", axis=1, keepdims=0)
+        g.op("Gather", [g.const(classes, "classes"), index], outputs=label_name, axis=0)
+        g.op("Cast", [values], outputs=proba_name, to=ONNX_TYPE[dtype])
+    else:
+        g.op("Cast", [values], outputs=output_names[0], to=ONNX_TYPE[dtype])
+
+
+def _opsets(target_opset):
+    """``{domain: version}`` of the exported model."""
+    import onnx
+
+    from obliquetrees.onnx._graph import DEFAULT_OPSET, MIN_OPSET, ML_DOMAIN, ML_OPSET
+
+    newest = onnx.defs.onnx_opset_version()
+    if target_opset is None:
+        main = min(DEFAULT_OPSET, newest)
+    elif isinstance(target_opset, dict):
+        main = target_opset.get("", min(DEFAULT_OPSET, newest))
+        ml = target_opset.get(ML_DOMAIN, ML_OPSET)
+        if not isinstance(ml, numbers.Integral) or ml < ML_OPSET:
+            raise ValueError(
+                f"target_opset[{ML_DOMAIN!r}] must be at least {ML_OPSET} "
+                f"(TreeEnsembleRegressor with float64 thresholds); got {ml!r}."
+            )
+    else:
+        main = target_opset
+    if isinstance(main, bool) or not isinstance(main, numbers.Integral):
+        raise TypeError(f"target_opset must be an int or a dict; got {target_opset!r}.")
+    if not MIN_OPSET <= main <= newest:
+        raise ValueError(
+            f"target_opset must be between {MIN_OPSET} and {newest} (the newest this onnx "
+            f"knows); got {main}."
+        )
+    return {"": int(main), ML_DOMAIN: ML_OPSET}
+
+
+def to_onnx(model, *, target_opset=None, dtype=np.float32):
+    """Export a fitted estimator as an ONNX model.
+
+    Parameters
+    ----------
+    model : fitted obliquetrees estimator
+        Any public estimator, including ``from_sklearn`` and ``finetune``
+        results.
+    target_opset : int or dict, default=None
+        Version of the main ONNX domain (13 or later; default 17), or a dict
+        ``{"": version, "ai.onnx.ml": version}`` as skl2onnx takes it (the
+        ML domain needs version 3).
+    dtype : {np.float32, np.float64}, default=np.float32
+        Element type of the input ``X`` and of the float outputs. The graph
+        computes in float64 either way.
+
+    Returns
+    -------
+    onnx.ModelProto
+        Input ``X`` of shape (n_samples, n_features_in_). Classifiers output
+        ``label`` (n_samples,) and ``probabilities`` (n_samples, n_classes),
+        regressors ``variable`` (n_samples, n_outputs).
+
+    Raises
+    ------
+    TypeError
+        If ``model`` is not an obliquetrees estimator, or its classes are
+        neither integers, floats nor strings.
+    NotFittedError
+        If ``model`` is not fitted.
+    ValueError
+        If ``dtype`` or ``target_opset`` is not supported, or a tree has
+        2**24 nodes or more.
+    """
+    _require_onnx()
+    from onnx import checker, helper
+
+    from obliquetrees import __version__
+    from obliquetrees.onnx._graph import ONNX_TYPE, GraphBuilder
+
+    _check_model(model)
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        dtype = None
+    if dtype not in ONNX_TYPE:
+        raise ValueError("dtype must be np.float32 or np.float64.")
+    opsets = _opsets(target_opset)
+    g = GraphBuilder()
+    x_name = g.reserve("X")
+    n_out = _n_outputs(model)
+    elem = ONNX_TYPE[dtype]
+    if is_classifier(model):
+        names = [g.reserve("label"), g.reserve("probabilities")]
+        label_type, _ = _label_type(model.classes_)
+        outputs = [
+            helper.make_tensor_value_info(names[0], label_type, ["N"]),
+            helper.make_tensor_value_info(names[1], elem, ["N", n_out]),
+        ]
+    else:
+        names = [g.reserve("variable")]
+        outputs = [helper.make_tensor_value_info(names[0], elem, ["N", n_out])]
+    _build(g, model, x_name, dtype, names)
+    inputs = [helper.make_tensor_value_info(x_name, elem, ["N", int(model.n_features_in_)])]
+    graph = helper.make_graph(
+        g.nodes, type(model).__name__, inputs, outputs, initializer=g.initializers
+    )
+    opset_ids = [helper.make_opsetid(domain, version) for domain, version in opsets.items()]
+    onx = helper.make_model(
+        graph,
+        opset_imports=opset_ids,
+        producer_name="obliquetrees",
+        producer_version=__version__,
+    )
+    onx.ir_version = max(helper.find_min_ir_version_for(opset_ids), 8)
+    checker.check_model(onx)
+    return onx
+
+
+# ---------------------------------------------------------------- skl2onnx
+def _skl2onnx_shape(operator):
+    """skl2onnx shape calculator: output types from the input's type."""
+    from skl2onnx.common.data_types import (
+        DoubleTensorType,
+        FloatTensorType,
+        Int64TensorType,
+        StringTensorType,
+    )
+
+    model = operator.raw_operator
+    in_type = operator.inputs[0].type
+    n = in_type.shape[0] if in_type.shape else None
+    tensor = DoubleTensorType if isinstance(in_type, DoubleTensorType) else FloatTensorType
+    n_out = _n_outputs(model)
+    if is_classifier(model):
+        kind = model.classes_.dtype.kind
+        label = (
+            Int64TensorType
+            if kind in "biu"
+            else DoubleTensorType
+            if kind == "f"
+            else StringTensorType
+        )
+        operator.outputs[0].type = label([n])
+        operator.outputs[1].type = tensor([n, n_out])
+    else:
+        operator.outputs[0].type = tensor([n, n_out])
+
+
+def _skl2onnx_convert(scope, operator, container):
+    """skl2onnx converter: the graph of :func:`to_onnx` inside a pipeline's graph."""
+    from skl2onnx.common.data_types import DoubleTensorType
+
+    from obliquetrees.onnx._graph import Skl2OnnxBuilder
+
+    model = operator.raw_operator
+    _check_model(model)
+    g = Skl2OnnxBuilder(scope, container)
+    dtype = np.float64 if isinstance(operator.inputs[0].type, DoubleTensorType) else np.float32
+    names = [out.full_name for out in operator.outputs]
+    _build(g, model, operator.inputs[0].full_name, np.dtype(dtype), names)
+
+
+def register_skl2onnx():
+    """Register every public estimator with skl2onnx.
+
+    After this call, ``skl2onnx.to_onnx`` converts pipelines that contain
+    obliquetrees estimators (e.g. ``make_pipeline(StandardScaler(),
+    CO2ForestClassifier())``). Classifier outputs then follow skl2onnx's
+    defaults (a ZipMap on the probabilities unless the option
+    ``{"zipmap": False}`` is given). Calling it again changes nothing.
+
+    Raises
+    ------
+    ImportError
+        If skl2onnx is not installed.
+    """
+    try:
+        from skl2onnx import update_registered_converter
+    except ImportError:
+        raise ImportError(
+            'register_skl2onnx needs the package "skl2onnx": pip install skl2onnx.'
+        ) from None
+    import obliquetrees
+    from obliquetrees.convert import ConvertedForestClassifier, ConvertedForestRegressor
+    from obliquetrees.machine import FinetunedForestClassifier, FinetunedForestRegressor
+
+    classes = [getattr(obliquetrees, name) for name in obliquetrees.__all__]
+    classes += [
+        ConvertedForestClassifier,
+        ConvertedForestRegressor,
+        FinetunedForestClassifier,
+        FinetunedForestRegressor,
+    ]
+    for cls in classes:
+        if not (isinstance(cls, type) and issubclass(cls, BaseObliqueEstimator)):
+            continue
+        options = {"zipmap": [True, False, "columns"], "nocl": [False, True]}
+        update_registered_converter(
+            cls,
+            f"Obliquetrees{cls.__name__}",
+            _skl2onnx_shape,
+            _skl2onnx_convert,
+            options=options if issubclass(cls, ClassifierMixin) else None,
+        )

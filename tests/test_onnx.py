@@ -1,0 +1,248 @@
+"""ONNX export: onnxruntime on the exported graph agrees with ``predict`` for every model.
+
+Real data (scikit-learn's bundled digits and diabetes), with and without
+missing values, float32 and float64 inputs, batches of 0, 1 and 100k rows;
+labels must be identical, probabilities and values equal within 1e-5
+relative (float64) or 1e-4 (float32). The skl2onnx registration converts
+pipelines in one call.
+"""
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_diabetes, load_digits
+from sklearn.ensemble import ExtraTreesRegressor, RandomForestClassifier
+from sklearn.exceptions import NotFittedError
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.tree import DecisionTreeClassifier
+
+import obliquetrees as ot
+from obliquetrees.convert import from_sklearn
+from obliquetrees.machine import finetune
+from tests.test_common import FAST_PARAMS
+
+ort = pytest.importorskip("onnxruntime")
+pytest.importorskip("onnx")
+from obliquetrees.onnx import register_skl2onnx, to_onnx  # noqa: E402
+
+TOLERANCE = {np.float64: 1e-5, np.float32: 1e-4}
+
+
+def _with_nan(X, rate, seed):
+    X = X.copy()
+    X[np.random.default_rng(seed).random(X.shape) < rate] = np.nan
+    return X
+
+
+@pytest.fixture(scope="module")
+def digits():
+    X, y = load_digits(return_X_y=True)
+    return X[:500], y[:500], X[1000:1300]
+
+
+@pytest.fixture(scope="module")
+def diabetes():
+    X, y = load_diabetes(return_X_y=True)
+    return X[:300], y[:300], X[300:]
+
+
+def _fast(cls, **params):
+    return cls(**{**FAST_PARAMS.get(cls.__name__, {}), **params})
+
+
+# name -> (task, fit(X, y) -> fitted model)
+MODELS = {
+    "co2": ("clf", lambda X, y: _fast(ot.CO2ForestClassifier, random_state=0).fit(X, y)),
+    "co2_trained_with_nan": (
+        "clf",
+        lambda X, y: _fast(ot.CO2ForestClassifier, max_depth=5, random_state=0).fit(
+            _with_nan(X, 0.2, 1), y
+        ),
+    ),
+    "co2_string_classes": (
+        "clf",
+        lambda X, y: _fast(ot.CO2ForestClassifier, n_estimators=2, random_state=0).fit(
+            X, np.array(["even", "odd"])[y % 2]
+        ),
+    ),
+    "e2edt_hybrid": ("clf", lambda X, y: _fast(ot.E2EDTClassifier, random_state=0).fit(X, y)),
+    "e2edt_soft": (
+        "clf",
+        lambda X, y: _fast(ot.E2EDTClassifier, routing="soft", random_state=0).fit(X, y),
+    ),
+    "e2edt_hard_forest": (
+        "clf",
+        lambda X, y: _fast(
+            ot.E2EDTClassifier, routing="hard", n_estimators=3, max_depth=3, random_state=0
+        ).fit(X, y),
+    ),
+    "e2edt_hybrid_forest": (
+        "clf",
+        lambda X, y: _fast(ot.E2EDTClassifier, n_estimators=3, max_depth=3, random_state=0).fit(
+            _with_nan(X, 0.2, 2), y
+        ),
+    ),
+    "soft_clf": ("clf", lambda X, y: _fast(ot.SoftTreeClassifier).fit(X, y)),
+    "soft_clf_hard": ("clf", lambda X, y: _fast(ot.SoftTreeClassifier, routing="hard").fit(X, y)),
+    "soft_reg": ("reg", lambda X, y: _fast(ot.SoftTreeRegressor).fit(X, y)),
+    "soft_reg_hard_nan": (
+        "reg",
+        lambda X, y: _fast(ot.SoftTreeRegressor, routing="hard").fit(_with_nan(X, 0.2, 3), y),
+    ),
+    "hinge_clf_fern": ("clf", lambda X, y: _fast(ot.HingeForestClassifier).fit(X, y)),
+    "hinge_clf_tree_linear": (
+        "clf",
+        lambda X, y: _fast(ot.HingeForestClassifier, tree_type="tree", head="linear").fit(
+            _with_nan(X, 0.2, 4), y
+        ),
+    ),
+    "hinge_reg": ("reg", lambda X, y: _fast(ot.HingeForestRegressor).fit(X, y)),
+    "hinge_reg_tree_nan": (
+        "reg",
+        lambda X, y: _fast(ot.HingeForestRegressor, tree_type="tree").fit(_with_nan(X, 0.2, 6), y),
+    ),
+    "converted_rf": (
+        "clf",
+        lambda X, y: from_sklearn(RandomForestClassifier(20, random_state=0).fit(X, y)),
+    ),
+    "converted_tree_nan": (
+        "clf",
+        lambda X, y: from_sklearn(
+            DecisionTreeClassifier(random_state=0).fit(_with_nan(X, 0.2, 5), y)
+        ),
+    ),
+    "converted_et_two_outputs": (
+        "reg",
+        lambda X, y: from_sklearn(
+            ExtraTreesRegressor(10, random_state=0).fit(X, np.column_stack([y, y**2]))
+        ),
+    ),
+    "finetuned": (
+        "clf",
+        lambda X, y: finetune(
+            _fast(ot.CO2ForestClassifier, n_estimators=2, max_depth=3, random_state=0).fit(X, y),
+            X,
+            y,
+            epochs=2,
+        ),
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def fitted(digits, diabetes):
+    """``fitted(name)``: the model fitted once per module, and its test rows (with NaN)."""
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            task, fit = MODELS[name]
+            X, y, X_test = digits if task == "clf" else diabetes
+            model = fit(X, y)
+            cache[name] = (model, np.vstack([X_test, _with_nan(X_test, 0.1, 7)]))
+        return cache[name]
+
+    return get
+
+
+def _session(onx):
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    return ort.InferenceSession(
+        onx.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+
+
+def _check_agrees(model, outputs, X):
+    tol = TOLERANCE[X.dtype.type]
+    if len(outputs) == 2:  # classifier: label, probabilities
+        label, proba = outputs
+        np.testing.assert_array_equal(label, model.predict(X))
+        np.testing.assert_allclose(proba, model.predict_proba(X), rtol=tol, atol=1e-12)
+        assert proba.dtype == X.dtype
+    else:
+        (value,) = outputs
+        expected = model.predict(X).reshape(X.shape[0], -1)
+        np.testing.assert_allclose(value, expected, rtol=tol, atol=1e-12)
+        assert value.dtype == X.dtype
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_onnxruntime_agrees_with_predict(fitted, name, dtype):
+    model, X = fitted(name)
+    X = X.astype(dtype)
+    session = _session(to_onnx(model, dtype=dtype))
+    _check_agrees(model, session.run(None, {"X": X}), X)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_batches_of_zero_one_and_100k_rows(fitted, name):
+    model, X = fitted(name)
+    session = _session(to_onnx(model))
+    X = X.astype(np.float32)
+    rows = np.random.default_rng(0).integers(0, X.shape[0], 100_000)
+    for batch in (X[:0], X[:1], X[rows]):
+        outputs = session.run(None, {"X": batch})
+        assert all(out.shape[0] == batch.shape[0] for out in outputs)
+        if batch.shape[0]:
+            _check_agrees(model, outputs, batch)
+
+
+def test_converted_forest_routes_on_raw_features(fitted):
+    """A converted scikit-learn forest needs no margin product: one tree ensemble."""
+    model, X = fitted("converted_rf")
+    ops = [node.op_type for node in to_onnx(model).graph.node]
+    assert "MatMul" not in ops and ops.count("TreeEnsembleRegressor") == 1
+
+
+def test_target_opset(fitted):
+    model, X = fitted("e2edt_hybrid")
+    X = X.astype(np.float32)
+    for opset in (13, {"": 15, "ai.onnx.ml": 3}):
+        onx = to_onnx(model, target_opset=opset)
+        assert {o.domain: o.version for o in onx.opset_import}[""] in (13, 15)
+        _check_agrees(model, _session(onx).run(None, {"X": X}), X)
+
+
+def test_errors(fitted):
+    model, _ = fitted("co2")
+    with pytest.raises(NotFittedError):
+        to_onnx(ot.CO2ForestClassifier())
+    with pytest.raises(TypeError, match="obliquetrees estimator"):
+        to_onnx(LogisticRegression())
+    with pytest.raises(ValueError, match="dtype"):
+        to_onnx(model, dtype=np.int64)
+    with pytest.raises(ValueError, match="target_opset"):
+        to_onnx(model, target_opset=12)
+    with pytest.raises(ValueError, match="ai.onnx.ml"):
+        to_onnx(model, target_opset={"": 17, "ai.onnx.ml": 2})
+    with pytest.raises(TypeError, match="target_opset"):
+        to_onnx(model, target_opset="17")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_skl2onnx_converts_pipelines(digits, diabetes, dtype):
+    skl2onnx = pytest.importorskip("skl2onnx")
+    register_skl2onnx()
+    register_skl2onnx()  # twice changes nothing
+    X, y, X_test = digits
+    clf = make_pipeline(StandardScaler(), _fast(ot.CO2ForestClassifier, random_state=0)).fit(X, y)
+    X_test = X_test.astype(dtype)
+    onx = skl2onnx.to_onnx(clf, X[:1].astype(dtype), options={"zipmap": False})
+    label, proba = _session(onx).run(None, {"X": X_test})
+    np.testing.assert_array_equal(label, clf.predict(X_test))
+    np.testing.assert_allclose(proba, clf.predict_proba(X_test), rtol=TOLERANCE[dtype], atol=1e-12)
+
+    if dtype == np.float32:  # ONNX's ZipMap takes float32 only
+        zipped = skl2onnx.to_onnx(clf, X[:1].astype(dtype))  # skl2onnx's default: a ZipMap
+        _, proba_maps = _session(zipped).run(None, {"X": X_test})
+        assert sorted(proba_maps[0]) == list(clf.classes_)
+        assert proba_maps[0][label[0]] == pytest.approx(proba[0, label[0]])
+
+    X, y, X_test = diabetes
+    reg = make_pipeline(StandardScaler(), _fast(ot.HingeForestRegressor)).fit(X, y)
+    X_test = X_test.astype(dtype)
+    (value,) = _session(skl2onnx.to_onnx(reg, X[:1].astype(dtype))).run(None, {"X": X_test})
+    np.testing.assert_allclose(value[:, 0], reg.predict(X_test), rtol=TOLERANCE[dtype])
