@@ -241,8 +241,12 @@ def test_skl2onnx_converts_pipelines(digits, diabetes, dtype):
         assert sorted(proba_maps[0]) == list(clf.classes_)
         assert proba_maps[0][label[0]] == pytest.approx(proba[0, label[0]])
 
+    X_clf = X
     X, y, X_test = diabetes
     reg = make_pipeline(StandardScaler(), _fast(ot.HingeForestRegressor)).fit(X, y)
     X_test = X_test.astype(dtype)
     (value,) = _session(skl2onnx.to_onnx(reg, X[:1].astype(dtype))).run(None, {"X": X_test})
     np.testing.assert_allclose(value[:, 0], reg.predict(X_test), rtol=TOLERANCE[dtype])
+
+    with pytest.raises(ValueError, match="opset 13 or later"):
+        skl2onnx.to_onnx(clf, X_clf[:1].astype(dtype), target_opset=12)

@@ -220,8 +220,10 @@ def to_onnx(model, *, target_opset=None, dtype=np.float32):
     -------
     onnx.ModelProto
         Input ``X`` of shape (n_samples, n_features_in_). Classifiers output
-        ``label`` (n_samples,) and ``probabilities`` (n_samples, n_classes),
-        regressors ``variable`` (n_samples, n_outputs).
+        ``label`` (n_samples,; int64 for integer or boolean classes, float64
+        for float classes, string for string classes) and ``probabilities``
+        (n_samples, n_classes), regressors ``variable`` (n_samples,
+        n_outputs).
 
     Raises
     ------
@@ -313,10 +315,16 @@ def _skl2onnx_convert(scope, operator, container):
     """skl2onnx converter: the graph of :func:`to_onnx` inside a pipeline's graph."""
     from skl2onnx.common.data_types import DoubleTensorType
 
-    from obliquetrees.onnx._graph import Skl2OnnxBuilder
+    from obliquetrees.onnx._graph import MIN_OPSET, Skl2OnnxBuilder
 
     model = operator.raw_operator
     _check_model(model)
+    opset = container.target_opset
+    if opset is not None and opset < MIN_OPSET:
+        raise ValueError(
+            f"{type(model).__name__} exports to ONNX opset {MIN_OPSET} or later; "
+            f"skl2onnx was asked for opset {opset}."
+        )
     g = Skl2OnnxBuilder(scope, container)
     dtype = np.float64 if isinstance(operator.inputs[0].type, DoubleTensorType) else np.float32
     names = [out.full_name for out in operator.outputs]
@@ -357,7 +365,8 @@ def register_skl2onnx():
     for cls in classes:
         if not (isinstance(cls, type) and issubclass(cls, BaseObliqueEstimator)):
             continue
-        options = {"zipmap": [True, False, "columns"], "nocl": [False, True]}
+        # skl2onnx's classifier parser reads "nocl" (labels as class indices): not offered
+        options = {"zipmap": [True, False, "columns"], "nocl": [False]}
         update_registered_converter(
             cls,
             f"Obliquetrees{cls.__name__}",
