@@ -15,7 +15,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-from sklearn.tree import DecisionTreeClassifier
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 import obliquetrees as ot
 from obliquetrees.convert import from_sklearn
@@ -24,7 +24,7 @@ from tests.test_common import FAST_PARAMS
 
 ort = pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
-from obliquetrees.onnx import register_skl2onnx, to_onnx  # noqa: E402
+from obliquetrees.onnx import _parts, register_skl2onnx, to_onnx  # noqa: E402
 
 TOLERANCE = {np.float64: 1e-5, np.float32: 1e-4}
 
@@ -118,6 +118,10 @@ MODELS = {
             ExtraTreesRegressor(10, random_state=0).fit(X, np.column_stack([y, y**2]))
         ),
     ),
+    "converted_single_leaf": (
+        "reg",
+        lambda X, y: from_sklearn(DecisionTreeRegressor().fit(X, np.full(X.shape[0], 2.5))),
+    ),
     "finetuned": (
         "clf",
         lambda X, y: finetune(
@@ -188,6 +192,49 @@ def test_batches_of_zero_one_and_100k_rows(fitted, name):
         assert all(out.shape[0] == batch.shape[0] for out in outputs)
         if batch.shape[0]:
             _check_agrees(model, outputs, batch)
+
+
+#: Models routed by hard traversal alone (the routing choice applies to them).
+HARD = [
+    "co2",
+    "co2_trained_with_nan",
+    "e2edt_hard_forest",
+    "soft_clf_hard",
+    "soft_reg_hard_nan",
+    "converted_tree_nan",
+    "converted_single_leaf",
+    "finetuned",
+]
+
+
+@pytest.mark.parametrize("name", HARD)
+def test_walk_and_margin_product_route_alike(fitted, name, monkeypatch):
+    """Both ways of routing in the graph give predict's outputs (deep or shallow forests)."""
+    model, X = fitted(name)
+    X = X.astype(np.float64)
+    for walk in (True, False):
+        monkeypatch.setattr(_parts, "_walk_is_cheaper", lambda forest, walk=walk: walk)
+        onx = to_onnx(model, dtype=np.float64)
+        ops = {node.op_type for node in onx.graph.node}
+        assert ("TreeEnsembleRegressor" in ops) is not walk
+        _check_agrees(model, _session(onx).run(None, {"X": X}), X)
+
+
+def test_deep_oblique_forest_is_walked(fitted):
+    """A forest with far more oblique splits than a row visits is walked level by level."""
+    model, _ = fitted("co2")
+    forest = model._forest()
+    n_splits = int(np.count_nonzero(forest.children_left >= 0))
+    visits = forest.n_trees * int(forest.depth.max())
+    assert _parts._walk_is_cheaper(forest) is (n_splits > _parts.WALK_RATIO * visits)
+    monkeypatch = pytest.MonkeyPatch()
+    with monkeypatch.context() as m:
+        m.setattr(_parts, "WALK_RATIO", n_splits / visits / 2)
+        assert _parts._walk_is_cheaper(forest)
+        m.setattr(_parts, "WALK_RATIO", n_splits / visits * 2)
+        assert not _parts._walk_is_cheaper(forest)
+        m.setattr(_parts, "MAX_MARGINS", n_splits - 1)
+        assert _parts._walk_is_cheaper(forest)
 
 
 def test_converted_forest_routes_on_raw_features(fitted):

@@ -34,6 +34,18 @@ MAX_TREE_NODES = 1 << 24
 #: Doubles per row one gather of leaf values may produce (trees x outputs):
 #: about 4 KiB per row of intermediate memory, whatever the forest's size.
 GATHER_WIDTH = 512
+#: Routing walks the trees level by level (:func:`leaf_rows_by_walk`) when a
+#: forest has more than this many oblique splits per split a row visits
+#: (trees x depth): measured on letter (``python -m benchmarks onnx --part
+#: routing``), the margin product was faster at 10.5 splits per visit and
+#: the walk at 47.
+WALK_RATIO = 20.0
+#: ... or more oblique splits than this: the margin product holds one
+#: float64 per split and row (32 KiB per row here).
+MAX_MARGINS = 4096
+#: Groups of at least this many trees take their walk's dot products as a
+#: batched ``MatMul`` (see :func:`_row_dots`).
+WALK_MATMUL_TREES = 4
 
 DOUBLE = TensorProto.DOUBLE
 INT64 = TensorProto.INT64
@@ -222,8 +234,8 @@ def leaf_ranks(g, inp, forest, z_all=None):
     targets = {key: np.concatenate(parts) for key, parts in targets.items()}
     if any_raw and start:
         features = g.op("Concat", [inp.X, z_all], "routing_features", axis=1)
-    else:
-        features = inp.X if any_raw else z_all
+    else:  # raw features only, or no split at all (every tree a single leaf)
+        features = z_all if start else inp.X
     ids = g.op(
         "TreeEnsembleRegressor",
         [features],
@@ -255,13 +267,130 @@ def _double_tensor(values):
 
 
 def hard_sum(g, inp, forest, z_all=None):
-    """Sum over the trees of the reached leaf's value (n_samples x n_outputs, float64)."""
-    ranks = leaf_ranks(g, inp, forest, z_all)
+    """Sum over the trees of the reached leaf's value (n_samples x n_outputs, float64).
+
+    Routes with :func:`leaf_ranks` (all oblique margins, then a tree
+    ensemble) unless the forest has many more oblique splits than a row
+    visits (deep oblique trees), where :func:`leaf_rows_by_walk` is cheaper
+    in time and memory; with ``z_all`` given (margins already computed for
+    soft routing), always the former.
+    """
     leaves = np.flatnonzero(forest.children_left < 0)  # global ids, tree by tree
-    tree_of_leaf = np.searchsorted(forest.node_offset, leaves, side="right") - 1
-    offsets = np.searchsorted(tree_of_leaf, np.arange(forest.n_trees))[None, :]
-    rows = g.op("Add", [ranks, g.const(offsets.astype(np.int64), "tree_leaf_offset")], "leaf_rows")
+    if z_all is None and _walk_is_cheaper(forest):
+        rows = leaf_rows_by_walk(g, inp, forest, leaves)
+    else:
+        ranks = leaf_ranks(g, inp, forest, z_all)
+        tree_of_leaf = np.searchsorted(forest.node_offset, leaves, side="right") - 1
+        offsets = np.searchsorted(tree_of_leaf, np.arange(forest.n_trees))[None, :].astype(np.int64)
+        rows = g.op("Add", [ranks, g.const(offsets, "tree_leaf_offset")], "leaf_rows")
     return gather_sum(g, rows, forest.value[leaves], forest.n_trees, hint="leaf")
+
+
+def _walk_is_cheaper(forest):
+    """Whether routing level by level beats computing every oblique margin.
+
+    Per row, the margin product costs one multiply-add per oblique split and
+    feature and holds every margin; the walk gathers the weights of each
+    split it visits (trees x depth), several times dearer per split, and
+    holds one margin per tree (:data:`WALK_RATIO`, :data:`MAX_MARGINS`).
+    """
+    n_oblique = sum(
+        int(np.count_nonzero(~_routes_on_raw_feature(tree, nodes)))
+        for tree, nodes in zip(forest.trees, internal_nodes(forest.trees), strict=True)
+    )
+    visits = forest.n_trees * int(forest.depth.max(initial=0))
+    return n_oblique > WALK_RATIO * visits or n_oblique > MAX_MARGINS
+
+
+def _row_dots(g, w, x, n_trees, shaped):
+    """``sum_j w[i, t, j] x[i, j]`` (n, trees) from ``w`` (n, trees, p) and ``x`` (n, p).
+
+    A batched ``MatMul`` with ``x`` as (n, p, 1) when several trees share a
+    row; otherwise multiply by ``x`` as (n, 1, p) and sum (onnxruntime's
+    batched product of one-row matrices is slow). ``shaped`` caches the
+    reshaped ``x`` per (name, axis).
+    """
+    axis = 2 if n_trees >= WALK_MATMUL_TREES else 1
+    if (x, axis) not in shaped:
+        shaped[(x, axis)] = g.op("Unsqueeze", [x, g.const(np.array([axis]), "axis")], "x3")
+    x3, axis2 = shaped[(x, axis)], g.const(np.array([2]), "axis2")
+    if axis == 2:
+        return g.op("Squeeze", [g.op("MatMul", [w, x3], "dots3"), axis2], "dots")
+    return g.op("ReduceSum", [g.op("Mul", [w, x3], "terms"), axis2], "dots", keepdims=0)
+
+
+def leaf_rows_by_walk(g, inp, forest, leaves):
+    """Row of the leaf-value table (``leaves`` order) each row reaches in each tree.
+
+    Every tree is walked level by level: each (row, tree) gathers the
+    weights, missing-value terms and bias of its current node and takes one
+    dot product, then moves to a child (a leaf is its own child). Trees go
+    in groups of at most :data:`GATHER_WIDTH` gathered weights per row.
+    """
+    p = forest.n_features
+    n_nodes = int(forest.node_offset[-1])
+    inner = np.flatnonzero(forest.children_left >= 0)
+    S, M, b = split_matrices(forest.trees, internal_nodes(forest.trees), p)
+    weights = np.zeros((n_nodes, p))
+    weights[inner] = S.T
+    missing = np.zeros((n_nodes, p))
+    missing[inner] = M.T
+    bias = np.zeros(n_nodes)
+    bias[inner] = b
+    tree_of = np.repeat(np.arange(forest.n_trees), np.diff(forest.node_offset))
+    node = np.arange(n_nodes)
+    is_leaf = forest.children_left < 0
+    start = forest.node_offset[tree_of]
+    left = np.where(is_leaf, node, forest.children_left + start)
+    right = np.where(is_leaf, node, forest.children_right + start)
+    leaf_row = np.zeros(n_nodes, dtype=np.int64)
+    leaf_row[leaves] = np.arange(leaves.shape[0])
+    depth = int(forest.depth.max(initial=0))
+    use_missing = bool(np.any(missing))
+
+    shaped = {}
+    nan = g.op("Cast", [inp.nan], "x_isnan_double", to=DOUBLE) if use_missing else None
+    names = {
+        key: g.const(array, f"walk_{key}")
+        for key, array in [("weights", weights), ("bias", bias), ("left", left), ("right", right)]
+    }
+    if use_missing:
+        names["missing"] = g.const(missing, "walk_missing")
+    zero = g.const(np.array(0.0), "zero")
+    leaf_row = g.const(leaf_row, "leaf_row_of_node")
+    group = max(1, GATHER_WIDTH // max(p, 1))
+    parts = []
+    for t0 in range(0, forest.n_trees, group):
+        roots = forest.node_offset[t0 : min(forest.n_trees, t0 + group)]
+        # the roots are constants: their margins are one product
+        z = g.op("MatMul", [inp.zeroed, g.const(weights[roots].T, "root_weights")], "root_z")
+        if use_missing:
+            z_nan = g.op("MatMul", [nan, g.const(missing[roots].T, "root_missing")])
+            z = g.op("Add", [z, z_nan], "root_z_sum")
+        z = g.op("Add", [z, g.const(bias[roots], "root_bias")], "root_margin")
+        goes_right = g.op("Greater", [z, zero], "right")
+        cur = g.op(
+            "Where",
+            [
+                goes_right,
+                g.const(right[roots][None, :], "root_right"),
+                g.const(left[roots][None, :], "root_left"),
+            ],
+            "node",
+        )
+        for _ in range(depth - 1):
+            w = g.op("Gather", [names["weights"], cur], "node_weights", axis=0)  # (n, trees, p)
+            z = _row_dots(g, w, inp.zeroed, len(roots), shaped)
+            if use_missing:
+                m = g.op("Gather", [names["missing"], cur], "node_missing", axis=0)
+                z = g.op("Add", [z, _row_dots(g, m, nan, len(roots), shaped)], "node_z")
+            z = g.op("Add", [z, g.op("Gather", [names["bias"], cur], axis=0)], "node_margin")
+            goes_right = g.op("Greater", [z, zero], "right")
+            to_right = g.op("Gather", [names["right"], cur], "to_right", axis=0)
+            to_left = g.op("Gather", [names["left"], cur], "to_left", axis=0)
+            cur = g.op("Where", [goes_right, to_right, to_left], "node")
+        parts.append(g.op("Gather", [leaf_row, cur], "rows", axis=0))
+    return parts[0] if len(parts) == 1 else g.op("Concat", parts, "leaf_rows", axis=1)
 
 
 def gather_sum(g, ids, table, n_trees, weights=None, hint="leaf"):
