@@ -569,9 +569,12 @@ class E2EDTClassifier(ObliqueClassifierMixin, BaseObliqueForest):
 
             one_tree = ObliqueForest.from_trees([tree], validate=False)
             return traversal.predict_value(one_tree, X, self._prediction_threads())
-        from obliquetrees._core.soft import soft_predict  # numba is imported on first use
+        # numba is imported on first use
+        from obliquetrees._core._jit import numba_threads
+        from obliquetrees._core.soft import soft_predict
 
-        return soft_predict(tree, X, tree.value, steepness=steepness)
+        with numba_threads(self._prediction_threads()):  # results do not depend on it
+            return soft_predict(tree, X, tree.value, steepness=steepness)
 
     def _set_oob_score(self, X, y):
         """``oob_decision_function_`` and ``oob_score_`` from each tree's bootstrap.

@@ -576,3 +576,26 @@ def test_new_options_with_nan_sparse_and_any_n_jobs(blobs):
     dense = E2EDTClassifier(**kw).fit(np.nan_to_num(X), y)
     assert np.mean(c.predict(Xs) == dense.predict(np.nan_to_num(X))) > 0.95
     assert abs(c.oob_score_ - dense.oob_score_) < 0.05
+
+
+def test_soft_probabilities_use_n_jobs_threads(blobs, monkeypatch):
+    """predict_proba's soft evaluation runs on n_jobs numba threads (it ignored n_jobs)."""
+    import numba
+
+    from obliquetrees._core import soft
+
+    X, y = blobs
+    model = E2EDTClassifier(max_depth=3, max_epochs=2, random_state=0, n_jobs=1).fit(X, y)
+    big = np.repeat(X, -(-3 * soft.SERIAL_PREDICT_ROWS // X.shape[0]), axis=0)
+    seen = []
+    parallel = soft.soft_predict_parallel
+
+    def recording(*args):
+        seen.append(numba.get_num_threads())
+        return parallel(*args)
+
+    monkeypatch.setattr(soft, "soft_predict_parallel", recording)
+    one = model.predict_proba(big)
+    two = model.set_params(n_jobs=2).predict_proba(big)
+    assert seen == [1, min(2, numba.config.NUMBA_NUM_THREADS)]
+    np.testing.assert_array_equal(one, two)
