@@ -33,6 +33,7 @@ SUBCOMMANDS = {
     "unpickle-check": "benchmarks.bench_unpickle_check",
     "profile-co2": "benchmarks.profile_co2",
     "figure-e2edt-spatial": "benchmarks.figure_e2edt_spatial",
+    "onnx": "benchmarks.bench_onnx",
     "run": "benchmarks.run",
 }
 

@@ -297,3 +297,18 @@ def test_skl2onnx_converts_pipelines(digits, diabetes, dtype):
 
     with pytest.raises(ValueError, match="opset 13 or later"):
         skl2onnx.to_onnx(clf, X_clf[:1].astype(dtype), target_opset=12)
+
+
+def test_export_example_runs():
+    """examples/export_onnx.py: onnxruntime gives predict's labels on digits."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "examples" / "export_onnx.py"
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "onnxruntime, float32 graph: labels as predict on 100.0 %" in result.stdout
+    assert "skl2onnx pipeline" in result.stdout
