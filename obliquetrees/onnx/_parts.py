@@ -5,27 +5,30 @@ kernels do (they read float32 input and compute in float64), so an exported
 model routes every row as ``predict`` does, except where a margin is within
 rounding of 0 (a matrix product sums in another order than the traversal).
 
-- :func:`hard_sum`: hard routing (the numba traversal). The margins of all
-  oblique splits are one ``MatMul`` (``Z = X.S + isnan(X).M + b``, so a NaN
-  contributes its weight's missing-value term); a standard
-  ``TreeEnsembleRegressor`` then routes on these *virtual features* (split
-  ``z <= 0`` goes left, as the package's ties) and on the raw features for
-  splits with one weight of +-1 (converted scikit-learn trees), whose
-  missing values follow the split's missing-value term. It returns each
-  tree's leaf rank (exact: float32 holds integers below 2**24), whose
-  values are gathered in float64.
+- :func:`hard_sum`: hard routing (the numba traversal), one of two ways.
+  :func:`leaf_ranks`: the margins of all oblique splits are one ``MatMul``
+  (``Z = X.S + isnan(X).M + b``, so a NaN contributes its weight's
+  missing-value term); a standard ``TreeEnsembleRegressor`` then routes on
+  these *virtual features* (split ``z <= 0`` goes left, as the package's
+  ties) and on the raw features for splits with one weight of +-1
+  (converted scikit-learn trees, exact), whose missing values follow the
+  split's missing-value term; it returns each tree's leaf rank (exact:
+  float32 holds integers below 2**24). :func:`leaf_rows_by_walk`, for deep
+  oblique forests: each (row, tree) gathers its current split's weights
+  and steps down, level by level. Leaf values are gathered in float64.
 - :func:`soft_sum`: soft routing (:mod:`obliquetrees._core.soft`): the
   log-probability of every node, parent's plus ``log sigmoid(+-s z)``,
   level by level, then ``exp`` at the leaves times their values.
 - :func:`hinge_decision`: the hinge forest's forward pass
   (:mod:`obliquetrees._training._hinge_forward`).
 
-Memory of a graph run: rows x (splits + nodes) doubles for soft routing,
-rows x (oblique splits) for the margins; batches of rows bound it.
+Memory of a graph run, in float64 per row: splits + nodes for soft routing,
+the oblique splits (at most :data:`MAX_MARGINS`) for the margin product, at
+most :data:`GATHER_WIDTH` for a walk or a gather of leaf values.
 """
 
 import numpy as np
-from onnx import TensorProto
+from onnx import TensorProto, numpy_helper
 
 from obliquetrees.onnx._graph import ML_DOMAIN
 
@@ -36,9 +39,9 @@ MAX_TREE_NODES = 1 << 24
 GATHER_WIDTH = 512
 #: Routing walks the trees level by level (:func:`leaf_rows_by_walk`) when a
 #: forest has more than this many oblique splits per split a row visits
-#: (trees x depth): measured on letter (``python -m benchmarks onnx --part
-#: routing``), the margin product was faster at 10.5 splits per visit and
-#: the walk at 47.
+#: (trees x depth). Measured on letter (``python -m benchmarks onnx``,
+#: table "Routing choice"): the margin product was faster at about 10 splits
+#: per visit and the walk at about 50.
 WALK_RATIO = 20.0
 #: ... or more oblique splits than this: the margin product holds one
 #: float64 per split and row (32 KiB per row here).
@@ -261,8 +264,6 @@ def leaf_ranks(g, inp, forest, z_all=None):
 
 
 def _double_tensor(values):
-    from onnx import numpy_helper
-
     return numpy_helper.from_array(np.ascontiguousarray(values, dtype=np.float64))
 
 
