@@ -2,11 +2,13 @@
 
 A scikit-learn RandomForestClassifier (100 fully grown trees by default) is
 converted with ``obliquetrees.convert.from_sklearn``; both models then predict
-the same test rows with ``n_jobs=2``. Both run in this process, interleaved,
-median of ``--repeat`` runs each, after a warm-up call (numba cache load or
-compilation for ours). The ratio is sklearn time / our time (> 1: we are faster).
+the same test rows, with ``n_jobs=1`` and with ``n_jobs=2``. Both run in this
+process, interleaved, median of ``--repeat`` runs each, after a warm-up call
+(numba cache load or compilation for ours). The ratio is sklearn time / our
+time (> 1: we are faster). The header records the CPU model: the ratio
+differs between Intel and AMD machines.
 
-    python -m benchmarks predict            # letter and usps, 100 trees
+    python -m benchmarks predict            # letter and usps, 100 trees, n_jobs 1 and 2
 """
 
 import statistics
@@ -21,8 +23,9 @@ from obliquetrees.convert import from_sklearn
 
 def compare(dataset, n_estimators, repeat, n_jobs):
     X_train, y_train, X_test, _ = train_test(dataset)
-    rf = RandomForestClassifier(n_estimators=n_estimators, n_jobs=n_jobs, random_state=0)
+    rf = RandomForestClassifier(n_estimators=n_estimators, n_jobs=2, random_state=0)
     rf.fit(X_train, y_train)
+    rf.set_params(n_jobs=n_jobs)
     ours = from_sklearn(rf, n_jobs=n_jobs)
     _, warm = timed(ours.predict_proba, X_test[:10])
     sk_times, our_times = [], []
@@ -37,6 +40,7 @@ def compare(dataset, n_estimators, repeat, n_jobs):
         "dataset": dataset,
         "test rows": len(X_test),
         "trees": n_estimators,
+        "n_jobs": n_jobs,
         "nodes/tree": round(ours.forest_.node_offset[-1] / n_estimators),
         "sklearn predict_proba s": sk,
         "ours predict_proba s": us,
@@ -51,21 +55,22 @@ def add_arguments(parser):
     parser.add_argument("--dataset", action="append", default=None)
     parser.add_argument("--n-estimators", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--n-jobs", type=int, nargs="+", default=[1, 2])
 
 
 def main(args):
     rows = [
-        compare(d, args.n_estimators, args.repeat, args.n_jobs)
+        compare(d, args.n_estimators, args.repeat, n_jobs)
         for d in args.dataset or ["letter", "usps"]
+        for n_jobs in args.n_jobs
     ]
     for row in rows:
         print(row)
     notes = (
         "Fully grown RandomForestClassifier (random_state=0) converted to obliquetrees "
-        "containers; both predict_proba with n_jobs="
-        f"{args.n_jobs}, median of {args.repeat} interleaved repeats; predictions checked "
-        "identical. One run on a shared 2-core machine: compare the ratio, not the seconds."
+        "containers; both predict_proba with the same n_jobs (column), median of "
+        f"{args.repeat} interleaved repeats; predictions checked identical. One run on a "
+        "shared 2-core machine: compare the ratio, not the seconds."
     )
     write_results(
         "predict.md",
