@@ -4,6 +4,7 @@ import copy
 import warnings
 
 import numpy as np
+from sklearn.base import is_classifier
 
 from obliquetrees._core.missing import MissingValues
 from obliquetrees.base import (
@@ -23,7 +24,254 @@ from obliquetrees.utils._param_validation import (
 )
 
 
-class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
+class _BaseCO2Forest(BaseObliqueForest):
+    """What the CO2 classifier and regressor share: parameters, growth, warm start, out-of-bag."""
+
+    _fit_accepts_sparse = True
+
+    _parameter_constraints = {
+        "n_estimators": [Interval(Integral, 1, None, closed="left")],
+        "nu": [Interval(Real, 0, None, closed="neither")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "max_features": [
+            StrOptions({"sqrt", "log2"}),
+            Interval(Integral, 1, None, closed="left"),
+            Interval(RealNotInt, 0, 1, closed="right"),
+            None,
+        ],
+        "max_depth": [Interval(Integral, 1, None, closed="left"), None],
+        "min_samples_split": [Interval(Integral, 2, None, closed="left")],
+        "min_samples_leaf": [Interval(Integral, 1, None, closed="left")],
+        "max_leaf_nodes": [Interval(Integral, 2, None, closed="left"), None],
+        "min_impurity_decrease": [Interval(Real, 0, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "momentum": [Interval(Real, 0, 1, closed="left")],
+        "cccp_epochs": [Interval(Integral, 1, None, closed="left")],
+        "max_cccp_iter": [Interval(Integral, 0, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "bootstrap": ["boolean"],
+        "max_samples": [
+            None,
+            Interval(RealNotInt, 0, None, closed="neither"),
+            Interval(Integral, 1, None, closed="left"),
+        ],
+        "oob_score": ["boolean", callable],
+        "n_jobs": [Integral, None],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+        "warm_start": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        n_estimators=100,
+        *,
+        nu=10.0,
+        learning_rate=0.1,
+        max_features="sqrt",
+        max_depth=None,
+        min_samples_split=2,
+        min_samples_leaf=1,
+        max_leaf_nodes=None,
+        min_impurity_decrease=0.0,
+        batch_size=100,
+        momentum=0.9,
+        cccp_epochs=3,
+        max_cccp_iter=20,
+        tol=1e-3,
+        bootstrap=True,
+        max_samples=None,
+        oob_score=False,
+        n_jobs=None,
+        random_state=None,
+        verbose=0,
+        warm_start=False,
+    ):
+        self.n_estimators = n_estimators
+        self.nu = nu
+        self.learning_rate = learning_rate
+        self.max_features = max_features
+        self.max_depth = max_depth
+        self.min_samples_split = min_samples_split
+        self.min_samples_leaf = min_samples_leaf
+        self.max_leaf_nodes = max_leaf_nodes
+        self.min_impurity_decrease = min_impurity_decrease
+        self.batch_size = batch_size
+        self.momentum = momentum
+        self.cccp_epochs = cccp_epochs
+        self.max_cccp_iter = max_cccp_iter
+        self.tol = tol
+        self.bootstrap = bootstrap
+        self.max_samples = max_samples
+        self.oob_score = oob_score
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+        self.warm_start = warm_start
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    @fill_doc
+    def fit(self, X, y, sample_weight=None):
+        """Grow the forest on ``(X, y)``.
+
+        %(fit_parameters_multioutput)s
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the samples (multiplied with the bootstrap counts).
+
+        %(fit_returns)s
+        """
+        from obliquetrees._training import co2  # numba is imported on first use
+        from obliquetrees.utils.seeds import draw_seeds
+
+        if self.oob_score and not self.bootstrap:
+            raise ValueError("Out-of-bag estimation needs bootstrap=True.")
+        if self.max_samples is not None and not self.bootstrap:
+            raise ValueError(
+                f"max_samples={self.max_samples!r} needs bootstrap=True (without "
+                "bootstrap every tree sees all samples); set bootstrap=True or "
+                "max_samples=None."
+            )
+        old_trees = []
+        old_stats = np.zeros((0, 2), dtype=np.int64)
+        old_seeds = None
+        if self.warm_start and "forest_" in self.__dict__:
+            # shallow copies: packing consumes the tree objects, not the user's views
+            old_trees = [copy.copy(tree) for tree in self.trees_]
+            old_stats = np.column_stack([self.n_cccp_iter_, self.n_axis_fallback_])
+            old_seeds = self.__dict__.get("_tree_seeds")  # absent in older pickles
+            old_targets = self._target_description()
+            old_n_features = self.forest_.n_features
+        if len(old_trees) > self.n_estimators:
+            raise ValueError(
+                f"n_estimators={self.n_estimators} must be at least the number of "
+                f"trees already fitted ({len(old_trees)}) when warm_start=True."
+            )
+        X, y, sample_weight = self._validate_fit_data(X, y, sample_weight)
+        if not is_classifier(self):
+            self.n_outputs_ = 1 if y.ndim == 1 else y.shape[1]
+        if old_trees and X.shape[1] != old_n_features:
+            raise ValueError(
+                f"warm_start=True needs the {old_n_features} features of the previous "
+                f"fit; X has {X.shape[1]}."
+            )
+        if old_trees and self._target_description() != old_targets:
+            raise ValueError(
+                f"warm_start=True needs the same {self._target_kind} as the previous fit "
+                f"({old_targets}); got {self._target_description()}."
+            )
+        n_draws = self._n_bootstrap_draws(X.shape[0])
+        # pickles from before max_samples drew as many rows as the data had
+        old_draws = self.__dict__.get("_n_draws", X.shape[0] if self.bootstrap else None)
+        if old_trees and n_draws != old_draws:
+            raise ValueError(
+                "warm_start=True needs the bootstrap of the previous fit "
+                f"({self._describe_draws(old_draws)}); bootstrap={self.bootstrap} and "
+                f"max_samples={self.max_samples!r} give {self._describe_draws(n_draws)}."
+            )
+        # NaN: trees train on indicator-augmented inputs and are folded back
+        missing = MissingValues.from_data(X, sample_weight, y, is_classifier(self))
+        self.max_features_ = resolve_max_features(self.max_features, missing.n_inputs)
+        seeds = draw_seeds(self.random_state, self.n_estimators)
+        if old_seeds is not None:  # random_state=None draws new seeds each fit
+            seeds[: len(old_trees)] = old_seeds
+        if len(old_trees) == self.n_estimators:
+            warnings.warn(
+                "Warm-start fitting without increasing n_estimators does not fit new trees.",
+                UserWarning,
+                stacklevel=2,
+            )
+            return self
+        params = co2.CO2Params(
+            max_features=self.max_features_,
+            max_depth=self.max_depth,
+            min_samples_split=self.min_samples_split,
+            min_samples_leaf=self.min_samples_leaf,
+            max_leaf_nodes=self.max_leaf_nodes,
+            nu=self.nu,
+            learning_rate=self.learning_rate,
+            batch_size=self.batch_size,
+            momentum=self.momentum,
+            cccp_epochs=self.cccp_epochs,
+            max_cccp_iter=self.max_cccp_iter,
+            tol=self.tol,
+            bootstrap=self.bootstrap,
+            max_samples=n_draws,
+            min_impurity_decrease=self.min_impurity_decrease,
+        )
+        trees, stats = co2.fit_forest(
+            missing.augment(X),
+            y,
+            getattr(self, "n_classes_", None),  # None: regression targets
+            seeds[len(old_trees) :],
+            params,
+            sample_weight=sample_weight,
+            class_weight=self._class_weight_vector(y),
+            n_jobs=self.n_jobs,
+            verbose=self.verbose,
+        )
+        stats = np.vstack([old_stats, stats[:, [0, 2]]])
+        self.n_cccp_iter_ = stats[:, 0].copy()
+        self.n_axis_fallback_ = stats[:, 1].copy()
+        self._tree_seeds = seeds
+        self._n_draws = n_draws
+        self._set_trees(old_trees + [missing.fold(tree) for tree in trees])
+        if self.oob_score:
+            self._set_oob_score(X, y)
+        else:  # from an earlier fit
+            for name in ("oob_score_", self._oob_output_name):
+                self.__dict__.pop(name, None)
+        return self
+
+    def _n_bootstrap_draws(self, n_samples):
+        """Rows drawn per tree (``max_samples`` resolved), None without bootstrap."""
+        if not self.bootstrap:
+            return None
+        if self.max_samples is None:
+            return n_samples
+        if isinstance(self.max_samples, Integral):
+            return int(self.max_samples)
+        return max(int(self.max_samples * n_samples), 1)
+
+    @staticmethod
+    def _describe_draws(n_draws):
+        return "no bootstrap" if n_draws is None else f"{n_draws} draws per tree"
+
+    def _set_oob_score(self, X, y):
+        """``oob_score_`` and the out-of-bag output of each training sample, from the bootstraps."""
+        from obliquetrees._core import traversal
+        from obliquetrees._core.forest import ObliqueForest
+        from obliquetrees._training.co2 import tree_bootstrap_counts
+
+        n = X.shape[0]
+        total = np.zeros((n, self.forest_.n_outputs))
+        n_oob_trees = np.zeros(n, dtype=np.int64)
+        for tree, seed in zip(self.trees_, self._tree_seeds, strict=True):
+            oob = np.flatnonzero(tree_bootstrap_counts(n, seed, self._n_draws) == 0)
+            if oob.size:
+                one_tree = ObliqueForest.from_trees([tree], validate=False)
+                total[oob] += traversal.predict_value(one_tree, X[oob], self._prediction_threads())
+                n_oob_trees[oob] += 1
+        covered = n_oob_trees > 0
+        if not covered.all():
+            warnings.warn(
+                f"{np.count_nonzero(~covered)} of {n} samples were drawn by every "
+                f"bootstrap, so they have no out-of-bag prediction (NaN rows of "
+                f"{self._oob_output_name}; oob_score_ leaves them out). Use more trees.",
+                UserWarning,
+                stacklevel=4,
+            )
+        output = np.full((n, self.forest_.n_outputs), np.nan)
+        output[covered] = total[covered] / n_oob_trees[covered, None]
+        if covered.any():
+            y_true, y_pred = self._oob_targets(y[covered], output[covered])
+            score = self.oob_score if callable(self.oob_score) else self._default_oob_score
+            self.oob_score_ = float(score(y_true, y_pred))
+        else:
+            self.oob_score_ = np.nan
+        setattr(self, self._oob_output_name, self._oob_output(output))
+
+
+class CO2ForestClassifier(ObliqueClassifierMixin, _BaseCO2Forest):
     """CO2 Forest: bagged trees whose oblique splits are optimised by CCCP.
 
     Each tree is grown breadth-first on a bootstrap sample. At every internal
@@ -308,41 +556,11 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
     array([0, 0, 0])
     """
 
-    _fit_accepts_sparse = True
-
     _parameter_constraints = {
-        "n_estimators": [Interval(Integral, 1, None, closed="left")],
-        "nu": [Interval(Real, 0, None, closed="neither")],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "max_features": [
-            StrOptions({"sqrt", "log2"}),
-            Interval(Integral, 1, None, closed="left"),
-            Interval(RealNotInt, 0, 1, closed="right"),
-            None,
-        ],
-        "max_depth": [Interval(Integral, 1, None, closed="left"), None],
-        "min_samples_split": [Interval(Integral, 2, None, closed="left")],
-        "min_samples_leaf": [Interval(Integral, 1, None, closed="left")],
-        "max_leaf_nodes": [Interval(Integral, 2, None, closed="left"), None],
-        "min_impurity_decrease": [Interval(Real, 0, None, closed="left")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "momentum": [Interval(Real, 0, 1, closed="left")],
-        "cccp_epochs": [Interval(Integral, 1, None, closed="left")],
-        "max_cccp_iter": [Interval(Integral, 0, None, closed="left")],
-        "tol": [Interval(Real, 0, None, closed="left")],
-        "bootstrap": ["boolean"],
-        "max_samples": [
-            None,
-            Interval(RealNotInt, 0, None, closed="neither"),
-            Interval(Integral, 1, None, closed="left"),
-        ],
-        "oob_score": ["boolean", callable],
+        **_BaseCO2Forest._parameter_constraints,
         "class_weight": [StrOptions({"balanced", "balanced_subsample"}), dict, None],
-        "n_jobs": [Integral, None],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
-        "warm_start": ["boolean"],
     }
+    _oob_output_name = "oob_decision_function_"
 
     def __init__(
         self,
@@ -370,28 +588,30 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
         verbose=0,
         warm_start=False,
     ):
-        self.n_estimators = n_estimators
-        self.nu = nu
-        self.learning_rate = learning_rate
-        self.max_features = max_features
-        self.max_depth = max_depth
-        self.min_samples_split = min_samples_split
-        self.min_samples_leaf = min_samples_leaf
-        self.max_leaf_nodes = max_leaf_nodes
-        self.min_impurity_decrease = min_impurity_decrease
-        self.batch_size = batch_size
-        self.momentum = momentum
-        self.cccp_epochs = cccp_epochs
-        self.max_cccp_iter = max_cccp_iter
-        self.tol = tol
-        self.bootstrap = bootstrap
-        self.max_samples = max_samples
-        self.oob_score = oob_score
+        super().__init__(
+            n_estimators,
+            nu=nu,
+            learning_rate=learning_rate,
+            max_features=max_features,
+            max_depth=max_depth,
+            min_samples_split=min_samples_split,
+            min_samples_leaf=min_samples_leaf,
+            max_leaf_nodes=max_leaf_nodes,
+            min_impurity_decrease=min_impurity_decrease,
+            batch_size=batch_size,
+            momentum=momentum,
+            cccp_epochs=cccp_epochs,
+            max_cccp_iter=max_cccp_iter,
+            tol=tol,
+            bootstrap=bootstrap,
+            max_samples=max_samples,
+            oob_score=oob_score,
+            n_jobs=n_jobs,
+            random_state=random_state,
+            verbose=verbose,
+            warm_start=warm_start,
+        )
         self.class_weight = class_weight
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.verbose = verbose
-        self.warm_start = warm_start
 
     def _class_weight_vector(self, y):
         """Per-class weights (encoded order), "balanced_subsample" or None."""
@@ -399,162 +619,20 @@ class CO2ForestClassifier(ObliqueClassifierMixin, BaseObliqueForest):
             return self.class_weight
         return class_weight_vector(self.class_weight, self.classes_, y)
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    @fill_doc
-    def fit(self, X, y, sample_weight=None):
-        """Grow the forest on ``(X, y)``.
+    _target_kind = "classes"
 
-        %(fit_parameters_classifier)s
-        sample_weight : array-like of shape (n_samples,), default=None
-            Weights of the samples (multiplied with the bootstrap counts).
-
-        %(fit_returns)s
-        """
-        from obliquetrees._training import co2  # numba is imported on first use
-        from obliquetrees.utils.seeds import draw_seeds
-
-        if self.oob_score and not self.bootstrap:
-            raise ValueError("Out-of-bag estimation needs bootstrap=True.")
-        if self.max_samples is not None and not self.bootstrap:
-            raise ValueError(
-                f"max_samples={self.max_samples!r} needs bootstrap=True (without "
-                "bootstrap every tree sees all samples); set bootstrap=True or "
-                "max_samples=None."
-            )
-        old_trees = []
-        old_stats = np.zeros((0, 2), dtype=np.int64)
-        old_seeds = None
-        if self.warm_start and "forest_" in self.__dict__:
-            # shallow copies: packing consumes the tree objects, not the user's views
-            old_trees = [copy.copy(tree) for tree in self.trees_]
-            old_stats = np.column_stack([self.n_cccp_iter_, self.n_axis_fallback_])
-            old_seeds = self.__dict__.get("_tree_seeds")  # absent in older pickles
-            old_classes = self.classes_
-            old_n_features = self.forest_.n_features
-        if len(old_trees) > self.n_estimators:
-            raise ValueError(
-                f"n_estimators={self.n_estimators} must be at least the number of "
-                f"trees already fitted ({len(old_trees)}) when warm_start=True."
-            )
-        X, y, sample_weight = self._validate_fit_data(X, y, sample_weight)
-        if old_trees and X.shape[1] != old_n_features:
-            raise ValueError(
-                f"warm_start=True needs the {old_n_features} features of the previous "
-                f"fit; X has {X.shape[1]}."
-            )
-        if old_trees and not np.array_equal(old_classes, self.classes_):
-            raise ValueError(
-                f"warm_start=True needs the same classes as the previous fit "
-                f"({old_classes.tolist()}); got {self.classes_.tolist()}."
-            )
-        n_draws = self._n_bootstrap_draws(X.shape[0])
-        # pickles from before max_samples drew as many rows as the data had
-        old_draws = self.__dict__.get("_n_draws", X.shape[0] if self.bootstrap else None)
-        if old_trees and n_draws != old_draws:
-            raise ValueError(
-                "warm_start=True needs the bootstrap of the previous fit "
-                f"({self._describe_draws(old_draws)}); bootstrap={self.bootstrap} and "
-                f"max_samples={self.max_samples!r} give {self._describe_draws(n_draws)}."
-            )
-        # NaN: trees train on indicator-augmented inputs and are folded back
-        missing = MissingValues.from_data(X, sample_weight, y)
-        self.max_features_ = resolve_max_features(self.max_features, missing.n_inputs)
-        seeds = draw_seeds(self.random_state, self.n_estimators)
-        if old_seeds is not None:  # random_state=None draws new seeds each fit
-            seeds[: len(old_trees)] = old_seeds
-        if len(old_trees) == self.n_estimators:
-            warnings.warn(
-                "Warm-start fitting without increasing n_estimators does not fit new trees.",
-                UserWarning,
-                stacklevel=2,
-            )
-            return self
-        params = co2.CO2Params(
-            max_features=self.max_features_,
-            max_depth=self.max_depth,
-            min_samples_split=self.min_samples_split,
-            min_samples_leaf=self.min_samples_leaf,
-            max_leaf_nodes=self.max_leaf_nodes,
-            nu=self.nu,
-            learning_rate=self.learning_rate,
-            batch_size=self.batch_size,
-            momentum=self.momentum,
-            cccp_epochs=self.cccp_epochs,
-            max_cccp_iter=self.max_cccp_iter,
-            tol=self.tol,
-            bootstrap=self.bootstrap,
-            max_samples=n_draws,
-            min_impurity_decrease=self.min_impurity_decrease,
-        )
-        trees, stats = co2.fit_forest(
-            missing.augment(X),
-            y,
-            self.n_classes_,
-            seeds[len(old_trees) :],
-            params,
-            sample_weight=sample_weight,
-            class_weight=self._class_weight_vector(y),
-            n_jobs=self.n_jobs,
-            verbose=self.verbose,
-        )
-        stats = np.vstack([old_stats, stats[:, [0, 2]]])
-        self.n_cccp_iter_ = stats[:, 0].copy()
-        self.n_axis_fallback_ = stats[:, 1].copy()
-        self._tree_seeds = seeds
-        self._n_draws = n_draws
-        self._set_trees(old_trees + [missing.fold(tree) for tree in trees])
-        if self.oob_score:
-            self._set_oob_score(X, y)
-        elif "oob_score_" in self.__dict__:  # from an earlier fit
-            del self.oob_score_, self.oob_decision_function_
-        return self
-
-    def _n_bootstrap_draws(self, n_samples):
-        """Rows drawn per tree (``max_samples`` resolved), None without bootstrap."""
-        if not self.bootstrap:
-            return None
-        if self.max_samples is None:
-            return n_samples
-        if isinstance(self.max_samples, Integral):
-            return int(self.max_samples)
-        return max(int(self.max_samples * n_samples), 1)
+    def _target_description(self):
+        return self.classes_.tolist()
 
     @staticmethod
-    def _describe_draws(n_draws):
-        return "no bootstrap" if n_draws is None else f"{n_draws} draws per tree"
-
-    def _set_oob_score(self, X, y):
-        """``oob_decision_function_`` and ``oob_score_`` from each tree's bootstrap."""
+    def _default_oob_score(y_true, y_pred):
         from sklearn.metrics import accuracy_score
 
-        from obliquetrees._core import traversal
-        from obliquetrees._core.forest import ObliqueForest
-        from obliquetrees._training.co2 import tree_bootstrap_counts
+        return accuracy_score(y_true, y_pred)
 
-        n = X.shape[0]
-        total = np.zeros((n, self.n_classes_))
-        n_oob_trees = np.zeros(n, dtype=np.int64)
-        for tree, seed in zip(self.trees_, self._tree_seeds, strict=True):
-            oob = np.flatnonzero(tree_bootstrap_counts(n, seed, self._n_draws) == 0)
-            if oob.size:
-                one_tree = ObliqueForest.from_trees([tree], validate=False)
-                total[oob] += traversal.predict_value(one_tree, X[oob], self._prediction_threads())
-                n_oob_trees[oob] += 1
-        covered = n_oob_trees > 0
-        if not covered.all():
-            warnings.warn(
-                f"{np.count_nonzero(~covered)} of {n} samples were drawn by every "
-                "bootstrap, so they have no out-of-bag prediction (NaN rows of "
-                "oob_decision_function_; oob_score_ leaves them out). Use more trees.",
-                UserWarning,
-                stacklevel=4,
-            )
-        decision = np.full((n, self.n_classes_), np.nan)
-        decision[covered] = total[covered] / n_oob_trees[covered, None]
-        self.oob_decision_function_ = decision
-        score = self.oob_score if callable(self.oob_score) else accuracy_score
-        if covered.any():
-            y_pred = self.classes_[np.argmax(decision[covered], axis=1)]
-            self.oob_score_ = float(score(self.classes_[y[covered]], y_pred))
-        else:
-            self.oob_score_ = np.nan
+    def _oob_targets(self, y, output):
+        return self.classes_[y], self.classes_[np.argmax(output, axis=1)]
+
+    @staticmethod
+    def _oob_output(output):
+        return output

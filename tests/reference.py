@@ -260,10 +260,24 @@ def co2_weighted_entropy(yb, wb, mask, n_classes):
     return out
 
 
+def co2_weighted_squared_error(yb, wb, mask):
+    """Weighted sum of squared errors about each side's mean of the partition ``mask``."""
+    out = 0.0
+    for side in (~mask, mask):
+        n = wb[side].sum()
+        if n > 0:
+            mean = wb[side] @ yb[side] / n
+            out += np.sum(wb[side, None] * (yb[side] - mean) ** 2)
+    return out
+
+
 def co2_best_axis_split(Xb, yb, wb, n_classes, max_features, min_samples_leaf, rng):
     """Exhaustive search over the same random features as the kernel.
 
+    Targets (2-D ``yb``) are split by squared error, classes by entropy.
     Returns ``(feature, threshold, impurity)``; -1 as feature if no split.
+    The impurity of targets is the sum of squared errors, which the kernel
+    reports minus a constant of the node.
     """
     m, p = Xb.shape
     feats = list(range(p))
@@ -288,26 +302,46 @@ def co2_best_axis_split(Xb, yb, wb, n_classes, max_features, min_samples_leaf, r
             thr = 0.5 * (v[t] + v[t + 1])
             if thr >= v[t + 1] or thr < v[t]:
                 thr = v[t]
-            imp = co2_weighted_entropy(yb, wb, col > thr, n_classes)
+            if yb.ndim == 2:
+                imp = co2_weighted_squared_error(yb, wb, col > thr)
+            else:
+                imp = co2_weighted_entropy(yb, wb, col > thr, n_classes)
             if imp < best[2] - 1e-9 * max(1.0, abs(best[2]) if np.isfinite(best[2]) else 1.0):
                 best = (f, thr, imp)
     return best
 
 
 def co2_init_theta(Xb, yb, wb, feature, threshold, n_classes, prior):
-    """Leaf logits: log class frequencies (plus ``prior``) on each side of a split."""
+    """Leaf logits: log class frequencies (plus ``prior``) on each side of a split.
+
+    Targets (2-D ``yb``): each side's weighted mean target.
+    """
     right = Xb[:, feature] > threshold
     out = []
     for side in (~right, right):
+        if yb.ndim == 2:
+            out.append(wb[side] @ yb[side] / wb[side].sum())
+            continue
         c = np.bincount(yb[side], weights=wb[side], minlength=n_classes) + prior
         out.append(np.log(c / c.sum()))
     return out[0], out[1]
 
 
 def co2_log_loss(theta, yb):
-    """``logsumexp(theta) - theta[y]`` per sample."""
+    """Leaf loss per sample: ``logsumexp(theta) - theta[y]`` for class indices,
+    ``||theta - y||^2 / 2`` for 2-D targets."""
+    if yb.ndim == 2:
+        return 0.5 * np.sum((theta - yb) ** 2, axis=1)
     mx = theta.max()
     return mx + np.log(np.sum(np.exp(theta - mx))) - theta[yb]
+
+
+def co2_leaf_gradient(theta, yb, wb):
+    """Sum over the samples of the weighted gradient of :func:`co2_log_loss` in ``theta``."""
+    if yb.ndim == 2:
+        return wb @ (theta - yb)
+    e = np.exp(theta - theta.max())
+    return wb.sum() * e / e.sum() - np.bincount(yb, wb, minlength=theta.shape[0])
 
 
 def co2_surrogate(Xb, yb, wb, w, b, theta0, theta1):
@@ -341,14 +375,8 @@ def co2_minibatch_gradient(Xb, yb, wb, batch, w, b, theta0, theta1, signs):
     coef = np.where(left, -(1.0 + sm), 1.0 - sm)
     wsum = wm.sum()
     run = np.sum(wm * (np.maximum(a0, a1) - np.abs(z)))
-    K = theta0.shape[0]
-
-    def softmax(t):
-        e = np.exp(t - t.max())
-        return e / e.sum()
-
-    g0 = wm[left].sum() * softmax(theta0) - np.bincount(ym[left], wm[left], minlength=K)
-    g1 = wm[~left].sum() * softmax(theta1) - np.bincount(ym[~left], wm[~left], minlength=K)
+    g0 = co2_leaf_gradient(theta0, ym[left], wm[left])
+    g1 = co2_leaf_gradient(theta1, ym[~left], wm[~left])
     gw = (wm * coef) @ Xm
     gb = np.sum(wm * coef)
     return gw / wsum, gb / wsum, g0 / wsum, g1 / wsum, run, wsum

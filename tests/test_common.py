@@ -32,6 +32,7 @@ def discover_estimators():
 #: Small, fast constructor arguments per estimator class name.
 FAST_PARAMS = {
     "CO2ForestClassifier": dict(n_estimators=5, max_cccp_iter=5),
+    "CO2ForestRegressor": dict(n_estimators=5, max_cccp_iter=5),
     # tiny data give few Adam steps per epoch: a larger step than the paper's 0.001
     "E2EDTClassifier": dict(max_depth=4, max_epochs=5, learning_rate=0.05),
     "HingeForestClassifier": dict(

@@ -1,9 +1,10 @@
 """Numba kernels of CO2 Forest (Norouzi et al.): the stump's starting point.
 
 Each node's stump starts from the best axis-aligned split (by information
-gain, among ``max_features`` random features, as scikit-learn's splitter
-draws them) and from leaf logits set to the log class frequencies of each
-side of it (:func:`init_theta`). The CCCP then optimises the stump
+gain, or for targets by squared error, among ``max_features`` random
+features, as scikit-learn's splitter draws them) and from leaf parameters fit
+to each side of it (:func:`init_theta`: log class frequencies, or mean
+targets). The CCCP then optimises the stump
 (:mod:`obliquetrees._training._co2_kernels`).
 
 Importing this module imports numba; the estimator imports it lazily.
@@ -14,6 +15,7 @@ from numba import types
 
 from obliquetrees._core._jit import jit, jit_inline, jit_overload
 from obliquetrees._core._random import random_int
+from obliquetrees._training._co2_targets import _by_target, _is_classes, _stub, init_leaves
 
 #: Two values closer than this are treated as equal by the axis-aligned
 #: split search (scikit-learn's FEATURE_THRESHOLD).
@@ -90,16 +92,8 @@ def scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp):
     hist, total, s_tot, sides = start
     cl, cr, xl, xr = sides[0], sides[1], sides[2], sides[3]
     n_classes = hist.shape[0]
-    lo = np.inf
-    hi = -np.inf
-    for i in range(m):
-        v = vals[i]
-        if v < lo:
-            lo = v
-        if v > hi:
-            hi = v
     best_thr = 0.0
-    if hi <= lo + FEATURE_THRESHOLD:
+    if is_constant(vals, m):
         return 0, best_imp, best_thr  # constant in this node: does not count
     order = np.argsort(vals[:m])
     for c in range(n_classes):
@@ -134,11 +128,112 @@ def scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp):
         imp = (xlogx(n_l) - s_l) + (xlogx(n_r) - s_r)
         if imp < best_imp:
             best_imp = imp
-            thr = 0.5 * (vals[i] + v_next)
-            if thr >= v_next or thr < vals[i]:
-                thr = vals[i]
-            best_thr = thr
+            best_thr = midpoint(vals[i], v_next)
     return 1, best_imp, best_thr
+
+
+@jit_inline
+def is_constant(vals, m):
+    """Whether ``vals[:m]`` spans no more than ``FEATURE_THRESHOLD``."""
+    lo = np.inf
+    hi = -np.inf
+    for i in range(m):
+        v = vals[i]
+        if v < lo:
+            lo = v
+        if v > hi:
+            hi = v
+    return hi <= lo + FEATURE_THRESHOLD
+
+
+@jit_inline
+def midpoint(v, v_next):
+    """The threshold between consecutive values ``v < v_next`` (``v`` if rounding hits an end)."""
+    thr = 0.5 * (v + v_next)
+    if thr >= v_next or thr < v:
+        thr = v
+    return thr
+
+
+@jit
+def scan_start_squared(yb, wb, m, n_outputs):
+    """:func:`scan_start` for targets: the weighted target sums, the total weight, 0 and scratch."""
+    sums = np.zeros(n_outputs)
+    total = 0.0
+    for i in range(m):
+        total += wb[i]
+        for k in range(n_outputs):
+            sums[k] += wb[i] * yb[i, k]
+    return sums, total, 0.0, np.zeros((2, n_outputs))
+
+
+@jit
+def scan_feature_squared(vals, m, yb, wb, start, min_samples_leaf, best_imp):
+    """:func:`scan_feature` for targets: the squared-error criterion.
+
+    The impurity compared is ``-(||S_L||^2 / N_L + ||S_R||^2 / N_R)`` (``S``:
+    weighted target sums, ``N``: weights), the weighted sum of squared errors
+    of the two sides up to a constant of the node.
+    """
+    sums, total, _, sides = start
+    sl, sr = sides[0], sides[1]
+    n_outputs = sums.shape[0]
+    best_thr = 0.0
+    if is_constant(vals, m):
+        return 0, best_imp, best_thr
+    order = np.argsort(vals[:m])
+    for k in range(n_outputs):
+        sl[k] = 0.0
+        sr[k] = sums[k]
+    n_l = 0.0
+    n_r = total
+    for t in range(m - 1):
+        i = order[t]
+        wt = wb[i]
+        for k in range(n_outputs):
+            sl[k] += wt * yb[i, k]
+            sr[k] -= wt * yb[i, k]
+        n_l += wt
+        n_r -= wt
+        v_next = vals[order[t + 1]]
+        if v_next <= vals[i] + FEATURE_THRESHOLD:
+            continue
+        if t + 1 < min_samples_leaf or m - t - 1 < min_samples_leaf:
+            continue
+        if not (n_l > 0.0 and n_r > 0.0):
+            continue
+        ql = 0.0
+        qr = 0.0
+        for k in range(n_outputs):
+            ql += sl[k] * sl[k]
+            qr += sr[k] * sr[k]
+        imp = -(ql / n_l + qr / n_r)
+        if imp < best_imp:
+            best_imp = imp
+            best_thr = midpoint(vals[i], v_next)
+    return 1, best_imp, best_thr
+
+
+axis_scan_start = _stub("axis_scan_start")
+axis_scan_feature = _stub("axis_scan_feature")
+
+
+@_by_target(axis_scan_start)
+def _axis_scan_start(yb, wb, m, n_outputs):
+    if _is_classes(yb):
+        return lambda yb, wb, m, n_outputs: scan_start(yb, wb, m, n_outputs)
+    return lambda yb, wb, m, n_outputs: scan_start_squared(yb, wb, m, n_outputs)
+
+
+@_by_target(axis_scan_feature)
+def _axis_scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp):
+    if _is_classes(yb):
+        return lambda vals, m, yb, wb, start, min_samples_leaf, best_imp: scan_feature(
+            vals, m, yb, wb, start, min_samples_leaf, best_imp
+        )
+    return lambda vals, m, yb, wb, start, min_samples_leaf, best_imp: scan_feature_squared(
+        vals, m, yb, wb, start, min_samples_leaf, best_imp
+    )
 
 
 def node_column(node, f, m, vals):
@@ -187,7 +282,7 @@ def _n_columns(node):
 
 @jit
 def best_axis_split(Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, state):
-    """Best axis-aligned split by information gain among random features.
+    """Best axis-aligned split by information gain (targets: squared error) among random features.
 
     Features are drawn without replacement (partial Fisher-Yates with
     ``state``) until ``max_features`` non-constant ones have been evaluated or
@@ -201,12 +296,13 @@ def best_axis_split(Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, st
         -1 if no valid split exists.
     threshold : float
     impurity : float
-        Weighted entropy ``N_L H_L + N_R H_R`` (nats) of the best split.
+        Weighted entropy ``N_L H_L + N_R H_R`` (nats) of the best split
+        (targets: :func:`scan_feature_squared`'s criterion).
     """
     p = n_columns(Xb)
     feats = np.arange(p)
     vals = np.empty(m)
-    start = scan_start(yb, wb, m, n_classes)
+    start = axis_scan_start(yb, wb, m, n_classes)
     best_f = -1
     best_thr = 0.0
     best_imp = np.inf
@@ -216,7 +312,7 @@ def best_axis_split(Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, st
             break
         f = draw_feature(feats, k, state)
         node_column(Xb, f, m, vals)
-        visited, imp, thr = scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp)
+        visited, imp, thr = axis_scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp)
         n_visited += visited
         if imp < best_imp:
             best_f = f
@@ -227,22 +323,7 @@ def best_axis_split(Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, st
 
 @jit
 def init_theta(Xb, yb, wb, m, feature, threshold, n_classes, prior):
-    """Leaf logits from the class frequencies on each side of an axis split."""
-    c0 = np.full(n_classes, prior)
-    c1 = np.full(n_classes, prior)
-    for i in range(m):
-        if Xb[i, feature] > threshold:
-            c1[yb[i]] += wb[i]
-        else:
-            c0[yb[i]] += wb[i]
-    s0 = 0.0
-    s1 = 0.0
-    for k in range(n_classes):
-        s0 += c0[k]
-        s1 += c1[k]
-    theta0 = np.empty(n_classes)
-    theta1 = np.empty(n_classes)
-    for k in range(n_classes):
-        theta0[k] = np.log(c0[k] / s0)
-        theta1[k] = np.log(c1[k] / s1)
-    return theta0, theta1
+    """Leaf parameters from each side of an axis split: log class frequencies
+    (``prior`` pseudo-counts) or, for targets, mean targets
+    (:func:`~obliquetrees._training._co2_targets.init_leaves`)."""
+    return init_leaves(Xb, yb, wb, m, feature, threshold, n_classes, prior)

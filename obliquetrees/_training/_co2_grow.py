@@ -17,10 +17,10 @@ from numba import types
 from obliquetrees._core._jit import jit, jit_overload
 from obliquetrees._training._co2_kernels import node_value, split_node
 from obliquetrees._training._co2_sparse_kernels import split_node_sparse
+from obliquetrees._training._co2_targets import impurity_decrease
 from obliquetrees._training.grower import (
     EPSILON,
     INITIAL_CAPACITY,
-    entropy_decrease,
     grow_capacity,
     link_children,
     may_split,
@@ -47,16 +47,20 @@ def _split_any(data, start, end, node, tree_seed, table, params):
 def grow_tree(source, y, row_weight, rows, n_features, tree_seed, n_classes, params):
     """Grow one CO2 tree breadth-first on the rows ``rows`` of ``source``, in one kernel.
 
+    ``y`` holds class indices (1-D int64; ``n_classes`` of them) or targets
+    (2-D float64; ``n_classes`` is then the number of outputs): every kernel
+    picks its leaf model from ``y``'s type (:mod:`._co2_targets`).
     ``source`` is the standardised ``X`` (2-D array) or the CSR triple of
     ``X / scale`` (see :mod:`obliquetrees._training._co2_sparse_kernels`).
     The shared grower's mechanics (:mod:`obliquetrees._training.grower`:
     ``may_split``, ``link_children``, ``grow_capacity``) in a numba loop, so
     the per-node work (one split kernel) pays no Python call. Node ids
     are assigned in creation order, so increasing ids are a breadth-first
-    sweep; nodes the limits keep as leaves get their class histogram. A split
+    sweep; nodes the limits keep as leaves get their leaf value. A split
     whose weighted impurity decrease
-    (:func:`~obliquetrees._training.grower.entropy_decrease`, entropy in bits)
-    falls short of ``params.min_impurity_decrease`` (up to scikit-learn's
+    (:func:`~obliquetrees._training._co2_targets.impurity_decrease`: entropy
+    in bits, or the variance of the targets) falls short of
+    ``params.min_impurity_decrease`` (up to scikit-learn's
     ``EPSILON``) is undone: the node stays a leaf with its distribution, and
     the test is skipped when the parameter is 0 (every split kept). Returns
     the arrays of :func:`obliquetrees._training.co2.grow_tree`.
@@ -89,7 +93,7 @@ def grow_tree(source, y, row_weight, rows, n_features, tree_seed, n_classes, par
         if n_left >= 0 and params.min_impurity_decrease > 0.0:
             # the split as stored (optimised or axis-aligned fallback) on the rows it
             # partitioned; node 0 is the first node split, so its weight is known
-            decrease = entropy_decrease(
+            decrease = impurity_decrease(
                 y,
                 row_weight,
                 rows,

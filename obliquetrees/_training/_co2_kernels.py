@@ -46,9 +46,20 @@ Importing this module imports numba; the estimator imports it lazily.
 import numpy as np
 
 from obliquetrees._core._jit import jit, jit_inline
-from obliquetrees._core._math import logsumexp, vector_max
 from obliquetrees._core._random import node_seed, shuffle
 from obliquetrees._training._co2_axis_split import THETA_PRIOR, best_axis_split, init_theta
+from obliquetrees._training._co2_targets import (
+    add_leaf_gradient,
+    copy_target,
+    empty_targets,
+    finish_leaf_gradient,
+    leaf_loss,
+    leaf_offset,
+    leaf_prepare,
+    leaf_value,
+    side_arg,
+    softmax_lse,  # noqa: F401  (re-exported: the sparse kernels and tests import it from here)
+)
 from obliquetrees._training._optim import momentum_step, momentum_velocity
 
 #: Learning-rate schedule (the paper: "when it oscillates for more than a
@@ -60,21 +71,6 @@ LR_DECAY = 0.5
 
 
 # ----------------------------------------------------------- small helpers
-@jit_inline
-def softmax_lse(theta, prob):
-    """Write ``softmax(theta)`` to ``prob`` and return ``logsumexp(theta)``."""
-    mx = vector_max(theta)
-    acc = 0.0
-    for k in range(theta.shape[0]):
-        e = np.exp(theta[k] - mx)
-        prob[k] = e
-        acc += e
-    inv = 1.0 / acc
-    for k in range(theta.shape[0]):
-        prob[k] *= inv
-    return mx + np.log(acc)
-
-
 @jit_inline
 def row_dot(w, Xb, i, b):
     """``b + w . Xb[i]`` with four partial sums (no fastmath: fixed order)."""
@@ -119,15 +115,15 @@ def surrogate(Xb, yb, wb, m, w, b, theta0, theta1, signs):
     linearisation point) and returns the weighted mean of the stump's
     empirical loss (Eq. 2) as the second value.
     """
-    lse0 = logsumexp(theta0)
-    lse1 = logsumexp(theta1)
+    lse0 = leaf_offset(yb, theta0)
+    lse1 = leaf_offset(yb, theta1)
     acc = 0.0
     emp = 0.0
     tot = 0.0
     for i in range(m):
         z = row_dot(w, Xb, i, b)
-        l0 = lse0 - theta0[yb[i]]
-        l1 = lse1 - theta1[yb[i]]
+        l0 = leaf_loss(yb, i, lse0, theta0)
+        l1 = leaf_loss(yb, i, lse1, theta1)
         a0 = -z + l0
         a1 = z + l1
         top = a0 if a0 >= a1 else a1
@@ -171,8 +167,8 @@ def minibatch_gradient(
     """
     p = Xb.shape[1]
     n_classes = theta0.shape[0]
-    lse0 = softmax_lse(theta0, prob0)
-    lse1 = softmax_lse(theta1, prob1)
+    lse0 = leaf_prepare(yb, theta0, prob0)
+    lse1 = leaf_prepare(yb, theta1, prob1)
     for k in range(n_classes):
         g0[k] = 0.0
         g1[k] = 0.0
@@ -185,10 +181,9 @@ def minibatch_gradient(
     for t in range(lo, hi):
         i = perm[t]
         wt = wb[i]
-        yi = yb[i]
         z = row_dot(w, Xb, i, b)
-        a0 = -z + lse0 - theta0[yi]
-        a1 = z + lse1 - theta1[yi]
+        a0 = side_arg(-z, yb, i, lse0, theta0)
+        a1 = side_arg(z, yb, i, lse1, theta1)
         s = signs[i]
         # branch-free: the active leaf is data dependent and unpredictable
         left = a0 >= a1
@@ -198,8 +193,8 @@ def minibatch_gradient(
         top = a0 if left else a1
         n0 += w0
         n1 += w1
-        g0[yi] -= w0
-        g1[yi] -= w1
+        add_leaf_gradient(g0, yb, i, w0, theta0)
+        add_leaf_gradient(g1, yb, i, w1, theta1)
         run += wt * (top - abs(z))
         wsum += wt
         cw = wt * coef
@@ -246,10 +241,9 @@ def minibatch_gradient(
     if wsum <= 0.0:
         return 0.0, run, wsum
     inv = 1.0 / wsum
-    # softmax part of the log-loss gradient: n_leaf * softmax(theta) - counts
-    for k in range(n_classes):
-        g0[k] = (g0[k] + n0 * prob0[k]) * inv
-        g1[k] = (g1[k] + n1 * prob1[k]) * inv
+    # classes: the softmax part of the log-loss gradient, n_leaf * softmax(theta) - counts
+    finish_leaf_gradient(yb, g0, n0, prob0, inv)
+    finish_leaf_gradient(yb, g1, n1, prob1, inv)
     for j in range(p):
         gw[j] *= inv
     return gb * inv, run, wsum
@@ -347,7 +341,7 @@ def cccp(
                 r = perm[t]
                 for j in range(p):
                     Xt[t, j] = Xc[r, j]
-                yt[t] = yc[r]
+                copy_target(yt, t, yc, r)
                 wt[t] = wc[r]
                 st[t] = signs[r]
             Xc, Xt = Xt, Xc
@@ -425,29 +419,16 @@ def cccp(
 # ----------------------------------------------------------------- nodes
 @jit
 def node_value(y, row_weight, rows, start, end, node, value, n_node_samples):
-    """Class distribution of one node, written to the node table.
+    """Leaf value of one node, written to the node table.
 
     The node's rows are ``rows[start:end]``. Writes their weighted class
-    histogram, normalised, to ``value[node]`` (left at zero when the weight
-    is zero) and its total to ``n_node_samples[node]``; returns the number of
-    classes with positive weight.
+    histogram, normalised (targets: their weighted mean), to ``value[node]``
+    (left at zero when the weight is zero) and its total weight to
+    ``n_node_samples[node]``; returns the number of classes with positive
+    weight (targets: 2 if they vary, else 1;
+    :func:`~obliquetrees._training._co2_targets.leaf_value`).
     """
-    hist = value[node]
-    hist[:] = 0.0
-    for t in range(start, end):
-        r = rows[t]
-        hist[y[r]] += row_weight[r]
-    total = 0.0
-    n_present = 0
-    for k in range(hist.shape[0]):
-        total += hist[k]
-        if hist[k] > 0.0:
-            n_present += 1
-    n_node_samples[node] = total
-    if total > 0.0:
-        for k in range(hist.shape[0]):
-            hist[k] = hist[k] / total
-    return n_present
+    return leaf_value(y, row_weight, rows, start, end, node, value, n_node_samples)
 
 
 @jit
@@ -488,12 +469,12 @@ def split_node(data, start, end, node, tree_seed, table, params):
         return -1, 0, False
     n_classes = value.shape[1]
     p = X.shape[1]
-    yb = np.empty(m, dtype=np.int64)
+    yb = empty_targets(y, m)
     wb = np.empty(m)
     Xb = np.empty((m, p))
     for t in range(m):
         r = rows[start + t]
-        yb[t] = y[r]
+        copy_target(yb, t, y, r)
         wb[t] = row_weight[r]
         for j in range(p):
             Xb[t, j] = X[r, j]

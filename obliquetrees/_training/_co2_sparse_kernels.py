@@ -29,7 +29,6 @@ Importing this module imports numba; the estimator imports it lazily.
 import numpy as np
 
 from obliquetrees._core._jit import jit, jit_inline
-from obliquetrees._core._math import logsumexp
 from obliquetrees._core._random import node_seed, shuffle
 from obliquetrees._training._co2_axis_split import (
     THETA_PRIOR,
@@ -42,7 +41,16 @@ from obliquetrees._training._co2_kernels import (
     OSC_PATIENCE,
     node_value,
     project_ball,
-    softmax_lse,
+)
+from obliquetrees._training._co2_targets import (
+    add_leaf_gradient,
+    copy_target,
+    empty_targets,
+    finish_leaf_gradient,
+    leaf_loss,
+    leaf_offset,
+    leaf_prepare,
+    side_arg,
 )
 from obliquetrees._training._optim import momentum_step, momentum_velocity
 
@@ -66,13 +74,13 @@ def gather_node(source, y, row_weight, rows, start, end, n_features):
     """
     indptr, indices, data = source
     m = end - start
-    yb = np.empty(m, dtype=np.int64)
+    yb = empty_targets(y, m)
     wb = np.empty(m)
     lptr = np.empty(m + 1, dtype=np.int64)
     lptr[0] = 0
     for t in range(m):
         r = rows[start + t]
-        yb[t] = y[r]
+        copy_target(yb, t, y, r)
         wb[t] = row_weight[r]
         lptr[t + 1] = lptr[t] + indptr[r + 1] - indptr[r]
     lidx = np.empty(lptr[m], dtype=np.int64)
@@ -123,15 +131,15 @@ def surrogate_sparse(block, m, w, c, theta0, theta1, signs):
     returns the weighted means of the surrogate and of the empirical loss.
     """
     lptr, lidx, lval, _, yb, wb = block
-    lse0 = logsumexp(theta0)
-    lse1 = logsumexp(theta1)
+    lse0 = leaf_offset(yb, theta0)
+    lse1 = leaf_offset(yb, theta1)
     acc = 0.0
     emp = 0.0
     tot = 0.0
     for i in range(m):
         z = sparse_dot(w, lptr, lidx, lval, i, c)
-        l0 = lse0 - theta0[yb[i]]
-        l1 = lse1 - theta1[yb[i]]
+        l0 = leaf_loss(yb, i, lse0, theta0)
+        l1 = leaf_loss(yb, i, lse1, theta1)
         a0 = -z + l0
         a1 = z + l1
         top = a0 if a0 >= a1 else a1
@@ -164,8 +172,8 @@ def minibatch_gradient_sparse(block, order, lo, hi, w, c, theta0, theta1, signs,
     acc, g0, g1, prob0, prob1 = grads
     cbuf, rbuf = bufs
     n_classes = theta0.shape[0]
-    lse0 = softmax_lse(theta0, prob0)
-    lse1 = softmax_lse(theta1, prob1)
+    lse0 = leaf_prepare(yb, theta0, prob0)
+    lse1 = leaf_prepare(yb, theta1, prob1)
     for k in range(n_classes):
         g0[k] = 0.0
         g1[k] = 0.0
@@ -178,10 +186,9 @@ def minibatch_gradient_sparse(block, order, lo, hi, w, c, theta0, theta1, signs,
     for t in range(lo, hi):
         i = order[t]
         wt = wb[i]
-        yi = yb[i]
         z = sparse_dot(w, lptr, lidx, lval, i, c)
-        a0 = -z + lse0 - theta0[yi]
-        a1 = z + lse1 - theta1[yi]
+        a0 = side_arg(-z, yb, i, lse0, theta0)
+        a1 = side_arg(z, yb, i, lse1, theta1)
         s = signs[i]
         left = a0 >= a1
         w0 = wt if left else 0.0
@@ -190,8 +197,8 @@ def minibatch_gradient_sparse(block, order, lo, hi, w, c, theta0, theta1, signs,
         top = a0 if left else a1
         n0 += w0
         n1 += w1
-        g0[yi] -= w0
-        g1[yi] -= w1
+        add_leaf_gradient(g0, yb, i, w0, theta0)
+        add_leaf_gradient(g1, yb, i, w1, theta1)
         run += wt * (top - abs(z))
         wsum += wt
         cw = wt * coef
@@ -207,9 +214,8 @@ def minibatch_gradient_sparse(block, order, lo, hi, w, c, theta0, theta1, signs,
     if wsum <= 0.0:
         return 0.0, run, wsum
     inv = 1.0 / wsum
-    for k in range(n_classes):
-        g0[k] = (g0[k] + n0 * prob0[k]) * inv
-        g1[k] = (g1[k] + n1 * prob1[k]) * inv
+    finish_leaf_gradient(yb, g0, n0, prob0, inv)
+    finish_leaf_gradient(yb, g1, n1, prob1, inv)
     return gb * inv, run, wsum
 
 

@@ -1,5 +1,6 @@
 """Training of CO2 Forest (Norouzi et al.): bagged trees of CCCP-optimised
-oblique stumps, grown breadth-first.
+oblique stumps, grown breadth-first, for classes (the paper's log loss) or
+regression targets (squared loss, ours; :mod:`._co2_targets`).
 
 Pure functions over arrays. The estimator (``obliquetrees/_co2.py``) validates
 the data and builds one :class:`CO2Params`; :func:`fit_forest` standardises
@@ -121,9 +122,11 @@ def grow_tree(Xs, y, row_weight, n_classes, seed, params):
         The standardised dense ``X``, or for sparse input the CSR triple
         ``(indptr, indices, data)`` of ``X / scale`` (int64 indices; see
         :func:`scaled_csr`) followed by ``n_features``.
-    y : ndarray of int64, shape (n_samples,)
+    y : ndarray of int64, shape (n_samples,), or of float64, shape (n_samples, n_outputs)
+        Class indices, or standardised regression targets.
     row_weight : ndarray of float64, shape (n_samples,)
     n_classes : int
+        Number of classes (targets: of outputs).
     seed : int
         The tree's growth seed (each node's seed is hashed from it).
     params : CO2Params
@@ -134,7 +137,8 @@ def grow_tree(Xs, y, row_weight, n_classes, seed, params):
     weights : ndarray of float64, shape (n_nodes, n_features)
     bias : ndarray of float64, shape (n_nodes,)
     value : ndarray of float64, shape (n_nodes, n_classes)
-        Weighted class distribution (normalised) of each node.
+        Weighted class distribution (normalised) of each node, or its
+        weighted mean target.
     n_node_samples : ndarray of float64, shape (n_nodes,)
         Weighted number of training samples of each node.
     depth : ndarray of int64, shape (n_nodes,)
@@ -161,8 +165,13 @@ def scaled_csr(X, scale):
     return X.indptr, X.indices, data, X.shape[1]
 
 
-def _fit_one_tree(Xs, y, sample_weight, class_weight, n_classes, seed, params, prior, mean, scale):
-    """Bootstrap, grow and package one tree (module level for joblib/dask)."""
+def _fit_one_tree(
+    Xs, y, sample_weight, class_weight, n_classes, seed, params, prior, mean, scale, target
+):
+    """Bootstrap, grow and package one tree (module level for joblib/dask).
+
+    ``target`` is ``(mean, scale)`` of the standardised targets, None for classes.
+    """
     n = y.shape[0]
     boot_seed, grow_seed = _tree_seeds(seed)
     if params.bootstrap:
@@ -180,6 +189,8 @@ def _fit_one_tree(Xs, y, sample_weight, class_weight, n_classes, seed, params, p
         Xs, y, row_weight, n_classes, grow_seed, params
     )
     _fill_empty_nodes(left, right, value, nns, prior)
+    if target is not None:  # leaf values back to the units of y
+        value = target[0] + target[1] * value
     tree = ObliqueTree.from_dense(left, right, weights, bias, value, nns, depth)
     return fold_standardization(tree, mean, scale), stats
 
@@ -204,6 +215,39 @@ def class_prior(y, n_classes, sample_weight=None, class_weight=None):
         )
     prior = np.bincount(y, weights=w / peak, minlength=n_classes)  # w / peak: no overflow
     return prior / prior.sum()
+
+
+def standardize_targets(y, sample_weight, params):
+    """Regression targets centred and scaled for the kernels, and ``params`` to match.
+
+    Each output is centred on its weighted mean; all share one scale ``s``,
+    the root of the mean over outputs of their weighted variances (1 for
+    targets constant up to rounding). One scale keeps the squared loss of the standardised
+    targets proportional to that of ``y`` (outputs weigh as scikit-learn's
+    ``criterion="squared_error"`` weighs them), so ``min_impurity_decrease``,
+    given in the units of ``y``, is divided by ``s^2``. The CCCP's step size
+    and ``nu`` then mean the same on any target scale.
+
+    Returns
+    -------
+    ys : ndarray of float64, shape (n_samples, n_outputs), C-contiguous
+    target : tuple of (ndarray of shape (n_outputs,), float)
+        The mean and the scale ``s``: ``y = mean + s * ys``.
+    params : CO2Params
+    """
+    y = y.reshape(y.shape[0], -1)
+    w = np.ones(y.shape[0]) if sample_weight is None else sample_weight
+    w = w / w.sum()
+    mean = w @ y
+    variance = w @ (y - mean) ** 2
+    scale = float(np.sqrt(np.mean(variance)))
+    if not scale > np.finfo(np.float64).eps * max(1.0, float(np.max(np.abs(mean)))):
+        scale = 1.0  # constant targets (up to rounding of the mean): nothing to scale
+    ys = np.ascontiguousarray((y - mean) / scale)
+    params = dataclasses.replace(
+        params, min_impurity_decrease=params.min_impurity_decrease / scale**2
+    )
+    return ys, (mean, scale), params
 
 
 def _fill_empty_nodes(left, right, value, nns, prior):
@@ -238,9 +282,11 @@ def fit_forest(
         duplicates). It is never densified: the trees grow on its stored
         entries divided by the feature scale (:mod:`._co2_sparse_kernels`),
         which equals the dense fit up to rounding.
-    y : ndarray of int64, shape (n_samples,)
-        Class indices in ``[0, n_classes)``.
-    n_classes : int
+    y : ndarray of int64, shape (n_samples,), or of float64, shape (n_samples, n_outputs)
+        Class indices in ``[0, n_classes)``, or regression targets
+        (:func:`standardize_targets`; the leaves fit them by squared loss).
+    n_classes : int or None
+        None for regression targets.
     seeds : sequence of int
         One seed per tree (bootstrap and growth are drawn from it).
     params : CO2Params
@@ -254,12 +300,20 @@ def fit_forest(
     trees : list of ObliqueTree
         Weights act on the raw ``X``. Nodes without training weight hold
         their parent's class distribution (the root: the weighted class
-        distribution of the whole training set).
+        distribution of the whole training set; for targets, their weighted
+        mean). Regression leaves hold mean targets in the units of ``y``.
     stats : ndarray of int64, shape (n_trees, 3)
         Per tree: CCCP outer iterations, oblique splits, axis-aligned
         fallbacks.
     """
-    prior = class_prior(y, n_classes, sample_weight, class_weight)
+    target = None
+    if n_classes is None:
+        y, target, params = standardize_targets(y, sample_weight, params)
+        prior = np.zeros(y.shape[1])  # the weighted mean of the standardised targets
+        n_classes = y.shape[1]
+    else:
+        prior = class_prior(y, n_classes, sample_weight, class_weight)
+        y = np.ascontiguousarray(y, dtype=np.int64)
     mean, scale = standardization(X, sample_weight)
     if sp.issparse(X):
         # the sparse kernels centre each node on its own mean: the global mean cancels
@@ -267,11 +321,22 @@ def fit_forest(
         mean = np.zeros_like(mean)
     else:
         Xs = np.ascontiguousarray((X - mean) / scale)
-    y = np.ascontiguousarray(y, dtype=np.int64)
     results = parallel_map(
         _fit_one_tree,
         [
-            (Xs, y, sample_weight, class_weight, n_classes, int(s), params, prior, mean, scale)
+            (
+                Xs,
+                y,
+                sample_weight,
+                class_weight,
+                n_classes,
+                int(s),
+                params,
+                prior,
+                mean,
+                scale,
+                target,
+            )
             for s in seeds
         ],
         n_jobs=n_jobs,

@@ -57,6 +57,9 @@ X : {array-like, sparse matrix} of shape (n_samples, n_features)
     NaN (also an explicit NaN entry of a CSR matrix) marks a missing value.""",
     "fit_parameters_classifier": _X_FIT
     + "\ny : array-like of shape (n_samples,)\n    Class labels.",
+    "fit_parameters_multioutput": _X_FIT
+    + "\ny : array-like of shape (n_samples,) or (n_samples, n_outputs)"
+    + "\n    Class labels (classifier) or target values (regressor).",
     "fit_parameters": _X_FIT
     + "\ny : array-like of shape (n_samples,)"
     + "\n    Class labels (classifier) or target values (regressor).",

@@ -19,6 +19,7 @@ Both forms work on scikit-learn 1.6 and newer.
 """
 
 from obliquetrees._co2 import CO2ForestClassifier
+from obliquetrees._co2_regressor import CO2ForestRegressor
 from obliquetrees._e2edt import E2EDTClassifier
 from obliquetrees._hinge import HingeForestClassifier, HingeForestRegressor
 from obliquetrees._soft import SoftTreeClassifier, SoftTreeRegressor
@@ -42,7 +43,7 @@ _ONLINE_SGD = (
 )
 _BOOTSTRAP = (
     "the bootstrap draws n rows of the data it is given, so repeating a row "
-    "changes every tree's sample (as for RandomForestClassifier)"
+    "changes every tree's sample (as for scikit-learn's random forests)"
 )
 
 #: Only for E2EDT's default routing="hybrid" (routing="hard" and "soft" pass).
@@ -71,6 +72,7 @@ _EXPECTED_FAILED_CHECKS = {
             "relies on min_weight_fraction_leaf, which CO2 Forest does not have"
         ),
     },
+    CO2ForestRegressor: {**_sample_weight_checks(_BOOTSTRAP)},
     E2EDTClassifier: {**_sample_weight_checks(_MINIBATCH_ADAM)},
     HingeForestClassifier: {**_sample_weight_checks(_MINIBATCH_SGD)},
     HingeForestRegressor: {**_sample_weight_checks(_MINIBATCH_SGD)},

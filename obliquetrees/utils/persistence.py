@@ -32,6 +32,7 @@ __all__ = ["TRUSTED_TYPES"]
 #: Nothing else: the containers they hold are saved as plain data.
 TRUSTED_TYPES = [
     "obliquetrees._co2.CO2ForestClassifier",
+    "obliquetrees._co2_regressor.CO2ForestRegressor",
     "obliquetrees._e2edt.E2EDTClassifier",
     "obliquetrees._hinge.HingeForestClassifier",
     "obliquetrees._hinge.HingeForestRegressor",

@@ -20,7 +20,9 @@ __all__ = [
 ]
 
 
-def validate_fit_data(estimator, X, y, sample_weight, *, classifier, accept_sparse=False):
+def validate_fit_data(
+    estimator, X, y, sample_weight, *, classifier, accept_sparse=False, multi_output=False
+):
     """Validate training data and set ``n_features_in_`` (and ``classes_``).
 
     Parameters
@@ -38,6 +40,8 @@ def validate_fit_data(estimator, X, y, sample_weight, *, classifier, accept_spar
     accept_sparse : bool, default=False
         Accept CSR, CSC and COO input, returned as canonical CSR
         (:func:`as_training_csr`).
+    multi_output : bool, default=False
+        Accept a 2-D ``y`` of shape (n_samples, n_outputs) (regressors).
 
     Returns
     -------
@@ -55,6 +59,7 @@ def validate_fit_data(estimator, X, y, sample_weight, *, classifier, accept_spar
         classifier=classifier,
         reset=True,
         accept_sparse=accept_sparse,
+        multi_output=multi_output,
     )
     if classifier:
         estimator.classes_, y = np.unique(y, return_inverse=True)
@@ -143,7 +148,9 @@ def as_training_csr(X):
     return X
 
 
-def _validate_training_arrays(estimator, X, y, sample_weight, *, classifier, reset, accept_sparse):
+def _validate_training_arrays(
+    estimator, X, y, sample_weight, *, classifier, reset, accept_sparse, multi_output=False
+):
     check_sparse_structure(X)
     X, y = validate_data(
         estimator,
@@ -153,6 +160,7 @@ def _validate_training_arrays(estimator, X, y, sample_weight, *, classifier, res
         accept_sparse=("csr", "csc", "coo") if accept_sparse else False,
         dtype=np.float64,
         order="C",
+        multi_output=multi_output,
         y_numeric=not classifier,
         ensure_all_finite="allow-nan",  # NaN marks a missing value; infinity is refused
     )

@@ -19,6 +19,7 @@ import numpy as np
 #: scikit-learn models, a fine-tuned forest and decision machines (CSR and dense S).
 MODEL_NAMES = (
     "CO2ForestClassifier",
+    "CO2ForestRegressor",
     "E2EDTClassifier",
     "HingeForestClassifier",
     "HingeForestRegressor",
