@@ -403,6 +403,9 @@ loading; its time is in the details table). The depth-tuned tree's fit time incl
 search. Predict: median of 3 wall times on the test part. Size: `len(pickle.dumps(model))`
 (the tuned tree: its refitted `best_estimator_`). The details table gives per seed the depth the
 CV chose, or `n_iter_` (epochs, boosting rounds) where the model has it. Environment: {env}.
+Times need a machine to themselves: HistGradientBoosting's OpenMP threads in particular slow down
+many times over when another process holds a core (smoke runs beside other jobs: 0.3 s -> 8.6 s
+for one 2000-row fit, CPU time rising with it); check the per-cell load in the details table.
 
 Estimators (`random_state=seed` stands for each seed):
 
