@@ -514,7 +514,10 @@ def main(args):
     keys = list(dict.fromkeys(args.estimators))
     names = list(dict.fromkeys(args.datasets))
     if args.report_only:
-        print(report(read_cells(store), out, keys, names)[0])
+        cells = read_cells(store)
+        if not cells:
+            raise SystemExit(f"no stored cells in {store}: nothing to report")
+        print(report(cells, out, keys, names)[0])
         return
     if args.fresh:
         print("--fresh: re-measuring the requested cells even where stored", flush=True)
