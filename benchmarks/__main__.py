@@ -26,6 +26,7 @@ SUBCOMMANDS = {
     "memory": "benchmarks.bench_memory",
     "parallel": "benchmarks.bench_parallel",
     "missing": "benchmarks.bench_missing",
+    "regression": "benchmarks.bench_regression",
     "proba": "benchmarks.bench_proba",
     "sparse": "benchmarks.bench_sparse",
     "sparse-seeds": "benchmarks.bench_sparse_seeds",
