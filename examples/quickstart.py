@@ -26,6 +26,7 @@ from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from obliquetrees import (
     CO2ForestClassifier,
+    CO2ForestRegressor,
     E2EDTClassifier,
     HingeForestClassifier,
     HingeForestRegressor,
@@ -110,6 +111,10 @@ def main():
     report(
         "Diabetes (regression)",
         [
+            (
+                "obliquetrees CO2ForestRegressor(n_estimators=30)",
+                CO2ForestRegressor(n_estimators=30, n_jobs=2, random_state=0),
+            ),
             ("obliquetrees SoftTreeRegressor()", SoftTreeRegressor(random_state=0)),
             ("obliquetrees HingeForestRegressor()", HingeForestRegressor(n_jobs=2, random_state=0)),
             (
