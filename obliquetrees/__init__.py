@@ -12,7 +12,7 @@ are loaded (from numba's on-disk cache when available) on first use.
 import importlib
 
 from obliquetrees._co2 import CO2ForestClassifier
-from obliquetrees._e2edt import E2EDTClassifier
+from obliquetrees._e2edt import E2EDTClassifier, E2EDTRegressor
 from obliquetrees._hinge import HingeForestClassifier, HingeForestRegressor
 from obliquetrees._soft import SoftTreeClassifier, SoftTreeRegressor
 from obliquetrees._version import __version__
@@ -21,6 +21,7 @@ from obliquetrees.inspection import export_text, plot_tree
 __all__ = [
     "CO2ForestClassifier",
     "E2EDTClassifier",
+    "E2EDTRegressor",
     "HingeForestClassifier",
     "HingeForestRegressor",
     "SoftTreeClassifier",

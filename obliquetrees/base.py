@@ -254,6 +254,8 @@ class BaseObliqueEstimator(BaseEstimator):
     _predicts_leaf_values = True
     #: Whether ``fit`` takes sparse X (as canonical CSR, without densifying it).
     _fit_accepts_sparse = False
+    #: Whether ``fit`` takes 2-D regression targets (several outputs).
+    _fit_multi_output = False
 
     # ------------------------------------------------------------------ fit
     def _validate_fit_data(self, X, y, sample_weight=None):
@@ -265,6 +267,7 @@ class BaseObliqueEstimator(BaseEstimator):
             sample_weight,
             classifier=isinstance(self, ClassifierMixin),
             accept_sparse=self._fit_accepts_sparse,
+            multi_output=self._fit_multi_output,
         )
 
     def _validate_more_fit_data(self, X, y, sample_weight=None):

@@ -33,7 +33,7 @@ Importing this module imports numba.
 import numpy as np
 from numba import types
 
-from obliquetrees._core._jit import jit, jit_inline, jit_overload
+from obliquetrees._core._jit import jit, jit_overload
 
 #: Smallest shared leaf variance, in units of the standardised target
 #: (variance 1 over the training rows): keeps the precisions finite when the
@@ -73,7 +73,7 @@ def n_statistics(pi, y):
     raise NotImplementedError("n_statistics is only callable from numba kernels")
 
 
-@jit_inline
+@jit  # not inlined into the inlined overloads (numba's IR checks warn on nested inlining)
 def gaussian_log_density(row, y, r):
     """``log N(y[r]; m, diag(1 / precision))`` for the row ``(m, precision, c)``."""
     d = y.shape[1]

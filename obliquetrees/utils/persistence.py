@@ -33,6 +33,7 @@ __all__ = ["TRUSTED_TYPES"]
 TRUSTED_TYPES = [
     "obliquetrees._co2.CO2ForestClassifier",
     "obliquetrees._e2edt.E2EDTClassifier",
+    "obliquetrees._e2edt.E2EDTRegressor",
     "obliquetrees._hinge.HingeForestClassifier",
     "obliquetrees._hinge.HingeForestRegressor",
     "obliquetrees._soft.SoftTreeClassifier",

@@ -20,7 +20,9 @@ __all__ = [
 ]
 
 
-def validate_fit_data(estimator, X, y, sample_weight, *, classifier, accept_sparse=False):
+def validate_fit_data(
+    estimator, X, y, sample_weight, *, classifier, accept_sparse=False, multi_output=False
+):
     """Validate training data and set ``n_features_in_`` (and ``classes_``).
 
     Parameters
@@ -31,13 +33,17 @@ def validate_fit_data(estimator, X, y, sample_weight, *, classifier, accept_spar
         ``n_classes_``.
     X : array-like or sparse matrix of shape (n_samples, n_features)
         Sparse input raises a ``TypeError`` unless ``accept_sparse``.
-    y : array-like of shape (n_samples,)
+    y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        2-D only with ``multi_output``.
     sample_weight : array-like of shape (n_samples,) or None
     classifier : bool
         Encode ``y`` as class indices (classifier) or as float64 targets.
     accept_sparse : bool, default=False
         Accept CSR, CSC and COO input, returned as canonical CSR
         (:func:`as_training_csr`).
+    multi_output : bool, default=False
+        Accept 2-D regression targets (returned as they are; a column vector
+        stays 2-D).
 
     Returns
     -------
@@ -55,6 +61,7 @@ def validate_fit_data(estimator, X, y, sample_weight, *, classifier, accept_spar
         classifier=classifier,
         reset=True,
         accept_sparse=accept_sparse,
+        multi_output=multi_output,
     )
     if classifier:
         estimator.classes_, y = np.unique(y, return_inverse=True)
@@ -143,7 +150,9 @@ def as_training_csr(X):
     return X
 
 
-def _validate_training_arrays(estimator, X, y, sample_weight, *, classifier, reset, accept_sparse):
+def _validate_training_arrays(
+    estimator, X, y, sample_weight, *, classifier, reset, accept_sparse, multi_output=False
+):
     check_sparse_structure(X)
     X, y = validate_data(
         estimator,
@@ -154,6 +163,7 @@ def _validate_training_arrays(estimator, X, y, sample_weight, *, classifier, res
         dtype=np.float64,
         order="C",
         y_numeric=not classifier,
+        multi_output=multi_output,
         ensure_all_finite="allow-nan",  # NaN marks a missing value; infinity is refused
     )
     if sparse.issparse(X):
