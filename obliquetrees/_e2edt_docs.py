@@ -32,7 +32,7 @@ PARAMETERS_HEAD = """
     learning_rate : float, default={learning_rate}
         Adam step size (the other Adam parameters are beta1=0.9,
         beta2=0.999, eps=1e-8, as in the paper).{learning_rate_note}
-    batch_size : int, default=1000
+    batch_size : int, default={batch_size}
         Minibatch size of the Adam updates (shuffled every epoch).
     max_attempts : int, default=5
         A stump that sends all its samples to one side is retrained with a
@@ -336,6 +336,7 @@ CLASSIFIER = compose(
     gain="information gain",
     learning_rate="0.001",
     learning_rate_note="",
+    batch_size="1000",
     oob_metric="accuracy",
     oob_values="class labels",
     steepness_use='``routing="hybrid"`` and ``"soft"``',
@@ -440,9 +441,10 @@ REGRESSOR_NOTES = """
       that reach it by hard routing (so impurity-based importances are
       squared-error decreases); a root that is never split predicts the
       weighted target mean.
-    - Defaults: as the classifier's, except ``learning_rate={learning_rate}``,
-      chosen on validation splits of training data only (75/25 splits of
-      the training part of nine regression sets, depth 6):{tuning}
+    - Defaults: as the classifier's, except ``learning_rate={learning_rate}``
+      and ``batch_size={batch_size}``, chosen on validation splits of
+      training data only (75/25 splits of the training part of nine
+      regression sets, depth 6, never their test parts):{tuning}
 
     Shared with :class:`E2EDTClassifier` (see its Notes for the details):
     input standardisation folded into the stored weights, the leaf-only
@@ -471,8 +473,8 @@ REGRESSOR_EXAMPLES = """
 """
 
 
-def regressor(learning_rate, tuning):
-    """E2EDTRegressor's docstring with its default step size and how it was chosen."""
+def regressor(learning_rate, batch_size, tuning):
+    """E2EDTRegressor's docstring with its default step and batch sizes and how they were chosen."""
     return compose(
         REGRESSOR_INTRO,
         PARAMETERS_HEAD,
@@ -490,6 +492,7 @@ def regressor(learning_rate, tuning):
         learning_rate_note=(
             "\n        The regressor's default is larger than the paper's 0.001 (see Notes)."
         ),
+        batch_size=batch_size,
         tuning=tuning,
         oob_metric="R^2 (``r2_score``)",
         oob_values="targets",

@@ -34,6 +34,7 @@ import numpy as np
 from numba import types
 
 from obliquetrees._core._jit import jit, jit_overload
+from obliquetrees._core.tree import check_centred_range, feature_moments
 
 #: Smallest shared leaf variance, in units of the standardised target
 #: (variance 1 over the training rows): keeps the precisions finite when the
@@ -287,11 +288,15 @@ class Gaussian:
 
     @classmethod
     def from_targets(cls, y, sw):
-        """The standardisation of targets ``y`` (n, n_outputs) weighted by ``sw``."""
-        w = sw / sw.sum()
-        mean = w @ y
-        std = np.sqrt(np.maximum(w @ (y - mean) ** 2, 0.0))
-        scale = np.where(std > 0.0, std, 1.0)
+        """The standardisation of targets ``y`` (n, n_outputs) weighted by ``sw``.
+
+        The moments are pre-scaled against overflow (as the soft trees'
+        targets: :func:`~obliquetrees._core.tree.feature_moments`); a constant
+        output (zero spread, or at rounding level of its mean) keeps scale 1.
+        """
+        mean, std = feature_moments(y, sw)
+        check_centred_range(y, mean, name="y")
+        scale = np.where(std > 1e-12 * np.abs(mean), std, 1.0)
         return cls(mean, scale)
 
     def training_targets(self, y):

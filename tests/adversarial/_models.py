@@ -20,6 +20,7 @@ import numpy as np
 MODEL_NAMES = (
     "CO2ForestClassifier",
     "E2EDTClassifier",
+    "E2EDTRegressor",
     "HingeForestClassifier",
     "HingeForestRegressor",
     "SoftTreeClassifier",

@@ -27,6 +27,7 @@ ESTIMATORS = discover_estimators()
 TRAINING_STEP = {
     "CO2ForestClassifier": ("obliquetrees._training.co2", "_fit_one_tree"),
     "E2EDTClassifier": ("obliquetrees._training.e2edt", "_fit_one_tree"),
+    "E2EDTRegressor": ("obliquetrees._training.e2edt", "_fit_one_tree"),
     "HingeForestClassifier": ("obliquetrees._training.hinge", "run_epoch"),
     "HingeForestRegressor": ("obliquetrees._training.hinge", "run_epoch"),
     "SoftTreeClassifier": ("obliquetrees._training.soft", "grow_soft_tree"),
@@ -39,6 +40,7 @@ TRAINING_STEP = {
 UNITS_BEFORE_FAILURE = {
     "CO2ForestClassifier": 1,
     "E2EDTClassifier": 1,
+    "E2EDTRegressor": 1,
     "HingeForestClassifier": 1,
     "HingeForestRegressor": 1,
     "SoftTreeClassifier": 0,
@@ -49,10 +51,11 @@ UNITS_BEFORE_FAILURE = {
 FAILURES = [ValueError("boom"), KeyboardInterrupt()]
 
 #: warm start adds trees (the others continue training the same ones)
-BAGGED = {"CO2ForestClassifier", "E2EDTClassifier"}
+BAGGED = {"CO2ForestClassifier", "E2EDTClassifier", "E2EDTRegressor"}
 WARM = {
     "CO2ForestClassifier",
     "E2EDTClassifier",
+    "E2EDTRegressor",
     "HingeForestClassifier",
     "HingeForestRegressor",
 }
@@ -119,13 +122,13 @@ def test_training_steps_cover_every_estimator():
 )
 def test_failed_refit_changes_nothing(cls, warm, exc, monkeypatch):
     extra = {"warm_start": True} if warm else {}
-    if cls.__name__ in ("CO2ForestClassifier", "E2EDTClassifier"):
+    if cls.__name__ in BAGGED:
         extra["n_estimators"] = 2
     X, y = _data()
     est = _make(cls, **extra).fit(X, _target(cls, y))
     before = _fitted_state(est)
     proba_before = est.predict(X)
-    if cls.__name__ in ("CO2ForestClassifier", "E2EDTClassifier"):
+    if cls.__name__ in BAGGED:
         est.set_params(n_estimators=4)  # warm start: two more trees, the second fails
     # cold: fewer features and classes, so validation alone would change
     # n_features_in_ and classes_; warm: data the warm start accepts, so
