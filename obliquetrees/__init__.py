@@ -13,7 +13,7 @@ import importlib
 
 from obliquetrees._co2 import CO2ForestClassifier
 from obliquetrees._co2_regressor import CO2ForestRegressor
-from obliquetrees._e2edt import E2EDTClassifier
+from obliquetrees._e2edt import E2EDTClassifier, E2EDTRegressor
 from obliquetrees._hinge import HingeForestClassifier, HingeForestRegressor
 from obliquetrees._soft import SoftTreeClassifier, SoftTreeRegressor
 from obliquetrees._version import __version__
@@ -23,6 +23,7 @@ __all__ = [
     "CO2ForestClassifier",
     "CO2ForestRegressor",
     "E2EDTClassifier",
+    "E2EDTRegressor",
     "HingeForestClassifier",
     "HingeForestRegressor",
     "SoftTreeClassifier",

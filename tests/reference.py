@@ -731,23 +731,108 @@ def e2edt_masked_laplacian(M, mask_row):
     return L
 
 
+def e2edt_gaussian_row(mean, var):
+    """A Gaussian leaf's parameter row ``(mean, 1 / var, log normaliser)`` (one per output)."""
+    mean, var = np.atleast_1d(mean), np.atleast_1d(var)
+    return np.concatenate([mean, 1.0 / var, [-0.5 * np.log(2 * np.pi * var).sum()]])
+
+
+def e2edt_gaussian_leaf_loglik(theta, Y):
+    """``log N(Y_n; m_l, diag(var))`` (n, L) from leaf rows ``theta`` (L, 2d + 1), by scipy."""
+    from scipy.stats import norm
+
+    d = Y.shape[1]
+    out = np.zeros((Y.shape[0], theta.shape[0]))
+    for leaf, row in enumerate(theta):
+        sd = 1.0 / np.sqrt(row[d : 2 * d])
+        out[:, leaf] = norm.logpdf(Y, loc=row[:d], scale=sd).sum(axis=1)
+    return out
+
+
+def e2edt_gaussian_e_step(A, gamma, left, right, split_col, theta, Y, sw):
+    """Responsibilities (n, L), leaf statistics ``(S0, S1, S2)`` (L, 1 + 2d), log-likelihood."""
+    from scipy.special import logsumexp
+
+    terms = e2edt_log_path_probs(A, gamma, left, right, split_col) + e2edt_gaussian_leaf_loglik(
+        theta, Y
+    )
+    norm = logsumexp(terms, axis=1)
+    h = np.exp(terms - norm[:, None])
+    hw = h * sw[:, None]
+    stats = np.column_stack([hw.sum(axis=0), hw.T @ Y, hw.T @ Y**2])
+    return h, stats, float(sw @ norm)
+
+
+def e2edt_gaussian_m_step(stats, theta, floor):
+    """Means ``S1 / S0`` (empty leaves keep theirs), variance per output pooled over the
+    leaves about the new means (``sum_l sum_n sw h (y - m_l)^2 / sum sw``), floored."""
+    d = (theta.shape[1] - 1) // 2
+    s0, s1, s2 = stats[:, 0], stats[:, 1 : 1 + d], stats[:, 1 + d :]
+    full = s0 > 0
+    means = theta[:, :d].copy()
+    means[full] = s1[full] / s0[full, None]
+    if not full.any():
+        return theta.copy()
+    sse = (s2[full] - 2 * means[full] * s1[full] + means[full] ** 2 * s0[full, None]).sum(axis=0)
+    var = np.maximum(sse / s0[full].sum(), floor)
+    return np.array([e2edt_gaussian_row(m, var) for m in means])
+
+
+def e2edt_gaussian_loglik(W, b, gamma, left, right, split_col, theta, Y, sw, X):
+    """``sum_n sw_n log sum_l mu_l(x_n) N(y_n; m_l, var)`` as a function of the splits."""
+    return e2edt_gaussian_e_step(X @ W.T + b, gamma, left, right, split_col, theta, Y, sw)[2]
+
+
+def _stump_leaf_terms(pi, y):
+    """``log p(y | left)``, ``log p(y | right)`` of a stump (categorical or Gaussian rows)."""
+    if y.ndim == 2:
+        both = e2edt_gaussian_leaf_loglik(pi, y)
+        return both[:, 0], both[:, 1]
+    with np.errstate(divide="ignore"):
+        return np.log(pi[0, y]), np.log(pi[1, y])
+
+
 def e2edt_fit_stump(
-    X, y, sw, w, b, pi, gamma0, dgamma, n_epochs, order, batch_size, lr, beta1, beta2, eps, lam, M
+    X,
+    y,
+    sw,
+    w,
+    b,
+    pi,
+    gamma0,
+    dgamma,
+    n_epochs,
+    order,
+    batch_size,
+    lr,
+    beta1,
+    beta2,
+    eps,
+    lam,
+    M,
+    var_floor=1e-6,
 ):
-    """The stump schedule of the E2EDT kernel, in numpy (M: dense local Laplacian)."""
+    """The stump schedule of the E2EDT kernel, in numpy (M: dense local Laplacian).
+
+    ``y`` int class indices (``pi`` class distributions) or 2-D float targets
+    (``pi`` Gaussian rows, :func:`e2edt_gaussian_row`)."""
     w, b, pi = w.copy(), float(b), pi.copy()
     mw, vw, mb, vb = np.zeros_like(w), np.zeros_like(w), 0.0, 0.0
     gamma, step = gamma0, 0
     for epoch in range(n_epochs):
         z = gamma * (X @ w + b)
         lr_, ll_ = e2edt_log_sigmoid(z), e2edt_log_sigmoid(-z)
-        with np.errstate(divide="ignore"):
-            tr = np.log(pi[1, y]) + lr_
-            tl = np.log(pi[0, y]) + ll_
+        log_left, log_right = _stump_leaf_terms(pi, y)
+        tr = log_right + lr_
+        tl = log_left + ll_
         hr = 1.0 / (1.0 + np.exp(tl - tr))
-        counts = np.zeros_like(pi)
-        np.add.at(counts[1], y, sw * hr)
-        np.add.at(counts[0], y, sw * (1 - hr))
+        if y.ndim == 2:
+            hw = np.column_stack([sw * (1 - hr), sw * hr])
+            counts = np.column_stack([hw.sum(axis=0), hw.T @ y, hw.T @ y**2])
+        else:
+            counts = np.zeros_like(pi)
+            np.add.at(counts[1], y, sw * hr)
+            np.add.at(counts[0], y, sw * (1 - hr))
         if epoch >= 1:
             perm = order[epoch - 1]
             for s in range(0, X.shape[0], batch_size):
@@ -773,7 +858,10 @@ def e2edt_fit_stump(
                     eps,
                 )
                 b, mb, vb = float(bb[0]), float(mb[0]), float(vb[0])
-        pi = e2edt_leaf_m_step(counts, pi)
+        if y.ndim == 2:
+            pi = e2edt_gaussian_m_step(counts, pi, var_floor)
+        else:
+            pi = e2edt_leaf_m_step(counts, pi)
         gamma += dgamma
     return w, b, pi, gamma
 

@@ -35,6 +35,7 @@ FAST_PARAMS = {
     "CO2ForestRegressor": dict(n_estimators=5, max_cccp_iter=5),
     # tiny data give few Adam steps per epoch: a larger step than the paper's 0.001
     "E2EDTClassifier": dict(max_depth=4, max_epochs=5, learning_rate=0.05),
+    "E2EDTRegressor": dict(max_depth=4, max_epochs=5, learning_rate=0.05),
     "HingeForestClassifier": dict(
         n_estimators=5,
         max_depth=3,

@@ -12,7 +12,8 @@ from sklearn.datasets import make_classification, make_regression
 from tests.test_common import FAST_PARAMS, discover_estimators
 
 PARALLEL = [cls for cls in discover_estimators() if "n_jobs" in cls().get_params()]
-FOREST_PARAMS = {"E2EDTClassifier": dict(n_estimators=3)}  # n_estimators=1 is a single tree
+# n_estimators=1 is a single tree
+FOREST_PARAMS = {"E2EDTClassifier": dict(n_estimators=3), "E2EDTRegressor": dict(n_estimators=3)}
 
 
 def _make(cls, **params):
@@ -87,7 +88,9 @@ def test_dask_backend_builds_the_same_forest(cls, dask_client):
 #: Forests whose trees are built independently by joblib tasks (hinge forests
 #: train all trees jointly in one process, so dask has nothing to ship).
 JOBLIB_FORESTS = [
-    cls for cls in PARALLEL if cls.__name__ in ("CO2ForestClassifier", "E2EDTClassifier")
+    cls
+    for cls in PARALLEL
+    if cls.__name__ in ("CO2ForestClassifier", "E2EDTClassifier", "E2EDTRegressor")
 ]
 
 

@@ -13,6 +13,7 @@ import obliquetrees
 from obliquetrees import (
     CO2ForestClassifier,
     E2EDTClassifier,
+    E2EDTRegressor,
     HingeForestClassifier,
     HingeForestRegressor,
     SoftTreeClassifier,
@@ -28,6 +29,7 @@ from obliquetrees.convert import from_sklearn
 FAST = {
     CO2ForestClassifier: dict(n_estimators=3, max_depth=3, max_cccp_iter=3),
     E2EDTClassifier: dict(max_depth=2, max_epochs=3, finetune_epochs=2),
+    E2EDTRegressor: dict(max_depth=2, max_epochs=3, finetune_epochs=2),
     SoftTreeClassifier: dict(max_depth=2),
     SoftTreeRegressor: dict(max_depth=2),
     HingeForestClassifier: dict(n_estimators=4, max_depth=2, max_epochs=3),
@@ -37,7 +39,7 @@ FAST = {
 
 def _fit(cls, X, y_cls, y_reg, **extra):
     est = cls(**{**FAST[cls], "random_state": 0, **extra})
-    is_regressor = cls in (SoftTreeRegressor, HingeForestRegressor)
+    is_regressor = cls in (SoftTreeRegressor, HingeForestRegressor, E2EDTRegressor)
     return est.fit(X, y_reg if is_regressor else y_cls)
 
 

@@ -13,6 +13,7 @@ from sklearn.utils import get_tags
 from obliquetrees import (
     CO2ForestClassifier,
     E2EDTClassifier,
+    E2EDTRegressor,
     HingeForestClassifier,
     HingeForestRegressor,
     SoftTreeClassifier,
@@ -28,6 +29,7 @@ CLASSIFIERS = [
     lambda: HingeForestClassifier(n_estimators=5, max_depth=3, max_epochs=10, random_state=0),
 ]
 REGRESSORS = [
+    lambda: E2EDTRegressor(max_depth=4, random_state=0),
     lambda: SoftTreeRegressor(max_depth=3, random_state=0),
     lambda: HingeForestRegressor(n_estimators=5, max_depth=3, max_epochs=10, random_state=0),
 ]

@@ -83,6 +83,13 @@ MODELS = {
             _with_nan(X, 0.2, 2), y
         ),
     ),
+    "e2edt_reg": ("reg", lambda X, y: _fast(ot.E2EDTRegressor, random_state=0).fit(X, y)),
+    "e2edt_reg_soft_forest_nan": (
+        "reg",
+        lambda X, y: _fast(
+            ot.E2EDTRegressor, routing="soft", n_estimators=3, max_depth=3, random_state=0
+        ).fit(_with_nan(X, 0.2, 7), y),
+    ),
     "soft_clf": ("clf", lambda X, y: _fast(ot.SoftTreeClassifier).fit(X, y)),
     "soft_clf_hard": ("clf", lambda X, y: _fast(ot.SoftTreeClassifier, routing="hard").fit(X, y)),
     "soft_reg": ("reg", lambda X, y: _fast(ot.SoftTreeRegressor).fit(X, y)),
@@ -199,6 +206,7 @@ HARD = [
     "co2",
     "co2_trained_with_nan",
     "e2edt_hard_forest",
+    "e2edt_reg",
     "soft_clf_hard",
     "soft_reg_hard_nan",
     "converted_tree_nan",

@@ -2,7 +2,12 @@
 
 Notation (paper): split ``i`` sends ``x`` right with probability
 ``sigma(gamma_i * a_i)``, ``a_i = w_i . x + b_i``; the path probability of leaf
-``l`` is ``mu_l(x)`` (eq. 1), leaves hold class distributions ``pi_l``.
+``l`` is ``mu_l(x)`` (eq. 1), leaves hold class distributions ``pi_l``. Every
+kernel that reads labels is generic over the leaf model, chosen at compile
+time from the type of ``y`` (:mod:`._e2edt_leaves`): int64 class indices
+(the paper's categorical leaves) or float64 (n, d) standardised targets
+(Gaussian leaves, regression); ``pi`` then holds each leaf's parameter row
+and ``counts`` its sufficient statistics.
 
 Tree layout taken by the kernels (``tree`` tuple): nodes in an order where a
 parent comes before its children (node 0 is the root)::
@@ -42,7 +47,18 @@ import numpy as np
 from obliquetrees._core._jit import jit_inline
 from obliquetrees._core._jit import jit_numpy_errors as jit
 from obliquetrees._core._math import log_sigmoid_pair, sigmoid
+from obliquetrees._training._e2edt_leaves import (
+    add_statistics,
+    empty_statistics,
+    leaf_likelihood,
+    leaf_log_likelihood,
+    leaf_m_step,
+    m_step,
+    update_leaves,
+)
 from obliquetrees._training._optim import adam_update
+
+__all__ = ["leaf_m_step", "update_leaves"]  # re-exported: the M-steps live with the leaf models
 
 #: Samples processed together by the tree kernels (per-node scratch of
 #: n_nodes x CHUNK doubles). Larger chunks amortise the per-node work; 256 was
@@ -126,21 +142,25 @@ def e_step(A, E, gamma, left, right, split_col, leaf_col, pi, y, sw, h, counts):
     gamma : ndarray (n_splits,)
     left, right, split_col, leaf_col : tree layout.
     pi : ndarray (n_leaves, n_classes)
-        Leaf class distributions of the previous iteration.
-    y : int64 (n,)
+        Leaf class distributions of the previous iteration (Gaussian
+        leaves: their parameter rows, :mod:`._e2edt_leaves`).
+    y : int64 (n,) or float64 (n, d)
+        Class indices, or standardised regression targets.
     sw : float64 (n,)
         Sample weights.
     h : ndarray (n_leaves, n) or (n_leaves, 0), output
         Responsibilities ``h_{n,l}`` (leaf-major); not written if it has no
         columns.
     counts : ndarray (n_leaves, n_classes), accumulated into
-        ``counts[leaf, k] += sw_n h_{n,l} [y_n = k]``.
+        ``counts[leaf, k] += sw_n h_{n,l} [y_n = k]`` (Gaussian leaves:
+        ``sw_n h_{n,l} (1, y_n, y_n^2)``).
 
     Returns
     -------
     loglik : float
         ``sum_n sw_n log p(y_n | x_n)`` (eq. 4) under the current parameters
-        (``-inf`` if a weighted sample's label is impossible).
+        (``-inf`` if a weighted sample's label is impossible; for targets, the
+        log density of the Gaussian mixture).
     """
     no_grad = np.empty((0, 0), dtype=A.dtype)
     return _em_chunks(
@@ -227,7 +247,7 @@ def _estep_chunk(
         else:
             pl = pi[leaf_col[node]]
             for q in range(m):
-                v = pl[yc[q]] * src[q]
+                v = leaf_likelihood(pl, yc, q) * src[q]
                 src[q] = v
                 tot[q] += v
     rescue = np.empty(n_leaves)
@@ -255,7 +275,7 @@ def _estep_chunk(
         if counts.shape[0] > 0:
             cl = counts[leaf]
             for q in range(m):
-                cl[yc[q]] += swc[q] * hl[q]
+                add_statistics(cl, yc, q, swc[q] * hl[q])
     return loglik
 
 
@@ -267,8 +287,7 @@ def _row_log_terms(A, gamma, left, right, split_col, leaf_col, pi, y, r):
     _row_log_paths(A, r, gamma, left, right, split_col, leaf_col, np.empty(left.shape[0]), lp)
     terms = np.empty(n_leaves)
     for leaf in range(n_leaves):
-        p = pi[leaf, y[r]]
-        terms[leaf] = np.log(p) + lp[leaf] if p > 0.0 else -np.inf
+        terms[leaf] = leaf_log_likelihood(pi[leaf], y, r) + lp[leaf]
     return terms, lp
 
 
@@ -296,18 +315,6 @@ def _estep_log_row(A, gamma, left, right, split_col, leaf_col, pi, y, r, out):
     for leaf in range(e.shape[0]):
         out[leaf] = e[leaf]
     return impossible
-
-
-@jit
-def leaf_m_step(counts, pi):
-    """Closed-form leaf update (eq. 13), in place; empty leaves keep ``pi``."""
-    for leaf in range(counts.shape[0]):
-        total = 0.0
-        for k in range(counts.shape[1]):
-            total += counts[leaf, k]
-        if total > 0.0:
-            for k in range(counts.shape[1]):
-                pi[leaf, k] = counts[leaf, k] / total
 
 
 @jit
@@ -439,22 +446,24 @@ def stump_e_step(act, b0, gamma, pi, y, sw, hr, counts):
     for r in range(act.shape[0]):
         t = gamma * (np.float64(act[r]) + b0)
         sr, sl = _split_probs(t, np.exp(-abs(t)))
-        num_r = pi[1, y[r]] * sr
-        tot = num_r + pi[0, y[r]] * sl
+        num_r = leaf_likelihood(pi[1], y, r) * sr
+        tot = num_r + leaf_likelihood(pi[0], y, r) * sl
         if tot > 0.0:
             hv = num_r / tot
         else:  # underflow or impossible label: log space / path posterior
             lsr, lsl = log_sigmoid_pair(t)
-            if pi[1, y[r]] > 0.0 or pi[0, y[r]] > 0.0:
-                tr = np.log(pi[1, y[r]]) + lsr if pi[1, y[r]] > 0.0 else -np.inf
-                tl = np.log(pi[0, y[r]]) + lsl if pi[0, y[r]] > 0.0 else -np.inf
+            log_r = leaf_log_likelihood(pi[1], y, r)
+            log_l = leaf_log_likelihood(pi[0], y, r)
+            if log_r > -np.inf or log_l > -np.inf:
+                tr = log_r + lsr
+                tl = log_l + lsl
             else:
                 tr = lsr
                 tl = lsl
             hv = sigmoid(tr - tl)
         hr[r] = hv
-        counts[1, y[r]] += sw[r] * hv
-        counts[0, y[r]] += sw[r] * (1.0 - hv)
+        add_statistics(counts[1], y, r, sw[r] * hv)
+        add_statistics(counts[0], y, r, sw[r] * (1.0 - hv))
 
 
 @jit
@@ -552,9 +561,8 @@ def fit_stump(
         Steepness after the last epoch.
     """
     n, k = X.shape
-    n_classes = pi.shape[1]
     hr = np.empty(n)
-    counts = np.zeros((2, n_classes))
+    counts = empty_statistics(pi, y)
     gw = np.empty(k)
     gb = np.zeros(1)
     bs = min(batch_size, n)
@@ -609,7 +617,7 @@ def fit_stump(
                     nb_indices,
                 )
         # M-step, leaves
-        leaf_m_step(counts, pi)
+        m_step(counts, pi, y)
         gamma += dgamma
     return gamma
 

@@ -20,11 +20,11 @@ import numpy as np
 
 from obliquetrees._core._jit import jit_numpy_errors as jit
 from obliquetrees._training._e2edt_kernels import (
-    leaf_m_step,
     stump_adam_step,
     stump_coefficients,
     stump_e_step,
 )
+from obliquetrees._training._e2edt_leaves import empty_statistics, m_step
 
 
 class StandardizedCSR:
@@ -183,7 +183,7 @@ def fit_stump_csr(
     n = indptr.shape[0] - 1
     k = w.shape[0]
     hr = np.empty(n)
-    counts = np.zeros((2, pi.shape[1]))
+    counts = empty_statistics(pi, y)
     act = np.empty(n)
     v = np.empty(k)
     gx = np.empty(k)
@@ -244,6 +244,6 @@ def fit_stump_csr(
                     nb_indptr,
                     nb_indices,
                 )
-        leaf_m_step(counts, pi)
+        m_step(counts, pi, y)
         gamma += dgamma
     return gamma

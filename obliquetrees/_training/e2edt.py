@@ -6,20 +6,12 @@ IJCV 2019 (sect. 2). Pure functions over arrays that return
 the entry point (one tree per seed).
 
 Training model: split ``i`` sends ``x`` right with probability
-``sigma(gamma_i * (w_i . x + b_i))``; leaves hold class distributions; EM with
+``sigma(gamma_i * (w_i . x + b_i))``; leaves hold class distributions (or, for
+regression, Gaussians with a shared variance: :mod:`._e2edt_leaves`); EM with
 closed-form leaves (eq. 13) and Adam on the split objective (eq. 14), with the
 steepness ``gamma_i`` raised after every epoch (annealing).
 
-1. Greedy (sect. 2.5), through the shared
-   :class:`~obliquetrees._training.grower.Grower`: level by level (order
-   ``"breadth"``), or best first by information gain when ``max_leaf_nodes``
-   is set (order ``"best"``, the paper's sect. 3.4). Every candidate leaf is
-   replaced by a stump trained for ``max_epochs`` epochs on the samples that
-   reach it by *deterministic* routing; a stump that sends all of them one
-   way is retried up to ``max_attempts`` times, then the node stays a leaf.
-   Each node's samples are a contiguous slice of the grower's row array,
-   partitioned in place; the slice is gathered once per stump and the whole
-   stump schedule runs in one numba call.
+1. Greedy (sect. 2.5): one stump per leaf (:mod:`._e2edt_greedy`).
 2. Finetune (sect. 2.3): all splits and leaves of the tree jointly, with
    probabilistic routing of all data, for ``finetune_epochs`` epochs; every
    split keeps its own steepness and keeps gaining ``steepness_increase`` per
@@ -33,7 +25,6 @@ tree with its final steepness is :func:`obliquetrees._core.soft.soft_predict`.
 """
 
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 from scipy import sparse
@@ -43,6 +34,14 @@ from obliquetrees._core.forest import ObliqueForest
 from obliquetrees._core.tree import ObliqueTree, fold_standardization, standardization
 from obliquetrees._training import _e2edt_kernels as K
 from obliquetrees._training import _e2edt_sparse as S
+from obliquetrees._training._e2edt_greedy import (  # noqa: F401  (grow_greedy & co: public here)
+    draw_features,
+    grid_adjacency,
+    grow_greedy,
+    induced_adjacency,
+    init_split,
+)
+from obliquetrees._training._e2edt_leaves import as_leaf_model, leaf_model
 from obliquetrees._training._optim import (
     ADAM_BETA1,
     ADAM_BETA2,
@@ -52,7 +51,6 @@ from obliquetrees._training._optim import (
 )
 from obliquetrees._training._parallel import parallel_map
 from obliquetrees._training._weights import balanced_class_weight
-from obliquetrees._training.grower import Grower
 
 #: Rows per block of the E-step pass of the first finetune epoch.
 ESTEP_BLOCK = 2048
@@ -107,9 +105,12 @@ def fit_forest(X, y, n_classes, seeds, params, *, sample_weight=None, n_jobs=Non
         data, int64 indices, sorted, no duplicates) is never densified: the
         standardisation is applied algebraically (:mod:`._e2edt_sparse`) and
         the products run in float64 on its entries.
-    y : ndarray of int64, shape (n_samples,)
-        Class indices in ``[0, n_classes)``.
-    n_classes : int
+    y : ndarray of int64, shape (n_samples,), or of float64, shape (n_samples, n_outputs)
+        Class indices in ``[0, n_classes)``, or regression targets (raw
+        units: standardised here with the weights ``sample_weight``, and the
+        stored leaf values are folded back).
+    n_classes : int or None
+        None for regression targets (Gaussian leaves).
     seeds : sequence of int
         One seed per tree.
     params : E2EDTParams
@@ -140,12 +141,14 @@ def fit_forest(X, y, n_classes, seeds, params, *, sample_weight=None, n_jobs=Non
         Z = S.StandardizedCSR.from_scale(X, mean, scale)
     else:
         Z = np.ascontiguousarray((X - mean) / scale, dtype=np.float32)
-    args = [(X, Z, y, sw, n_classes, mean, scale, params, int(seed)) for seed in seeds]
+    leaves = leaf_model(y, n_classes, sw)
+    y = leaves.training_targets(y)
+    args = [(X, Z, y, sw, leaves, mean, scale, params, int(seed)) for seed in seeds]
     results = parallel_map(_fit_one_tree, args, n_jobs=n_jobs, verbose=verbose)
     return [tree for tree, _ in results], [steep for _, steep in results]
 
 
-def _fit_one_tree(X, Z, y, sw, n_classes, mean, scale, params, seed):
+def _fit_one_tree(X, Z, y, sw, leaves, mean, scale, params, seed):
     """Grow and finetune one tree (module level: picklable for joblib/dask).
 
     Parameters
@@ -156,9 +159,11 @@ def _fit_one_tree(X, Z, y, sw, n_classes, mean, scale, params, seed):
         Standardised inputs ``(X - mean) / scale``, C-contiguous float32 or
         float64 (the BLAS products run in its dtype), or their algebraic
         stand-in for a CSR ``X``.
-    y : int64 (n,)
+    y : int64 (n,) or float64 (n, n_outputs)
+        Class indices or standardised targets, as ``leaves`` takes them.
     sw : float64 (n,)
-    n_classes : int
+    leaves : Categorical, Gaussian or int
+        The leaf model (:mod:`._e2edt_leaves`); an int is a number of classes.
     mean, scale : ndarray (p,)
     params : E2EDTParams
     seed : int
@@ -167,21 +172,23 @@ def _fit_one_tree(X, Z, y, sw, n_classes, mean, scale, params, seed):
     -------
     tree : ObliqueTree
         A tree whose bootstrap drew only rows of zero weight is a single
-        leaf holding the weighted class distribution of all rows.
+        leaf holding the weighted class distribution (or target mean) of
+        all rows.
     steepness : ndarray (n_nodes,)
     """
+    leaves = as_leaf_model(leaves)
     rng = np.random.default_rng(seed)
-    row_weight = tree_weights(sw, y, n_classes, params, seed)
+    row_weight = tree_weights(sw, y, leaves.n_classes, params, seed)
     if not row_weight.any():
-        prior = np.bincount(y, weights=sw, minlength=n_classes) / sw.sum()
+        prior = leaves.prior_value(y, sw)
         leaf = [-1], [-1], np.zeros((1, X.shape[1])), [0.0], prior[None, :], [0.0]
         return ObliqueTree.from_dense(*leaf), np.zeros(1)
     adjacency = grid_adjacency(params.image_shape) if params.image_shape else None
-    greedy = grow_greedy(Z, y, row_weight, n_classes, params, rng, adjacency)
+    greedy = grow_greedy(Z, y, row_weight, leaves, params, rng, adjacency)
     band_width = params.image_shape[1] if params.patch_size is not None else None
     tt = TrainingTree(greedy, Z.shape[1], band_width)
     finetune(tt, Z, y, row_weight, params, rng, adjacency)
-    return to_oblique_tree(tt, X, y, row_weight, n_classes, mean, scale)
+    return to_oblique_tree(tt, X, y, row_weight, leaves, mean, scale)
 
 
 # --------------------------------------------------------------- bootstrap
@@ -208,275 +215,6 @@ def tree_weights(sw, y, n_classes, params, seed):
     if params.balanced_subsample:
         weight *= balanced_class_weight(y, counts, n_classes)[y]
     return weight
-
-
-# --------------------------------------------------------------- utilities
-def grid_adjacency(image_shape):
-    """CSR adjacency (indptr, indices) of the 4-neighbour grid of an image.
-
-    Pixel ``(r, c)`` is feature ``r * width + c`` (row-major, as ``reshape``).
-    """
-    h, w = image_shape
-    ids = np.arange(h * w).reshape(h, w)
-    pairs = [
-        (ids[:, :-1].ravel(), ids[:, 1:].ravel()),
-        (ids[:-1, :].ravel(), ids[1:, :].ravel()),
-    ]
-    src = np.concatenate([a for a, b in pairs] + [b for a, b in pairs])
-    dst = np.concatenate([b for a, b in pairs] + [a for a, b in pairs])
-    order = np.lexsort((dst, src))
-    src, dst = src[order], dst[order]
-    indptr = np.zeros(h * w + 1, dtype=np.int64)
-    np.cumsum(np.bincount(src, minlength=h * w), out=indptr[1:])
-    return indptr, dst.astype(np.int64)
-
-
-def induced_adjacency(features, indptr, indices, n_features):
-    """Adjacency restricted to ``features``, in local (0..k-1) indices."""
-    local = np.full(n_features, -1, dtype=np.int64)
-    local[features] = np.arange(features.shape[0])
-    counts = np.diff(indptr)[features]
-    src = np.repeat(np.arange(features.shape[0]), counts)
-    starts = indptr[features]
-    offs = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-    dst = local[indices[np.repeat(starts, counts) + offs]]
-    keep = dst >= 0
-    src, dst = src[keep], dst[keep]
-    new_indptr = np.zeros(features.shape[0] + 1, dtype=np.int64)
-    np.cumsum(np.bincount(src, minlength=features.shape[0]), out=new_indptr[1:])
-    return new_indptr, dst.astype(np.int64)
-
-
-def draw_features(rng, n_features, params):
-    """Feature indices one split may use (sorted), or None for all features."""
-    if params.patch_size is not None:
-        h, w = params.image_shape
-        ps = params.patch_size
-        r0 = int(rng.integers(0, h - ps + 1))
-        c0 = int(rng.integers(0, w - ps + 1))
-        return ((r0 + np.arange(ps))[:, None] * w + c0 + np.arange(ps)).ravel()
-    if params.max_features is not None and params.max_features < n_features:
-        return np.sort(rng.choice(n_features, params.max_features, replace=False))
-    return None
-
-
-def init_split(rng, k):
-    """Initial hyperplane on ``k`` features: direction uniform on the unit sphere.
-
-    The offset is a gap of the paper; it is drawn like the official code
-    (PyTorch's Linear init divided by the weight norm, about
-    ``U(-sqrt(3/k), sqrt(3/k))``: the plane passes near the origin of the
-    standardised data).
-    """
-    w = rng.standard_normal(k)
-    w /= np.linalg.norm(w)
-    b = float(rng.uniform(-1.0, 1.0)) * np.sqrt(3.0 / k)
-    return w, np.array([b])
-
-
-def _entropy(p):
-    p = p[p > 0]
-    return float(-(p * np.log(p)).sum())
-
-
-def _empty_adjacency(k):
-    return np.zeros(k + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
-
-
-# ------------------------------------------------------------------ greedy
-class _Stump(NamedTuple):
-    """A fitted candidate split of one node (its leaves are ``pi``'s rows)."""
-
-    features: np.ndarray  # or None: all features
-    w: np.ndarray
-    b: float
-    gamma: float
-    pi: np.ndarray  # (2, n_classes): left, right leaf
-    goes_right: np.ndarray  # bool per row of the node, in the grower's row order
-    gain: float  # information gain (order "best")
-
-
-class GreedyTree(NamedTuple):
-    """The tree of the greedy phase, parents before children.
-
-    Node arrays of the grower (``children_*`` -1 at leaves; ``value`` the class
-    distribution of every node; ``bias`` and ``gamma`` of splits, 0 at
-    leaves) and, per split node, its feature indices (``features[node]``,
-    None: all features) and weights on them (``weights[node]``).
-    """
-
-    children_left: np.ndarray
-    children_right: np.ndarray
-    value: np.ndarray
-    bias: np.ndarray
-    gamma: np.ndarray
-    features: dict
-    weights: dict
-
-
-class _StumpSplitter:
-    """The per-node step of the greedy phase: fit a probabilistic stump.
-
-    Supplies :class:`~obliquetrees._training.grower.Grower` its callbacks:
-    :meth:`fit_and_split` (order ``"breadth"``), or :meth:`propose` when a
-    node is created and :meth:`split` for the best proposal (order
-    ``"best"``). The generator ``rng`` is consumed by stump fits only, in the
-    order the grower visits nodes.
-    """
-
-    def __init__(self, Z, y, sw, n_classes, params, rng, adjacency):
-        self.Z, self.y, self.sw = Z, y, sw
-        self.n_classes = n_classes
-        self.params = params
-        self.rng = rng
-        self.adjacency = adjacency  # full-image CSR or None
-        self._local_adj = {}
-        self.grower = Grower(
-            Z.shape[0],
-            order="breadth" if params.max_leaf_nodes is None else "best",
-            max_depth=params.max_depth,
-            max_leaf_nodes=params.max_leaf_nodes,
-            payload={
-                "value": ((n_classes,), np.float64, 0.0),
-                "bias": ((), np.float64, 0.0),
-                "gamma": ((), np.float64, 0.0),
-            },
-        )
-        root_value = np.bincount(y, weights=sw, minlength=n_classes)
-        self.grower.value[0] = root_value / root_value.sum()
-        self.features, self.weights = {}, {}
-        self._proposals = {}
-
-    def _adjacency_for(self, features, k):
-        p = self.params
-        if self.adjacency is None or p.spatial_reg <= 0:
-            return _empty_adjacency(k)
-        if features is None:
-            return self.adjacency
-        if p.patch_size is not None:
-            if p.patch_size not in self._local_adj:
-                self._local_adj[p.patch_size] = grid_adjacency((p.patch_size, p.patch_size))
-            return self._local_adj[p.patch_size]
-        return induced_adjacency(features, *self.adjacency, self.Z.shape[1])
-
-    def fit(self, node):
-        """A stump for ``node`` (up to ``max_attempts`` tries), or None.
-
-        Rows of zero weight (out of a tree's bootstrap, or weighted 0 by the
-        user) are routed but do not count: the node needs
-        ``min_samples_split`` rows of positive weight, and both sides of a
-        stump must receive weight.
-        """
-        p = self.params
-        rows = self.grower.node_rows(node)
-        n = rows.shape[0]
-        labels = self.y[rows][self.sw[rows] > 0]
-        if labels.size < max(2, p.min_samples_split) or not np.any(labels != labels[0]):
-            return None
-        ys = np.ascontiguousarray(self.y[rows])
-        sws = np.ascontiguousarray(self.sw[rows])
-        weighted = sws > 0
-        X_node = None
-        csr = isinstance(self.Z, S.StandardizedCSR)
-        fit_stump, count_right = (
-            (S.fit_stump, S.count_right) if csr else (K.fit_stump, K.count_right)
-        )
-        for _ in range(p.max_attempts):
-            features = draw_features(self.rng, self.Z.shape[1], p)
-            if features is None:
-                if X_node is None:
-                    whole = n == self.Z.shape[0]
-                    X_node = self.Z if whole else self.Z[rows]
-                    if not csr:
-                        X_node = np.ascontiguousarray(X_node)
-                Xs = X_node
-            elif csr:
-                Xs = (X_node if X_node is not None else self.Z[rows]).columns(features)
-            else:
-                Xs = np.ascontiguousarray(self.Z[np.ix_(rows, features)])
-            k = Xs.shape[1]
-            w, b = init_split(self.rng, k)
-            pi = np.full((2, self.n_classes), 1.0 / self.n_classes)
-            n_adam = max(p.max_epochs - 1, 0)
-            order = self.rng.permuted(np.tile(np.arange(n, dtype=np.int64), (n_adam, 1)), axis=1)
-            gamma = fit_stump(
-                Xs,
-                ys,
-                sws,
-                w,
-                b,
-                pi,
-                p.initial_steepness,
-                p.steepness_increase,
-                p.max_epochs,
-                order,
-                p.batch_size,
-                p.learning_rate,
-                ADAM_BETA1,
-                ADAM_BETA2,
-                ADAM_EPS,
-                p.spatial_reg,
-                *self._adjacency_for(features, k),
-            )
-            _, right = count_right(Xs, w, b[0])
-            both_sides = np.any(weighted & right) and np.any(weighted & ~right)
-            if both_sides and np.all(np.isfinite(w)) and np.isfinite(b[0]):
-                frac = sws[right].sum() / sws.sum()
-                gain = _entropy(self.grower.value[node]) - (
-                    frac * _entropy(pi[1]) + (1 - frac) * _entropy(pi[0])
-                )
-                return _Stump(features, w, b[0], gamma, pi, right, gain)
-        return None
-
-    def fit_and_split(self, node):
-        """Order "breadth": fit a stump for ``node`` and split it if one was found."""
-        stump = self.fit(node)
-        if stump is not None:
-            self._commit(node, stump)
-
-    def propose(self, node):
-        """Order "best": fit a stump for a new node, keep it; return its gain (or None)."""
-        stump = self.fit(node)
-        if stump is None:
-            return None
-        self._proposals[node] = stump
-        return stump.gain
-
-    def split(self, node):
-        """Order "best": split ``node`` with its proposed stump."""
-        self._commit(node, self._proposals.pop(node))
-
-    def _commit(self, node, stump):
-        g = self.grower
-        left, right = g.add_children(node, g.partition(node, stump.goes_right))
-        self.features[node], self.weights[node] = stump.features, stump.w
-        g.bias[node], g.gamma[node] = stump.b, stump.gamma
-        g.value[left], g.value[right] = stump.pi[0], stump.pi[1]
-
-    def grow(self):
-        """Grow the tree; returns the :class:`GreedyTree`."""
-        self.grower.grow(
-            self.fit_and_split if self.grower.order == "breadth" else self.split,
-            propose=self.propose,
-        )
-        a = self.grower.arrays()
-        return GreedyTree(
-            a["children_left"],
-            a["children_right"],
-            a["value"],
-            a["bias"],
-            a["gamma"],
-            self.features,
-            self.weights,
-        )
-
-
-def grow_greedy(Z, y, sw, n_classes, params, rng, adjacency):
-    """The greedy phase (sect. 2.5) on standardised ``Z``: a :class:`GreedyTree`.
-
-    ``adjacency`` is the full image's CSR pixel graph (``spatial_reg``) or None.
-    """
-    return _StumpSplitter(Z, y, sw, n_classes, params, rng, adjacency).grow()
 
 
 # ---------------------------------------------------------------- finetune
@@ -596,7 +334,6 @@ def finetune(tt, Z, y, sw, params, rng, adjacency):
     """
     p = params
     N = Z.shape[0]
-    n_classes = tt.pi.shape[1]
     if tt.n_splits == 0 or p.finetune_epochs <= 0:
         return tt
     lam = p.spatial_reg if adjacency is not None else 0.0
@@ -612,7 +349,7 @@ def finetune(tt, Z, y, sw, params, rng, adjacency):
     step = 0
     no_h = np.empty((tt.n_leaves, 0))  # the first epoch needs only the leaf statistics
     for epoch in range(p.finetune_epochs):
-        counts = np.zeros((tt.n_leaves, n_classes))
+        counts = K.empty_statistics(tt.pi, y)
         if epoch == 0:
             for s in range(0, N, ESTEP_BLOCK):
                 e = min(s + ESTEP_BLOCK, N)
@@ -651,45 +388,45 @@ def finetune(tt, Z, y, sw, params, rng, adjacency):
                 adam_update(
                     tt.b, gb, mb, vb, step, p.learning_rate, ADAM_BETA1, ADAM_BETA2, ADAM_EPS
                 )
-        K.leaf_m_step(counts, tt.pi)
+        K.update_leaves(counts, tt.pi, y)
         tt.gamma += p.steepness_increase
     return tt
 
 
 # ---------------------------------------------------------- storing
-def to_oblique_tree(tt, X, y, sw, n_classes, mean, scale):
+def to_oblique_tree(tt, X, y, sw, leaves, mean, scale):
     """Store a finetuned tree as an ObliqueTree acting on raw inputs.
 
-    Leaf ``value`` = the trained ``pi``; internal ``value`` and
+    Leaf ``value`` = the trained leaves (class distributions ``pi``, or the
+    Gaussians' means in raw target units); internal ``value`` and
     ``n_node_samples`` from hard routing of the training data ``X``. Returns
     the tree and the final steepness of every node (0 at leaves).
     """
+    leaves = as_leaf_model(leaves)
     n_nodes = tt.left.shape[0]
     weights = np.zeros((n_nodes, tt.W.shape[1]))
     weights[tt.split_nodes] = tt.W
     bias = np.zeros(n_nodes)
     bias[tt.split_nodes] = tt.b
-    value = np.zeros((n_nodes, n_classes))
-    value[tt.leaf_nodes] = tt.pi
+    value = np.zeros((n_nodes, leaves.n_outputs))
+    value[tt.leaf_nodes] = leaves.leaf_values(tt.pi)
     tree = ObliqueTree.from_dense(tt.left, tt.right, weights, bias, value, np.zeros(n_nodes))
     tree = fold_standardization(tree, mean, scale)
     # hard-routed statistics of the training data, through the shared traversal
     indicator = traversal.decision_path(ObliqueForest.from_trees([tree], validate=False), X, 1)
-    onehot = np.zeros((X.shape[0], n_classes))
-    onehot[np.arange(X.shape[0]), y] = sw
-    class_counts = np.asarray(indicator.T @ onehot)
-    tree.n_node_samples = np.ascontiguousarray(class_counts.sum(axis=1))
+    weight, sums = leaves.node_sums(indicator, y, sw)
+    tree.n_node_samples = np.ascontiguousarray(weight)
     parent = np.full(n_nodes, -1, dtype=np.int64)
     parent[tt.left[tt.split_nodes]] = tt.split_nodes
     parent[tt.right[tt.split_nodes]] = tt.split_nodes
     for node in tt.split_nodes:  # parents come first
-        total = class_counts[node].sum()
+        total = weight[node]
         if total > 0:
-            tree.value[node] = class_counts[node] / total
+            tree.value[node] = leaves.sums_value(sums[node], total)
         elif parent[node] >= 0:  # no training sample reaches it
             tree.value[node] = tree.value[parent[node]]
         else:
-            tree.value[node] = 1.0 / n_classes
+            tree.value[node] = leaves.fallback_value()
     steepness = np.zeros(n_nodes)
     steepness[tt.split_nodes] = tt.gamma
     return tree, steepness

@@ -105,7 +105,7 @@ def _model_outputs(g, model, inp):
     regressors); ``values`` is ``predict_proba`` (classifiers) or
     ``predict`` (regressors, (n_samples, n_outputs)).
     """
-    from obliquetrees._e2edt import E2EDTClassifier
+    from obliquetrees._e2edt import _BaseE2EDT
     from obliquetrees._hinge import _BaseHingeForest
     from obliquetrees._soft import _BaseSoftTree
     from obliquetrees.onnx._parts import hard_sum, hinge_decision, soft_sum
@@ -125,7 +125,7 @@ def _model_outputs(g, model, inp):
         total = hard_sum(g, inp, forest, z_all)
         return g.op("Div", [total, g.const(np.array(float(forest.n_trees)), "n_trees")], "mean")
 
-    if isinstance(model, E2EDTClassifier):
+    if isinstance(model, _BaseE2EDT):  # classifier and regressor: soft and/or hard rule
         proba_rule, predict_rule = model._rules()
         soft = z_all = None
         if "soft" in (proba_rule, predict_rule):
@@ -133,10 +133,15 @@ def _model_outputs(g, model, inp):
             total, z_all = soft_sum(
                 g, inp, trees, [t.value for t in trees], model.steepness_, forest.n_features
             )
-            norm = g.op("ReduceSum", [total, g.const(np.array([1]), "axis1")], keepdims=1)
-            soft = g.op("Div", [total, norm], "proba_soft")
+            if classifier:  # as _mean_of_soft: the mean distribution, renormalised
+                norm = g.op("ReduceSum", [total, g.const(np.array([1]), "axis1")], keepdims=1)
+            else:  # the mean over the trees
+                norm = g.const(np.array(float(forest.n_trees)), "n_trees_soft")
+            soft = g.op("Div", [total, norm], "proba_soft" if classifier else "mean_soft")
         hard_out = hard(z_all) if "hard" in (proba_rule, predict_rule) else None
         outputs = {"soft": soft, "hard": hard_out}
+        if not classifier:
+            return None, outputs[predict_rule]
         return outputs[predict_rule], outputs[proba_rule]
     if isinstance(model, _BaseSoftTree) and model.routing != "hard":
         tree = model.tree_

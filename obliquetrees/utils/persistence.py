@@ -34,6 +34,7 @@ TRUSTED_TYPES = [
     "obliquetrees._co2.CO2ForestClassifier",
     "obliquetrees._co2_regressor.CO2ForestRegressor",
     "obliquetrees._e2edt.E2EDTClassifier",
+    "obliquetrees._e2edt.E2EDTRegressor",
     "obliquetrees._hinge.HingeForestClassifier",
     "obliquetrees._hinge.HingeForestRegressor",
     "obliquetrees._soft.SoftTreeClassifier",

@@ -33,7 +33,8 @@ def validate_fit_data(
         ``n_classes_``.
     X : array-like or sparse matrix of shape (n_samples, n_features)
         Sparse input raises a ``TypeError`` unless ``accept_sparse``.
-    y : array-like of shape (n_samples,)
+    y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        2-D only with ``multi_output``.
     sample_weight : array-like of shape (n_samples,) or None
     classifier : bool
         Encode ``y`` as class indices (classifier) or as float64 targets.
@@ -41,7 +42,8 @@ def validate_fit_data(
         Accept CSR, CSC and COO input, returned as canonical CSR
         (:func:`as_training_csr`).
     multi_output : bool, default=False
-        Accept a 2-D ``y`` of shape (n_samples, n_outputs) (regressors).
+        Accept 2-D regression targets (returned as they are; a column vector
+        stays 2-D).
 
     Returns
     -------

@@ -59,7 +59,7 @@ else:
     if "SoftTree" in {name!r}:
         entries["soft_predict"] = (lambda Z: soft.soft_predict(model.tree_, Z, model.tree_.value),
                                    True)
-    if {name!r} == "E2EDTClassifier":
+    if {name!r}.startswith("E2EDT"):
         entries["soft_predict (E2EDT steepness)"] = (
             lambda Z: soft.soft_predict(model.trees_[0], Z, model.trees_[0].value,
                                         steepness=model.steepness_[0]), True)

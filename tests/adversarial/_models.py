@@ -21,6 +21,7 @@ MODEL_NAMES = (
     "CO2ForestClassifier",
     "CO2ForestRegressor",
     "E2EDTClassifier",
+    "E2EDTRegressor",
     "HingeForestClassifier",
     "HingeForestRegressor",
     "SoftTreeClassifier",

@@ -28,6 +28,7 @@ TRAINING_STEP = {
     "CO2ForestClassifier": ("obliquetrees._training.co2", "_fit_one_tree"),
     "CO2ForestRegressor": ("obliquetrees._training.co2", "_fit_one_tree"),
     "E2EDTClassifier": ("obliquetrees._training.e2edt", "_fit_one_tree"),
+    "E2EDTRegressor": ("obliquetrees._training.e2edt", "_fit_one_tree"),
     "HingeForestClassifier": ("obliquetrees._training.hinge", "run_epoch"),
     "HingeForestRegressor": ("obliquetrees._training.hinge", "run_epoch"),
     "SoftTreeClassifier": ("obliquetrees._training.soft", "grow_soft_tree"),
@@ -41,6 +42,7 @@ UNITS_BEFORE_FAILURE = {
     "CO2ForestClassifier": 1,
     "CO2ForestRegressor": 1,
     "E2EDTClassifier": 1,
+    "E2EDTRegressor": 1,
     "HingeForestClassifier": 1,
     "HingeForestRegressor": 1,
     "SoftTreeClassifier": 0,
@@ -51,11 +53,12 @@ UNITS_BEFORE_FAILURE = {
 FAILURES = [ValueError("boom"), KeyboardInterrupt()]
 
 #: warm start adds trees (the others continue training the same ones)
-BAGGED = {"CO2ForestClassifier", "CO2ForestRegressor", "E2EDTClassifier"}
+BAGGED = {"CO2ForestClassifier", "CO2ForestRegressor", "E2EDTClassifier", "E2EDTRegressor"}
 WARM = {
     "CO2ForestClassifier",
     "CO2ForestRegressor",
     "E2EDTClassifier",
+    "E2EDTRegressor",
     "HingeForestClassifier",
     "HingeForestRegressor",
 }
