@@ -28,6 +28,7 @@ from obliquetrees import (
     CO2ForestClassifier,
     CO2ForestRegressor,
     E2EDTClassifier,
+    E2EDTRegressor,
     HingeForestClassifier,
     HingeForestRegressor,
     SoftTreeClassifier,
@@ -114,6 +115,10 @@ def main():
             (
                 "obliquetrees CO2ForestRegressor(n_estimators=30)",
                 CO2ForestRegressor(n_estimators=30, n_jobs=2, random_state=0),
+            ),
+            (
+                "obliquetrees E2EDTRegressor(max_depth=6), one tree",
+                E2EDTRegressor(max_depth=6, random_state=0),
             ),
             ("obliquetrees SoftTreeRegressor()", SoftTreeRegressor(random_state=0)),
             ("obliquetrees HingeForestRegressor()", HingeForestRegressor(n_jobs=2, random_state=0)),
