@@ -21,7 +21,13 @@ import dataclasses
 import numpy as np
 import scipy.sparse as sp
 
-from obliquetrees._core.tree import ObliqueTree, fold_standardization, standardization
+from obliquetrees._core.tree import (
+    ObliqueTree,
+    check_centred_range,
+    feature_moments,
+    fold_standardization,
+    standardization,
+)
 from obliquetrees._training._co2_grow import grow_tree as _grow_tree
 from obliquetrees._training._parallel import parallel_map
 from obliquetrees._training._weights import balanced_class_weight
@@ -222,8 +228,8 @@ def standardize_targets(y, sample_weight, params):
 
     Each output is centred on its weighted mean; all share one scale ``s``,
     the root of the mean over outputs of their weighted variances (1 for
-    targets constant up to rounding). One scale keeps the squared loss of the standardised
-    targets proportional to that of ``y`` (outputs weigh as scikit-learn's
+    targets constant up to rounding). One scale keeps the squared loss of
+    the standardised targets proportional to that of ``y`` (outputs weigh as scikit-learn's
     ``criterion="squared_error"`` weighs them), so ``min_impurity_decrease``,
     given in the units of ``y``, is divided by ``s^2``. The CCCP's step size
     and ``nu`` then mean the same on any target scale.
@@ -236,16 +242,16 @@ def standardize_targets(y, sample_weight, params):
     params : CO2Params
     """
     y = y.reshape(y.shape[0], -1)
-    w = np.ones(y.shape[0]) if sample_weight is None else sample_weight
-    w = w / w.sum()
-    mean = w @ y
-    variance = w @ (y - mean) ** 2
-    scale = float(np.sqrt(np.mean(variance)))
-    if not scale > np.finfo(np.float64).eps * max(1.0, float(np.max(np.abs(mean)))):
+    # pre-scaled moments: no overflow or underflow at any magnitude of y
+    mean, std = feature_moments(y, sample_weight)
+    check_centred_range(y, mean, name="y")  # y - mean beyond float64 is a ValueError
+    peak = float(np.max(std))
+    scale = peak * float(np.sqrt(np.mean((std / peak) ** 2))) if peak > 0 else 0.0
+    if not scale > 1e-12 * float(np.max(np.abs(mean))):
         scale = 1.0  # constant targets (up to rounding of the mean): nothing to scale
     ys = np.ascontiguousarray((y - mean) / scale)
     params = dataclasses.replace(
-        params, min_impurity_decrease=params.min_impurity_decrease / scale**2
+        params, min_impurity_decrease=params.min_impurity_decrease / scale / scale
     )
     return ys, (mean, scale), params
 
