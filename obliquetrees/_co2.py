@@ -12,6 +12,7 @@ from obliquetrees.base import (
     ObliqueClassifierMixin,
     class_weight_vector,
     resolve_max_features,
+    store_init_parameters,
 )
 from obliquetrees.utils._docstrings import fill_doc
 from obliquetrees.utils._param_validation import (
@@ -87,27 +88,7 @@ class _BaseCO2Forest(BaseObliqueForest):
         verbose=0,
         warm_start=False,
     ):
-        self.n_estimators = n_estimators
-        self.nu = nu
-        self.learning_rate = learning_rate
-        self.max_features = max_features
-        self.max_depth = max_depth
-        self.min_samples_split = min_samples_split
-        self.min_samples_leaf = min_samples_leaf
-        self.max_leaf_nodes = max_leaf_nodes
-        self.min_impurity_decrease = min_impurity_decrease
-        self.batch_size = batch_size
-        self.momentum = momentum
-        self.cccp_epochs = cccp_epochs
-        self.max_cccp_iter = max_cccp_iter
-        self.tol = tol
-        self.bootstrap = bootstrap
-        self.max_samples = max_samples
-        self.oob_score = oob_score
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.verbose = verbose
-        self.warm_start = warm_start
+        store_init_parameters(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
     @fill_doc
@@ -588,30 +569,7 @@ class CO2ForestClassifier(ObliqueClassifierMixin, _BaseCO2Forest):
         verbose=0,
         warm_start=False,
     ):
-        super().__init__(
-            n_estimators,
-            nu=nu,
-            learning_rate=learning_rate,
-            max_features=max_features,
-            max_depth=max_depth,
-            min_samples_split=min_samples_split,
-            min_samples_leaf=min_samples_leaf,
-            max_leaf_nodes=max_leaf_nodes,
-            min_impurity_decrease=min_impurity_decrease,
-            batch_size=batch_size,
-            momentum=momentum,
-            cccp_epochs=cccp_epochs,
-            max_cccp_iter=max_cccp_iter,
-            tol=tol,
-            bootstrap=bootstrap,
-            max_samples=max_samples,
-            oob_score=oob_score,
-            n_jobs=n_jobs,
-            random_state=random_state,
-            verbose=verbose,
-            warm_start=warm_start,
-        )
-        self.class_weight = class_weight
+        store_init_parameters(self, locals())
 
     def _class_weight_vector(self, y):
         """Per-class weights (encoded order), "balanced_subsample" or None."""

@@ -22,6 +22,7 @@ from obliquetrees.base import (
     ObliqueRegressorMixin,
     class_weighted_sample_weight,
     resolve_max_features,
+    store_init_parameters,
 )
 from obliquetrees.utils._docstrings import fill_doc
 from obliquetrees.utils._param_validation import (
@@ -92,19 +93,12 @@ def _constraints(routings):
     }
 
 
-def _store_parameters(estimator, values):
-    """Set each ``__init__`` argument in ``values`` (its ``locals()``) as an attribute, as given."""
-    for name, value in values.items():
-        if name not in ("self", "__class__"):
-            setattr(estimator, name, value)
-
-
 class _BaseE2EDT(BaseObliqueForest):
     """What the E2EDT classifier and regressor share: parameters, fit, OOB, soft evaluation.
 
     Each public class has its own ``__init__`` (scikit-learn reads the
     parameters and their defaults from its signature) that stores its
-    arguments as they are (:func:`_store_parameters`), and supplies the
+    arguments as they are (:func:`~obliquetrees.base.store_init_parameters`), and supplies the
     target-specific hooks: :meth:`_training_targets`, :meth:`_check_same_targets`,
     :meth:`_oob_accumulators`, :meth:`_finish_oob` and :meth:`_mean_of_soft`.
     """
@@ -410,7 +404,7 @@ class E2EDTClassifier(ObliqueClassifierMixin, _BaseE2EDT):
         random_state=None,
         verbose=0,
     ):
-        _store_parameters(self, locals())
+        store_init_parameters(self, locals())
 
     def _balanced_subsample(self):
         return self.class_weight == "balanced_subsample"
@@ -521,12 +515,7 @@ class E2EDTRegressor(ObliqueRegressorMixin, _BaseE2EDT):
         random_state=None,
         verbose=0,
     ):
-        _store_parameters(self, locals())
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        return tags
+        store_init_parameters(self, locals())
 
     def _training_targets(self, y, sample_weight, old):
         """Targets as (n_samples, n_outputs), no classes (Gaussian leaves); sets ``n_outputs_``."""

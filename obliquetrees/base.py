@@ -65,6 +65,13 @@ def n_threads_from_jobs(n_jobs):
         return max(1, effective_n_jobs(n_jobs))
 
 
+def store_init_parameters(estimator, values):
+    """Set each ``__init__`` argument in ``values`` (its ``locals()``) as an attribute, as given."""
+    for name, value in values.items():
+        if name not in ("self", "__class__"):
+            setattr(estimator, name, value)
+
+
 def resolve_max_features(max_features, n_features):
     """Number of candidate features of a split, in ``[1, n_features]``.
 
