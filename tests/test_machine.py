@@ -105,6 +105,8 @@ def test_converted_sklearn_models_route_bit_for_bit(Model):
             dm.predict_value(X32) / dm.n_trees, model.predict_proba(X32), atol=1e-12
         )
     assert sp.issparse(to_machine(conv).S)  # one weight per split: CSR is smaller
+    # CSR rows against the CSR S: the sparse-sparse product gives the same leaves
+    np.testing.assert_array_equal(to_machine(conv).apply(sp.csr_matrix(X32)), expected)
 
 
 def test_single_tree_estimators_reuse_their_machine():

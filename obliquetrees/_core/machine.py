@@ -149,7 +149,7 @@ class DecisionMachine:
             )
             return A
         if sp.issparse(self.S):
-            A = np.ascontiguousarray((self.S @ X.T).T)
+            A = (self.S @ X.T).T
         else:
             A = X @ self.S.T
         if sp.issparse(A):  # sparse X times sparse S
