@@ -187,8 +187,11 @@ def validate_predict_data(estimator, X, dtype=(np.float64, np.float32)):
     """Check that ``estimator`` is fitted and validate prediction input.
 
     float32 and float64 input keeps its dtype (kernels take both); other
-    dtypes become the first entry of ``dtype``. CSR input is accepted. NaN
-    marks a missing value; infinity raises a ``ValueError``.
+    dtypes become the first entry of ``dtype``. Dense input is made
+    C-contiguous (copied if it is not): the kernels read rows, and one layout
+    per dtype means one compiled specialisation, which the shipped kernel
+    cache holds. CSR input is accepted. NaN marks a missing value; infinity
+    raises a ``ValueError``.
     """
     check_is_fitted(estimator)
     check_sparse_structure(X)
@@ -198,5 +201,6 @@ def validate_predict_data(estimator, X, dtype=(np.float64, np.float32)):
         reset=False,
         accept_sparse="csr",
         dtype=list(dtype),
+        order="C",
         ensure_all_finite="allow-nan",
     )
