@@ -3,8 +3,9 @@
 Every kernel of the package is compiled with one of these presets:
 
 - ``nogil=True`` so joblib threads run kernels in parallel;
-- ``cache=True`` so a new process loads machine code instead of compiling
-  (numba 0.68 caches ``parallel=True`` kernels too);
+- cached on disk, so a new process loads machine code instead of compiling
+  (numba 0.68 caches ``parallel=True`` kernels too): first from the machine
+  code shipped in the wheel, then from numba's own cache (``_kernel_cache``);
 - no ``fastmath``: NaN/inf semantics and IEEE rounding are kept, which routing
   ties and bit-identical results across thread counts rely on;
 - no eager signatures, so importing a kernel module compiles nothing; each
@@ -20,6 +21,8 @@ from contextlib import contextmanager
 
 import numba
 import numba.extending
+
+from obliquetrees._core._kernel_cache import KernelCache
 
 
 def _load_pip_tbb():
@@ -77,16 +80,29 @@ def _prefer_fork_safe_threading_layer():
 
 _prefer_fork_safe_threading_layer()
 
-jit = numba.njit(cache=True, nogil=True)
-jit_parallel = numba.njit(cache=True, nogil=True, parallel=True)
+
+def _preset(**options):
+    """A decorator compiling with ``nogil=True`` and ``options``, cached by :class:`KernelCache`."""
+    compile_lazily = numba.njit(nogil=True, **options)
+
+    def decorate(function):
+        dispatcher = compile_lazily(function)
+        dispatcher._cache = KernelCache(dispatcher.py_func)  # what cache=True would install, tiered
+        return dispatcher
+
+    return decorate
+
+
+jit = _preset()
+jit_parallel = _preset(parallel=True)
 #: ``jit`` with numpy's error model: a float division by zero gives inf/nan
 #: instead of raising, so LLVM can vectorise loops that divide. Only for
 #: kernels whose denominators cannot be zero.
-jit_numpy_errors = numba.njit(cache=True, nogil=True, error_model="numpy")
+jit_numpy_errors = _preset(error_model="numpy")
 #: ``jit`` inlined at numba-IR level into its callers: for small per-sample
 #: helpers taking arrays, whose calls otherwise cost reference counting
 #: (about 3x in the soft-tree SGD inner loop, measured).
-jit_inline = numba.njit(cache=True, nogil=True, inline="always")
+jit_inline = _preset(inline="always")
 #: ``@jit_overload(stub)`` gives a Python stub a numba implementation chosen from the argument
 #: types at compile time (one growth loop, one kernel per input kind), with ``jit``'s presets.
 jit_overload = functools.partial(

@@ -1,0 +1,135 @@
+"""The shipped kernel cache: used only when it matches, never written outside its build.
+
+A copy of the package gets a one-kernel shipped cache built the way
+``build_tools/build_kernel_cache.py`` builds the real one (its own child
+environment: generic CPU, build mode); fresh interpreters with an empty numba
+cache then call the kernel and report whether it was loaded or compiled.
+"""
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "build_tools" / "build_kernel_cache.py"
+
+#: Calls one small kernel and prints its result and numba's cache counters.
+CALL = """
+import json
+import numpy as np
+from obliquetrees._training.grower import grow_capacity
+out = grow_capacity(np.arange(3, dtype=np.int64), 5, -1)
+stats = grow_capacity.stats
+print(json.dumps({"out": out.tolist(), "hits": sum(stats.cache_hits.values()),
+                  "misses": sum(stats.cache_misses.values())}))
+"""
+
+
+def _build_script():
+    spec = importlib.util.spec_from_file_location("build_kernel_cache", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _call(package_root, numba_cache, **extra_env):
+    env = dict(os.environ, PYTHONPATH=str(package_root), NUMBA_CACHE_DIR=str(numba_cache))
+    env.pop("NUMBA_CPU_NAME", None)
+    env.pop("OBLIQUETREES_KERNEL_BUILD_CACHE", None)
+    env.update(extra_env)
+    done = subprocess.run(
+        [sys.executable, "-c", CALL],
+        env=env,
+        cwd=package_root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def shipped_package(tmp_path_factory):
+    """A copy of the package whose shipped cache holds ``grow_capacity`` for one signature."""
+    root = tmp_path_factory.mktemp("shipped")
+    shutil.copytree(
+        ROOT / "obliquetrees",
+        root / "obliquetrees",
+        ignore=shutil.ignore_patterns("__pycache__", "_kernel_cache"),
+    )
+    build = _build_script()
+    build.run_child(
+        root,
+        CALL + "\nfrom obliquetrees._core import _kernel_cache\n_kernel_cache.write_manifest()\n",
+    )
+    return root
+
+
+def test_a_matching_shipped_cache_is_loaded_and_nothing_is_compiled(shipped_package, tmp_path):
+    manifest = json.loads(
+        (shipped_package / "obliquetrees/_kernel_cache/manifest.json").read_text()
+    )
+    assert manifest["cpu_name"] == "generic"
+    result = _call(shipped_package, tmp_path / "numba")
+    assert result == {"out": [0, 1, 2, -1, -1], "hits": 1, "misses": 0}
+    # loaded from the package: nothing was written to numba's own cache
+    assert not any(p.is_file() for p in (tmp_path / "numba").rglob("*"))
+
+
+def test_kernels_a_wheel_build_left_for_reuse_are_loaded(shipped_package, tmp_path):
+    """CI's test run from the source tree loads what its wheel build compiled."""
+    root = tmp_path / "pkg"
+    shutil.copytree(shipped_package, root, ignore=shutil.ignore_patterns("__pycache__"))
+    shipped = root / "obliquetrees/_kernel_cache"
+    digest = json.loads((shipped / "manifest.json").read_text())["source_sha256"]
+    shutil.move(shipped, tmp_path / "reuse" / digest[:16])
+    result = _call(
+        root, tmp_path / "numba", OBLIQUETREES_KERNEL_BUILD_CACHE=str(tmp_path / "reuse")
+    )
+    assert result["hits"] == 1 and result["misses"] == 0
+    assert _call(root, tmp_path / "numba2")["misses"] == 1  # not without the variable
+
+
+@pytest.mark.parametrize("change", ["numba", "source"])
+def test_a_shipped_cache_that_does_not_match_is_ignored(shipped_package, tmp_path, change):
+    root = tmp_path / "pkg"
+    shutil.copytree(shipped_package, root, ignore=shutil.ignore_patterns("__pycache__"))
+    if change == "numba":  # built by another numba: its machine code may not fit this one
+        path = root / "obliquetrees/_kernel_cache/manifest.json"
+        manifest = json.loads(path.read_text())
+        manifest["numba"] = "0.0.0"
+        path.write_text(json.dumps(manifest))
+    else:  # an edited installation: the shipped code may be stale
+        with open(root / "obliquetrees/_training/grower.py", "a") as f:
+            f.write("\n# edited\n")
+    result = _call(root, tmp_path / "numba")
+    assert result == {"out": [0, 1, 2, -1, -1], "hits": 0, "misses": 1}
+
+
+def test_the_shipped_cache_is_read_only_outside_its_build(monkeypatch):
+    from obliquetrees._core import _kernel_cache
+
+    monkeypatch.delenv(_kernel_cache.BUILD_ENV, raising=False)
+    locator = _kernel_cache._ShippedLocator(
+        test_the_shipped_cache_is_read_only_outside_its_build, ""
+    )
+    with pytest.raises(OSError, match="read-only"):
+        locator.ensure_cache_path()
+    with pytest.raises(RuntimeError, match="generic CPU"):
+        _kernel_cache.write_manifest()
+
+
+def test_kernels_without_a_shipped_cache_use_numbas_cache():
+    from obliquetrees._core._kernel_cache import KernelCache
+    from obliquetrees._training.grower import grow_capacity
+
+    assert isinstance(grow_capacity._cache, KernelCache)
+    np.testing.assert_array_equal(grow_capacity(np.zeros(2), 3, 1.0), [0.0, 0.0, 1.0])
