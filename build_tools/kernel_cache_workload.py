@@ -1,0 +1,124 @@
+"""Run every kernel path a user commonly reaches, so the build compiles it.
+
+Run by ``build_kernel_cache.py`` in a process where kernels are compiled for
+the generic CPU and saved into the package's ``_kernel_cache`` directory.
+Compilation depends on argument types, but a few paths only start beyond
+some size (a node table that grows, prediction in blocks), so each estimator
+first fits with its defaults on a whole data set (digits, diabetes), as a new
+user's first fit does; then small models take the other paths with the types
+of real use: dense float64 and float32 prediction, CSR, missing values,
+sample weights, multi-output targets, several threads, the options that
+select other kernels (E2EDT routing, soft-tree variants), and the
+scikit-learn conversion, decision-machine and fine-tuning paths. A path not
+run here still works: its kernels compile on first use, as without the
+shipped cache.
+"""
+
+import inspect
+
+import numpy as np
+from scipy import sparse
+from sklearn.base import BaseEstimator, is_classifier
+from sklearn.datasets import load_diabetes, load_digits
+from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+
+import obliquetrees
+from obliquetrees.convert import from_sklearn
+from obliquetrees.machine import finetune, refit_leaves, to_machine
+
+#: Small settings per estimator: kernels are the defaults', sizes are cut.
+SMALL = {
+    "CO2ForestClassifier": dict(n_estimators=2, max_cccp_iter=2),
+    "CO2ForestRegressor": dict(n_estimators=2, max_cccp_iter=2),
+    "E2EDTClassifier": dict(max_depth=3, max_epochs=2),
+    "E2EDTRegressor": dict(max_depth=3, max_epochs=2),
+    "HingeForestClassifier": dict(n_estimators=2, max_depth=3, max_epochs=2),
+    "HingeForestRegressor": dict(n_estimators=2, max_depth=3, max_epochs=2),
+    "SoftTreeClassifier": dict(max_depth=3),
+    "SoftTreeRegressor": dict(max_depth=3),
+}
+#: Options whose values select other kernels, and the values to run.
+VARIANTS = {
+    "E2EDTClassifier": [dict(routing="soft"), dict(routing="hard"), dict(n_estimators=2)],
+    "E2EDTRegressor": [dict(routing="soft"), dict(n_estimators=2)],
+}
+
+
+def estimators():
+    for name in obliquetrees.__all__:
+        obj = getattr(obliquetrees, name)
+        if inspect.isclass(obj) and issubclass(obj, BaseEstimator):
+            yield obj
+
+
+def data():
+    X, y = load_digits(return_X_y=True)
+    Xr, yr = load_diabetes(return_X_y=True)
+    return X / 16.0, y, Xr, yr
+
+
+def run_predictions(model, X):
+    # a large batch too: prediction picks its path (traversal or matrix form) and
+    # its blocks by batch size
+    X_large = np.tile(X, (max(1, 20_000 // len(X)), 1))
+    for X_in in (X, X_large, X.astype(np.float32), sparse.csr_matrix(X)):
+        model.predict(X_in)
+        if hasattr(model, "predict_proba"):
+            model.predict_proba(X_in)
+    for X_in in (X, X.astype(np.float32), sparse.csr_matrix(X)):
+        model.apply(X_in)
+        model.decision_path(X_in)
+
+
+def run_estimator(cls, X, y):
+    """The defaults on the whole data set (the first fit of a new user), then variants."""
+    model = cls(random_state=0).fit(X, y)
+    run_predictions(model, X)
+    model.score(X, y)
+    # paths taken with other inputs and options: small models on part of the data
+    params = SMALL.get(cls.__name__, {})
+    tags = cls().__sklearn_tags__()
+    rng = np.random.default_rng(0)
+    X, y = X[:300], y[:300]
+    cls(random_state=0, **params).fit(X, y, sample_weight=rng.uniform(0.5, 2.0, len(y)))
+    cls(random_state=0, n_jobs=2, **params).fit(X, y).predict(X)
+    X_nan = X.copy()
+    X_nan[rng.random(X.shape) < 0.1] = np.nan
+    run_predictions(cls(random_state=0, **params).fit(X_nan, y), X_nan)
+    if tags.input_tags.sparse:
+        run_predictions(cls(random_state=0, **params).fit(sparse.csr_matrix(X), y), X)
+    if tags.target_tags.multi_output and not is_classifier(cls()):
+        cls(random_state=0, **params).fit(X, np.c_[y, -y]).predict(X)
+    for variant in VARIANTS.get(cls.__name__, []):
+        run_predictions(cls(random_state=0, **{**params, **variant}).fit(X, y), X)
+
+
+def run_conversions(Xc, yc, Xr, yr):
+    forests = [
+        (RandomForestClassifier(n_estimators=3, max_depth=4, random_state=0).fit(Xc, yc), Xc, yc),
+        (RandomForestRegressor(n_estimators=3, max_depth=4, random_state=0).fit(Xr, yr), Xr, yr),
+    ]
+    for forest, X, y in forests:
+        converted = from_sklearn(forest)
+        run_predictions(converted, X)
+        machine = to_machine(converted, cache=False)
+        for X_in in (X, sparse.csr_matrix(X)):
+            machine.predict_value(X_in)
+            machine.apply(X_in)
+        tuned = finetune(converted, X, y, epochs=1)
+        tuned.predict(X)
+        refit_leaves(converted, X, y, n_iter=1)
+
+
+def main():
+    Xc, yc, Xr, yr = data()
+    for cls in estimators():
+        print(f"  {cls.__name__}", flush=True)
+        regressor = not is_classifier(cls())
+        run_estimator(cls, Xr if regressor else Xc, yr if regressor else yc)
+    print("  conversions and decision machines", flush=True)
+    run_conversions(Xc, yc, Xr, yr)
+
+
+if __name__ == "__main__":
+    main()
