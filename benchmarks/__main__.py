@@ -31,6 +31,8 @@ SUBCOMMANDS = {
     "sparse": "benchmarks.bench_sparse",
     "sparse-seeds": "benchmarks.bench_sparse_seeds",
     "import": "benchmarks.bench_import",
+    "first-fit": "benchmarks.bench_first_fit",
+    "compile": "benchmarks.bench_compile",
     "unpickle-check": "benchmarks.bench_unpickle_check",
     "profile-co2": "benchmarks.profile_co2",
     "figure-e2edt-spatial": "benchmarks.figure_e2edt_spatial",
