@@ -106,7 +106,8 @@ def main(args):
         with tempfile.TemporaryDirectory(prefix="numba-cache-") as cache:
             for state in ("empty cache", "warm cache"):
                 result = first_fit(estimator, cache, source=args.source)
-                package = result.pop("package") if "obliquetrees" in estimator else package
+                imported_from = result.pop("package")
+                package = imported_from if estimator.startswith("obliquetrees") else package
                 row = {"estimator": estimator.rsplit(".", 1)[1], "numba cache": state, **result}
                 if row["shipped kernels"] is None:
                     row["shipped kernels"] = "-"
