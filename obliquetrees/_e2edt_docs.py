@@ -436,11 +436,19 @@ REGRESSOR_NOTES = """
       about the node's mean minus those of the two sides about theirs, per
       unit of the node's weight, summed over outputs: scikit-learn's
       squared-error impurity decrease) in place of the information gain.
-    - Stored trees: a leaf's ``value`` is its EM mean ``m_l`` in raw target
-      units, an internal node's the weighted mean of the training rows
-      that reach it by hard routing (so impurity-based importances are
-      squared-error decreases); a root that is never split predicts the
-      weighted target mean.
+    - Stored trees: every node's ``value``, leaves included, is the
+      weighted mean target (raw units) of the training rows that reach it
+      by hard routing, so impurity-based importances are squared-error
+      decreases and a root that is never split predicts the weighted target
+      mean. For a leaf this replaces its EM mean ``m_l``: EM fits the means
+      of the probabilistic model, in which every row reaches every leaf
+      with its path probability, whereas ``predict`` routes each row to one
+      leaf; the mean of a leaf's hard-routed rows is the least-squares
+      value of the partition the deterministic tree actually predicts with
+      (the classifier keeps its EM distributions, the paper's leaves, which
+      its default ``predict_proba`` evaluates). ``routing="soft"`` uses the
+      same stored values. A leaf that no training row of positive weight
+      reaches keeps its EM mean.
     - Defaults: as the classifier's, except ``learning_rate={learning_rate}``
       and ``batch_size={batch_size}``, chosen on validation splits of
       training data only (75/25 splits of the training part of nine

@@ -229,14 +229,14 @@ def test_fit_predict_single_tree_and_stored_values(problem):
     assert reg.predict(X).shape == (len(y),)
     assert reg.apply(X).shape == (len(y),)
     assert reg.decision_path(X).shape == (len(y), tree.node_count)
-    # leaf values are means in raw target units; internal nodes the hard-routed means
+    # every node, leaves included, stores the mean target of the training rows
+    # that hard routing sends through it, in raw units
     leaves = reg.apply(X)
-    assert y.min() <= tree.value[tree.children_left < 0].min() <= y.max()
     assert tree.value[0, 0] == pytest.approx(y.mean())
     assert tree.n_node_samples[0] == len(y)
-    for node in np.flatnonzero(tree.children_left >= 0):
-        rows = reg.decision_path(X)[:, node].toarray().ravel().astype(bool)
-        assert tree.value[node, 0] == pytest.approx(y[rows].mean())
+    path = reg.decision_path(X).toarray().astype(bool)
+    for node in range(tree.node_count):
+        assert tree.value[node, 0] == pytest.approx(y[path[:, node]].mean(), rel=1e-12)
     np.testing.assert_array_equal(reg.predict(X), tree.value[leaves, 0])
     assert reg.score(X, y) > 0.7
     imp = reg.feature_importances_
@@ -314,6 +314,31 @@ def test_sample_weight_ones_and_zeros(problem):
     zero = E2EDTRegressor(**FAST).fit(X, y_bad, sample_weight=sw)
     assert zero.tree_.value.max() < y.max() + 1.0
     assert zero.score(X[100:], y[100:]) > 0.6
+
+
+def test_leaves_store_the_weighted_mean_of_their_hard_routed_rows(problem):
+    """Leaf values are the least-squares fit of the deterministic tree's partition
+    (sample weights included); the EM means are what soft routing was trained with."""
+    X, y = problem
+    sw = np.random.default_rng(1).uniform(0.0, 3.0, len(y))
+    reg = E2EDTRegressor(**FAST).fit(X, y, sample_weight=sw)
+    leaf_of = reg.apply(X)
+    for leaf in np.unique(leaf_of):
+        rows = leaf_of == leaf
+        assert reg.tree_.value[leaf, 0] == pytest.approx(np.average(y[rows], weights=sw[rows]))
+    assert reg.tree_.n_node_samples[leaf_of] == pytest.approx(
+        np.bincount(leaf_of, weights=sw)[leaf_of]
+    )
+
+
+def test_gaussian_leaf_values_keep_the_em_mean_of_unreached_leaves():
+    leaves = L.Gaussian(np.array([10.0, -1.0]), np.array([2.0, 0.5]))
+    pi = np.array([L._gaussian_row(np.array([1.0, 2.0]), np.ones(2))] * 2)
+    weight = np.array([0.0, 4.0])
+    sums = np.array([[0.0, 0.0], [2.0, -4.0]])  # standardised units
+    values = leaves.leaf_values(pi, weight, sums)
+    np.testing.assert_allclose(values[0], [1.0 * 2.0 + 10.0, 2.0 * 0.5 - 1.0])  # EM mean
+    np.testing.assert_allclose(values[1], [0.5 * 2.0 + 10.0, -1.0 * 0.5 - 1.0])  # sums / weight
 
 
 def test_nan_and_sparse_inputs(problem):

@@ -238,8 +238,13 @@ class Categorical:
         frac = sw[right].sum() / sw.sum()
         return _entropy(value) - (frac * _entropy(pi[1]) + (1 - frac) * _entropy(pi[0]))
 
-    def leaf_values(self, pi):
-        """Stored values of trained leaves: their distributions."""
+    def leaf_values(self, pi, weight, sums):
+        """Stored values of trained leaves: their EM distributions ``pi`` (the paper).
+
+        ``weight`` and ``sums`` (the leaves' rows of :meth:`node_sums`) are
+        not used: ``predict_proba`` of the default ``routing="hybrid"`` is
+        the probabilistic model, whose leaves are these distributions.
+        """
         return pi
 
     def node_sums(self, indicator, y, sw):
@@ -270,7 +275,8 @@ class Gaussian:
 
     Training sees the targets standardised with the weighted mean and
     standard deviation of every output (:meth:`from_targets`); stored leaf
-    values are the means in raw units.
+    values are means in raw units, of the rows hard routing sends to each
+    leaf (:meth:`leaf_values`).
 
     Parameters
     ----------
@@ -327,9 +333,19 @@ class Gaussian:
             total
         )
 
-    def leaf_values(self, pi):
-        """Stored values of trained leaves: their means in raw units."""
-        return pi[:, : self.n_outputs] * self.scale + self.mean
+    def leaf_values(self, pi, weight, sums):
+        """Stored values of trained leaves: the mean target of the rows hard routing sends there.
+
+        ``weight`` and ``sums`` are the leaves' rows of :meth:`node_sums`
+        (hard-routed training weight and weighted target sums): each leaf
+        stores ``sums / weight`` in raw units, the least-squares value of the
+        partition the deterministic tree predicts with. A leaf that no
+        weighted row reaches keeps its EM mean (``pi``'s mean, in raw units).
+        """
+        values = pi[:, : self.n_outputs] * self.scale + self.mean
+        reached = weight > 0
+        values[reached] = self.sums_value(sums[reached], weight[reached, None])
+        return values
 
     def node_sums(self, indicator, y, sw):
         """``(weight, sums)`` per node of the hard-routed rows (``indicator``: n x nodes)."""
