@@ -9,6 +9,7 @@ from sklearn.datasets import make_regression
 from sklearn.tree import DecisionTreeRegressor
 
 from obliquetrees import E2EDTRegressor
+from obliquetrees._training import _e2edt_greedy as G
 from obliquetrees._training import _e2edt_kernels as K
 from obliquetrees._training import _e2edt_leaves as L
 from obliquetrees._training import _e2edt_sparse as S
@@ -194,6 +195,62 @@ def test_variance_reduction_gain_is_the_squared_error_decrease():
     want = (sse(np.ones(50, bool)) - sse(right) - sse(~right)) / sw.sum()
     assert gauss.gain(value, None, Y, sw, right) == pytest.approx(want, rel=1e-12)
     assert gauss.gain(value, None, Y, sw, np.zeros(50, bool)) == pytest.approx(0.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_axis_split_of_a_node_is_scikit_learns_on_dense_and_sparse_rows(seed):
+    """The axis-aligned candidate of a greedy node: DecisionTreeRegressor's root split
+    (weighted, multi-output), found alike on the standardised dense and CSR rows."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(300, 6))
+    X[rng.random(X.shape) < 0.5] = 0.0
+    Y = np.column_stack([np.sin(2 * X[:, seed]), X[:, 3] > 0.2]) + 0.1 * rng.normal(size=(300, 2))
+    sw = rng.uniform(0.2, 2.0, 300)
+    mean, scale = X.mean(axis=0), X.std(axis=0)
+    Z = ((X - mean) / scale).astype(np.float32)
+    feature, threshold = G.best_axis_split(Z, Y, sw)
+    Zs = S.StandardizedCSR.from_scale(sp.csr_matrix(X), mean, scale)
+    assert G.best_axis_split(Zs, Y, sw) == pytest.approx((feature, threshold), rel=1e-6)
+    cart = DecisionTreeRegressor(max_depth=1).fit(Z, Y, sample_weight=sw).tree_
+    assert feature == cart.feature[0]
+    assert threshold == pytest.approx(cart.threshold[0], rel=1e-6)
+    assert G.best_axis_split(np.zeros((5, 3), np.float32), Y[:5], sw[:5])[0] == -1
+
+
+def test_split_leaves_are_one_m_step_from_the_hard_split():
+    rng = np.random.default_rng(0)
+    Y = rng.normal(size=(40, 2))
+    sw = rng.uniform(0.5, 2.0, 40)
+    right = rng.random(40) < 0.3
+    gauss = L.Gaussian(np.zeros(2), np.ones(2))
+    pi = gauss.split_leaves(gauss.node_value(Y, sw), Y, sw, right)
+    means = [np.average(Y[side], axis=0, weights=sw[side]) for side in (~right, right)]
+    resid = np.where(right[:, None], Y - means[1], Y - means[0])
+    var = (sw[:, None] * resid**2).sum(axis=0) / sw.sum()  # pooled within the two sides
+    for leaf in range(2):
+        np.testing.assert_allclose(pi[leaf], ref.e2edt_gaussian_row(means[leaf], var), rtol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_greedy_split_fits_at_least_as_well_as_the_axis_aligned_split(seed):
+    """Each greedy split is the best of the paper's stump, the node's best axis-aligned
+    split and the stump trained from it: a stump (no finetune, leaves = hard means)
+    has no larger training error than CART's stump, and an axis-aligned target gets
+    CART's split (the EM refinements cannot beat it by much)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(400, 5))
+    y = np.where(X[:, 2] > 0.5, 1.0, -1.0) + np.abs(X[:, 0]) + 0.3 * rng.normal(size=400)
+    ours = E2EDTRegressor(max_depth=1, finetune_epochs=0, random_state=seed).fit(X, y)
+    cart = DecisionTreeRegressor(max_depth=1).fit(X, y)
+    mse = [np.mean((m.predict(X) - y) ** 2) for m in (ours, cart)]
+    assert mse[0] <= mse[1] * (1 + 1e-9)
+    w = ours.tree_.dense_weights()[0]
+    assert np.abs(w[2]) > 5 * np.abs(np.delete(w, 2)).max()
+
+
+def test_classifier_stumps_stay_the_papers():
+    """The axis-aligned candidates are the regressor's: the classifier's leaf model has none."""
+    assert not L.Categorical(3).axis_candidates and L.Gaussian.axis_candidates
 
 
 def test_best_first_growth_follows_variance_reduction():

@@ -211,6 +211,9 @@ class Categorical:
     n_classes : int
     """
 
+    #: Greedy stumps are the paper's alone (no axis-aligned candidates).
+    axis_candidates = False
+
     def __init__(self, n_classes):
         self.n_classes = n_classes
         #: width of a leaf's parameter row and of a stored value
@@ -285,6 +288,9 @@ class Gaussian:
     """
 
     n_classes = None
+    #: Greedy stumps also consider the node's best axis-aligned split (ours:
+    #: :meth:`~._e2edt_greedy._StumpSplitter._with_axis_candidates`).
+    axis_candidates = True
 
     def __init__(self, mean, scale):
         self.mean = mean
@@ -319,6 +325,20 @@ class Gaussian:
     def stump_leaves(self, value):
         """Both leaves of a new stump: the node's Gaussian (so the first E-step is ``mu``)."""
         return np.tile(value, (2, 1))
+
+    def split_leaves(self, value, y, sw, right):
+        """Both leaves of the hard split ``right`` of rows ``y`` (weights ``sw``).
+
+        One M-step (:func:`gaussian_m_step`) from responsibilities 0 or 1:
+        the weighted mean of each side and the pooled within-side variance
+        (floored), starting from :meth:`stump_leaves` of the node's
+        ``value`` (kept by a side without weight).
+        """
+        side = np.stack([~right, right]) * sw  # (2, n): hard responsibilities x weights
+        counts = np.concatenate([side.sum(axis=1)[:, None], side @ y, side @ (y * y)], axis=1)
+        pi = self.stump_leaves(value)
+        update_leaves(counts, pi, y)
+        return pi
 
     def gain(self, value, pi, y, sw, right):
         """Variance reduction of the hard split ``right`` per unit of the node's weight.
