@@ -23,16 +23,15 @@ in :mod:`obliquetrees._training._e2edt_leaves` and
 - ``hard-leaves``: leaves store the mean target of the training rows that
   hard routing sends there; greedy stumps still the paper's alone.
 - ``defaults``: the package as it is: hard-routed leaf means, and each greedy
-  split the best by variance reduction of three candidates, the paper's
-  stump, the node's best axis-aligned split and the stump EM trains from
-  that split.
+  split the paper's stump or the node's best axis-aligned split, whichever
+  reduces the squared error more.
 - The alternatives considered for the greedy split, with hard-routed leaf
-  means (:func:`keep_candidates`: the same three candidates are computed,
-  only some compete): ``axis-start`` (the stump EM trains from the
-  axis-aligned split, alone: the paper's stump with another initial split),
-  ``paper-or-axis`` (the paper's stump or the axis-aligned split as it is),
-  ``axis-only`` (the axis-aligned split as it is: CART's greedy tree, then
-  the paper's finetune).
+  means (:func:`keep_candidates`): ``axis-start`` (the stump EM trains from
+  the node's best axis-aligned split, alone: the paper's stump with another
+  initial split), ``axis-only`` (the axis-aligned split as it is: CART's
+  greedy tree, then the paper's finetune), ``best-of-three`` (the best of
+  the paper's stump, the axis-aligned split and the stump trained from it:
+  the default of 9827c35, on whose run the default was chosen).
 
 Each fitted variant is scored with ``routing="hard"`` (its default, the
 deterministic tree) and ``routing="soft"`` (the probabilistic model, same
@@ -73,29 +72,39 @@ CANDIDATES = ("paper", "axis-start", "axis")
 
 
 def keep_candidates(*kinds):
-    """Drop-in for ``_StumpSplitter._with_axis_candidates`` where only ``kinds`` compete.
+    """Drop-in for ``_StumpSplitter._with_axis_candidate``: the best by gain of ``kinds``.
 
     ``kinds`` among :data:`CANDIDATES`: the paper's stump, the stump EM
-    trains from the node's best axis-aligned split, that split as it is.
+    trains from the node's best axis-aligned split (as the paper's stump,
+    with that split as its initial split), that split as it is. The stump
+    from the axis-aligned split is trained whether it competes or not, as at
+    9827c35 (whose default was all three), so the generator's stream, and
+    every variant's trees, are those of that revision's selection run.
     """
 
-    def with_axis_candidates(self, node, stump, Xs, ys, sws, features):
-        every = (stump, *self._axis_candidates(node, Xs, ys, sws, features))
-        found = [c for k, c in zip(CANDIDATES, every, strict=True) if k in kinds and c is not None]
+    def with_axis_candidate(self, node, stump, Xs, ys, sws, features):
+        axis = self._axis_candidate(node, Xs, ys, sws, features)
+        start = None
+        if axis is not None:
+            w, b = axis.w.copy(), np.array([axis.b])
+            start = self._train(node, Xs, ys, sws, features, w, b)
+        every = dict(zip(CANDIDATES, (stump, start, axis), strict=True))
+        found = [every[k] for k in CANDIDATES if k in kinds and every[k] is not None]
         return max(found, key=lambda c: c.gain) if found else None
 
-    return with_axis_candidates
+    return with_axis_candidate
 
 
 GAUSSIAN = _e2edt_leaves.Gaussian
 SPLITTER = _e2edt_greedy._StumpSplitter
+CHOOSE = "_with_axis_candidate"
 #: variant -> {(class, attribute): replacement} installed during its fits
 VARIANTS = {
-    "before": {(GAUSSIAN, "leaf_values"): em_leaf_means, (GAUSSIAN, "axis_candidates"): False},
-    "hard-leaves": {(GAUSSIAN, "axis_candidates"): False},
-    "axis-start": {(SPLITTER, "_with_axis_candidates"): keep_candidates("axis-start")},
-    "paper-or-axis": {(SPLITTER, "_with_axis_candidates"): keep_candidates("paper", "axis")},
-    "axis-only": {(SPLITTER, "_with_axis_candidates"): keep_candidates("axis")},
+    "before": {(GAUSSIAN, "leaf_values"): em_leaf_means, (GAUSSIAN, "axis_candidate"): False},
+    "hard-leaves": {(GAUSSIAN, "axis_candidate"): False},
+    "axis-start": {(SPLITTER, CHOOSE): keep_candidates("axis-start")},
+    "axis-only": {(SPLITTER, CHOOSE): keep_candidates("axis")},
+    "best-of-three": {(SPLITTER, CHOOSE): keep_candidates(*CANDIDATES)},
     "defaults": {},
 }
 
@@ -211,7 +220,7 @@ fold, mean over folds then over seeds. `dt6` = `DecisionTreeRegressor(max_depth=
 random_state=seed)`; the variants are `E2EDTRegressor(max_depth=6, random_state=seed)` with the
 drop-ins described in `benchmarks/e2edt_regression_validation.py` (`before`: the regressor of
 1ef6d09; `hard-leaves`: hard-routed leaf means only; `defaults`: the package as it is;
-`axis-start`, `paper-or-axis`, `axis-only`: hard-routed leaf means and other candidates for the
+`axis-start`, `axis-only`, `best-of-three`: hard-routed leaf means and other candidates for the
 greedy split). Columns
 `... soft` score the same fits with `routing="soft"`. Per-seed figures:
 `{out.with_suffix(".json").name}`.

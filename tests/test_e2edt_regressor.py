@@ -233,10 +233,9 @@ def test_split_leaves_are_one_m_step_from_the_hard_split():
 
 @pytest.mark.parametrize("seed", range(3))
 def test_greedy_split_fits_at_least_as_well_as_the_axis_aligned_split(seed):
-    """Each greedy split is the best of the paper's stump, the node's best axis-aligned
-    split and the stump trained from it: a stump (no finetune, leaves = hard means)
-    has no larger training error than CART's stump, and an axis-aligned target gets
-    CART's split (the EM refinements cannot beat it by much)."""
+    """Each greedy split is the paper's stump or the node's best axis-aligned split,
+    whichever gains more: a stump (no finetune, leaves = hard means) has no larger
+    training error than CART's, and an axis-aligned target gets (nearly) CART's split."""
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(400, 5))
     y = np.where(X[:, 2] > 0.5, 1.0, -1.0) + np.abs(X[:, 0]) + 0.3 * rng.normal(size=400)
@@ -249,8 +248,8 @@ def test_greedy_split_fits_at_least_as_well_as_the_axis_aligned_split(seed):
 
 
 def test_classifier_stumps_stay_the_papers():
-    """The axis-aligned candidates are the regressor's: the classifier's leaf model has none."""
-    assert not L.Categorical(3).axis_candidates and L.Gaussian.axis_candidates
+    """The axis-aligned candidate is the regressor's: the classifier's leaf model has none."""
+    assert not L.Categorical(3).axis_candidate and L.Gaussian.axis_candidate
 
 
 def test_best_first_growth_follows_variance_reduction():

@@ -200,9 +200,9 @@ class _StumpSplitter:
         Rows of zero weight (out of a tree's bootstrap, or weighted 0 by the
         user) are routed but do not count: the node needs
         ``min_samples_split`` rows of positive weight, and both sides of a
-        stump must receive weight. Leaf models with ``axis_candidates``
-        (regression) then also consider the node's best axis-aligned split
-        (:meth:`_with_axis_candidates`).
+        stump must receive weight. Leaf models with ``axis_candidate``
+        (regression) then weigh the paper's stump against the node's best
+        axis-aligned split (:meth:`_with_axis_candidate`).
         """
         p = self.params
         rows = self.grower.node_rows(node)
@@ -232,8 +232,8 @@ class _StumpSplitter:
             stump = self._train(node, Xs, ys, sws, features, w, b)
             if stump is not None:
                 break
-        if self.leaves.axis_candidates:
-            return self._with_axis_candidates(node, stump, Xs, ys, sws, features)
+        if self.leaves.axis_candidate:
+            return self._with_axis_candidate(node, stump, Xs, ys, sws, features)
         return stump
 
     def _train(self, node, Xs, ys, sws, features, w, b):
@@ -284,39 +284,37 @@ class _StumpSplitter:
         gain = self.leaves.gain(self.grower.value[node], pi, ys, sws, right)
         return _Stump(features, w, b[0], gamma, pi, right, gain)
 
-    def _with_axis_candidates(self, node, stump, Xs, ys, sws, features):
-        """The best of three candidate splits of ``node`` by their gain (ours, regression).
+    def _with_axis_candidate(self, node, stump, Xs, ys, sws, features):
+        """The paper's ``stump`` or the node's best axis-aligned split, whichever gains more.
 
-        ``stump`` is the paper's (EM from a random direction; None if every
-        attempt failed), then the two of :meth:`_axis_candidates`. Ties keep
-        the earlier, in that order; None if there is no candidate.
+        Ours (regression): ``stump`` is the paper's (EM from a random
+        direction; None if every attempt failed), the other the
+        :meth:`_axis_candidate` on the same rows and features; a tie keeps
+        the paper's. None if neither exists.
         """
-        candidates = (stump, *self._axis_candidates(node, Xs, ys, sws, features))
-        found = [c for c in candidates if c is not None]
+        axis = self._axis_candidate(node, Xs, ys, sws, features)
+        found = [c for c in (stump, axis) if c is not None]
         return max(found, key=lambda c: c.gain) if found else None
 
-    def _axis_candidates(self, node, Xs, ys, sws, features):
-        """The stump EM trains from the node's best axis-aligned split, and that split as it is.
+    def _axis_candidate(self, node, Xs, ys, sws, features):
+        """The node's best axis-aligned split as a :meth:`_candidate` (None if there is none).
 
         The split is :func:`best_axis_split` on the node's rows ``Xs`` (on
-        ``features``): scikit-learn's squared-error split. Kept as it is, its
-        leaves are the ones an M-step fits to its sides
-        (:meth:`~._e2edt_leaves.Gaussian.split_leaves`) and its steepness the
-        one a stump reaches after ``max_epochs``. Each is a :meth:`_candidate`
-        or None (both None if no axis-aligned split has weight on both sides).
+        ``features``): scikit-learn's squared-error split. Its leaves are
+        those one M-step fits to its two sides
+        (:meth:`~._e2edt_leaves.Gaussian.split_leaves`), its steepness the
+        one a stump reaches after ``max_epochs``, as if EM had trained it.
         """
         feature, threshold = best_axis_split(Xs, ys, sws)
         if feature < 0:
-            return None, None
+            return None
         w = np.zeros(Xs.shape[1])
         w[feature] = 1.0
         b = np.array([-threshold])
-        refined = self._train(node, Xs, ys, sws, features, w.copy(), b.copy())
         count_right = S.count_right if isinstance(Xs, S.StandardizedCSR) else K.count_right
         _, right = count_right(Xs, w, b[0])
         pi = self.leaves.split_leaves(self.grower.value[node], ys, sws, right)
-        axis = self._candidate(node, Xs, ys, sws, features, w, b, pi, self._stump_steepness)
-        return refined, axis
+        return self._candidate(node, Xs, ys, sws, features, w, b, pi, self._stump_steepness)
 
     def fit_and_split(self, node):
         """Order "breadth": fit a stump for ``node`` and split it if one was found."""

@@ -211,8 +211,8 @@ class Categorical:
     n_classes : int
     """
 
-    #: Greedy stumps are the paper's alone (no axis-aligned candidates).
-    axis_candidates = False
+    #: Greedy stumps are the paper's alone (no axis-aligned candidate).
+    axis_candidate = False
 
     def __init__(self, n_classes):
         self.n_classes = n_classes
@@ -288,9 +288,10 @@ class Gaussian:
     """
 
     n_classes = None
-    #: Greedy stumps also consider the node's best axis-aligned split (ours:
-    #: :meth:`~._e2edt_greedy._StumpSplitter._with_axis_candidates`).
-    axis_candidates = True
+    #: A greedy node takes its best axis-aligned split when that reduces the
+    #: squared error more than the paper's stump (ours:
+    #: :meth:`~._e2edt_greedy._StumpSplitter._with_axis_candidate`).
+    axis_candidate = True
 
     def __init__(self, mean, scale):
         self.mean = mean
