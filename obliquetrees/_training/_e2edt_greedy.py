@@ -11,8 +11,11 @@ routing; a stump that sends all of them one way is retried up to
 contiguous slice of the grower's row array, partitioned in place; the slice
 is gathered once per stump and the whole stump schedule runs in one numba
 call (:func:`~._e2edt_kernels.fit_stump`, or its CSR twin), with the leaf
-model of ``y`` (:mod:`._e2edt_leaves`). Also the split initialisation,
-feature subsets and image-grid adjacency shared with the finetune.
+model of ``y`` (:mod:`._e2edt_leaves`). For regression targets (ours) the
+node then takes its best axis-aligned split instead when that split reduces
+the squared error more than the stump (:func:`best_axis_split`, CO2's
+search). Also the split initialisation, feature subsets and image-grid
+adjacency shared with the finetune.
 """
 
 from typing import NamedTuple
