@@ -27,6 +27,7 @@ SUBCOMMANDS = {
     "parallel": "benchmarks.bench_parallel",
     "missing": "benchmarks.bench_missing",
     "regression": "benchmarks.bench_regression",
+    "e2edt-regression-validation": "benchmarks.e2edt_regression_validation",
     "proba": "benchmarks.bench_proba",
     "sparse": "benchmarks.bench_sparse",
     "sparse-seeds": "benchmarks.bench_sparse_seeds",

@@ -9,6 +9,7 @@ from sklearn.datasets import make_regression
 from sklearn.tree import DecisionTreeRegressor
 
 from obliquetrees import E2EDTRegressor
+from obliquetrees._training import _e2edt_greedy as G
 from obliquetrees._training import _e2edt_kernels as K
 from obliquetrees._training import _e2edt_leaves as L
 from obliquetrees._training import _e2edt_sparse as S
@@ -196,6 +197,61 @@ def test_variance_reduction_gain_is_the_squared_error_decrease():
     assert gauss.gain(value, None, Y, sw, np.zeros(50, bool)) == pytest.approx(0.0, abs=1e-12)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_axis_split_of_a_node_is_scikit_learns_on_dense_and_sparse_rows(seed):
+    """The axis-aligned candidate of a greedy node: DecisionTreeRegressor's root split
+    (weighted, multi-output), found alike on the standardised dense and CSR rows."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(300, 6))
+    X[rng.random(X.shape) < 0.5] = 0.0
+    Y = np.column_stack([np.sin(2 * X[:, seed]), X[:, 3] > 0.2]) + 0.1 * rng.normal(size=(300, 2))
+    sw = rng.uniform(0.2, 2.0, 300)
+    mean, scale = X.mean(axis=0), X.std(axis=0)
+    Z = ((X - mean) / scale).astype(np.float32)
+    feature, threshold = G.best_axis_split(Z, Y, sw)
+    Zs = S.StandardizedCSR.from_scale(sp.csr_matrix(X), mean, scale)
+    assert G.best_axis_split(Zs, Y, sw) == pytest.approx((feature, threshold), rel=1e-6)
+    cart = DecisionTreeRegressor(max_depth=1).fit(Z, Y, sample_weight=sw).tree_
+    assert feature == cart.feature[0]
+    assert threshold == pytest.approx(cart.threshold[0], rel=1e-6)
+    assert G.best_axis_split(np.zeros((5, 3), np.float32), Y[:5], sw[:5])[0] == -1
+
+
+def test_split_leaves_are_one_m_step_from_the_hard_split():
+    rng = np.random.default_rng(0)
+    Y = rng.normal(size=(40, 2))
+    sw = rng.uniform(0.5, 2.0, 40)
+    right = rng.random(40) < 0.3
+    gauss = L.Gaussian(np.zeros(2), np.ones(2))
+    pi = gauss.split_leaves(gauss.node_value(Y, sw), Y, sw, right)
+    means = [np.average(Y[side], axis=0, weights=sw[side]) for side in (~right, right)]
+    resid = np.where(right[:, None], Y - means[1], Y - means[0])
+    var = (sw[:, None] * resid**2).sum(axis=0) / sw.sum()  # pooled within the two sides
+    for leaf in range(2):
+        np.testing.assert_allclose(pi[leaf], ref.e2edt_gaussian_row(means[leaf], var), rtol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_greedy_split_fits_at_least_as_well_as_the_axis_aligned_split(seed):
+    """Each greedy split is the paper's stump or the node's best axis-aligned split,
+    whichever gains more: a stump (no finetune, leaves = hard means) has no larger
+    training error than CART's, and an axis-aligned target gets (nearly) CART's split."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(400, 5))
+    y = np.where(X[:, 2] > 0.5, 1.0, -1.0) + np.abs(X[:, 0]) + 0.3 * rng.normal(size=400)
+    ours = E2EDTRegressor(max_depth=1, finetune_epochs=0, random_state=seed).fit(X, y)
+    cart = DecisionTreeRegressor(max_depth=1).fit(X, y)
+    mse = [np.mean((m.predict(X) - y) ** 2) for m in (ours, cart)]
+    assert mse[0] <= mse[1] * (1 + 1e-9)
+    w = ours.tree_.dense_weights()[0]
+    assert np.abs(w[2]) > 5 * np.abs(np.delete(w, 2)).max()
+
+
+def test_classifier_stumps_stay_the_papers():
+    """The axis-aligned candidate is the regressor's: the classifier's leaf model has none."""
+    assert not L.Categorical(3).axis_candidate and L.Gaussian.axis_candidate
+
+
 def test_best_first_growth_follows_variance_reduction():
     """max_leaf_nodes grows the split with the larger squared-error decrease first."""
     rng = np.random.default_rng(0)
@@ -229,14 +285,14 @@ def test_fit_predict_single_tree_and_stored_values(problem):
     assert reg.predict(X).shape == (len(y),)
     assert reg.apply(X).shape == (len(y),)
     assert reg.decision_path(X).shape == (len(y), tree.node_count)
-    # leaf values are means in raw target units; internal nodes the hard-routed means
+    # every node, leaves included, stores the mean target of the training rows
+    # that hard routing sends through it, in raw units
     leaves = reg.apply(X)
-    assert y.min() <= tree.value[tree.children_left < 0].min() <= y.max()
     assert tree.value[0, 0] == pytest.approx(y.mean())
     assert tree.n_node_samples[0] == len(y)
-    for node in np.flatnonzero(tree.children_left >= 0):
-        rows = reg.decision_path(X)[:, node].toarray().ravel().astype(bool)
-        assert tree.value[node, 0] == pytest.approx(y[rows].mean())
+    path = reg.decision_path(X).toarray().astype(bool)
+    for node in range(tree.node_count):
+        assert tree.value[node, 0] == pytest.approx(y[path[:, node]].mean(), rel=1e-12)
     np.testing.assert_array_equal(reg.predict(X), tree.value[leaves, 0])
     assert reg.score(X, y) > 0.7
     imp = reg.feature_importances_
@@ -314,6 +370,31 @@ def test_sample_weight_ones_and_zeros(problem):
     zero = E2EDTRegressor(**FAST).fit(X, y_bad, sample_weight=sw)
     assert zero.tree_.value.max() < y.max() + 1.0
     assert zero.score(X[100:], y[100:]) > 0.6
+
+
+def test_leaves_store_the_weighted_mean_of_their_hard_routed_rows(problem):
+    """Leaf values are the least-squares fit of the deterministic tree's partition
+    (sample weights included); the EM means are what soft routing was trained with."""
+    X, y = problem
+    sw = np.random.default_rng(1).uniform(0.0, 3.0, len(y))
+    reg = E2EDTRegressor(**FAST).fit(X, y, sample_weight=sw)
+    leaf_of = reg.apply(X)
+    for leaf in np.unique(leaf_of):
+        rows = leaf_of == leaf
+        assert reg.tree_.value[leaf, 0] == pytest.approx(np.average(y[rows], weights=sw[rows]))
+    assert reg.tree_.n_node_samples[leaf_of] == pytest.approx(
+        np.bincount(leaf_of, weights=sw)[leaf_of]
+    )
+
+
+def test_gaussian_leaf_values_keep_the_em_mean_of_unreached_leaves():
+    leaves = L.Gaussian(np.array([10.0, -1.0]), np.array([2.0, 0.5]))
+    pi = np.array([L._gaussian_row(np.array([1.0, 2.0]), np.ones(2))] * 2)
+    weight = np.array([0.0, 4.0])
+    sums = np.array([[0.0, 0.0], [2.0, -4.0]])  # standardised units
+    values = leaves.leaf_values(pi, weight, sums)
+    np.testing.assert_allclose(values[0], [1.0 * 2.0 + 10.0, 2.0 * 0.5 - 1.0])  # EM mean
+    np.testing.assert_allclose(values[1], [0.5 * 2.0 + 10.0, -1.0 * 0.5 - 1.0])  # sums / weight
 
 
 def test_nan_and_sparse_inputs(problem):

@@ -11,16 +11,21 @@ routing; a stump that sends all of them one way is retried up to
 contiguous slice of the grower's row array, partitioned in place; the slice
 is gathered once per stump and the whole stump schedule runs in one numba
 call (:func:`~._e2edt_kernels.fit_stump`, or its CSR twin), with the leaf
-model of ``y`` (:mod:`._e2edt_leaves`). Also the split initialisation,
-feature subsets and image-grid adjacency shared with the finetune.
+model of ``y`` (:mod:`._e2edt_leaves`). For regression targets (ours) the
+node then takes its best axis-aligned split instead when that split reduces
+the squared error more than the stump (:func:`best_axis_split`, CO2's
+search). Also the split initialisation, feature subsets and image-grid
+adjacency shared with the finetune.
 """
 
 from typing import NamedTuple
 
 import numpy as np
 
+from obliquetrees._core._random import make_state
 from obliquetrees._training import _e2edt_kernels as K
 from obliquetrees._training import _e2edt_sparse as S
+from obliquetrees._training._co2_axis_split import best_axis_split as axis_search
 from obliquetrees._training._e2edt_leaves import as_leaf_model
 from obliquetrees._training._optim import ADAM_BETA1, ADAM_BETA2, ADAM_EPS
 from obliquetrees._training.grower import Grower
@@ -94,6 +99,24 @@ def _empty_adjacency(k):
     return np.zeros(k + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
 
 
+def best_axis_split(Xs, y, sw):
+    """The best axis-aligned split of a node's rows by squared error.
+
+    ``Xs`` (n, k) holds the node's standardised rows (dense, or a
+    :class:`~._e2edt_sparse.StandardizedCSR`), ``y`` (n, d) its targets and
+    ``sw`` its weights. The search is CO2's
+    (:func:`~._co2_axis_split.best_axis_split`, scikit-learn's criterion and
+    midpoint thresholds; exact ties between features go to the first of a
+    fixed pseudo-random order). A row goes right iff ``Xs[:, feature] >
+    threshold``. Returns ``(feature, threshold)``, feature -1 if no split
+    puts weight on both sides.
+    """
+    node = Xs.csc_columns() if isinstance(Xs, S.StandardizedCSR) else Xs
+    k = Xs.shape[1]
+    feature, threshold, _ = axis_search(node, y, sw, Xs.shape[0], y.shape[1], k, 1, make_state(0))
+    return int(feature), float(threshold)
+
+
 # ------------------------------------------------------------------ greedy
 class _Stump(NamedTuple):
     """A fitted candidate split of one node (its leaves are ``pi``'s rows)."""
@@ -157,6 +180,10 @@ class _StumpSplitter:
         self.grower.value[0] = leaves.node_value(y, sw)
         self.features, self.weights = {}, {}
         self._proposals = {}
+        #: steepness of a stump after the greedy schedule (as fit_stump returns it)
+        self._stump_steepness = params.initial_steepness
+        for _ in range(params.max_epochs):
+            self._stump_steepness += params.steepness_increase
 
     def _adjacency_for(self, features, k):
         p = self.params
@@ -176,7 +203,9 @@ class _StumpSplitter:
         Rows of zero weight (out of a tree's bootstrap, or weighted 0 by the
         user) are routed but do not count: the node needs
         ``min_samples_split`` rows of positive weight, and both sides of a
-        stump must receive weight.
+        stump must receive weight. Leaf models with ``axis_candidate``
+        (regression) then weigh the paper's stump against the node's best
+        axis-aligned split (:meth:`_with_axis_candidate`).
         """
         p = self.params
         rows = self.grower.node_rows(node)
@@ -186,12 +215,9 @@ class _StumpSplitter:
             return None
         ys = np.ascontiguousarray(self.y[rows])
         sws = np.ascontiguousarray(self.sw[rows])
-        weighted = sws > 0
         X_node = None
         csr = isinstance(self.Z, S.StandardizedCSR)
-        fit_stump, count_right = (
-            (S.fit_stump, S.count_right) if csr else (K.fit_stump, K.count_right)
-        )
+        stump = None
         for _ in range(p.max_attempts):
             features = draw_features(self.rng, self.Z.shape[1], p)
             if features is None:
@@ -205,36 +231,93 @@ class _StumpSplitter:
                 Xs = (X_node if X_node is not None else self.Z[rows]).columns(features)
             else:
                 Xs = np.ascontiguousarray(self.Z[np.ix_(rows, features)])
-            k = Xs.shape[1]
-            w, b = init_split(self.rng, k)
-            pi = self.leaves.stump_leaves(self.grower.value[node])
-            n_adam = max(p.max_epochs - 1, 0)
-            order = self.rng.permuted(np.tile(np.arange(n, dtype=np.int64), (n_adam, 1)), axis=1)
-            gamma = fit_stump(
-                Xs,
-                ys,
-                sws,
-                w,
-                b,
-                pi,
-                p.initial_steepness,
-                p.steepness_increase,
-                p.max_epochs,
-                order,
-                p.batch_size,
-                p.learning_rate,
-                ADAM_BETA1,
-                ADAM_BETA2,
-                ADAM_EPS,
-                p.spatial_reg,
-                *self._adjacency_for(features, k),
-            )
-            _, right = count_right(Xs, w, b[0])
-            both_sides = np.any(weighted & right) and np.any(weighted & ~right)
-            if both_sides and np.all(np.isfinite(w)) and np.isfinite(b[0]):
-                gain = self.leaves.gain(self.grower.value[node], pi, ys, sws, right)
-                return _Stump(features, w, b[0], gamma, pi, right, gain)
-        return None
+            w, b = init_split(self.rng, Xs.shape[1])
+            stump = self._train(node, Xs, ys, sws, features, w, b)
+            if stump is not None:
+                break
+        if self.leaves.axis_candidate:
+            return self._with_axis_candidate(node, stump, Xs, ys, sws, features)
+        return stump
+
+    def _train(self, node, Xs, ys, sws, features, w, b):
+        """EM-train a stump from the split ``(w, b)`` on the node's rows ``Xs``.
+
+        Its leaves start as :meth:`stump_leaves` of the node's value, the
+        schedule is :func:`~._e2edt_kernels.fit_stump`'s (or its CSR twin's)
+        with row orders drawn from the generator. Returns the
+        :meth:`_candidate`, or None.
+        """
+        p = self.params
+        n, k = Xs.shape
+        csr = isinstance(Xs, S.StandardizedCSR)
+        pi = self.leaves.stump_leaves(self.grower.value[node])
+        n_adam = max(p.max_epochs - 1, 0)
+        order = self.rng.permuted(np.tile(np.arange(n, dtype=np.int64), (n_adam, 1)), axis=1)
+        gamma = (S.fit_stump if csr else K.fit_stump)(
+            Xs,
+            ys,
+            sws,
+            w,
+            b,
+            pi,
+            p.initial_steepness,
+            p.steepness_increase,
+            p.max_epochs,
+            order,
+            p.batch_size,
+            p.learning_rate,
+            ADAM_BETA1,
+            ADAM_BETA2,
+            ADAM_EPS,
+            p.spatial_reg,
+            *self._adjacency_for(features, k),
+        )
+        return self._candidate(node, Xs, ys, sws, features, w, b, pi, gamma)
+
+    def _candidate(self, node, Xs, ys, sws, features, w, b, pi, gamma):
+        """The :class:`_Stump` of split ``(w, b)`` and leaves ``pi``, with its
+        hard routing and gain; None if it sends all the weight one way or is
+        not finite."""
+        count_right = S.count_right if isinstance(Xs, S.StandardizedCSR) else K.count_right
+        _, right = count_right(Xs, w, b[0])
+        weighted = sws > 0
+        both_sides = np.any(weighted & right) and np.any(weighted & ~right)
+        if not (both_sides and np.all(np.isfinite(w)) and np.isfinite(b[0])):
+            return None
+        gain = self.leaves.gain(self.grower.value[node], pi, ys, sws, right)
+        return _Stump(features, w, b[0], gamma, pi, right, gain)
+
+    def _with_axis_candidate(self, node, stump, Xs, ys, sws, features):
+        """The paper's ``stump`` or the node's best axis-aligned split, whichever gains more.
+
+        Ours (regression): ``stump`` is the paper's (EM from a random
+        direction; None if every attempt failed), the other the
+        :meth:`_axis_candidate` on the same rows and features; a tie keeps
+        the paper's. None if neither exists.
+        """
+        axis = self._axis_candidate(node, Xs, ys, sws, features)
+        found = [c for c in (stump, axis) if c is not None]
+        return max(found, key=lambda c: c.gain) if found else None
+
+    def _axis_candidate(self, node, Xs, ys, sws, features):
+        """The node's best axis-aligned split as a :meth:`_candidate` (None if there is none).
+
+        The split is :func:`best_axis_split` on the node's rows ``Xs`` (on
+        ``features``): scikit-learn's squared-error split. Its leaves are
+        those one M-step fits to its two sides
+        (:meth:`~._e2edt_leaves.Gaussian.split_leaves`), its steepness the
+        one a stump reaches after ``max_epochs``, as if EM had trained it.
+        """
+        feature, threshold = best_axis_split(Xs, ys, sws)
+        if feature < 0:
+            return None
+        w = np.zeros(Xs.shape[1])
+        w[feature] = 1.0
+        b = np.array([-threshold])
+        count_right = S.count_right if isinstance(Xs, S.StandardizedCSR) else K.count_right
+        _, right = count_right(Xs, w, b[0])
+        pi = self.leaves.split_leaves(self.grower.value[node], ys, sws, right)
+        return self._candidate(node, Xs, ys, sws, features, w, b, pi, self._stump_steepness)
 
     def fit_and_split(self, node):
         """Order "breadth": fit a stump for ``node`` and split it if one was found."""

@@ -211,6 +211,9 @@ class Categorical:
     n_classes : int
     """
 
+    #: Greedy stumps are the paper's alone (no axis-aligned candidate).
+    axis_candidate = False
+
     def __init__(self, n_classes):
         self.n_classes = n_classes
         #: width of a leaf's parameter row and of a stored value
@@ -238,8 +241,13 @@ class Categorical:
         frac = sw[right].sum() / sw.sum()
         return _entropy(value) - (frac * _entropy(pi[1]) + (1 - frac) * _entropy(pi[0]))
 
-    def leaf_values(self, pi):
-        """Stored values of trained leaves: their distributions."""
+    def leaf_values(self, pi, weight, sums):
+        """Stored values of trained leaves: their EM distributions ``pi`` (the paper).
+
+        ``weight`` and ``sums`` (the leaves' rows of :meth:`node_sums`) are
+        not used: ``predict_proba`` of the default ``routing="hybrid"`` is
+        the probabilistic model, whose leaves are these distributions.
+        """
         return pi
 
     def node_sums(self, indicator, y, sw):
@@ -270,7 +278,8 @@ class Gaussian:
 
     Training sees the targets standardised with the weighted mean and
     standard deviation of every output (:meth:`from_targets`); stored leaf
-    values are the means in raw units.
+    values are means in raw units, of the rows hard routing sends to each
+    leaf (:meth:`leaf_values`).
 
     Parameters
     ----------
@@ -279,6 +288,10 @@ class Gaussian:
     """
 
     n_classes = None
+    #: A greedy node takes its best axis-aligned split when that reduces the
+    #: squared error more than the paper's stump (ours:
+    #: :meth:`~._e2edt_greedy._StumpSplitter._with_axis_candidate`).
+    axis_candidate = True
 
     def __init__(self, mean, scale):
         self.mean = mean
@@ -314,6 +327,20 @@ class Gaussian:
         """Both leaves of a new stump: the node's Gaussian (so the first E-step is ``mu``)."""
         return np.tile(value, (2, 1))
 
+    def split_leaves(self, value, y, sw, right):
+        """Both leaves of the hard split ``right`` of rows ``y`` (weights ``sw``).
+
+        One M-step (:func:`gaussian_m_step`) from responsibilities 0 or 1:
+        the weighted mean of each side and the pooled within-side variance
+        (floored), starting from :meth:`stump_leaves` of the node's
+        ``value`` (kept by a side without weight).
+        """
+        side = np.stack([~right, right]) * sw  # (2, n): hard responsibilities x weights
+        counts = np.concatenate([side.sum(axis=1)[:, None], side @ y, side @ (y * y)], axis=1)
+        pi = self.stump_leaves(value)
+        update_leaves(counts, pi, y)
+        return pi
+
     def gain(self, value, pi, y, sw, right):
         """Variance reduction of the hard split ``right`` per unit of the node's weight.
 
@@ -327,9 +354,19 @@ class Gaussian:
             total
         )
 
-    def leaf_values(self, pi):
-        """Stored values of trained leaves: their means in raw units."""
-        return pi[:, : self.n_outputs] * self.scale + self.mean
+    def leaf_values(self, pi, weight, sums):
+        """Stored values of trained leaves: the mean target of the rows hard routing sends there.
+
+        ``weight`` and ``sums`` are the leaves' rows of :meth:`node_sums`
+        (hard-routed training weight and weighted target sums): each leaf
+        stores ``sums / weight`` in raw units, the least-squares value of the
+        partition the deterministic tree predicts with. A leaf that no
+        weighted row reaches keeps its EM mean (``pi``'s mean, in raw units).
+        """
+        values = pi[:, : self.n_outputs] * self.scale + self.mean
+        reached = weight > 0
+        values[reached] = self.sums_value(sums[reached], weight[reached, None])
+        return values
 
     def node_sums(self, indicator, y, sw):
         """``(weight, sums)`` per node of the hard-routed rows (``indicator``: n x nodes)."""

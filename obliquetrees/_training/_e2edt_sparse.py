@@ -69,6 +69,21 @@ class StandardizedCSR:
             X.data.astype(np.float64, copy=False),
         )
 
+    def csc_columns(self):
+        """The standardised columns as CO2's axis-split search takes sparse nodes.
+
+        ``((cptr, crow, cval), mu)``: the stored entries by column (CSC, rows
+        ascending) holding ``x / scale``, and ``mu = mean / scale``, so a
+        column's value is ``cval - mu`` at its entries and ``-mu`` elsewhere:
+        ``(x - mean) / scale`` computed as :meth:`dot` computes it
+        (:func:`~obliquetrees._training._co2_axis_split.node_column`).
+        """
+        C = self.X.tocsc()
+        C.sort_indices()
+        cptr = C.indptr.astype(np.int64)
+        cval = C.data * np.repeat(self.inv_scale, np.diff(cptr))
+        return (cptr, C.indices.astype(np.int64), cval), self.mean * self.inv_scale
+
     def dot(self, w):
         """``Z @ w`` in float64, shape (n,)."""
         v = w * self.inv_scale

@@ -397,8 +397,9 @@ def finetune(tt, Z, y, sw, params, rng, adjacency):
 def to_oblique_tree(tt, X, y, sw, leaves, mean, scale):
     """Store a finetuned tree as an ObliqueTree acting on raw inputs.
 
-    Leaf ``value`` = the trained leaves (class distributions ``pi``, or the
-    Gaussians' means in raw target units); internal ``value`` and
+    Leaf ``value`` from the leaf model (:meth:`leaf_values`: the trained
+    class distributions ``pi``, or the mean target of the training rows
+    that hard routing sends to the leaf); internal ``value`` and
     ``n_node_samples`` from hard routing of the training data ``X``. Returns
     the tree and the final steepness of every node (0 at leaves).
     """
@@ -409,13 +410,14 @@ def to_oblique_tree(tt, X, y, sw, leaves, mean, scale):
     bias = np.zeros(n_nodes)
     bias[tt.split_nodes] = tt.b
     value = np.zeros((n_nodes, leaves.n_outputs))
-    value[tt.leaf_nodes] = leaves.leaf_values(tt.pi)
     tree = ObliqueTree.from_dense(tt.left, tt.right, weights, bias, value, np.zeros(n_nodes))
     tree = fold_standardization(tree, mean, scale)
     # hard-routed statistics of the training data, through the shared traversal
     indicator = traversal.decision_path(ObliqueForest.from_trees([tree], validate=False), X, 1)
     weight, sums = leaves.node_sums(indicator, y, sw)
     tree.n_node_samples = np.ascontiguousarray(weight)
+    leaf = tt.leaf_nodes
+    tree.value[leaf] = leaves.leaf_values(tt.pi, weight[leaf], sums[leaf])
     parent = np.full(n_nodes, -1, dtype=np.int64)
     parent[tt.left[tt.split_nodes]] = tt.split_nodes
     parent[tt.right[tt.split_nodes]] = tt.split_nodes
