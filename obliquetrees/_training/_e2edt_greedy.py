@@ -117,6 +117,12 @@ def best_axis_split(Xs, y, sw):
     return int(feature), float(threshold)
 
 
+def _goes_right(Xs, w, b):
+    """Hard routing of the node's rows ``Xs`` (dense or CSR) by the split ``(w, b)``."""
+    count_right = S.count_right if isinstance(Xs, S.StandardizedCSR) else K.count_right
+    return count_right(Xs, w, b[0])[1]
+
+
 # ------------------------------------------------------------------ greedy
 class _Stump(NamedTuple):
     """A fitted candidate split of one node (its leaves are ``pi``'s rows)."""
@@ -272,14 +278,13 @@ class _StumpSplitter:
             p.spatial_reg,
             *self._adjacency_for(features, k),
         )
-        return self._candidate(node, Xs, ys, sws, features, w, b, pi, gamma)
+        right = _goes_right(Xs, w, b)
+        return self._candidate(node, ys, sws, features, w, b, pi, gamma, right)
 
-    def _candidate(self, node, Xs, ys, sws, features, w, b, pi, gamma):
-        """The :class:`_Stump` of split ``(w, b)`` and leaves ``pi``, with its
-        hard routing and gain; None if it sends all the weight one way or is
+    def _candidate(self, node, ys, sws, features, w, b, pi, gamma, right):
+        """The :class:`_Stump` of split ``(w, b)``, leaves ``pi`` and hard routing
+        ``right``, with its gain; None if it sends all the weight one way or is
         not finite."""
-        count_right = S.count_right if isinstance(Xs, S.StandardizedCSR) else K.count_right
-        _, right = count_right(Xs, w, b[0])
         weighted = sws > 0
         both_sides = np.any(weighted & right) and np.any(weighted & ~right)
         if not (both_sides and np.all(np.isfinite(w)) and np.isfinite(b[0])):
@@ -314,10 +319,9 @@ class _StumpSplitter:
         w = np.zeros(Xs.shape[1])
         w[feature] = 1.0
         b = np.array([-threshold])
-        count_right = S.count_right if isinstance(Xs, S.StandardizedCSR) else K.count_right
-        _, right = count_right(Xs, w, b[0])
+        right = _goes_right(Xs, w, b)
         pi = self.leaves.split_leaves(self.grower.value[node], ys, sws, right)
-        return self._candidate(node, Xs, ys, sws, features, w, b, pi, self._stump_steepness)
+        return self._candidate(node, ys, sws, features, w, b, pi, self._stump_steepness, right)
 
     def fit_and_split(self, node):
         """Order "breadth": fit a stump for ``node`` and split it if one was found."""
