@@ -46,9 +46,11 @@ def run_child(build_lib, code):
     ).stdout
 
 
-DESCRIBE = (
-    "import json; from obliquetrees._core._kernel_cache import build_description; "
-    "print(json.dumps(build_description()))"
+#: Where a build of these sources keeps its kernels for reuse, and whether they are there.
+REUSE = (
+    "import json; from obliquetrees._core._kernel_cache import build_reuse_dir, manifest_matches; "
+    "d = build_reuse_dir(); "
+    "print(json.dumps({'dir': d and str(d), 'ready': bool(d) and manifest_matches(d)}))"
 )
 BUILD = (
     "import runpy; "
@@ -61,23 +63,16 @@ def main(build_lib):
     build_lib = Path(build_lib).resolve()
     target = build_lib / "obliquetrees" / "_kernel_cache"
     shutil.rmtree(target, ignore_errors=True)
-    description = json.loads(run_child(build_lib, DESCRIBE))
-    reuse_root = os.environ.get("OBLIQUETREES_KERNEL_BUILD_CACHE")
-    reuse = None
-    if reuse_root:
-        reuse = Path(reuse_root) / description["source_sha256"][:16]
-        try:
-            if json.loads((reuse / "manifest.json").read_text()) == description:
-                shutil.copytree(reuse, target)
-                print(f"obliquetrees: kernels reused from {reuse}", flush=True)
-                return
-        except (OSError, ValueError):
-            pass
+    reuse = json.loads(run_child(build_lib, REUSE))
+    if reuse["ready"]:
+        shutil.copytree(reuse["dir"], target)
+        print(f"obliquetrees: kernels reused from {reuse['dir']}", flush=True)
+        return
     print("obliquetrees: compiling the kernels for the generic CPU (a few minutes)", flush=True)
     print(run_child(build_lib, BUILD), end="", flush=True)
-    if reuse is not None:
-        shutil.rmtree(reuse, ignore_errors=True)
-        shutil.copytree(target, reuse)
+    if reuse["dir"] is not None:
+        shutil.rmtree(reuse["dir"], ignore_errors=True)
+        shutil.copytree(target, reuse["dir"])
 
 
 if __name__ == "__main__":

@@ -95,25 +95,36 @@ def building():
     return os.environ.get(BUILD_ENV) == "1"
 
 
+def build_reuse_dir():
+    """Where wheel builds of these sources keep their kernels for reuse, or None.
+
+    ``$OBLIQUETREES_KERNEL_BUILD_CACHE/<first 16 hex digits of the source hash>``.
+    """
+    root = os.environ.get(BUILD_REUSE_ENV)
+    return Path(root) / package_source_hash()[:16] if root else None
+
+
+def manifest_matches(directory):
+    """True if ``directory`` holds kernels built for this exact package and runtime."""
+    try:
+        manifest = json.loads((directory / MANIFEST_NAME).read_text())
+    except (OSError, ValueError):
+        return False
+    return manifest == build_description()
+
+
 @functools.cache
 def shipped_dir():
     """The directory of shipped kernels built for this exact package and runtime, or None.
 
     SHIPPED_DIR, else the kernels that a wheel build of the same sources left
-    in ``$OBLIQUETREES_KERNEL_BUILD_CACHE`` (see ``build_tools/build_kernel_cache.py``;
-    CI sets it, so its test runs from the source tree load what its wheel build compiled).
+    for reuse (:func:`build_reuse_dir`; CI sets it, so its test runs from the
+    source tree load what its wheel build compiled).
     """
     if building():
         return SHIPPED_DIR
-    candidates = [SHIPPED_DIR]
-    if os.environ.get(BUILD_REUSE_ENV):
-        candidates.append(Path(os.environ[BUILD_REUSE_ENV]) / package_source_hash()[:16])
-    for directory in candidates:
-        try:
-            manifest = json.loads((directory / MANIFEST_NAME).read_text())
-        except (OSError, ValueError):
-            continue
-        if manifest == build_description():
+    for directory in (SHIPPED_DIR, build_reuse_dir()):
+        if directory is not None and manifest_matches(directory):
             return directory
     return None
 
