@@ -16,18 +16,11 @@ the 40 most expensive kernels over all estimators with their specialisations
     python -m benchmarks compile
 """
 
-import json
-import os
-import subprocess
-import sys
 import tempfile
 from collections import defaultdict
-from pathlib import Path
 
-from benchmarks.bench_first_fit import ESTIMATORS
+from benchmarks.bench_first_fit import ESTIMATORS, run_child
 from benchmarks.common import write_results
-
-ROOT = Path(__file__).resolve().parents[1]
 
 CHILD = """
 import importlib, json, sys, time
@@ -71,17 +64,7 @@ print(json.dumps({"fit and predict s": wall, "kernels": kernels}))
 def compile_profile(estimator):
     """Per-kernel compile times of one estimator's first fit and predict, from source."""
     with tempfile.TemporaryDirectory(prefix="numba-cache-") as cache:
-        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-        done = subprocess.run(
-            [sys.executable, "-c", CHILD, estimator],
-            env=env,
-            cwd=tempfile.gettempdir(),
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-    return json.loads(done.stdout.splitlines()[-1])
+        return run_child(CHILD, estimator, cache, source=True)[0]
 
 
 def add_arguments(parser):

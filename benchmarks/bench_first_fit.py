@@ -72,14 +72,18 @@ print(json.dumps({"import s": imported - start, "fit s": fitted - imported,
 """
 
 
-def first_fit(estimator, numba_cache, source=False, timeout=900):
-    """Run one first fit in a fresh process; its figures and the process's wall time."""
+def run_child(code, estimator, numba_cache, source=False, timeout=900):
+    """Run ``code`` (argv[1]: ``estimator``) in a fresh process outside the repository.
+
+    Returns the json of its last printed line and the process's wall time.
+    ``source=True`` imports the repository's package instead of the installed one.
+    """
     env = dict(os.environ, NUMBA_CACHE_DIR=str(numba_cache))
     if source:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, estimator],
+        [sys.executable, "-c", code, estimator],
         env=env,
         cwd=tempfile.gettempdir(),  # not the repository: the installed package is imported
         capture_output=True,
@@ -89,8 +93,14 @@ def first_fit(estimator, numba_cache, source=False, timeout=900):
     )
     wall = time.perf_counter() - start
     if done.returncode != 0:
-        raise RuntimeError(f"first fit of {estimator} failed:\n{done.stderr}")
-    return {**json.loads(done.stdout.splitlines()[-1]), "process s": wall}
+        raise RuntimeError(f"the child process for {estimator} failed:\n{done.stderr}")
+    return json.loads(done.stdout.splitlines()[-1]), wall
+
+
+def first_fit(estimator, numba_cache, source=False, timeout=900):
+    """Run one first fit in a fresh process; its figures and the process's wall time."""
+    result, wall = run_child(CHILD, estimator, numba_cache, source, timeout)
+    return {**result, "process s": wall}
 
 
 def add_arguments(parser):
