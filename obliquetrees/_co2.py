@@ -189,6 +189,7 @@ class _BaseCO2Forest(BaseObliqueForest):
             class_weight=self._class_weight_vector(y),
             n_jobs=self.n_jobs,
             verbose=self.verbose,
+            name=type(self).__name__,
         )
         stats = np.vstack([old_stats, stats[:, [0, 2]]])
         self.n_cccp_iter_ = stats[:, 0].copy()
@@ -352,7 +353,8 @@ class CO2ForestClassifier(ObliqueClassifierMixin, _BaseCO2Forest):
         Seeds the bootstraps, feature draws and minibatch orders; one integer
         seed per tree is drawn up front.
     verbose : int, default=0
-        joblib verbosity while growing trees.
+        0 is quiet; at 1 and above one line per finished tree, with the
+        time elapsed and an estimate of the time left.
     warm_start : bool, default=False
         Reuse the trees of the previous fit and add new ones up to
         ``n_estimators``; the result equals a cold fit with the same

@@ -85,7 +85,8 @@ class CO2ForestRegressor(ObliqueRegressorMixin, _BaseCO2Forest):
         Seeds the bootstraps, feature draws and minibatch orders; one integer
         seed per tree is drawn up front.
     verbose : int, default=0
-        joblib verbosity while growing trees.
+        0 is quiet; at 1 and above one line per finished tree, with the
+        time elapsed and an estimate of the time left.
     warm_start : bool, default=False
         Reuse the trees of the previous fit and add new ones up to
         ``n_estimators``; the result equals a cold fit with the same

@@ -234,6 +234,7 @@ class _BaseE2EDT(BaseObliqueForest):
                 sample_weight=sample_weight,
                 n_jobs=self.n_jobs,
                 verbose=self.verbose,
+                name=type(self).__name__,
             )
         self._set_trees(old["trees"] + [missing.fold(tree) for tree in trees])
         self.steepness_ = old["steepness"] + steepness

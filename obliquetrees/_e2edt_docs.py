@@ -113,7 +113,8 @@ PARAMETERS_TAIL = """
         Seeds the initial splits, feature subsets, minibatch order and
         bootstraps; the same value gives the same model for any ``n_jobs``.
     verbose : int, default=0
-        joblib progress messages while training forests.
+        0 is quiet; at 1 and above one line per finished tree, with the
+        time elapsed and an estimate of the time left.
 
 """
 

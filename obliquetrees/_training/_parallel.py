@@ -12,27 +12,44 @@ on which worker builds which tree.
 
 from joblib import Parallel, delayed
 
+from obliquetrees._training._progress import Progress
 
-def parallel_map(func, args_list, n_jobs=None, verbose=0, prefer="threads"):
+
+def parallel_map(func, args_list, n_jobs=None, verbose=0, prefer="threads", name="forest"):
     """``[func(*args) for args in args_list]`` run by joblib.
 
     Parameters
     ----------
     func : callable
         Module-level function (picklable, for process and dask backends).
-    args_list : iterable of tuple
+    args_list : sequence of tuple
     n_jobs : int or None
         As in joblib; None means 1 unless a ``parallel_config`` says otherwise.
     verbose : int
-        joblib progress messages (one per finished task at ``verbose >= 10``).
+        At 1 and above, one line per finished task ("tree k/n") with the
+        time elapsed and an estimate of the time left (:class:`Progress`).
     prefer : {"threads", "processes"}
         Soft hint; an active joblib backend context wins.
+    name : str
+        The prefix of the progress lines (the estimator's name).
 
     Returns
     -------
     results : list
         In the order of ``args_list``.
     """
-    return Parallel(n_jobs=n_jobs, verbose=verbose, prefer=prefer)(
-        delayed(func)(*args) for args in args_list
-    )
+    args_list = list(args_list)
+    progress = Progress(name, len(args_list), unit="tree", verbose=verbose)
+    tasks = (delayed(func)(*args) for args in args_list)
+    try:
+        # an ordered generator: tree k is reported once trees 1..k are done
+        parallel = Parallel(n_jobs=n_jobs, prefer=prefer, return_as="generator")
+    except ValueError:  # a backend without generators (multiprocessing): one line at the end
+        results = Parallel(n_jobs=n_jobs, prefer=prefer)(tasks)
+        progress.update(done=len(results))
+        return results
+    results = []
+    for result in parallel(tasks):
+        results.append(result)
+        progress.update()
+    return results

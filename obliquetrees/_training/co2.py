@@ -277,7 +277,17 @@ def _fill_empty_nodes(left, right, value, nns, prior):
 
 
 def fit_forest(
-    X, y, n_classes, seeds, params, *, sample_weight=None, class_weight=None, n_jobs=None, verbose=0
+    X,
+    y,
+    n_classes,
+    seeds,
+    params,
+    *,
+    sample_weight=None,
+    class_weight=None,
+    n_jobs=None,
+    verbose=0,
+    name="CO2",
 ):
     """Fit one CO2 tree per seed.
 
@@ -298,8 +308,12 @@ def fit_forest(
     params : CO2Params
     sample_weight : ndarray of float64 or None
     class_weight : None, ndarray of shape (n_classes,) or "balanced_subsample"
-    n_jobs, verbose : int or None
-        Trees grown in parallel (joblib threads) and joblib's verbosity.
+    n_jobs : int or None
+        Trees grown in parallel (joblib threads).
+    verbose : int
+        At 1 and above, a progress line per finished tree.
+    name : str
+        The prefix of the progress lines.
 
     Returns
     -------
@@ -347,6 +361,7 @@ def fit_forest(
         ],
         n_jobs=n_jobs,
         verbose=verbose,
+        name=name,
     )
     trees = [r[0] for r in results]
     stats = np.array([r[1] for r in results], dtype=np.int64).reshape(-1, 3)

@@ -90,7 +90,9 @@ class E2EDTParams:
 
 
 # ------------------------------------------------------------------ driver
-def fit_forest(X, y, n_classes, seeds, params, *, sample_weight=None, n_jobs=None, verbose=0):
+def fit_forest(
+    X, y, n_classes, seeds, params, *, sample_weight=None, n_jobs=None, verbose=0, name="E2EDT"
+):
     """Fit one E2EDT tree per seed (joblib over trees).
 
     Every tree trains on all the data (as in the paper) unless
@@ -120,7 +122,9 @@ def fit_forest(X, y, n_classes, seeds, params, *, sample_weight=None, n_jobs=Non
     n_jobs : int or None
         Trees trained in parallel (joblib, threads by default).
     verbose : int
-        joblib progress messages.
+        At 1 and above, a progress line per finished tree.
+    name : str
+        The prefix of the progress lines.
 
     Returns
     -------
@@ -144,7 +148,7 @@ def fit_forest(X, y, n_classes, seeds, params, *, sample_weight=None, n_jobs=Non
     leaves = leaf_model(y, n_classes, sw)
     y = leaves.training_targets(y)
     args = [(X, Z, y, sw, leaves, mean, scale, params, int(seed)) for seed in seeds]
-    results = parallel_map(_fit_one_tree, args, n_jobs=n_jobs, verbose=verbose)
+    results = parallel_map(_fit_one_tree, args, n_jobs=n_jobs, verbose=verbose, name=name)
     return [tree for tree, _ in results], [steep for _, steep in results]
 
 

@@ -1,0 +1,89 @@
+"""Progress lines of long fits: one per finished tree at ``verbose=1``, none at 0."""
+
+import io
+import re
+
+import joblib
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+
+from obliquetrees import CO2ForestClassifier, CO2ForestRegressor, E2EDTClassifier
+from obliquetrees._training._parallel import parallel_map
+from obliquetrees._training._progress import Progress, format_seconds
+
+LINE = re.compile(r"^\[(\w+)\] tree (\d+)/(\d+); \d+\.\d s elapsed, (about \d+\.\d s left|done)$")
+
+
+def _square(x):
+    return x * x
+
+
+@pytest.mark.parametrize(
+    "seconds, text",
+    [(0.04, "0.0 s"), (42.04, "42.0 s"), (185, "3 min 05 s"), (7380, "2 h 03 min")],
+)
+def test_format_seconds(seconds, text):
+    assert format_seconds(seconds) == text
+
+
+def test_progress_estimates_the_time_left_from_the_mean_unit():
+    out = io.StringIO()
+    progress = Progress("Model", 4, unit="epoch", verbose=1, may_stop_early=True, stream=out)
+    progress.start -= 10.0  # as if two units had taken 10 s
+    progress.update(done=2, detail="loss 0.5")
+    line = out.getvalue().strip()
+    assert line.startswith("[Model] epoch 2/4, loss 0.5; 10.")
+    assert line.endswith("elapsed, at most 10.0 s left")
+
+
+def test_progress_is_quiet_at_verbose_0():
+    out = io.StringIO()
+    progress = Progress("Model", 3, verbose=0, stream=out)
+    for _ in range(3):
+        progress.update()
+    assert out.getvalue() == "" and progress.done == 3
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_parallel_map_keeps_the_order_and_reports_every_task(n_jobs, capsys):
+    assert parallel_map(_square, [(i,) for i in range(7)], n_jobs=n_jobs, verbose=1) == [
+        i * i for i in range(7)
+    ]
+    lines = capsys.readouterr().out.splitlines()
+    assert [LINE.match(line).group(2) for line in lines] == [str(k) for k in range(1, 8)]
+    assert lines[-1].endswith("done")
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda v: CO2ForestClassifier(n_estimators=3, max_depth=3, verbose=v, random_state=0),
+        lambda v: CO2ForestRegressor(n_estimators=3, max_depth=3, verbose=v, random_state=0),
+        lambda v: E2EDTClassifier(
+            n_estimators=3, max_depth=2, max_epochs=1, verbose=v, random_state=0
+        ),
+    ],
+    ids=["CO2ForestClassifier", "CO2ForestRegressor", "E2EDTClassifier"],
+)
+def test_forests_report_each_tree_at_verbose_1_only(make, capsys):
+    X, y = make_classification(n_samples=200, n_features=6, random_state=0)
+    y = y.astype(float) if "Regressor" in type(make(0)).__name__ else y
+    quiet = make(0).fit(X, y)
+    assert capsys.readouterr().out == ""
+    loud = make(1).fit(X, y)
+    lines = capsys.readouterr().out.splitlines()
+    matches = [LINE.match(line) for line in lines]
+    assert all(matches), lines
+    assert [m.group(1) for m in matches] == [type(loud).__name__] * 3
+    assert [int(m.group(2)) for m in matches] == [1, 2, 3]
+    np.testing.assert_array_equal(quiet.predict(X), loud.predict(X))
+
+
+def test_backends_without_generators_report_once_at_the_end(capsys):
+    with joblib.parallel_backend("multiprocessing", n_jobs=2):
+        assert parallel_map(_square, [(i,) for i in range(5)], verbose=1) == [
+            i * i for i in range(5)
+        ]
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 and LINE.match(lines[0]).group(2) == "5"
