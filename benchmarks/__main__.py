@@ -38,6 +38,7 @@ SUBCOMMANDS = {
     "profile-co2": "benchmarks.profile_co2",
     "figure-e2edt-spatial": "benchmarks.figure_e2edt_spatial",
     "onnx": "benchmarks.bench_onnx",
+    "scale": "benchmarks.bench_scale",
     "run": "benchmarks.run",
 }
 
