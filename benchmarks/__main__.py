@@ -39,6 +39,7 @@ SUBCOMMANDS = {
     "figure-e2edt-spatial": "benchmarks.figure_e2edt_spatial",
     "onnx": "benchmarks.bench_onnx",
     "scale": "benchmarks.bench_scale",
+    "suite": "benchmarks.bench_suite",
     "run": "benchmarks.run",
 }
 

@@ -1,0 +1,430 @@
+"""Suite: every shared data set, every public estimator at its defaults, beside scikit-learn.
+
+Issue 22's yardstick. Every ``.npz`` of the shared data directory
+(classification and regression). Sets with a fixed train/test split keep it
+and vary the estimators' ``random_state`` (0-4); the others get 5 seeded
+75/25 splits (split seed = ``random_state``). Scores: test accuracy
+(classification) or R² (regression). Estimators: each public obliquetrees
+estimator with its defaults, forests at 30 and 100 trees, beside
+RandomForest and ExtraTrees (30 and 100 trees) and HistGradientBoosting
+(and treeple's ObliqueRandomForest when installed); every one with
+``n_jobs=2`` where it has the parameter.
+
+Each (data set, estimator) pair runs in its own process (all its splits in
+turn), so a crash or a fit beyond ``--timeout`` loses that pair only; cells
+(data set, estimator, split) are stored in ``results/suite.json`` as each
+pair finishes, with the CPU model, revision and load, and a rerun skips the
+cells already stored: the suite is resumable per data set and estimator.
+``suite.md`` and ``suite.png`` are rebuilt from all stored cells after every
+pair (``--report`` rebuilds them without fitting).
+
+Reading: per data set, mean ± sd over the 5 runs, fit and predict seconds
+(wall, ``n_jobs=2``) and the pickled size. Against each peer, an estimator
+wins a data set when its mean is higher by more than one sd (the larger of
+the two estimators' sds), loses when lower by more than that, else ties.
+Average rank: per data set, estimators ranked by mean score (1 = best, ties
+share), averaged over the data sets every ranked estimator finished.
+
+``--protocol validation`` scores on a 75/25 split of the *training* part
+instead (``suite_validation.json``; the test part is never read): the data
+for choosing defaults.
+
+    python -m benchmarks suite                          # everything (hours; resumable)
+    python -m benchmarks suite --data iris wdbc         # some data sets
+    python -m benchmarks suite --report                 # rebuild suite.md / suite.png
+"""
+
+import functools
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from benchmarks.common import ROOT, cpu_model, read_runs, results_path, revision, write_results
+from benchmarks.datasets import DATA_DIR, load
+
+N_RUNS = 5
+TEST_SIZE = 0.25
+
+#: label -> (dotted class, keyword arguments), per task
+CLASSIFIERS = {
+    "CO2(30)": ("obliquetrees.CO2ForestClassifier", dict(n_estimators=30)),
+    "CO2(100)": ("obliquetrees.CO2ForestClassifier", dict(n_estimators=100)),
+    "Hinge(30)": ("obliquetrees.HingeForestClassifier", dict(n_estimators=30)),
+    "Hinge()": ("obliquetrees.HingeForestClassifier", dict()),
+    "E2EDT()": ("obliquetrees.E2EDTClassifier", dict()),
+    "SoftTree()": ("obliquetrees.SoftTreeClassifier", dict()),
+    "RF(30)": ("sklearn.ensemble.RandomForestClassifier", dict(n_estimators=30)),
+    "RF(100)": ("sklearn.ensemble.RandomForestClassifier", dict(n_estimators=100)),
+    "ET(30)": ("sklearn.ensemble.ExtraTreesClassifier", dict(n_estimators=30)),
+    "ET(100)": ("sklearn.ensemble.ExtraTreesClassifier", dict(n_estimators=100)),
+    "HGB()": ("sklearn.ensemble.HistGradientBoostingClassifier", dict()),
+    "treeple ORF(100)": ("treeple.ObliqueRandomForestClassifier", dict(n_estimators=100)),
+}
+REGRESSORS = {
+    "CO2(30)": ("obliquetrees.CO2ForestRegressor", dict(n_estimators=30)),
+    "CO2(100)": ("obliquetrees.CO2ForestRegressor", dict(n_estimators=100)),
+    "Hinge(30)": ("obliquetrees.HingeForestRegressor", dict(n_estimators=30)),
+    "Hinge()": ("obliquetrees.HingeForestRegressor", dict()),
+    "E2EDT()": ("obliquetrees.E2EDTRegressor", dict()),
+    "SoftTree()": ("obliquetrees.SoftTreeRegressor", dict()),
+    "RF(30)": ("sklearn.ensemble.RandomForestRegressor", dict(n_estimators=30)),
+    "RF(100)": ("sklearn.ensemble.RandomForestRegressor", dict(n_estimators=100)),
+    "ET(30)": ("sklearn.ensemble.ExtraTreesRegressor", dict(n_estimators=30)),
+    "ET(100)": ("sklearn.ensemble.ExtraTreesRegressor", dict(n_estimators=100)),
+    "HGB()": ("sklearn.ensemble.HistGradientBoostingRegressor", dict()),
+    "treeple ORF(100)": ("treeple.ObliqueRandomForestRegressor", dict(n_estimators=100)),
+}
+OURS = ["CO2(30)", "CO2(100)", "Hinge(30)", "Hinge()", "E2EDT()", "SoftTree()"]
+PEERS = ["RF(30)", "RF(100)", "ET(30)", "ET(100)", "HGB()", "treeple ORF(100)"]
+REFERENCE = "RF(30)"
+
+#: One (data set, estimator) pair, all runs; prints one json line per run.
+CHILD = """
+import importlib, json, pickle, sys, time
+import numpy as np
+from benchmarks.bench_suite import run_data
+data, dotted, params, protocol, runs = sys.argv[1:6]
+module, name = dotted.rsplit(".", 1)
+cls = getattr(importlib.import_module(module), name)
+params = json.loads(params)
+for run in json.loads(runs):
+    X, y, X_test, y_test = run_data(data, run, protocol)
+    kwargs = dict(params)
+    accepted = cls().get_params()
+    kwargs.update({k: v for k, v in (("random_state", run), ("n_jobs", 2)) if k in accepted})
+    model = cls(**kwargs)
+    start = time.perf_counter()
+    model.fit(X, y)
+    fit_s = time.perf_counter() - start
+    start = time.perf_counter()
+    score = model.score(X_test, y_test)
+    predict_s = time.perf_counter() - start
+    print(json.dumps({"run": run, "score": float(score), "fit s": fit_s,
+                      "predict s": predict_s, "size MB": len(pickle.dumps(model)) / 2**20}),
+          flush=True)
+"""
+
+
+def data_sets():
+    """Every data set of the shared data directory, sorted by name."""
+    return sorted(path.stem for path in DATA_DIR.glob("*.npz"))
+
+
+@functools.cache
+def task_of(name):
+    """``"classification"`` or ``"regression"``, as the data directory's MANIFEST.md states."""
+    for line in (DATA_DIR / "MANIFEST.md").read_text().splitlines():
+        cells = [c.strip() for c in line.split("|")]
+        if len(cells) > 3 and cells[1] == name and cells[2] in ("classification", "regression"):
+            return cells[2]
+    raise ValueError(f"{name!r} has no task in {DATA_DIR / 'MANIFEST.md'}")
+
+
+def run_data(name, run, protocol="test"):
+    """``X_train, y_train, X_eval, y_eval`` of run ``run`` of a data set.
+
+    Test protocol: the fixed split (every run) or the seeded 75/25 split
+    number ``run``. Validation protocol: that training part split 75/25
+    again (seed ``run``); the test part is not returned.
+    """
+    data = load(name)
+    if "X_train" in data:
+        X, y, X_test, y_test = data["X_train"], data["y_train"], data["X_test"], data["y_test"]
+    else:
+        X, y, X_test, y_test = _split(data["X"], data["y"], run)
+    if protocol == "validation":
+        X, y, X_test, y_test = _split(X, y, 1000 + run)
+    as_float = lambda a: np.ascontiguousarray(a, dtype=np.float64)  # noqa: E731
+    return as_float(X), y, as_float(X_test), y_test
+
+
+def _split(X, y, seed):
+    order = np.random.default_rng(seed).permutation(len(X))
+    n_test = int(round(TEST_SIZE * len(X)))
+    return X[order[n_test:]], y[order[n_test:]], X[order[:n_test]], y[order[:n_test]]
+
+
+def estimators(task):
+    """The label -> (class, parameters) table of a task, installed packages only."""
+    import importlib.util
+
+    table = CLASSIFIERS if task == "classification" else REGRESSORS
+    return {
+        label: spec
+        for label, spec in table.items()
+        if importlib.util.find_spec(spec[0].split(".")[0]) is not None
+    }
+
+
+def run_pair(data, label, spec, protocol, runs, timeout):
+    """Run the missing ``runs`` of one pair in a child; its cells (and a status)."""
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    )
+    load_before = os.getloadavg()[0]
+    args = [data, spec[0], json.dumps(spec[1]), protocol, json.dumps(runs)]
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", CHILD, *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        out, status = done.stdout, "ok" if done.returncode == 0 else "failed"
+        error = done.stderr.strip().splitlines()[-1:] if done.returncode else []
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
+        status, error = "timeout", [f"over {timeout:.0f} s"]
+    common = {
+        "data": data,
+        "estimator": label,
+        "CPU": cpu_model(),
+        "revision": revision(),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "load": [load_before, os.getloadavg()[0]],
+    }
+    cells = [{**common, **json.loads(line)} for line in out.splitlines() if line.startswith("{")]
+    if status != "ok":
+        finished = {c["run"] for c in cells}
+        cells += [
+            {**common, "run": r, "status": status, "error": error}
+            for r in runs
+            if r not in finished
+        ]
+    return cells
+
+
+# ---------------------------------------------------------------- report
+def summarize(cells):
+    """Per (data set, estimator): mean, sd, times, size, runs, status."""
+    table = {}
+    for cell in cells:
+        table.setdefault((cell["data"], cell["estimator"]), []).append(cell)
+    summary = {}
+    for key, group in table.items():
+        ok = [c for c in group if "score" in c]
+        failed = [c.get("status") for c in group if "score" not in c]
+        if len(ok) < N_RUNS:
+            summary[key] = {"status": failed[0] if failed else f"{len(ok)}/{N_RUNS} runs"}
+            continue
+        scores = np.array([c["score"] for c in ok])
+        summary[key] = {
+            "status": "ok",
+            "mean": float(scores.mean()),
+            "sd": float(scores.std(ddof=1)),
+            "fit s": float(np.median([c["fit s"] for c in ok])),
+            "predict s": float(np.median([c["predict s"] for c in ok])),
+            "size MB": float(np.median([c["size MB"] for c in ok])),
+        }
+    return summary
+
+
+def compare(a, b):
+    """+1 win, 0 tie, -1 loss of summary ``a`` against ``b`` (tie: within one sd)."""
+    margin = max(a["sd"], b["sd"])
+    diff = a["mean"] - b["mean"]
+    return 0 if abs(diff) <= margin else (1 if diff > 0 else -1)
+
+
+def ranks(summary, names, labels):
+    """Average rank of each label over the data sets where all of them finished."""
+    per_data = []
+    for data in names:
+        means = [summary.get((data, label), {}).get("mean") for label in labels]
+        if any(m is None for m in means):
+            continue
+        order = -np.array(means)
+        # 1 = best; equal means share the average of their ranks
+        rank = np.array([(order < v).sum() + ((order == v).sum() + 1) / 2 for v in order])
+        per_data.append(rank)
+    if not per_data:
+        return {}, 0
+    return dict(zip(labels, np.mean(per_data, axis=0), strict=True)), len(per_data)
+
+
+def report(cells, protocol):
+    """Rewrite the markdown (and, for the test protocol, the figure) from all cells."""
+    summary = summarize(cells)
+    names = sorted({c["data"] for c in cells})
+    tables = []
+    records = []
+    for task in ("classification", "regression"):
+        task_names = [d for d in names if task_of(d) == task]
+        labels = [
+            label for label in estimators(task) if any((d, label) in summary for d in task_names)
+        ]
+        if not task_names:
+            continue
+        rows = []
+        for data in task_names:
+            row = {"data set": data}
+            for label in labels:
+                s = summary.get((data, label))
+                if s is None:
+                    row[label] = ""
+                elif s["status"] != "ok":
+                    row[label] = s["status"]
+                else:
+                    row[label] = f"{s['mean']:.4f} ± {s['sd']:.4f}"
+            rows.append(row)
+        tables.append((f"{task}: mean ± sd of the score over {N_RUNS} runs", rows))
+        cost_rows = []
+        for data in task_names:
+            for label in labels:
+                s = summary.get((data, label), {})
+                if s.get("status") == "ok":
+                    cost_rows.append(
+                        {
+                            "data set": data,
+                            "estimator": label,
+                            "fit s": s["fit s"],
+                            "predict s": s["predict s"],
+                            "size MB": s["size MB"],
+                        }
+                    )
+        tables.append((f"{task}: median fit and predict seconds, pickled size", cost_rows))
+        wtl = []
+        for ours in [label for label in labels if label in OURS]:
+            row = {"estimator": ours}
+            for peer in [label for label in labels if label in PEERS]:
+                counts = [0, 0, 0]
+                for data in task_names:
+                    a, b = summary.get((data, ours)), summary.get((data, peer))
+                    if a and b and a["status"] == b["status"] == "ok":
+                        counts[1 - compare(a, b)] += 1
+                row[f"vs {peer} (W/T/L)"] = "/".join(map(str, counts))
+            wtl.append(row)
+        tables.append((f"{task}: wins / ties / losses against each peer", wtl))
+        mean_rank, n_ranked = ranks(summary, task_names, labels)
+        if mean_rank:
+            tables.append(
+                (
+                    f"{task}: average rank over the {n_ranked} data sets every estimator finished",
+                    [
+                        {"estimator": k, "average rank": v}
+                        for k, v in sorted(mean_rank.items(), key=lambda kv: kv[1])
+                    ],
+                )
+            )
+        best_rows = []
+        for data in task_names:
+            ref = summary.get((data, REFERENCE))
+            ours = {
+                k: summary[(data, k)]
+                for k in OURS
+                if summary.get((data, k), {}).get("status") == "ok"
+            }
+            if not ref or ref["status"] != "ok" or not ours:
+                continue
+            best = max(ours, key=lambda k: ours[k]["mean"])
+            verdict = {1: "win", 0: "tie", -1: "loss"}[compare(ours[best], ref)]
+            best_rows.append(
+                {
+                    "data set": data,
+                    "best obliquetrees": best,
+                    "its mean": ours[best]["mean"],
+                    f"{REFERENCE} mean": ref["mean"],
+                    "verdict": verdict,
+                }
+            )
+            records.append((task, data, best, ours[best]["mean"] - ref["mean"], verdict))
+        if best_rows:
+            won = sum(r["verdict"] == "win" for r in best_rows)
+            tables.append(
+                (
+                    f"{task}: the best obliquetrees estimator per data set against {REFERENCE} "
+                    f"({won} wins of {len(best_rows)})",
+                    best_rows,
+                )
+            )
+    cpus = sorted({c["CPU"] for c in cells})
+    revisions = sorted({c["revision"] for c in cells})
+    loads = [x for c in cells for x in c["load"]]
+    notes = (
+        __doc__.split("\n\n", 1)[1].split("\n\n    python")[0]
+        + f"\n\nCells: {len(cells)}; CPU {', '.join(cpus)}; revisions {', '.join(revisions)}; "
+        f"1-minute load average at the pairs' starts and ends {min(loads):.1f}-{max(loads):.1f}. "
+        "Data sets or estimators missing from a table were not run yet."
+    )
+    name = "suite" if protocol == "test" else "suite_validation"
+    write_results(
+        f"{name}.md",
+        f"Suite ({protocol} protocol)",
+        tables,
+        notes,
+        command=f"python -m benchmarks suite --protocol {protocol}",
+    )
+    if protocol == "test" and records:
+        _figure(records)
+
+
+def _figure(records):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    records = sorted(records, key=lambda r: (r[0], r[3]))
+    fig, ax = plt.subplots(figsize=(7, 0.28 * len(records) + 1.2))
+    colours = {"win": "tab:green", "tie": "tab:grey", "loss": "tab:red"}
+    ax.barh(
+        [f"{data} ({task[:5]}.)" for task, data, *_ in records],
+        [diff for *_, diff, _ in records],
+        color=[colours[v] for *_, v in records],
+    )
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.set_xlabel(f"best obliquetrees estimator minus {REFERENCE} (mean test score)")
+    ax.set_title("Suite: green = win, grey = tie (within one sd), red = loss")
+    fig.tight_layout()
+    write_results("suite.png", figure=fig, command="python -m benchmarks suite --report")
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------- runner
+def add_arguments(parser):
+    """The arguments of ``python -m benchmarks suite``."""
+    parser.add_argument("--data", nargs="+", help="data sets (default: all)")
+    parser.add_argument("--estimators", nargs="+", help="labels (default: all)")
+    parser.add_argument("--protocol", choices=["test", "validation"], default="test")
+    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per pair")
+    parser.add_argument("--report", action="store_true", help="only rebuild the report")
+
+
+def main(args):
+    path = results_path("suite.json" if args.protocol == "test" else "suite_validation.json")
+    cells = read_runs(path)
+    names = args.data or data_sets()
+    if not args.report:
+        for data in names:
+            for label, spec in estimators(task_of(data)).items():
+                if args.estimators and label not in args.estimators:
+                    continue
+                stored = {
+                    c["run"]
+                    for c in cells
+                    if c["data"] == data and c["estimator"] == label and "score" in c
+                }
+                runs = [r for r in range(N_RUNS) if r not in stored]
+                if not runs:
+                    continue
+                new = run_pair(data, label, spec, args.protocol, runs, args.timeout)
+                cells = [
+                    c
+                    for c in cells
+                    if not (c["data"] == data and c["estimator"] == label and c["run"] in runs)
+                ] + new
+                path.write_text(json.dumps(cells, indent=1, default=float))
+                print(
+                    data, label, [round(c.get("score", float("nan")), 4) for c in new], flush=True
+                )
+                report(cells, args.protocol)
+    if cells:
+        report(cells, args.protocol)
