@@ -32,14 +32,13 @@ stored as a timeout (larger N of the same estimator are then skipped).
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import ROOT, read_runs, results_path, write_results
+from benchmarks.common import read_runs, results_path, run_python, write_results
 
 SIZES = [10_000, 30_000, 100_000, 300_000, 1_000_000]
 DATA = [f"synthetic-{n}" for n in SIZES] + ["fashion_mnist", "connect4"]
@@ -170,21 +169,9 @@ def installed(dotted):
 def measure(data, label, timeout):
     """One fit in a fresh process; its row (``status`` "ok", "timeout" or "failed")."""
     dotted, params = ESTIMATORS[label]
-    env = dict(
-        os.environ,
-        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-    )
     row = {"data": data, "estimator": label, "load before": os.getloadavg()[0]}
     try:
-        done = subprocess.run(
-            [sys.executable, "-c", CHILD, data, dotted, json.dumps(params)],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
+        done = run_python(CHILD, data, dotted, json.dumps(params), timeout=timeout)
     except subprocess.TimeoutExpired:
         return {**row, "status": "timeout", "fit wall s": float(timeout)}
     if done.returncode != 0:

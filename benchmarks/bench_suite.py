@@ -38,12 +38,18 @@ import functools
 import json
 import os
 import subprocess
-import sys
 import time
 
 import numpy as np
 
-from benchmarks.common import ROOT, cpu_model, read_runs, results_path, revision, write_results
+from benchmarks.common import (
+    cpu_model,
+    read_runs,
+    results_path,
+    revision,
+    run_python,
+    write_results,
+)
 from benchmarks.datasets import DATA_DIR, load
 
 N_RUNS = 5
@@ -162,22 +168,10 @@ def estimators(task):
 
 def run_pair(data, label, spec, protocol, runs, timeout):
     """Run the missing ``runs`` of one pair in a child; its cells (and a status)."""
-    env = dict(
-        os.environ,
-        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-    )
     load_before = os.getloadavg()[0]
     args = [data, spec[0], json.dumps(spec[1]), protocol, json.dumps(runs)]
     try:
-        done = subprocess.run(
-            [sys.executable, "-c", CHILD, *args],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
+        done = run_python(CHILD, *args, timeout=timeout)
         out, status = done.stdout, "ok" if done.returncode == 0 else "failed"
         error = done.stderr.strip().splitlines()[-1:] if done.returncode else []
     except subprocess.TimeoutExpired as exc:
@@ -354,6 +348,7 @@ def report(cells, protocol):
         f"1-minute load average at the pairs' starts and ends {min(loads):.1f}-{max(loads):.1f}. "
         "Data sets or estimators missing from a table were not run yet."
     )
+    tables = [(heading, rows) for heading, rows in tables if rows]
     name = "suite" if protocol == "test" else "suite_validation"
     write_results(
         f"{name}.md",

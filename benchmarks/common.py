@@ -233,6 +233,28 @@ def _header(prov):
     ]
 
 
+# ------------------------------------------------------------------ children
+def run_python(code, *args, timeout=None):
+    """Run ``python -c code args...`` from the repository root on its own package.
+
+    For benchmarks that measure each fit in a fresh process (its peak memory,
+    no state from earlier fits). Returns the :class:`subprocess.CompletedProcess`
+    (text output captured, exit status not checked); raises
+    :class:`subprocess.TimeoutExpired` after ``timeout`` seconds.
+    """
+    path = [str(ROOT), os.environ.get("PYTHONPATH")]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, path)))
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 # ---------------------------------------------------------------- result files
 def markdown_table(rows, columns=None):
     """Rows (dicts) as a markdown table; floats get 4 significant digits."""
