@@ -195,7 +195,11 @@ class _BaseCO2Forest(BaseObliqueForest):
         self.n_axis_fallback_ = stats[:, 1].copy()
         self._tree_seeds = seeds
         self._n_draws = n_draws
-        self._set_trees(old_trees + [missing.fold(tree) for tree in trees])
+        # no reference to the unfolded trees may survive: they share their arrays with the
+        # folded ones, which packing releases tree by tree (else the forest is held twice)
+        trees = [missing.fold(tree) for tree in trees]
+        self._set_trees(old_trees + trees)
+        del trees
         if self.oob_score:
             self._set_oob_score(X, y)
         else:  # from an earlier fit

@@ -249,6 +249,42 @@ def minibatch_gradient(
     return gb * inv, run, wsum
 
 
+@jit
+def permute_rows(perm, m, X, y, wt, signs, seen, xrow, ytmp):
+    """Reorder the first ``m`` rows in place: row ``t`` becomes old row ``perm[t]``.
+
+    Follows each cycle of ``perm`` with one saved row (``xrow``, ``ytmp``), so a
+    node's rows are reshuffled without a second ``(m, p)`` block; ``seen`` is
+    scratch of ``m`` booleans.
+    """
+    for t in range(m):
+        seen[t] = False
+    for s in range(m):
+        if seen[s]:
+            continue
+        seen[s] = True
+        k = perm[s]
+        if k == s:
+            continue
+        xrow[:] = X[s]
+        copy_target(ytmp, 0, y, s)
+        w0 = wt[s]
+        s0 = signs[s]
+        j = s
+        while k != s:
+            X[j] = X[k]
+            copy_target(y, j, y, k)
+            wt[j] = wt[k]
+            signs[j] = signs[k]
+            j = k
+            seen[j] = True
+            k = perm[j]
+        X[j] = xrow
+        copy_target(y, j, ytmp, 0)
+        wt[j] = w0
+        signs[j] = s0
+
+
 # ------------------------------------------------------------------ CCCP
 @jit
 def cccp(
@@ -281,6 +317,9 @@ def cccp(
     returned parameters are the best seen and the recorded sequence is
     non-increasing.
 
+    The first ``m`` rows of ``Xb``, ``yb`` and ``wb`` are reordered in place
+    (the same permutation for all three; no copy of the node's block is made).
+
     ``history[0]`` receives the initial surrogate and ``history[t]`` the
     surrogate after accepted outer iteration ``t`` (``history`` needs
     ``max_cccp_iter + 1`` entries).
@@ -296,16 +335,15 @@ def cccp(
     """
     p = w.shape[0]
     n_classes = theta0.shape[0]
-    # private copies, physically reordered at each outer iteration so that
+    # the rows are physically reordered (in place) at each outer iteration so that
     # minibatches read contiguous rows (random row access dominated big nodes)
-    Xc = Xb[:m].copy()
-    yc = yb[:m].copy()
-    wc = wb[:m].copy()
-    Xt = np.empty_like(Xc)
-    yt = np.empty_like(yc)
-    wt = np.empty_like(wc)
+    Xc = Xb[:m]
+    yc = yb[:m]
+    wc = wb[:m]
+    xrow = np.empty(p)
+    ytmp = empty_targets(yb, 1)
+    seen = np.empty(m, dtype=np.bool_)
     signs = np.empty(m)
-    st = np.empty(m)
     perm = np.arange(m)
     ident = np.arange(m)
     n_batches = (m + params.batch_size - 1) // params.batch_size
@@ -337,17 +375,7 @@ def cccp(
             for t in range(m):
                 perm[t] = t
             shuffle(perm, m, state)
-            for t in range(m):
-                r = perm[t]
-                for j in range(p):
-                    Xt[t, j] = Xc[r, j]
-                copy_target(yt, t, yc, r)
-                wt[t] = wc[r]
-                st[t] = signs[r]
-            Xc, Xt = Xt, Xc
-            yc, yt = yt, yc
-            wc, wt = wt, wc
-            signs, st = st, signs
+            permute_rows(perm, m, Xc, yc, wc, signs, seen, xrow, ytmp)
         for _ in range(params.cccp_epochs):
             if n_batches > 1:
                 for k in range(n_batches):

@@ -326,7 +326,8 @@ def fit_forest(
         Xs = scaled_csr(X, scale)
         mean = np.zeros_like(mean)
     else:
-        Xs = np.ascontiguousarray((X - mean) / scale)
+        Xs = np.subtract(X, mean, order="C")  # one standardised copy, no temporary
+        Xs /= scale
     results = parallel_map(
         _fit_one_tree,
         [
