@@ -46,7 +46,7 @@ Importing this module imports numba; the estimator imports it lazily.
 import numpy as np
 
 from obliquetrees._core._jit import jit, jit_inline
-from obliquetrees._core._random import node_seed, shuffle
+from obliquetrees._core._random import node_seed, random_int, shuffle
 from obliquetrees._training._co2_axis_split import THETA_PRIOR, best_axis_split, init_theta
 from obliquetrees._training._co2_targets import (
     add_leaf_gradient,
@@ -446,6 +446,40 @@ def cccp(
 
 # ----------------------------------------------------------------- nodes
 @jit
+def cccp_rows(m, max_samples, state):
+    """The rows of a node of ``m`` rows that its CCCP fits on, ascending.
+
+    All ``m`` when ``max_samples < 0`` or ``m <= max_samples`` (no random draw);
+    otherwise ``max_samples`` distinct rows drawn uniformly with ``state``
+    (partial Fisher-Yates). Ascending keeps the gather of their rows sequential.
+    """
+    pick = np.arange(m)
+    if max_samples < 0 or m <= max_samples:
+        return pick
+    for k in range(max_samples):
+        j = k + random_int(state, m - k)
+        tmp = pick[k]
+        pick[k] = pick[j]
+        pick[j] = tmp
+    return np.sort(pick[:max_samples])
+
+
+@jit
+def take_block(Xb, yb, wb, pick):
+    """Rows ``pick`` of a node's dense block, targets and weights (copies)."""
+    s = pick.shape[0]
+    Xs = np.empty((s, Xb.shape[1]))
+    ys = empty_targets(yb, s)
+    ws = np.empty(s)
+    for t in range(s):
+        r = pick[t]
+        Xs[t] = Xb[r]
+        copy_target(ys, t, yb, r)
+        ws[t] = wb[r]
+    return Xs, ys, ws
+
+
+@jit
 def node_value(y, row_weight, rows, start, end, node, value, n_node_samples):
     """Leaf value of one node, written to the node table.
 
@@ -473,6 +507,10 @@ def split_node(data, start, end, node, tree_seed, table, params):
     drawn from ``node_seed(tree_seed, node)``. ``params`` is the fit's
     :class:`~obliquetrees._training.co2.CO2KernelParams` (the estimator's
     parameters by their names; :func:`cccp` gets it too).
+
+    A node of more than ``params.max_cccp_samples`` rows (when not -1) runs
+    its CCCP on that many of them (:func:`cccp_rows`, drawn after the
+    axis-aligned search); the search, the centring and the partition use all.
 
     The stump is optimised on the node's rows centred on their weighted mean
     (the homogeneous coordinate relative to the node's centre; see the
@@ -531,11 +569,16 @@ def split_node(data, start, end, node, tree_seed, table, params):
     w[feature] = 1.0
     theta0, theta1 = init_theta(Xb, yb, wb, m, feature, threshold, n_classes, THETA_PRIOR)
     history = np.empty(params.max_cccp_iter + 1)
+    pick = cccp_rows(m, params.max_cccp_samples, state)
+    if pick.shape[0] < m:  # a large node: the CCCP fits on a uniform subsample of its rows
+        Xc, yc, wc = take_block(Xb, yb, wb, pick)
+    else:
+        Xc, yc, wc = Xb, yb, wb
     b, n_iter, _ = cccp(
-        Xb,
-        yb,
-        wb,
-        m,
+        Xc,
+        yc,
+        wc,
+        pick.shape[0],
         w,
         -threshold,
         theta0,

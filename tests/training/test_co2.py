@@ -283,6 +283,40 @@ def test_permute_rows_matches_fancy_indexing(seed, targets):
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("m, max_samples", [(50, -1), (50, 50), (50, 80), (500, 64), (64, 1)])
+def test_cccp_rows_draws_distinct_rows_only_above_the_cap(m, max_samples):
+    state = _state(7)
+    pick = K.cccp_rows(m, max_samples, state)
+    if max_samples < 0 or m <= max_samples:
+        np.testing.assert_array_equal(pick, np.arange(m))
+        assert state[0] == _state(7)[0]  # no draw: nodes under the cap are unchanged
+        return
+    assert pick.shape == (max_samples,)
+    assert np.all(np.diff(pick) > 0) and 0 <= pick[0] and pick[-1] < m  # distinct, sorted
+    np.testing.assert_array_equal(pick, K.cccp_rows(m, max_samples, _state(7)))  # seeded
+
+
+def test_cccp_rows_is_uniform():
+    # each row is drawn with probability max_samples / m
+    counts = np.zeros(40)
+    for seed in range(2000):
+        counts[K.cccp_rows(40, 10, _state(seed + 1))] += 1
+    expected = 2000 * 10 / 40
+    assert np.all(np.abs(counts - expected) < 5 * np.sqrt(expected))
+
+
+def test_max_cccp_samples_at_least_the_node_size_changes_nothing():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 5))
+    y = (X[:, 0] + X[:, 1] > 0).astype(np.int64) + (X[:, 2] > 1)
+    full = _grow(X, y, np.ones(300), 3)
+    for cap in (300, 1000):
+        for a, b in zip(full, _grow(X, y, np.ones(300), 3, max_cccp_samples=cap), strict=True):
+            np.testing.assert_array_equal(a, b)
+    capped = _grow(X, y, np.ones(300), 3, max_cccp_samples=60)
+    assert not np.array_equal(capped[3][0], full[3][0])  # the root split is fit on 60 rows
+
+
 # ----------------------------------------------------------------- trees
 def _co2_params(**kw):
     params = dict(
@@ -301,6 +335,7 @@ def _co2_params(**kw):
         tol=1e-3,
         bootstrap=True,
         max_samples=None,
+        max_cccp_samples=None,
     )
     return co2.CO2Params(**{**params, **kw})
 
@@ -410,6 +445,7 @@ def test_kernel_args_are_scalars_of_the_kernel_types():
         **co2.dataclasses.asdict(_co2_params(max_depth=3, nu=10)),
         "max_leaf_nodes": -1,
         "max_samples": -1,
+        "max_cccp_samples": -1,
     }
     for name, value in params._asdict().items():
         field_type = co2.CO2Params.__dataclass_fields__[name].type
