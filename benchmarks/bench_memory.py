@@ -147,6 +147,7 @@ def main_scale(args):
                     "RF acc": rf["accuracy"],
                     "CO2 model MB": co2["model_mb"],
                     "RF model MB": rf["model_mb"],
+                    "CO2 model / CO2 peak above": co2["model_mb"] / co2["peak_above_mb"],
                     "CO2 nodes": co2["nodes"],
                     "CO2 stored weights": co2["stored_weights"],
                     "load (CO2, RF)": f"{co2['load']:.1f}, {rf['load']:.1f}",
@@ -162,6 +163,25 @@ def main_scale(args):
         "CPU = process CPU seconds (all threads). Obliquetrees from: "
         + (args.source or "this checkout")
         + "."
+        + """
+
+Where a CO2 fit's memory goes (dense float64 X of n rows and p features; see
+obliquetrees/_training/co2.py and _co2_kernels.py):
+
+- one standardised copy of X, shared by all trees (1 X);
+- per tree in flight (n_jobs of them): integer bootstrap counts and one row-index array
+  (O(n)), the node table (nodes x p float64 split weights while growing), and per node a
+  gathered, centred block of its rows (the root: about 0.63 X with the bootstrap). Until
+  this branch the CCCP also copied that block twice (reordered copy and its swap buffer);
+  it now reorders the block in place, and a node above max_cccp_samples rows copies only
+  that many rows for its CCCP;
+- the fitted model: every split stores a weight for each feature that varies in its node
+  (CO2's hyperplanes are dense), 24 bytes each (int64 index, float64 weight, float64
+  missing-value term), so the forest grows as nodes x p and is most of the peak at these
+  sizes ("CO2 model / CO2 peak above": pickled model over peak). Until this branch the
+  fit also held the forest twice while packing it (the unfolded trees shared their
+  arrays with the folded ones).
+"""
     )
     write_results(
         args.out or "memory_co2_scale.md",
