@@ -11,13 +11,27 @@ fitted trees + 10 % of peak(10 trees), i.e. no per-tree copies of X.
 
     python -m benchmarks memory                # letter, 10 and 100 trees
     python -m benchmarks memory --rows 2000    # fewer rows, for a smoke run
+
+Issue 17 (CO2 at scale): ``--synthetic N`` (repeatable) instead fits
+CO2ForestClassifier(30) and then RandomForestClassifier(30), each in its own
+fresh process (a second fit in one process reuses the first one's freed
+memory), per size and ``n_jobs`` on ``make_classification(N + 20000,
+n_features=40, n_informative=20, n_classes=5)`` (the last 20000 rows are the
+test set), and reports each fit's peak RSS *above the RSS before the fit*
+(the peak is reset through ``/proc/self/clear_refs`` once data and kernels are
+loaded), its CPU and wall seconds, test accuracy and model size, beside the target
+``4 * X.nbytes + 100 MB``. ``--source DIR`` measures the obliquetrees of
+another checkout (e.g. ``git archive`` of an older revision) the same way:
+
+    python -m benchmarks memory --synthetic 10000 --synthetic 30000 --synthetic 100000
 """
 
 import json
+import os
 import subprocess
 import sys
 
-from benchmarks.common import write_results
+from benchmarks.common import ROOT, write_results
 
 #: Forest estimators and the parameters of the memory runs (trees vary).
 CONFIGS = {
@@ -51,6 +65,132 @@ print(json.dumps(dict(
 """
 
 
+SCALE_CHILD = """
+import json, os, pickle, sys, time
+import numpy as np
+from sklearn.datasets import make_classification
+from sklearn.ensemble import RandomForestClassifier
+import obliquetrees
+from obliquetrees import CO2ForestClassifier
+
+def vm(key):  # kB figures of /proc/self/status, in MB
+    for line in open("/proc/self/status"):
+        if line.startswith(key):
+            return int(line.split()[1]) / 1024
+
+n, n_jobs, name = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+X, y = make_classification(n + 20000, n_features=40, n_informative=20, n_classes=5, random_state=0)
+Xtr, ytr, Xte, yte = X[:n], y[:n], X[n:], y[n:]
+if name == "CO2":
+    CO2ForestClassifier(2, random_state=0).fit(Xtr[:500], ytr[:500])  # compile / load kernels
+    clf = CO2ForestClassifier(30, n_jobs=n_jobs, random_state=0)
+else:
+    RandomForestClassifier(2, random_state=0).fit(Xtr[:500], ytr[:500])
+    clf = RandomForestClassifier(30, n_jobs=n_jobs, random_state=0)
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")  # resets VmHWM (the peak RSS) to the current RSS
+before = vm("VmRSS")
+c0, t0 = time.process_time(), time.perf_counter()
+clf.fit(Xtr, ytr)
+cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+peak = vm("VmHWM")
+out = dict(source=os.path.dirname(obliquetrees.__file__), X_mb=Xtr.nbytes / 2**20,
+           cpu_s=cpu, wall_s=wall, peak_above_mb=peak - before,
+           accuracy=float(np.mean(clf.predict(Xte) == yte)),
+           model_mb=len(pickle.dumps(clf)) / 2**20, load=os.getloadavg()[0])
+if name == "CO2":
+    out["nodes"] = sum(t.node_count for t in clf.trees_)
+    out["stored_weights"] = sum(t.weight_index.shape[0] for t in clf.trees_)
+print(json.dumps(out))
+"""
+
+
+def measure_scale(rows, n_jobs, name, source=None):
+    """A fresh process fits ``name`` ("CO2" or "RF", 30 trees) on ``rows`` synthetic rows."""
+    env = dict(os.environ)
+    if source is not None:
+        env["PYTHONPATH"] = os.path.abspath(source)
+    out = subprocess.run(
+        [sys.executable, "-c", SCALE_CHILD, str(rows), str(n_jobs), name],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=source or ROOT,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main_scale(args):
+    """``--synthetic``: CO2(30) against RF(30), memory and CPU per size."""
+    table = []
+    for rows in args.synthetic:
+        for n_jobs in args.n_jobs or [1, 2]:
+            co2 = measure_scale(rows, n_jobs, "CO2", args.source)
+            rf = measure_scale(rows, n_jobs, "RF")
+            budget = 4 * co2["X_mb"] + 100
+            table.append(
+                {
+                    "rows": rows,
+                    "n_jobs": n_jobs,
+                    "X MB": co2["X_mb"],
+                    "CO2 peak above MB": co2["peak_above_mb"],
+                    "RF peak above MB": rf["peak_above_mb"],
+                    "budget 4X+100 MB": budget,
+                    "CO2 within budget": co2["peak_above_mb"] <= budget,
+                    "CO2 CPU s": co2["cpu_s"],
+                    "RF CPU s": rf["cpu_s"],
+                    "CPU CO2/RF": co2["cpu_s"] / rf["cpu_s"],
+                    "CO2 wall s": co2["wall_s"],
+                    "RF wall s": rf["wall_s"],
+                    "CO2 acc": co2["accuracy"],
+                    "RF acc": rf["accuracy"],
+                    "CO2 model MB": co2["model_mb"],
+                    "RF model MB": rf["model_mb"],
+                    "CO2 model / CO2 peak above": co2["model_mb"] / co2["peak_above_mb"],
+                    "CO2 nodes": co2["nodes"],
+                    "CO2 stored weights": co2["stored_weights"],
+                    "load (CO2, RF)": f"{co2['load']:.1f}, {rf['load']:.1f}",
+                }
+            )
+            print(table[-1], flush=True)
+    notes = (
+        "make_classification(rows + 20000, n_features=40, n_informative=20, n_classes=5, "
+        "random_state=0), float64; the last 20000 rows are the test set. CO2ForestClassifier(30) "
+        "(defaults) and RandomForestClassifier(30) are each fitted in a fresh process, one after "
+        "the other (kernels loaded before). Peak above = VmHWM after the fit minus VmRSS "
+        "before it (VmHWM reset just before the fit); it includes the fitted model. "
+        "CPU = process CPU seconds (all threads). Obliquetrees from: "
+        + (args.source or "this checkout")
+        + "."
+        + """
+
+Where a CO2 fit's memory goes (dense float64 X of n rows and p features; see
+obliquetrees/_training/co2.py and _co2_kernels.py):
+
+- one standardised copy of X, shared by all trees (1 X);
+- per tree in flight (n_jobs of them): integer bootstrap counts and one row-index array
+  (O(n)), the node table (nodes x p float64 split weights while growing), and per node a
+  gathered, centred block of its rows (the root: about 0.63 X with the bootstrap). Until
+  this branch the CCCP also copied that block twice (reordered copy and its swap buffer);
+  it now reorders the block in place, and a node above max_cccp_samples rows copies only
+  that many rows for its CCCP;
+- the fitted model: every split stores a weight for each feature that varies in its node
+  (CO2's hyperplanes are dense), 24 bytes each (int64 index, float64 weight, float64
+  missing-value term), so the forest grows as nodes x p and is most of the peak at these
+  sizes ("CO2 model / CO2 peak above": pickled model over peak). Until this branch the
+  fit also held the forest twice while packing it (the unfolded trees shared their
+  arrays with the folded ones).
+"""
+    )
+    write_results(
+        args.out or "memory_co2_scale.md",
+        "CO2 Forest at scale: peak memory and CPU against RandomForest (synthetic, 40 features)",
+        [("Runs", table)],
+        notes,
+    )
+
+
 def measure(name, n_estimators, params, rows):
     out = subprocess.run(
         [sys.executable, "-c", CHILD, name, str(n_estimators), json.dumps(params), str(rows)],
@@ -70,9 +210,20 @@ def add_arguments(parser):
         action="append",
         help="training rows of letter (default 15000; repeat for a size sweep)",
     )
+    parser.add_argument(
+        "--synthetic",
+        type=int,
+        action="append",
+        help="CO2(30) against RF(30) on this many synthetic rows (repeatable; see the module doc)",
+    )
+    parser.add_argument("--n-jobs", type=int, action="append", help="with --synthetic: 1 and 2")
+    parser.add_argument("--source", help="with --synthetic: repository root of obliquetrees")
+    parser.add_argument("--out", help="with --synthetic: result file (memory_co2_scale.md)")
 
 
 def main(args):
+    if args.synthetic:
+        return main_scale(args)
     rows_list = args.rows or [15000]
     table, checks = [], []
     for name in args.estimator or sorted(CONFIGS):

@@ -65,6 +65,11 @@ class CO2ForestRegressor(ObliqueRegressorMixin, _BaseCO2Forest):
         CCCP stops when an outer iteration improves the surrogate by less
         than ``tol`` times its value; an iteration that does not improve it is
         undone and ends the loop.
+    max_cccp_samples : int or None, default=2048
+        A node with more (distinct) samples fits its stump's CCCP on this
+        many of them, drawn uniformly without replacement (the initial split
+        and the partition use all of them); None fits every node on all its
+        samples.
     bootstrap : bool, default=True
         Grow each tree on a bootstrap sample (drawn as integer weights; X is
         never copied per tree). If False every tree sees all samples.

@@ -46,7 +46,7 @@ Importing this module imports numba; the estimator imports it lazily.
 import numpy as np
 
 from obliquetrees._core._jit import jit, jit_inline
-from obliquetrees._core._random import node_seed, shuffle
+from obliquetrees._core._random import node_seed, random_int, shuffle
 from obliquetrees._training._co2_axis_split import THETA_PRIOR, best_axis_split, init_theta
 from obliquetrees._training._co2_targets import (
     add_leaf_gradient,
@@ -249,6 +249,42 @@ def minibatch_gradient(
     return gb * inv, run, wsum
 
 
+@jit
+def permute_rows(perm, m, X, y, wt, signs, seen, xrow, ytmp):
+    """Reorder the first ``m`` rows in place: row ``t`` becomes old row ``perm[t]``.
+
+    Follows each cycle of ``perm`` with one saved row (``xrow``, ``ytmp``), so a
+    node's rows are reshuffled without a second ``(m, p)`` block; ``seen`` is
+    scratch of ``m`` booleans.
+    """
+    for t in range(m):
+        seen[t] = False
+    for s in range(m):
+        if seen[s]:
+            continue
+        seen[s] = True
+        k = perm[s]
+        if k == s:
+            continue
+        xrow[:] = X[s]
+        copy_target(ytmp, 0, y, s)
+        w0 = wt[s]
+        s0 = signs[s]
+        j = s
+        while k != s:
+            X[j] = X[k]
+            copy_target(y, j, y, k)
+            wt[j] = wt[k]
+            signs[j] = signs[k]
+            j = k
+            seen[j] = True
+            k = perm[j]
+        X[j] = xrow
+        copy_target(y, j, ytmp, 0)
+        wt[j] = w0
+        signs[j] = s0
+
+
 # ------------------------------------------------------------------ CCCP
 @jit
 def cccp(
@@ -281,6 +317,9 @@ def cccp(
     returned parameters are the best seen and the recorded sequence is
     non-increasing.
 
+    The first ``m`` rows of ``Xb``, ``yb`` and ``wb`` are reordered in place
+    (the same permutation for all three; no copy of the node's block is made).
+
     ``history[0]`` receives the initial surrogate and ``history[t]`` the
     surrogate after accepted outer iteration ``t`` (``history`` needs
     ``max_cccp_iter + 1`` entries).
@@ -296,16 +335,15 @@ def cccp(
     """
     p = w.shape[0]
     n_classes = theta0.shape[0]
-    # private copies, physically reordered at each outer iteration so that
+    # the rows are physically reordered (in place) at each outer iteration so that
     # minibatches read contiguous rows (random row access dominated big nodes)
-    Xc = Xb[:m].copy()
-    yc = yb[:m].copy()
-    wc = wb[:m].copy()
-    Xt = np.empty_like(Xc)
-    yt = np.empty_like(yc)
-    wt = np.empty_like(wc)
+    Xc = Xb[:m]
+    yc = yb[:m]
+    wc = wb[:m]
+    xrow = np.empty(p)
+    ytmp = empty_targets(yb, 1)
+    seen = np.empty(m, dtype=np.bool_)
     signs = np.empty(m)
-    st = np.empty(m)
     perm = np.arange(m)
     ident = np.arange(m)
     n_batches = (m + params.batch_size - 1) // params.batch_size
@@ -337,17 +375,7 @@ def cccp(
             for t in range(m):
                 perm[t] = t
             shuffle(perm, m, state)
-            for t in range(m):
-                r = perm[t]
-                for j in range(p):
-                    Xt[t, j] = Xc[r, j]
-                copy_target(yt, t, yc, r)
-                wt[t] = wc[r]
-                st[t] = signs[r]
-            Xc, Xt = Xt, Xc
-            yc, yt = yt, yc
-            wc, wt = wt, wc
-            signs, st = st, signs
+            permute_rows(perm, m, Xc, yc, wc, signs, seen, xrow, ytmp)
         for _ in range(params.cccp_epochs):
             if n_batches > 1:
                 for k in range(n_batches):
@@ -418,6 +446,40 @@ def cccp(
 
 # ----------------------------------------------------------------- nodes
 @jit
+def cccp_rows(m, max_samples, state):
+    """The rows of a node of ``m`` rows that its CCCP fits on, ascending.
+
+    All ``m`` when ``max_samples < 0`` or ``m <= max_samples`` (no random draw);
+    otherwise ``max_samples`` distinct rows drawn uniformly with ``state``
+    (partial Fisher-Yates). Ascending keeps the gather of their rows sequential.
+    """
+    pick = np.arange(m)
+    if max_samples < 0 or m <= max_samples:
+        return pick
+    for k in range(max_samples):
+        j = k + random_int(state, m - k)
+        tmp = pick[k]
+        pick[k] = pick[j]
+        pick[j] = tmp
+    return np.sort(pick[:max_samples])
+
+
+@jit
+def take_block(Xb, yb, wb, pick):
+    """Rows ``pick`` of a node's dense block, targets and weights (copies)."""
+    s = pick.shape[0]
+    Xs = np.empty((s, Xb.shape[1]))
+    ys = empty_targets(yb, s)
+    ws = np.empty(s)
+    for t in range(s):
+        r = pick[t]
+        Xs[t] = Xb[r]
+        copy_target(ys, t, yb, r)
+        ws[t] = wb[r]
+    return Xs, ys, ws
+
+
+@jit
 def node_value(y, row_weight, rows, start, end, node, value, n_node_samples):
     """Leaf value of one node, written to the node table.
 
@@ -445,6 +507,10 @@ def split_node(data, start, end, node, tree_seed, table, params):
     drawn from ``node_seed(tree_seed, node)``. ``params`` is the fit's
     :class:`~obliquetrees._training.co2.CO2KernelParams` (the estimator's
     parameters by their names; :func:`cccp` gets it too).
+
+    A node of more than ``params.max_cccp_samples`` rows (when not -1) runs
+    its CCCP on that many of them (:func:`cccp_rows`, drawn after the
+    axis-aligned search); the search, the centring and the partition use all.
 
     The stump is optimised on the node's rows centred on their weighted mean
     (the homogeneous coordinate relative to the node's centre; see the
@@ -503,11 +569,16 @@ def split_node(data, start, end, node, tree_seed, table, params):
     w[feature] = 1.0
     theta0, theta1 = init_theta(Xb, yb, wb, m, feature, threshold, n_classes, THETA_PRIOR)
     history = np.empty(params.max_cccp_iter + 1)
+    pick = cccp_rows(m, params.max_cccp_samples, state)
+    if pick.shape[0] < m:  # a large node: the CCCP fits on a uniform subsample of its rows
+        Xc, yc, wc = take_block(Xb, yb, wb, pick)
+    else:
+        Xc, yc, wc = Xb, yb, wb
     b, n_iter, _ = cccp(
-        Xb,
-        yb,
-        wb,
-        m,
+        Xc,
+        yc,
+        wc,
+        pick.shape[0],
         w,
         -threshold,
         theta0,

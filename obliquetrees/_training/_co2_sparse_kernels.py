@@ -39,6 +39,7 @@ from obliquetrees._training._co2_axis_split import (
 from obliquetrees._training._co2_kernels import (
     LR_DECAY,
     OSC_PATIENCE,
+    cccp_rows,
     node_value,
     project_ball,
 )
@@ -350,6 +351,31 @@ def cccp_sparse(block, m, w, b, theta0, theta1, params, state, history):
 
 
 @jit
+def take_block_sparse(block, pick):
+    """Rows ``pick`` of :func:`gather_node`'s block (a new local CSR; ``mu`` is the node's)."""
+    lptr, lidx, lval, mu, yb, wb = block
+    s = pick.shape[0]
+    sptr = np.empty(s + 1, dtype=np.int64)
+    sptr[0] = 0
+    for t in range(s):
+        r = pick[t]
+        sptr[t + 1] = sptr[t] + lptr[r + 1] - lptr[r]
+    sidx = np.empty(sptr[s], dtype=np.int64)
+    sval = np.empty(sptr[s])
+    ys = empty_targets(yb, s)
+    ws = np.empty(s)
+    for t in range(s):
+        r = pick[t]
+        copy_target(ys, t, yb, r)
+        ws[t] = wb[r]
+        k0 = lptr[r] - sptr[t]
+        for k in range(sptr[t], sptr[t + 1]):
+            sidx[k] = lidx[k0 + k]
+            sval[k] = lval[k0 + k]
+    return sptr, sidx, sval, mu, ys, ws
+
+
+@jit
 def split_node_sparse(data, start, end, node, tree_seed, table, params):
     """:func:`~obliquetrees._training._co2_kernels.split_node` for CSR input.
 
@@ -385,7 +411,21 @@ def split_node_sparse(data, start, end, node, tree_seed, table, params):
     w[feature] = 1.0
     theta0, theta1 = init_theta(column, yb, wb, m, 0, threshold, n_classes, THETA_PRIOR)
     history = np.empty(params.max_cccp_iter + 1)
-    b, n_iter, _ = cccp_sparse(block, m, w, -threshold, theta0, theta1, params, state, history)
+    pick = cccp_rows(m, params.max_cccp_samples, state)
+    if pick.shape[0] < m:  # as the dense kernel: the CCCP fits on a subsample
+        b, n_iter, _ = cccp_sparse(
+            take_block_sparse(block, pick),
+            pick.shape[0],
+            w,
+            -threshold,
+            theta0,
+            theta1,
+            params,
+            state,
+            history,
+        )
+    else:
+        b, n_iter, _ = cccp_sparse(block, m, w, -threshold, theta0, theta1, params, state, history)
     for j in range(p):
         b -= w[j] * mu[j]  # bias on u, no longer centred
     n_right = 0

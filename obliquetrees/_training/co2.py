@@ -41,7 +41,8 @@ class CO2Params:
     Built by the estimator from its (validated) parameters; ``max_features``
     is the resolved number ``q`` of candidate features and ``max_samples``
     the resolved number of bootstrap draws per tree (None: as many as rows,
-    also the kernels' -1). Values are cast to
+    also the kernels' -1); ``max_cccp_samples`` None (-1) fits every node's
+    CCCP on all its rows. Values are cast to
     the types the kernels are compiled for (so e.g. ``nu=10`` and
     ``nu=10.0`` share one compiled kernel).
     """
@@ -61,26 +62,27 @@ class CO2Params:
     tol: float
     bootstrap: bool
     max_samples: int | None
+    max_cccp_samples: int | None
 
     def __post_init__(self):
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             if field.type in (int, float, bool):
                 value = field.type(value)
-            elif value is not None:  # the growth limits and max_samples: None or int
+            elif value is not None:  # growth limits, max_samples, max_cccp_samples: None or int
                 value = int(value)
             object.__setattr__(self, field.name, value)
 
     def kernel_args(self):
         """These parameters as one :class:`CO2KernelParams` record for the numba kernels.
 
-        The growth limits and ``max_samples`` ``None`` become -1 (:func:`limit`); every other value
-        keeps its type, so the kernels see int64, float64 and bool scalars under
-        the estimator's names.
+        The growth limits, ``max_samples`` and ``max_cccp_samples`` ``None`` become
+        -1 (:func:`limit`); every other value keeps its type, so the kernels see
+        int64, float64 and bool scalars under the estimator's names.
         """
         limits = {
             name: limit(getattr(self, name))
-            for name in ("max_depth", "max_leaf_nodes", "max_samples")
+            for name in ("max_depth", "max_leaf_nodes", "max_samples", "max_cccp_samples")
         }
         return CO2KernelParams(**(dataclasses.asdict(self) | limits))
 
@@ -340,7 +342,8 @@ def fit_forest(
         Xs = scaled_csr(X, scale)
         mean = np.zeros_like(mean)
     else:
-        Xs = np.ascontiguousarray((X - mean) / scale)
+        Xs = np.subtract(X, mean, order="C")  # one standardised copy, no temporary
+        Xs /= scale
     results = parallel_map(
         _fit_one_tree,
         [

@@ -231,8 +231,9 @@ def test_cccp_matches_reference(seed, nu):
     ).kernel_args()
     kw, kt0, kt1 = w.copy(), t0.copy(), t1.copy()
     history = np.empty(params.max_cccp_iter + 1)
+    # the kernel reorders its rows in place: it gets copies, the reference the originals
     kb, n_iter, n_hist = K.cccp(
-        X, y, wt, X.shape[0], kw, b, kt0, kt1, params, _state(seed), history
+        X.copy(), y.copy(), wt.copy(), X.shape[0], kw, b, kt0, kt1, params, _state(seed), history
     )
     rw, rb, rt0, rt1, rhist = ref.co2_cccp(X, y, wt, w, b, t0, t1, params, ref.Co2Rng(seed))
     np.testing.assert_allclose(history[:n_hist], rhist, rtol=1e-9)
@@ -253,7 +254,7 @@ def test_cccp_surrogate_non_increasing_and_improves(seed, nu):
     signs = np.empty(X.shape[0])
     params = _co2_params(nu=nu, max_cccp_iter=30, tol=1e-4).kernel_args()
     kb, n_iter, n_hist = K.cccp(X, y, wt, X.shape[0], w, b, t0, t1, params, _state(seed), history)
-    hist = history[:n_hist]
+    hist = history[:n_hist]  # X, y, wt are now reordered alike: the surrogate below is the same
     assert n_hist >= 2 and 1 <= n_iter <= 30
     assert np.all(np.diff(hist) <= 0)
     assert hist[-1] < hist[0]
@@ -261,6 +262,59 @@ def test_cccp_surrogate_non_increasing_and_improves(seed, nu):
     sur, emp = K.surrogate(X, y, wt, X.shape[0], w, kb, t0, t1, signs)
     np.testing.assert_allclose(sur, hist[-1], rtol=1e-12)
     assert emp <= sur + 1e-12
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("targets", [False, True])
+def test_permute_rows_matches_fancy_indexing(seed, targets):
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(1, 60))
+    X = rng.normal(size=(m + 3, 5))
+    y = rng.normal(size=(m + 3, 2)) if targets else rng.integers(0, 4, m + 3)
+    wt, signs = rng.random(m + 3), rng.choice([-1.0, 1.0], m + 3)
+    perm = rng.permutation(m)
+    expect = [a.copy() for a in (X, y, wt, signs)]
+    for a in expect:
+        a[:m] = a[perm]
+    seen, xrow = np.empty(m, dtype=np.bool_), np.empty(5)
+    ytmp = np.empty((1, 2)) if targets else np.empty(1, dtype=np.int64)
+    K.permute_rows(perm, m, X, y, wt, signs, seen, xrow, ytmp)
+    for got, want in zip((X, y, wt, signs), expect, strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("m, max_samples", [(50, -1), (50, 50), (50, 80), (500, 64), (64, 1)])
+def test_cccp_rows_draws_distinct_rows_only_above_the_cap(m, max_samples):
+    state = _state(7)
+    pick = K.cccp_rows(m, max_samples, state)
+    if max_samples < 0 or m <= max_samples:
+        np.testing.assert_array_equal(pick, np.arange(m))
+        assert state[0] == _state(7)[0]  # no draw: nodes under the cap are unchanged
+        return
+    assert pick.shape == (max_samples,)
+    assert np.all(np.diff(pick) > 0) and 0 <= pick[0] and pick[-1] < m  # distinct, sorted
+    np.testing.assert_array_equal(pick, K.cccp_rows(m, max_samples, _state(7)))  # seeded
+
+
+def test_cccp_rows_is_uniform():
+    # each row is drawn with probability max_samples / m
+    counts = np.zeros(40)
+    for seed in range(2000):
+        counts[K.cccp_rows(40, 10, _state(seed + 1))] += 1
+    expected = 2000 * 10 / 40
+    assert np.all(np.abs(counts - expected) < 5 * np.sqrt(expected))
+
+
+def test_max_cccp_samples_at_least_the_node_size_changes_nothing():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 5))
+    y = (X[:, 0] + X[:, 1] > 0).astype(np.int64) + (X[:, 2] > 1)
+    full = _grow(X, y, np.ones(300), 3)
+    for cap in (300, 1000):
+        for a, b in zip(full, _grow(X, y, np.ones(300), 3, max_cccp_samples=cap), strict=True):
+            np.testing.assert_array_equal(a, b)
+    capped = _grow(X, y, np.ones(300), 3, max_cccp_samples=60)
+    assert not np.array_equal(capped[3][0], full[3][0])  # the root split is fit on 60 rows
 
 
 # ----------------------------------------------------------------- trees
@@ -281,6 +335,7 @@ def _co2_params(**kw):
         tol=1e-3,
         bootstrap=True,
         max_samples=None,
+        max_cccp_samples=None,
     )
     return co2.CO2Params(**{**params, **kw})
 
@@ -390,6 +445,7 @@ def test_kernel_args_are_scalars_of_the_kernel_types():
         **co2.dataclasses.asdict(_co2_params(max_depth=3, nu=10)),
         "max_leaf_nodes": -1,
         "max_samples": -1,
+        "max_cccp_samples": -1,
     }
     for name, value in params._asdict().items():
         field_type = co2.CO2Params.__dataclass_fields__[name].type

@@ -127,7 +127,9 @@ def test_cccp_matches_reference(seed, nu):
     ).kernel_args()
     kw, kt0, kt1 = w.copy(), t0.copy(), t1.copy()
     history = np.empty(params.max_cccp_iter + 1)
-    kb, _, n_hist = K.cccp(X, Y, wt, 150, kw, -thr, kt0, kt1, params, _state(seed), history)
+    kb, _, n_hist = K.cccp(
+        X.copy(), Y.copy(), wt.copy(), 150, kw, -thr, kt0, kt1, params, _state(seed), history
+    )
     rw, rb, rt0, rt1, rhist = ref.co2_cccp(X, Y, wt, w, -thr, t0, t1, params, ref.Co2Rng(seed))
     assert n_hist >= 2 and history[n_hist - 1] < history[0]
     np.testing.assert_allclose(history[:n_hist], rhist, rtol=1e-9)

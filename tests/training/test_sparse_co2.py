@@ -70,6 +70,19 @@ def test_sparse_matches_dense_bootstrap_and_max_features(bootstrap, max_features
     _assert_same_model(_fit(X.toarray(), y, **kw), _fit(X, y, **kw), X)
 
 
+@pytest.mark.parametrize("max_cccp_samples", [40, 100])
+def test_sparse_matches_dense_with_subsampled_cccp(max_cccp_samples):
+    # nodes above max_cccp_samples rows fit their CCCP on the same drawn rows in both kernels
+    X, y = _data(seed=3)
+    kw = {"max_cccp_samples": max_cccp_samples}
+    dense, sparse = _fit(X.toarray(), y, **kw), _fit(X, y, **kw)
+    _assert_same_model(dense, sparse, X)
+    full = _fit(X.toarray(), y)
+    assert any(  # the subsample changed some split
+        not np.array_equal(a.bias, b.bias) for a, b in zip(dense.trees_, full.trees_, strict=True)
+    )
+
+
 def test_sparse_sample_weight():
     X, y = _data(seed=2)
     sw = np.random.RandomState(0).uniform(0, 3, size=y.shape[0])
