@@ -25,6 +25,7 @@ no private type, and loading rebuilds each container through its own checks
 before the estimator checks its attributes against them.
 """
 
+import inspect
 from numbers import Real
 
 import numpy as np
@@ -405,6 +406,10 @@ class BaseObliqueEstimator(BaseEstimator):
 
     def __setstate__(self, state):
         state = _containers_from_data(state)  # each container checks its arrays
+        # A model saved before one of today's parameters existed gets that
+        # parameter's default, so get_params, clone and a refit work on it.
+        for name, default in self._get_param_defaults().items():
+            state.setdefault(name, default)
         super().__setstate__(state)
         # The containers checked themselves when unpickled; what is left is
         # that the estimator's own attributes agree with them.
@@ -413,6 +418,16 @@ class BaseObliqueEstimator(BaseEstimator):
                 self._check_fitted_state()
             except (ValueError, AttributeError, TypeError, KeyError, IndexError) as exc:
                 raise ValueError(f"Invalid unpickled {type(self).__name__}: {exc}") from None
+
+    @classmethod
+    def _get_param_defaults(cls):
+        """The constructor's parameters and their defaults."""
+        signature = inspect.signature(cls.__init__)
+        return {
+            name: p.default
+            for name, p in signature.parameters.items()
+            if name != "self" and p.default is not inspect.Parameter.empty
+        }
 
     def _fitted_container_names(self):
         """Attributes whose presence means the estimator is fitted."""

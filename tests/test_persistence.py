@@ -405,6 +405,25 @@ def test_saved_state_is_plain_data_and_pickles_from_before_still_load():
             assert _outputs_of(old, X)[key].tobytes() == value.tobytes(), (cls.__name__, key)
 
 
+def test_pickles_from_before_a_parameter_existed_get_its_default():
+    """A saved state without one of today's parameters (a model saved before
+    it was added) loads with the parameter's default: same predictions, and
+    get_params, clone and refit work."""
+    from sklearn.base import clone
+
+    for cls in ESTIMATORS:
+        model, X = _fitted(cls)
+        name, default = sorted(cls._get_param_defaults().items())[-1]
+        state = model.__getstate__()
+        del state[name]
+        old = cls.__new__(cls)
+        old.__setstate__(state)
+        assert old.get_params()[name] == default or old.get_params()[name] is default
+        for key, value in _outputs_of(model, X).items():
+            assert _outputs_of(old, X)[key].tobytes() == value.tobytes(), (cls.__name__, key)
+        clone(old)
+
+
 def _assert_plain(value, where):
     if isinstance(value, dict):
         for key, item in value.items():
