@@ -97,7 +97,10 @@ PARAMETERS_TAIL = """    warm_start : bool, default=False
         Seeds the initialisation, the validation split and the minibatch
         order.
     verbose : int, default=0
-        Print the training and validation loss of every epoch.
+        0 is quiet; at 1 and above one line per epoch with the training
+        and validation loss, the time elapsed and an estimate of the time
+        left (at most: early stopping may end the fit sooner), and a line
+        when early stopping ends it.
 """
 
 ATTRIBUTES = """

@@ -73,10 +73,19 @@ class Progress:
         else:
             eta = ("at most " if self.may_stop_early else "about ") + f"{format_seconds(left)} left"
         detail = f", {detail}" if detail else ""
-        stream = sys.stdout if self.stream is None else self.stream
-        print(
+        self._print(
             f"[{self.name}] {self.unit} {self.done}/{self.total}{detail}; "
-            f"{format_seconds(elapsed)} elapsed, {eta}",
-            file=stream,
-            flush=True,
+            f"{format_seconds(elapsed)} elapsed, {eta}"
         )
+
+    def stop(self, reason):
+        """Print that the fit ended before ``total`` units (e.g. early stopping) and why."""
+        if self.verbose:
+            elapsed = time.perf_counter() - self.start
+            self._print(
+                f"[{self.name}] stopped after {self.unit} {self.done}/{self.total}: {reason}; "
+                f"{format_seconds(elapsed)} elapsed"
+            )
+
+    def _print(self, line):
+        print(line, file=sys.stdout if self.stream is None else self.stream, flush=True)

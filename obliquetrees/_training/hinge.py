@@ -50,6 +50,7 @@ from obliquetrees._training._hinge_forward import (
     to_trees,
 )
 from obliquetrees._training._optim import ADAGRAD_EPS, ADAM_BETA1, ADAM_BETA2, ADAM_EPS
+from obliquetrees._training._progress import Progress
 from obliquetrees._training._rows import sparse_rows
 
 #: Deepest tree the estimators allow (``max_depth`` constraint).
@@ -471,6 +472,14 @@ def fit_epochs(
     best = np.inf
     best_params = None
     since_best = 0
+    name = "HingeForest" + ("Classifier" if params.task == "classification" else "Regressor")
+    progress = Progress(
+        name,
+        params.max_epochs,
+        unit="epoch",
+        verbose=params.verbose,
+        may_stop_early=X_val is not None,  # the time left is then at most what is printed
+    )
     with threadpool_limits(limits=1, user_api="blas"), numba_threads(n_threads):
         for _ in range(params.max_epochs):
             t0 = time.perf_counter()
@@ -488,7 +497,7 @@ def fit_epochs(
                 raise FloatingPointError("non-finite loss or parameters")
             hist["epoch_time"].append(time.perf_counter() - t0)
             hist["loss"].append(total / n)
-            msg = f"epoch {len(hist['loss'])}: loss {total / n:.5f}"
+            msg = f"loss {total / n:.5f}"
             if X_val is not None:
                 vl = mean_loss(model, X_val, Y_val, w_val, params.task)
                 hist["val_loss"].append(vl)
@@ -501,9 +510,9 @@ def fit_epochs(
                     best_params["bn_count"] = model.bn_count
                 else:
                     since_best += 1
-            if params.verbose:
-                print(msg + f" ({hist['epoch_time'][-1]:.2f} s)")
+            progress.update(detail=msg)
             if X_val is not None and since_best >= params.n_iter_no_change:
+                progress.stop(f"no better validation loss for {since_best} epochs")
                 break
     if best_params is not None:
         for k, v in best_params.items():

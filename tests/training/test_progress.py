@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_classification
 
-from obliquetrees import CO2ForestClassifier, CO2ForestRegressor, E2EDTClassifier
+from obliquetrees import (
+    CO2ForestClassifier,
+    CO2ForestRegressor,
+    E2EDTClassifier,
+    HingeForestClassifier,
+    HingeForestRegressor,
+)
 from obliquetrees._training._parallel import parallel_map
 from obliquetrees._training._progress import Progress, format_seconds
 
@@ -87,3 +93,28 @@ def test_backends_without_generators_report_once_at_the_end(capsys):
         ]
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 1 and LINE.match(lines[0]).group(2) == "5"
+
+
+EPOCH = re.compile(
+    r"^\[(\w+)\] epoch (\d+)/(\d+), loss \d+\.\d+, val_loss \d+\.\d+; "
+    r"\d+\.\d s elapsed, (at most \d+\.\d s left|done)$"
+)
+
+
+@pytest.mark.parametrize("cls", [HingeForestClassifier, HingeForestRegressor])
+def test_hinge_forests_report_each_epoch_and_early_stopping(cls, capsys):
+    X, y = make_classification(n_samples=300, n_features=6, random_state=0)
+    y = y.astype(float) if cls is HingeForestRegressor else y
+    params = dict(n_estimators=4, max_depth=2, max_epochs=30, n_iter_no_change=1, random_state=0)
+    quiet = cls(**params).fit(X, y)
+    assert capsys.readouterr().out == ""
+    loud = cls(verbose=1, **params).fit(X, y)
+    lines = capsys.readouterr().out.splitlines()
+    epochs = [EPOCH.match(line) for line in lines[:-1]]
+    assert all(epochs), lines
+    assert [int(m.group(2)) for m in epochs] == list(range(1, len(epochs) + 1))
+    assert {m.group(1) for m in epochs} == {cls.__name__}
+    # n_iter_no_change=1 stops long before 30 epochs, and says so
+    assert len(epochs) < 30
+    assert lines[-1].startswith(f"[{cls.__name__}] stopped after epoch {len(epochs)}/30: ")
+    np.testing.assert_array_equal(quiet.predict(X), loud.predict(X))
