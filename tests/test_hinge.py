@@ -336,3 +336,37 @@ def test_no_oob_score_and_warm_start_adds_epochs_not_trees(iris):
     assert clf.n_iter_ == 4 and len(clf.trees_) == SMALL["n_estimators"]
     with pytest.raises(ValueError, match="same n_estimators"):
         clf.set_params(n_estimators=SMALL["n_estimators"] + 2).fit(X, y)
+
+
+@pytest.mark.parametrize("patience", [1, 3])
+def test_early_stopping_stops_patience_epochs_after_the_best_and_keeps_it(patience):
+    """Stops ``n_iter_no_change`` epochs after the lowest validation loss, whose model it keeps.
+
+    A small, noisy training set overfits within a few epochs (best epoch 2
+    here); the fit must neither run on to ``max_epochs`` nor stop before the
+    patience is used up, and a longer patience follows the same path (training
+    does not depend on the patience) and, having the same best epoch, restores
+    the same model.
+    """
+    X, y = make_classification(300, 10, n_informative=3, n_classes=3, flip_y=0.3, random_state=0)
+    params = {**SMALL, "n_estimators": 20, "max_depth": 5, "max_epochs": 60}
+    clf = HingeForestClassifier(n_iter_no_change=patience, **params).fit(X, y)
+    val = np.asarray(clf.validation_loss_curve_)
+    best = clf.best_epoch_
+    assert clf.n_iter_ < params["max_epochs"]  # stopped early
+    assert clf.n_iter_ == best + patience
+    assert val[best - 1] == val.min() and np.all(val[: best - 1] > val.min())
+    assert np.all(val[best:] >= val[best - 1])
+    # same path, longer patience: the same best epoch, the same restored model
+    longer = HingeForestClassifier(n_iter_no_change=patience + 2, **params).fit(X, y)
+    np.testing.assert_array_equal(
+        longer.validation_loss_curve_[: clf.n_iter_], clf.validation_loss_curve_
+    )
+    assert longer.best_epoch_ == best and longer.n_iter_ == best + patience + 2
+    np.testing.assert_array_equal(longer.predict_proba(X), clf.predict_proba(X))
+
+
+def test_default_patience_is_short():
+    """The default patience (5) stops near the best epoch (issue 17)."""
+    for cls in (HingeForestClassifier, HingeForestRegressor):
+        assert cls().n_iter_no_change == 5

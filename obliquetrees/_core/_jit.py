@@ -78,7 +78,37 @@ def _prefer_fork_safe_threading_layer():
     numba.config.THREADING_LAYER = "tbb"
 
 
+#: Layer choices under which numba may pick GNU OpenMP (see numba's threading-layer docs).
+_MAY_USE_OMP = ("default", "omp", "threadsafe", "forksafe")
+
+
+def _load_omp_passive():
+    """Load numba's OpenMP pool with ``OMP_WAIT_POLICY=PASSIVE`` unless the user set a policy.
+
+    Only where numba may pick OpenMP (TBB not loaded, or OpenMP chosen).
+    GNU OpenMP's idle workers spin between parallel regions by default; the
+    hinge forests launch two small regions per 50-row minibatch, and on a
+    loaded machine the spinning workers took ~7x the CPU of an idle run
+    (``benchmarks/results/hinge.md``, section scale). libgomp reads the
+    policy once, when it is loaded, so the variable is set only around that
+    load and then restored: child processes and other libraries see the
+    user's environment unchanged. If libgomp is already loaded, this changes
+    nothing.
+    """
+    if numba.config.THREADING_LAYER not in _MAY_USE_OMP or "OMP_WAIT_POLICY" in os.environ:
+        return
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    try:
+        from numba.np.ufunc import omppool  # noqa: F401  (loads libgomp, which reads the policy)
+    except ImportError:
+        pass
+    finally:
+        del os.environ["OMP_WAIT_POLICY"]
+
+
 _prefer_fork_safe_threading_layer()
+if numba.config.THREADING_LAYER != "tbb":
+    _load_omp_passive()
 
 
 def _preset(**options):

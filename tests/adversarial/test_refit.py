@@ -239,7 +239,9 @@ def test_hinge_diverging_refit_keeps_model(name):
     est = _make(cls).fit(X, _target(cls, y))
     before = _fitted_state(est)
     X2, y2 = _data(n_features=4, n_classes=2)
-    est.set_params(optimizer="sgd", learning_rate=1e30)
+    # patience 20: the parameters overflow after ~7 epochs; with the default 5 the fit
+    # stops first and keeps its best (finite) epoch, which is no divergence
+    est.set_params(optimizer="sgd", learning_rate=1e30, n_iter_no_change=20)
     with pytest.raises(ValueError, match="diverged"):
         est.fit(X2 * 1e3, _target(cls, y2))
     assert _fitted_state(est) == before
