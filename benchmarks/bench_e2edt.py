@@ -228,7 +228,7 @@ def part_trees(quick, epochs=20, finetune_epochs=20):
     return rows
 
 
-def part_forest(quick, settings, n_jobs):
+def part_forest(quick, settings, n_jobs, prune_threshold=None):
     rows = []
     rev = revision(SOURCES)  # at the start: the sources may be edited during the run
     for setting in settings:
@@ -250,6 +250,8 @@ def part_forest(quick, settings, n_jobs):
             kw.update(image_shape=(16, 16), patch_size=10)
         else:
             kw.update(max_features=8)
+        if prune_threshold is not None:
+            kw.update(prune_threshold=prune_threshold)
         clf = _estimator(**kw)
         with LoadSampler() as sampler:
             t0p, t0 = time.process_time(), time.perf_counter()
@@ -267,6 +269,7 @@ def part_forest(quick, settings, n_jobs):
             epochs=epochs,
             finetune_epochs=3 * epochs,
             steepness_increase=inc,
+            prune_threshold=clf.prune_threshold,
             val_acc=val,
             test_acc=test,
             paper_val=TABLE1.get((name, inc), {}).get(epochs, ""),
@@ -464,6 +467,7 @@ def _merge(old, new):
                 "trees",
                 "epochs",
                 "steepness_increase",
+                "prune_threshold",
                 "quick",
                 "revision",
             )
@@ -600,6 +604,7 @@ def _report(rows):
             "epochs",
             "finetune_epochs",
             "steepness_increase",
+            "prune_threshold",
             "val_acc",
             "paper_val",
             "test_acc",
@@ -762,6 +767,12 @@ def add_arguments(parser):
         ],
     )
     parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument(
+        "--prune-threshold",
+        type=float,
+        default=None,
+        help="forest part: E2EDTClassifier's prune_threshold (default: the estimator's)",
+    )
     parser.add_argument("--tag", default="main", help="label of this run in the stored runs")
 
 
@@ -777,7 +788,7 @@ def main(args):
     if "trees" in args.parts:
         new += part_trees(args.quick)
     if "forest" in args.parts:
-        new += part_forest(args.quick, args.forest_settings, args.n_jobs)
+        new += part_forest(args.quick, args.forest_settings, args.n_jobs, args.prune_threshold)
     if "profile" in args.parts:
         new += part_profile(args.quick)
     if "ab" in args.parts:

@@ -60,6 +60,12 @@ PARAMETERS_HEAD = """
         (USPS, MNIST): per-pixel standardisation blows up near-constant
         border pixels. Training runs in float32, so False refuses inputs
         whose margins could overflow it (``|x| > 3.4e38 / n_features``).
+    prune_threshold : float in [0, 1), default=1e-3
+        Finetune routes each sample only into the subtrees whose path
+        probability is at least this (and always along its hard path);
+        pruned subtrees get no responsibility and no gradient from it
+        (exact when routing is hard). 0 routes every sample through every
+        node, as the paper does. An extension for speed: see Notes.
 """
 
 ROUTING_CLASSIFIER = """
