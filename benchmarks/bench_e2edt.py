@@ -298,6 +298,62 @@ def part_forest(quick, settings, n_jobs, prune_threshold=None):
     return rows
 
 
+def part_scale(quick, sizes, thresholds, n_jobs):
+    """E2EDTClassifier(10 trees, depth 10) against RandomForestClassifier(10) on synthetic data.
+
+    ``make_classification(n_features=40, n_informative=20, n_classes=5,
+    random_state=0)`` with ``n`` training rows and 10,000 test rows (issue 17);
+    one E2EDT fit per ``prune_threshold`` (0: the exact finetune) and the
+    scikit-learn forest in the same process. CPU time of the process (both
+    cores count) and wall time; test accuracy.
+    """
+    from sklearn.datasets import make_classification
+    from sklearn.ensemble import RandomForestClassifier
+
+    rows = []
+    rev = revision(SOURCES)
+    for n in sizes:
+        n = min(n, 3000) if quick else n
+        X, y = make_classification(
+            n_samples=n + 10_000, n_features=40, n_informative=20, n_classes=5, random_state=0
+        )
+        Xtr, ytr, Xte, yte = X[:n], y[:n], X[n:], y[n:]
+        fits = [("RandomForestClassifier(10)", None)] + [
+            (f"E2EDTClassifier(10, prune_threshold={t:g})", t) for t in thresholds
+        ]
+        for method, threshold in fits:
+            if threshold is None:
+                clf = RandomForestClassifier(10, n_jobs=n_jobs, random_state=0)
+            else:
+                clf = _estimator(
+                    n_estimators=10,
+                    max_depth=10,
+                    prune_threshold=threshold,
+                    n_jobs=n_jobs,
+                    random_state=0,
+                )
+            with LoadSampler() as sampler:
+                fit_s, fit_cpu = _fit(clf, Xtr, ytr, cpu=True)
+            rows.append(
+                dict(
+                    part="scale",
+                    dataset=f"make_classification {n}",
+                    n_train=n,
+                    method=method,
+                    trees=10,
+                    acc=_score(clf, Xte, yte)[0],
+                    fit_s=fit_s,
+                    fit_cpu_s=fit_cpu,
+                    n_jobs=n_jobs,
+                    load_avg=sampler.summary(),
+                    revision=rev,
+                    quick=quick,
+                )
+            )
+            print(rows[-1], flush=True)
+    return rows
+
+
 def _usps_forest_tree_data(quick):
     """Standardised usps training split of the forest protocol, as the estimator builds it."""
     Xtr, ytr, _, _ = split_for("usps", "val")
@@ -639,7 +695,34 @@ def _report(rows):
                 ],
             )
         )
+    scale = [r for r in rows if r["part"] == "scale"]
+    if scale:
+        cols = ["revision", "n_train", "method", "acc", "fit_cpu_s", "fit_s", "n_jobs", "load_avg"]
+        tables.append(
+            (
+                "Scale: 10 trees on make_classification(n_features=40, n_informative=20, "
+                "n_classes=5, random_state=0), 10,000 test rows (E2EDT depth 10, finetune "
+                "60 epochs; RF = RandomForestClassifier(10), fully grown; same process)",
+                [
+                    {"test %" if c == "acc" else c: r.get(c, "") for c in cols}
+                    | {"x RF CPU": _ratio_to_rf(r, scale)}
+                    for r in scale
+                ],
+            )
+        )
     return tables
+
+
+def _ratio_to_rf(row, scale):
+    """CPU time of ``row`` over that of the random forest of its run and size."""
+    rf = [
+        r["fit_cpu_s"]
+        for r in scale
+        if r["method"].startswith("RandomForest")
+        and r["n_train"] == row["n_train"]
+        and r["revision"] == row["revision"]
+    ]
+    return row["fit_cpu_s"] / rf[-1] if rf else ""
 
 
 NOTES = """
@@ -745,7 +828,7 @@ def add_arguments(parser):
         "--parts",
         nargs="+",
         default=["speed", "trees", "forest"],
-        choices=["speed", "trees", "forest", "profile", "ab", "report"],
+        choices=["speed", "trees", "forest", "scale", "profile", "ab", "report"],
     )
     parser.add_argument(
         "--baseline",
@@ -768,6 +851,16 @@ def add_arguments(parser):
     )
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument(
+        "--scale-sizes", nargs="+", type=int, default=[10_000, 30_000], help="scale part: rows"
+    )
+    parser.add_argument(
+        "--scale-thresholds",
+        nargs="+",
+        type=float,
+        default=[0.0, 1e-3],
+        help="scale part: the prune_threshold of each E2EDT fit",
+    )
+    parser.add_argument(
         "--prune-threshold",
         type=float,
         default=None,
@@ -789,6 +882,8 @@ def main(args):
         new += part_trees(args.quick)
     if "forest" in args.parts:
         new += part_forest(args.quick, args.forest_settings, args.n_jobs, args.prune_threshold)
+    if "scale" in args.parts:
+        new += part_scale(args.quick, args.scale_sizes, args.scale_thresholds, args.n_jobs)
     if "profile" in args.parts:
         new += part_profile(args.quick)
     if "ab" in args.parts:

@@ -185,6 +185,23 @@ NOTES_COMMON = """
       over shared minibatches, which is the same objective).
     - Training data are held in float32 for the BLAS products (activations
       and weight gradients); everything else is float64.
+    - Pruned routing in finetune (``prune_threshold``, an extension for
+      speed; 0 is the paper). The paper routes every sample through every
+      node, a cost of ``n_samples x n_nodes`` per epoch, although most path
+      probabilities are negligible: on a depth-10 tree of 10,000 samples
+      (996 splits) a sample reaches 214 splits with path probability
+      ``mu >= 1e-3`` after the first finetune epoch and 40 after 60. With
+      ``prune_threshold = epsilon > 0`` a sample descends from the root into
+      each child with ``mu >= epsilon`` and always into the child hard
+      routing takes, so it reaches at least its hard leaf; the E-step
+      normalises over the leaves it reaches, and the gradient of eq. 14 sums
+      over the splits it visits. Pruning a subtree drops the leaves of total
+      path probability below ``epsilon`` (for each pruned subtree); the
+      result is exact when routing is hard, and the objective is the paper's
+      with those leaves' responsibilities set to 0. The activations are then
+      dot products at the visited splits (no GEMM over all splits). Sparse
+      (CSR) input always uses the exact pass. Measured effect:
+      ``benchmarks/results/e2edt.md``.
 """
 
 CLASS_WEIGHT_NOTE = """
