@@ -420,6 +420,92 @@ def part_profile(quick, epochs=15):
     return rows
 
 
+def part_profile_synthetic(quick, sizes, thresholds):
+    """Where one default tree (depth 10, 20 + 60 epochs) spends its CPU time on synthetic data.
+
+    The data of :func:`part_scale`; greedy growth and finetune timed with the
+    process CPU clock, the finetune under cProfile (CPU clock, shares of the
+    finetune's CPU time), once per ``prune_threshold``. Also the mean number
+    of nodes a sample visits per finetune pass (pruned routing; all nodes when
+    the threshold is 0).
+    """
+    import cProfile
+    import pstats
+
+    from sklearn.datasets import make_classification
+    from threadpoolctl import threadpool_limits
+
+    from obliquetrees._training import _e2edt_kernels as K
+    from obliquetrees._training import e2edt as E
+
+    rows = []
+    rev = revision(SOURCES)
+    for n in sizes:
+        n = min(n, 3000) if quick else n
+        X, y = make_classification(
+            n_samples=n, n_features=40, n_informative=20, n_classes=5, random_state=0
+        )
+        Z = np.ascontiguousarray((X - X.mean(0)) / X.std(0), dtype=np.float32)
+        sw = np.ones(n)
+        for threshold in thresholds:
+            params = E.E2EDTParams(max_depth=10, path_threshold=threshold)
+            load = os.getloadavg()[0]
+            visits = [0, 0]
+            kernel = K.pruned_em_batch
+
+            def counted(*args, kernel=kernel, visits=visits):
+                out = kernel(*args)
+                visits[0] += out[1]
+                visits[1] += args[1].shape[0]
+                return out
+
+            K.pruned_em_batch = counted
+            try:
+                with threadpool_limits(limits=1, user_api="blas"):
+                    rng = np.random.default_rng(0)
+                    c0 = time.process_time()
+                    grown = E.grow_greedy(Z, y, sw, 5, params, rng, None)
+                    greedy = time.process_time() - c0
+                    tt = E.TrainingTree(grown, Z.shape[1])
+                    prof = cProfile.Profile(time.process_time)
+                    c0 = time.process_time()
+                    prof.enable()
+                    E.finetune(tt, Z, y, sw, params, rng, None)
+                    prof.disable()
+                    finetune = time.process_time() - c0
+            finally:
+                K.pruned_em_batch = kernel
+            stats = pstats.Stats(prof).stats
+            total = sum(v[2] for v in stats.values())  # tottime
+            per_pass = visits[0] / visits[1] if visits[1] else tt.left.shape[0]
+            common = dict(
+                part="profile_synthetic",
+                dataset=f"make_classification {n}",
+                n_train=n,
+                prune_threshold=threshold,
+                splits=tt.n_splits,
+                nodes_per_sample=per_pass,
+                revision=rev,
+                load_avg=load,
+            )
+            rows.append(dict(common, method="greedy growth (all stumps)", cpu_s=greedy))
+            rows.append(
+                dict(common, method=f"finetune ({params.finetune_epochs} epochs)", cpu_s=finetune)
+            )
+            top = sorted(stats.items(), key=lambda kv: -kv[1][2])[:5]
+            for (_file, _line, func), v in top:
+                rows.append(
+                    dict(
+                        common,
+                        method=f"  finetune: {func}",
+                        cpu_s=v[2],
+                        share=f"{100 * v[2] / total:.0f} % of CPU",
+                    )
+                )
+            print(rows[-7:], flush=True)
+    return rows
+
+
 def part_ab(quick, baseline, epochs=10, repeats=3):
     """Finetune CPU time of the current code against revision ``baseline``, one process.
 
@@ -627,6 +713,25 @@ def _report(rows):
                 ],
             )
         )
+    synth = [r for r in rows if r["part"] == "profile_synthetic"]
+    if synth:
+        cols = ("revision", "n_train", "prune_threshold", "method", "cpu_s", "share")
+        tables.append(
+            (
+                "Where the time goes: one default tree (depth 10, 20 greedy + 60 finetune "
+                "epochs) on the data of the scale table, process CPU time and cProfile "
+                "shares of the finetune; nodes visited per sample and finetune pass",
+                [
+                    {k: r.get(k, "") for k in cols}
+                    | {
+                        "splits": r["splits"],
+                        "nodes/sample": r["nodes_per_sample"],
+                        "load_avg": r["load_avg"],
+                    }
+                    for r in synth
+                ],
+            )
+        )
     ab = [r for r in rows if r["part"] == "ab"]
     if ab:
         tables.append(
@@ -828,7 +933,16 @@ def add_arguments(parser):
         "--parts",
         nargs="+",
         default=["speed", "trees", "forest"],
-        choices=["speed", "trees", "forest", "scale", "profile", "ab", "report"],
+        choices=[
+            "speed",
+            "trees",
+            "forest",
+            "scale",
+            "profile",
+            "profile_synthetic",
+            "ab",
+            "report",
+        ],
     )
     parser.add_argument(
         "--baseline",
@@ -886,6 +1000,8 @@ def main(args):
         new += part_scale(args.quick, args.scale_sizes, args.scale_thresholds, args.n_jobs)
     if "profile" in args.parts:
         new += part_profile(args.quick)
+    if "profile_synthetic" in args.parts:
+        new += part_profile_synthetic(args.quick, args.scale_sizes, args.scale_thresholds)
     if "ab" in args.parts:
         new += part_ab(args.quick, args.baseline)
     if new:
