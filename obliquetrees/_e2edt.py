@@ -35,7 +35,7 @@ from obliquetrees.utils._param_validation import (
 )
 from obliquetrees.utils.seeds import draw_seeds
 
-#: Default path-probability threshold of the pruned finetune routing (see the Notes).
+#: E2EDTClassifier's default path-probability threshold of pruned finetune routing (Notes).
 PRUNE_THRESHOLD = 1e-3
 #: E2EDTRegressor's default Adam step and minibatch size (chosen on validation
 #: splits of training data only: see its Notes).
@@ -512,7 +512,7 @@ class E2EDTRegressor(ObliqueRegressorMixin, _BaseE2EDT):
         patch_size=None,
         spatial_reg=0.0,
         standardize=True,
-        prune_threshold=PRUNE_THRESHOLD,
+        prune_threshold=0.0,
         routing="hard",
         bootstrap=False,
         oob_score=False,

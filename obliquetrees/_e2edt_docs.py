@@ -60,12 +60,12 @@ PARAMETERS_HEAD = """
         (USPS, MNIST): per-pixel standardisation blows up near-constant
         border pixels. Training runs in float32, so False refuses inputs
         whose margins could overflow it (``|x| > 3.4e38 / n_features``).
-    prune_threshold : float in [0, 1), default=1e-3
+    prune_threshold : float in [0, 1), default={prune_threshold}
         Finetune routes each sample only into the subtrees whose path
         probability is at least this (and always along its hard path);
         pruned subtrees get no responsibility and no gradient from it
         (exact when routing is hard). 0 routes every sample through every
-        node, as the paper does. An extension for speed: see Notes.
+        node, as the paper does. An extension for speed.{prune_note}
 """
 
 ROUTING_CLASSIFIER = """
@@ -360,6 +360,8 @@ CLASSIFIER = compose(
     learning_rate="0.001",
     learning_rate_note="",
     batch_size="1000",
+    prune_threshold="1e-3",
+    prune_note=" See Notes.",
     oob_metric="accuracy",
     oob_values="class labels",
     steepness_use='``routing="hybrid"`` and ``"soft"``',
@@ -561,6 +563,12 @@ def regressor(learning_rate, batch_size, tuning):
             "\n        The regressor's default is larger than the paper's 0.001 (see Notes)."
         ),
         batch_size=batch_size,
+        prune_threshold="0.0",
+        prune_note=(
+            "\n        The regressor's default is the exact pass: pruning with Gaussian\n"
+            "        leaves has not been validated on the regression benchmarks\n"
+            "        (:class:`E2EDTClassifier`'s Notes describe the pruning)."
+        ),
         tuning=tuning,
         oob_metric="R^2 (``r2_score``)",
         oob_values="targets",

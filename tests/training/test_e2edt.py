@@ -612,23 +612,32 @@ def test_pruned_em_batch_rescues_underflow_in_log_space():
     np.testing.assert_allclose(-gW, gW_ref, rtol=1e-8, atol=1e-12)
 
 
+@pytest.mark.parametrize("regression", [False, True])
 @pytest.mark.parametrize("patches", [False, True])
-def test_finetune_without_pruning_equals_the_dense_pass(patches):
+def test_finetune_without_pruning_equals_the_dense_pass(patches, regression):
     """A threshold below every path probability reproduces the exact (dense) finetune."""
     import dataclasses
+
+    from obliquetrees._training._e2edt_leaves import leaf_model
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 36))
     y = (X[:, 14] + X[:, 21] > 0).astype(np.int64) + (X[:, 3] > 0.5)
+    sw = np.ones(400)
+    if regression:  # Gaussian leaves on standardised targets
+        leaves = leaf_model(np.c_[X[:, 14] + X[:, 21], X[:, 3]], None, sw)
+        y = leaves.training_targets(np.c_[X[:, 14] + X[:, 21], X[:, 3]])
+    else:
+        leaves = 3
     kw = dict(image_shape=(6, 6), patch_size=3) if patches else {}
     params = E.E2EDTParams(max_depth=4, max_epochs=3, finetune_epochs=3, batch_size=64, **kw)
-    greedy = E.grow_greedy(X, y, np.ones(400), 3, params, np.random.default_rng(1), None)
+    greedy = E.grow_greedy(X, y, sw, leaves, params, np.random.default_rng(1), None)
     band_width = 6 if patches else None
     tuned = []
     for threshold in (0.0, 1e-300):
         tt = E.TrainingTree(greedy, 36, band_width)
         p = dataclasses.replace(params, path_threshold=threshold)
-        E.finetune(tt, X, y, np.ones(400), p, np.random.default_rng(2), None)
+        E.finetune(tt, X, y, sw, p, np.random.default_rng(2), None)
         tuned.append(tt)
     dense, pruned = tuned
     assert dense.n_splits >= 3
