@@ -332,6 +332,11 @@ def finetune(tt, Z, y, sw, params, rng, adjacency):
     from saves one activation GEMM per minibatch, stores no
     ``n x n_leaves`` matrix, and is what the paper's "each iteration
     evaluates eqs. 10 and 13 and at least one update of eq. 14" allows.)
+
+    With ``params.path_threshold > 0`` and a dense ``Z`` the E-step and the
+    gradient use pruned routing (:func:`K.pruned_em_batch`: each sample visits
+    only the nodes of path probability >= the threshold, and its hard path);
+    otherwise every sample passes through every node (GEMMs + :func:`K.em_batch`).
     """
     p = params
     N = Z.shape[0]
