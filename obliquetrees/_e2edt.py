@@ -35,6 +35,8 @@ from obliquetrees.utils._param_validation import (
 )
 from obliquetrees.utils.seeds import draw_seeds
 
+#: E2EDTClassifier's default path-probability threshold of pruned finetune routing (Notes).
+PRUNE_THRESHOLD = 1e-3
 #: E2EDTRegressor's default Adam step and minibatch size (chosen on validation
 #: splits of training data only: see its Notes).
 REGRESSOR_LEARNING_RATE = 0.01
@@ -83,6 +85,7 @@ def _constraints(routings):
         "patch_size": [Interval(Integral, 1, None, closed="left"), None],
         "spatial_reg": [Interval(Real, 0, None, closed="left")],
         "standardize": ["boolean"],
+        "prune_threshold": [Interval(Real, 0, 1, closed="left")],
         "routing": [StrOptions(routings)],
         "bootstrap": ["boolean"],
         "oob_score": ["boolean", callable],
@@ -161,6 +164,7 @@ class _BaseE2EDT(BaseObliqueForest):
             patch_size=self.patch_size,
             spatial_reg=float(self.spatial_reg),
             standardize=bool(self.standardize),
+            path_threshold=float(self.prune_threshold),
             bootstrap=bool(self.bootstrap),
             balanced_subsample=bool(self.bootstrap) and self._balanced_subsample(),
         )
@@ -396,6 +400,7 @@ class E2EDTClassifier(ObliqueClassifierMixin, _BaseE2EDT):
         patch_size=None,
         spatial_reg=0.0,
         standardize=True,
+        prune_threshold=PRUNE_THRESHOLD,
         routing="hybrid",
         class_weight=None,
         bootstrap=False,
@@ -508,6 +513,7 @@ class E2EDTRegressor(ObliqueRegressorMixin, _BaseE2EDT):
         patch_size=None,
         spatial_reg=0.0,
         standardize=True,
+        prune_threshold=0.0,
         routing="hard",
         bootstrap=False,
         oob_score=False,

@@ -680,6 +680,40 @@ def e2edt_e_step(A, gamma, left, right, split_col, pi, y, sw):
     return h, counts, loglik
 
 
+def e2edt_pruned_e_step(X, W, b, gamma, left, right, split_col, pi, y, sw, eps):
+    """E-step of pruned routing: the leaves a sample reaches through children it keeps.
+
+    Below a kept split, a child is kept if its path probability is at least
+    ``eps`` or it is the child hard routing takes (right iff ``a > 0``).
+    Responsibilities (n, L) are normalised over the kept leaves (0 elsewhere);
+    also the leaf statistics, the weighted log-likelihood over the kept leaves
+    and the kept mask.
+    """
+    from scipy.special import logsumexp
+
+    A = X @ W.T + b
+    log_mu = e2edt_log_path_probs(A, gamma, left, right, split_col)
+    kept = np.ones(log_mu.shape, dtype=bool)
+    for leaf, path in enumerate(e2edt_leaf_paths(left, right)):
+        prefix = np.zeros(A.shape[0])
+        for node, went_right in path:
+            z = gamma[split_col[node]] * A[:, split_col[node]]
+            prefix = prefix + e2edt_log_sigmoid(z if went_right else -z)
+            hard = (A[:, split_col[node]] > 0) == went_right
+            kept[:, leaf] &= hard | (prefix >= np.log(eps))
+    with np.errstate(divide="ignore"):
+        terms = np.where(kept, np.log(pi[:, y].T) + log_mu, -np.inf)
+    impossible = np.all(np.isneginf(terms), axis=1)
+    terms[impossible] = np.where(kept, log_mu, -np.inf)[impossible]
+    norm = logsumexp(terms, axis=1)
+    h = np.exp(terms - norm[:, None])
+    counts = np.zeros(pi.shape)
+    for k in range(pi.shape[1]):
+        counts[:, k] = (sw[y == k, None] * h[y == k]).sum(axis=0)
+    loglik = -np.inf if np.any(impossible & (sw > 0)) else float(sw @ norm)
+    return h, counts, loglik, kept
+
+
 def e2edt_leaf_m_step(counts, pi):
     """Eq. 13 with empty leaves keeping their distribution."""
     total = counts.sum(axis=1, keepdims=True)

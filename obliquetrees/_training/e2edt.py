@@ -87,6 +87,7 @@ class E2EDTParams:
     standardize: bool = True
     bootstrap: bool = False
     balanced_subsample: bool = False
+    path_threshold: float = 0.0
 
 
 # ------------------------------------------------------------------ driver
@@ -335,6 +336,11 @@ def finetune(tt, Z, y, sw, params, rng, adjacency):
     from saves one activation GEMM per minibatch, stores no
     ``n x n_leaves`` matrix, and is what the paper's "each iteration
     evaluates eqs. 10 and 13 and at least one update of eq. 14" allows.)
+
+    With ``params.path_threshold > 0`` and a dense ``Z`` the E-step and the
+    gradient use pruned routing (:func:`K.pruned_em_batch`: each sample visits
+    only the nodes of path probability >= the threshold, and its hard path);
+    otherwise every sample passes through every node (GEMMs + :func:`K.em_batch`).
     """
     p = params
     N = Z.shape[0]
@@ -352,9 +358,31 @@ def finetune(tt, Z, y, sw, params, rng, adjacency):
     gb = np.empty_like(tt.b)
     step = 0
     no_h = np.empty((tt.n_leaves, 0))  # the first epoch needs only the leaf statistics
+    pruned = p.path_threshold > 0 and isinstance(Z, np.ndarray)
+    if pruned:
+        route = _pruned_routing(tt, p.path_threshold)
+        no_gW = np.empty((0, 0))
     for epoch in range(p.finetune_epochs):
         counts = K.empty_statistics(tt.pi, y)
-        if epoch == 0:
+        if pruned and epoch == 0:
+            every = np.arange(N, dtype=np.int64)
+            K.pruned_em_batch(Z, every, *route(), y, sw, sw, counts, no_gW, gb)
+        elif pruned:
+            perm = rng.permutation(N)
+            for s in range(0, N, p.batch_size):
+                rows = perm[s : s + p.batch_size]
+                swb = sw[rows]
+                total = swb.sum()
+                if total <= 0:
+                    continue
+                gW[:] = 0.0
+                gb[:] = 0.0
+                K.pruned_em_batch(Z, rows, *route(), y, sw, swb / total, counts, gW, gb)
+                if lam > 0:
+                    K.add_laplacian_grad(tt.W, mask, adjacency[0], adjacency[1], lam, gW)
+                step += 1
+                _adam_step(tt, gW, gb, mW, vW, mb, vb, step, p.learning_rate)
+        elif epoch == 0:
             for s in range(0, N, ESTEP_BLOCK):
                 e = min(s + ESTEP_BLOCK, N)
                 A = tt.activations(Z[s:e])
@@ -377,24 +405,55 @@ def finetune(tt, Z, y, sw, params, rng, adjacency):
                 if lam > 0:
                     K.add_laplacian_grad(tt.W, mask, adjacency[0], adjacency[1], lam, gW)
                 step += 1
-                for r0, r1, c0, c1 in tt.bands:
-                    adam_update_2d(
-                        tt.W[r0:r1, c0:c1],
-                        gW[r0:r1, c0:c1],
-                        mW[r0:r1, c0:c1],
-                        vW[r0:r1, c0:c1],
-                        step,
-                        p.learning_rate,
-                        ADAM_BETA1,
-                        ADAM_BETA2,
-                        ADAM_EPS,
-                    )
-                adam_update(
-                    tt.b, gb, mb, vb, step, p.learning_rate, ADAM_BETA1, ADAM_BETA2, ADAM_EPS
-                )
+                _adam_step(tt, gW, gb, mW, vW, mb, vb, step, p.learning_rate)
         K.update_leaves(counts, tt.pi, y)
         tt.gamma += p.steepness_increase
     return tt
+
+
+def _pruned_routing(tt, threshold):
+    """Closure giving the tree arguments of :func:`K.pruned_em_batch` (current parameters)."""
+    if tt.mask is None:
+        feat_ptr = np.empty(0, dtype=np.int64)
+        feat_idx = np.empty(0, dtype=np.int64)
+    else:
+        nz = tt.mask != 0
+        feat_ptr = np.concatenate([[0], np.cumsum(nz.sum(axis=1))]).astype(np.int64)
+        feat_idx = np.nonzero(nz)[1].astype(np.int64)
+
+    def route():
+        return (
+            tt.W,
+            tt.b,
+            tt.gamma,
+            tt.left,
+            tt.right,
+            tt.split_col,
+            tt.leaf_col,
+            feat_ptr,
+            feat_idx,
+            float(threshold),
+            tt.pi,
+        )
+
+    return route
+
+
+def _adam_step(tt, gW, gb, mW, vW, mb, vb, step, lr):
+    """One Adam step of the split weights (band by band) and biases."""
+    for r0, r1, c0, c1 in tt.bands:
+        adam_update_2d(
+            tt.W[r0:r1, c0:c1],
+            gW[r0:r1, c0:c1],
+            mW[r0:r1, c0:c1],
+            vW[r0:r1, c0:c1],
+            step,
+            lr,
+            ADAM_BETA1,
+            ADAM_BETA2,
+            ADAM_EPS,
+        )
+    adam_update(tt.b, gb, mb, vb, step, lr, ADAM_BETA1, ADAM_BETA2, ADAM_EPS)
 
 
 # ---------------------------------------------------------- storing

@@ -509,3 +509,140 @@ def test_zero_weight_rows_neither_split_nodes_nor_fill_a_side():
     params = E.E2EDTParams(max_depth=3, max_epochs=2, finetune_epochs=0, min_samples_split=300)
     tree, _ = E._fit_one_tree(X, Z, y, sw, 4, mean, scale, params, 0)
     assert np.count_nonzero(sw) < 300 and tree.node_count == 1
+
+
+def _pruned_problem(seed, n=300, p=5, subsets=False, dtype=np.float64):
+    """A random tree with weights, data, leaves and the kernel's feature lists."""
+    rng, layout, _, gamma, pi, y, sw = _problem(seed, n=n)
+    left = layout[0]
+    n_splits = int((left >= 0).sum())
+    X = rng.normal(size=(n, p)).astype(dtype)
+    W = rng.normal(scale=2.0, size=(n_splits, p))
+    if subsets:  # each split on a random subset of the features (zero weights elsewhere)
+        mask = rng.random((n_splits, p)) < 0.6
+        mask[np.arange(n_splits), rng.integers(0, p, n_splits)] = True
+        W *= mask
+        feat_ptr = np.concatenate([[0], np.cumsum(mask.sum(axis=1))]).astype(np.int64)
+        feat_idx = np.nonzero(mask)[1].astype(np.int64)
+    else:
+        feat_ptr = feat_idx = np.empty(0, dtype=np.int64)
+    b = rng.normal(size=n_splits)
+    return rng, layout, X, W, b, gamma, pi, y, sw, feat_ptr, feat_idx
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("subsets", [False, True])
+@pytest.mark.parametrize("eps", [1e-300, 1e-4, 1e-2, 0.3])
+@pytest.mark.parametrize("seed", range(3))
+def test_pruned_em_batch_matches_reference(seed, eps, subsets, dtype):
+    """Responsibilities, statistics and gradients of pruned routing on random inputs."""
+    rng, (left, right, split_col, leaf_col), X, W, b, gamma, pi, y, sw, fp, fi = _pruned_problem(
+        seed, subsets=subsets, dtype=dtype
+    )
+    rows = rng.permutation(X.shape[0])[:200].astype(np.int64)
+    coef = sw[rows] / sw[rows].sum()
+    counts = np.zeros_like(pi)
+    gW = np.zeros_like(W)
+    gb = np.zeros_like(b)
+    tree = (W, b, gamma, left, right, split_col, leaf_col, fp, fi, eps, pi)
+    loglik, visits = K.pruned_em_batch(X, rows, *tree, y, sw, coef, counts, gW, gb)
+    X64 = X[rows].astype(np.float64)
+    h, counts_ref, loglik_ref, kept = ref.e2edt_pruned_e_step(
+        X64, W, b, gamma, left, right, split_col, pi, y[rows], sw[rows], eps
+    )
+    gW_ref, gb_ref, _ = ref.e2edt_split_gradient(W, b, gamma, left, right, split_col, h, coef, X64)
+    if subsets:  # a split's gradient lives on its features only
+        gW_ref *= W != 0
+    np.testing.assert_allclose(counts, counts_ref, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(loglik, loglik_ref, rtol=1e-9)
+    np.testing.assert_allclose(-gW, gW_ref, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(-gb, gb_ref, rtol=1e-8, atol=1e-12)
+    assert np.all(kept.any(axis=1))  # the hard path always reaches a leaf
+    if eps == 1e-300:  # nothing is pruned: the exact E-step of every leaf
+        assert visits == rows.shape[0] * left.shape[0]
+        A = X64 @ W.T + b
+        h_full, counts_full, _ = ref.e2edt_e_step(
+            A, gamma, left, right, split_col, pi, y[rows], sw[rows]
+        )
+        np.testing.assert_allclose(counts, counts_full, rtol=1e-9, atol=1e-12)
+    else:
+        assert visits < rows.shape[0] * left.shape[0]
+
+
+def test_pruned_em_batch_without_gradient_and_impossible_labels():
+    """No gradient buffer: only statistics; a label impossible in every leaf: path posterior."""
+    rng, (left, right, split_col, leaf_col), X, W, b, gamma, pi, y, sw, fp, fi = _pruned_problem(1)
+    pi[:, 0] = 0.0
+    pi /= pi.sum(axis=1, keepdims=True)
+    y[:5] = 0
+    rows = np.arange(X.shape[0], dtype=np.int64)
+    counts = np.zeros_like(pi)
+    gb = np.zeros_like(b)
+    tree = (W, b, gamma, left, right, split_col, leaf_col, fp, fi, 1e-3, pi)
+    loglik, _ = K.pruned_em_batch(X, rows, *tree, y, sw, sw, counts, np.empty((0, 0)), gb)
+    _, counts_ref, loglik_ref, _ = ref.e2edt_pruned_e_step(
+        X, W, b, gamma, left, right, split_col, pi, y, sw, 1e-3
+    )
+    assert loglik == loglik_ref == -np.inf
+    np.testing.assert_allclose(counts, counts_ref, rtol=1e-9, atol=1e-12)
+    assert np.all(gb == 0.0)
+
+
+def test_pruned_em_batch_rescues_underflow_in_log_space():
+    """Products ``pi_l[y] mu_l`` that all underflow to 0: the sample is redone in log space."""
+    rng, (left, right, split_col, leaf_col), X, W, b, gamma, pi, y, sw, fp, fi = _pruned_problem(2)
+    W *= 0.01  # soft routing: every path probability below 1/2 ...
+    b *= 0.01
+    pi = np.full_like(pi, 5e-324)  # ... times the smallest double rounds to 0
+    rows = np.arange(X.shape[0], dtype=np.int64)
+    coef = sw / sw.sum()
+    counts = np.zeros_like(pi)
+    gW = np.zeros_like(W)
+    gb = np.zeros_like(b)
+    tree = (W, b, gamma, left, right, split_col, leaf_col, fp, fi, 1e-3, pi)
+    loglik, _ = K.pruned_em_batch(X, rows, *tree, y, sw, coef, counts, gW, gb)
+    h, counts_ref, loglik_ref, kept = ref.e2edt_pruned_e_step(
+        X, W, b, gamma, left, right, split_col, pi, y, sw, 1e-3
+    )
+    mu = np.exp(ref.e2edt_log_path_probs(X @ W.T + b, gamma, left, right, split_col))
+    assert np.mean(np.where(kept, mu, 0.0).max(axis=1) < 0.5) > 0.5  # most rows underflow
+    gW_ref, _, _ = ref.e2edt_split_gradient(W, b, gamma, left, right, split_col, h, coef, X)
+    np.testing.assert_allclose(counts, counts_ref, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(loglik, loglik_ref, rtol=1e-9)
+    np.testing.assert_allclose(-gW, gW_ref, rtol=1e-8, atol=1e-12)
+
+
+@pytest.mark.parametrize("regression", [False, True])
+@pytest.mark.parametrize("patches", [False, True])
+def test_finetune_without_pruning_equals_the_dense_pass(patches, regression):
+    """A threshold below every path probability reproduces the exact (dense) finetune."""
+    import dataclasses
+
+    from obliquetrees._training._e2edt_leaves import leaf_model
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 36))
+    y = (X[:, 14] + X[:, 21] > 0).astype(np.int64) + (X[:, 3] > 0.5)
+    sw = np.ones(400)
+    if regression:  # Gaussian leaves on standardised targets
+        leaves = leaf_model(np.c_[X[:, 14] + X[:, 21], X[:, 3]], None, sw)
+        y = leaves.training_targets(np.c_[X[:, 14] + X[:, 21], X[:, 3]])
+    else:
+        leaves = 3
+    kw = dict(image_shape=(6, 6), patch_size=3) if patches else {}
+    params = E.E2EDTParams(max_depth=4, max_epochs=3, finetune_epochs=3, batch_size=64, **kw)
+    greedy = E.grow_greedy(X, y, sw, leaves, params, np.random.default_rng(1), None)
+    band_width = 6 if patches else None
+    tuned = []
+    for threshold in (0.0, 1e-300):
+        tt = E.TrainingTree(greedy, 36, band_width)
+        p = dataclasses.replace(params, path_threshold=threshold)
+        E.finetune(tt, X, y, sw, p, np.random.default_rng(2), None)
+        tuned.append(tt)
+    dense, pruned = tuned
+    assert dense.n_splits >= 3
+    # the same arithmetic up to the summation order of the products
+    np.testing.assert_allclose(pruned.pi, dense.pi, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(pruned.W, dense.W, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(pruned.b, dense.b, rtol=1e-7, atol=1e-9)
+    np.testing.assert_array_equal(pruned.gamma, dense.gamma)
