@@ -119,8 +119,11 @@ PARAMETERS_TAIL = """
         Seeds the initial splits, feature subsets, minibatch order and
         bootstraps; the same value gives the same model for any ``n_jobs``.
     verbose : int, default=0
-        0 is quiet; at 1 and above one line per finished tree, with the
-        time elapsed and an estimate of the time left.
+        0 is quiet. A single tree (``n_estimators=1``) prints a line after
+        greedy growth and after every finetune epoch from 1 on; a forest
+        prints one line per finished tree from 1 on, and its trees' epoch
+        lines from 2 on. Each line gives the time elapsed and an estimate
+        of the time left.
 
 """
 

@@ -50,6 +50,7 @@ from obliquetrees._training._optim import (
     adam_update_2d,
 )
 from obliquetrees._training._parallel import parallel_map
+from obliquetrees._training._progress import Progress
 from obliquetrees._training._weights import balanced_class_weight
 
 #: Rows per block of the E-step pass of the first finetune epoch.
@@ -148,12 +149,20 @@ def fit_forest(
         Z = np.ascontiguousarray((X - mean) / scale, dtype=np.float32)
     leaves = leaf_model(y, n_classes, sw)
     y = leaves.training_targets(y)
-    args = [(X, Z, y, sw, leaves, mean, scale, params, int(seed)) for seed in seeds]
+    # epoch lines: at verbose=1 for a single tree, at verbose=2 for a forest's trees
+    per_epoch = verbose >= (1 if len(seeds) == 1 else 2)
+    labels = [
+        name if len(seeds) == 1 else f"{name} tree {k + 1}/{len(seeds)}" for k in range(len(seeds))
+    ]
+    args = [
+        (X, Z, y, sw, leaves, mean, scale, params, int(seed), label if per_epoch else None)
+        for seed, label in zip(seeds, labels, strict=True)
+    ]
     results = parallel_map(_fit_one_tree, args, n_jobs=n_jobs, verbose=verbose, name=name)
     return [tree for tree, _ in results], [steep for _, steep in results]
 
 
-def _fit_one_tree(X, Z, y, sw, leaves, mean, scale, params, seed):
+def _fit_one_tree(X, Z, y, sw, leaves, mean, scale, params, seed, progress_label=None):
     """Grow and finetune one tree (module level: picklable for joblib/dask).
 
     Parameters
@@ -172,6 +181,9 @@ def _fit_one_tree(X, Z, y, sw, leaves, mean, scale, params, seed):
     mean, scale : ndarray (p,)
     params : E2EDTParams
     seed : int
+    progress_label : str or None
+        When given, a line after greedy growth and after every finetune
+        epoch (:class:`Progress`), prefixed with it.
 
     Returns
     -------
@@ -189,10 +201,16 @@ def _fit_one_tree(X, Z, y, sw, leaves, mean, scale, params, seed):
         leaf = [-1], [-1], np.zeros((1, X.shape[1])), [0.0], prior[None, :], [0.0]
         return ObliqueTree.from_dense(*leaf), np.zeros(1)
     adjacency = grid_adjacency(params.image_shape) if params.image_shape else None
+    verbose = progress_label is not None
+    growth = Progress(progress_label, 1, unit="greedy growth", verbose=verbose)
     greedy = grow_greedy(Z, y, row_weight, leaves, params, rng, adjacency)
     band_width = params.image_shape[1] if params.patch_size is not None else None
     tt = TrainingTree(greedy, Z.shape[1], band_width)
-    finetune(tt, Z, y, row_weight, params, rng, adjacency)
+    growth.update(detail=f"{tt.n_splits} splits")
+    epochs = Progress(
+        progress_label, params.finetune_epochs, unit="finetune epoch", verbose=verbose
+    )
+    finetune(tt, Z, y, row_weight, params, rng, adjacency, progress=epochs)
     return to_oblique_tree(tt, X, y, row_weight, leaves, mean, scale)
 
 
@@ -322,7 +340,7 @@ class TrainingTree:
                 out[r0:r1, c0:c1] *= self.mask[r0:r1, c0:c1]
 
 
-def finetune(tt, Z, y, sw, params, rng, adjacency):
+def finetune(tt, Z, y, sw, params, rng, adjacency, progress=None):
     """Joint EM of all splits and leaves of ``tt`` (in place).
 
     Epoch: for each shuffled minibatch, E-step (eq. 10) of its samples with
@@ -341,6 +359,7 @@ def finetune(tt, Z, y, sw, params, rng, adjacency):
     gradient use pruned routing (:func:`K.pruned_em_batch`: each sample visits
     only the nodes of path probability >= the threshold, and its hard path);
     otherwise every sample passes through every node (GEMMs + :func:`K.em_batch`).
+    ``progress`` (a :class:`Progress`, optional) is told of every epoch.
     """
     p = params
     N = Z.shape[0]
@@ -408,6 +427,8 @@ def finetune(tt, Z, y, sw, params, rng, adjacency):
                 _adam_step(tt, gW, gb, mW, vW, mb, vb, step, p.learning_rate)
         K.update_leaves(counts, tt.pi, y)
         tt.gamma += p.steepness_increase
+        if progress is not None:
+            progress.update()
     return tt
 
 

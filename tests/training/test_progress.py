@@ -118,3 +118,20 @@ def test_hinge_forests_report_each_epoch_and_early_stopping(cls, capsys):
     assert len(epochs) < 30
     assert lines[-1].startswith(f"[{cls.__name__}] stopped after epoch {len(epochs)}/30: ")
     np.testing.assert_array_equal(quiet.predict(X), loud.predict(X))
+
+
+@pytest.mark.parametrize("n_estimators, verbose", [(1, 1), (2, 2)])
+def test_e2edt_reports_growth_and_every_finetune_epoch(n_estimators, verbose, capsys):
+    X, y = make_classification(n_samples=200, n_features=6, random_state=0)
+    params = dict(n_estimators=n_estimators, max_depth=2, max_epochs=1, finetune_epochs=3)
+    E2EDTClassifier(verbose=verbose, random_state=0, **params).fit(X, y)
+    lines = capsys.readouterr().out.splitlines()
+    for k in range(1, n_estimators + 1):
+        label = "E2EDTClassifier" if n_estimators == 1 else f"E2EDTClassifier tree {k}/2"
+        own = [line for line in lines if line.startswith(f"[{label}] ") and not LINE.match(line)]
+        assert re.match(rf"^\[{label}\] greedy growth 1/1, \d+ splits; ", own[0]), own
+        assert [line.split(";")[0] for line in own[1:]] == [
+            f"[{label}] finetune epoch {e}/3" for e in (1, 2, 3)
+        ]
+    # one line per finished tree (a single tree's too)
+    assert len([line for line in lines if LINE.match(line)]) == n_estimators
