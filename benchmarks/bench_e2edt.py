@@ -448,7 +448,7 @@ def part_profile_synthetic(quick, sizes, thresholds):
         Z = np.ascontiguousarray((X - X.mean(0)) / X.std(0), dtype=np.float32)
         sw = np.ones(n)
         for threshold in thresholds:
-            params = E.E2EDTParams(max_depth=10, path_threshold=threshold)
+            params = E.E2EDTParams(max_depth=10, prune_threshold=threshold)
             load = os.getloadavg()[0]
             visits = [0, 0]
             kernel = K.pruned_em_batch

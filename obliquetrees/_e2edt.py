@@ -164,7 +164,7 @@ class _BaseE2EDT(BaseObliqueForest):
             patch_size=self.patch_size,
             spatial_reg=float(self.spatial_reg),
             standardize=bool(self.standardize),
-            path_threshold=float(self.prune_threshold),
+            prune_threshold=float(self.prune_threshold),
             bootstrap=bool(self.bootstrap),
             balanced_subsample=bool(self.bootstrap) and self._balanced_subsample(),
         )

@@ -88,7 +88,7 @@ class E2EDTParams:
     standardize: bool = True
     bootstrap: bool = False
     balanced_subsample: bool = False
-    path_threshold: float = 0.0
+    prune_threshold: float = 0.0
 
 
 # ------------------------------------------------------------------ driver
@@ -355,7 +355,7 @@ def finetune(tt, Z, y, sw, params, rng, adjacency, progress=None):
     ``n x n_leaves`` matrix, and is what the paper's "each iteration
     evaluates eqs. 10 and 13 and at least one update of eq. 14" allows.)
 
-    With ``params.path_threshold > 0`` and a dense ``Z`` the E-step and the
+    With ``params.prune_threshold > 0`` and a dense ``Z`` the E-step and the
     gradient use pruned routing (:func:`K.pruned_em_batch`: each sample visits
     only the nodes of path probability >= the threshold, and its hard path);
     otherwise every sample passes through every node (GEMMs + :func:`K.em_batch`).
@@ -377,9 +377,9 @@ def finetune(tt, Z, y, sw, params, rng, adjacency, progress=None):
     gb = np.empty_like(tt.b)
     step = 0
     no_h = np.empty((tt.n_leaves, 0))  # the first epoch needs only the leaf statistics
-    pruned = p.path_threshold > 0 and isinstance(Z, np.ndarray)
+    pruned = p.prune_threshold > 0 and isinstance(Z, np.ndarray)
     if pruned:
-        route = _pruned_routing(tt, p.path_threshold)
+        route = _pruned_routing(tt, p.prune_threshold)
         no_gW = np.empty((0, 0))
     for epoch in range(p.finetune_epochs):
         counts = K.empty_statistics(tt.pi, y)

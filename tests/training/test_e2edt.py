@@ -636,7 +636,7 @@ def test_finetune_without_pruning_equals_the_dense_pass(patches, regression):
     tuned = []
     for threshold in (0.0, 1e-300):
         tt = E.TrainingTree(greedy, 36, band_width)
-        p = dataclasses.replace(params, path_threshold=threshold)
+        p = dataclasses.replace(params, prune_threshold=threshold)
         E.finetune(tt, X, y, sw, p, np.random.default_rng(2), None)
         tuned.append(tt)
     dense, pruned = tuned
