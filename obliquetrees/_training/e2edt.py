@@ -383,10 +383,16 @@ def finetune(tt, Z, y, sw, params, rng, adjacency, progress=None):
         no_gW = np.empty((0, 0))
     for epoch in range(p.finetune_epochs):
         counts = K.empty_statistics(tt.pi, y)
-        if pruned and epoch == 0:
-            every = np.arange(N, dtype=np.int64)
-            K.pruned_em_batch(Z, every, *route(), y, sw, sw, counts, no_gW, gb)
-        elif pruned:
+        if epoch == 0:  # leaves only: the statistics of every row at the initial splits
+            if pruned:
+                every = np.arange(N, dtype=np.int64)
+                K.pruned_em_batch(Z, every, *route(), y, sw, sw, counts, no_gW, gb)
+            else:
+                for s in range(0, N, ESTEP_BLOCK):
+                    e = min(s + ESTEP_BLOCK, N)
+                    A = tt.activations(Z[s:e])
+                    K.e_step(*tt.em_args(A), y[s:e], sw[s:e], no_h, counts)
+        else:  # an E-step and an Adam step per minibatch
             perm = rng.permutation(N)
             for s in range(0, N, p.batch_size):
                 rows = perm[s : s + p.batch_size]
@@ -394,33 +400,18 @@ def finetune(tt, Z, y, sw, params, rng, adjacency, progress=None):
                 total = swb.sum()
                 if total <= 0:
                     continue
-                gW[:] = 0.0
-                gb[:] = 0.0
-                K.pruned_em_batch(Z, rows, *route(), y, sw, swb / total, counts, gW, gb)
-                if lam > 0:
-                    K.add_laplacian_grad(tt.W, mask, adjacency[0], adjacency[1], lam, gW)
-                step += 1
-                _adam_step(tt, gW, gb, mW, vW, mb, vb, step, p.learning_rate)
-        elif epoch == 0:
-            for s in range(0, N, ESTEP_BLOCK):
-                e = min(s + ESTEP_BLOCK, N)
-                A = tt.activations(Z[s:e])
-                K.e_step(*tt.em_args(A), y[s:e], sw[s:e], no_h, counts)
-        else:
-            perm = rng.permutation(N)
-            for s in range(0, N, p.batch_size):
-                rows = perm[s : s + p.batch_size]
-                swb = sw[rows]
-                total = swb.sum()
-                if total <= 0:
-                    continue
-                Xb = Z[rows]
-                A = tt.activations(Xb)
-                G = np.empty_like(A)  # dtype of the data, for the GEMM below
-                gb[:] = 0.0
-                K.em_batch(*tt.em_args(A), y[rows], swb, swb / total, counts, G, gb)
-                np.negative(gb, out=gb)
-                tt.minus_weight_gradient(G, Xb, gW)
+                if pruned:
+                    gW[:] = 0.0
+                    gb[:] = 0.0
+                    K.pruned_em_batch(Z, rows, *route(), y, sw, swb / total, counts, gW, gb)
+                else:
+                    Xb = Z[rows]
+                    A = tt.activations(Xb)
+                    G = np.empty_like(A)  # dtype of the data, for the GEMM below
+                    gb[:] = 0.0
+                    K.em_batch(*tt.em_args(A), y[rows], swb, swb / total, counts, G, gb)
+                    np.negative(gb, out=gb)
+                    tt.minus_weight_gradient(G, Xb, gW)
                 if lam > 0:
                     K.add_laplacian_grad(tt.W, mask, adjacency[0], adjacency[1], lam, gW)
                 step += 1
