@@ -435,7 +435,7 @@ def part_profile_synthetic(quick, sizes, thresholds):
     from sklearn.datasets import make_classification
     from threadpoolctl import threadpool_limits
 
-    from obliquetrees._training import _e2edt_kernels as K
+    from obliquetrees._training import _e2edt_pruned_kernels as PK
     from obliquetrees._training import e2edt as E
 
     rows = []
@@ -451,7 +451,7 @@ def part_profile_synthetic(quick, sizes, thresholds):
             params = E.E2EDTParams(max_depth=10, prune_threshold=threshold)
             load = os.getloadavg()[0]
             visits = [0, 0]
-            kernel = K.pruned_em_batch
+            kernel = PK.pruned_em_batch
 
             def counted(*args, kernel=kernel, visits=visits):
                 out = kernel(*args)
@@ -459,7 +459,7 @@ def part_profile_synthetic(quick, sizes, thresholds):
                 visits[1] += args[1].shape[0]
                 return out
 
-            K.pruned_em_batch = counted
+            PK.pruned_em_batch = counted
             try:
                 with threadpool_limits(limits=1, user_api="blas"):
                     rng = np.random.default_rng(0)
@@ -474,7 +474,7 @@ def part_profile_synthetic(quick, sizes, thresholds):
                     prof.disable()
                     finetune = time.process_time() - c0
             finally:
-                K.pruned_em_batch = kernel
+                PK.pruned_em_batch = kernel
             stats = pstats.Stats(prof).stats
             total = sum(v[2] for v in stats.values())  # tottime
             per_pass = visits[0] / visits[1] if visits[1] else tt.left.shape[0]

@@ -33,6 +33,7 @@ from obliquetrees._core import traversal
 from obliquetrees._core.forest import ObliqueForest
 from obliquetrees._core.tree import ObliqueTree, fold_standardization, standardization
 from obliquetrees._training import _e2edt_kernels as K
+from obliquetrees._training import _e2edt_pruned_kernels as PK
 from obliquetrees._training import _e2edt_sparse as S
 from obliquetrees._training._e2edt_greedy import (  # noqa: F401  (grow_greedy & co: public here)
     draw_features,
@@ -356,7 +357,7 @@ def finetune(tt, Z, y, sw, params, rng, adjacency, progress=None):
     evaluates eqs. 10 and 13 and at least one update of eq. 14" allows.)
 
     With ``params.prune_threshold > 0`` and a dense ``Z`` the E-step and the
-    gradient use pruned routing (:func:`K.pruned_em_batch`: each sample visits
+    gradient use pruned routing (:func:`PK.pruned_em_batch`: each sample visits
     only the nodes of path probability >= the threshold, and its hard path);
     otherwise every sample passes through every node (GEMMs + :func:`K.em_batch`).
     ``progress`` (a :class:`Progress`, optional) is told of every epoch.
@@ -386,7 +387,7 @@ def finetune(tt, Z, y, sw, params, rng, adjacency, progress=None):
         if epoch == 0:  # leaves only: the statistics of every row at the initial splits
             if pruned:
                 every = np.arange(N, dtype=np.int64)
-                K.pruned_em_batch(Z, every, *route(), y, sw, sw, counts, no_gW, gb)
+                PK.pruned_em_batch(Z, every, *route(), y, sw, sw, counts, no_gW, gb)
             else:
                 for s in range(0, N, ESTEP_BLOCK):
                     e = min(s + ESTEP_BLOCK, N)
@@ -403,7 +404,7 @@ def finetune(tt, Z, y, sw, params, rng, adjacency, progress=None):
                 if pruned:
                     gW[:] = 0.0
                     gb[:] = 0.0
-                    K.pruned_em_batch(Z, rows, *route(), y, sw, swb / total, counts, gW, gb)
+                    PK.pruned_em_batch(Z, rows, *route(), y, sw, swb / total, counts, gW, gb)
                 else:
                     Xb = Z[rows]
                     A = tt.activations(Xb)
@@ -424,7 +425,7 @@ def finetune(tt, Z, y, sw, params, rng, adjacency, progress=None):
 
 
 def _pruned_routing(tt, threshold):
-    """Closure giving the tree arguments of :func:`K.pruned_em_batch` (current parameters)."""
+    """Closure giving the tree arguments of :func:`PK.pruned_em_batch` (current parameters)."""
     if tt.mask is None:
         feat_ptr = np.empty(0, dtype=np.int64)
         feat_idx = np.empty(0, dtype=np.int64)

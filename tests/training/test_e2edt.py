@@ -7,6 +7,7 @@ from obliquetrees._core import traversal
 from obliquetrees._core.forest import ObliqueForest
 from obliquetrees._core.soft import soft_predict
 from obliquetrees._training import _e2edt_kernels as K
+from obliquetrees._training import _e2edt_pruned_kernels as PK
 from obliquetrees._training import e2edt as E
 from obliquetrees._training._optim import adam_update, adam_update_2d
 from tests import reference as ref
@@ -545,7 +546,7 @@ def test_pruned_em_batch_matches_reference(seed, eps, subsets, dtype):
     gW = np.zeros_like(W)
     gb = np.zeros_like(b)
     tree = (W, b, gamma, left, right, split_col, leaf_col, fp, fi, eps, pi)
-    loglik, visits = K.pruned_em_batch(X, rows, *tree, y, sw, coef, counts, gW, gb)
+    loglik, visits = PK.pruned_em_batch(X, rows, *tree, y, sw, coef, counts, gW, gb)
     X64 = X[rows].astype(np.float64)
     h, counts_ref, loglik_ref, kept = ref.e2edt_pruned_e_step(
         X64, W, b, gamma, left, right, split_col, pi, y[rows], sw[rows], eps
@@ -579,7 +580,7 @@ def test_pruned_em_batch_without_gradient_and_impossible_labels():
     counts = np.zeros_like(pi)
     gb = np.zeros_like(b)
     tree = (W, b, gamma, left, right, split_col, leaf_col, fp, fi, 1e-3, pi)
-    loglik, _ = K.pruned_em_batch(X, rows, *tree, y, sw, sw, counts, np.empty((0, 0)), gb)
+    loglik, _ = PK.pruned_em_batch(X, rows, *tree, y, sw, sw, counts, np.empty((0, 0)), gb)
     _, counts_ref, loglik_ref, _ = ref.e2edt_pruned_e_step(
         X, W, b, gamma, left, right, split_col, pi, y, sw, 1e-3
     )
@@ -600,7 +601,7 @@ def test_pruned_em_batch_rescues_underflow_in_log_space():
     gW = np.zeros_like(W)
     gb = np.zeros_like(b)
     tree = (W, b, gamma, left, right, split_col, leaf_col, fp, fi, 1e-3, pi)
-    loglik, _ = K.pruned_em_batch(X, rows, *tree, y, sw, coef, counts, gW, gb)
+    loglik, _ = PK.pruned_em_batch(X, rows, *tree, y, sw, coef, counts, gW, gb)
     h, counts_ref, loglik_ref, kept = ref.e2edt_pruned_e_step(
         X, W, b, gamma, left, right, split_col, pi, y, sw, 1e-3
     )
