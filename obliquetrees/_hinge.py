@@ -219,7 +219,7 @@ class _BaseHingeForest(BaseObliqueForest):
             verbose=self.verbose,
         )
         try:
-            model, trees, hist = fit_hinge(
+            model, forest, hist = fit_hinge(
                 self._missing.augment(X),
                 T,
                 sample_weight,
@@ -231,6 +231,7 @@ class _BaseHingeForest(BaseObliqueForest):
                 epochs_done=int(self.n_iter_),
                 validation=self._validation_split(T) if validate else None,
                 value_scale=self._value_scale(),
+                fold=self._missing.fold,
                 n_threads=self._prediction_threads(),
             )
         except FloatingPointError as exc:
@@ -238,7 +239,8 @@ class _BaseHingeForest(BaseObliqueForest):
                 f"{type(self).__name__} training diverged ({exc}); lower learning_rate."
             ) from exc
         self._model = model
-        self._set_trees([self._missing.fold(tree) for tree in trees])
+        # packed tree by tree as it was stored: never the trees and the forest at once
+        self.forest_ = forest
         self.n_iter_ += len(hist["loss"])
         self.best_epoch_ = hist["best_epoch"]
         self.loss_curve_ = hist["loss"]

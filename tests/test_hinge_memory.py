@@ -1,0 +1,83 @@
+"""The fitted hinge forest is packed tree by tree (``to_forest``): same arrays, bounded peak."""
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from obliquetrees._core.forest import ObliqueForest
+from obliquetrees._core.missing import MissingValues
+from obliquetrees._core.tree import ARRAY_NAMES
+from obliquetrees._training import _hinge_forward as HF
+from obliquetrees._training import hinge as H
+
+
+def _model(rng, tree_type="tree", n_trees=6, p=6, depth=4, n_out=3):
+    params = H.HingeParams(
+        task="classification",
+        n_estimators=n_trees,
+        max_depth=depth,
+        tree_type=tree_type,
+        n_hinge_features=5,
+        head="sum",
+        optimizer="lazy_adam",
+        learning_rate=0.01,
+        batch_size=50,
+        max_epochs=1,
+        n_iter_no_change=5,
+        verbose=0,
+    )
+    X = rng.normal(size=(50, p)) * 2 + 1
+    model = H.init_model(p, n_out, params, X.mean(0), X.std(0), seed=int(rng.integers(1000)))
+    model.W = rng.normal(size=model.W.shape)
+    model.bn_mean = rng.normal(size=model.bn_mean.shape)
+    model.bn_var = rng.uniform(0.5, 2.0, size=model.bn_var.shape)
+    return model, X
+
+
+def _assert_same_forest(a, b):
+    for name in ARRAY_NAMES + ("node_offset", "weight_offset"):
+        x, y = getattr(a, name), getattr(b, name)
+        assert x.dtype == y.dtype, name
+        np.testing.assert_array_equal(x, y, err_msg=name)
+    assert a.n_features == b.n_features
+
+
+@pytest.mark.parametrize("tree_type", ["tree", "fern"])
+@pytest.mark.parametrize("case", ["plain", "constant feature", "missing indicators"])
+def test_to_forest_packs_exactly_the_folded_trees(rng, tree_type, case):
+    model, X = _model(rng, tree_type)
+    fold = None
+    if case == "constant feature":  # its weights are dropped: fewer than the packing bound
+        model.x_scale[2] = np.inf
+    elif case == "missing indicators":  # inputs 4, 5 indicate NaN in features 0, 2: merged
+        fold = MissingValues(rng.normal(size=4), np.array([0, 2])).fold
+    counts = HF.leaf_counts(model, X, rng.uniform(0.5, 2, size=X.shape[0]))
+    trees = HF.to_trees(model, counts, value_scale=1.5)
+    expected = ObliqueForest.from_trees([fold(t) for t in trees] if fold else trees)
+    got = HF.to_forest(model, counts, value_scale=1.5, fold=fold)
+    _assert_same_forest(got, expected)
+    if case != "plain":
+        assert got.weight_index.shape[0] < model.n_trees * (2**model.depth - 1) * X.shape[1]
+
+
+def _forest_bytes(forest):
+    return sum(getattr(forest, name).nbytes for name in ARRAY_NAMES)
+
+
+def test_to_forest_peak_is_about_the_forest(rng):
+    # the unpacked trees beside their packed copy would take twice the forest; the
+    # slack is one tree's temporaries and the validation's per-weight flags
+    model, X = _model(rng, n_trees=40, p=30, depth=6)
+    counts = HF.leaf_counts(model, X)
+    one_tree = _forest_bytes(ObliqueForest.from_trees(HF.to_trees(model, counts)[:1]))
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        forest = HF.to_forest(model, counts)
+        peak = tracemalloc.get_traced_memory()[1] - start
+    finally:
+        tracemalloc.stop()
+    size = _forest_bytes(forest)
+    assert size > 20 * one_tree
+    assert peak < 1.2 * size, (peak, size, one_tree)
