@@ -11,22 +11,25 @@ from obliquetrees._core.tree import ARRAY_NAMES
 from obliquetrees._training import _hinge_forward as HF
 from obliquetrees._training import hinge as H
 
+_PARAMS = H.HingeParams(
+    task="classification",
+    n_estimators=6,
+    max_depth=4,
+    tree_type="tree",
+    n_hinge_features=5,
+    head="sum",
+    optimizer="lazy_adam",
+    learning_rate=0.01,
+    batch_size=50,
+    max_epochs=1,
+    n_iter_no_change=5,
+    verbose=0,
+)
+
 
 def _model(rng, tree_type="tree", n_trees=6, p=6, depth=4, n_out=3):
-    params = H.HingeParams(
-        task="classification",
-        n_estimators=n_trees,
-        max_depth=depth,
-        tree_type=tree_type,
-        n_hinge_features=5,
-        head="sum",
-        optimizer="lazy_adam",
-        learning_rate=0.01,
-        batch_size=50,
-        max_epochs=1,
-        n_iter_no_change=5,
-        verbose=0,
-    )
+    changes = dict(tree_type=tree_type, n_estimators=n_trees, max_depth=depth)
+    params = H.HingeParams(**{**vars(_PARAMS), **changes})
     X = rng.normal(size=(50, p)) * 2 + 1
     model = H.init_model(p, n_out, params, X.mean(0), X.std(0), seed=int(rng.integers(1000)))
     model.W = rng.normal(size=model.W.shape)
@@ -81,3 +84,37 @@ def test_to_forest_peak_is_about_the_forest(rng):
     size = _forest_bytes(forest)
     assert size > 20 * one_tree
     assert peak < 1.2 * size, (peak, size, one_tree)
+
+
+def test_to_forest_result_passes_the_forest_checks(rng):
+    model, X = _model(rng, "fern")
+    forest = HF.to_forest(model, HF.leaf_counts(model, X))
+    forest.check_invariants()
+    assert forest.n_trees == model.n_trees
+
+
+def test_to_forest_checks_each_tree(rng):
+    model, X = _model(rng)
+    model.W[2, 3, 0] = np.nan  # a non-finite leaf value is refused, not stored
+    with pytest.raises(ValueError, match="Invalid tree: value contains NaN"):
+        HF.to_forest(model, HF.leaf_counts(model, X))
+
+
+@pytest.mark.parametrize("layout", ["C", "F"])
+def test_fit_epochs_standardising_in_place_changes_nothing_but_x(layout):
+    results = []
+    for overwrite in (False, True):
+        model, X = _model(np.random.default_rng(7))
+        X = np.asarray(X, order=layout)
+        original = X.copy()
+        y = np.arange(X.shape[0]) % 3
+        params = H.HingeParams(**{**vars(_PARAMS), "max_epochs": 2, "batch_size": 8})
+        H.fit_epochs(model, X, y, None, params, seed=3, overwrite_X=overwrite)
+        # only a C-contiguous float64 X given to be overwritten holds the standardised input
+        if overwrite and layout == "C":
+            np.testing.assert_array_equal(X, (original - model.x_mean) / model.x_scale)
+        else:
+            np.testing.assert_array_equal(X, original)
+        results.append([model.W, model.thr, model.A, model.bn_mean, model.bn_var])
+    for a, b in zip(*results, strict=True):
+        np.testing.assert_array_equal(a, b)

@@ -21,7 +21,7 @@ from obliquetrees._core.tree import (
     ObliqueTree,
     fold_standardization,
 )
-from obliquetrees._core.validation import INDEX_DTYPE, check_n_features
+from obliquetrees._core.validation import INDEX_DTYPE, MAX_TOTAL_NODES, check_n_features
 from obliquetrees._training import _hinge_kernels as K
 
 #: Rows per call of the forward kernel in prediction.
@@ -191,6 +191,8 @@ def to_forest(model, counts, value_scale=1.0, fold=None):
     build = _tree_builder(model, counts, value_scale)
     M, L, _ = model.W.shape
     n_nodes = 2 * L - 1
+    if M * n_nodes > MAX_TOTAL_NODES:
+        raise ValueError(f"A forest may hold at most {MAX_TOTAL_NODES} nodes in total.")
     # a tree stores at most a dense weight row per inner node; the pages of
     # the bound that are never written are never resident (np.empty)
     capacity = M * (L - 1) * model.A.shape[1]
@@ -201,6 +203,9 @@ def to_forest(model, counts, value_scale=1.0, fold=None):
         tree = build(m)
         if fold is not None:
             tree = fold(tree)
+        # checked tree by tree (the checks' temporaries of the whole forest were ~10% of it);
+        # the offsets are right by construction
+        tree.check_invariants()
         if not packed:
             n_features = tree.n_features
             for name in _NODE_ARRAYS:
@@ -213,7 +218,7 @@ def to_forest(model, counts, value_scale=1.0, fold=None):
             packed[name][m * n_nodes : (m + 1) * n_nodes] = getattr(tree, name)
         packed["weight_indptr"][m * (n_nodes + 1) : (m + 1) * (n_nodes + 1)] = tree.weight_indptr
         start, stop = weight_offset[m], weight_offset[m] + tree.weight_index.shape[0]
-        if stop > capacity or tree.node_count != n_nodes:
+        if stop > capacity or tree.node_count != n_nodes or tree.n_features != n_features:
             raise RuntimeError("a folded hinge tree has more weights or nodes than when built.")
         for name in _PER_WEIGHT:
             packed[name][start:stop] = getattr(tree, name)
@@ -222,9 +227,7 @@ def to_forest(model, counts, value_scale=1.0, fold=None):
         # the sole reference: shrinking reallocates in place (no second copy)
         packed[name].resize(int(weight_offset[-1]), refcheck=False)
     node_offset = np.arange(M + 1, dtype=INDEX_DTYPE) * n_nodes
-    forest = ObliqueForest(packed, node_offset, weight_offset, n_features)
-    forest.check_invariants()
-    return forest
+    return ObliqueForest(packed, node_offset, weight_offset, n_features)
 
 
 def _tree_builder(model, counts, value_scale):

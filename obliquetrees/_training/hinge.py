@@ -439,7 +439,18 @@ def _targets(Y, task):
 
 
 def fit_epochs(
-    model, X, Y, sample_weight, params, *, seed, X_val=None, Y_val=None, w_val=None, n_threads=1
+    model,
+    X,
+    Y,
+    sample_weight,
+    params,
+    *,
+    seed,
+    X_val=None,
+    Y_val=None,
+    w_val=None,
+    n_threads=1,
+    overwrite_X=False,
 ):
     """Run up to ``params.max_epochs`` epochs of minibatch training (in place).
 
@@ -451,7 +462,9 @@ def fit_epochs(
 
     Returns a history dict: ``loss`` (mean training loss per epoch),
     ``val_loss``, ``best_epoch`` (1-based, over all epochs of this call),
-    ``epoch_time`` (seconds per epoch).
+    ``epoch_time`` (seconds per epoch). With ``overwrite_X``, a dense
+    float64 C-contiguous ``X`` (the caller's private copy) is standardised in
+    place instead of into a new array.
     """
     from threadpoolctl import threadpool_limits
 
@@ -463,9 +476,11 @@ def fit_epochs(
     w = np.ones(n) if sample_weight is None else sample_weight / sample_weight.mean()
     sparse = sp.issparse(X)
     # sparse X stays raw CSR: the kernel standardises its stored entries algebraically;
-    # dense X: (X - x_mean) / x_scale in one new array (the division in place)
-    Z = X if sparse else np.subtract(X, model.x_mean, order="C")
+    # dense X: (X - x_mean) / x_scale in X itself (overwrite_X) or in one new array
+    Z = X
     if not sparse:
+        in_place = overwrite_X and X.dtype == np.float64 and X.flags.c_contiguous
+        Z = np.subtract(X, model.x_mean, out=X if in_place else None, order="C")
         np.divide(Z, model.x_scale, out=Z)
     Yi, Yf = _targets(Y, params.task)
     ensure_opt_state(model, params.optimizer)
@@ -623,4 +638,5 @@ def _fit_split(model, X, Y, sample_weight, params, validation, seed, n_threads):
         Y_val=Y[val],
         w_val=w_val,
         n_threads=n_threads,
+        overwrite_X=True,  # X[train] is a copy: standardised where it lies
     )
