@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from obliquetrees._core.forest import _return_freed_memory
 from obliquetrees._core.tree import standardization
 from obliquetrees._core.validation import (
     INDEX_DTYPE,
@@ -612,7 +613,11 @@ def fit_hinge(
     history = _fit_split(
         model, X, Y, sample_weight, params, validation, [epoch_seed, epochs_done], n_threads
     )
+    # glibc keeps freed heap chunks (the training copies, the validation passes'
+    # blocks) resident; hand them back before the forest, the fit's largest part
+    _return_freed_memory()
     counts = leaf_counts(model, X, sample_weight, n_threads)
+    _return_freed_memory()
     return model, to_forest(model, counts, value_scale, fold), history
 
 
