@@ -118,3 +118,33 @@ def test_fit_epochs_standardising_in_place_changes_nothing_but_x(layout):
         results.append([model.W, model.thr, model.A, model.bn_mean, model.bn_var])
     for a, b in zip(*results, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(),
+        dict(tree_type="fern", head="linear"),
+        dict(n_hinge_features=None, max_depth=5),
+    ],
+)
+def test_projected_bytes_cover_the_fitted_model(params):
+    from sklearn.datasets import make_classification
+
+    from obliquetrees import HingeForestClassifier
+
+    X, y = make_classification(300, 12, n_informative=6, n_classes=3, random_state=0)
+    kw = dict(n_estimators=7, max_depth=4, max_epochs=1, random_state=0)
+    est = HingeForestClassifier(**{**kw, **params}).fit(X, y)
+
+    forest = _forest_bytes(est.forest_)
+    m = est._model
+    per_tree_state = [m.W, m.thr, m.feat] + [
+        m.opt_state[k] for k in ("W_1", "W_2", "thr_1", "thr_2", "wmark", "wslot", "tmark", "tslot")
+    ]
+    state = sum(a.nbytes for a in per_tree_state)
+    projected = est._projected_bytes(X.shape[1], 3)
+    dense_buffer = (2 ** (est.max_depth + 1) - 1) * X.shape[1] * 8
+    # the stored trees (weights with their missing-value terms) and the per-tree training
+    # state exactly, plus one tree's dense buffer (the linear layer and head are left out)
+    assert projected - dense_buffer == forest + state
