@@ -116,7 +116,7 @@ class _BaseHingeForest(BaseObliqueForest):
 
         The stored trees (per node: children, bias, sample count, depth,
         weight pointer and ``C`` leaf values, 8 bytes each; per split one
-        weight and index per input feature, or one with
+        weight, index and missing-value term per input feature, or one with
         ``n_hinge_features=None``), the training state (leaf weights and
         thresholds with two optimiser moments each, bookkeeping per leaf and
         split) and the dense ``n_nodes x n_features`` buffer of one tree while
@@ -127,7 +127,8 @@ class _BaseHingeForest(BaseObliqueForest):
         n_thr = self.max_depth if self.tree_type == "fern" else n_leaves - 1
         width = n_outputs if self.head == "sum" else 1
         per_split = n_features if self.n_hinge_features is not None else 1
-        trees = n_nodes * 8 * (6 + width) + (n_leaves - 1) * per_split * 16
+        # + 8: the weight pointer's closing entry
+        trees = n_nodes * 8 * (6 + width) + 8 + (n_leaves - 1) * per_split * 24
         state = 8 * (3 * n_leaves * width + 3 * n_thr + 2 * n_leaves + 3 * n_thr)
         return self.n_estimators * (trees + state) + n_nodes * n_features * 8
 
@@ -219,7 +220,7 @@ class _BaseHingeForest(BaseObliqueForest):
             verbose=self.verbose,
         )
         try:
-            model, trees, hist = fit_hinge(
+            model, forest, hist = fit_hinge(
                 self._missing.augment(X),
                 T,
                 sample_weight,
@@ -231,6 +232,7 @@ class _BaseHingeForest(BaseObliqueForest):
                 epochs_done=int(self.n_iter_),
                 validation=self._validation_split(T) if validate else None,
                 value_scale=self._value_scale(),
+                fold=self._missing.fold,
                 n_threads=self._prediction_threads(),
             )
         except FloatingPointError as exc:
@@ -238,7 +240,8 @@ class _BaseHingeForest(BaseObliqueForest):
                 f"{type(self).__name__} training diverged ({exc}); lower learning_rate."
             ) from exc
         self._model = model
-        self._set_trees([self._missing.fold(tree) for tree in trees])
+        # packed tree by tree as it was stored: never the trees and the forest at once
+        self.forest_ = forest
         self.n_iter_ += len(hist["loss"])
         self.best_epoch_ = hist["best_epoch"]
         self.loss_curve_ = hist["loss"]

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from obliquetrees._core.forest import _return_freed_memory
 from obliquetrees._core.tree import standardization
 from obliquetrees._core.validation import (
     INDEX_DTYPE,
@@ -46,8 +47,7 @@ from obliquetrees._training._hinge_forward import (
     decision_values_in_limits,
     leaf_counts,
     softmax,
-    standardise,
-    to_trees,
+    to_forest,
 )
 from obliquetrees._training._optim import ADAGRAD_EPS, ADAM_BETA1, ADAM_BETA2, ADAM_EPS
 from obliquetrees._training._progress import Progress
@@ -440,7 +440,18 @@ def _targets(Y, task):
 
 
 def fit_epochs(
-    model, X, Y, sample_weight, params, *, seed, X_val=None, Y_val=None, w_val=None, n_threads=1
+    model,
+    X,
+    Y,
+    sample_weight,
+    params,
+    *,
+    seed,
+    X_val=None,
+    Y_val=None,
+    w_val=None,
+    n_threads=1,
+    overwrite_X=False,
 ):
     """Run up to ``params.max_epochs`` epochs of minibatch training (in place).
 
@@ -452,7 +463,9 @@ def fit_epochs(
 
     Returns a history dict: ``loss`` (mean training loss per epoch),
     ``val_loss``, ``best_epoch`` (1-based, over all epochs of this call),
-    ``epoch_time`` (seconds per epoch).
+    ``epoch_time`` (seconds per epoch). With ``overwrite_X``, a dense
+    float64 C-contiguous ``X`` (the caller's private copy) is standardised in
+    place instead of into a new array.
     """
     from threadpoolctl import threadpool_limits
 
@@ -463,8 +476,13 @@ def fit_epochs(
     rng = np.random.default_rng(seed)
     w = np.ones(n) if sample_weight is None else sample_weight / sample_weight.mean()
     sparse = sp.issparse(X)
-    # sparse X stays raw CSR: the kernel standardises its stored entries algebraically
-    Z = X if sparse else np.ascontiguousarray(standardise(model, X))
+    # sparse X stays raw CSR: the kernel standardises its stored entries algebraically;
+    # dense X: (X - x_mean) / x_scale in X itself (overwrite_X) or in one new array
+    Z = X
+    if not sparse:
+        in_place = overwrite_X and X.dtype == np.float64 and X.flags.c_contiguous
+        Z = np.subtract(X, model.x_mean, out=X if in_place else None, order="C")
+        np.divide(Z, model.x_scale, out=Z)
     Yi, Yf = _targets(Y, params.task)
     ensure_opt_state(model, params.optimizer)
     scratch = _EpochScratch(model, B, sparse)
@@ -535,6 +553,7 @@ def fit_hinge(
     epochs_done=0,
     validation=None,
     value_scale=1.0,
+    fold=None,
     n_threads=1,
 ):
     """Train a hinge forest (new, or a copy of ``model``) and store its trees.
@@ -570,6 +589,8 @@ def fit_hinge(
         :func:`fit_epochs`). None trains on every row.
     value_scale : float
         Factor of the stored leaf values (the regression target's scale).
+    fold : callable or None
+        Applied to each stored tree (see :func:`._hinge_forward.to_forest`).
     n_threads : int
         numba threads; results do not depend on it.
 
@@ -577,8 +598,9 @@ def fit_hinge(
     -------
     model : HingeModel
         The trained model.
-    trees : list of ObliqueTree
-        Its trees on the raw input, leaf sample counts from all of ``X``.
+    forest : ObliqueForest
+        Its trees on the raw input, leaf sample counts from all of ``X``,
+        each passed through ``fold``, packed one at a time.
     history : dict
         See :func:`fit_epochs`.
     """
@@ -587,29 +609,39 @@ def fit_hinge(
         model = init_model(X.shape[1], n_outputs, params, mean, scale, init_seed)
     else:
         model = model.copy()
-    X_fit, Y_fit, w_fit = X, Y, sample_weight
-    X_val = Y_val = w_val = None
-    if validation is not None:
-        train, val = validation
-        X_val, Y_val = X[val], Y[val]
-        w_val = np.ones(val.shape[0]) if sample_weight is None else sample_weight[val]
-        if not w_val.sum() > 0:
-            w_val = np.ones(val.shape[0])
-        X_fit, Y_fit = X[train], Y[train]
-        w_fit = None if sample_weight is None else sample_weight[train]
-        if w_fit is not None and not w_fit.sum() > 0:
-            w_fit = None
-    history = fit_epochs(
+    # the split's row copies live only while training (not beside the stored trees)
+    history = _fit_split(
+        model, X, Y, sample_weight, params, validation, [epoch_seed, epochs_done], n_threads
+    )
+    # glibc keeps freed heap chunks (the training copies, the validation passes'
+    # blocks) resident; hand them back before the forest, the fit's largest part
+    _return_freed_memory()
+    counts = leaf_counts(model, X, sample_weight, n_threads)
+    _return_freed_memory()
+    return model, to_forest(model, counts, value_scale, fold), history
+
+
+def _fit_split(model, X, Y, sample_weight, params, validation, seed, n_threads):
+    """:func:`fit_epochs` on the training rows of ``validation`` (all rows if None)."""
+    if validation is None:
+        return fit_epochs(model, X, Y, sample_weight, params, seed=seed, n_threads=n_threads)
+    train, val = validation
+    w_val = np.ones(val.shape[0]) if sample_weight is None else sample_weight[val]
+    if not w_val.sum() > 0:
+        w_val = np.ones(val.shape[0])
+    w_fit = None if sample_weight is None else sample_weight[train]
+    if w_fit is not None and not w_fit.sum() > 0:
+        w_fit = None
+    return fit_epochs(
         model,
-        X_fit,
-        Y_fit,
+        X[train],
+        Y[train],
         w_fit,
         params,
-        seed=[epoch_seed, epochs_done],
-        X_val=X_val,
-        Y_val=Y_val,
+        seed=seed,
+        X_val=X[val],
+        Y_val=Y[val],
         w_val=w_val,
         n_threads=n_threads,
+        overwrite_X=True,  # X[train] is a copy: standardised where it lies
     )
-    counts = leaf_counts(model, X, sample_weight, n_threads)
-    return model, to_trees(model, counts, value_scale), history

@@ -1,0 +1,150 @@
+"""The fitted hinge forest is packed tree by tree (``to_forest``): same arrays, bounded peak."""
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from obliquetrees._core.forest import ObliqueForest
+from obliquetrees._core.missing import MissingValues
+from obliquetrees._core.tree import ARRAY_NAMES
+from obliquetrees._training import _hinge_forward as HF
+from obliquetrees._training import hinge as H
+
+_PARAMS = H.HingeParams(
+    task="classification",
+    n_estimators=6,
+    max_depth=4,
+    tree_type="tree",
+    n_hinge_features=5,
+    head="sum",
+    optimizer="lazy_adam",
+    learning_rate=0.01,
+    batch_size=50,
+    max_epochs=1,
+    n_iter_no_change=5,
+    verbose=0,
+)
+
+
+def _model(rng, tree_type="tree", n_trees=6, p=6, depth=4, n_out=3):
+    changes = dict(tree_type=tree_type, n_estimators=n_trees, max_depth=depth)
+    params = H.HingeParams(**{**vars(_PARAMS), **changes})
+    X = rng.normal(size=(50, p)) * 2 + 1
+    model = H.init_model(p, n_out, params, X.mean(0), X.std(0), seed=int(rng.integers(1000)))
+    model.W = rng.normal(size=model.W.shape)
+    model.bn_mean = rng.normal(size=model.bn_mean.shape)
+    model.bn_var = rng.uniform(0.5, 2.0, size=model.bn_var.shape)
+    return model, X
+
+
+def _assert_same_forest(a, b):
+    for name in ARRAY_NAMES + ("node_offset", "weight_offset"):
+        x, y = getattr(a, name), getattr(b, name)
+        assert x.dtype == y.dtype, name
+        np.testing.assert_array_equal(x, y, err_msg=name)
+    assert a.n_features == b.n_features
+
+
+@pytest.mark.parametrize("tree_type", ["tree", "fern"])
+@pytest.mark.parametrize("case", ["plain", "constant feature", "missing indicators"])
+def test_to_forest_packs_exactly_the_folded_trees(rng, tree_type, case):
+    model, X = _model(rng, tree_type)
+    fold = None
+    if case == "constant feature":  # its weights are dropped: fewer than the packing bound
+        model.x_scale[2] = np.inf
+    elif case == "missing indicators":  # inputs 4, 5 indicate NaN in features 0, 2: merged
+        fold = MissingValues(rng.normal(size=4), np.array([0, 2])).fold
+    counts = HF.leaf_counts(model, X, rng.uniform(0.5, 2, size=X.shape[0]))
+    trees = HF.to_trees(model, counts, value_scale=1.5)
+    expected = ObliqueForest.from_trees([fold(t) for t in trees] if fold else trees)
+    got = HF.to_forest(model, counts, value_scale=1.5, fold=fold)
+    _assert_same_forest(got, expected)
+    if case != "plain":
+        assert got.weight_index.shape[0] < model.n_trees * (2**model.depth - 1) * X.shape[1]
+
+
+def _forest_bytes(forest):
+    return sum(getattr(forest, name).nbytes for name in ARRAY_NAMES)
+
+
+def test_to_forest_peak_is_about_the_forest(rng):
+    # the unpacked trees beside their packed copy would take twice the forest; the
+    # slack is one tree's temporaries and the validation's per-weight flags
+    model, X = _model(rng, n_trees=40, p=30, depth=6)
+    counts = HF.leaf_counts(model, X)
+    one_tree = _forest_bytes(ObliqueForest.from_trees(HF.to_trees(model, counts)[:1]))
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        forest = HF.to_forest(model, counts)
+        peak = tracemalloc.get_traced_memory()[1] - start
+    finally:
+        tracemalloc.stop()
+    size = _forest_bytes(forest)
+    assert size > 20 * one_tree
+    assert peak < 1.2 * size, (peak, size, one_tree)
+
+
+def test_to_forest_result_passes_the_forest_checks(rng):
+    model, X = _model(rng, "fern")
+    forest = HF.to_forest(model, HF.leaf_counts(model, X))
+    forest.check_invariants()
+    assert forest.n_trees == model.n_trees
+
+
+def test_to_forest_checks_each_tree(rng):
+    model, X = _model(rng)
+    model.W[2, 3, 0] = np.nan  # a non-finite leaf value is refused, not stored
+    with pytest.raises(ValueError, match="Invalid tree: value contains NaN"):
+        HF.to_forest(model, HF.leaf_counts(model, X))
+
+
+@pytest.mark.parametrize("layout", ["C", "F"])
+def test_fit_epochs_standardising_in_place_changes_nothing_but_x(layout):
+    results = []
+    for overwrite in (False, True):
+        model, X = _model(np.random.default_rng(7))
+        X = np.asarray(X, order=layout)
+        original = X.copy()
+        y = np.arange(X.shape[0]) % 3
+        params = H.HingeParams(**{**vars(_PARAMS), "max_epochs": 2, "batch_size": 8})
+        H.fit_epochs(model, X, y, None, params, seed=3, overwrite_X=overwrite)
+        # only a C-contiguous float64 X given to be overwritten holds the standardised input
+        if overwrite and layout == "C":
+            np.testing.assert_array_equal(X, (original - model.x_mean) / model.x_scale)
+        else:
+            np.testing.assert_array_equal(X, original)
+        results.append([model.W, model.thr, model.A, model.bn_mean, model.bn_var])
+    for a, b in zip(*results, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(),
+        dict(tree_type="fern", head="linear"),
+        dict(n_hinge_features=None, max_depth=5),
+    ],
+)
+def test_projected_bytes_cover_the_fitted_model(params):
+    from sklearn.datasets import make_classification
+
+    from obliquetrees import HingeForestClassifier
+
+    X, y = make_classification(300, 12, n_informative=6, n_classes=3, random_state=0)
+    kw = dict(n_estimators=7, max_depth=4, max_epochs=1, random_state=0)
+    est = HingeForestClassifier(**{**kw, **params}).fit(X, y)
+
+    forest = _forest_bytes(est.forest_)
+    m = est._model
+    per_tree_state = [m.W, m.thr, m.feat] + [
+        m.opt_state[k] for k in ("W_1", "W_2", "thr_1", "thr_2", "wmark", "wslot", "tmark", "tslot")
+    ]
+    state = sum(a.nbytes for a in per_tree_state)
+    projected = est._projected_bytes(X.shape[1], 3)
+    dense_buffer = (2 ** (est.max_depth + 1) - 1) * X.shape[1] * 8
+    # the stored trees (weights with their missing-value terms) and the per-tree training
+    # state exactly, plus one tree's dense buffer (the linear layer and head are left out)
+    assert projected - dense_buffer == forest + state
