@@ -14,11 +14,21 @@ from obliquetrees._core.tree import ObliqueTree
 
 
 def random_tree(
-    rng, n_features, n_outputs=1, max_depth=6, density=0.5, split_prob=0.8, missing=False
+    rng,
+    n_features,
+    n_outputs=1,
+    max_depth=6,
+    density=0.5,
+    split_prob=0.8,
+    missing=False,
+    value_zeros=0.0,
 ):
     """A random valid ObliqueTree (breadth-first ids, sparse random splits).
 
     With ``missing``, every stored weight gets a random missing-value term.
+    ``value_zeros`` is the fraction of ``value`` entries set to zero (the
+    others get a random sign): rows with one nonzero entry, as in a pure
+    classifier leaf, are stored inline by the traversal's routing layout.
     """
     left, right, depth = [-1], [-1], [0]
     frontier = [0]
@@ -37,6 +47,9 @@ def random_tree(
     weights = np.where(mask & internal[:, None], rng.normal(size=(n_nodes, n_features)), 0.0)
     bias = np.where(internal, rng.normal(size=n_nodes), 0.0)
     value = rng.random((n_nodes, n_outputs))
+    if value_zeros:
+        value *= rng.choice([-1.0, 1.0], size=value.shape)
+        value[rng.random(value.shape) < value_zeros] = 0.0
     counts = rng.integers(1, 100, n_nodes)
     terms = np.where(weights != 0, rng.normal(size=weights.shape), 0.0) if missing else None
     return ObliqueTree.from_dense(

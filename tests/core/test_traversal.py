@@ -12,10 +12,12 @@ from obliquetrees._core.tree import ObliqueTree
 from tests import reference
 
 
-def _random_forest(seed, n_trees, n_features, n_outputs, max_depth):
+def _random_forest(seed, n_trees, n_features, n_outputs, max_depth, value_zeros=0.0):
     rng = np.random.default_rng(seed)
     trees = [
-        reference.random_tree(rng, n_features, n_outputs, max_depth, density=rng.random())
+        reference.random_tree(
+            rng, n_features, n_outputs, max_depth, density=rng.random(), value_zeros=value_zeros
+        )
         for _ in range(n_trees)
     ]
     return trees, ObliqueForest.from_trees(trees)
@@ -38,17 +40,21 @@ forest_params = dict(
     seed=st.integers(0, 2**31 - 1),
     n_trees=st.integers(1, 4),
     n_features=st.integers(1, 12),
-    n_outputs=st.integers(1, 3),
+    n_outputs=st.integers(1, 6),
     max_depth=st.integers(0, 7),
     n_samples=st.integers(0, 150),
     dtype=st.sampled_from([np.float32, np.float64]),
+    # leaf value rows with one nonzero entry are stored inline, others in a table
+    value_zeros=st.sampled_from([0.0, 0.6, 0.9]),
 )
 
 
 @settings(max_examples=40, deadline=None)
 @given(**forest_params)
-def test_kernels_match_reference(seed, n_trees, n_features, n_outputs, max_depth, n_samples, dtype):
-    trees, forest = _random_forest(seed, n_trees, n_features, n_outputs, max_depth)
+def test_kernels_match_reference(
+    seed, n_trees, n_features, n_outputs, max_depth, n_samples, dtype, value_zeros
+):
+    trees, forest = _random_forest(seed, n_trees, n_features, n_outputs, max_depth, value_zeros)
     rng = np.random.default_rng(seed + 1)
     X = rng.normal(size=(n_samples, n_features)).astype(dtype)
     X[rng.random(X.shape) < 0.3] = 0  # exact zeros exercise CSR and ties
@@ -154,3 +160,20 @@ def test_output_shapes(n_samples):
     assert traversal.apply(forest, X).shape == (n_samples, 3)
     assert traversal.predict_value(forest, X).shape == (n_samples, 2)
     assert traversal.decision_path(forest, X).shape == (n_samples, forest.node_offset[-1])
+
+
+def test_single_nonzero_leaf_values_are_stored_inline():
+    """Both leaf paths of the routing layout are taken, and agree with the reference."""
+    trees, forest = _random_forest(3, 4, 5, 6, 6, value_zeros=0.8)
+    _, nodes, _, _, leaf_value = forest.routing_arrays()
+    leaves = nodes[nodes["left"] == -1]
+    inline = leaves["right"] >= 0
+    assert inline.any() and not inline.all()
+    rows = leaf_value[leaves["feature"][inline]]
+    np.testing.assert_array_equal((rows != 0).sum(axis=1), 1)
+    np.testing.assert_array_equal(rows[np.arange(rows.shape[0]), leaves["right"][inline]],
+                                  leaves["weight"][inline])  # fmt: skip
+    X = np.random.default_rng(0).normal(size=(300, 5))
+    np.testing.assert_array_equal(
+        traversal.predict_value(forest, X, n_threads=2), reference.predict_value(trees, X)
+    )
