@@ -8,9 +8,14 @@ process, interleaved, median of ``--repeat`` runs each, after a warm-up call
 time (> 1: we are faster). The header records the CPU model: the ratio
 differs between Intel and AMD machines.
 
+``--rows`` adds batches of that many rows (the test split repeated), as a
+service predicting large batches sees them.
+
     python -m benchmarks predict            # letter and usps, 100 trees, n_jobs 1 and 2
+    python -m benchmarks predict --rows 100000
 """
 
+import functools
 import statistics
 
 import numpy as np
@@ -21,10 +26,18 @@ from benchmarks.datasets import train_test
 from obliquetrees.convert import from_sklearn
 
 
-def compare(dataset, n_estimators, repeat, n_jobs):
+@functools.cache
+def fitted_forest(dataset, n_estimators):
+    """The fully grown forest of ``dataset`` (fitted once per run) and its test rows."""
     X_train, y_train, X_test, _ = train_test(dataset)
     rf = RandomForestClassifier(n_estimators=n_estimators, n_jobs=2, random_state=0)
-    rf.fit(X_train, y_train)
+    return rf.fit(X_train, y_train), X_test
+
+
+def compare(dataset, n_estimators, repeat, n_jobs, rows=None):
+    rf, X_test = fitted_forest(dataset, n_estimators)
+    if rows is not None:  # the test split repeated to ``rows`` rows
+        X_test = np.ascontiguousarray(np.resize(X_test, (rows, X_test.shape[1])))
     rf.set_params(n_jobs=n_jobs)
     ours = from_sklearn(rf, n_jobs=n_jobs)
     _, warm = timed(ours.predict_proba, X_test[:10])
@@ -56,12 +69,16 @@ def add_arguments(parser):
     parser.add_argument("--n-estimators", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--n-jobs", type=int, nargs="+", default=[1, 2])
+    parser.add_argument(
+        "--rows", type=int, nargs="+", default=[], help="also batches of these many rows"
+    )
 
 
 def main(args):
     rows = [
-        compare(d, args.n_estimators, args.repeat, n_jobs)
+        compare(d, args.n_estimators, args.repeat, n_jobs, batch)
         for d in args.dataset or ["letter", "usps"]
+        for batch in [None, *args.rows]
         for n_jobs in args.n_jobs
     ]
     for row in rows:
