@@ -103,6 +103,7 @@ class _BaseCO2Forest(BaseObliqueForest):
 
         %(fit_returns)s
         """
+        from obliquetrees._core.forest import _return_freed_memory
         from obliquetrees._training import co2  # numba is imported on first use
         from obliquetrees.utils.seeds import draw_seeds
 
@@ -200,8 +201,12 @@ class _BaseCO2Forest(BaseObliqueForest):
         self._tree_seeds = seeds
         self._n_draws = n_draws
         # no reference to the unfolded trees may survive: they share their arrays with the
-        # folded ones, which packing releases tree by tree (else the forest is held twice)
-        trees = [missing.fold(tree) for tree in trees]
+        # folded ones, which packing releases tree by tree (else the forest is held twice).
+        # Folded in place, one tree at a time: each tree's old missing-value terms are freed
+        # as its new ones are made (a new list held every tree's twice, +85 MB at 100k x 40)
+        for i in range(len(trees)):
+            trees[i] = missing.fold(trees[i])
+            _return_freed_memory()  # glibc keeps freed heap pages: hand them back
         self._set_trees(old_trees + trees)
         del trees
         if self.oob_score:
