@@ -1,4 +1,4 @@
-"""CO2 training (obliquetrees/_training/co2.py, _co2_kernels.py, _co2_axis_split.py)
+"""CO2 training (obliquetrees/_training/co2.py, _co2_kernels.py, _co2_node.py, _co2_axis_split.py)
 against tests/reference.py."""
 
 import inspect
