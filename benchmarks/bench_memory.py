@@ -166,21 +166,22 @@ def main_scale(args):
         + """
 
 Where a CO2 fit's memory goes (dense float64 X of n rows and p features; see
-obliquetrees/_training/co2.py and _co2_kernels.py):
+obliquetrees/_training/co2.py and _co2_node.py):
 
 - one standardised copy of X, shared by all trees (1 X);
 - per tree in flight (n_jobs of them): integer bootstrap counts and one row-index array
-  (O(n)), the node table (nodes x p float64 split weights while growing), and per node a
-  gathered, centred block of its rows (the root: about 0.63 X with the bootstrap). Until
-  this branch the CCCP also copied that block twice (reordered copy and its swap buffer);
-  it now reorders the block in place, and a node above max_cccp_samples rows copies only
-  that many rows for its CCCP;
+  (O(n)), the node table (nodes x p float64 split weights while growing), and per node of
+  at most max_cccp_samples rows a gathered, centred block of its rows. A larger node (the
+  root: about 0.63 n rows with the bootstrap) is no longer gathered: its stump is fit on a
+  block of max_cccp_samples sampled rows, and its mean and the side of each row are read
+  from X itself. Each tree's temporaries are handed back to the operating system when it
+  is packaged (glibc keeps what worker threads free in their arenas);
 - the fitted model: every split stores a weight for each feature that varies in its node
   (CO2's hyperplanes are dense), 24 bytes each (int64 index, float64 weight, float64
   missing-value term), so the forest grows as nodes x p and is most of the peak at these
-  sizes ("CO2 model / CO2 peak above": pickled model over peak). Until this branch the
-  fit also held the forest twice while packing it (the unfolded trees shared their
-  arrays with the folded ones).
+  sizes ("CO2 model / CO2 peak above": pickled model over peak). The missing-value terms
+  are made tree by tree, each tree's old ones freed as its new ones are made (they were
+  held twice for the whole forest before packing).
 """
     )
     write_results(

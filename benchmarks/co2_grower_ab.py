@@ -33,7 +33,7 @@ import numpy as np
 from benchmarks.datasets import load
 from obliquetrees import CO2ForestClassifier
 from obliquetrees._training import co2
-from obliquetrees._training._co2_kernels import node_value, split_node
+from obliquetrees._training._co2_node import node_value, split_node
 from obliquetrees._training.grower import Grower
 
 

@@ -66,9 +66,9 @@ class CO2ForestRegressor(ObliqueRegressorMixin, _BaseCO2Forest):
         than ``tol`` times its value; an iteration that does not improve it is
         undone and ends the loop.
     max_cccp_samples : int or None, default=2048
-        A node with more (distinct) samples fits its stump's CCCP on this
-        many of them, drawn uniformly without replacement (the initial split
-        and the partition use all of them); None fits every node on all its
+        A node with more (distinct) samples fits its stump (initial split
+        and CCCP) on this many of them, drawn uniformly without replacement
+        (the partition uses all of them); None fits every node on all its
         samples.
     bootstrap : bool, default=True
         Grow each tree on a bootstrap sample (drawn as integer weights; X is

@@ -2,7 +2,7 @@
 
 :func:`grow_tree` runs the shared grower's mechanics
 (:mod:`obliquetrees._training.grower`) and calls one per-node kernel: the
-dense :func:`~obliquetrees._training._co2_kernels.split_node` when the input
+dense :func:`~obliquetrees._training._co2_node.split_node` when the input
 is a 2-D array, :func:`~obliquetrees._training._co2_sparse_kernels.split_node_sparse`
 when it is a CSR triple ``(indptr, indices, data)``. The choice is made by
 numba at compile time from the input's type (:func:`split_any`), so each
@@ -15,7 +15,7 @@ import numpy as np
 from numba import types
 
 from obliquetrees._core._jit import jit, jit_overload
-from obliquetrees._training._co2_kernels import node_value, split_node
+from obliquetrees._training._co2_node import node_value, split_node
 from obliquetrees._training._co2_sparse_kernels import split_node_sparse
 from obliquetrees._training._co2_targets import impurity_decrease
 from obliquetrees._training.grower import (

@@ -1,18 +1,10 @@
 """Numba kernels of CO2 Forest (Norouzi et al.): one node's stump, optimised
-by the convex-concave procedure (CCCP), and the per-node kernel of growth.
+by the convex-concave procedure (CCCP).
 
-:func:`split_node` is the kernel the breadth-first grower
-(:func:`obliquetrees._training.co2.grow_tree`) calls on every node the growth
-limits let it split: the node's class histogram, the leaf tests, a gathered
-copy of its rows centred on their weighted mean, the initial axis-aligned
-split (:mod:`obliquetrees._training._co2_axis_split`), the CCCP
-(:func:`cccp`), the fallback to the axis-aligned split when the optimised one
-leaves a side too small, and the in-place partition of the node's rows.
-Nodes the limits keep as leaves only get their histogram (:func:`node_value`).
-The node table is the grower's (:mod:`obliquetrees._training.grower`):
-these kernels write one row of its payload arrays ``weights``, ``bias``,
-``value`` and ``n_node_samples`` per node and reorder the node's slice
-``rows[start:end]`` of the tree's one row-index array.
+:func:`cccp` optimises the stump of one node on a block of its rows (centred
+on the node's weighted mean); the per-node kernel of growth that gathers the
+block, finds the initial axis-aligned split, calls :func:`cccp` and
+partitions the node's rows is :func:`obliquetrees._training._co2_node.split_node`.
 
 Notation (paper, Sec. 4). A node's stump has a hyperplane ``(w, b)`` and two
 leaf logit vectors ``theta0`` (left, ``z = w.x + b <= 0``) and ``theta1``
@@ -46,8 +38,7 @@ Importing this module imports numba; the estimator imports it lazily.
 import numpy as np
 
 from obliquetrees._core._jit import jit, jit_inline
-from obliquetrees._core._random import node_seed, random_int, shuffle
-from obliquetrees._training._co2_axis_split import THETA_PRIOR, best_axis_split, init_theta
+from obliquetrees._core._random import shuffle
 from obliquetrees._training._co2_targets import (
     add_leaf_gradient,
     copy_target,
@@ -56,7 +47,6 @@ from obliquetrees._training._co2_targets import (
     leaf_loss,
     leaf_offset,
     leaf_prepare,
-    leaf_value,
     side_arg,
     softmax_lse,  # noqa: F401  (re-exported: the sparse kernels and tests import it from here)
 )
@@ -442,178 +432,3 @@ def cccp(
     theta0[:] = best_t0
     theta1[:] = best_t1
     return best_b, n_iter, n_hist
-
-
-# ----------------------------------------------------------------- nodes
-@jit
-def cccp_rows(m, max_samples, state):
-    """The rows of a node of ``m`` rows that its CCCP fits on, ascending.
-
-    All ``m`` when ``max_samples < 0`` or ``m <= max_samples`` (no random draw);
-    otherwise ``max_samples`` distinct rows drawn uniformly with ``state``
-    (partial Fisher-Yates). Ascending keeps the gather of their rows sequential.
-    """
-    pick = np.arange(m)
-    if max_samples < 0 or m <= max_samples:
-        return pick
-    for k in range(max_samples):
-        j = k + random_int(state, m - k)
-        tmp = pick[k]
-        pick[k] = pick[j]
-        pick[j] = tmp
-    return np.sort(pick[:max_samples])
-
-
-@jit
-def take_block(Xb, yb, wb, pick):
-    """Rows ``pick`` of a node's dense block, targets and weights (copies)."""
-    s = pick.shape[0]
-    Xs = np.empty((s, Xb.shape[1]))
-    ys = empty_targets(yb, s)
-    ws = np.empty(s)
-    for t in range(s):
-        r = pick[t]
-        Xs[t] = Xb[r]
-        copy_target(ys, t, yb, r)
-        ws[t] = wb[r]
-    return Xs, ys, ws
-
-
-@jit
-def node_value(y, row_weight, rows, start, end, node, value, n_node_samples):
-    """Leaf value of one node, written to the node table.
-
-    The node's rows are ``rows[start:end]``. Writes their weighted class
-    histogram, normalised (targets: their weighted mean), to ``value[node]``
-    (left at zero when the weight is zero) and its total weight to
-    ``n_node_samples[node]``; returns the number of classes with positive
-    weight (targets: 2 if they vary, else 1;
-    :func:`~obliquetrees._training._co2_targets.leaf_value`).
-    """
-    return leaf_value(y, row_weight, rows, start, end, node, value, n_node_samples)
-
-
-@jit
-def split_node(data, start, end, node, tree_seed, table, params):
-    """Fit the CO2 stump of one node and partition its rows in place.
-
-    ``data`` is ``(X, y, row_weight, rows)``: the node's rows are
-    ``rows[start:end]`` of ``X`` (standardised) with labels ``y`` and weights
-    ``row_weight``. ``table`` is the node table's payload ``(weights, bias,
-    value, n_node_samples)``. Writes the node's class distribution
-    (:func:`node_value`) and, for a split, its hyperplane to
-    ``weights[node]`` and ``bias[node]``; reorders ``rows[start:end]`` so
-    that the left child's rows come first. The node's random numbers are
-    drawn from ``node_seed(tree_seed, node)``. ``params`` is the fit's
-    :class:`~obliquetrees._training.co2.CO2KernelParams` (the estimator's
-    parameters by their names; :func:`cccp` gets it too).
-
-    A node of more than ``params.max_cccp_samples`` rows (when not -1) runs
-    its CCCP on that many of them (:func:`cccp_rows`, drawn after the
-    axis-aligned search); the search, the centring and the partition use all.
-
-    The stump is optimised on the node's rows centred on their weighted mean
-    (the homogeneous coordinate relative to the node's centre; see the
-    estimator's notes); the centring is folded into the stored bias.
-
-    Returns
-    -------
-    n_left : int
-        Number of rows going left; -1 if the node is a leaf.
-    n_iter : int
-        CCCP outer iterations run.
-    oblique : bool
-        False if the CCCP split was degenerate (one side smaller than
-        ``min_samples_leaf``, or empty) and the initial axis-aligned split is
-        used instead.
-    """
-    X, y, row_weight, rows = data
-    weights, bias, value, n_node_samples = table
-    m = end - start
-    n_present = node_value(y, row_weight, rows, start, end, node, value, n_node_samples)
-    if n_present <= 1 or m < params.min_samples_split or m < 2 * params.min_samples_leaf:
-        return -1, 0, False
-    n_classes = value.shape[1]
-    p = X.shape[1]
-    yb = empty_targets(y, m)
-    wb = np.empty(m)
-    Xb = np.empty((m, p))
-    for t in range(m):
-        r = rows[start + t]
-        copy_target(yb, t, y, r)
-        wb[t] = row_weight[r]
-        for j in range(p):
-            Xb[t, j] = X[r, j]
-    # centre on the weighted mean of the node
-    mu = np.zeros(p)
-    tw = 0.0
-    for t in range(m):
-        tw += wb[t]
-        for j in range(p):
-            mu[j] += wb[t] * Xb[t, j]
-    for j in range(p):
-        mu[j] /= tw
-    for t in range(m):
-        for j in range(p):
-            Xb[t, j] -= mu[j]
-    state = np.empty(1, dtype=np.uint64)
-    state[0] = node_seed(tree_seed, node)
-    feature, threshold, _ = best_axis_split(
-        Xb, yb, wb, m, n_classes, params.max_features, params.min_samples_leaf, state
-    )
-    if feature < 0:
-        return -1, 0, False
-    # initial stump: unit vector on the feature, bias = -threshold
-    w = weights[node]
-    w[:] = 0.0
-    w[feature] = 1.0
-    theta0, theta1 = init_theta(Xb, yb, wb, m, feature, threshold, n_classes, THETA_PRIOR)
-    history = np.empty(params.max_cccp_iter + 1)
-    pick = cccp_rows(m, params.max_cccp_samples, state)
-    if pick.shape[0] < m:  # a large node: the CCCP fits on a uniform subsample of its rows
-        Xc, yc, wc = take_block(Xb, yb, wb, pick)
-    else:
-        Xc, yc, wc = Xb, yb, wb
-    b, n_iter, _ = cccp(
-        Xc,
-        yc,
-        wc,
-        pick.shape[0],
-        w,
-        -threshold,
-        theta0,
-        theta1,
-        params,
-        state,
-        history,
-    )
-    n_right = 0
-    for t in range(m):
-        z = b
-        for j in range(p):
-            z += w[j] * Xb[t, j]
-        if z > 0.0:
-            n_right += 1
-    oblique = min(n_right, m - n_right) >= max(params.min_samples_leaf, 1)
-    if not oblique:
-        w[:] = 0.0
-        w[feature] = 1.0
-        b = -threshold
-    for j in range(p):
-        b -= w[j] * mu[j]  # back to uncentred inputs
-    bias[node] = b
-    # in-place partition of rows[start:end]: left rows first
-    lo = start
-    hi = end - 1
-    while lo <= hi:
-        r = rows[lo]
-        z = b
-        for j in range(p):
-            z += w[j] * X[r, j]
-        if z > 0.0:
-            rows[lo] = rows[hi]
-            rows[hi] = r
-            hi -= 1
-        else:
-            lo += 1
-    return lo - start, n_iter, oblique

@@ -1,6 +1,6 @@
 """Numba kernels of CO2 Forest on sparse (CSR) input: one node's stump, without densifying.
 
-The sparse counterpart of :func:`obliquetrees._training._co2_kernels.split_node`,
+The sparse counterpart of :func:`obliquetrees._training._co2_node.split_node`,
 for the same algorithm (same feature draws, minibatch orders, centring, CCCP
 and fallback; see that module for the notation). The dense kernel gathers a
 node's rows as a dense ``(m, n_features)`` block of standardised, node-centred
@@ -36,13 +36,8 @@ from obliquetrees._training._co2_axis_split import (
     init_theta,
     node_column,
 )
-from obliquetrees._training._co2_kernels import (
-    LR_DECAY,
-    OSC_PATIENCE,
-    cccp_rows,
-    node_value,
-    project_ball,
-)
+from obliquetrees._training._co2_kernels import LR_DECAY, OSC_PATIENCE, project_ball
+from obliquetrees._training._co2_node import cccp_rows, node_value
 from obliquetrees._training._co2_targets import (
     add_leaf_gradient,
     copy_target,
@@ -376,8 +371,26 @@ def take_block_sparse(block, pick):
 
 
 @jit
+def stump_start(block, m, n_classes, p, params, state):
+    """The initial axis-aligned split of :func:`gather_node`'s ``block`` and its leaf parameters.
+
+    Returns ``(feature, threshold, theta0, theta1)``; ``feature`` is -1 (and the
+    leaves meaningless) when the block has no valid split.
+    """
+    lptr, lidx, lval, mu, yb, wb = block
+    node_columns = (transpose(lptr, lidx, lval, m, p), mu)
+    feature, threshold, _ = best_axis_split(
+        node_columns, yb, wb, m, n_classes, params.max_features, params.min_samples_leaf, state
+    )
+    column = np.empty((m, 1))
+    node_column(node_columns, max(feature, 0), m, column[:, 0])
+    theta0, theta1 = init_theta(column, yb, wb, m, 0, threshold, n_classes, THETA_PRIOR)
+    return feature, threshold, theta0, theta1
+
+
+@jit
 def split_node_sparse(data, start, end, node, tree_seed, table, params):
-    """:func:`~obliquetrees._training._co2_kernels.split_node` for CSR input.
+    """:func:`~obliquetrees._training._co2_node.split_node` for CSR input.
 
     ``data`` is ``((indptr, indices, u), y, row_weight, rows)`` with ``u``
     the stored entries divided by the feature scale (see the module
@@ -395,37 +408,29 @@ def split_node_sparse(data, start, end, node, tree_seed, table, params):
     p = weights.shape[1]
     block = gather_node(source, y, row_weight, rows, start, end, p)
     lptr, lidx, lval, mu, yb, wb = block
-    columns = transpose(lptr, lidx, lval, m, p)
     state = np.empty(1, dtype=np.uint64)
     state[0] = node_seed(tree_seed, node)
-    node_columns = (columns, mu)
-    feature, threshold, _ = best_axis_split(
-        node_columns, yb, wb, m, n_classes, params.max_features, params.min_samples_leaf, state
-    )
+    # as the dense kernel: a node above max_cccp_samples rows fits its stump (axis-aligned
+    # start and CCCP) on that many of them, drawn first; all rows if the sample has no split
+    sub = block
+    s = m
+    if 0 <= params.max_cccp_samples < m:
+        pick = cccp_rows(m, params.max_cccp_samples, state)
+        sub = take_block_sparse(block, pick)
+        s = pick.shape[0]
+    feature, threshold, theta0, theta1 = stump_start(sub, s, n_classes, p, params, state)
+    if feature < 0 and s < m:  # (dense: split_block)
+        state[0] = node_seed(tree_seed, node)
+        feature, threshold, theta0, theta1 = stump_start(block, m, n_classes, p, params, state)
+        pick = cccp_rows(m, params.max_cccp_samples, state)
+        sub = take_block_sparse(block, pick)
     if feature < 0:
         return -1, 0, False
-    column = np.empty((m, 1))
-    node_column(node_columns, feature, m, column[:, 0])
     w = weights[node]
     w[:] = 0.0
     w[feature] = 1.0
-    theta0, theta1 = init_theta(column, yb, wb, m, 0, threshold, n_classes, THETA_PRIOR)
     history = np.empty(params.max_cccp_iter + 1)
-    pick = cccp_rows(m, params.max_cccp_samples, state)
-    if pick.shape[0] < m:  # as the dense kernel: the CCCP fits on a subsample
-        b, n_iter, _ = cccp_sparse(
-            take_block_sparse(block, pick),
-            pick.shape[0],
-            w,
-            -threshold,
-            theta0,
-            theta1,
-            params,
-            state,
-            history,
-        )
-    else:
-        b, n_iter, _ = cccp_sparse(block, m, w, -threshold, theta0, theta1, params, state, history)
+    b, n_iter, _ = cccp_sparse(sub, s, w, -threshold, theta0, theta1, params, state, history)
     for j in range(p):
         b -= w[j] * mu[j]  # bias on u, no longer centred
     n_right = 0

@@ -21,6 +21,7 @@ import dataclasses
 import numpy as np
 import scipy.sparse as sp
 
+from obliquetrees._core.forest import _return_freed_memory as return_freed_memory
 from obliquetrees._core.tree import (
     ObliqueTree,
     check_centred_range,
@@ -196,11 +197,19 @@ def _fit_one_tree(
     left, right, weights, bias, value, nns, depth, stats = grow_tree(
         Xs, y, row_weight, n_classes, grow_seed, params
     )
+    del row_weight
     _fill_empty_nodes(left, right, value, nns, prior)
     if target is not None:  # leaf values back to the units of y
         value = target[0] + target[1] * value
     tree = ObliqueTree.from_dense(left, right, weights, bias, value, nns, depth)
-    return fold_standardization(tree, mean, scale), stats
+    del weights
+    tree = fold_standardization(tree, mean, scale)
+    # the growth's and the packaging's temporaries (node table, row indices, the dense
+    # and the unfolded weights: tens of MB at 100k rows) are freed in this thread's
+    # malloc arena, which glibc keeps: hand them back, else the fit's resident size
+    # grows by them per tree in flight
+    return_freed_memory()
+    return tree, stats
 
 
 def class_prior(y, n_classes, sample_weight=None, class_weight=None):

@@ -1,14 +1,16 @@
-"""CO2 training (obliquetrees/_training/co2.py, _co2_kernels.py, _co2_axis_split.py)
+"""CO2 training (obliquetrees/_training/co2.py, _co2_kernels.py, _co2_node.py, _co2_axis_split.py)
 against tests/reference.py."""
 
 import inspect
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from tests import reference as ref
 
 K = pytest.importorskip("obliquetrees._training._co2_kernels")
+N = pytest.importorskip("obliquetrees._training._co2_node")
 A = pytest.importorskip("obliquetrees._training._co2_axis_split")
 co2 = pytest.importorskip("obliquetrees._training.co2")
 R = pytest.importorskip("obliquetrees._core._random")
@@ -286,21 +288,21 @@ def test_permute_rows_matches_fancy_indexing(seed, targets):
 @pytest.mark.parametrize("m, max_samples", [(50, -1), (50, 50), (50, 80), (500, 64), (64, 1)])
 def test_cccp_rows_draws_distinct_rows_only_above_the_cap(m, max_samples):
     state = _state(7)
-    pick = K.cccp_rows(m, max_samples, state)
+    pick = N.cccp_rows(m, max_samples, state)
     if max_samples < 0 or m <= max_samples:
         np.testing.assert_array_equal(pick, np.arange(m))
         assert state[0] == _state(7)[0]  # no draw: nodes under the cap are unchanged
         return
     assert pick.shape == (max_samples,)
     assert np.all(np.diff(pick) > 0) and 0 <= pick[0] and pick[-1] < m  # distinct, sorted
-    np.testing.assert_array_equal(pick, K.cccp_rows(m, max_samples, _state(7)))  # seeded
+    np.testing.assert_array_equal(pick, N.cccp_rows(m, max_samples, _state(7)))  # seeded
 
 
 def test_cccp_rows_is_uniform():
     # each row is drawn with probability max_samples / m
     counts = np.zeros(40)
     for seed in range(2000):
-        counts[K.cccp_rows(40, 10, _state(seed + 1))] += 1
+        counts[N.cccp_rows(40, 10, _state(seed + 1))] += 1
     expected = 2000 * 10 / 40
     assert np.all(np.abs(counts - expected) < 5 * np.sqrt(expected))
 
@@ -315,6 +317,120 @@ def test_max_cccp_samples_at_least_the_node_size_changes_nothing():
             np.testing.assert_array_equal(a, b)
     capped = _grow(X, y, np.ones(300), 3, max_cccp_samples=60)
     assert not np.array_equal(capped[3][0], full[3][0])  # the root split is fit on 60 rows
+
+
+def _ref_split_sampled(X, y, rw, rows, tree_seed, node, params, n_classes):
+    """numpy reference of a node above max_cccp_samples rows: ``(w, b, goes right)``."""
+    m = rows.shape[0]
+    wts = rw[rows]
+    mu = (wts[:, None] * X[rows]).sum(axis=0) / wts.sum()
+    rng = ref.Co2Rng(ref.co2_node_seed(tree_seed, node))
+    pick = list(range(m))
+    for k in range(params.max_cccp_samples):  # cccp_rows: partial Fisher-Yates
+        j = k + rng.integer(m - k)
+        pick[k], pick[j] = pick[j], pick[k]
+    r = rows[np.sort(pick[: params.max_cccp_samples])]
+    Xc, yc, wc = X[r] - mu, y[r], rw[r]
+    f, thr, _ = ref.co2_best_axis_split(
+        Xc, yc, wc, n_classes, params.max_features, params.min_samples_leaf, rng
+    )
+    t0, t1 = ref.co2_init_theta(Xc, yc, wc, f, thr, n_classes, A.THETA_PRIOR)
+    w = np.zeros(X.shape[1])
+    w[f] = 1.0
+    w, b, *_ = ref.co2_cccp(Xc, yc, wc, w, -thr, t0, t1, params, rng)
+    b = b - w @ mu
+    right = X[rows] @ w + b > 0
+    if min(right.sum(), m - right.sum()) < max(params.min_samples_leaf, 1):
+        w = np.zeros(X.shape[1])
+        w[f] = 1.0
+        b = -thr - mu[f]
+        right = X[rows, f] + b > 0
+    return w, b, right
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("min_samples_leaf", [1, 30])
+def test_sampled_split_matches_reference(seed, min_samples_leaf):
+    # a node above max_cccp_samples rows: axis-aligned start and CCCP on the sample, the
+    # sides of all rows from X itself (no block), the stored split is the one partitioned
+    rng = np.random.default_rng(seed)
+    X, y, rw = _problem(rng, m=300)
+    params = _co2_params(
+        max_cccp_samples=70, max_features=3, min_samples_leaf=min_samples_leaf, max_cccp_iter=4
+    ).kernel_args()
+    rows = np.concatenate([[0], rng.permutation(np.arange(1, 300))[:250]]).astype(np.int64)
+    start, end = 1, 251  # the node's slice of rows, not at 0
+    node_rows = rows[start:end].copy()
+    weights = np.zeros((3, X.shape[1]))
+    bias, value, nns = np.zeros(3), np.zeros((3, 4)), np.zeros(3)
+    n_left, n_iter, oblique = N.split_node(
+        (X, y, rw, rows), start, end, 2, np.uint64(seed + 11), (weights, bias, value, nns), params
+    )
+    w, b, right = _ref_split_sampled(X, y, rw, node_rows, seed + 11, 2, params, 4)
+    np.testing.assert_allclose(weights[2], w, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(bias[2], b, rtol=1e-8, atol=1e-10)
+    assert oblique == (np.count_nonzero(weights[2]) > 1)
+    assert n_iter > 0 and n_left == np.count_nonzero(~right)
+    assert rows[0] == 0 and rows[251:].size == 0  # only the node's slice moves
+    moved = rows[start:end]
+    assert sorted(moved) == sorted(node_rows)
+    z = X[moved] @ weights[2] + bias[2]  # the stored split reproduces the partition
+    assert np.all(z[:n_left] <= 0) and np.all(z[n_left:] > 0)
+    assert min(n_left, 250 - n_left) >= min_samples_leaf
+    np.testing.assert_array_equal(N.node_mean(X, rw, rows, start, end), _node_mean(X, rw, moved))
+
+
+def _node_mean(X, rw, rows):
+    return (rw[rows][:, None] * X[rows]).sum(axis=0) / rw[rows].sum()
+
+
+def test_sampled_split_falls_back_to_all_rows_without_a_sample_split():
+    # min_samples_leaf above half the sample: no axis-aligned split of the sample, so
+    # the node is split as a node of all its rows (stump on all rows, CCCP on a sample)
+    rng = np.random.default_rng(5)
+    X, y, rw = _problem(rng, m=200)
+    params = _co2_params(max_cccp_samples=40, min_samples_leaf=25, max_cccp_iter=3)
+    kernel_params = params.kernel_args()
+    table = (np.zeros((1, X.shape[1])), np.zeros(1), np.zeros((1, 4)), np.zeros(1))
+    rows = np.arange(200)
+    out = N.split_sampled((X, y, rw, rows), 0, 200, 0, np.uint64(3), table, kernel_params)
+    assert out[0] == N.NO_SAMPLE_SPLIT and np.array_equal(rows, np.arange(200))
+    got = N.split_node((X, y, rw, rows), 0, 200, 0, np.uint64(3), table, kernel_params)
+    block_table = (np.zeros((1, X.shape[1])), np.zeros(1), np.zeros((1, 4)), np.zeros(1))
+    block_rows = np.arange(200)
+    N.node_value(y, rw, block_rows, 0, 200, 0, block_table[2], block_table[3])
+    expected = N.split_block(
+        (X, y, rw, block_rows), 0, 200, 0, np.uint64(3), block_table, kernel_params
+    )
+    assert got == expected and got[0] >= 25
+    for a, b in zip(table, block_table, strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(rows, block_rows)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_grown_tree_partitions_as_stored_with_sampled_nodes(sparse):
+    # every internal node's stored split sends its training weight to its children
+    rng = np.random.default_rng(2)
+    X, y, rw = _problem(rng, m=400)
+    X[rng.random(X.shape) < 0.3] = 0.0
+    source = X
+    if sparse:
+        Xsp = sp.csr_matrix(X)
+        Xsp.indices = Xsp.indices.astype(np.int64)
+        Xsp.indptr = Xsp.indptr.astype(np.int64)
+        source = co2.scaled_csr(Xsp, np.ones(X.shape[1]))
+    left, right, W, bias, value, nns, depth, _ = _grow(source, y, rw, 4, max_cccp_samples=50)
+    reach = {0: np.flatnonzero(rw > 0)}
+    for node in range(left.shape[0]):
+        if left[node] < 0:
+            continue
+        r = reach[node]
+        goes = X[r] @ W[node] + bias[node] > 0
+        reach[left[node]], reach[right[node]] = r[~goes], r[goes]
+        np.testing.assert_allclose(nns[left[node]], rw[r[~goes]].sum())
+        np.testing.assert_allclose(nns[right[node]], rw[r[goes]].sum())
+    assert nns[0] == rw.sum() and max(nns[left >= 0]) > 50  # sampled nodes were split
 
 
 # ----------------------------------------------------------------- trees
@@ -429,7 +545,7 @@ def test_pure_and_single_sample_nodes_are_leaves():
 def test_kernels_take_the_parameters_by_their_estimator_names():
     from obliquetrees import CO2ForestClassifier
 
-    for kernel in (K.split_node, K.cccp):
+    for kernel in (N.split_node, K.cccp):
         assert "params" in inspect.signature(kernel.py_func).parameters
     fields = [f.name for f in co2.dataclasses.fields(co2.CO2Params)]
     assert list(co2.CO2KernelParams._fields) == fields

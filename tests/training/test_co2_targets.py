@@ -8,6 +8,7 @@ from tests import reference as ref
 from tests.training.test_co2 import _co2_params, _state
 
 K = pytest.importorskip("obliquetrees._training._co2_kernels")
+N = pytest.importorskip("obliquetrees._training._co2_node")
 A = pytest.importorskip("obliquetrees._training._co2_axis_split")
 co2 = pytest.importorskip("obliquetrees._training.co2")
 T = pytest.importorskip("obliquetrees._training._co2_targets")
@@ -146,12 +147,12 @@ def test_node_value_is_the_weighted_mean_and_flags_constant_targets():
     _, Y, wt = _problem(rng, m=30)
     rows = rng.permutation(30).astype(np.int64)
     value, nns = np.zeros((2, 2)), np.zeros(2)
-    assert K.node_value(Y, wt, rows, 5, 20, 1, value, nns) == 2
+    assert N.node_value(Y, wt, rows, 5, 20, 1, value, nns) == 2
     sel = rows[5:20]
     np.testing.assert_allclose(value[1], wt[sel] @ Y[sel] / wt[sel].sum(), rtol=1e-12)
     assert nns[1] == wt[sel].sum()
     Y[sel] = [1.5, -2.0]
-    assert K.node_value(Y, wt, rows, 5, 20, 0, value, nns) == 1  # nothing to split
+    assert N.node_value(Y, wt, rows, 5, 20, 0, value, nns) == 1  # nothing to split
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -1,0 +1,333 @@
+"""Numba kernels of CO2 Forest: the per-node kernel of growth.
+
+:func:`split_node` is the kernel the breadth-first grower
+(:func:`obliquetrees._training._co2_grow.grow_tree`) calls on every node the
+growth limits let it split: the node's class histogram (:func:`node_value`),
+the leaf tests, the initial axis-aligned split
+(:mod:`obliquetrees._training._co2_axis_split`), the CCCP
+(:func:`~obliquetrees._training._co2_kernels.cccp`), the fallback to the
+axis-aligned split when the optimised one leaves a side too small, and the
+in-place partition of the node's rows. The node table is the grower's
+(:mod:`obliquetrees._training.grower`): these kernels write one row of its
+payload arrays ``weights``, ``bias``, ``value`` and ``n_node_samples`` per
+node and reorder the node's slice ``rows[start:end]`` of the tree's one
+row-index array.
+
+A node of at most ``max_cccp_samples`` rows (or any node when it is -1) is
+split on a gathered, centred copy of all its rows (:func:`split_block`). A
+larger node fits its stump on a uniform sample of that many rows
+(:func:`split_sampled`): the initial axis-aligned split and the CCCP both run
+on the sample, and the node's rows are only read twice from ``X`` (their
+weighted mean, and the side of each under the fitted split), so no copy of
+all of its rows is made.
+
+Importing this module imports numba; the estimator imports it lazily.
+"""
+
+import numpy as np
+
+from obliquetrees._core._jit import jit
+from obliquetrees._core._random import node_seed, random_int
+from obliquetrees._training._co2_axis_split import THETA_PRIOR, best_axis_split, init_theta
+from obliquetrees._training._co2_kernels import cccp
+from obliquetrees._training._co2_targets import copy_target, empty_targets, leaf_value
+
+#: What :func:`split_sampled` returns as ``n_left`` when the sample has no
+#: axis-aligned split (the node is then split on all its rows).
+NO_SAMPLE_SPLIT = -2
+
+
+@jit
+def cccp_rows(m, max_samples, state):
+    """The rows of a node of ``m`` rows that its CCCP fits on, ascending.
+
+    All ``m`` when ``max_samples < 0`` or ``m <= max_samples`` (no random draw);
+    otherwise ``max_samples`` distinct rows drawn uniformly with ``state``
+    (partial Fisher-Yates). Ascending keeps the gather of their rows sequential.
+    """
+    pick = np.arange(m)
+    if max_samples < 0 or m <= max_samples:
+        return pick
+    for k in range(max_samples):
+        j = k + random_int(state, m - k)
+        tmp = pick[k]
+        pick[k] = pick[j]
+        pick[j] = tmp
+    return np.sort(pick[:max_samples])
+
+
+@jit
+def take_block(Xb, yb, wb, pick):
+    """Rows ``pick`` of a node's dense block, targets and weights (copies)."""
+    s = pick.shape[0]
+    Xs = np.empty((s, Xb.shape[1]))
+    ys = empty_targets(yb, s)
+    ws = np.empty(s)
+    for t in range(s):
+        r = pick[t]
+        Xs[t] = Xb[r]
+        copy_target(ys, t, yb, r)
+        ws[t] = wb[r]
+    return Xs, ys, ws
+
+
+@jit
+def node_value(y, row_weight, rows, start, end, node, value, n_node_samples):
+    """Leaf value of one node, written to the node table.
+
+    The node's rows are ``rows[start:end]``. Writes their weighted class
+    histogram, normalised (targets: their weighted mean), to ``value[node]``
+    (left at zero when the weight is zero) and its total weight to
+    ``n_node_samples[node]``; returns the number of classes with positive
+    weight (targets: 2 if they vary, else 1;
+    :func:`~obliquetrees._training._co2_targets.leaf_value`).
+    """
+    return leaf_value(y, row_weight, rows, start, end, node, value, n_node_samples)
+
+
+@jit
+def split_node(data, start, end, node, tree_seed, table, params):
+    """Fit the CO2 stump of one node and partition its rows in place.
+
+    ``data`` is ``(X, y, row_weight, rows)``: the node's rows are
+    ``rows[start:end]`` of ``X`` (standardised) with labels ``y`` and weights
+    ``row_weight``. ``table`` is the node table's payload ``(weights, bias,
+    value, n_node_samples)``. Writes the node's class distribution
+    (:func:`node_value`) and, for a split, its hyperplane to
+    ``weights[node]`` and ``bias[node]``; reorders ``rows[start:end]`` so
+    that the left child's rows come first. The node's random numbers are
+    drawn from ``node_seed(tree_seed, node)``. ``params`` is the fit's
+    :class:`~obliquetrees._training.co2.CO2KernelParams` (the estimator's
+    parameters by their names; :func:`~obliquetrees._training._co2_kernels.cccp`
+    gets it too).
+
+    A node of more than ``params.max_cccp_samples`` rows (when not -1) fits
+    its stump, the initial axis-aligned split and the CCCP, on that many of
+    its rows (:func:`split_sampled`); the centring, the degenerate-split test
+    and the partition use all of them. Otherwise, or when the sample has no
+    axis-aligned split, the stump is fit on all rows (:func:`split_block`).
+
+    The stump is optimised on the node's rows centred on their weighted mean
+    (the homogeneous coordinate relative to the node's centre; see the
+    estimator's notes); the centring is folded into the stored bias.
+
+    Returns
+    -------
+    n_left : int
+        Number of rows going left; -1 if the node is a leaf.
+    n_iter : int
+        CCCP outer iterations run.
+    oblique : bool
+        False if the CCCP split was degenerate (one side smaller than
+        ``min_samples_leaf``, or empty) and the initial axis-aligned split is
+        used instead.
+    """
+    X, y, row_weight, rows = data
+    weights, bias, value, n_node_samples = table
+    m = end - start
+    n_present = node_value(y, row_weight, rows, start, end, node, value, n_node_samples)
+    if n_present <= 1 or m < params.min_samples_split or m < 2 * params.min_samples_leaf:
+        return -1, 0, False
+    if 0 <= params.max_cccp_samples < m:
+        n_left, n_iter, oblique = split_sampled(data, start, end, node, tree_seed, table, params)
+        if n_left != NO_SAMPLE_SPLIT:
+            return n_left, n_iter, oblique
+    return split_block(data, start, end, node, tree_seed, table, params)
+
+
+@jit
+def node_mean(X, row_weight, rows, start, end):
+    """Weighted mean of the rows ``rows[start:end]`` of ``X`` (as :func:`split_block` sums)."""
+    p = X.shape[1]
+    mu = np.zeros(p)
+    tw = 0.0
+    for t in range(start, end):
+        r = rows[t]
+        wt = row_weight[r]
+        tw += wt
+        for j in range(p):
+            mu[j] += wt * X[r, j]
+    for j in range(p):
+        mu[j] /= tw
+    return mu
+
+
+@jit
+def split_sampled(data, start, end, node, tree_seed, table, params):
+    """:func:`split_node` for a node above ``params.max_cccp_samples`` rows.
+
+    The stump (initial axis-aligned split, leaf parameters and CCCP) is fit
+    on ``max_cccp_samples`` distinct rows drawn uniformly
+    (:func:`cccp_rows`), centred on the weighted mean of all the node's rows.
+    The split found is then applied to every row of the node, read from
+    ``X`` without a copy: the side of each row is computed once, on the raw
+    (standardised) rows with the centring folded into the bias, and both the
+    degenerate-split test and the partition use it. Returns
+    ``(NO_SAMPLE_SPLIT, 0, False)``, writing nothing, when the sample has no
+    axis-aligned split (e.g. ``min_samples_leaf`` above half the sample), else
+    :func:`split_node`'s values.
+    """
+    X, y, row_weight, rows = data
+    # indexed, not unpacked: with ``weights, bias, value, _ = table`` numba 0.68's dead-code
+    # elimination dropped the store to ``bias`` in this kernel (its alias analysis lost the
+    # argument behind the unpacked name; test_grown_tree_partitions_as_stored pins it)
+    weights, bias, value = table[0], table[1], table[2]
+    m = end - start
+    p = X.shape[1]
+    n_classes = value.shape[1]
+    mu = node_mean(X, row_weight, rows, start, end)
+    state = np.empty(1, dtype=np.uint64)
+    state[0] = node_seed(tree_seed, node)
+    pick = cccp_rows(m, params.max_cccp_samples, state)
+    s = pick.shape[0]
+    Xc = np.empty((s, p))
+    yc = empty_targets(y, s)
+    wc = np.empty(s)
+    for t in range(s):
+        r = rows[start + pick[t]]
+        copy_target(yc, t, y, r)
+        wc[t] = row_weight[r]
+        for j in range(p):
+            Xc[t, j] = X[r, j] - mu[j]
+    feature, threshold, _ = best_axis_split(
+        Xc, yc, wc, s, n_classes, params.max_features, params.min_samples_leaf, state
+    )
+    if feature < 0:
+        return NO_SAMPLE_SPLIT, 0, False
+    w = weights[node]
+    w[:] = 0.0
+    w[feature] = 1.0
+    theta0, theta1 = init_theta(Xc, yc, wc, s, feature, threshold, n_classes, THETA_PRIOR)
+    history = np.empty(params.max_cccp_iter + 1)
+    b, n_iter, _ = cccp(Xc, yc, wc, s, w, -threshold, theta0, theta1, params, state, history)
+    for j in range(p):
+        b -= w[j] * mu[j]  # back to uncentred inputs
+    right = np.empty(m, dtype=np.bool_)
+    n_right = 0
+    for t in range(m):
+        r = rows[start + t]
+        z = b
+        for j in range(p):
+            z += w[j] * X[r, j]
+        right[t] = z > 0.0
+        n_right += right[t]
+    oblique = min(n_right, m - n_right) >= max(params.min_samples_leaf, 1)
+    if not oblique:  # the axis-aligned split, on the raw rows
+        w[:] = 0.0
+        w[feature] = 1.0
+        b = -threshold - mu[feature]
+        for t in range(m):
+            right[t] = b + X[rows[start + t], feature] > 0.0
+    bias[node] = b
+    # in-place partition of rows[start:end]: left rows first (the sides move with them)
+    lo = 0
+    hi = m - 1
+    while lo <= hi:
+        if right[lo]:
+            r = rows[start + lo]
+            rows[start + lo] = rows[start + hi]
+            rows[start + hi] = r
+            right[lo] = right[hi]
+            right[hi] = True
+            hi -= 1
+        else:
+            lo += 1
+    return lo, n_iter, oblique
+
+
+@jit
+def split_block(data, start, end, node, tree_seed, table, params):
+    """:func:`split_node` on a gathered, centred copy of all the node's rows.
+
+    The caller has written the node's value and made the leaf tests. A node
+    of more than ``params.max_cccp_samples`` rows (when not -1) that comes
+    here (its sample had no axis-aligned split) runs its CCCP on that many
+    of them (:func:`cccp_rows`, drawn after the axis-aligned search).
+    """
+    X, y, row_weight, rows = data
+    weights, bias, value, _ = table
+    m = end - start
+    n_classes = value.shape[1]
+    p = X.shape[1]
+    yb = empty_targets(y, m)
+    wb = np.empty(m)
+    Xb = np.empty((m, p))
+    for t in range(m):
+        r = rows[start + t]
+        copy_target(yb, t, y, r)
+        wb[t] = row_weight[r]
+        for j in range(p):
+            Xb[t, j] = X[r, j]
+    # centre on the weighted mean of the node
+    mu = np.zeros(p)
+    tw = 0.0
+    for t in range(m):
+        tw += wb[t]
+        for j in range(p):
+            mu[j] += wb[t] * Xb[t, j]
+    for j in range(p):
+        mu[j] /= tw
+    for t in range(m):
+        for j in range(p):
+            Xb[t, j] -= mu[j]
+    state = np.empty(1, dtype=np.uint64)
+    state[0] = node_seed(tree_seed, node)
+    feature, threshold, _ = best_axis_split(
+        Xb, yb, wb, m, n_classes, params.max_features, params.min_samples_leaf, state
+    )
+    if feature < 0:
+        return -1, 0, False
+    # initial stump: unit vector on the feature, bias = -threshold
+    w = weights[node]
+    w[:] = 0.0
+    w[feature] = 1.0
+    theta0, theta1 = init_theta(Xb, yb, wb, m, feature, threshold, n_classes, THETA_PRIOR)
+    history = np.empty(params.max_cccp_iter + 1)
+    pick = cccp_rows(m, params.max_cccp_samples, state)
+    if pick.shape[0] < m:  # a large node: the CCCP fits on a uniform subsample of its rows
+        Xc, yc, wc = take_block(Xb, yb, wb, pick)
+    else:
+        Xc, yc, wc = Xb, yb, wb
+    b, n_iter, _ = cccp(
+        Xc,
+        yc,
+        wc,
+        pick.shape[0],
+        w,
+        -threshold,
+        theta0,
+        theta1,
+        params,
+        state,
+        history,
+    )
+    n_right = 0
+    for t in range(m):
+        z = b
+        for j in range(p):
+            z += w[j] * Xb[t, j]
+        if z > 0.0:
+            n_right += 1
+    oblique = min(n_right, m - n_right) >= max(params.min_samples_leaf, 1)
+    if not oblique:
+        w[:] = 0.0
+        w[feature] = 1.0
+        b = -threshold
+    for j in range(p):
+        b -= w[j] * mu[j]  # back to uncentred inputs
+    bias[node] = b
+    # in-place partition of rows[start:end]: left rows first
+    lo = start
+    hi = end - 1
+    while lo <= hi:
+        r = rows[lo]
+        z = b
+        for j in range(p):
+            z += w[j] * X[r, j]
+        if z > 0.0:
+            rows[lo] = rows[hi]
+            rows[hi] = r
+            hi -= 1
+        else:
+            lo += 1
+    return lo - start, n_iter, oblique
