@@ -28,6 +28,7 @@ SUBCOMMANDS = {
     "missing": "benchmarks.bench_missing",
     "regression": "benchmarks.bench_regression",
     "e2edt-regression-validation": "benchmarks.e2edt_regression_validation",
+    "e2edt-finetune-budget": "benchmarks.e2edt_finetune_budget",
     "proba": "benchmarks.bench_proba",
     "sparse": "benchmarks.bench_sparse",
     "sparse-seeds": "benchmarks.bench_sparse_seeds",

@@ -202,6 +202,8 @@ def test_image_patches_and_spatial_regularisation():
         (dict(steepness_increase=-0.1), "steepness_increase"),
         (dict(prune_threshold=1.0), "prune_threshold"),
         (dict(prune_threshold=-1e-3), "prune_threshold"),
+        (dict(max_finetune_samples=0), "max_finetune_samples"),
+        (dict(max_finetune_samples=2.5), "max_finetune_samples"),
     ],
 )
 def test_bad_parameters_name_the_parameter(params, match):
@@ -223,6 +225,31 @@ def test_pruned_and_exact_finetune_fit_equally_well():
     assert exact.score(Xte, yte) > 0.8
     # ... and pruning costs at most 2 points of test accuracy on 597 rows
     assert pruned.score(Xte, yte) >= exact.score(Xte, yte) - 0.02
+
+
+def test_finetune_row_budget():
+    """Above the budget each finetune epoch draws rows; at or below it nothing changes."""
+    X, y = load_digits(return_X_y=True)
+    Xtr, ytr, Xte, yte = X[:1200], y[:1200], X[1200:], y[1200:]
+    kw = dict(max_depth=6, max_epochs=10, finetune_epochs=20, batch_size=100, random_state=0)
+    every = E2EDTClassifier(**kw, max_finetune_samples=None).fit(Xtr, ytr)
+    assert E2EDTClassifier().max_finetune_samples == 16384
+    at_budget = E2EDTClassifier(**kw, max_finetune_samples=1200).fit(Xtr, ytr)
+    np.testing.assert_array_equal(at_budget.predict_proba(Xte), every.predict_proba(Xte))
+    # 600 rows an epoch: half the Adam steps and E-steps, another model ...
+    budget = E2EDTClassifier(**kw, max_finetune_samples=600).fit(Xtr, ytr)
+    assert not np.array_equal(budget.predict_proba(Xte), every.predict_proba(Xte))
+    # ... still trained (a depth-6 CART tree scores 0.73 here), its leaves set
+    # from every row: nearly every row's leaf has its mode on the class most of
+    # that leaf's training rows have (soft statistics at the final steepness)
+    assert budget.score(Xte, yte) > 0.8
+    leaves = budget.apply(Xtr)  # a single tree: one leaf id per row
+    agree = 0
+    for leaf in np.unique(leaves):
+        counts = np.bincount(ytr[leaves == leaf], minlength=10)
+        if counts[np.argmax(budget.tree_.value[leaf])] == counts.max():
+            agree += counts.sum()
+    assert agree >= 0.95 * len(ytr)
 
 
 def test_iris_example():

@@ -90,6 +90,8 @@ class E2EDTParams:
     bootstrap: bool = False
     balanced_subsample: bool = False
     prune_threshold: float = 0.0
+    max_finetune_samples: int = None
+    final_leaf_pass: bool = True
 
 
 # ------------------------------------------------------------------ driver
@@ -382,20 +384,30 @@ def finetune(tt, Z, y, sw, params, rng, adjacency, progress=None):
     if pruned:
         route = _pruned_routing(tt, p.prune_threshold)
         no_gW = np.empty((0, 0))
-    for epoch in range(p.finetune_epochs):
+    capped = p.max_finetune_samples is not None and N > p.max_finetune_samples
+
+    def leaf_statistics():
+        # the statistics of every row at the current splits (leaves only)
         counts = K.empty_statistics(tt.pi, y)
-        if epoch == 0:  # leaves only: the statistics of every row at the initial splits
-            if pruned:
-                every = np.arange(N, dtype=np.int64)
-                PK.pruned_em_batch(Z, every, *route(), y, sw, sw, counts, no_gW, gb)
-            else:
-                for s in range(0, N, ESTEP_BLOCK):
-                    e = min(s + ESTEP_BLOCK, N)
-                    A = tt.activations(Z[s:e])
-                    K.e_step(*tt.em_args(A), y[s:e], sw[s:e], no_h, counts)
+        if pruned:
+            every = np.arange(N, dtype=np.int64)
+            PK.pruned_em_batch(Z, every, *route(), y, sw, sw, counts, no_gW, gb)
+        else:
+            for s in range(0, N, ESTEP_BLOCK):
+                e = min(s + ESTEP_BLOCK, N)
+                A = tt.activations(Z[s:e])
+                K.e_step(*tt.em_args(A), y[s:e], sw[s:e], no_h, counts)
+        return counts
+
+    for epoch in range(p.finetune_epochs):
+        if epoch == 0:  # leaves only, from every row at the initial splits
+            counts = leaf_statistics()
         else:  # an E-step and an Adam step per minibatch
+            counts = K.empty_statistics(tt.pi, y)
             perm = rng.permutation(N)
-            for s in range(0, N, p.batch_size):
+            if capped:
+                perm = perm[: p.max_finetune_samples]
+            for s in range(0, perm.shape[0], p.batch_size):
                 rows = perm[s : s + p.batch_size]
                 swb = sw[rows]
                 total = swb.sum()
@@ -421,6 +433,8 @@ def finetune(tt, Z, y, sw, params, rng, adjacency, progress=None):
         tt.gamma += p.steepness_increase
         if progress is not None:
             progress.update()
+    if capped and p.final_leaf_pass and p.finetune_epochs > 1:
+        K.update_leaves(leaf_statistics(), tt.pi, y)
     return tt
 
 
