@@ -16,7 +16,9 @@ steepness ``gamma_i`` raised after every epoch (annealing).
    probabilistic routing of all data, for ``finetune_epochs`` epochs; every
    split keeps its own steepness and keeps gaining ``steepness_increase`` per
    epoch. Per minibatch the activations and the weight gradient are GEMMs, one
-   per band of feature columns (:class:`TrainingTree`).
+   per band of feature columns (:class:`TrainingTree`). Two extensions bound
+   its cost on large data: pruned routing (``prune_threshold``) and a row
+   budget per epoch (``max_finetune_samples``), see :func:`finetune`.
 
 Training runs on the standardised data (or the raw data, with mean 0 and
 scale 1, when ``standardize=False``) held in float32; the stored trees have
@@ -91,7 +93,6 @@ class E2EDTParams:
     balanced_subsample: bool = False
     prune_threshold: float = 0.0
     max_finetune_samples: int = None
-    final_leaf_pass: bool = True
 
 
 # ------------------------------------------------------------------ driver
@@ -362,6 +363,10 @@ def finetune(tt, Z, y, sw, params, rng, adjacency, progress=None):
     gradient use pruned routing (:func:`PK.pruned_em_batch`: each sample visits
     only the nodes of path probability >= the threshold, and its hard path);
     otherwise every sample passes through every node (GEMMs + :func:`K.em_batch`).
+    With ``params.max_finetune_samples`` below ``N`` each epoch after the
+    first runs its minibatches over that many rows of a fresh permutation,
+    and a last leaves-only pass over every row sets the leaves (the
+    estimators' Notes).
     ``progress`` (a :class:`Progress`, optional) is told of every epoch.
     """
     p = params
@@ -433,7 +438,7 @@ def finetune(tt, Z, y, sw, params, rng, adjacency, progress=None):
         tt.gamma += p.steepness_increase
         if progress is not None:
             progress.update()
-    if capped and p.final_leaf_pass and p.finetune_epochs > 1:
+    if capped and p.finetune_epochs > 1:  # the leaves from every row at the final splits
         K.update_leaves(leaf_statistics(), tt.pi, y)
     return tt
 
