@@ -103,7 +103,7 @@ class _BaseCO2Forest(BaseObliqueForest):
 
         %(fit_returns)s
         """
-        from obliquetrees._core.forest import _return_freed_memory
+        from obliquetrees._core.forest import return_freed_memory
         from obliquetrees._training import co2  # numba is imported on first use
         from obliquetrees.utils.seeds import draw_seeds
 
@@ -206,7 +206,7 @@ class _BaseCO2Forest(BaseObliqueForest):
         # as its new ones are made (a new list held every tree's twice, +85 MB at 100k x 40)
         for i in range(len(trees)):
             trees[i] = missing.fold(trees[i])
-            _return_freed_memory()  # glibc keeps freed heap pages: hand them back
+            return_freed_memory()  # glibc keeps freed heap pages: hand them back
         self._set_trees(old_trees + trees)
         del trees
         if self.oob_score:

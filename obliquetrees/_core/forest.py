@@ -50,7 +50,7 @@ ROUTING_WEIGHT = np.dtype([("index", np.int64), ("value", np.float64)])
 
 
 #: Bytes of consumed tree arrays after which packing hands freed memory back
-#: to the operating system (see :func:`_return_freed_memory`).
+#: to the operating system (see :func:`return_freed_memory`).
 _TRIM_EVERY_BYTES = 8 << 20
 
 
@@ -76,14 +76,14 @@ def _pack(trees, name, consume):
             parts[i] = None
             setattr(tree, name, None)
             if freed >= _TRIM_EVERY_BYTES:
-                _return_freed_memory()
+                return_freed_memory()
                 freed = 0
     if consume and freed:
-        _return_freed_memory()
+        return_freed_memory()
     return out
 
 
-def _return_freed_memory():
+def return_freed_memory():
     """Ask glibc to give free heap pages back to the OS (no-op elsewhere).
 
     Trees are built in worker threads as many sub-MiB arrays; glibc keeps

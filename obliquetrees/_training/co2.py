@@ -21,7 +21,7 @@ import dataclasses
 import numpy as np
 import scipy.sparse as sp
 
-from obliquetrees._core.forest import _return_freed_memory as return_freed_memory
+from obliquetrees._core.forest import return_freed_memory
 from obliquetrees._core.tree import (
     ObliqueTree,
     check_centred_range,

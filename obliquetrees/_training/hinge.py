@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from obliquetrees._core.forest import _return_freed_memory
+from obliquetrees._core.forest import return_freed_memory
 from obliquetrees._core.tree import standardization
 from obliquetrees._core.validation import (
     INDEX_DTYPE,
@@ -615,9 +615,9 @@ def fit_hinge(
     )
     # glibc keeps freed heap chunks (the training copies, the validation passes'
     # blocks) resident; hand them back before the forest, the fit's largest part
-    _return_freed_memory()
+    return_freed_memory()
     counts = leaf_counts(model, X, sample_weight, n_threads)
-    _return_freed_memory()
+    return_freed_memory()
     return model, to_forest(model, counts, value_scale, fold), history
 
 
