@@ -337,21 +337,23 @@ paper scores every leaf (`argmax B~ sgn(Sx - t)`); the kernel finds the same lea
 template that matches exactly, Theorem 1) by scanning templates stored left to right, root first,
 and jumping past every leaf that shares a failed prefix, so it checks about two template entries
 per level instead of `L * depth`. Traversal = `obliquetrees._core.traversal.predict_value`.
-Times: best of the repeats, ms per batch, measured on a quiet machine (load average below
-1.5 on 2 cores during the run, 2026-11-22 05:45 UTC); the two paths were interleaved, so
-their ratio is the figure to read. "model KiB": arrays each path reads (traversal: 32-byte
-routing records, 16-byte weight pairs and the leaf value table; BLAS: S, t, B, V);
+Times: best of the repeats, ms per batch, measured on a quiet machine (the header gives the
+load during the run); the two paths were interleaved, so their ratio is the figure to read.
+"model KiB": arrays each path reads (traversal: 32-byte routing records, 16-byte weight
+pairs and the leaf value table; BLAS: S, t, B, V);
 "workspace": the BLAS path's margins and signs for one row block (float64 + bool per split and
 row; rows per block capped at `BLOCK_ELEMENTS / n_splits`, so at most ~36 MiB).
 BLAS runs modelled far above `--budget` seconds were not run ("traversal (BLAS not run)").
 
 Reading: the BLAS path evaluates all `2^d - 1` splits of a tree where the traversal evaluates
 `d`, so it can only win when the splits are dense (a GEMM row costs `p` multiply-adds at
-GEMM speed, a traversal step `p` scattered reads) and the trees shallow: with 256 dense
-features it wins up to depth 7-8 (up to ~11x on 30 trees, ~1.7x on one tree), with 16 dense
-features only at depth 2-3 of a forest (not at all for a single tree). For axis-aligned splits
-(converted scikit-learn forests) the traversal wins everywhere except depth 2-3 with 256
-features and large batches of a 30-tree forest (by at most 1.3x, which the rule forgoes).
+GEMM speed, a traversal step `p` scattered reads) and the trees shallow. Since the traversal's
+block walk (revision 5444b37 on, measured 2026-11-26 on AMD EPYC), with 256 dense features BLAS
+wins up to depth 6-7 (up to ~6x on 30 trees, ~1.4x on one tree), with 16 dense features only
+at depth 2-3 of a forest (not at all for a single tree), and for axis-aligned splits (converted
+scikit-learn forests) nowhere. (The run of 2026-11-22, before that walk, had BLAS winning up to
+depth 7-8 with 256 dense features, ~11x on 30 trees, and at depth 2-3 for axis-aligned splits
+with 256 features and large batches.)
 This is the same limit PEERS.md b.7 records for hummingbird's GEMM strategy (GEMM only to
 depth 3 for axis-aligned trees).
 The cost model below (`obliquetrees.machine.inference_costs`) is fitted to these rows and

@@ -58,15 +58,15 @@ def predict_mean(forest, X, n_threads=1):
 #: development machine (see ``benchmarks/results/decision_machine.md``).
 #: Nanoseconds: per call, or per row and unit of work.
 COST = {
-    "blas_call": 125270.0,  # fixed cost of one BLAS-path call, dense S (BLAS thread limit)
-    "blas_call_sparse": 35290.0,  # fixed cost of one BLAS-path call, CSR S
-    "blas_flop": 0.04627,  # per multiply-add of the margin product (dense S)
-    "blas_sparse": 1.535,  # per stored weight (CSR S, numba margins)
-    "blas_row": 2.696,  # per split (sign, margin write)
-    "select": 8.518,  # per template entry checked
-    "walk_call": 25160.0,  # fixed cost of one traversal call
-    "walk_step": 10.98,  # per traversal step (node visited)
-    "walk_weight": 1.65,  # per extra weight read in a traversal step
+    "blas_call": 118481.7,  # fixed cost of one BLAS-path call, dense S (BLAS thread limit)
+    "blas_call_sparse": 140189.6,  # fixed cost of one BLAS-path call, CSR S
+    "blas_flop": 0.05334,  # per multiply-add of the margin product (dense S)
+    "blas_sparse": 2.735,  # per stored weight (CSR S, numba margins)
+    "blas_row": 1.646,  # per split (sign, margin write)
+    "select": 6.741,  # per template entry checked
+    "walk_call": 45295.6,  # fixed cost of one traversal call
+    "walk_step": 9.064,  # per traversal step (node visited)
+    "walk_weight": 1.073,  # per extra weight read in a traversal step
 }
 #: Batches below this many rows always take the traversal (BLAS set-up costs).
 MIN_BLAS_ROWS = 64
