@@ -10,26 +10,16 @@ from obliquetrees._core.missing import MissingValues
 from obliquetrees._core.tree import ARRAY_NAMES
 from obliquetrees._training import _hinge_forward as HF
 from obliquetrees._training import hinge as H
+from tests.training.test_hinge import _params
 
-_PARAMS = H.HingeParams(
-    task="classification",
-    n_estimators=6,
-    max_depth=4,
-    tree_type="tree",
-    n_hinge_features=5,
-    head="sum",
-    optimizer="lazy_adam",
-    learning_rate=0.01,
-    batch_size=50,
-    max_epochs=1,
-    n_iter_no_change=5,
-    verbose=0,
-)
+#: the small classifier of the training tests, with these forests' shape and patience
+_SHAPE = dict(n_estimators=6, max_depth=4, n_iter_no_change=5)
 
 
 def _model(rng, tree_type="tree", n_trees=6, p=6, depth=4, n_out=3):
-    changes = dict(tree_type=tree_type, n_estimators=n_trees, max_depth=depth)
-    params = H.HingeParams(**{**vars(_PARAMS), **changes})
+    params = _params(
+        **{**_SHAPE, "tree_type": tree_type, "n_estimators": n_trees, "max_depth": depth}
+    )
     X = rng.normal(size=(50, p)) * 2 + 1
     model = H.init_model(p, n_out, params, X.mean(0), X.std(0), seed=int(rng.integers(1000)))
     model.W = rng.normal(size=model.W.shape)
@@ -108,7 +98,7 @@ def test_fit_epochs_standardising_in_place_changes_nothing_but_x(layout):
         X = np.asarray(X, order=layout)
         original = X.copy()
         y = np.arange(X.shape[0]) % 3
-        params = H.HingeParams(**{**vars(_PARAMS), "max_epochs": 2, "batch_size": 8})
+        params = _params(**_SHAPE, max_epochs=2, batch_size=8)
         H.fit_epochs(model, X, y, None, params, seed=3, overwrite_X=overwrite)
         # only a C-contiguous float64 X given to be overwritten holds the standardised input
         if overwrite and layout == "C":
