@@ -137,7 +137,7 @@ def split_node(data, start, end, node, tree_seed, table, params):
 
 @jit
 def node_mean(X, row_weight, rows, start, end):
-    """Weighted mean of the rows ``rows[start:end]`` of ``X`` (as :func:`split_block` sums)."""
+    """Weighted mean of the rows ``rows[start:end]`` of ``X``, summed in row order."""
     p = X.shape[1]
     mu = np.zeros(p)
     tw = 0.0
@@ -249,6 +249,8 @@ def split_block(data, start, end, node, tree_seed, table, params):
     m = end - start
     n_classes = value.shape[1]
     p = X.shape[1]
+    # the node's rows, centred on their weighted mean
+    mu = node_mean(X, row_weight, rows, start, end)
     yb = empty_targets(y, m)
     wb = np.empty(m)
     Xb = np.empty((m, p))
@@ -257,19 +259,7 @@ def split_block(data, start, end, node, tree_seed, table, params):
         copy_target(yb, t, y, r)
         wb[t] = row_weight[r]
         for j in range(p):
-            Xb[t, j] = X[r, j]
-    # centre on the weighted mean of the node
-    mu = np.zeros(p)
-    tw = 0.0
-    for t in range(m):
-        tw += wb[t]
-        for j in range(p):
-            mu[j] += wb[t] * Xb[t, j]
-    for j in range(p):
-        mu[j] /= tw
-    for t in range(m):
-        for j in range(p):
-            Xb[t, j] -= mu[j]
+            Xb[t, j] = X[r, j] - mu[j]
     state = np.empty(1, dtype=np.uint64)
     state[0] = node_seed(tree_seed, node)
     feature, threshold, _ = best_axis_split(
