@@ -422,8 +422,9 @@ def split_node_sparse(data, start, end, node, tree_seed, table, params):
     if feature < 0 and s < m:  # (dense: split_block)
         state[0] = node_seed(tree_seed, node)
         feature, threshold, theta0, theta1 = stump_start(block, m, n_classes, p, params, state)
-        pick = cccp_rows(m, params.max_cccp_samples, state)
-        sub = take_block_sparse(block, pick)
+        if feature >= 0:  # (no split: a leaf, nothing more to draw)
+            pick = cccp_rows(m, params.max_cccp_samples, state)
+            sub = take_block_sparse(block, pick)
     if feature < 0:
         return -1, 0, False
     w = weights[node]
