@@ -6,8 +6,9 @@ and vary the estimators' ``random_state`` (0-4); the others get 5 seeded
 75/25 splits (split seed = ``random_state``). Scores: test accuracy
 (classification) or R² (regression). Estimators: each public obliquetrees
 estimator with its defaults, forests at 30 and 100 trees, beside
-RandomForest and ExtraTrees (30 and 100 trees) and HistGradientBoosting
-(and treeple's ObliqueRandomForest when installed); every one with
+RandomForest and ExtraTrees (30 and 100 trees), HistGradientBoosting and a
+single CART tree (DecisionTree, for the single-tree estimators; and
+treeple's ObliqueRandomForest when installed); every one with
 ``n_jobs=2`` where it has the parameter.
 
 Each (data set, estimator) pair runs in its own process (all its splits in
@@ -20,8 +21,11 @@ pair (``--report`` rebuilds them without fitting).
 
 Reading: per data set, mean ± sd over the 5 runs, fit and predict seconds
 (wall, ``n_jobs=2``) and the pickled size. Against each peer, an estimator
-wins a data set when its mean is higher by more than one sd (the larger of
-the two estimators' sds), loses when lower by more than that, else ties.
+wins a data set when its runs beat the peer's on average by more than one sd
+of the per-run differences (paired: run r of both used the same split and
+seed), loses when they fall short by more than that, else ties. The
+unpaired count beside it (a difference of means within the larger of the
+two sds is a tie) leaves the split-to-split variation in and ties more.
 Average rank: per data set, estimators ranked by mean score (1 = best, ties
 share), averaged over the data sets every ranked estimator finished.
 
@@ -68,6 +72,7 @@ CLASSIFIERS = {
     "ET(30)": ("sklearn.ensemble.ExtraTreesClassifier", dict(n_estimators=30)),
     "ET(100)": ("sklearn.ensemble.ExtraTreesClassifier", dict(n_estimators=100)),
     "HGB()": ("sklearn.ensemble.HistGradientBoostingClassifier", dict()),
+    "DT()": ("sklearn.tree.DecisionTreeClassifier", dict()),
     "treeple ORF(100)": ("treeple.ObliqueRandomForestClassifier", dict(n_estimators=100)),
 }
 REGRESSORS = {
@@ -82,10 +87,11 @@ REGRESSORS = {
     "ET(30)": ("sklearn.ensemble.ExtraTreesRegressor", dict(n_estimators=30)),
     "ET(100)": ("sklearn.ensemble.ExtraTreesRegressor", dict(n_estimators=100)),
     "HGB()": ("sklearn.ensemble.HistGradientBoostingRegressor", dict()),
+    "DT()": ("sklearn.tree.DecisionTreeRegressor", dict()),
     "treeple ORF(100)": ("treeple.ObliqueRandomForestRegressor", dict(n_estimators=100)),
 }
 OURS = ["CO2(30)", "CO2(100)", "Hinge(30)", "Hinge()", "E2EDT()", "SoftTree()"]
-PEERS = ["RF(30)", "RF(100)", "ET(30)", "ET(100)", "HGB()", "treeple ORF(100)"]
+PEERS = ["RF(30)", "RF(100)", "ET(30)", "ET(100)", "HGB()", "DT()", "treeple ORF(100)"]
 REFERENCE = "RF(30)"
 
 #: One (data set, estimator) pair, all runs; prints one json line per run.
@@ -212,6 +218,7 @@ def summarize(cells):
         scores = np.array([c["score"] for c in ok])
         summary[key] = {
             "status": "ok",
+            "scores": {c["run"]: c["score"] for c in ok},
             "mean": float(scores.mean()),
             "sd": float(scores.std(ddof=1)),
             "fit s": float(np.median([c["fit s"] for c in ok])),
@@ -222,7 +229,22 @@ def summarize(cells):
 
 
 def compare(a, b):
-    """+1 win, 0 tie, -1 loss of summary ``a`` against ``b`` (tie: within one sd)."""
+    """+1 win, 0 tie, -1 loss of summary ``a`` against ``b``.
+
+    Paired: run ``r`` of both used the same split (and seed), so the
+    comparison is on the per-run differences ``a_r - b_r``; a tie is a mean
+    difference within one standard deviation of those differences. The
+    split-to-split variation that both estimators share (most of the sd of
+    each one's scores on the small sets) cancels in the difference, which
+    the unpaired reading (:func:`compare_unpaired`) leaves in.
+    """
+    diff = np.array([a["scores"][r] - b["scores"][r] for r in sorted(a["scores"])])
+    margin = diff.std(ddof=1)
+    return 0 if abs(diff.mean()) <= margin else (1 if diff.mean() > 0 else -1)
+
+
+def compare_unpaired(a, b):
+    """As :func:`compare`, unpaired: a tie is a difference of the means within the larger sd."""
     margin = max(a["sd"], b["sd"])
     diff = a["mean"] - b["mean"]
     return 0 if abs(diff) <= margin else (1 if diff > 0 else -1)
@@ -289,12 +311,15 @@ def report(cells, protocol):
         for ours in [label for label in labels if label in OURS]:
             row = {"estimator": ours}
             for peer in [label for label in labels if label in PEERS]:
-                counts = [0, 0, 0]
+                counts, unpaired = [0, 0, 0], [0, 0, 0]
                 for data in task_names:
                     a, b = summary.get((data, ours)), summary.get((data, peer))
                     if a and b and a["status"] == b["status"] == "ok":
                         counts[1 - compare(a, b)] += 1
-                row[f"vs {peer} (W/T/L)"] = "/".join(map(str, counts))
+                        unpaired[1 - compare_unpaired(a, b)] += 1
+                row[f"vs {peer}: W/T/L (unpaired)"] = (
+                    "/".join(map(str, counts)) + f" ({'/'.join(map(str, unpaired))})"
+                )
             wtl.append(row)
         tables.append((f"{task}: wins / ties / losses against each peer", wtl))
         mean_rank, n_ranked = ranks(summary, task_names, labels)
@@ -330,12 +355,21 @@ def report(cells, protocol):
                 }
             )
             records.append((task, data, best, ours[best]["mean"] - ref["mean"], verdict))
+        tables.append(
+            (
+                f"{task}: per data set, the best obliquetrees estimator against the best "
+                "scikit-learn one (both chosen on these test means; verdict paired)",
+                _best_of_each(summary, task_names, labels),
+            )
+        )
         if best_rows:
-            won = sum(r["verdict"] == "win" for r in best_rows)
+            count = {v: sum(r["verdict"] == v for r in best_rows) for v in ("win", "tie", "loss")}
+            higher = sum(r["its mean"] > r[f"{REFERENCE} mean"] for r in best_rows)
             tables.append(
                 (
-                    f"{task}: the best obliquetrees estimator per data set against {REFERENCE} "
-                    f"({won} wins of {len(best_rows)})",
+                    f"{task}: the best obliquetrees estimator per data set (chosen on these test "
+                    f"means) against {REFERENCE}: {count['win']} wins, {count['tie']} ties, "
+                    f"{count['loss']} losses of {len(best_rows)}; mean higher on {higher}",
                     best_rows,
                 )
             )
@@ -359,6 +393,43 @@ def report(cells, protocol):
     )
     if protocol == "test" and records:
         _figure(records)
+
+
+def _best_of_each(summary, names, labels):
+    """Rows: data set shape, best of ours, best peer, who wins (paired)."""
+    rows = []
+    for data in names:
+        done = {
+            k: summary[(data, k)]
+            for k in labels
+            if summary.get((data, k), {}).get("status") == "ok"
+        }
+        ours = [k for k in done if k in OURS]
+        peers = [k for k in done if k in PEERS]
+        if not ours or not peers:
+            continue
+        a = max(ours, key=lambda k: done[k]["mean"])
+        b = max(peers, key=lambda k: done[k]["mean"])
+        n_rows, n_features = _shape(data)
+        verdict = {1: "obliquetrees", 0: "tie", -1: "scikit-learn"}[compare(done[a], done[b])]
+        rows.append(
+            {
+                "data set": data,
+                "training rows": n_rows,
+                "features": n_features,
+                "best obliquetrees": f"{a} {done[a]['mean']:.4f}",
+                "best scikit-learn": f"{b} {done[b]['mean']:.4f}",
+                "better": verdict,
+            }
+        )
+    return rows
+
+
+@functools.cache
+def _shape(name):
+    """Rows of a run's training part and number of features."""
+    X = run_data(name, 0)[0]
+    return X.shape
 
 
 def _figure(records):
