@@ -41,6 +41,7 @@ SUBCOMMANDS = {
     "onnx": "benchmarks.bench_onnx",
     "scale": "benchmarks.bench_scale",
     "suite": "benchmarks.bench_suite",
+    "defaults-validation": "benchmarks.defaults_validation",
     "run": "benchmarks.run",
 }
 
