@@ -12,7 +12,7 @@ REFERENCES = """
        Hinge Forest for Differentiable Learning", arXiv:1802.03882, 2018.
 """
 
-PARAMETERS = """
+_PARAMETERS = """
     Parameters
     ----------
     n_estimators : int, default=100
@@ -29,13 +29,13 @@ PARAMETERS = """
         (the paper's "100 inner product" features). None feeds the
         standardised raw features instead (no linear layer). Each decision
         tests one of these features, drawn at random once (not learnt).
-    head : {"sum", "linear"}, default="sum"
+    head : {"sum", "linear"}, default=%(head_default)s
         How tree outputs are combined: ``"sum"`` gives every leaf a
         ``n_outputs``-vector and sums over trees (the paper's letter/USPS
         architecture); ``"linear"`` gives every leaf a scalar and learns a
         linear layer (with bias) from the M tree outputs (the reference
         code's UCI architecture).
-    optimizer : {"adam", "lazy_adam", "adagrad", "sgd"}, default="lazy_adam"
+%(head_why)s    optimizer : {"adam", "lazy_adam", "adagrad", "sgd"}, default="lazy_adam"
         ``"adam"``: Adam on every parameter every step (the paper).
         ``"lazy_adam"``: Adam whose moments and values move only for the leaf
         rows and thresholds that received a gradient in the batch (the
@@ -66,6 +66,17 @@ PARAMETERS = """
         epochs unless ``max_epochs`` comes first. Each epoch costs a pass over
         the data; 5 stops near the best epoch (see Notes).
 """
+
+
+
+def parameters(head_default, head_why=""):
+    """The parameters section with the estimator's default ``head``.
+
+    ``head_why``: lines (indented 8 spaces, each ending in a newline) saying
+    why that default, placed at the end of the ``head`` entry.
+    """
+    return _PARAMETERS % {"head_default": head_default, "head_why": head_why}
+
 
 #: The classifier's ``class_weight``, between :data:`PARAMETERS` and :data:`PARAMETERS_TAIL`.
 CLASS_WEIGHT = """    class_weight : "balanced", dict or None, default=None
