@@ -64,34 +64,6 @@ class _BaseCO2Forest(BaseObliqueForest):
         "warm_start": ["boolean"],
     }
 
-    def __init__(
-        self,
-        n_estimators=100,
-        *,
-        nu=10.0,
-        learning_rate=0.1,
-        max_features="sqrt",
-        max_depth=None,
-        min_samples_split=2,
-        min_samples_leaf=1,
-        max_leaf_nodes=None,
-        min_impurity_decrease=0.0,
-        batch_size=100,
-        momentum=0.9,
-        cccp_epochs=3,
-        max_cccp_iter=20,
-        tol=1e-3,
-        max_cccp_samples=2048,
-        bootstrap=True,
-        max_samples=None,
-        oob_score=False,
-        n_jobs=None,
-        random_state=None,
-        verbose=0,
-        warm_start=False,
-    ):
-        store_init_parameters(self, locals())
-
     @_fit_context(prefer_skip_nested_validation=True)
     @fill_doc
     def fit(self, X, y, sample_weight=None):

@@ -68,7 +68,6 @@ _PARAMETERS = """
 """
 
 
-
 def parameters(head_default, head_why=""):
     """The parameters section with the estimator's default ``head``.
 
