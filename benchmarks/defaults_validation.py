@@ -123,11 +123,18 @@ def report(cells):
         tables.append(
             (f"{family}: against the default (ranks over {n_ranked} data sets)", decision)
         )
+    loads = [x for c in cells for x in c["load"]]
+    notes = (
+        __doc__.split("\n\n", 1)[1].split("\n\n    python")[0]
+        + f"\n\nCells: {len(cells)}; CPU {', '.join(sorted({c['CPU'] for c in cells}))}; "
+        f"revisions {', '.join(sorted({c['revision'] for c in cells}))}; 1-minute load average "
+        f"at the pairs' starts and ends {min(loads):.1f}-{max(loads):.1f}."
+    )
     write_results(
         "defaults_validation.md",
         "Defaults on validation splits",
         tables,
-        __doc__.split("\n\n", 1)[1].split("\n\n    python")[0],
+        notes,
         command="python -m benchmarks defaults-validation",
     )
 
