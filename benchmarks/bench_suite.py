@@ -448,7 +448,10 @@ def _figure(records):
     )
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_xlabel(f"best obliquetrees estimator minus {REFERENCE} (mean test score)")
-    ax.set_title("Suite: green = win, grey = tie (within one sd), red = loss")
+    ax.set_title(
+        "Suite: green = win, grey = tie, red = loss\n"
+        "(paired: within one sd of the per-run differences is a tie)"
+    )
     fig.tight_layout()
     write_results("suite.png", figure=fig, command="python -m benchmarks suite --report")
     plt.close(fig)
