@@ -33,8 +33,8 @@ class CO2ForestRegressor(ObliqueRegressorMixin, _BaseCO2Forest):
         fraction of ``n_features`` or all features (None). All features by
         default, as scikit-learn's forest regressors (the classifier's
         ``"sqrt"`` scored lower on validation splits of 5 of the 9
-        regression data sets and higher on none, at about the same fit
-        time: ``benchmarks/results/defaults_validation.md``).
+        regression data sets and higher on none; all features cost 1.1-1.6x
+        its fit time, median 1.4x: ``benchmarks/results/defaults_validation.md``).
     max_depth : int, default=None
         Maximum depth; None grows until leaves hold one target value.
     min_samples_split : int, default=2
