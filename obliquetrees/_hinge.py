@@ -536,9 +536,9 @@ class HingeForestRegressor(ObliqueRegressorMixin, _BaseHingeForest):
 """
         + docs.parameters(
             '"linear"',
-            """        The regressor's default since the suite of issue 22: on
-        validation splits of the training parts of the nine regression
-        data sets it scored higher than ``"sum"`` on 7 and tied on 2
+            """        The regressor's default: on validation splits of the
+        training parts of the nine regression data sets of the benchmark
+        suite it beat ``"sum"`` on 7 and tied on 2, run by run
         (``benchmarks/results/defaults_validation.md``); ``"sum"`` is
         the paper's architecture.
 """,

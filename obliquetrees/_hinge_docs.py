@@ -77,7 +77,7 @@ def parameters(head_default, head_why=""):
     return _PARAMETERS % {"head_default": head_default, "head_why": head_why}
 
 
-#: The classifier's ``class_weight``, between :data:`PARAMETERS` and :data:`PARAMETERS_TAIL`.
+#: The classifier's ``class_weight``, between :func:`parameters` and :data:`PARAMETERS_TAIL`.
 CLASS_WEIGHT = """    class_weight : "balanced", dict or None, default=None
         Weights of the classes, multiplied with ``sample_weight``: they scale
         each sample's loss in training and in the early-stopping validation
