@@ -202,6 +202,31 @@ def run_pair(data, label, spec, protocol, runs, timeout):
     return cells
 
 
+def run_missing(cells, path, data, label, spec, protocol, timeout, tags=None):
+    """Run the runs of one pair that ``cells`` has no score for; store and return the cells.
+
+    The pair is the cells of ``data`` and ``label`` carrying ``tags`` (extra
+    keys, e.g. a candidate family); its new cells get the tags, replace its
+    unfinished ones and the whole list is written to ``path`` at once, which
+    is what makes a run resumable. Returns ``(cells, new)``.
+    """
+    tags = tags or {}
+
+    def of_pair(c):
+        return (c["data"], c["estimator"]) == (data, label) and all(
+            c.get(k) == v for k, v in tags.items()
+        )
+
+    done = {c["run"] for c in cells if of_pair(c) and "score" in c}
+    runs = [r for r in range(N_RUNS) if r not in done]
+    if not runs:
+        return cells, []
+    new = [{**c, **tags} for c in run_pair(data, label, spec, protocol, runs, timeout)]
+    cells = [c for c in cells if not (of_pair(c) and c["run"] in runs)] + new
+    path.write_text(json.dumps(cells, indent=1, default=float))
+    return cells, new
+
+
 # ---------------------------------------------------------------- report
 def summarize(cells):
     """Per (data set, estimator): mean, sd, times, size, runs, status."""
@@ -336,25 +361,21 @@ def report(cells, protocol):
         best_rows = []
         for data in task_names:
             ref = summary.get((data, REFERENCE))
-            ours = {
-                k: summary[(data, k)]
-                for k in OURS
-                if summary.get((data, k), {}).get("status") == "ok"
-            }
-            if not ref or ref["status"] != "ok" or not ours:
+            best = _best(summary, data, OURS)
+            if not ref or ref["status"] != "ok" or best is None:
                 continue
-            best = max(ours, key=lambda k: ours[k]["mean"])
-            verdict = {1: "win", 0: "tie", -1: "loss"}[compare(ours[best], ref)]
+            mine = summary[(data, best)]
+            verdict = {1: "win", 0: "tie", -1: "loss"}[compare(mine, ref)]
             best_rows.append(
                 {
                     "data set": data,
                     "best obliquetrees": best,
-                    "its mean": ours[best]["mean"],
+                    "its mean": mine["mean"],
                     f"{REFERENCE} mean": ref["mean"],
                     "verdict": verdict,
                 }
             )
-            records.append((task, data, best, ours[best]["mean"] - ref["mean"], verdict))
+            records.append((task, data, best, mine["mean"] - ref["mean"], verdict))
         tables.append(
             (
                 f"{task}: per data set, the best obliquetrees estimator against the best "
@@ -399,17 +420,11 @@ def _best_of_each(summary, names, labels):
     """Rows: data set shape, best of ours, best peer, who wins (paired)."""
     rows = []
     for data in names:
-        done = {
-            k: summary[(data, k)]
-            for k in labels
-            if summary.get((data, k), {}).get("status") == "ok"
-        }
-        ours = [k for k in done if k in OURS]
-        peers = [k for k in done if k in PEERS]
-        if not ours or not peers:
+        a = _best(summary, data, [k for k in labels if k in OURS])
+        b = _best(summary, data, [k for k in labels if k in PEERS])
+        if a is None or b is None:
             continue
-        a = max(ours, key=lambda k: done[k]["mean"])
-        b = max(peers, key=lambda k: done[k]["mean"])
+        done = {a: summary[(data, a)], b: summary[(data, b)]}
         n_rows, n_features = _shape(data)
         verdict = {1: "obliquetrees", 0: "tie", -1: "scikit-learn"}[compare(done[a], done[b])]
         rows.append(
@@ -423,6 +438,12 @@ def _best_of_each(summary, names, labels):
             }
         )
     return rows
+
+
+def _best(summary, data, labels):
+    """The label of highest mean score among ``labels`` that finished on ``data``, or None."""
+    done = [k for k in labels if summary.get((data, k), {}).get("status") == "ok"]
+    return max(done, key=lambda k: summary[(data, k)]["mean"]) if done else None
 
 
 @functools.cache
@@ -476,21 +497,11 @@ def main(args):
             for label, spec in estimators(task_of(data)).items():
                 if args.estimators and label not in args.estimators:
                     continue
-                stored = {
-                    c["run"]
-                    for c in cells
-                    if c["data"] == data and c["estimator"] == label and "score" in c
-                }
-                runs = [r for r in range(N_RUNS) if r not in stored]
-                if not runs:
+                cells, new = run_missing(
+                    cells, path, data, label, spec, args.protocol, args.timeout
+                )
+                if not new:
                     continue
-                new = run_pair(data, label, spec, args.protocol, runs, args.timeout)
-                cells = [
-                    c
-                    for c in cells
-                    if not (c["data"] == data and c["estimator"] == label and c["run"] in runs)
-                ] + new
-                path.write_text(json.dumps(cells, indent=1, default=float))
                 print(
                     data, label, [round(c.get("score", float("nan")), 4) for c in new], flush=True
                 )

@@ -41,11 +41,17 @@ resumable like the suite).
     python -m benchmarks defaults-validation --family hinge-regressor
 """
 
-import json
-
 import numpy as np
 
-from benchmarks.bench_suite import compare, data_sets, ranks, run_pair, summarize, task_of
+from benchmarks.bench_suite import (
+    N_RUNS,
+    compare,
+    data_sets,
+    ranks,
+    run_missing,
+    summarize,
+    task_of,
+)
 from benchmarks.common import read_runs, results_path, write_results
 
 #: family -> (task, dotted class, {label: parameters}); the first label is the default.
@@ -84,7 +90,6 @@ FAMILIES = {
         },
     ),
 }
-N_RUNS = 5
 RESULTS = "defaults_validation.json"
 
 
@@ -180,26 +185,12 @@ def main(args):
         task, dotted, candidates = FAMILIES[family]
         for data in [d for d in args.data or data_sets() if task_of(d) == task]:
             for label, params in candidates.items():
-                done = {
-                    c["run"]
-                    for c in cells
-                    if (c["family"], c["data"], c["estimator"]) == (family, data, label)
-                    and "score" in c
-                }
-                runs = [r for r in range(N_RUNS) if r not in done]
-                if not runs:
+                spec = (dotted, params)
+                cells, new = run_missing(
+                    cells, path, data, label, spec, "validation", args.timeout, {"family": family}
+                )
+                if not new:
                     continue
-                new = run_pair(data, label, (dotted, params), "validation", runs, args.timeout)
-                new = [{**c, "family": family} for c in new]
-                cells = [
-                    c
-                    for c in cells
-                    if not (
-                        (c["family"], c["data"], c["estimator"]) == (family, data, label)
-                        and c["run"] in runs
-                    )
-                ] + new
-                path.write_text(json.dumps(cells, indent=1, default=float))
                 print(family, data, label, [round(c.get("score", np.nan), 4) for c in new])
                 report(cells)
     if cells:
