@@ -198,7 +198,8 @@ def to_forest(model, counts, value_scale=1.0, fold=None):
     capacity = M * (L - 1) * model.A.shape[1]
     packed = {}
     weight_offset = np.zeros(M + 1, dtype=INDEX_DTYPE)
-    n_features = None
+    n_features = fill = None
+    per_weight = _PER_WEIGHT
     for m in range(M):
         tree = build(m)
         if fold is not None:
@@ -207,12 +208,14 @@ def to_forest(model, counts, value_scale=1.0, fold=None):
         # the offsets are right by construction
         tree.check_invariants()
         if not packed:
-            n_features = tree.n_features
+            n_features, fill = tree.n_features, tree.missing_fill
+            if fill is not None:  # compact missing-value terms: one fill for the forest
+                per_weight = tuple(name for name in _PER_WEIGHT if name != "weight_missing")
             for name in _NODE_ARRAYS:
                 part = getattr(tree, name)
                 packed[name] = np.empty((M * n_nodes,) + part.shape[1:], dtype=part.dtype)
             packed["weight_indptr"] = np.empty(M * (n_nodes + 1), dtype=INDEX_DTYPE)
-            for name in _PER_WEIGHT:
+            for name in per_weight:
                 packed[name] = np.empty(capacity, dtype=getattr(tree, name).dtype)
         for name in _NODE_ARRAYS:
             packed[name][m * n_nodes : (m + 1) * n_nodes] = getattr(tree, name)
@@ -220,12 +223,17 @@ def to_forest(model, counts, value_scale=1.0, fold=None):
         start, stop = weight_offset[m], weight_offset[m] + tree.weight_index.shape[0]
         if stop > capacity or tree.node_count != n_nodes or tree.n_features != n_features:
             raise RuntimeError("a folded hinge tree has more weights or nodes than when built.")
-        for name in _PER_WEIGHT:
+        if (tree.missing_fill is None) != (fill is None) or (
+            fill is not None and not np.array_equal(tree.missing_fill, fill)
+        ):
+            raise RuntimeError("the folded hinge trees store their missing-value terms unlike.")
+        for name in per_weight:
             packed[name][start:stop] = getattr(tree, name)
         weight_offset[m + 1] = stop
-    for name in _PER_WEIGHT:
+    for name in per_weight:
         # the sole reference: shrinking reallocates in place (no second copy)
         packed[name].resize(int(weight_offset[-1]), refcheck=False)
+    packed["missing_fill"] = fill
     node_offset = np.arange(M + 1, dtype=INDEX_DTYPE) * n_nodes
     return ObliqueForest(packed, node_offset, weight_offset, n_features)
 
