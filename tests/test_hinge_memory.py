@@ -55,7 +55,8 @@ def test_to_forest_packs_exactly_the_folded_trees(rng, tree_type, case):
 
 
 def _forest_bytes(forest):
-    return sum(getattr(forest, name).nbytes for name in ARRAY_NAMES)
+    """Bytes of the arrays the forest stores (not the offsets)."""
+    return forest.nbytes - forest.node_offset.nbytes - forest.weight_offset.nbytes
 
 
 def test_to_forest_peak_is_about_the_forest(rng):
@@ -129,12 +130,13 @@ def test_projected_bytes_cover_the_fitted_model(params):
 
     forest = _forest_bytes(est.forest_)
     m = est._model
-    per_tree_state = [m.W, m.thr, m.feat] + [
+    per_tree_state = [m.W, m.thr, m.feat, est._leaf_counts] + [
         m.opt_state[k] for k in ("W_1", "W_2", "thr_1", "thr_2", "wmark", "wslot", "tmark", "tslot")
     ]
     state = sum(a.nbytes for a in per_tree_state)
     projected = est._projected_bytes(X.shape[1], 3)
     dense_buffer = (2 ** (est.max_depth + 1) - 1) * X.shape[1] * 8
-    # the stored trees (weights with their missing-value terms) and the per-tree training
-    # state exactly, plus one tree's dense buffer (the linear layer and head are left out)
+    # the stored trees (weights with their feature ids; no NaN in training: compact
+    # missing-value terms, one fill per feature) and the per-tree training state
+    # exactly, plus one tree's dense buffer (the linear layer and head are left out)
     assert projected - dense_buffer == forest + state

@@ -225,6 +225,12 @@ class ObliqueForest:
         return int(self.value.shape[1])
 
     @property
+    def nbytes(self):
+        """Bytes of the stored arrays (compact missing-value terms: their fill only)."""
+        names = _NODE_ARRAYS + _WEIGHT_ARRAYS + ("missing_fill", "node_offset", "weight_offset")
+        return sum(a.nbytes for a in (self.__dict__.get(n) for n in names) if a is not None)
+
+    @property
     def trees(self):
         """The individual trees, as views of the packed arrays."""
         if self._trees is None:

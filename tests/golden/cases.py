@@ -172,6 +172,7 @@ def _digest(array):
 def fingerprint(model, X):
     """Checksums of the fitted arrays and of every prediction on ``X``."""
     arrays = {}
+    getattr(model, "forest_", None)  # hinge forests store their trees on first access
     for key in sorted(vars(model)):
         if key.endswith("_") and not key.startswith("__") and key not in _NOT_MODEL:
             _arrays(vars(model)[key], key, arrays)
