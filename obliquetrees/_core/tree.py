@@ -613,7 +613,9 @@ def fold_standardization(tree, mean, scale):
     Returns
     -------
     tree : ObliqueTree
-        A new tree with the same structure and leaf values.
+        A new tree with the same structure and leaf values; its terms are in
+        the compact form (``missing_fill`` is ``mean``) when they are exactly
+        ``value * mean[index]``.
 
     Raises
     ------
@@ -645,6 +647,12 @@ def fold_standardization(tree, mean, scale):
             f"scale is too small for its weight, scales down to {np.min(scale):.3g}); "
             "rescale X."
         )
+    # A tree trained without missing-value terms has the terms value * mean[index]
+    # (bit for bit unless a zero's sign differs): stored compactly as the mean.
+    if np.array_equal(missing.view(np.int64), centre.view(np.int64)):
+        terms = {"missing_fill": mean}
+    else:
+        terms = {"weight_missing": missing}
     return ObliqueTree(
         tree.children_left,
         tree.children_right,
@@ -656,5 +664,5 @@ def fold_standardization(tree, mean, scale):
         tree.n_node_samples,
         n_features=tree.n_features,
         depth=tree.depth,
-        weight_missing=missing,
+        **terms,
     )
