@@ -16,7 +16,7 @@ from obliquetrees._core.tree import (
     check_centred_range,
     prescale_exponents,
 )
-from obliquetrees._core.validation import VALUE_DTYPE, check_array, check_finite
+from obliquetrees._hinge_trees import TreesOnDemand
 from obliquetrees.base import (
     BaseObliqueForest,
     ObliqueClassifierMixin,
@@ -40,7 +40,7 @@ WARN_MODEL_BYTES = 2**30
 MAX_MODEL_BYTES = 2**34
 
 
-class _BaseHingeForest(BaseObliqueForest):
+class _BaseHingeForest(TreesOnDemand, BaseObliqueForest):
     """Shared parameters, training and prediction of the hinge forests.
 
     Each public class has its own ``__init__`` (scikit-learn reads the
@@ -315,45 +315,7 @@ class _BaseHingeForest(BaseObliqueForest):
     def _index_y(self, y):
         return y
 
-    # ------------------------------------------------------------ the trees
-    def __getattr__(self, name):
-        """``forest_``, built from the trained model on first access.
-
-        Prediction runs the hinge model itself; the oblique trees (``forest_``,
-        ``trees_``) serve :meth:`apply`, :meth:`decision_path`, inspection
-        and export. They hold a dense weight row per split (100 trees of depth
-        10 on 40 features: 64 MiB, more than the training state), so ``fit``
-        keeps only the training samples per leaf, and the trees are stored
-        from the model and those counts when first asked for, tree by tree
-        (:func:`~obliquetrees._training._hinge_forward.to_forest`): the same
-        arrays ``fit`` stored before. Pickles leave them out.
-        """
-        if name != "forest_" or "_leaf_counts" not in self.__dict__:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        from obliquetrees._training._hinge_forward import to_forest  # imports numba
-
-        model, counts = self._model, self._leaf_counts
-        shape = (model.n_trees, model.W.shape[1])
-        try:
-            check_array(counts, "_leaf_counts", VALUE_DTYPE, 2, shape)
-            check_finite(counts, "_leaf_counts")
-        except ValueError as exc:
-            raise ValueError(f"Invalid {type(self).__name__}: {exc}") from None
-        forest = to_forest(model, counts, self._value_scale(), self._missing.fold)
-        self.__dict__["forest_"] = forest
-        return forest
-
-    @property
-    def trees_(self):
-        """list of ObliqueTree: the fitted trees (built on first access, see ``forest_``)."""
-        return self.forest_.trees
-
     # ------------------------------------------------------------- pickle
-    @property
-    def _not_saved(self):
-        # derived from _model and _leaf_counts; models fitted before keep theirs
-        return ("forest_",) if "_leaf_counts" in self.__dict__ else ()
-
     def _fitted_container_names(self):
         return super()._fitted_container_names() | {"_model"}
 

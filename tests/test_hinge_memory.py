@@ -140,3 +140,58 @@ def test_projected_bytes_cover_the_fitted_model(params):
     # missing-value terms, one fill per feature) and the per-tree training state
     # exactly, plus one tree's dense buffer (the linear layer and head are left out)
     assert projected - dense_buffer == forest + state
+
+
+def _fitted_hinge(**params):
+    from sklearn.datasets import make_classification
+
+    from obliquetrees import HingeForestClassifier
+
+    X, y = make_classification(300, 8, n_informative=5, n_classes=3, random_state=0)
+    kw = dict(n_estimators=5, max_depth=3, max_epochs=2, random_state=0)
+    return HingeForestClassifier(**{**kw, **params}).fit(X, y), X, y
+
+
+def test_fit_keeps_leaf_counts_and_stores_the_trees_on_first_access():
+    est, X, _ = _fitted_hinge()
+    assert "forest_" not in est.__dict__  # fit did not store them
+    est.predict(X)
+    assert "forest_" not in est.__dict__  # prediction runs the hinge model
+    expected = HF.to_forest(est._model, est._leaf_counts, fold=est._missing.fold)
+    got = est.forest_
+    assert est.__dict__["forest_"] is got and est.trees_[0].n_features == X.shape[1]
+    _assert_same_forest(got, expected)
+    np.testing.assert_array_equal(est._leaf_counts, HF.leaf_counts(est._model, X))
+
+
+def test_pickles_leave_the_trees_out_and_rebuild_them(tmp_path):
+    import pickle
+
+    est, X, _ = _fitted_hinge()
+    forest = est.forest_
+    state = est.__getstate__()
+    assert "forest_" not in state and "forest_" not in state.get("_obliquetrees_containers", {})
+    loaded = pickle.loads(pickle.dumps(est))
+    _assert_same_forest(loaded.forest_, forest)
+    np.testing.assert_array_equal(loaded.apply(X), est.apply(X))
+    # a model pickled before (its forest_, no leaf counts) keeps its trees
+    old = pickle.loads(pickle.dumps(est))
+    del old.__dict__["_leaf_counts"]
+    assert "forest_" in old.__getstate__()["_obliquetrees_containers"]
+    again = pickle.loads(pickle.dumps(old))
+    _assert_same_forest(again.__dict__["forest_"], forest)
+    # tampered leaf counts are refused when the trees are built (at load)
+    bad = pickle.loads(pickle.dumps(est))
+    bad._leaf_counts = bad._leaf_counts[:, :-1]
+    with pytest.raises(ValueError, match="_leaf_counts"):
+        pickle.loads(pickle.dumps(bad))
+
+
+def test_refitting_drops_the_stored_trees():
+    est, X, y = _fitted_hinge(warm_start=True)
+    before = est.forest_
+    est.set_params(max_epochs=1).fit(X, y)
+    assert "forest_" not in est.__dict__
+    assert not np.array_equal(est.forest_.bias, before.bias)
+    est.partial_fit(X, y)
+    assert "forest_" not in est.__dict__
