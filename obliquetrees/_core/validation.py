@@ -21,7 +21,7 @@ FEATURE_DTYPE = np.dtype(np.int32)
 #: Widest input a container can refer to (feature ids are ``FEATURE_DTYPE``).
 MAX_FEATURES = int(np.iinfo(np.int32).max)
 #: Weights whose missing-value terms are checked per chunk (bounds the temporary).
-_TERM_CHUNK = 1 << 20
+_TERM_CHUNK = 1 << 16
 #: The traversal kernels' routing layout stores global node ids as int32.
 MAX_TOTAL_NODES = np.iinfo(np.int32).max - 1
 _ARRAY_NAMES = (
