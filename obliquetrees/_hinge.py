@@ -16,6 +16,7 @@ from obliquetrees._core.tree import (
     check_centred_range,
     prescale_exponents,
 )
+from obliquetrees._hinge_trees import TreesOnDemand
 from obliquetrees.base import (
     BaseObliqueForest,
     ObliqueClassifierMixin,
@@ -39,7 +40,7 @@ WARN_MODEL_BYTES = 2**30
 MAX_MODEL_BYTES = 2**34
 
 
-class _BaseHingeForest(BaseObliqueForest):
+class _BaseHingeForest(TreesOnDemand, BaseObliqueForest):
     """Shared parameters, training and prediction of the hinge forests.
 
     Each public class has its own ``__init__`` (scikit-learn reads the
@@ -111,30 +112,34 @@ class _BaseHingeForest(BaseObliqueForest):
     # model learns) and _n_model_outputs().
 
     # ------------------------------------------------------------ fitting
-    def _projected_bytes(self, n_features, n_outputs):
-        """Estimated peak bytes of the fitted model, from its shape alone.
+    def _projected_bytes(self, n_features, n_outputs, explicit_terms=False):
+        """Estimated peak bytes of the fitted model with its trees, from its shape alone.
 
         The stored trees (per node: children, bias, sample count, depth,
         weight pointer and ``C`` leaf values, 8 bytes each; per split one
-        weight, index and missing-value term per input feature, or one with
-        ``n_hinge_features=None``), the training state (leaf weights and
+        weight (8 bytes) and feature id (4) per input feature, or one with
+        ``n_hinge_features=None``, and with ``explicit_terms`` (missing-value
+        indicators) a missing-value term (8) each, else one fill value per
+        feature for the forest), the training state (leaf weights and
         thresholds with two optimiser moments each, bookkeeping per leaf and
-        split) and the dense ``n_nodes x n_features`` buffer of one tree while
-        it is stored.
+        split, the training samples per leaf) and the dense ``n_nodes x
+        n_features`` buffer of one tree while it is stored.
         """
         n_leaves = 2**self.max_depth
         n_nodes = 2 * n_leaves - 1
         n_thr = self.max_depth if self.tree_type == "fern" else n_leaves - 1
         width = n_outputs if self.head == "sum" else 1
         per_split = n_features if self.n_hinge_features is not None else 1
+        per_weight = 20 if explicit_terms else 12
+        fill = 0 if explicit_terms else 8 * n_features
         # + 8: the weight pointer's closing entry
-        trees = n_nodes * 8 * (6 + width) + 8 + (n_leaves - 1) * per_split * 24
-        state = 8 * (3 * n_leaves * width + 3 * n_thr + 2 * n_leaves + 3 * n_thr)
-        return self.n_estimators * (trees + state) + n_nodes * n_features * 8
+        trees = n_nodes * 8 * (6 + width) + 8 + (n_leaves - 1) * per_split * per_weight
+        state = 8 * (3 * n_leaves * width + 3 * n_thr + 3 * n_leaves + 3 * n_thr)
+        return self.n_estimators * (trees + state) + fill + n_nodes * n_features * 8
 
-    def _check_model_size(self, n_features, n_outputs):
+    def _check_model_size(self, n_features, n_outputs, explicit_terms=False):
         """Refuse a model too large to hold; warn about a large one."""
-        size = self._projected_bytes(n_features, n_outputs)
+        size = self._projected_bytes(n_features, n_outputs, explicit_terms)
         shape = (
             f"{self.n_estimators} trees of depth {self.max_depth} on {n_features} "
             f"features take about {size / 2**30:.3g} GiB ({size} bytes)"
@@ -156,7 +161,8 @@ class _BaseHingeForest(BaseObliqueForest):
         self._seeds = draw_seeds(self.random_state, 3)
         classification = isinstance(self, ObliqueClassifierMixin)
         self._missing = MissingValues.from_data(X, sample_weight, y, classification)
-        self._check_model_size(self._missing.n_inputs, self._n_model_outputs())
+        explicit = bool(self._missing.columns.size)  # indicators: one term per weight
+        self._check_model_size(self._missing.n_inputs, self._n_model_outputs(), explicit)
         self.n_iter_ = 0
 
     def _check_warm_model(self, n_features, old_classes=None):
@@ -220,7 +226,7 @@ class _BaseHingeForest(BaseObliqueForest):
             verbose=self.verbose,
         )
         try:
-            model, forest, hist = fit_hinge(
+            model, counts, hist = fit_hinge(
                 self._missing.augment(X),
                 T,
                 sample_weight,
@@ -231,8 +237,6 @@ class _BaseHingeForest(BaseObliqueForest):
                 epoch_seed=int(self._seeds[2]),
                 epochs_done=int(self.n_iter_),
                 validation=self._validation_split(T) if validate else None,
-                value_scale=self._value_scale(),
-                fold=self._missing.fold,
                 n_threads=self._prediction_threads(),
             )
         except FloatingPointError as exc:
@@ -240,8 +244,9 @@ class _BaseHingeForest(BaseObliqueForest):
                 f"{type(self).__name__} training diverged ({exc}); lower learning_rate."
             ) from exc
         self._model = model
-        # packed tree by tree as it was stored: never the trees and the forest at once
-        self.forest_ = forest
+        # the trees are derived from the model and these counts on first use (forest_)
+        self._leaf_counts = counts
+        self.__dict__.pop("forest_", None)
         self.n_iter_ += len(hist["loss"])
         self.best_epoch_ = hist["best_epoch"]
         self.loss_curve_ = hist["loss"]

@@ -127,7 +127,12 @@ ATTRIBUTES = """
         ``|r*| value`` with ``r*`` the decision margin of smallest magnitude on
         the path, which needs the hinge kernel (used by ``predict``).
     forest_ : ObliqueForest
-        The same trees, packed.
+        The same trees, packed. Stored on first access (of ``forest_``,
+        ``trees_``, :meth:`apply`, :meth:`decision_path`, inspection or
+        export) from the trained model and its training samples per leaf, not
+        by ``fit``: prediction does not need them, and with a dense weight
+        row per split they outweigh the training state (100 trees of depth
+        10 on 40 features: 64 MiB). Pickles leave them out.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)

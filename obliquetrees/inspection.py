@@ -83,8 +83,9 @@ def _trees_of(model):
         return [model]
     if isinstance(model, ObliqueForest):
         return model.trees
-    if "forest_" in getattr(model, "__dict__", {}):
-        return model.forest_.trees
+    forest = getattr(model, "forest_", None)  # hinge forests build theirs on first access
+    if isinstance(forest, ObliqueForest):
+        return forest.trees
     if "tree_" in getattr(model, "__dict__", {}) and isinstance(model.tree_, ObliqueTree):
         return [model.tree_]
     from sklearn.exceptions import NotFittedError

@@ -55,7 +55,8 @@ def test_to_forest_packs_exactly_the_folded_trees(rng, tree_type, case):
 
 
 def _forest_bytes(forest):
-    return sum(getattr(forest, name).nbytes for name in ARRAY_NAMES)
+    """Bytes of the arrays the forest stores (not the offsets)."""
+    return forest.nbytes - forest.node_offset.nbytes - forest.weight_offset.nbytes
 
 
 def test_to_forest_peak_is_about_the_forest(rng):
@@ -129,12 +130,68 @@ def test_projected_bytes_cover_the_fitted_model(params):
 
     forest = _forest_bytes(est.forest_)
     m = est._model
-    per_tree_state = [m.W, m.thr, m.feat] + [
+    per_tree_state = [m.W, m.thr, m.feat, est._leaf_counts] + [
         m.opt_state[k] for k in ("W_1", "W_2", "thr_1", "thr_2", "wmark", "wslot", "tmark", "tslot")
     ]
     state = sum(a.nbytes for a in per_tree_state)
     projected = est._projected_bytes(X.shape[1], 3)
     dense_buffer = (2 ** (est.max_depth + 1) - 1) * X.shape[1] * 8
-    # the stored trees (weights with their missing-value terms) and the per-tree training
-    # state exactly, plus one tree's dense buffer (the linear layer and head are left out)
+    # the stored trees (weights with their feature ids; no NaN in training: compact
+    # missing-value terms, one fill per feature) and the per-tree training state
+    # exactly, plus one tree's dense buffer (the linear layer and head are left out)
     assert projected - dense_buffer == forest + state
+
+
+def _fitted_hinge(**params):
+    from sklearn.datasets import make_classification
+
+    from obliquetrees import HingeForestClassifier
+
+    X, y = make_classification(300, 8, n_informative=5, n_classes=3, random_state=0)
+    kw = dict(n_estimators=5, max_depth=3, max_epochs=2, random_state=0)
+    return HingeForestClassifier(**{**kw, **params}).fit(X, y), X, y
+
+
+def test_fit_keeps_leaf_counts_and_stores_the_trees_on_first_access():
+    est, X, _ = _fitted_hinge()
+    assert "forest_" not in est.__dict__  # fit did not store them
+    est.predict(X)
+    assert "forest_" not in est.__dict__  # prediction runs the hinge model
+    expected = HF.to_forest(est._model, est._leaf_counts, fold=est._missing.fold)
+    got = est.forest_
+    assert est.__dict__["forest_"] is got and est.trees_[0].n_features == X.shape[1]
+    _assert_same_forest(got, expected)
+    np.testing.assert_array_equal(est._leaf_counts, HF.leaf_counts(est._model, X))
+
+
+def test_pickles_leave_the_trees_out_and_rebuild_them(tmp_path):
+    import pickle
+
+    est, X, _ = _fitted_hinge()
+    forest = est.forest_
+    state = est.__getstate__()
+    assert "forest_" not in state and "forest_" not in state.get("_obliquetrees_containers", {})
+    loaded = pickle.loads(pickle.dumps(est))
+    _assert_same_forest(loaded.forest_, forest)
+    np.testing.assert_array_equal(loaded.apply(X), est.apply(X))
+    # a model pickled before (its forest_, no leaf counts) keeps its trees
+    old = pickle.loads(pickle.dumps(est))
+    del old.__dict__["_leaf_counts"]
+    assert "forest_" in old.__getstate__()["_obliquetrees_containers"]
+    again = pickle.loads(pickle.dumps(old))
+    _assert_same_forest(again.__dict__["forest_"], forest)
+    # tampered leaf counts are refused when the trees are built (at load)
+    bad = pickle.loads(pickle.dumps(est))
+    bad._leaf_counts = bad._leaf_counts[:, :-1]
+    with pytest.raises(ValueError, match="_leaf_counts"):
+        pickle.loads(pickle.dumps(bad))
+
+
+def test_refitting_drops_the_stored_trees():
+    est, X, y = _fitted_hinge(warm_start=True)
+    before = est.forest_
+    est.set_params(max_epochs=1).fit(X, y)
+    assert "forest_" not in est.__dict__
+    assert not np.array_equal(est.forest_.bias, before.bias)
+    est.partial_fit(X, y)
+    assert "forest_" not in est.__dict__

@@ -13,7 +13,10 @@ Layout for tree ``t``:
 - pointers ``node_offset[t] + t : node_offset[t + 1] + t + 1`` of
   ``weight_indptr`` (one more entry than nodes);
 - weights ``weight_offset[t]:weight_offset[t + 1]`` of ``weight_index`` and
-  ``weight_value``, ``weight_missing``.
+  ``weight_value``, ``weight_missing``;
+- in the compact form of the missing-value terms (see
+  :class:`~obliquetrees._core.tree.ObliqueTree`) one ``missing_fill`` shared by
+  every tree instead of ``weight_missing``.
 """
 
 import numpy as np
@@ -24,6 +27,7 @@ from obliquetrees._core.tree import (
     FORMAT_VERSION,
     INDEX_DTYPE,
     ObliqueTree,
+    _MissingTerms,
     upgrade_state,
 )
 from obliquetrees._core.validation import MAX_TOTAL_NODES, check_forest_arrays
@@ -123,11 +127,17 @@ class ObliqueForest:
     weight_offset : ndarray of int64, shape (n_trees + 1,)
     trees : list of ObliqueTree
         Zero-copy views of the individual trees.
+    weight_missing : ndarray of float64, shape (n_weights,)
+        The missing-value terms; in the compact form (``missing_fill`` not
+        None) computed on each access.
     """
+
+    weight_missing = _MissingTerms()
 
     def __init__(self, arrays, node_offset, weight_offset, n_features):
         for name in _NODE_ARRAYS + _WEIGHT_ARRAYS:
-            setattr(self, name, arrays[name])
+            setattr(self, name, arrays.get(name))
+        self.missing_fill = arrays.get("missing_fill")
         self.node_offset = np.ascontiguousarray(node_offset, dtype=INDEX_DTYPE)
         self.weight_offset = np.ascontiguousarray(weight_offset, dtype=INDEX_DTYPE)
         self.n_features = int(n_features)
@@ -185,10 +195,20 @@ class ObliqueForest:
         weight_counts = [t.weight_index.shape[0] for t in trees]
         node_offset = np.concatenate([[0], np.cumsum(node_counts)])
         weight_offset = np.concatenate([[0], np.cumsum(weight_counts)])
+        # compact terms stay compact when every tree has the same fill
+        fill = trees[0].missing_fill
+        compact = fill is not None and all(
+            t.missing_fill is not None and np.array_equal(t.missing_fill, fill) for t in trees
+        )
+        names = _NODE_ARRAYS + _WEIGHT_ARRAYS
+        if compact:
+            names = tuple(name for name in names if name != "weight_missing")
         if len(trees) == 1:
-            arrays = {name: getattr(trees[0], name) for name in _NODE_ARRAYS + _WEIGHT_ARRAYS}
+            arrays = {name: getattr(trees[0], name) for name in names}
         else:
-            arrays = {name: _pack(trees, name, consume) for name in _NODE_ARRAYS + _WEIGHT_ARRAYS}
+            arrays = {name: _pack(trees, name, consume) for name in names}
+        if compact:
+            arrays["missing_fill"] = fill
         forest = cls(arrays, node_offset, weight_offset, n_features.pop())
         if validate:
             forest.check_invariants()
@@ -203,6 +223,12 @@ class ObliqueForest:
     def n_outputs(self):
         """Number of columns of ``value``."""
         return int(self.value.shape[1])
+
+    @property
+    def nbytes(self):
+        """Bytes of the stored arrays (compact missing-value terms: their fill only)."""
+        names = _NODE_ARRAYS + _WEIGHT_ARRAYS + ("missing_fill", "node_offset", "weight_offset")
+        return sum(a.nbytes for a in (self.__dict__.get(n) for n in names) if a is not None)
 
     @property
     def trees(self):
@@ -225,7 +251,11 @@ class ObliqueForest:
             self.n_node_samples[n0:n1],
             n_features=self.n_features,
             depth=self.depth[n0:n1],
-            weight_missing=self.weight_missing[w0:w1],
+            **(
+                {"missing_fill": self.missing_fill}
+                if self.missing_fill is not None
+                else {"weight_missing": self.weight_missing[w0:w1]}
+            ),
         )
 
     def routing_arrays(self):

@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from obliquetrees._core.forest import ObliqueForest
+from obliquetrees._core.tree import as_feature_index, missing_terms_at
 from obliquetrees._core.validation import (
     INDEX_DTYPE,
     VALUE_DTYPE,
@@ -458,7 +459,7 @@ def _build(forest):
     shape = (n_splits, forest.n_features)
     S = sp.csr_matrix((forest.weight_value[take], forest.weight_index[take], s_indptr), shape=shape)
     S_missing = sp.csr_matrix(
-        (forest.weight_missing[take], forest.weight_index[take], s_indptr), shape=shape
+        (missing_terms_at(forest, take), forest.weight_index[take], s_indptr), shape=shape
     )
     if S.nnz * 12 + s_indptr.nbytes >= n_splits * forest.n_features * 8:
         S, S_missing = S.toarray(), S_missing.toarray()
@@ -598,7 +599,7 @@ def _forest_from_machine_state(state):
         "children_left": left,
         "children_right": right,
         "weight_indptr": weight_indptr,
-        "weight_index": S_rows.indices.astype(np.int64),
+        "weight_index": as_feature_index(S_rows.indices),
         "weight_value": S_rows.data,
         "weight_missing": M_rows.data,
         "bias": node_bias,

@@ -356,14 +356,18 @@ class MissingValues:
         Returns
         -------
         tree : ObliqueTree
-            With ``n_features`` features; same structure and values.
+            With ``n_features`` features; same structure and values. Without
+            indicators its terms are in the compact form (``missing_fill`` is
+            ``fill``: the terms are ``w_j * fill_j``).
         """
         d = self.n_features
         if tree.n_features != self.n_inputs:
             raise ValueError(f"the tree has {tree.n_features} inputs, expected {self.n_inputs}.")
         index, value = tree.weight_index, tree.weight_value
         indptr = tree.weight_indptr
+        terms = {"missing_fill": self.fill}
         if not self.columns.size:  # the weights stay as they are, in their order
+            # every term is value * fill[index]: stored compactly as the fill
             missing = value * self.fill[index]
         else:
             rows = np.repeat(np.arange(tree.node_count), np.diff(indptr))
@@ -379,6 +383,7 @@ class MissingValues:
             index = keys % d
             counts = np.bincount(keys // d, minlength=tree.node_count)
             indptr = np.concatenate([[0], np.cumsum(counts)])
+            terms = {"weight_missing": missing}
         if not np.all(np.isfinite(missing)):
             raise ValueError("a missing-value term overflows float64; rescale X.")
         return ObliqueTree(
@@ -392,7 +397,7 @@ class MissingValues:
             tree.n_node_samples,
             n_features=d,
             depth=tree.depth,
-            weight_missing=missing,
+            **terms,
         )
 
     def unfold(self, tree):

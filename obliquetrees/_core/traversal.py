@@ -32,6 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from obliquetrees._core._jit import jit, jit_inline, jit_parallel, numba_threads, prange
+from obliquetrees._core.tree import missing_kernel_arrays
 from obliquetrees._core.validation import check_n_features
 
 #: Smallest number of rows per block.
@@ -47,7 +48,7 @@ _OP_PATH = 2
 
 
 @jit_inline
-def _margin(X, r, feature, weight, bias, n_extra, first, weights, missing):
+def _margin(X, r, feature, weight, bias, n_extra, first, weights, missing, fill):
     """``w . x + b`` of a node for row ``r``, summed in storage order.
 
     The node's fields come as scalars, read by the caller from its
@@ -55,21 +56,37 @@ def _margin(X, r, feature, weight, bias, n_extra, first, weights, missing):
     an inlined one, made the walk 5 times slower (numba 0.68, one
     scikit-learn tree on letter, 100k rows: 0.043 s vs 0.0067 s). A NaN
     ``x_j`` contributes the weight's missing-value term instead (``missing``
-    is the forest's ``weight_missing``, indexed like the weights; the node's
+    is the forest's stored ``weight_missing``, indexed like the weights, or
+    empty and ``fill`` its compact form's ``missing_fill``; the node's
     first weight sits just before ``first = extra_start[node]``).
     """
     if n_extra < 0:  # a split without weights
         return bias
     x = X[r, feature]
-    s = weight * x if x == x else missing[first - 1]
+    s = weight * x if x == x else _missing_term(missing, fill, first - 1, weight, feature)
     for k in range(first, first + n_extra):
-        x = X[r, weights[k].index]
-        s += weights[k].value * x if x == x else missing[k]
+        j = weights[k].index
+        x = X[r, j]
+        s += (
+            weights[k].value * x if x == x else _missing_term(missing, fill, k, weights[k].value, j)
+        )
     return s + bias
 
 
+@jit_inline
+def _missing_term(missing, fill, k, weight, feature):
+    """Missing-value term of weight ``k``: stored, or ``weight * fill[feature]`` (compact form).
+
+    The compact form's product is the one the container's ``weight_missing``
+    computes, so both forms give the same bits.
+    """
+    if missing.shape[0]:
+        return missing[k]
+    return weight * fill[feature]
+
+
 @jit
-def _walk(X, r, root, nodes, extra_start, weights, missing):
+def _walk(X, r, root, nodes, extra_start, weights, missing, fill):
     """Global id of the leaf that row ``r`` of ``X`` reaches from ``root``."""
     node = root
     while True:
@@ -86,12 +103,13 @@ def _walk(X, r, root, nodes, extra_start, weights, missing):
             extra_start[node],
             weights,
             missing,
+            fill,
         )
         node = rec.right if s > 0.0 else rec.left
 
 
 @jit
-def _walk_path(X, r, root, nodes, extra_start, weights, missing, path_indices, cursor):
+def _walk_path(X, r, root, nodes, extra_start, weights, missing, fill, path_indices, cursor):
     """Walk like :func:`_walk`, writing the visited nodes from ``cursor`` on."""
     node = root
     pos = cursor
@@ -111,12 +129,13 @@ def _walk_path(X, r, root, nodes, extra_start, weights, missing, path_indices, c
             extra_start[node],
             weights,
             missing,
+            fill,
         )
         node = rec.right if s > 0.0 else rec.left
 
 
 @jit
-def _walk_block(Xb, root, nodes, extra_start, weights, missing, leaves):
+def _walk_block(Xb, root, nodes, extra_start, weights, missing, fill, leaves):
     """Global id of the leaf every row of ``Xb`` reaches from ``root``, into ``leaves``.
 
     Four rows walk in lockstep, each in its own scalar cursor: their chains
@@ -136,7 +155,7 @@ def _walk_block(Xb, root, nodes, extra_start, weights, missing, leaves):
             if rec.left != -1:
                 s = _margin(
                     Xb, r, rec.feature, rec.weight, rec.bias, rec.n_extra,
-                    extra_start[a0], weights, missing,
+                    extra_start[a0], weights, missing, fill,
                 )  # fmt: skip
                 a0 = rec.right if s > 0.0 else rec.left
                 moved = True
@@ -144,7 +163,7 @@ def _walk_block(Xb, root, nodes, extra_start, weights, missing, leaves):
             if rec.left != -1:
                 s = _margin(
                     Xb, r + 1, rec.feature, rec.weight, rec.bias, rec.n_extra,
-                    extra_start[a1], weights, missing,
+                    extra_start[a1], weights, missing, fill,
                 )  # fmt: skip
                 a1 = rec.right if s > 0.0 else rec.left
                 moved = True
@@ -152,7 +171,7 @@ def _walk_block(Xb, root, nodes, extra_start, weights, missing, leaves):
             if rec.left != -1:
                 s = _margin(
                     Xb, r + 2, rec.feature, rec.weight, rec.bias, rec.n_extra,
-                    extra_start[a2], weights, missing,
+                    extra_start[a2], weights, missing, fill,
                 )  # fmt: skip
                 a2 = rec.right if s > 0.0 else rec.left
                 moved = True
@@ -160,20 +179,20 @@ def _walk_block(Xb, root, nodes, extra_start, weights, missing, leaves):
             if rec.left != -1:
                 s = _margin(
                     Xb, r + 3, rec.feature, rec.weight, rec.bias, rec.n_extra,
-                    extra_start[a3], weights, missing,
+                    extra_start[a3], weights, missing, fill,
                 )  # fmt: skip
                 a3 = rec.right if s > 0.0 else rec.left
                 moved = True
         leaves[r], leaves[r + 1], leaves[r + 2], leaves[r + 3] = a0, a1, a2, a3
         r += 4
     for rest in range(r, n_rows):
-        leaves[rest] = _walk(Xb, rest, root, nodes, extra_start, weights, missing)
+        leaves[rest] = _walk(Xb, rest, root, nodes, extra_start, weights, missing, fill)
 
 
 @jit
 def _process_block(Xb, row0, forest, op, value, out_leaf, out_value, path_indices, cursor):
     """Apply operation ``op`` to the rows ``row0 : row0 + len(Xb)``, tree by tree."""
-    roots, nodes, extra_start, weights, missing = forest
+    roots, nodes, extra_start, weights, missing, fill = forest
     n_trees = roots.shape[0] - 1
     n_rows = Xb.shape[0]
     leaves = np.empty(n_rows, dtype=np.int64)
@@ -183,10 +202,10 @@ def _process_block(Xb, row0, forest, op, value, out_leaf, out_value, path_indice
             for r in range(n_rows):
                 i = row0 + r
                 cursor[i] = _walk_path(
-                    Xb, r, root, nodes, extra_start, weights, missing, path_indices, cursor[i]
+                    Xb, r, root, nodes, extra_start, weights, missing, fill, path_indices, cursor[i]
                 )
             continue
-        _walk_block(Xb, root, nodes, extra_start, weights, missing, leaves)
+        _walk_block(Xb, root, nodes, extra_start, weights, missing, fill, leaves)
         if op == _OP_APPLY:
             for r in range(n_rows):
                 out_leaf[row0 + r, t] = leaves[r] - root
@@ -266,7 +285,7 @@ def _run(forest, X, op, n_threads, out_leaf=None, out_value=None, path_indices=N
         path_indices = cursor = np.zeros(0, dtype=np.int64)
     check_n_features(X, forest.n_features)  # the kernels index X by stored feature ids
     roots, nodes, extra_start, weights, leaf_value = forest.routing_arrays()
-    arrays = (roots, nodes, extra_start, weights, forest.weight_missing)
+    arrays = (roots, nodes, extra_start, weights, *missing_kernel_arrays(forest))
     with numba_threads(n_threads):
         if sp.issparse(X):
             block_rows = int(max(1, min(BLOCK_ROWS, CSR_BUFFER // max(1, X.shape[1]))))

@@ -28,6 +28,7 @@ import time
 
 import numpy as np
 
+from obliquetrees._core.tree import missing_kernel_arrays
 from obliquetrees._core.validation import check_n_features
 
 #: Largest modelled work (row-steps plus extra weights read, see
@@ -69,11 +70,21 @@ def use_for_batch(forest, X):
 
 
 def _terms(weight, x, missing, position):
-    """``weight * x``, or the missing-value term at ``position`` where ``x`` is NaN."""
+    """``weight * x``, or the missing-value term at ``position`` where ``x`` is NaN.
+
+    ``missing`` is ``(terms, fill, weights)``: the stored terms, or (when
+    ``terms`` is empty, the compact form) ``value * fill[index]`` of the
+    routing weight pairs.
+    """
     term = weight * x
     nan = np.isnan(x)
     if nan.any():
-        term[nan] = missing[position[nan]]
+        terms, fill, weights = missing
+        at = position[nan]
+        if terms.shape[0]:
+            term[nan] = terms[at]
+        else:
+            term[nan] = weights["value"][at] * fill[weights["index"][at]]
     return term
 
 
@@ -83,7 +94,7 @@ def _reached_nodes(forest, X):
     check_n_features(X, forest.n_features)
     started = time.perf_counter()
     roots, nodes, extra_start, weights, _ = forest.routing_arrays()
-    missing = forest.weight_missing
+    missing = (*missing_kernel_arrays(forest), weights)
     n_rows, n_trees = X.shape[0], roots.shape[0] - 1
     node = np.tile(roots[:-1], n_rows)  # pair p = row p // n_trees, tree p % n_trees
     row = np.repeat(np.arange(n_rows), n_trees)

@@ -20,6 +20,15 @@ by a learned amount instead of by its weight times a value. A feature without
 a stored weight plays no part in the split, missing or not. How each
 estimator sets the terms: :mod:`obliquetrees._core.missing`.
 
+Most models store those terms in a *compact* form: when every term is the
+weight times a per-feature value, ``weight_missing[k] = weight_value[k] *
+missing_fill[weight_index[k]]`` (a NaN counts as the training mean, what every
+model trained without informative missingness does), the container keeps
+only ``missing_fill`` (one number per feature) and ``weight_missing`` is
+computed on access. The kernels compute a term only where they meet a NaN,
+with the same product, so both forms give bit-identical results.
+Feature ids (``weight_index``) are int32.
+
 Only numpy arrays and Python scalars live in the container, so it pickles,
 memory-maps (``joblib.load(..., mmap_mode="r")``) and never holds compiled
 objects; unpickling validates the arrays. This module imports numpy and scipy only.
@@ -28,14 +37,21 @@ objects; unpickling validates the arrays. This module imports numpy and scipy on
 import numpy as np
 from scipy import sparse
 
-from obliquetrees._core.validation import INDEX_DTYPE, VALUE_DTYPE, check_tree_arrays
+from obliquetrees._core.validation import (
+    FEATURE_DTYPE,
+    INDEX_DTYPE,
+    VALUE_DTYPE,
+    check_tree_arrays,
+)
 
 #: Version of the array layout. Bump it when the meaning or the set of arrays
 #: changes; unpickling a different version raises a clear error.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 #: Older layouts that still load: version 1 had no ``weight_missing`` (it is
-#: set to 0 on load, so a missing value then contributes nothing to a margin).
-READABLE_VERSIONS = (1, 2)
+#: set to 0 on load, so a missing value then contributes nothing to a margin);
+#: versions 1 and 2 stored ``weight_index`` as int64 and had no ``missing_fill``
+#: (their terms stay explicit).
+READABLE_VERSIONS = (1, 2, 3)
 
 TREE_LEAF = -1
 
@@ -49,6 +65,65 @@ _NODE_ARRAYS = (
 )
 _WEIGHT_ARRAYS = ("weight_indptr", "weight_index", "weight_value", "weight_missing")
 ARRAY_NAMES = _NODE_ARRAYS + _WEIGHT_ARRAYS
+
+
+def as_feature_index(index):
+    """``index`` as a contiguous int32 array, refusing ids an int32 cannot hold.
+
+    A plain cast would wrap such ids silently into valid-looking ones.
+    """
+    index = np.asarray(index)
+    if index.dtype != FEATURE_DTYPE and index.size:
+        info = np.iinfo(FEATURE_DTYPE)
+        if index.dtype.kind not in "iu" or index.min() < info.min or index.max() > info.max:
+            raise ValueError(
+                f"weight_index must hold integers in [0, {info.max}]; got {index.dtype} "
+                f"values in [{index.min()}, {index.max()}]."
+            )
+    return np.ascontiguousarray(index, dtype=FEATURE_DTYPE)
+
+
+class _MissingTerms:
+    """The ``weight_missing`` attribute: the stored terms, or the compact form's products.
+
+    The raw value (an array, or None in the compact form) lives in the
+    instance ``__dict__`` under the same name, so pickles and the array
+    checks see exactly what is stored.
+    """
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        stored = obj.__dict__.get("weight_missing")
+        if stored is not None:
+            return stored
+        return obj.weight_value * obj.missing_fill[obj.weight_index]
+
+    def __set__(self, obj, value):
+        obj.__dict__["weight_missing"] = value
+
+
+def missing_terms_at(container, take):
+    """``container.weight_missing[take]`` without computing every compact term."""
+    stored = container.__dict__.get("weight_missing")
+    if stored is not None:
+        return stored[take]
+    return container.weight_value[take] * container.missing_fill[container.weight_index[take]]
+
+
+def missing_kernel_arrays(container):
+    """``(terms, fill)`` for the kernels: one of them is an empty array.
+
+    ``terms`` are the stored per-weight terms (empty in the compact form),
+    ``fill`` the compact form's per-feature values (empty otherwise); a
+    kernel meeting a NaN reads ``terms[k]`` if there are terms, else computes
+    ``weight_value[k] * fill[weight_index[k]]``.
+    """
+    stored = container.__dict__.get("weight_missing")
+    empty = np.zeros(0, dtype=VALUE_DTYPE)
+    if stored is not None:
+        return stored, empty
+    return empty, container.missing_fill
 
 
 class ObliqueTree:
@@ -66,7 +141,11 @@ class ObliqueTree:
         Value of each stored weight.
     weight_missing : array-like of float, shape (n_weights,), default=None
         The term that replaces ``weight_value[k] * x_j`` when ``x_j`` is NaN
-        (zeros if None: a missing value then contributes nothing).
+        (zeros if None and ``missing_fill`` is None: a missing value then
+        contributes nothing).
+    missing_fill : array-like of float, shape (n_features,), default=None
+        The compact form of the terms: ``weight_missing[k] = weight_value[k] *
+        missing_fill[weight_index[k]]``. Exclusive with ``weight_missing``.
     bias : array-like of float, shape (n_nodes,)
         Offset ``b`` of each split (0 at leaves).
     value : array-like of float, shape (n_nodes, n_outputs)
@@ -90,6 +169,9 @@ class ObliqueTree:
         Depth of the deepest node (0 for a single leaf).
     n_outputs : int
         Number of columns of ``value``.
+    weight_missing : ndarray of float64, shape (n_weights,)
+        The missing-value terms; in the compact form computed on each access
+        from ``missing_fill`` (which is None otherwise).
 
     Notes
     -----
@@ -98,6 +180,8 @@ class ObliqueTree:
     A method whose paper uses the other orientation converts when it stores
     its tree.
     """
+
+    weight_missing = _MissingTerms()
 
     def __init__(
         self,
@@ -112,15 +196,23 @@ class ObliqueTree:
         n_features,
         depth=None,
         weight_missing=None,
+        missing_fill=None,
     ):
         self.children_left = np.ascontiguousarray(children_left, dtype=INDEX_DTYPE)
         self.children_right = np.ascontiguousarray(children_right, dtype=INDEX_DTYPE)
         self.weight_indptr = np.ascontiguousarray(weight_indptr, dtype=INDEX_DTYPE)
-        self.weight_index = np.ascontiguousarray(weight_index, dtype=INDEX_DTYPE)
+        self.weight_index = as_feature_index(weight_index)
         self.weight_value = np.ascontiguousarray(weight_value, dtype=VALUE_DTYPE)
-        if weight_missing is None:
-            weight_missing = np.zeros_like(self.weight_value)
-        self.weight_missing = np.ascontiguousarray(weight_missing, dtype=VALUE_DTYPE)
+        if missing_fill is not None:
+            if weight_missing is not None:
+                raise ValueError("pass weight_missing or missing_fill, not both.")
+            self.missing_fill = np.ascontiguousarray(missing_fill, dtype=VALUE_DTYPE)
+            self.weight_missing = None
+        else:
+            if weight_missing is None:
+                weight_missing = np.zeros_like(self.weight_value)
+            self.weight_missing = np.ascontiguousarray(weight_missing, dtype=VALUE_DTYPE)
+            self.missing_fill = None
         self.bias = np.ascontiguousarray(bias, dtype=VALUE_DTYPE)
         value = np.asarray(value, dtype=VALUE_DTYPE)
         if value.ndim == 1:
@@ -256,7 +348,9 @@ def upgrade_state(state, kind):
 
     Version 1 lacked ``weight_missing``: zeros are filled in (a float64
     array as long as ``weight_value``; a malformed ``weight_value`` is left
-    for the array checks to report).
+    for the array checks to report). Versions 1 and 2 stored ``weight_index``
+    as int64: it becomes int32 (ids outside the int32 range raise), and their
+    terms stay explicit (``missing_fill`` None).
 
     Parameters
     ----------
@@ -287,6 +381,14 @@ def upgrade_state(state, kind):
         weights = state.get("weight_value")
         n = weights.shape[0] if isinstance(weights, np.ndarray) and weights.ndim == 1 else 0
         state["weight_missing"] = np.zeros(n, dtype=VALUE_DTYPE)
+    if version in (1, 2):
+        index = state.get("weight_index")
+        if isinstance(index, np.ndarray) and index.dtype == INDEX_DTYPE and index.ndim == 1:
+            try:
+                state["weight_index"] = as_feature_index(index)
+            except ValueError as exc:
+                raise ValueError(f"Invalid unpickled {kind}: {exc}") from None
+        state["missing_fill"] = None
     state["format_version"] = FORMAT_VERSION
     return state
 
@@ -511,7 +613,9 @@ def fold_standardization(tree, mean, scale):
     Returns
     -------
     tree : ObliqueTree
-        A new tree with the same structure and leaf values.
+        A new tree with the same structure and leaf values; its terms are in
+        the compact form (``missing_fill`` is ``mean``) when they are exactly
+        ``value * mean[index]``.
 
     Raises
     ------
@@ -543,6 +647,12 @@ def fold_standardization(tree, mean, scale):
             f"scale is too small for its weight, scales down to {np.min(scale):.3g}); "
             "rescale X."
         )
+    # A tree trained without missing-value terms has the terms value * mean[index]
+    # (bit for bit unless a zero's sign differs): stored compactly as the mean.
+    if np.array_equal(missing.view(np.int64), centre.view(np.int64)):
+        terms = {"missing_fill": mean}
+    else:
+        terms = {"weight_missing": missing}
     return ObliqueTree(
         tree.children_left,
         tree.children_right,
@@ -554,5 +664,5 @@ def fold_standardization(tree, mean, scale):
         tree.n_node_samples,
         n_features=tree.n_features,
         depth=tree.depth,
-        weight_missing=missing,
+        **terms,
     )

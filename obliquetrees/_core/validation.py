@@ -15,6 +15,13 @@ import numpy as np
 
 INDEX_DTYPE = np.dtype(np.int64)
 VALUE_DTYPE = np.dtype(np.float64)
+#: Feature ids of stored weights (``weight_index``): int32 halves the largest
+#: index array of a dense oblique forest; ``n_features`` is bounded to match.
+FEATURE_DTYPE = np.dtype(np.int32)
+#: Widest input a container can refer to (feature ids are ``FEATURE_DTYPE``).
+MAX_FEATURES = int(np.iinfo(np.int32).max)
+#: Weights whose missing-value terms are checked per chunk (bounds the temporary).
+_TERM_CHUNK = 1 << 16
 #: The traversal kernels' routing layout stores global node ids as int32.
 MAX_TOTAL_NODES = np.iinfo(np.int32).max - 1
 _ARRAY_NAMES = (
@@ -24,6 +31,7 @@ _ARRAY_NAMES = (
     "weight_index",
     "weight_value",
     "weight_missing",
+    "missing_fill",
     "bias",
     "value",
     "n_node_samples",
@@ -83,7 +91,9 @@ def check_finite(arr, name):
     A finite sum implies finite entries (NaN and infinities propagate), so
     the common case reads the array once without a temporary mask.
     """
-    if arr.size and not np.isfinite(np.add.reduce(arr, axis=None)):
+    with np.errstate(over="ignore"):  # a sum of large finite values may overflow
+        total = np.add.reduce(arr, axis=None) if arr.size else 0.0
+    if not np.isfinite(total):
         if not np.isfinite(arr).all():
             raise ValueError(f"{name} contains NaN or infinity.")
 
@@ -96,7 +106,9 @@ def check_forest_arrays(arrays, node_offset, weight_offset, n_features, what="fo
     arrays : mapping
         ``children_left``, ``children_right``, ``weight_indptr``,
         ``weight_index``, ``weight_value``, ``bias``, ``value``,
-        ``n_node_samples``, ``depth`` in the packed layout of
+        ``n_node_samples``, ``depth`` and either ``weight_missing`` (with
+        ``missing_fill`` None or absent) or ``missing_fill`` (with
+        ``weight_missing`` None: the compact form) in the packed layout of
         :class:`~obliquetrees._core.forest.ObliqueForest` (a single tree is
         a forest of one tree).
     node_offset, weight_offset : ndarray of int64, shape (n_trees + 1,)
@@ -111,7 +123,7 @@ def check_forest_arrays(arrays, node_offset, weight_offset, n_features, what="fo
         out of range or not forming a tree (each non-root node reached
         exactly once from its root), depths, the weight CSR, feature indices
         outside ``[0, n_features)``, non-finite numbers, too many nodes for
-        the int32 routing layout.
+        the int32 routing layout, ``n_features`` beyond the int32 feature ids.
     """
     try:
         _check_forest_arrays(arrays, node_offset, weight_offset, n_features)
@@ -133,6 +145,8 @@ def check_tree_arrays(arrays, n_features, what="tree"):
 def _check_forest_arrays(arrays, node_offset, weight_offset, n_features):
     arrays = {name: arrays.get(name) for name in _ARRAY_NAMES}  # a missing one is None
     n_features = check_int(n_features, "n_features", low=1)
+    if n_features > MAX_FEATURES:
+        raise ValueError(f"n_features={n_features} exceeds the limit of {MAX_FEATURES}.")
     check_array(node_offset, "node_offset", INDEX_DTYPE, 1)
     check_array(weight_offset, "weight_offset", INDEX_DTYPE, 1, (node_offset.shape[0],))
     n_trees = node_offset.shape[0] - 1
@@ -159,9 +173,15 @@ def _check_forest_arrays(arrays, node_offset, weight_offset, n_features):
             f"weight_indptr has {indptr.shape[0]} entries, expected n_nodes + 1 per tree "
             f"= {n + n_trees}."
         )
-    check_array(index, "weight_index", INDEX_DTYPE, 1)
+    check_array(index, "weight_index", FEATURE_DTYPE, 1)
     check_array(arrays["weight_value"], "weight_value", VALUE_DTYPE, 1, index.shape)
-    check_array(arrays["weight_missing"], "weight_missing", VALUE_DTYPE, 1, index.shape)
+    missing, fill = arrays["weight_missing"], arrays["missing_fill"]
+    if missing is None and fill is not None:  # compact: terms = value * fill[index]
+        check_array(fill, "missing_fill", VALUE_DTYPE, 1, (n_features,))
+    elif fill is None:
+        check_array(missing, "weight_missing", VALUE_DTYPE, 1, index.shape)
+    else:
+        raise ValueError("weight_missing and missing_fill exclude each other (one must be None).")
     n_weights = np.diff(weight_offset)
     if weight_offset[0] != 0 or np.any(n_weights < 0) or weight_offset[-1] != index.shape[0]:
         raise ValueError("weight_offset must rise from 0 to the number of stored weights.")
@@ -217,8 +237,32 @@ def _check_forest_arrays(arrays, node_offset, weight_offset, n_features):
         raise ValueError("Leaves must not store split weights.")
     if index.size and (index.min() < 0 or index.max() >= n_features):
         raise ValueError(f"weight_index must lie in [0, n_features) = [0, {n_features}).")
-    for name in ("weight_value", "weight_missing", "bias", "value", "n_node_samples"):
+    for name in ("weight_value", "bias", "value", "n_node_samples"):
         check_finite(arrays[name], name)
+    if missing is not None:
+        check_finite(missing, "weight_missing")
+    else:  # the terms the kernels compute must be finite too
+        check_finite(fill, "missing_fill")
+        check_compact_terms(arrays["weight_value"], index, fill)
+
+
+def check_compact_terms(value, index, fill):
+    """Raise ``ValueError`` unless every ``value[k] * fill[index[k]]`` is finite.
+
+    The missing-value terms of a compact container (see
+    :class:`~obliquetrees._core.tree.ObliqueTree`), checked in chunks so the
+    products are never all held at once. ``index`` must already be in range.
+    """
+    for start in range(0, value.shape[0], _TERM_CHUNK):
+        stop = start + _TERM_CHUNK
+        with np.errstate(over="ignore"):
+            terms = value[start:stop] * fill[index[start:stop]]
+        try:
+            check_finite(terms, "terms")
+        except ValueError:
+            raise ValueError(
+                "a missing-value term weight_value * missing_fill overflows float64."
+            ) from None
 
 
 def check_parents_first(forest):

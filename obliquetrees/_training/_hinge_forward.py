@@ -26,6 +26,8 @@ from obliquetrees._training import _hinge_kernels as K
 
 #: Rows per call of the forward kernel in prediction.
 PREDICT_CHUNK = 8192
+#: Rows per forward pass of :func:`leaf_counts`.
+LEAF_COUNT_ROWS = 1024
 #: Values (rows x features) of one densified block of sparse input (16 MiB).
 SPARSE_BLOCK = 2**21
 #: The packed arrays with one entry per stored weight (``weight_indptr`` has one per node).
@@ -120,29 +122,41 @@ def decision_values_in_limits(model, X):
 
 
 def leaf_counts(model, X, sample_weight=None, n_threads=1):
-    """(Weighted) number of samples reaching each leaf, shape (M, L)."""
+    """(Weighted) number of samples reaching each leaf, shape (M, L).
+
+    Rows are walked :data:`LEAF_COUNT_ROWS` at a time (the walk records of
+    all trees for :data:`PREDICT_CHUNK` rows took 25 MiB). Weighted sums keep
+    the additions of the former ``PREDICT_CHUNK``-row ``bincount`` passes, in
+    the same order (``np.add.at`` adds in index order, as ``bincount`` does),
+    so the counts are bit-identical; unweighted counts are exact integers.
+    """
     from obliquetrees._core._blas import blas_limit
     from obliquetrees._core._jit import numba_threads
 
     M, L = model.W.shape[:2]
     counts = np.zeros(M * L)
-    chunk = PREDICT_CHUNK  # sparse X: smaller blocks, within these scratch arrays
     walk = (
-        np.empty((chunk, M), dtype=np.int64),
-        np.empty((chunk, M)),
-        np.empty((chunk, M), dtype=np.int64),
+        np.empty((LEAF_COUNT_ROWS, M), dtype=np.int64),
+        np.empty((LEAF_COUNT_ROWS, M)),
+        np.empty((LEAF_COUNT_ROWS, M), dtype=np.int64),
     )
+    offsets = (np.arange(M) * L)[None, :]
     with blas_limit(1), numba_threads(n_threads):  # as decision_values
-        for start, Xc in _dense_blocks(X, chunk):
-            U = np.ascontiguousarray(hinge_features(model, standardise(model, Xc)))
-            tree_outputs(model, U, walk)
-            leaf = walk[0][: Xc.shape[0]] + (np.arange(M) * L)[None, :]
-            wts = (
-                None
-                if sample_weight is None
-                else np.repeat(sample_weight[start : start + Xc.shape[0]], M)
-            )
-            counts += np.bincount(leaf.ravel(), weights=wts, minlength=M * L)
+        for start, block in _dense_blocks(X):  # the blocks of the former passes
+            group = np.zeros(M * L) if sample_weight is not None else counts
+            for sub in range(0, block.shape[0], LEAF_COUNT_ROWS):
+                Xc = block[sub : sub + LEAF_COUNT_ROWS]
+                U = np.ascontiguousarray(hinge_features(model, standardise(model, Xc)))
+                tree_outputs(model, U, walk)
+                leaf = walk[0][: Xc.shape[0]]
+                leaf += offsets
+                if sample_weight is None:
+                    counts += np.bincount(leaf.ravel(), minlength=M * L)
+                else:
+                    rows = sample_weight[start + sub : start + sub + Xc.shape[0]]
+                    np.add.at(group, leaf.ravel(), np.repeat(rows, M))
+            if sample_weight is not None:
+                counts += group
     return counts.reshape(M, L)
 
 
@@ -198,7 +212,8 @@ def to_forest(model, counts, value_scale=1.0, fold=None):
     capacity = M * (L - 1) * model.A.shape[1]
     packed = {}
     weight_offset = np.zeros(M + 1, dtype=INDEX_DTYPE)
-    n_features = None
+    n_features = fill = None
+    per_weight = _PER_WEIGHT
     for m in range(M):
         tree = build(m)
         if fold is not None:
@@ -207,12 +222,14 @@ def to_forest(model, counts, value_scale=1.0, fold=None):
         # the offsets are right by construction
         tree.check_invariants()
         if not packed:
-            n_features = tree.n_features
+            n_features, fill = tree.n_features, tree.missing_fill
+            if fill is not None:  # compact missing-value terms: one fill for the forest
+                per_weight = tuple(name for name in _PER_WEIGHT if name != "weight_missing")
             for name in _NODE_ARRAYS:
                 part = getattr(tree, name)
                 packed[name] = np.empty((M * n_nodes,) + part.shape[1:], dtype=part.dtype)
             packed["weight_indptr"] = np.empty(M * (n_nodes + 1), dtype=INDEX_DTYPE)
-            for name in _PER_WEIGHT:
+            for name in per_weight:
                 packed[name] = np.empty(capacity, dtype=getattr(tree, name).dtype)
         for name in _NODE_ARRAYS:
             packed[name][m * n_nodes : (m + 1) * n_nodes] = getattr(tree, name)
@@ -220,12 +237,17 @@ def to_forest(model, counts, value_scale=1.0, fold=None):
         start, stop = weight_offset[m], weight_offset[m] + tree.weight_index.shape[0]
         if stop > capacity or tree.node_count != n_nodes or tree.n_features != n_features:
             raise RuntimeError("a folded hinge tree has more weights or nodes than when built.")
-        for name in _PER_WEIGHT:
+        if (tree.missing_fill is None) != (fill is None) or (
+            fill is not None and not np.array_equal(tree.missing_fill, fill)
+        ):
+            raise RuntimeError("the folded hinge trees store their missing-value terms unlike.")
+        for name in per_weight:
             packed[name][start:stop] = getattr(tree, name)
         weight_offset[m + 1] = stop
-    for name in _PER_WEIGHT:
+    for name in per_weight:
         # the sole reference: shrinking reallocates in place (no second copy)
         packed[name].resize(int(weight_offset[-1]), refcheck=False)
+    packed["missing_fill"] = fill
     node_offset = np.arange(M + 1, dtype=INDEX_DTYPE) * n_nodes
     return ObliqueForest(packed, node_offset, weight_offset, n_features)
 

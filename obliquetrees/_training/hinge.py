@@ -47,7 +47,6 @@ from obliquetrees._training._hinge_forward import (
     decision_values_in_limits,
     leaf_counts,
     softmax,
-    to_forest,
 )
 from obliquetrees._training._optim import ADAGRAD_EPS, ADAM_BETA1, ADAM_BETA2, ADAM_EPS
 from obliquetrees._training._progress import Progress
@@ -552,11 +551,9 @@ def fit_hinge(
     epoch_seed,
     epochs_done=0,
     validation=None,
-    value_scale=1.0,
-    fold=None,
     n_threads=1,
 ):
-    """Train a hinge forest (new, or a copy of ``model``) and store its trees.
+    """Train a hinge forest (new, or a copy of ``model``) and count its leaves' samples.
 
     Parameters
     ----------
@@ -587,10 +584,6 @@ def fit_hinge(
         ``(train, val)`` row indices of ``X``: train on ``train``, keep the
         epoch of lowest loss on ``val`` and stop early (see
         :func:`fit_epochs`). None trains on every row.
-    value_scale : float
-        Factor of the stored leaf values (the regression target's scale).
-    fold : callable or None
-        Applied to each stored tree (see :func:`._hinge_forward.to_forest`).
     n_threads : int
         numba threads; results do not depend on it.
 
@@ -598,9 +591,9 @@ def fit_hinge(
     -------
     model : HingeModel
         The trained model.
-    forest : ObliqueForest
-        Its trees on the raw input, leaf sample counts from all of ``X``,
-        each passed through ``fold``, packed one at a time.
+    counts : ndarray of shape (n_trees, n_leaves)
+        Training samples per leaf, from all of ``X``: with the model, what
+        :func:`._hinge_forward.to_forest` stores the trees from.
     history : dict
         See :func:`fit_epochs`.
     """
@@ -614,11 +607,11 @@ def fit_hinge(
         model, X, Y, sample_weight, params, validation, [epoch_seed, epochs_done], n_threads
     )
     # glibc keeps freed heap chunks (the training copies, the validation passes'
-    # blocks) resident; hand them back before the forest, the fit's largest part
+    # blocks) resident; hand them back
     return_freed_memory()
     counts = leaf_counts(model, X, sample_weight, n_threads)
     return_freed_memory()
-    return model, to_forest(model, counts, value_scale, fold), history
+    return model, counts, history
 
 
 def _fit_split(model, X, Y, sample_weight, params, validation, seed, n_threads):

@@ -167,6 +167,27 @@ def tree_edits(model):
         "n_features_in_ edited": lambda m: setattr(m, "n_features_in_", m.n_features_in_ + 1),
         "wrong depth": lambda m: _set(container(m), "depth", -1, 10**6),
     }
+    if "_leaf_counts" in model.__dict__:
+        # hinge forests save no trees (they are built from the model and these
+        # counts at load): the edits of the trees become edits of what is saved
+        edits = {
+            name: edit
+            for name, edit in edits.items()
+            if "n_features_in_" in name and "and" not in name
+        }
+        edits.update(
+            {
+                "hinge leaf counts truncated": lambda m: setattr(
+                    m, "_leaf_counts", m._leaf_counts[:, :-1]
+                ),
+                "hinge NaN leaf count": lambda m: _set(m, "_leaf_counts", (0, 0), np.nan),
+                "hinge negative feat": lambda m: _set(m._model, "feat", (0, -1), -1),
+                "hinge NaN leaf weight": lambda m: _set(m._model, "W", (0, -1, 0), np.nan),
+                "hinge x_scale truncated": lambda m: setattr(
+                    m._model, "x_scale", m._model.x_scale[:-1]
+                ),
+            }
+        )
     if "_model" in model.__dict__:
         edits.update(
             {
@@ -237,6 +258,8 @@ def corruptible_arrays(model):
     if hasattr(c, "node_offset"):
         names += ["node_offset", "weight_offset"]
     found = [(c, n) for n in names]
+    if "_leaf_counts" in model.__dict__:  # hinge forests save these, not their trees
+        found = [(model, "_leaf_counts")]
     if "_model" in model.__dict__:
         found += [
             (model._model, n)

@@ -16,7 +16,7 @@ from obliquetrees._core.missing import (
     nan_columns,
     observed_moments,
 )
-from obliquetrees._core.tree import ObliqueTree
+from obliquetrees._core.tree import FORMAT_VERSION, ObliqueTree
 from tests import reference as ref
 
 
@@ -95,19 +95,53 @@ def test_soft_evaluation_uses_missing_terms(rng):
 
 
 # --------------------------------------------------------------- the container
+def _old_state(container, version):
+    """``container``'s pickled state as format ``version`` (1 or 2) wrote it.
+
+    Those versions stored int64 feature ids and explicit terms (version 1 none).
+    """
+    state = dict(container.__getstate__(), format_version=version)
+    state["weight_missing"] = container.weight_missing.copy()
+    state["weight_index"] = container.weight_index.astype(np.int64)
+    del state["missing_fill"]
+    if version == 1:
+        del state["weight_missing"]
+    return state
+
+
 def test_version_1_pickles_load_with_zero_terms(rng):
     tree = ref.random_tree(rng, 4, missing=True)
-    state = dict(tree.__dict__, format_version=1)
-    del state["weight_missing"]
     old = ObliqueTree.__new__(ObliqueTree)
-    old.__setstate__(state)
-    assert old.format_version == 2 and not old.weight_missing.any()
+    old.__setstate__(_old_state(tree, 1))
+    assert old.format_version == FORMAT_VERSION and not old.weight_missing.any()
+    assert old.weight_index.dtype == np.int32
     forest = ObliqueForest.from_trees([tree])
-    fstate = dict(forest.__getstate__(), format_version=1)
-    del fstate["weight_missing"]
     loaded = ObliqueForest.__new__(ObliqueForest)
-    loaded.__setstate__(fstate)
+    loaded.__setstate__(_old_state(forest, 1))
     assert loaded.weight_missing.shape == forest.weight_value.shape
+
+
+def test_version_2_pickles_load_with_the_same_terms_and_predictions(rng):
+    trees = [ref.random_tree(rng, 5, 2, missing=True) for _ in range(3)]
+    forest = ObliqueForest.from_trees(trees)
+    loaded = ObliqueForest.__new__(ObliqueForest)
+    loaded.__setstate__(_old_state(forest, 2))
+    assert loaded.format_version == FORMAT_VERSION
+    assert loaded.weight_index.dtype == np.int32 and loaded.missing_fill is None
+    np.testing.assert_array_equal(loaded.weight_index, forest.weight_index)
+    np.testing.assert_array_equal(loaded.weight_missing, forest.weight_missing)
+    X = _with_nan(rng, rng.normal(size=(300, 5)))
+    np.testing.assert_array_equal(
+        traversal.predict_value(loaded, X), traversal.predict_value(forest, X)
+    )
+
+
+def test_old_pickles_with_feature_ids_beyond_int32_are_refused(rng):
+    tree = ref.random_tree(rng, 4, split_prob=1.0, max_depth=2)
+    state = _old_state(tree, 2)
+    state["weight_index"][0] = 2**32  # would wrap to 0, a valid-looking id, if cast blindly
+    with pytest.raises(ValueError, match="weight_index"):
+        ObliqueTree.__new__(ObliqueTree).__setstate__(state)
 
 
 @pytest.mark.parametrize(
@@ -116,13 +150,97 @@ def test_version_1_pickles_load_with_zero_terms(rng):
         lambda t: setattr(t, "weight_missing", t.weight_missing[:-1]),
         lambda t: t.weight_missing.__setitem__(0, np.nan),
         lambda t: setattr(t, "weight_missing", t.weight_missing.astype(np.float32)),
-        lambda t: setattr(t, "format_version", 3),
+        lambda t: setattr(t, "format_version", 4),
     ],
 )
 def test_edited_missing_terms_are_refused_on_unpickling(rng, edit):
     tree = ref.random_tree(rng, 4, missing=True, split_prob=1.0, max_depth=2)
     edit(tree)
     with pytest.raises(ValueError, match="weight_missing|format version"):
+        pickle.loads(pickle.dumps(tree))
+
+
+def _compact(tree, fill):
+    """``tree`` with its terms in the compact form ``weight_value * fill[weight_index]``."""
+    return ObliqueTree(
+        tree.children_left,
+        tree.children_right,
+        tree.weight_indptr,
+        tree.weight_index,
+        tree.weight_value,
+        tree.bias,
+        tree.value,
+        tree.n_node_samples,
+        n_features=tree.n_features,
+        missing_fill=fill,
+    )
+
+
+def test_compact_terms_equal_the_explicit_ones_everywhere(rng):
+    fill = rng.normal(size=5)
+    trees = [ref.random_tree(rng, 5, 2) for _ in range(3)]
+    compact = [_compact(t, fill) for t in trees]
+    explicit = [
+        ObliqueTree(
+            *(getattr(t, name) for name in ("children_left", "children_right", "weight_indptr")),
+            t.weight_index,
+            t.weight_value,
+            t.bias,
+            t.value,
+            t.n_node_samples,
+            n_features=5,
+            weight_missing=t.weight_value * fill[t.weight_index],
+        )
+        for t in trees
+    ]
+    forest = ObliqueForest.from_trees(compact)
+    assert forest.__dict__["weight_missing"] is None and forest.missing_fill is fill
+    reference = ObliqueForest.from_trees(explicit)
+    np.testing.assert_array_equal(forest.weight_missing, reference.weight_missing)
+    X = _with_nan(rng, rng.normal(size=(500, 5)), rate=0.3)
+    for op in (traversal.apply, traversal.predict_value):
+        np.testing.assert_array_equal(op(forest, X), op(reference, X))
+    np.testing.assert_array_equal(
+        traversal_numpy.predict_value(forest, X), traversal.predict_value(reference, X)
+    )
+    loaded = pickle.loads(pickle.dumps(forest))
+    assert loaded.__dict__["weight_missing"] is None
+    np.testing.assert_array_equal(loaded.trees[1].weight_missing, explicit[1].weight_missing)
+    np.testing.assert_array_equal(traversal.apply(loaded, X), traversal.apply(reference, X))
+    # a forest of compact trees with different fills stores explicit terms
+    mixed = ObliqueForest.from_trees([compact[0], _compact(trees[1], fill + 1.0)])
+    assert mixed.missing_fill is None
+    np.testing.assert_array_equal(
+        mixed.weight_missing,
+        np.concatenate(
+            [
+                explicit[0].weight_missing,
+                trees[1].weight_value * (fill + 1.0)[trees[1].weight_index],
+            ]
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    ("edit", "match"),
+    [
+        (lambda t: setattr(t, "missing_fill", t.missing_fill[:-1]), "missing_fill"),
+        (lambda t: t.missing_fill.__setitem__(0, np.inf), "missing_fill"),
+        (lambda t: t.missing_fill.__setitem__(slice(None), 1e308), "overflows"),
+        (lambda t: setattr(t, "missing_fill", t.missing_fill.astype(np.float32)), "missing_fill"),
+        (
+            lambda t: t.__dict__.__setitem__("weight_missing", np.zeros(len(t.weight_value))),
+            "exclude",
+        ),
+        (lambda t: t.__dict__.__setitem__("missing_fill", None), "weight_missing"),
+    ],
+)
+def test_edited_compact_terms_are_refused_on_unpickling(rng, edit, match):
+    tree = ref.random_tree(rng, 4, split_prob=1.0, max_depth=2)
+    tree = _compact(tree, rng.normal(size=4))
+    tree.weight_value[:] = 10.0  # products of 1e308 overflow
+    edit(tree)
+    with pytest.raises(ValueError, match=match):
         pickle.loads(pickle.dumps(tree))
 
 
