@@ -65,9 +65,10 @@ def test_shuffle_matches_reference():
 # ----------------------------------------------------- axis-aligned init
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("min_samples_leaf", [1, 5])
-def test_best_axis_split_matches_exhaustive_search(seed, min_samples_leaf):
+@pytest.mark.parametrize("integer_weights", [True, False])  # x log x table / logarithms
+def test_best_axis_split_matches_exhaustive_search(seed, min_samples_leaf, integer_weights):
     rng = np.random.default_rng(seed)
-    X, y, w = _problem(rng, m=60, p=6)
+    X, y, w = _problem(rng, m=60, p=6, integer_weights=integer_weights)
     X[:, 2] = 1.5  # a constant feature is skipped and does not count
     X[:, 3] = np.round(X[:, 3])  # ties
     f, thr, imp = A.best_axis_split(X, y, w, X.shape[0], 4, 3, min_samples_leaf, _state(seed))
@@ -80,6 +81,28 @@ def test_best_axis_split_matches_exhaustive_search(seed, min_samples_leaf):
         assert thr == rthr
     right = (X[:, f] > thr).sum()
     assert min_samples_leaf <= right <= X.shape[0] - min_samples_leaf
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_xlogx_table_matches_numpy_and_the_scalar_kernel(seed):
+    rng = np.random.default_rng(seed)
+    w = rng.integers(0, 4, size=50).astype(np.float64)
+    table = A.xlogx_table(w, 50, w.sum())
+    k = np.arange(int(w.sum()) + 1, dtype=np.float64)
+    assert table.shape == k.shape
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = np.where(k > 0, k * np.log(k), 0.0)
+    np.testing.assert_allclose(table, expected, rtol=1e-14, atol=0)
+    # the scan's lookups return exactly the bits of the logarithm they replace
+    assert all(table[i] == A.xlogx(float(i)) for i in range(table.shape[0]))
+    # fractional or negative weights, or a node heavier than the cap: no table
+    frac = w.copy()
+    frac[7] += 0.5
+    assert A.xlogx_table(frac, 50, frac.sum()).shape == (0,)
+    neg = w.copy()
+    neg[3] = -1.0
+    assert A.xlogx_table(neg, 50, neg.sum()).shape == (0,)
+    assert A.xlogx_table(w, 50, A.MAX_XLOGX_TABLE + 1.0).shape == (0,)
 
 
 def test_best_axis_split_no_valid_split():
