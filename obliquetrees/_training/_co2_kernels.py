@@ -96,6 +96,26 @@ def project_ball(w, b, nu):
     return b
 
 
+@jit_inline
+def n_changed(signs, prev, m):
+    """How many of the first ``m`` entries of ``signs`` differ from ``prev``."""
+    n = 0
+    for i in range(m):
+        n += signs[i] != prev[i]
+    return n
+
+
+@jit_inline
+def partition_settled(n_flipped, m, params):
+    """Whether a node's CCCP stops because its partition has settled.
+
+    True when the node has at least ``params.batch_size`` rows and at most
+    ``params.tol * m`` of them changed side in the last outer iteration
+    (none below ``1 / tol`` rows). See :func:`cccp`.
+    """
+    return m >= params.batch_size and n_flipped <= params.tol * m
+
+
 # ------------------------------------------------------------ surrogate
 @jit
 def surrogate(Xb, yb, wb, m, w, b, theta0, theta1, signs):
@@ -307,6 +327,21 @@ def cccp(
     returned parameters are the best seen and the recorded sequence is
     non-increasing.
 
+    The loop also stops, keeping the improved iterate, when the partition
+    has settled (:func:`partition_settled`, ours): the node has at least
+    ``batch_size`` rows and at most ``tol * m`` of them changed side in the
+    iteration (none below ``1 / tol`` rows). Why this is sound: an outer
+    iteration is the convex problem (Eq. 11) linearised at the current signs
+    ``s_i``; when no sign changes, the next iteration would minimise the
+    same convex problem again, so CCCP is at a fixed point of its
+    linearisation (its convergence criterion) and further iterations only
+    run more epochs of the same inner descent. On a node of that size those
+    move the hyperplane within a gap no training row crosses. On smaller
+    nodes the relative surrogate test alone decides: there the remaining
+    iterations widen the margin of a few rows' split, which letter's test
+    error needed (the rule down to 50 rows: 2.84 % against 2.52 %, 30 trees,
+    five seeds); see the estimator's Notes.
+
     The first ``m`` rows of ``Xb``, ``yb`` and ``wb`` are reordered in place
     (the same permutation for all three; no copy of the node's block is made).
 
@@ -334,6 +369,7 @@ def cccp(
     ytmp = empty_targets(yb, 1)
     seen = np.empty(m, dtype=np.bool_)
     signs = np.empty(m)
+    prev_signs = np.empty(m)
     perm = np.arange(m)
     ident = np.arange(m)
     n_batches = (m + params.batch_size - 1) // params.batch_size
@@ -414,7 +450,9 @@ def cccp(
                     eta *= LR_DECAY
                     n_up = 0
             prev_run = run
+        prev_signs[:] = signs  # the sides at the start of this iteration (rows as permuted)
         current, _ = surrogate(Xc, yc, wc, m, w, b, theta0, theta1, signs)
+        n_flipped = n_changed(signs, prev_signs, m)
         if current < best:
             gain = best - current
             best = current
@@ -424,7 +462,7 @@ def cccp(
             best_t1[:] = theta1
             history[n_hist] = best
             n_hist += 1
-            if gain <= params.tol * abs(best):
+            if gain <= params.tol * abs(best) or partition_settled(n_flipped, m, params):
                 break
         else:
             break

@@ -247,6 +247,22 @@ def _cccp_inputs(seed, m=150):
     return X, y, wt, w, -thr, t0, t1
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_partition_change_count_and_settled_test_match_numpy(seed):
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(1, 3000))
+    prev = rng.choice([-1.0, 1.0], size=m + 5)
+    signs = prev.copy()
+    signs[rng.random(m + 5) < rng.uniform(0.0, 0.01)] *= -1.0
+    n = K.n_changed(signs, prev, m)
+    assert n == np.count_nonzero(signs[:m] != prev[:m])  # only the first m rows count
+    for batch_size in (1, 100, m + 1):
+        for tol in (0.0, 1e-3, 1e-2):
+            params = _co2_params(batch_size=batch_size, tol=tol).kernel_args()
+            expected = m >= batch_size and n <= tol * m
+            assert K.partition_settled(n, m, params) == expected
+
+
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("nu", [0.5, 10.0])
 def test_cccp_matches_reference(seed, nu):
