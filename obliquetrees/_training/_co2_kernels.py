@@ -125,6 +125,17 @@ def surrogate(Xb, yb, wb, m, w, b, theta0, theta1, signs):
     linearisation point) and returns the weighted mean of the stump's
     empirical loss (Eq. 2) as the second value.
     """
+    return surrogate_z(Xb, yb, wb, m, w, b, theta0, theta1, signs, np.empty(m))
+
+
+@jit
+def surrogate_z(Xb, yb, wb, m, w, b, theta0, theta1, signs, zs):
+    """:func:`surrogate` that also writes each sample's ``z = w.x + b`` to ``zs``.
+
+    :func:`cccp` hands them to the next minibatch gradient when it is taken
+    at the same ``(w, b)`` over the same rows (a node of one minibatch), which
+    then reads them instead of recomputing the same dot products.
+    """
     lse0 = leaf_offset(yb, theta0)
     lse1 = leaf_offset(yb, theta1)
     acc = 0.0
@@ -132,6 +143,7 @@ def surrogate(Xb, yb, wb, m, w, b, theta0, theta1, signs):
     tot = 0.0
     for i in range(m):
         z = row_dot(w, Xb, i, b)
+        zs[i] = z
         l0 = leaf_loss(yb, i, lse0, theta0)
         l1 = leaf_loss(yb, i, lse1, theta1)
         a0 = -z + l0
@@ -153,11 +165,32 @@ def surrogate(Xb, yb, wb, m, w, b, theta0, theta1, signs):
 
 @jit_inline
 def minibatch_gradient(
-    Xb, yb, wb, perm, lo, hi, w, b, theta0, theta1, signs, gw, g0, g1, prob0, prob1, cbuf, rbuf
+    Xb,
+    yb,
+    wb,
+    perm,
+    lo,
+    hi,
+    w,
+    b,
+    theta0,
+    theta1,
+    signs,
+    gw,
+    g0,
+    g1,
+    prob0,
+    prob1,
+    cbuf,
+    rbuf,
+    zs,
+    cached,
 ):
     """Subgradient of the CCCP objective (Eq. 11) averaged over a minibatch.
 
-    The minibatch is ``perm[lo:hi]``. Writes the weighted mean gradients in
+    The minibatch is ``perm[lo:hi]``. With ``cached`` the samples' ``z =
+    w.x + b`` are read from ``zs[perm[t]]`` (:func:`surrogate_z`'s, at these
+    ``w`` and ``b``: the same bits) instead of being computed. Writes the weighted mean gradients in
     ``gw`` (w), ``g0`` (theta0) and ``g1`` (theta1); ``prob0``/``prob1`` are
     scratch for the leaf softmaxes, ``cbuf``/``rbuf`` (``hi - lo`` entries)
     for the active samples' coefficients and rows. The weight gradient is
@@ -191,7 +224,7 @@ def minibatch_gradient(
     for t in range(lo, hi):
         i = perm[t]
         wt = wb[i]
-        z = row_dot(w, Xb, i, b)
+        z = zs[i] if cached else row_dot(w, Xb, i, b)
         a0 = side_arg(-z, yb, i, lse0, theta0)
         a1 = side_arg(z, yb, i, lse1, theta1)
         s = signs[i]
@@ -370,6 +403,7 @@ def cccp(
     seen = np.empty(m, dtype=np.bool_)
     signs = np.empty(m)
     prev_signs = np.empty(m)
+    zs = np.empty(m)  # z of every row at the last surrogate evaluation
     perm = np.arange(m)
     ident = np.arange(m)
     n_batches = (m + params.batch_size - 1) // params.batch_size
@@ -388,7 +422,7 @@ def cccp(
     best_t1 = theta1.copy()
     b = project_ball(w, b, params.nu)
     best_b = b
-    best, _ = surrogate(Xc, yc, wc, m, w, b, theta0, theta1, signs)
+    best, _ = surrogate_z(Xc, yc, wc, m, w, b, theta0, theta1, signs, zs)
     history[0] = best
     n_hist = 1
     eta = params.learning_rate
@@ -397,6 +431,9 @@ def cccp(
     n_iter = 0
     for _ in range(params.max_cccp_iter):
         n_iter += 1
+        # one minibatch (no reordering): its first gradient is taken at the (w, b) and on the
+        # rows of the surrogate just evaluated, whose z it reuses (bit-identical)
+        cached = n_batches == 1
         if n_batches > 1:
             for t in range(m):
                 perm[t] = t
@@ -431,7 +468,10 @@ def cccp(
                     prob1,
                     cbuf,
                     rbuf,
+                    zs,
+                    cached,
                 )
+                cached = False  # (w, b) move below
                 run += r
                 tot += ws
                 if ws <= 0.0:
@@ -451,7 +491,7 @@ def cccp(
                     n_up = 0
             prev_run = run
         prev_signs[:] = signs  # the sides at the start of this iteration (rows as permuted)
-        current, _ = surrogate(Xc, yc, wc, m, w, b, theta0, theta1, signs)
+        current, _ = surrogate_z(Xc, yc, wc, m, w, b, theta0, theta1, signs, zs)
         n_flipped = n_changed(signs, prev_signs, m)
         if current < best:
             gain = best - current

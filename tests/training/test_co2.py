@@ -183,6 +183,8 @@ def test_minibatch_gradient_matches_reference(seed):
         np.empty(4),
         np.empty(hi - lo),
         np.empty(hi - lo, dtype=np.int64),
+        np.empty(X.shape[0]),
+        False,
     )
     rgw, rgb, rg0, rg1, rrun, rwsum = ref.co2_minibatch_gradient(
         X, y, wt, perm[lo:hi], w, b, t0, t1, signs
@@ -191,6 +193,19 @@ def test_minibatch_gradient_matches_reference(seed):
     np.testing.assert_allclose([gb, run, wsum], [rgb, rrun, rwsum], rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(g0, rg0, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(g1, rg1, rtol=1e-10, atol=1e-12)
+    # with the z the surrogate wrote at the same (w, b): the same bits, and those z are
+    # numpy's up to rounding
+    zs = np.empty(X.shape[0])
+    K.surrogate_z(X, y, wt, X.shape[0], w, b, t0, t1, signs.copy(), zs)
+    np.testing.assert_allclose(zs, X @ w + b, rtol=1e-12, atol=1e-12)
+    cgw, cg0, cg1 = np.empty(X.shape[1]), np.empty(4), np.empty(4)
+    cached = K.minibatch_gradient(
+        X, y, wt, perm, lo, hi, w, b, t0, t1, signs, cgw, cg0, cg1, np.empty(4), np.empty(4),
+        np.empty(hi - lo), np.empty(hi - lo, dtype=np.int64), zs, True,
+    )  # fmt: skip
+    assert cached == (gb, run, wsum)
+    for a, c in ((gw, cgw), (g0, cg0), (g1, cg1)):
+        np.testing.assert_array_equal(a, c)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -221,6 +236,8 @@ def test_minibatch_gradient_finite_differences(seed):
         np.empty(4),
         np.empty(40),
         np.empty(40, dtype=np.int64),
+        np.empty(40),
+        False,
     )
     theta = np.concatenate([w, [b], t0, t1])
     p = X.shape[1]
