@@ -457,8 +457,8 @@ class CO2ForestClassifier(ObliqueClassifierMixin, _BaseCO2Forest):
       the margin of a split of few samples, which letter needed (the rule
       down to 50 samples: 2.84 %). Together: letter 2.71 % (five seeds, was
       2.52 %), one 100k-row tree about 25 % less CPU; on validation splits
-      of the training parts (three seeds) satimage 7.48 % (was 8.31 %),
-      pendigits 0.60 % (was 0.45 %). See
+      of the training parts satimage 7.48 % (was 8.31 %, three seeds),
+      pendigits 0.48 % (was 0.41 %, five seeds). See
       ``benchmarks/results/co2_scale.md``.
     - The paper does not give ``tau``, the number of CCCP iterations or the
       convergence test ("while surrogate objective has not converged"); the
