@@ -67,8 +67,11 @@ class CO2ForestRegressor(ObliqueRegressorMixin, _BaseCO2Forest):
         Maximum number of CCCP (outer) iterations per node.
     tol : float, default=1e-3
         CCCP stops when an outer iteration improves the surrogate by less
-        than ``tol`` times its value; an iteration that does not improve it is
-        undone and ends the loop.
+        than ``tol`` times its value, or, on a node of at least
+        ``batch_size`` samples, when at most ``tol`` times its samples
+        changed side in the iteration (see :class:`CO2ForestClassifier`'s
+        Notes); an iteration that does not improve the surrogate is undone
+        and ends the loop.
     max_cccp_samples : int or None, default=2048
         A node with more (distinct) samples fits its stump (initial split
         and CCCP) on this many of them, drawn uniformly without replacement

@@ -410,6 +410,10 @@ def co2_cccp(
 ):
     """The kernel's CCCP loop in numpy. Returns ``(w, b, theta0, theta1, history)``.
 
+    It stops as the kernel does: a relative gain of at most ``tol``, or a
+    settled partition (a node of at least ``batch_size`` rows of which at most
+    ``tol * m`` changed side in the iteration).
+
     ``params`` has the attributes ``nu``, ``learning_rate``, ``batch_size``,
     ``momentum``, ``cccp_epochs``, ``max_cccp_iter`` and ``tol`` (the kernel's record).
     """
@@ -471,13 +475,15 @@ def co2_cccp(
                     n_up = 0
             prev_run = run
         current, _ = co2_surrogate(Xb, yb, wb, w, b, theta0, theta1)
-        signs = np.where(Xb @ w + b > 0, 1.0, -1.0)
+        new_signs = np.where(Xb @ w + b > 0, 1.0, -1.0)
+        n_flipped = np.count_nonzero(new_signs != signs)  # rows that changed side
+        signs = new_signs
         if current < best:
             gain = best - current
             best = current
             best_params = (w.copy(), b, theta0.copy(), theta1.copy())
             history.append(best)
-            if gain <= tol * abs(best):
+            if gain <= tol * abs(best) or (m >= batch_size and n_flipped <= tol * m):
                 break
         else:
             break

@@ -49,7 +49,9 @@ def scan_start(yb, wb, m, n_classes):
     """What every feature's scan of :func:`scan_feature` starts from.
 
     Returns the node's weighted class histogram, its total, the sum of its
-    ``x log x`` terms and scratch for the class counts of the two sides.
+    ``x log x`` terms, scratch for the class counts of the two sides and the
+    table ``xlogx(k)`` for ``k = 0 .. total`` when every weight is a whole
+    number (bootstrap counts), else an empty table (:func:`xlogx_table`).
     """
     hist = class_histogram(yb, wb, m, n_classes)
     total = 0.0
@@ -58,7 +60,43 @@ def scan_start(yb, wb, m, n_classes):
         total += hist[k]
         s_tot += xlogx(hist[k])
     sides = np.zeros((4, n_classes))  # class counts and x log x terms, left and right
-    return hist, total, s_tot, sides
+    return hist, total, s_tot, sides, xlogx_table(wb, m, total)
+
+
+#: Largest node weight for which :func:`xlogx_table` builds a table (8 bytes an entry).
+MAX_XLOGX_TABLE = 1 << 20
+
+
+@jit
+def xlogx_table(wb, m, total):
+    """``xlogx(k)`` for ``k = 0 .. total`` if the first ``m`` weights are whole numbers.
+
+    Then every class count, side count and side total of a scan is a whole
+    number no larger than ``total`` (sums and differences of whole float64
+    numbers below 2**53 are exact), and looking its ``x log x`` up returns the
+    bits :func:`xlogx` computes (the table is made by it): the scan is exact
+    with ``total + 1`` logarithms instead of four per sample and feature. Empty
+    (the scan takes its logarithms) if a weight is not whole or ``total``
+    exceeds :data:`MAX_XLOGX_TABLE`.
+    """
+    if not total <= MAX_XLOGX_TABLE:
+        return np.empty(0)
+    for i in range(m):
+        if wb[i] != np.floor(wb[i]) or wb[i] < 0.0:
+            return np.empty(0)
+    n = int(total) + 1
+    table = np.empty(n)
+    for k in range(n):
+        table[k] = xlogx(float(k))
+    return table
+
+
+@jit_inline
+def xlogx_lookup(x, table):
+    """:func:`xlogx` of a count ``x``, read from :func:`xlogx_table`'s ``table`` when it has one."""
+    if table.shape[0] > 0:
+        return table[int(x)]
+    return xlogx(x)
 
 
 @jit_inline
@@ -89,7 +127,7 @@ def scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp):
     threshold : float
         The threshold of that split (meaningless if none beat ``best_imp``).
     """
-    hist, total, s_tot, sides = start
+    hist, total, s_tot, sides, table = start
     cl, cr, xl, xr = sides[0], sides[1], sides[2], sides[3]
     n_classes = hist.shape[0]
     best_thr = 0.0
@@ -112,11 +150,11 @@ def scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp):
         # xl/xr cache xlogx of the current counts: two logs per step, not four
         s_l -= xl[c]
         cl[c] += wt
-        xl[c] = xlogx(cl[c])
+        xl[c] = xlogx_lookup(cl[c], table)
         s_l += xl[c]
         s_r -= xr[c]
         cr[c] -= wt
-        xr[c] = xlogx(cr[c])
+        xr[c] = xlogx_lookup(cr[c], table)
         s_r += xr[c]
         n_l += wt
         n_r -= wt
@@ -125,7 +163,7 @@ def scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp):
             continue
         if t + 1 < min_samples_leaf or m - t - 1 < min_samples_leaf:
             continue
-        imp = (xlogx(n_l) - s_l) + (xlogx(n_r) - s_r)
+        imp = (xlogx_lookup(n_l, table) - s_l) + (xlogx_lookup(n_r, table) - s_r)
         if imp < best_imp:
             best_imp = imp
             best_thr = midpoint(vals[i], v_next)

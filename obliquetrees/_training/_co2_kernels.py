@@ -96,6 +96,26 @@ def project_ball(w, b, nu):
     return b
 
 
+@jit_inline
+def n_changed(signs, prev, m):
+    """How many of the first ``m`` entries of ``signs`` differ from ``prev``."""
+    n = 0
+    for i in range(m):
+        n += signs[i] != prev[i]
+    return n
+
+
+@jit_inline
+def partition_settled(n_flipped, m, params):
+    """Whether a node's CCCP stops because its partition has settled.
+
+    True when the node has at least ``params.batch_size`` rows and at most
+    ``params.tol * m`` of them changed side in the last outer iteration
+    (none below ``1 / tol`` rows). See :func:`cccp`.
+    """
+    return m >= params.batch_size and n_flipped <= params.tol * m
+
+
 # ------------------------------------------------------------ surrogate
 @jit
 def surrogate(Xb, yb, wb, m, w, b, theta0, theta1, signs):
@@ -105,6 +125,17 @@ def surrogate(Xb, yb, wb, m, w, b, theta0, theta1, signs):
     linearisation point) and returns the weighted mean of the stump's
     empirical loss (Eq. 2) as the second value.
     """
+    return surrogate_z(Xb, yb, wb, m, w, b, theta0, theta1, signs, np.empty(m))
+
+
+@jit
+def surrogate_z(Xb, yb, wb, m, w, b, theta0, theta1, signs, zs):
+    """:func:`surrogate` that also writes each sample's ``z = w.x + b`` to ``zs``.
+
+    :func:`cccp` hands them to the next minibatch gradient when it is taken
+    at the same ``(w, b)`` over the same rows (a node of one minibatch), which
+    then reads them instead of recomputing the same dot products.
+    """
     lse0 = leaf_offset(yb, theta0)
     lse1 = leaf_offset(yb, theta1)
     acc = 0.0
@@ -112,6 +143,7 @@ def surrogate(Xb, yb, wb, m, w, b, theta0, theta1, signs):
     tot = 0.0
     for i in range(m):
         z = row_dot(w, Xb, i, b)
+        zs[i] = z
         l0 = leaf_loss(yb, i, lse0, theta0)
         l1 = leaf_loss(yb, i, lse1, theta1)
         a0 = -z + l0
@@ -133,11 +165,32 @@ def surrogate(Xb, yb, wb, m, w, b, theta0, theta1, signs):
 
 @jit_inline
 def minibatch_gradient(
-    Xb, yb, wb, perm, lo, hi, w, b, theta0, theta1, signs, gw, g0, g1, prob0, prob1, cbuf, rbuf
+    Xb,
+    yb,
+    wb,
+    perm,
+    lo,
+    hi,
+    w,
+    b,
+    theta0,
+    theta1,
+    signs,
+    gw,
+    g0,
+    g1,
+    prob0,
+    prob1,
+    cbuf,
+    rbuf,
+    zs,
+    cached,
 ):
     """Subgradient of the CCCP objective (Eq. 11) averaged over a minibatch.
 
-    The minibatch is ``perm[lo:hi]``. Writes the weighted mean gradients in
+    The minibatch is ``perm[lo:hi]``. With ``cached`` the samples' ``z =
+    w.x + b`` are read from ``zs[perm[t]]`` (:func:`surrogate_z`'s, at these
+    ``w`` and ``b``: the same bits) instead of being computed. Writes the weighted mean gradients in
     ``gw`` (w), ``g0`` (theta0) and ``g1`` (theta1); ``prob0``/``prob1`` are
     scratch for the leaf softmaxes, ``cbuf``/``rbuf`` (``hi - lo`` entries)
     for the active samples' coefficients and rows. The weight gradient is
@@ -171,7 +224,7 @@ def minibatch_gradient(
     for t in range(lo, hi):
         i = perm[t]
         wt = wb[i]
-        z = row_dot(w, Xb, i, b)
+        z = zs[i] if cached else row_dot(w, Xb, i, b)
         a0 = side_arg(-z, yb, i, lse0, theta0)
         a1 = side_arg(z, yb, i, lse1, theta1)
         s = signs[i]
@@ -307,6 +360,21 @@ def cccp(
     returned parameters are the best seen and the recorded sequence is
     non-increasing.
 
+    The loop also stops, keeping the improved iterate, when the partition
+    has settled (:func:`partition_settled`, ours): the node has at least
+    ``batch_size`` rows and at most ``tol * m`` of them changed side in the
+    iteration (none below ``1 / tol`` rows). Why this is sound: an outer
+    iteration is the convex problem (Eq. 11) linearised at the current signs
+    ``s_i``; when no sign changes, the next iteration would minimise the
+    same convex problem again, so CCCP is at a fixed point of its
+    linearisation (its convergence criterion) and further iterations only
+    run more epochs of the same inner descent. On a node of that size those
+    move the hyperplane within a gap no training row crosses. On smaller
+    nodes the relative surrogate test alone decides: there the remaining
+    iterations widen the margin of a few rows' split, which letter's test
+    error needed (the rule down to 50 rows: 2.84 % against 2.52 %, 30 trees,
+    five seeds); see the estimator's Notes.
+
     The first ``m`` rows of ``Xb``, ``yb`` and ``wb`` are reordered in place
     (the same permutation for all three; no copy of the node's block is made).
 
@@ -334,6 +402,8 @@ def cccp(
     ytmp = empty_targets(yb, 1)
     seen = np.empty(m, dtype=np.bool_)
     signs = np.empty(m)
+    prev_signs = np.empty(m)
+    zs = np.empty(m)  # z of every row at the last surrogate evaluation
     perm = np.arange(m)
     ident = np.arange(m)
     n_batches = (m + params.batch_size - 1) // params.batch_size
@@ -352,7 +422,7 @@ def cccp(
     best_t1 = theta1.copy()
     b = project_ball(w, b, params.nu)
     best_b = b
-    best, _ = surrogate(Xc, yc, wc, m, w, b, theta0, theta1, signs)
+    best, _ = surrogate_z(Xc, yc, wc, m, w, b, theta0, theta1, signs, zs)
     history[0] = best
     n_hist = 1
     eta = params.learning_rate
@@ -361,6 +431,9 @@ def cccp(
     n_iter = 0
     for _ in range(params.max_cccp_iter):
         n_iter += 1
+        # one minibatch (no reordering): its first gradient is taken at the (w, b) and on the
+        # rows of the surrogate just evaluated, whose z it reuses (bit-identical)
+        cached = n_batches == 1
         if n_batches > 1:
             for t in range(m):
                 perm[t] = t
@@ -395,7 +468,10 @@ def cccp(
                     prob1,
                     cbuf,
                     rbuf,
+                    zs,
+                    cached,
                 )
+                cached = False  # (w, b) move below
                 run += r
                 tot += ws
                 if ws <= 0.0:
@@ -414,7 +490,9 @@ def cccp(
                     eta *= LR_DECAY
                     n_up = 0
             prev_run = run
-        current, _ = surrogate(Xc, yc, wc, m, w, b, theta0, theta1, signs)
+        prev_signs[:] = signs  # the sides at the start of this iteration (rows as permuted)
+        current, _ = surrogate_z(Xc, yc, wc, m, w, b, theta0, theta1, signs, zs)
+        n_flipped = n_changed(signs, prev_signs, m)
         if current < best:
             gain = best - current
             best = current
@@ -424,7 +502,7 @@ def cccp(
             best_t1[:] = theta1
             history[n_hist] = best
             n_hist += 1
-            if gain <= params.tol * abs(best):
+            if gain <= params.tol * abs(best) or partition_settled(n_flipped, m, params):
                 break
         else:
             break

@@ -36,7 +36,13 @@ from obliquetrees._training._co2_axis_split import (
     init_theta,
     node_column,
 )
-from obliquetrees._training._co2_kernels import LR_DECAY, OSC_PATIENCE, project_ball
+from obliquetrees._training._co2_kernels import (
+    LR_DECAY,
+    OSC_PATIENCE,
+    n_changed,
+    partition_settled,
+    project_ball,
+)
 from obliquetrees._training._co2_node import cccp_rows, node_value
 from obliquetrees._training._co2_targets import (
     add_leaf_gradient,
@@ -248,6 +254,7 @@ def cccp_sparse(block, m, w, b, theta0, theta1, params, state, history):
     p = w.shape[0]
     n_classes = theta0.shape[0]
     signs = np.empty(m)
+    prev_signs = np.empty(m)
     perm = np.arange(m)
     order = np.arange(m)  # row of the node at each position of the current order
     reordered = np.empty(m, dtype=np.int64)
@@ -325,7 +332,9 @@ def cccp_sparse(block, m, w, b, theta0, theta1, params, state, history):
                     eta *= LR_DECAY
                     n_up = 0
             prev_run = run
+        prev_signs[:] = signs
         current, _ = surrogate_sparse(block, m, w, b - wmu, theta0, theta1, signs)
+        n_flipped = n_changed(signs, prev_signs, m)
         if current < best:
             gain = best - current
             best = current
@@ -335,7 +344,7 @@ def cccp_sparse(block, m, w, b, theta0, theta1, params, state, history):
             best_t1[:] = theta1
             history[n_hist] = best
             n_hist += 1
-            if gain <= params.tol * abs(best):
+            if gain <= params.tol * abs(best) or partition_settled(n_flipped, m, params):
                 break
         else:
             break

@@ -65,9 +65,10 @@ def test_shuffle_matches_reference():
 # ----------------------------------------------------- axis-aligned init
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("min_samples_leaf", [1, 5])
-def test_best_axis_split_matches_exhaustive_search(seed, min_samples_leaf):
+@pytest.mark.parametrize("integer_weights", [True, False])  # x log x table / logarithms
+def test_best_axis_split_matches_exhaustive_search(seed, min_samples_leaf, integer_weights):
     rng = np.random.default_rng(seed)
-    X, y, w = _problem(rng, m=60, p=6)
+    X, y, w = _problem(rng, m=60, p=6, integer_weights=integer_weights)
     X[:, 2] = 1.5  # a constant feature is skipped and does not count
     X[:, 3] = np.round(X[:, 3])  # ties
     f, thr, imp = A.best_axis_split(X, y, w, X.shape[0], 4, 3, min_samples_leaf, _state(seed))
@@ -80,6 +81,28 @@ def test_best_axis_split_matches_exhaustive_search(seed, min_samples_leaf):
         assert thr == rthr
     right = (X[:, f] > thr).sum()
     assert min_samples_leaf <= right <= X.shape[0] - min_samples_leaf
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_xlogx_table_matches_numpy_and_the_scalar_kernel(seed):
+    rng = np.random.default_rng(seed)
+    w = rng.integers(0, 4, size=50).astype(np.float64)
+    table = A.xlogx_table(w, 50, w.sum())
+    k = np.arange(int(w.sum()) + 1, dtype=np.float64)
+    assert table.shape == k.shape
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = np.where(k > 0, k * np.log(k), 0.0)
+    np.testing.assert_allclose(table, expected, rtol=1e-14, atol=0)
+    # the scan's lookups return exactly the bits of the logarithm they replace
+    assert all(table[i] == A.xlogx(float(i)) for i in range(table.shape[0]))
+    # fractional or negative weights, or a node heavier than the cap: no table
+    frac = w.copy()
+    frac[7] += 0.5
+    assert A.xlogx_table(frac, 50, frac.sum()).shape == (0,)
+    neg = w.copy()
+    neg[3] = -1.0
+    assert A.xlogx_table(neg, 50, neg.sum()).shape == (0,)
+    assert A.xlogx_table(w, 50, A.MAX_XLOGX_TABLE + 1.0).shape == (0,)
 
 
 def test_best_axis_split_no_valid_split():
@@ -160,6 +183,8 @@ def test_minibatch_gradient_matches_reference(seed):
         np.empty(4),
         np.empty(hi - lo),
         np.empty(hi - lo, dtype=np.int64),
+        np.empty(X.shape[0]),
+        False,
     )
     rgw, rgb, rg0, rg1, rrun, rwsum = ref.co2_minibatch_gradient(
         X, y, wt, perm[lo:hi], w, b, t0, t1, signs
@@ -168,6 +193,19 @@ def test_minibatch_gradient_matches_reference(seed):
     np.testing.assert_allclose([gb, run, wsum], [rgb, rrun, rwsum], rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(g0, rg0, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(g1, rg1, rtol=1e-10, atol=1e-12)
+    # with the z the surrogate wrote at the same (w, b): the same bits, and those z are
+    # numpy's up to rounding
+    zs = np.empty(X.shape[0])
+    K.surrogate_z(X, y, wt, X.shape[0], w, b, t0, t1, signs.copy(), zs)
+    np.testing.assert_allclose(zs, X @ w + b, rtol=1e-12, atol=1e-12)
+    cgw, cg0, cg1 = np.empty(X.shape[1]), np.empty(4), np.empty(4)
+    cached = K.minibatch_gradient(
+        X, y, wt, perm, lo, hi, w, b, t0, t1, signs, cgw, cg0, cg1, np.empty(4), np.empty(4),
+        np.empty(hi - lo), np.empty(hi - lo, dtype=np.int64), zs, True,
+    )  # fmt: skip
+    assert cached == (gb, run, wsum)
+    for a, c in ((gw, cgw), (g0, cg0), (g1, cg1)):
+        np.testing.assert_array_equal(a, c)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -198,6 +236,8 @@ def test_minibatch_gradient_finite_differences(seed):
         np.empty(4),
         np.empty(40),
         np.empty(40, dtype=np.int64),
+        np.empty(40),
+        False,
     )
     theta = np.concatenate([w, [b], t0, t1])
     p = X.shape[1]
@@ -222,6 +262,22 @@ def _cccp_inputs(seed, m=150):
     w[f] = 1.0
     t0, t1 = A.init_theta(X, y, wt, m, f, thr, 4, 1.0)
     return X, y, wt, w, -thr, t0, t1
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_partition_change_count_and_settled_test_match_numpy(seed):
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(1, 3000))
+    prev = rng.choice([-1.0, 1.0], size=m + 5)
+    signs = prev.copy()
+    signs[rng.random(m + 5) < rng.uniform(0.0, 0.01)] *= -1.0
+    n = K.n_changed(signs, prev, m)
+    assert n == np.count_nonzero(signs[:m] != prev[:m])  # only the first m rows count
+    for batch_size in (1, 100, m + 1):
+        for tol in (0.0, 1e-3, 1e-2):
+            params = _co2_params(batch_size=batch_size, tol=tol).kernel_args()
+            expected = m >= batch_size and n <= tol * m
+            assert K.partition_settled(n, m, params) == expected
 
 
 @pytest.mark.parametrize("seed", range(3))

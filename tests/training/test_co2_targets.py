@@ -39,6 +39,7 @@ def _gradient(X, Y, wt, perm, lo, hi, w, b, t0, t1, signs):
     gb, run, wsum = K.minibatch_gradient(
         X, Y, wt, perm, lo, hi, w, b, t0, t1, signs, gw, g0, g1,
         np.empty(k), np.empty(k), np.empty(hi - lo), np.empty(hi - lo, dtype=np.int64),
+        np.empty(X.shape[0]), False,
     )  # fmt: skip
     return gw, gb, g0, g1, run, wsum
 
