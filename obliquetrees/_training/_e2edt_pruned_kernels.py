@@ -89,6 +89,38 @@ def _block_dot(W, c, X, q):
 
 
 @jit_inline
+def _block_dot_pair(W, c, X, q, r):
+    """``(W[c] . X[q], W[c] . X[r])``, each exactly :func:`_block_dot`, interleaved."""
+    n = X.shape[1]
+    n4 = n - n % 4
+    a0 = 0.0
+    a1 = 0.0
+    a2 = 0.0
+    a3 = 0.0
+    b0 = 0.0
+    b1 = 0.0
+    b2 = 0.0
+    b3 = 0.0
+    for j in range(0, n4, 4):
+        w0 = W[c, j]
+        w1 = W[c, j + 1]
+        w2 = W[c, j + 2]
+        w3 = W[c, j + 3]
+        a0 += w0 * X[q, j]
+        a1 += w1 * X[q, j + 1]
+        a2 += w2 * X[q, j + 2]
+        a3 += w3 * X[q, j + 3]
+        b0 += w0 * X[r, j]
+        b1 += w1 * X[r, j + 1]
+        b2 += w2 * X[r, j + 2]
+        b3 += w3 * X[r, j + 3]
+    for j in range(n4, n):
+        a0 += W[c, j] * X[q, j]
+        b0 += W[c, j] * X[r, j]
+    return (a0 + a1) + (a2 + a3), (b0 + b1) + (b2 + b3)
+
+
+@jit_inline
 def _block_gather_dot(W, c, X, q, idx, k0, k1):
     """:func:`_row_gather_dot` (the same operations in the same order) on a row of ``X``."""
     k4 = k1 - (k1 - k0) % 4
@@ -452,6 +484,10 @@ def pruned_em_batch(
     e_pr = np.empty(cap)  # split probabilities
     e_pl = np.empty(cap)
     goes = np.empty(BLOCK, dtype=np.uint8)
+    dots = np.empty(BLOCK)
+    reached = np.empty(n_nodes, dtype=np.int64)  # nodes the block visits, in visit order
+    n_reached = 0
+    count[:] = 0
     total = np.empty(BLOCK)
     loglik = 0.0
     visits = 0
@@ -464,8 +500,13 @@ def pruned_em_batch(
             total[q] = 0.0
             e_q[q] = q
             e_mu[q] = 1.0
-        for i in range(order.shape[0]):
-            count[order[i]] = 0
+        for i in range(n_reached):  # the previous block's nodes and their children
+            node = reached[i]
+            count[node] = 0
+            if split_col[node] >= 0:
+                count[left[node]] = 0
+                count[right[node]] = 0
+        n_reached = 0
         count[0] = m
         first[0] = 0
         top = m
@@ -473,6 +514,10 @@ def pruned_em_batch(
         # forward, parents first
         for i in range(order.shape[0]):
             node = order[i]
+            if count[node] == 0:
+                continue
+            reached[n_reached] = node  # in visit order
+            n_reached += 1
             k0 = first[node]
             k1 = k0 + count[node]
             block_visits += k1 - k0
@@ -485,16 +530,21 @@ def pruned_em_batch(
                     e_h[e] = v
                     total[q] += v
                 continue
+            if full:  # two samples at a time: twice the independent sums in flight
+                for e in range(k0, k1 - 1, 2):
+                    dots[e - k0], dots[e + 1 - k0] = _block_dot_pair(W, c, Xb, e_q[e], e_q[e + 1])
+                if (k1 - k0) % 2:
+                    dots[k1 - 1 - k0] = _block_dot(W, c, Xb, e_q[k1 - 1])
+            else:
+                for e in range(k0, k1):
+                    dots[e - k0] = _block_gather_dot(
+                        W, c, Xb, e_q[e], feat_idx, feat_ptr[c], feat_ptr[c + 1]
+                    )
             n_right = 0
             n_left = 0
             for e in range(k0, k1):
                 q = e_q[e]
-                if full:
-                    a = b[c] + _block_dot(W, c, Xb, q)
-                else:
-                    a = b[c] + _block_gather_dot(
-                        W, c, Xb, q, feat_idx, feat_ptr[c], feat_ptr[c + 1]
-                    )
+                a = b[c] + dots[e - k0]
                 t = gamma[c] * a
                 ex = np.exp(-abs(t))
                 big = 1.0 / (1.0 + ex)
@@ -569,8 +619,8 @@ def pruned_em_batch(
             loglik += sw[rows[s0 + q]] * np.log(total[q])
             total[q] = 1.0 / total[q]
         # responsibilities and leaf statistics
-        for i in range(order.shape[0]):
-            node = order[i]
+        for i in range(n_reached):
+            node = reached[i]
             if split_col[node] >= 0:
                 continue
             for e in range(first[node], first[node] + count[node]):
@@ -582,8 +632,8 @@ def pruned_em_batch(
         if not grad:
             continue
         # backward, children first: subtree sums and the gradient
-        for i in range(order.shape[0] - 1, -1, -1):
-            node = order[i]
+        for i in range(n_reached - 1, -1, -1):
+            node = reached[i]
             c = split_col[node]
             if c < 0:
                 continue
@@ -592,6 +642,8 @@ def pruned_em_batch(
             il = first[left[node]]
             el = il + count[left[node]]
             g_c = gamma[c]
+            pending = -1  # a sample whose gradient row update waits for the next one
+            g_pending = 0.0
             for e in range(first[node], first[node] + count[node]):
                 q = e_q[e]
                 hr = 0.0
@@ -607,12 +659,19 @@ def pruned_em_batch(
                 if g == 0.0:
                     continue
                 gb[c] -= g
-                if full:
-                    for j in range(p):
-                        gW[c, j] -= g * Xb[q, j]
-                else:
+                if not full:
                     for k2 in range(feat_ptr[c], feat_ptr[c + 1]):
                         gW[c, feat_idx[k2]] -= g * Xb[q, feat_idx[k2]]
+                elif pending < 0:  # wait for a second sample: one pass over the row for both
+                    pending = q
+                    g_pending = g
+                else:  # the same two subtractions per cell, in sample order
+                    for j in range(p):
+                        gW[c, j] = (gW[c, j] - g_pending * Xb[pending, j]) - g * Xb[q, j]
+                    pending = -1
+            if pending >= 0:
+                for j in range(p):
+                    gW[c, j] -= g_pending * Xb[pending, j]
     return loglik, visits
 
 
