@@ -385,7 +385,8 @@ def finetune(tt, Z, y, sw, params, rng, adjacency, progress=None):
     only the nodes of path probability >= the threshold, and its hard path);
     otherwise every sample passes through every node (GEMMs + :func:`K.em_batch`).
     With ``params.max_finetune_samples`` below ``N`` each epoch runs over
-    that many rows of a fresh permutation (the first, leaves only, over them
+    that many rows drawn anew without replacement, in random order, each
+    minibatch's rows sorted (the first epoch, leaves only, over them all
     sorted), and a last leaves-only pass over every row sets the leaves (the
     estimators' Notes).
     ``progress`` (a :class:`Progress`, optional) is told of every epoch.
@@ -432,16 +433,19 @@ def finetune(tt, Z, y, sw, params, rng, adjacency, progress=None):
 
     for epoch in range(p.finetune_epochs):
         if epoch == 0 and capped:  # leaves only, from the budget's rows at the initial splits
-            counts = leaf_statistics(np.sort(rng.permutation(N)[: p.max_finetune_samples]))
+            counts = leaf_statistics(np.sort(rng.choice(N, p.max_finetune_samples, replace=False)))
         elif epoch == 0:  # leaves only, from every row at the initial splits
             counts = leaf_statistics()
         else:  # an E-step and an Adam step per minibatch
             counts = K.empty_statistics(tt.pi, y)
-            perm = rng.permutation(N)
-            if capped:
-                perm = perm[: p.max_finetune_samples]
+            if capped:  # the budget's rows in random order (O(budget), not O(N) draws)
+                perm = rng.choice(N, p.max_finetune_samples, replace=False)
+            else:
+                perm = rng.permutation(N)
             for s in range(0, perm.shape[0], p.batch_size):
                 rows = perm[s : s + p.batch_size]
+                if capped:  # a minibatch is a set: its rows in memory order (fewer cache misses)
+                    rows = np.sort(rows)
                 swb = sw[rows]
                 total = swb.sum()
                 if total <= 0:
