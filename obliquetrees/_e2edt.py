@@ -39,8 +39,9 @@ from obliquetrees.utils.seeds import draw_seeds
 #: (E2EDTClassifier's default) takes on at most ``max_finetune_samples`` rows (Notes) ...
 PRUNE_THRESHOLD = 1e-3
 #: ... and above them: chosen on validation splits of the scale benchmark's training rows
-#: (``benchmarks/results/e2edt_finetune_budget.md``) to bring its fit CPU to issue 17's bound.
-PRUNE_THRESHOLD_ABOVE_BUDGET = 2e-2
+#: (``benchmarks/results/e2edt_finetune_budget.md``: 2e-2 cost 30 % more CPU for 0.6 points
+#: of accuracy) to bring its fit CPU within issue 17's bound.
+PRUNE_THRESHOLD_ABOVE_BUDGET = 3e-2
 #: E2EDTClassifier's default cap on the rows of one finetune epoch (Notes): above every
 #: data set of the paper's tables, so their runs are unchanged.
 MAX_FINETUNE_SAMPLES = 16384

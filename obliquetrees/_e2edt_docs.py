@@ -66,7 +66,7 @@ PARAMETERS_HEAD = """
         pruned subtrees get no responsibility and no gradient from it
         (exact when routing is hard). 0 routes every sample through every
         node, as the paper does. ``"auto"``: 1e-3 on at most
-        ``max_finetune_samples`` rows, 2e-2 on more (cheaper, less
+        ``max_finetune_samples`` rows, 3e-2 on more (cheaper, less
         accurate). An extension for speed.{prune_note}
     max_finetune_samples : int or None, default={max_finetune_samples}
         Row budget of a tree: a tree trained on more rows grows its greedy
@@ -226,15 +226,16 @@ NOTES_COMMON = """
       sees most rows. One final leaves-only pass after the last epoch uses
       every row, so the stored class distributions are estimated from all
       of the tree's rows at its final splits. Above the budget the default
-      ``prune_threshold="auto"`` also prunes at 2e-2 instead of 1e-3: a
+      ``prune_threshold="auto"`` also prunes at 3e-2 instead of 1e-3: a
       sample then visits fewer nodes per epoch. Trees on at most the
       budget's rows (every data set of the paper's tables with the default)
       are trained exactly as before. It trades accuracy for time, still far
       above a random forest of 10 trees: on 80,000 synthetic rows (40
       features, 5 classes; the validation fifth of the scale benchmark's
-      training rows) 10 trees of depth 10 took 43 CPU s and scored 0.892 in
-      validation accuracy, against 102 s and 0.917 with the threshold at
-      1e-3 and 339 s and 0.941 without the budget; set
+      training rows, load 5-6) 10 trees of depth 10 took 37 CPU s and
+      scored 0.885 in validation accuracy, against 49 s and 0.891 at the
+      threshold 2e-2, 93 s and 0.917 at 1e-3, and 339 s and 0.941 without
+      the budget (an earlier measurement); set
       ``max_finetune_samples=None`` (and ``prune_threshold=1e-3``) where the
       paper's full passes are affordable.
       ``benchmarks/results/e2edt_finetune_budget.md``.

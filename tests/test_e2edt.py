@@ -255,13 +255,13 @@ def test_finetune_row_budget():
 
 
 def test_auto_prune_threshold_follows_the_row_budget():
-    """``"auto"``: 1e-3 up to the row budget, 2e-2 above it (or 1e-3 without a budget)."""
+    """``"auto"``: 1e-3 up to the row budget, 3e-2 above it (or 1e-3 without a budget)."""
     from obliquetrees._e2edt import PRUNE_THRESHOLD, PRUNE_THRESHOLD_ABOVE_BUDGET
 
-    assert (PRUNE_THRESHOLD, PRUNE_THRESHOLD_ABOVE_BUDGET) == (1e-3, 2e-2)
+    assert (PRUNE_THRESHOLD, PRUNE_THRESHOLD_ABOVE_BUDGET) == (1e-3, 3e-2)
     clf = E2EDTClassifier(max_finetune_samples=100)
     assert clf._resolve_params(4, 100).prune_threshold == 1e-3
-    assert clf._resolve_params(4, 101).prune_threshold == 2e-2
+    assert clf._resolve_params(4, 101).prune_threshold == 3e-2
     unbounded = E2EDTClassifier(max_finetune_samples=None)
     assert unbounded._resolve_params(4, 10**6).prune_threshold == 1e-3
     chosen = E2EDTClassifier(max_finetune_samples=100, prune_threshold=0.0)
