@@ -7,7 +7,7 @@ import pytest
 from sklearn.datasets import load_digits, load_iris, make_classification
 from sklearn.tree import DecisionTreeClassifier
 
-from obliquetrees._e2edt import E2EDTClassifier
+from obliquetrees._e2edt import E2EDTClassifier, E2EDTRegressor
 from obliquetrees.utils.seeds import draw_seeds
 
 FAST = dict(max_depth=3, max_epochs=5, learning_rate=0.02, random_state=0)
@@ -220,7 +220,9 @@ def test_pruned_and_exact_finetune_fit_equally_well():
     kw = dict(max_depth=6, max_epochs=20, random_state=0)
     exact = E2EDTClassifier(**kw, prune_threshold=0.0).fit(Xtr, ytr)
     pruned = E2EDTClassifier(**kw).fit(Xtr, ytr)
-    assert pruned.prune_threshold == 1e-3
+    assert pruned.prune_threshold == "auto"  # 1e-3 at these 1200 rows
+    explicit = E2EDTClassifier(**kw, prune_threshold=1e-3).fit(Xtr, ytr)
+    np.testing.assert_array_equal(pruned.predict_proba(Xte), explicit.predict_proba(Xte))
     # a trained model (a depth-6 CART tree scores 0.73 here) ...
     assert exact.score(Xte, yte) > 0.8
     # ... and pruning costs at most 2 points of test accuracy on 597 rows
@@ -250,6 +252,33 @@ def test_finetune_row_budget():
         if counts[np.argmax(budget.tree_.value[leaf])] == counts.max():
             agree += counts.sum()
     assert agree >= 0.95 * len(ytr)
+
+
+def test_auto_prune_threshold_follows_the_row_budget():
+    """``"auto"``: 1e-3 up to the row budget, 3e-2 above it (or 1e-3 without a budget)."""
+    from obliquetrees._e2edt import PRUNE_THRESHOLD, PRUNE_THRESHOLD_ABOVE_BUDGET
+
+    assert (PRUNE_THRESHOLD, PRUNE_THRESHOLD_ABOVE_BUDGET) == (1e-3, 3e-2)
+    clf = E2EDTClassifier(max_finetune_samples=100)
+    assert clf._resolve_params(4, 100).prune_threshold == 1e-3
+    assert clf._resolve_params(4, 101).prune_threshold == 3e-2
+    unbounded = E2EDTClassifier(max_finetune_samples=None)
+    assert unbounded._resolve_params(4, 10**6).prune_threshold == 1e-3
+    chosen = E2EDTClassifier(max_finetune_samples=100, prune_threshold=0.0)
+    assert chosen._resolve_params(4, 101).prune_threshold == 0.0
+    assert E2EDTRegressor()._resolve_params(4, 10**6).prune_threshold == 0.0
+
+
+def test_greedy_growth_rows_above_the_budget():
+    """All rows up to the budget; above it a sorted draw of the budget's size, per seed."""
+    from obliquetrees._training.e2edt import growth_rows
+
+    assert growth_rows(100, 100, 0) is None
+    assert growth_rows(100, None, 0) is None
+    rows = growth_rows(1000, 100, 3)
+    assert rows.shape == (100,) and np.all(np.diff(rows) > 0) and rows.max() < 1000
+    np.testing.assert_array_equal(rows, growth_rows(1000, 100, 3))
+    assert not np.array_equal(rows, growth_rows(1000, 100, 4))
 
 
 def test_iris_example():

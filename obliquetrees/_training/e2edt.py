@@ -18,7 +18,9 @@ steepness ``gamma_i`` raised after every epoch (annealing).
    epoch. Per minibatch the activations and the weight gradient are GEMMs, one
    per band of feature columns (:class:`TrainingTree`). Two extensions bound
    its cost on large data: pruned routing (``prune_threshold``) and a row
-   budget per epoch (``max_finetune_samples``), see :func:`finetune`.
+   budget per epoch (``max_finetune_samples``), see :func:`finetune`. Above
+   that budget the greedy phase also grows on the budget's rows
+   (:func:`growth_rows`).
 
 Training runs on the standardised data (or the raw data, with mean 0 and
 scale 1, when ``standardize=False``) held in float32; the stored trees have
@@ -60,6 +62,8 @@ from obliquetrees._training._weights import balanced_class_weight
 ESTEP_BLOCK = 2048
 #: Second entropy word of the bootstrap's generator (the tree's growth uses the seed alone).
 BOOTSTRAP_STREAM = 1
+#: Its third: the greedy phase's rows above the row budget (:func:`growth_rows`).
+GROWTH_STREAM = 2
 
 
 @dataclass(frozen=True)
@@ -207,7 +211,11 @@ def _fit_one_tree(X, Z, y, sw, leaves, mean, scale, params, seed, progress_label
     adjacency = grid_adjacency(params.image_shape) if params.image_shape else None
     verbose = progress_label is not None
     growth = Progress(progress_label, 1, unit="greedy growth", verbose=verbose)
-    greedy = grow_greedy(Z, y, row_weight, leaves, params, rng, adjacency)
+    grow = growth_rows(Z.shape[0], params.max_finetune_samples, seed)
+    if grow is None:
+        greedy = grow_greedy(Z, y, row_weight, leaves, params, rng, adjacency)
+    else:  # above the row budget: the stumps see the budget's rows
+        greedy = grow_greedy(Z[grow], y[grow], row_weight[grow], leaves, params, rng, adjacency)
     band_width = params.image_shape[1] if params.patch_size is not None else None
     tt = TrainingTree(greedy, Z.shape[1], band_width)
     growth.update(detail=f"{tt.n_splits} splits")
@@ -216,6 +224,19 @@ def _fit_one_tree(X, Z, y, sw, leaves, mean, scale, params, seed, progress_label
     )
     finetune(tt, Z, y, row_weight, params, rng, adjacency, progress=epochs)
     return to_oblique_tree(tt, X, y, row_weight, leaves, mean, scale)
+
+
+def growth_rows(n_samples, budget, seed):
+    """Rows the greedy phase of the tree grown from ``seed`` sees: None (all), or a subset.
+
+    Above the row budget (``n_samples > budget``, an extension for scale):
+    ``budget`` rows drawn uniformly without replacement, in increasing
+    order, from their own stream of ``seed`` (:data:`GROWTH_STREAM`).
+    """
+    if budget is None or n_samples <= budget:
+        return None
+    rows = np.random.default_rng([seed, GROWTH_STREAM]).choice(n_samples, budget, replace=False)
+    return np.sort(rows)
 
 
 # --------------------------------------------------------------- bootstrap
@@ -363,9 +384,10 @@ def finetune(tt, Z, y, sw, params, rng, adjacency, progress=None):
     gradient use pruned routing (:func:`PK.pruned_em_batch`: each sample visits
     only the nodes of path probability >= the threshold, and its hard path);
     otherwise every sample passes through every node (GEMMs + :func:`K.em_batch`).
-    With ``params.max_finetune_samples`` below ``N`` each epoch after the
-    first runs its minibatches over that many rows of a fresh permutation,
-    and a last leaves-only pass over every row sets the leaves (the
+    With ``params.max_finetune_samples`` below ``N`` each epoch runs over
+    that many rows drawn anew without replacement, in random order, each
+    minibatch's rows sorted (the first epoch, leaves only, over them all
+    sorted), and a last leaves-only pass over every row sets the leaves (the
     estimators' Notes).
     ``progress`` (a :class:`Progress`, optional) is told of every epoch.
     """
@@ -391,29 +413,39 @@ def finetune(tt, Z, y, sw, params, rng, adjacency, progress=None):
         no_gW = np.empty((0, 0))
     capped = p.max_finetune_samples is not None and N > p.max_finetune_samples
 
-    def leaf_statistics():
-        # the statistics of every row at the current splits (leaves only)
+    def leaf_statistics(rows=None):
+        # the statistics of every row (or of ``rows``) at the current splits (leaves only)
         counts = K.empty_statistics(tt.pi, y)
         if pruned:
-            every = np.arange(N, dtype=np.int64)
+            every = np.arange(N, dtype=np.int64) if rows is None else rows
             PK.pruned_em_batch(Z, every, *route(), y, sw, sw, counts, no_gW, gb)
-        else:
+        elif rows is None:
             for s in range(0, N, ESTEP_BLOCK):
                 e = min(s + ESTEP_BLOCK, N)
                 A = tt.activations(Z[s:e])
                 K.e_step(*tt.em_args(A), y[s:e], sw[s:e], no_h, counts)
+        else:
+            for s in range(0, rows.shape[0], ESTEP_BLOCK):
+                block = rows[s : s + ESTEP_BLOCK]
+                A = tt.activations(Z[block])
+                K.e_step(*tt.em_args(A), y[block], sw[block], no_h, counts)
         return counts
 
     for epoch in range(p.finetune_epochs):
-        if epoch == 0:  # leaves only, from every row at the initial splits
+        if epoch == 0 and capped:  # leaves only, from the budget's rows at the initial splits
+            counts = leaf_statistics(np.sort(rng.choice(N, p.max_finetune_samples, replace=False)))
+        elif epoch == 0:  # leaves only, from every row at the initial splits
             counts = leaf_statistics()
         else:  # an E-step and an Adam step per minibatch
             counts = K.empty_statistics(tt.pi, y)
-            perm = rng.permutation(N)
-            if capped:
-                perm = perm[: p.max_finetune_samples]
+            if capped:  # the budget's rows in random order (O(budget), not O(N) draws)
+                perm = rng.choice(N, p.max_finetune_samples, replace=False)
+            else:
+                perm = rng.permutation(N)
             for s in range(0, perm.shape[0], p.batch_size):
                 rows = perm[s : s + p.batch_size]
+                if capped:  # a minibatch is a set: its rows in memory order (fewer cache misses)
+                    rows = np.sort(rows)
                 swb = sw[rows]
                 total = swb.sum()
                 if total <= 0:
@@ -473,6 +505,16 @@ def _pruned_routing(tt, threshold):
 
 def _adam_step(tt, gW, gb, mW, vW, mb, vb, step, lr):
     """One Adam step of the split weights (band by band) and biases."""
+    whole = [tt.W, gW, mW, vW]
+    if tt.bands == [(0, tt.W.shape[0], 0, tt.W.shape[1])] and all(
+        a.flags.c_contiguous for a in whole
+    ):
+        # one band over the whole matrix: the same step on flat views (same bits),
+        # which compiles to a loop over contiguous memory (3x faster than 2-D blocks)
+        flat = [a.reshape(-1) for a in whole]
+        adam_update(*flat, step, lr, ADAM_BETA1, ADAM_BETA2, ADAM_EPS)
+        adam_update(tt.b, gb, mb, vb, step, lr, ADAM_BETA1, ADAM_BETA2, ADAM_EPS)
+        return
     for r0, r1, c0, c1 in tt.bands:
         adam_update_2d(
             tt.W[r0:r1, c0:c1],
