@@ -876,8 +876,8 @@ replacing SIMD loops over samples by a per-sample traversal. Chunks of 32-128 sa
 measured slower than 256. Parallelism over the samples of a tree was not added: forests
 already keep both cores busy with one tree per thread.
 
-Scale (issue 17): pruned routing, `prune_threshold` (default "auto": 1e-3 on up to 16,384
-rows, 3e-2 above; 0 = the exact pass above).
+Scale (issue 17): pruned routing, `prune_threshold` (default 1e-3; the opt-in "auto": 1e-3 on up
+to 16,384 rows, 3e-2 above; 0 = the exact pass above).
 What dominates on large synthetic data: the "Where the time goes ... scale table" rows
 (`--parts profile_synthetic`): greedy growth is a few per cent of a default tree, the finetune
 the rest, and in the exact finetune the fused E-step/gradient kernel `em_batch` is most of it:

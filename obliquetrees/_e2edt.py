@@ -35,12 +35,12 @@ from obliquetrees.utils._param_validation import (
 )
 from obliquetrees.utils.seeds import draw_seeds
 
-#: The path-probability threshold of pruned finetune routing that ``prune_threshold="auto"``
-#: (E2EDTClassifier's default) takes on at most ``max_finetune_samples`` rows (Notes) ...
+#: E2EDTClassifier's default path-probability threshold of pruned finetune routing, which
+#: ``prune_threshold="auto"`` also takes on at most ``max_finetune_samples`` rows (Notes) ...
 PRUNE_THRESHOLD = 1e-3
-#: ... and above them: chosen on validation splits of the scale benchmark's training rows
-#: (``benchmarks/results/e2edt_finetune_budget.md``: 2e-2 cost 30 % more CPU for 0.6 points
-#: of accuracy) to bring its fit CPU within issue 17's bound.
+#: ... and ``"auto"`` above them (opt-in: it costs accuracy, see Notes): chosen on validation
+#: splits of the scale benchmark's training rows (``benchmarks/results/e2edt_finetune_budget.md``:
+#: 2e-2 cost 30 % more CPU for 0.6 points of accuracy).
 PRUNE_THRESHOLD_ABOVE_BUDGET = 3e-2
 #: E2EDTClassifier's default cap on the rows of one finetune epoch (Notes): above every
 #: data set of the paper's tables, so their runs are unchanged.
@@ -419,7 +419,7 @@ class E2EDTClassifier(ObliqueClassifierMixin, _BaseE2EDT):
         patch_size=None,
         spatial_reg=0.0,
         standardize=True,
-        prune_threshold="auto",
+        prune_threshold=PRUNE_THRESHOLD,
         max_finetune_samples=MAX_FINETUNE_SAMPLES,
         routing="hybrid",
         class_weight=None,

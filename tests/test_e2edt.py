@@ -220,8 +220,8 @@ def test_pruned_and_exact_finetune_fit_equally_well():
     kw = dict(max_depth=6, max_epochs=20, random_state=0)
     exact = E2EDTClassifier(**kw, prune_threshold=0.0).fit(Xtr, ytr)
     pruned = E2EDTClassifier(**kw).fit(Xtr, ytr)
-    assert pruned.prune_threshold == "auto"  # 1e-3 at these 1200 rows
-    explicit = E2EDTClassifier(**kw, prune_threshold=1e-3).fit(Xtr, ytr)
+    assert pruned.prune_threshold == 1e-3
+    explicit = E2EDTClassifier(**kw, prune_threshold="auto").fit(Xtr, ytr)  # 1e-3 at 1200 rows
     np.testing.assert_array_equal(pruned.predict_proba(Xte), explicit.predict_proba(Xte))
     # a trained model (a depth-6 CART tree scores 0.73 here) ...
     assert exact.score(Xte, yte) > 0.8
@@ -255,14 +255,18 @@ def test_finetune_row_budget():
 
 
 def test_auto_prune_threshold_follows_the_row_budget():
-    """``"auto"``: 1e-3 up to the row budget, 3e-2 above it (or 1e-3 without a budget)."""
+    """``"auto"``: 1e-3 up to the row budget, 3e-2 above it (or 1e-3 without a budget).
+
+    It is opt-in: the default prunes at 1e-3 at every size.
+    """
     from obliquetrees._e2edt import PRUNE_THRESHOLD, PRUNE_THRESHOLD_ABOVE_BUDGET
 
     assert (PRUNE_THRESHOLD, PRUNE_THRESHOLD_ABOVE_BUDGET) == (1e-3, 3e-2)
-    clf = E2EDTClassifier(max_finetune_samples=100)
+    assert E2EDTClassifier(max_finetune_samples=100)._resolve_params(4, 101).prune_threshold == 1e-3
+    clf = E2EDTClassifier(max_finetune_samples=100, prune_threshold="auto")
     assert clf._resolve_params(4, 100).prune_threshold == 1e-3
     assert clf._resolve_params(4, 101).prune_threshold == 3e-2
-    unbounded = E2EDTClassifier(max_finetune_samples=None)
+    unbounded = E2EDTClassifier(max_finetune_samples=None, prune_threshold="auto")
     assert unbounded._resolve_params(4, 10**6).prune_threshold == 1e-3
     chosen = E2EDTClassifier(max_finetune_samples=100, prune_threshold=0.0)
     assert chosen._resolve_params(4, 101).prune_threshold == 0.0
