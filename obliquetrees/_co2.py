@@ -441,10 +441,10 @@ class CO2ForestClassifier(ObliqueClassifierMixin, _BaseCO2Forest):
       use all of the node's rows. On letter (30 trees, five seeds) 2048
       gave a test error of 2.52 % against 2.73 % with every row (with the
       axis-aligned search on all rows, 2048 had given 2.74 %); see
-      ``benchmarks/results/co2_scale.md``. The default is 1024 since the
-      fit-time target of issue 17 (below).
-    - Fit-time defaults (issue 17: 30 trees on 100k x 40 synthetic rows in at
-      most twice RandomForestClassifier(30)'s CPU time): ``max_cccp_samples``
+      ``benchmarks/results/co2_scale.md``. The default is 1024 for fit time
+      (below).
+    - Fit-time defaults (the target: 30 trees on 100k x 40 synthetic rows in
+      at most twice RandomForestClassifier(30)'s CPU time): ``max_cccp_samples``
       1024 (was 2048), ``max_cccp_iter`` 15 (was 20), and a second stopping
       test of the CCCP (ours): on a node of at least ``batch_size`` samples
       it stops once at most ``tol`` times its samples changed side in an
