@@ -241,8 +241,7 @@ NOTES_COMMON = """
       It is not the default because a single tree loses more: one depth-6
       tree on the scale benchmark's 100,000 rows scored 0.746 in test
       accuracy against 0.785 at 1e-3 (mean of seeds 0-3; 2.6 against 3.6
-      CPU s).
-      ``benchmarks/results/e2edt_finetune_budget.md``.
+      CPU s). See ``benchmarks/results/e2edt_finetune_budget.md``.
 """
 
 CLASS_WEIGHT_NOTE = """
