@@ -33,7 +33,7 @@ import numpy as np
 from benchmarks.datasets import load
 from obliquetrees import CO2ForestClassifier
 from obliquetrees._training import co2
-from obliquetrees._training._co2_node import node_value, split_node
+from obliquetrees._training._co2_node import dense_source, node_value, split_node
 from obliquetrees._training.grower import Grower
 
 
@@ -43,6 +43,8 @@ def grow_tree_python(Xs, y, row_weight, n_classes, seed, params):
     One :func:`split_node` call per node; nodes the limits keep as leaves get
     their histograms in a pass after the growth.
     """
+    if not isinstance(Xs, tuple):  # a standardised array: the kernels' (X, mean, scale)
+        Xs = dense_source(Xs)
     rows = np.flatnonzero(row_weight > 0)
     grower = Grower(
         rows.shape[0],
@@ -50,7 +52,7 @@ def grow_tree_python(Xs, y, row_weight, n_classes, seed, params):
         max_depth=params.max_depth,
         max_leaf_nodes=params.max_leaf_nodes,
         payload={
-            "weights": ((Xs.shape[1],), np.float64, 0.0),
+            "weights": ((Xs[0].shape[1],), np.float64, 0.0),
             "bias": ((), np.float64, 0.0),
             "value": ((n_classes,), np.float64, 0.0),
             # -1: not reached by the grower (kept a leaf by the limits)

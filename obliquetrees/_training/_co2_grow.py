@@ -3,7 +3,9 @@
 :func:`grow_tree` runs the shared grower's mechanics
 (:mod:`obliquetrees._training.grower`) and calls one per-node kernel: the
 dense :func:`~obliquetrees._training._co2_node.split_node` when the input
-is a 2-D array, :func:`~obliquetrees._training._co2_sparse_kernels.split_node_sparse`
+is the triple ``(X, mean, scale)`` of a 2-D array and its standardisation
+(:func:`~obliquetrees._training._co2_node.dense_source`),
+:func:`~obliquetrees._training._co2_sparse_kernels.split_node_sparse`
 when it is a CSR triple ``(indptr, indices, data)``. The choice is made by
 numba at compile time from the input's type (:func:`split_any`), so each
 input kind has one compiled (and cached) growth kernel and the loop exists once.
@@ -34,7 +36,8 @@ def split_any(data, start, end, node, tree_seed, table, params):
 
 @jit_overload(split_any)
 def _split_any(data, start, end, node, tree_seed, table, params):
-    if isinstance(data[0], types.Array):
+    first = data[0].types[0]  # X (2-D) of (X, mean, scale), or the CSR's indptr (1-D)
+    if isinstance(first, types.Array) and first.ndim == 2:
         return lambda data, start, end, node, tree_seed, table, params: split_node(
             data, start, end, node, tree_seed, table, params
         )
@@ -50,7 +53,8 @@ def grow_tree(source, y, row_weight, rows, n_features, tree_seed, n_classes, par
     ``y`` holds class indices (1-D int64; ``n_classes`` of them) or targets
     (2-D float64; ``n_classes`` is then the number of outputs): every kernel
     picks its leaf model from ``y``'s type (:mod:`._co2_targets`).
-    ``source`` is the standardised ``X`` (2-D array) or the CSR triple of
+    ``source`` is ``(X, mean, scale)``, ``X`` standardised as its rows are read
+    (:func:`~obliquetrees._training._co2_node.dense_source`), or the CSR triple of
     ``X / scale`` (see :mod:`obliquetrees._training._co2_sparse_kernels`).
     The shared grower's mechanics (:mod:`obliquetrees._training.grower`:
     ``may_split``, ``link_children``, ``grow_capacity``) in a numba loop, so

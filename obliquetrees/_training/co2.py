@@ -3,8 +3,9 @@ oblique stumps, grown breadth-first, for classes (the paper's log loss) or
 regression targets (squared loss, ours; :mod:`._co2_targets`).
 
 Pure functions over arrays. The estimator (``obliquetrees/_co2.py``) validates
-the data and builds one :class:`CO2Params`; :func:`fit_forest` standardises
-the features once (shared by all trees, never copied per tree), draws each
+the data and builds one :class:`CO2Params`; :func:`fit_forest` computes the
+features' standardisation once, which the kernels apply to the caller's ``X``
+as they read its rows (no standardised copy of ``X`` is made), draws each
 tree's bootstrap as integer counts, grows the trees in parallel with joblib
 threads (each tree breadth-first in one numba kernel on the shared grower's
 mechanics, which releases the GIL) and returns :class:`ObliqueTree` objects
@@ -30,6 +31,7 @@ from obliquetrees._core.tree import (
     standardization,
 )
 from obliquetrees._training._co2_grow import grow_tree as _grow_tree
+from obliquetrees._training._co2_node import dense_source
 from obliquetrees._training._parallel import parallel_map
 from obliquetrees._training._weights import balanced_class_weight
 from obliquetrees._training.grower import limit
@@ -118,7 +120,7 @@ def tree_bootstrap_counts(n_samples, seed, n_draws=None):
 
 
 def grow_tree(Xs, y, row_weight, n_classes, seed, params):
-    """Grow one tree breadth-first on standardised ``Xs`` with per-row weights.
+    """Grow one tree breadth-first on the standardised input ``Xs`` with per-row weights.
 
     Rows with zero weight are left out. The growth runs in one numba kernel
     (:func:`obliquetrees._training._co2_grow.grow_tree`) on the shared
@@ -128,7 +130,10 @@ def grow_tree(Xs, y, row_weight, n_classes, seed, params):
     Parameters
     ----------
     Xs : ndarray of float64, shape (n_samples, n_features), C-contiguous, or tuple
-        The standardised dense ``X``, or for sparse input the CSR triple
+        The standardised dense ``X``; or ``(X, mean, scale)``, a dense ``X``
+        standardised as ``(X - mean) / scale`` by the kernels as they read it
+        (:func:`~obliquetrees._training._co2_node.dense_source`: the same bits,
+        no copy); or for sparse input the CSR triple
         ``(indptr, indices, data)`` of ``X / scale`` (int64 indices; see
         :func:`scaled_csr`) followed by ``n_features``.
     y : ndarray of int64, shape (n_samples,), or of float64, shape (n_samples, n_outputs)
@@ -155,10 +160,11 @@ def grow_tree(Xs, y, row_weight, n_classes, seed, params):
         CCCP outer iterations, oblique splits, axis-aligned fallbacks.
     """
     rows = np.flatnonzero(row_weight > 0)
-    if isinstance(Xs, tuple):
+    if isinstance(Xs, tuple) and len(Xs) == 4:  # CSR
         source, n_features = Xs[:3], Xs[3]
     else:
-        source, n_features = Xs, Xs.shape[1]
+        source = dense_source(*Xs) if isinstance(Xs, tuple) else dense_source(Xs)
+        n_features = source[0].shape[1]
     return _grow_tree(
         source, y, row_weight, rows, n_features, np.uint64(seed), n_classes, params.kernel_args()
     )
@@ -305,7 +311,9 @@ def fit_forest(
     Parameters
     ----------
     X : ndarray of float64, shape (n_samples, n_features), C-contiguous, or CSR matrix
-        A CSR must be canonical (float64 data, int64 sorted indices, no
+        Dense: read in place, standardised by the kernels as they read it
+        (another dtype or layout is copied once to float64 C order). A CSR
+        must be canonical (float64 data, int64 sorted indices, no
         duplicates). It is never densified: the trees grow on its stored
         entries divided by the feature scale (:mod:`._co2_sparse_kernels`),
         which equals the dense fit up to rounding.
@@ -351,8 +359,9 @@ def fit_forest(
         Xs = scaled_csr(X, scale)
         mean = np.zeros_like(mean)
     else:
-        Xs = np.subtract(X, mean, order="C")  # one standardised copy, no temporary
-        Xs /= scale
+        # no standardised copy (1 X of memory): the kernels compute (x - mean) / scale,
+        # the bits of that copy, as they read the rows (_co2_node.dense_source)
+        Xs = (np.ascontiguousarray(X, dtype=np.float64), mean, scale)
     results = parallel_map(
         _fit_one_tree,
         [

@@ -408,9 +408,12 @@ def _ref_split_sampled(X, y, rw, rows, tree_seed, node, params, n_classes):
 @pytest.mark.parametrize("min_samples_leaf", [1, 30])
 def test_sampled_split_matches_reference(seed, min_samples_leaf):
     # a node above max_cccp_samples rows: axis-aligned start and CCCP on the sample, the
-    # sides of all rows from X itself (no block), the stored split is the one partitioned
+    # sides of all rows from X itself (no block), the stored split is the one partitioned;
+    # the kernel standardises the raw rows as it reads them, the reference takes a copy
     rng = np.random.default_rng(seed)
-    X, y, rw = _problem(rng, m=300)
+    raw, y, rw = _problem(rng, m=300)
+    mean, scale = rng.normal(size=5), rng.uniform(0.3, 3.0, size=5)
+    X = (raw - mean) / scale
     params = _co2_params(
         max_cccp_samples=70, max_features=3, min_samples_leaf=min_samples_leaf, max_cccp_iter=4
     ).kernel_args()
@@ -419,8 +422,15 @@ def test_sampled_split_matches_reference(seed, min_samples_leaf):
     node_rows = rows[start:end].copy()
     weights = np.zeros((3, X.shape[1]))
     bias, value, nns = np.zeros(3), np.zeros((3, 4)), np.zeros(3)
+    source = N.dense_source(raw, mean, scale)
     n_left, n_iter, oblique = N.split_node(
-        (X, y, rw, rows), start, end, 2, np.uint64(seed + 11), (weights, bias, value, nns), params
+        (source, y, rw, rows),
+        start,
+        end,
+        2,
+        np.uint64(seed + 11),
+        (weights, bias, value, nns),
+        params,
     )
     w, b, right = _ref_split_sampled(X, y, rw, node_rows, seed + 11, 2, params, 4)
     np.testing.assert_allclose(weights[2], w, rtol=1e-8, atol=1e-10)
@@ -433,7 +443,10 @@ def test_sampled_split_matches_reference(seed, min_samples_leaf):
     z = X[moved] @ weights[2] + bias[2]  # the stored split reproduces the partition
     assert np.all(z[:n_left] <= 0) and np.all(z[n_left:] > 0)
     assert min(n_left, 250 - n_left) >= min_samples_leaf
-    np.testing.assert_array_equal(N.node_mean(X, rw, rows, start, end), _node_mean(X, rw, moved))
+    # the same bits as the weighted mean of the standardised copy's rows
+    np.testing.assert_array_equal(
+        N.node_mean(source, rw, rows, start, end), _node_mean(X, rw, moved)
+    )
 
 
 def _node_mean(X, rw, rows):
@@ -449,14 +462,15 @@ def test_sampled_split_falls_back_to_all_rows_without_a_sample_split():
     kernel_params = params.kernel_args()
     table = (np.zeros((1, X.shape[1])), np.zeros(1), np.zeros((1, 4)), np.zeros(1))
     rows = np.arange(200)
-    out = N.split_sampled((X, y, rw, rows), 0, 200, 0, np.uint64(3), table, kernel_params)
+    source = N.dense_source(X)
+    out = N.split_sampled((source, y, rw, rows), 0, 200, 0, np.uint64(3), table, kernel_params)
     assert out[0] == N.NO_SAMPLE_SPLIT and np.array_equal(rows, np.arange(200))
-    got = N.split_node((X, y, rw, rows), 0, 200, 0, np.uint64(3), table, kernel_params)
+    got = N.split_node((source, y, rw, rows), 0, 200, 0, np.uint64(3), table, kernel_params)
     block_table = (np.zeros((1, X.shape[1])), np.zeros(1), np.zeros((1, 4)), np.zeros(1))
     block_rows = np.arange(200)
     N.node_value(y, rw, block_rows, 0, 200, 0, block_table[2], block_table[3])
     expected = N.split_block(
-        (X, y, rw, block_rows), 0, 200, 0, np.uint64(3), block_table, kernel_params
+        (source, y, rw, block_rows), 0, 200, 0, np.uint64(3), block_table, kernel_params
     )
     assert got == expected and got[0] >= 25
     for a, b in zip(table, block_table, strict=True):
