@@ -168,7 +168,8 @@ def main_scale(args):
 Where a CO2 fit's memory goes (dense float64 X of n rows and p features; see
 obliquetrees/_training/co2.py and _co2_node.py):
 
-- one standardised copy of X, shared by all trees (1 X);
+- no copy of X: the kernels standardise each row as they read it (a dense X that is not
+  float64 C-contiguous is copied once into that form by validation);
 - per tree in flight (n_jobs of them): integer bootstrap counts and one row-index array
   (O(n)), the node table (nodes x p float64 split weights while growing), and per node of
   at most max_cccp_samples rows a gathered, centred block of its rows. A larger node (the
@@ -177,8 +178,9 @@ obliquetrees/_training/co2.py and _co2_node.py):
   from X itself. Each tree's temporaries are handed back to the operating system when it
   is packaged (glibc keeps what worker threads free in their arenas);
 - the fitted model: every split stores a weight for each feature that varies in its node
-  (CO2's hyperplanes are dense), 24 bytes each (int64 index, float64 weight, float64
-  missing-value term), so the forest grows as nodes x p and is most of the peak at these
+  (CO2's hyperplanes are dense), 12 bytes each (int32 index, float64 weight; the
+  missing-value terms are one value per feature when no feature has informative
+  missingness), so the forest grows as nodes x p and is most of the peak at these
   sizes ("CO2 model / CO2 peak above": pickled model over peak). The missing-value terms
   are made tree by tree, each tree's old ones freed as its new ones are made (they were
   held twice for the whole forest before packing).
