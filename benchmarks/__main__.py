@@ -29,6 +29,7 @@ SUBCOMMANDS = {
     "regression": "benchmarks.bench_regression",
     "e2edt-regression-validation": "benchmarks.e2edt_regression_validation",
     "e2edt-finetune-budget": "benchmarks.e2edt_finetune_budget",
+    "e2edt-finetune-epochs": "benchmarks.e2edt_finetune_epochs",
     "proba": "benchmarks.bench_proba",
     "sparse": "benchmarks.bench_sparse",
     "sparse-seeds": "benchmarks.bench_sparse_seeds",
