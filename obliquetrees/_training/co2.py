@@ -185,7 +185,9 @@ def _fit_one_tree(
 ):
     """Bootstrap, grow and package one tree (module level for joblib/dask).
 
-    ``target`` is ``(mean, scale)`` of the standardised targets, None for classes.
+    ``Xs`` is the dense ``X`` itself (standardised with ``mean`` and ``scale``
+    by the kernels) or the CSR triple of :func:`fit_forest`. ``target`` is
+    ``(mean, scale)`` of the standardised targets, None for classes.
     """
     n = y.shape[0]
     boot_seed, grow_seed = _tree_seeds(seed)
@@ -200,8 +202,11 @@ def _fit_one_tree(
             row_weight = row_weight * class_weight[y]
     if sample_weight is not None:
         row_weight = row_weight * sample_weight
+    # a dense X comes alone (joblib's dask backend scatters a top-level array once, not
+    # one inside a tuple) and is standardised by the kernels as they read it
+    source = Xs if isinstance(Xs, tuple) else (Xs, mean, scale)
     left, right, weights, bias, value, nns, depth, stats = grow_tree(
-        Xs, y, row_weight, n_classes, grow_seed, params
+        source, y, row_weight, n_classes, grow_seed, params
     )
     del row_weight
     _fill_empty_nodes(left, right, value, nns, prior)
@@ -361,7 +366,7 @@ def fit_forest(
     else:
         # no standardised copy (1 X of memory): the kernels compute (x - mean) / scale,
         # the bits of that copy, as they read the rows (_co2_node.dense_source)
-        Xs = (np.ascontiguousarray(X, dtype=np.float64), mean, scale)
+        Xs = np.ascontiguousarray(X, dtype=np.float64)
     results = parallel_map(
         _fit_one_tree,
         [
