@@ -290,20 +290,7 @@ def split_sampled(data, start, end, node, tree_seed, table, params):
         for t in range(m):
             right[t] = b + standardized(source, rows[start + t], feature) > 0.0
     bias[node] = b
-    # in-place partition of rows[start:end]: left rows first (the sides move with them)
-    lo = 0
-    hi = m - 1
-    while lo <= hi:
-        if right[lo]:
-            r = rows[start + lo]
-            rows[start + lo] = rows[start + hi]
-            rows[start + hi] = r
-            right[lo] = right[hi]
-            right[hi] = True
-            hi -= 1
-        else:
-            lo += 1
-    return lo, n_iter, oblique
+    return partition_by_side(rows, start, right), n_iter, oblique
 
 
 @jit_numpy_errors  # vectorised standardisation (standardized_row); node weight > 0
@@ -438,8 +425,18 @@ def partition_kept(Xu, w, b, rows, start, end):
         for j in range(p):
             z += w[j] * Xu[t, j]
         right[t] = z > 0.0
+    return partition_by_side(rows, start, right)
+
+
+@jit_inline
+def partition_by_side(rows, start, right):
+    """Reorder ``rows[start:start + m]`` in place, left rows first (``right[t]``: row ``t``'s side).
+
+    ``right`` (length ``m``) is overwritten: the sides move with their rows.
+    Returns the number of rows going left.
+    """
     lo = 0
-    hi = m - 1
+    hi = right.shape[0] - 1
     while lo <= hi:
         if right[lo]:
             r = rows[start + lo]
