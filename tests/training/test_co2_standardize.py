@@ -11,6 +11,7 @@ import pytest
 N = pytest.importorskip("obliquetrees._training._co2_node")
 co2 = pytest.importorskip("obliquetrees._training.co2")
 from obliquetrees._core.tree import standardization  # noqa: E402
+from tests.training.test_co2 import _co2_params  # noqa: E402
 
 
 def _raw(rng, m=300, p=7):
@@ -27,25 +28,7 @@ def _classes(rng, X, n_classes=3):
 
 
 def _params(**kw):
-    base = dict(
-        max_features=3,
-        max_depth=None,
-        min_samples_split=2,
-        min_samples_leaf=1,
-        max_leaf_nodes=None,
-        min_impurity_decrease=0.0,
-        nu=10.0,
-        learning_rate=0.03,
-        batch_size=64,
-        momentum=0.9,
-        cccp_epochs=1,
-        max_cccp_iter=4,
-        tol=1e-3,
-        bootstrap=True,
-        max_samples=None,
-        max_cccp_samples=None,
-    )
-    return co2.CO2Params(**{**base, **kw})
+    return _co2_params(**{"max_features": 3, "batch_size": 64, "max_cccp_iter": 4, **kw})
 
 
 @pytest.mark.parametrize("seed", range(3))
