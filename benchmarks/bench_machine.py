@@ -4,7 +4,7 @@ Part ``inference``: synthetic perfect trees (every split axis-aligned or
 dense oblique) over depth, n_features, batch size and forest size. Both hard
 paths run in this process, interleaved, best of ``--repeat`` after a warm-up,
 with ``n_threads`` threads each (BLAS limited to the same count). Memory: the
-model bytes each path reads (routing records + weight pairs; S, t, B, V) and
+model bytes each path reads (routing records + weights; S, t, B, V) and
 the BLAS path's margin workspace. The per-row times are then fitted (non-
 negative least squares) by the cost model of
 ``obliquetrees.machine.inference_costs``; the fitted constants are printed
@@ -87,8 +87,10 @@ def perfect_forest(rng, n_trees, depth, n_features, dense, n_outputs=4):
 
 
 def _routing_bytes(forest):
-    # roots, node records, extra-weight starts, weight pairs and the leaf value table
-    return sum(array.nbytes for array in forest.routing_arrays())
+    # roots, node records, extra-weight starts, the weights (the container's own
+    # index and value arrays) and the leaf value table
+    roots, nodes, extra_start, weights, leaf_value = forest.routing_arrays()
+    return sum(array.nbytes for array in (roots, nodes, extra_start, *weights, leaf_value))
 
 
 def inference_grid(quick, repeat, n_threads, budget_s):
@@ -339,8 +341,8 @@ and jumping past every leaf that shares a failed prefix, so it checks about two 
 per level instead of `L * depth`. Traversal = `obliquetrees._core.traversal.predict_value`.
 Times: best of the repeats, ms per batch, measured on a quiet machine (the header gives the
 load during the run); the two paths were interleaved, so their ratio is the figure to read.
-"model KiB": arrays each path reads (traversal: 32-byte routing records, 16-byte weight
-pairs and the leaf value table; BLAS: S, t, B, V);
+"model KiB": arrays each path reads (traversal: 32-byte routing records, 12-byte weights
+(int32 feature id, float64 value) and the leaf value table; BLAS: S, t, B, V);
 "workspace": the BLAS path's margins and signs for one row block (float64 + bool per split and
 row; rows per block capped at `BLOCK_ELEMENTS / n_splits`, so at most ~36 MiB).
 BLAS runs modelled far above `--budget` seconds were not run ("traversal (BLAS not run)").

@@ -35,7 +35,7 @@ from obliquetrees._core.validation import MAX_TOTAL_NODES, check_forest_arrays
 #: One routing step's data in 32 bytes: children (global ids, -1 at leaves),
 #: the bias and the node's first weight (feature, value) inline, so that an
 #: axis-aligned step reads one record; ``n_extra`` further weights follow at
-#: ``extra_start[node]`` in the weight pairs. At a leaf, ``feature`` holds the
+#: ``extra_start[node]`` in the container's weight arrays. At a leaf, ``feature`` holds the
 #: leaf's row in the compact leaf-value table, and a leaf whose value row has
 #: exactly one nonzero entry (a pure leaf of a fully grown classifier, any
 #: single-output regression leaf) also carries that entry inline: its column in
@@ -50,7 +50,6 @@ ROUTING_NODE = np.dtype(
         ("weight", np.float64),
     ]
 )
-ROUTING_WEIGHT = np.dtype([("index", np.int64), ("value", np.float64)])
 
 
 #: Bytes of consumed tree arrays after which packing hands freed memory back
@@ -263,8 +262,11 @@ class ObliqueForest:
 
         Everything an axis-aligned routing step reads sits in one 32-byte
         ``nodes`` record (see ``ROUTING_NODE``), instead of one cache line per
-        container array; weights beyond a node's first are 16-byte
-        ``(index, value)`` pairs from ``extra_start[node]``. ``leaf_value``
+        container array; weights beyond a node's first are read from
+        ``extra_start[node]`` on in ``weights``, the container's own
+        ``(weight_index, weight_value)`` arrays (not copied: a dense oblique
+        split's run of weights is then 12 bytes a weight in two contiguous
+        runs, and the layout costs no memory per weight). ``leaf_value``
         holds the ``value`` rows of the leaves only, so accumulating leaf
         values touches half the memory of the full table (which also holds
         every internal node's value). Derived from the container on first
@@ -348,7 +350,17 @@ def _routing_layout(forest):
     column = np.argmax(nonzero[single], axis=1)
     nodes["right"][leaves[single]] = column
     nodes["weight"][leaves[single]] = leaf_value[single, column]
-    weights = np.empty(forest.weight_index.shape[0], dtype=ROUTING_WEIGHT)
-    weights["index"] = forest.weight_index
-    weights["value"] = forest.weight_value
+    weights = (_kernel_array(forest.weight_index), _kernel_array(forest.weight_value))
     return forest.node_offset, nodes, start + 1, weights, leaf_value
+
+
+def _kernel_array(array):
+    """``array`` itself when it is a writable contiguous ndarray, else such a copy.
+
+    A memory-mapped forest's arrays are read-only ``np.memmap``s: the kernels
+    are compiled (and shipped) for plain writable arrays, so those get a copy
+    rather than a second compilation.
+    """
+    if type(array) is np.ndarray and array.flags.writeable and array.flags.c_contiguous:
+        return array
+    return np.array(array, order="C")

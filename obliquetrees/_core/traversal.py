@@ -64,12 +64,11 @@ def _margin(X, r, feature, weight, bias, n_extra, first, weights, missing, fill)
         return bias
     x = X[r, feature]
     s = weight * x if x == x else _missing_term(missing, fill, first - 1, weight, feature)
+    index, values = weights
     for k in range(first, first + n_extra):
-        j = weights[k].index
+        j = index[k]
         x = X[r, j]
-        s += (
-            weights[k].value * x if x == x else _missing_term(missing, fill, k, weights[k].value, j)
-        )
+        s += values[k] * x if x == x else _missing_term(missing, fill, k, values[k], j)
     return s + bias
 
 
@@ -192,7 +191,8 @@ def _walk_block(Xb, root, nodes, extra_start, weights, missing, fill, leaves):
 @jit
 def _process_block(Xb, row0, forest, op, value, out_leaf, out_value, path_indices, cursor):
     """Apply operation ``op`` to the rows ``row0 : row0 + len(Xb)``, tree by tree."""
-    roots, nodes, extra_start, weights, missing, fill = forest
+    roots, nodes, extra_start, weight_index, weight_value, missing, fill = forest
+    weights = (weight_index, weight_value)
     n_trees = roots.shape[0] - 1
     n_rows = Xb.shape[0]
     leaves = np.empty(n_rows, dtype=np.int64)
@@ -285,7 +285,8 @@ def _run(forest, X, op, n_threads, out_leaf=None, out_value=None, path_indices=N
         path_indices = cursor = np.zeros(0, dtype=np.int64)
     check_n_features(X, forest.n_features)  # the kernels index X by stored feature ids
     roots, nodes, extra_start, weights, leaf_value = forest.routing_arrays()
-    arrays = (roots, nodes, extra_start, weights, *missing_kernel_arrays(forest))
+    # flat: a parallel kernel's arguments hold arrays, not tuples of tuples
+    arrays = (roots, nodes, extra_start, *weights, *missing_kernel_arrays(forest))
     with numba_threads(n_threads):
         if sp.issparse(X):
             block_rows = int(max(1, min(BLOCK_ROWS, CSR_BUFFER // max(1, X.shape[1]))))

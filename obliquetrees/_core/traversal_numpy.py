@@ -74,7 +74,7 @@ def _terms(weight, x, missing, position):
 
     ``missing`` is ``(terms, fill, weights)``: the stored terms, or (when
     ``terms`` is empty, the compact form) ``value * fill[index]`` of the
-    routing weight pairs.
+    routing weights ``(index, value)``.
     """
     term = weight * x
     nan = np.isnan(x)
@@ -84,7 +84,7 @@ def _terms(weight, x, missing, position):
         if terms.shape[0]:
             term[nan] = terms[at]
         else:
-            term[nan] = weights["value"][at] * fill[weights["index"][at]]
+            term[nan] = weights[1][at] * fill[weights[0][at]]
     return term
 
 
@@ -114,8 +114,8 @@ def _reached_nodes(forest, X):
         if max_extra > 0:
             for j in range(max_extra):
                 has = np.flatnonzero(n_extra > j)
-                w = weights[start[has] + j]
-                margin[has] += _terms(w["value"], X[r[has], w["index"]], missing, start[has] + j)
+                at = start[has] + j
+                margin[has] += _terms(weights[1][at], X[r[has], weights[0][at]], missing, at)
         margin += rec["bias"]
         node[active] = np.where(margin > 0.0, rec["right"], rec["left"])
     _spent_seconds += time.perf_counter() - started

@@ -177,3 +177,23 @@ def test_single_nonzero_leaf_values_are_stored_inline():
     np.testing.assert_array_equal(
         traversal.predict_value(forest, X, n_threads=2), reference.predict_value(trees, X)
     )
+
+
+def test_routing_reads_the_containers_weights_without_a_copy(tmp_path):
+    """The layout adds no memory per weight; a read-only (memory-mapped) forest gets a copy."""
+    import joblib
+
+    trees, forest = _random_forest(4, 3, 6, 2, 7)
+    _, _, _, (index, values), _ = forest.routing_arrays()
+    assert index is forest.weight_index and values is forest.weight_value
+    joblib.dump(forest, tmp_path / "forest.joblib")
+    mapped = joblib.load(tmp_path / "forest.joblib", mmap_mode="r")
+    assert not mapped.weight_value.flags.writeable
+    _, _, _, (index, values), _ = mapped.routing_arrays()
+    assert type(values) is np.ndarray and values.flags.writeable
+    np.testing.assert_array_equal(values, forest.weight_value)
+    np.testing.assert_array_equal(index, forest.weight_index)
+    X = np.random.default_rng(1).normal(size=(200, 6))
+    np.testing.assert_array_equal(
+        traversal.predict_value(mapped, X), reference.predict_value(trees, X)
+    )
