@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from obliquetrees._core._jit import jit, jit_inline, jit_parallel, prange
-from obliquetrees._core._math import log_sigmoid
+from obliquetrees._core._math import log_sigmoid_pair
 from obliquetrees._core.validation import check_n_features
 
 #: Rows per chunk of the parallel kernel (fixed: results do not depend on the
@@ -47,8 +47,10 @@ def _soft_predict_row(
                 x = X[i, index[q]]
                 a += weight[q] * x if x == x else missing[q]  # NaN: the missing-value term
             a *= steep[j]
-            logp[right_child[j]] = logp[j] + log_sigmoid(a)
-            logp[left] = logp[j] + log_sigmoid(-a)
+            # the bits of log_sigmoid(a) and log_sigmoid(-a), with one exponential
+            right, left_term = log_sigmoid_pair(a)
+            logp[right_child[j]] = logp[j] + right
+            logp[left] = logp[j] + left_term
 
 
 @jit_parallel

@@ -9,7 +9,7 @@ Serial: one call per step size tried.
 import numpy as np
 
 from obliquetrees._core._jit import jit
-from obliquetrees._core._math import log_sigmoid, sigmoid
+from obliquetrees._core._math import log_sigmoid_pair, sigmoid
 from obliquetrees._core._random import make_state, shuffle
 from obliquetrees._training._optim import momentum_step, momentum_velocity
 from obliquetrees._training._rows import add_row, finish_rows, n_rows, node_shifts
@@ -63,8 +63,9 @@ def _tree_grad(X, R, sw, order, start, stop, tree, loss, grads, scratch):
             if left >= 0:
                 a = gate_input(X, i, W, b, wsh, j)
                 gate[j] = sigmoid(a)
-                logp[left] = logp[j] + log_sigmoid(a)
-                logp[children_right[j]] = logp[j] + log_sigmoid(-a)
+                left_term, right_term = log_sigmoid_pair(a)  # the bits of log_sigmoid(+-a)
+                logp[left] = logp[j] + left_term
+                logp[children_right[j]] = logp[j] + right_term
         # subtree outputs, bottom-up
         for j in range(n_nodes - 1, -1, -1):
             left = children_left[j]

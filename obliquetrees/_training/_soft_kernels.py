@@ -33,7 +33,7 @@ of threads.
 import numpy as np
 
 from obliquetrees._core._jit import jit, jit_inline, jit_parallel, prange
-from obliquetrees._core._math import log_sigmoid, logsumexp, sigmoid
+from obliquetrees._core._math import log_sigmoid, log_sigmoid_pair, logsumexp, sigmoid
 from obliquetrees._core._random import make_state, shuffle
 from obliquetrees._training._optim import momentum_step, momentum_velocity
 from obliquetrees._training._rows import (
@@ -126,8 +126,9 @@ def _path_log_probability(X, i, children_left, children_right, W, b, wsh, n_node
         left = children_left[j]
         if left >= 0:
             a = gate_input(X, i, W, b, wsh, j)
-            logp[left] = logp[j] + log_sigmoid(a)
-            logp[children_right[j]] = logp[j] + log_sigmoid(-a)
+            left_term, right_term = log_sigmoid_pair(a)  # the bits of log_sigmoid(+-a)
+            logp[left] = logp[j] + left_term
+            logp[children_right[j]] = logp[j] + right_term
 
 
 @jit_inline
