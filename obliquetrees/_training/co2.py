@@ -27,9 +27,9 @@ from obliquetrees._core.tree import (
     ObliqueTree,
     check_centred_range,
     feature_moments,
-    fold_standardization,
     standardization,
 )
+from obliquetrees._training._co2_grow import fold_split_weights
 from obliquetrees._training._co2_grow import grow_tree as _grow_tree
 from obliquetrees._training._co2_node import dense_source
 from obliquetrees._training._parallel import parallel_map
@@ -149,6 +149,8 @@ def grow_tree(Xs, y, row_weight, n_classes, seed, params):
     -------
     children_left, children_right : ndarray of int64, shape (n_nodes,)
     weights : ndarray of float64, shape (n_nodes, n_features)
+        A view of the growth table (whose capacity may exceed ``n_nodes``);
+        rows of leaves are zero.
     bias : ndarray of float64, shape (n_nodes,)
     value : ndarray of float64, shape (n_nodes, n_classes)
         Weighted class distribution (normalised) of each node, or its
@@ -212,15 +214,53 @@ def _fit_one_tree(
     _fill_empty_nodes(left, right, value, nns, prior)
     if target is not None:  # leaf values back to the units of y
         value = target[0] + target[1] * value
-    tree = ObliqueTree.from_dense(left, right, weights, bias, value, nns, depth)
-    del weights
-    tree = fold_standardization(tree, mean, scale)
-    # the growth's and the packaging's temporaries (node table, row indices, the dense
-    # and the unfolded weights: tens of MB at 100k rows) are freed in this thread's
-    # malloc arena, which glibc keeps: hand them back, else the fit's resident size
-    # grows by them per tree in flight
+    tree = stored_tree(left, right, weights, bias, value, nns, depth, mean, scale)
+    del weights  # the growth table
+    # the growth's temporaries (node table, row indices: tens of MB at 100k rows) are
+    # freed in this thread's malloc arena, which glibc keeps: hand them back, else the
+    # fit's resident size grows by them per tree in flight
     return_freed_memory()
     return tree, stats
+
+
+def stored_tree(left, right, weights, bias, value, nns, depth, mean, scale):
+    """The :class:`ObliqueTree` of :func:`grow_tree`'s arrays, in raw input units.
+
+    The tree of ``fold_standardization(ObliqueTree.from_dense(left, right,
+    weights, bias, value, nns, depth), mean, scale)``, bit for bit, with the
+    dense ``weights`` read once by a kernel
+    (:func:`~obliquetrees._training._co2_grow.fold_split_weights`) instead of
+    through per-weight temporaries (about 30 MB per tree at 100k rows).
+    Raises the same ``ValueError`` when a weight in raw units overflows.
+    """
+    mean = np.ascontiguousarray(mean, dtype=np.float64)
+    scale = np.ascontiguousarray(scale, dtype=np.float64)
+    indptr, index, weight, bias, compact, finite = fold_split_weights(
+        left, weights, bias, mean, scale
+    )
+    if not finite:
+        raise ValueError(
+            "a split's weights in raw input units overflow float64 (a feature's "
+            f"scale is too small for its weight, scales down to {np.min(scale):.3g}); "
+            "rescale X."
+        )
+    if compact:
+        terms = {"missing_fill": mean}
+    else:  # fold_standardization's zero terms plus the centring products
+        terms = {"weight_missing": 0.0 + weight * mean[index]}
+    return ObliqueTree(
+        left,
+        right,
+        indptr,
+        index,
+        weight,
+        bias,
+        value,
+        nns,
+        n_features=weights.shape[1],
+        depth=depth,
+        **terms,
+    )
 
 
 def class_prior(y, n_classes, sample_weight=None, class_weight=None):
