@@ -49,7 +49,7 @@ def _split_any(data, start, end, node, tree_seed, table, params):
 
 
 @jit
-def grow_tree(source, y, row_weight, rows, n_features, tree_seed, n_classes, params):
+def grow_tree(source, y, row_weight, rows, n_features, tree_seed, n_classes, params, capacity):
     """Grow one CO2 tree breadth-first on the rows ``rows`` of ``source``, in one kernel.
 
     ``y`` holds class indices (1-D int64; ``n_classes`` of them) or targets
@@ -70,8 +70,15 @@ def grow_tree(source, y, row_weight, rows, n_features, tree_seed, n_classes, par
     ``EPSILON``) is undone: the node stays a leaf with its distribution, and
     the test is skipped when the parameter is 0 (every split kept). Returns
     the arrays of :func:`obliquetrees._training.co2.grow_tree`.
+
+    The node table starts with room for ``capacity`` nodes (at least
+    ``INITIAL_CAPACITY``) and grows by half when full: a good first guess
+    (the size of the forest's trees grown so far) spares the table its
+    reallocations and most of its unused rows, which are most of a growing
+    tree's memory (one row of ``n_features`` weights per node). The capacity
+    changes no result.
     """
-    cap = INITIAL_CAPACITY
+    cap = max(capacity, INITIAL_CAPACITY)
     children_left = np.full(cap, -1, dtype=np.int64)
     children_right = np.full(cap, -1, dtype=np.int64)
     depth = np.zeros(cap, dtype=np.int64)
@@ -118,7 +125,9 @@ def grow_tree(source, y, row_weight, rows, n_features, tree_seed, n_classes, par
             stats[0] += n_iter
             stats[1 if oblique else 2] += 1
             if n_nodes + 2 > cap:
-                cap *= 2
+                # by half, not doubling: the spare rows and the old table held during
+                # the copy cost memory (the copying itself is cheap)
+                cap += cap // 2
                 children_left = grow_capacity(children_left, cap, -1)
                 children_right = grow_capacity(children_right, cap, -1)
                 depth = grow_capacity(depth, cap, 0)

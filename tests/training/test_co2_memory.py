@@ -122,3 +122,39 @@ def test_grown_trees_are_stored_as_the_reference_stores_them(sparse):
     assert left.shape[0] > 15  # a real tree
     arrays = (left, right, weights, bias, value, nns, depth, mean, scale)
     _assert_same_bits(co2.stored_tree(*arrays), _reference(*arrays))
+
+
+def test_the_growth_tables_capacity_changes_no_result():
+    from tests.training.test_co2 import _co2_params
+
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(400, 5))
+    y = np.argmax(X @ rng.normal(size=(5, 3)) + rng.normal(size=(400, 3)), axis=1)
+    w = co2.bootstrap_counts(400, 2)
+    grown = [
+        co2.grow_tree(X, y.astype(np.int64), w, 3, 4, _co2_params(), capacity)
+        for capacity in (0, 1, 70, 100_000)  # default, tiny (grows), just above 64, ample
+    ]
+    assert grown[0][0].shape[0] > 100  # grown past the first tables
+    for other in grown[1:]:
+        for a, b in zip(grown[0], other, strict=True):
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def test_fit_forest_sizes_the_tables_after_the_trees_grown_so_far(monkeypatch):
+    from tests.training.test_co2 import _co2_params
+
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(300, 4))
+    y = (X[:, 0] + 0.5 * rng.normal(size=300) > 0).astype(np.int64)
+    capacities = []
+    grow = co2.grow_tree
+
+    def spy(*args):
+        capacities.append(args[-1])
+        return grow(*args)
+
+    monkeypatch.setattr(co2, "grow_tree", spy)
+    trees, _ = co2.fit_forest(X, y, 2, [1, 2, 3], _co2_params(), n_jobs=1)
+    sizes = [t.node_count for t in trees]
+    assert capacities == [0, sizes[0] + sizes[0] // 8, max(sizes[:2]) + max(sizes[:2]) // 8]
