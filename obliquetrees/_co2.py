@@ -181,6 +181,7 @@ class _BaseCO2Forest(BaseObliqueForest):
             return_freed_memory()  # glibc keeps freed heap pages: hand them back
         self._set_trees(old_trees + trees)
         del trees
+        return_freed_memory()  # the packing's and the check's temporaries
         if self.oob_score:
             self._set_oob_score(X, y)
         else:  # from an earlier fit

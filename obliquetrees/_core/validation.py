@@ -200,6 +200,9 @@ def _check_forest_arrays(arrays, node_offset, weight_offset, n_features):
             raise ValueError("a child id lies outside [1, n_nodes) of its tree.")
     child_left += base  # global ids (fancy indexing made copies)
     child_right += base
+    # node-length temporaries go as soon as they are used: a fresh fit is checked while
+    # its whole forest is resident, so they add to its peak memory
+    del base, size_of, side
     # Local child ids are >= 1, so no root is anyone's child. Every non-root
     # has exactly one parent iff the n - n_trees child slots cover all of them.
     covered = np.zeros(n, dtype=bool)
@@ -207,6 +210,7 @@ def _check_forest_arrays(arrays, node_offset, weight_offset, n_features):
     covered[child_right] = True
     if 2 * internal.shape[0] != n - n_trees or np.count_nonzero(covered) != n - n_trees:
         raise ValueError("every non-root node must have exactly one parent.")
+    del covered
     # Roots at depth 0 and every child one deeper than its parent: walking up
     # from any node the depth falls by one per step, so the walk ends at a
     # root; a cycle (unreachable from the roots) cannot satisfy it. This
@@ -222,6 +226,7 @@ def _check_forest_arrays(arrays, node_offset, weight_offset, n_features):
             "depth does not match the tree structure (or some nodes are not reachable "
             "from their root: a cycle)."
         )
+    del below, child_left, child_right
 
     first = node_offset[:-1] + np.arange(n_trees)
     if np.any(indptr[first] != 0) or np.any(indptr[first + sizes] != n_weights):

@@ -13,6 +13,8 @@ input kind has one compiled (and cached) growth kernel and the loop exists once.
 Importing this module imports numba; the estimator imports it lazily.
 """
 
+import math
+
 import numpy as np
 from numba import types
 
@@ -47,7 +49,7 @@ def _split_any(data, start, end, node, tree_seed, table, params):
 
 
 @jit
-def grow_tree(source, y, row_weight, rows, n_features, tree_seed, n_classes, params):
+def grow_tree(source, y, row_weight, rows, n_features, tree_seed, n_classes, params, capacity):
     """Grow one CO2 tree breadth-first on the rows ``rows`` of ``source``, in one kernel.
 
     ``y`` holds class indices (1-D int64; ``n_classes`` of them) or targets
@@ -68,8 +70,15 @@ def grow_tree(source, y, row_weight, rows, n_features, tree_seed, n_classes, par
     ``EPSILON``) is undone: the node stays a leaf with its distribution, and
     the test is skipped when the parameter is 0 (every split kept). Returns
     the arrays of :func:`obliquetrees._training.co2.grow_tree`.
+
+    The node table starts with room for ``capacity`` nodes (at least
+    ``INITIAL_CAPACITY``) and grows by half when full: a good first guess
+    (the size of the forest's trees grown so far) spares the table its
+    reallocations and most of its unused rows, which are most of a growing
+    tree's memory (one row of ``n_features`` weights per node). The capacity
+    changes no result.
     """
-    cap = INITIAL_CAPACITY
+    cap = max(capacity, INITIAL_CAPACITY)
     children_left = np.full(cap, -1, dtype=np.int64)
     children_right = np.full(cap, -1, dtype=np.int64)
     depth = np.zeros(cap, dtype=np.int64)
@@ -116,7 +125,9 @@ def grow_tree(source, y, row_weight, rows, n_features, tree_seed, n_classes, par
             stats[0] += n_iter
             stats[1 if oblique else 2] += 1
             if n_nodes + 2 > cap:
-                cap *= 2
+                # by half, not doubling: the spare rows and the old table held during
+                # the copy cost memory (the copying itself is cheap)
+                cap += cap // 2
                 children_left = grow_capacity(children_left, cap, -1)
                 children_right = grow_capacity(children_right, cap, -1)
                 depth = grow_capacity(depth, cap, 0)
@@ -130,13 +141,77 @@ def grow_tree(source, y, row_weight, rows, n_features, tree_seed, n_classes, par
             n_nodes += 2
             n_leaves += 1
         node += 1
+    # the split weights stay a view of the growth table: :func:`fold_split_weights` reads
+    # them once into the stored CSR, so a trimmed dense copy would only add to the peak
     return (
         children_left[:n_nodes].copy(),
         children_right[:n_nodes].copy(),
-        weights[:n_nodes].copy(),
+        weights[:n_nodes],
         bias[:n_nodes].copy(),
         value[:n_nodes].copy(),
         n_node_samples[:n_nodes].copy(),
         depth[:n_nodes].copy(),
         stats,
     )
+
+
+@jit
+def fold_split_weights(children_left, weights, bias, mean, scale):
+    """The stored CSR of a grown tree's split weights, folded into raw input units.
+
+    One pass over the dense table of :func:`grow_tree`, with the bits of
+    ``fold_standardization(ObliqueTree.from_dense(...), mean, scale)``
+    (:func:`obliquetrees._core.tree.fold_standardization`) but none of its
+    per-weight temporaries: a weight is stored iff it is nonzero, on a split
+    node and on a feature of finite ``scale``; its value is ``w / scale[j]``;
+    a split's bias becomes ``bias - sum(value * mean[j])`` (summed in storage
+    order from 0.0, as ``np.bincount``), a leaf's 0.0.
+
+    Returns
+    -------
+    indptr : ndarray of int64, shape (n_nodes + 1,)
+    index : ndarray of int32, shape (n_weights,)
+    value : ndarray of float64, shape (n_weights,)
+    folded_bias : ndarray of float64, shape (n_nodes,)
+    compact : bool
+        Whether the missing-value terms ``0.0 + value * mean[index]`` equal
+        ``value * mean[index]`` bit for bit (no product is -0.0), i.e. are
+        stored as ``missing_fill = mean``.
+    finite : bool
+        Whether every value, folded bias and term is finite.
+    """
+    n_nodes, p = weights.shape
+    indptr = np.zeros(n_nodes + 1, dtype=np.int64)
+    for i in range(n_nodes):
+        count = 0
+        if children_left[i] != -1:
+            for j in range(p):
+                if weights[i, j] != 0.0 and np.isfinite(scale[j]):
+                    count += 1
+        indptr[i + 1] = indptr[i] + count
+    index = np.empty(indptr[n_nodes], dtype=np.int32)
+    value = np.empty(indptr[n_nodes])
+    folded_bias = np.zeros(n_nodes)
+    compact = True
+    finite = True
+    k = 0
+    for i in range(n_nodes):
+        if children_left[i] == -1:
+            continue
+        shift = 0.0
+        for j in range(p):
+            w = weights[i, j]
+            if w != 0.0 and np.isfinite(scale[j]):
+                v = w / scale[j]
+                centre = v * mean[j]
+                shift += centre
+                index[k] = j
+                value[k] = v
+                k += 1
+                term = 0.0 + centre  # fold_standardization's zero terms plus the centre
+                if centre == 0.0 and math.copysign(1.0, centre) < 0.0:
+                    compact = False  # -0.0 becomes +0.0: the terms are not the products
+                finite = finite and np.isfinite(v) and np.isfinite(term)
+        folded_bias[i] = bias[i] - shift
+        finite = finite and np.isfinite(folded_bias[i])
+    return indptr, index, value, folded_bias, compact, finite

@@ -27,9 +27,9 @@ from obliquetrees._core.tree import (
     ObliqueTree,
     check_centred_range,
     feature_moments,
-    fold_standardization,
     standardization,
 )
+from obliquetrees._training._co2_grow import fold_split_weights
 from obliquetrees._training._co2_grow import grow_tree as _grow_tree
 from obliquetrees._training._co2_node import dense_source
 from obliquetrees._training._parallel import parallel_map
@@ -119,7 +119,7 @@ def tree_bootstrap_counts(n_samples, seed, n_draws=None):
     return bootstrap_counts(n_samples, _tree_seeds(seed)[0], n_draws)
 
 
-def grow_tree(Xs, y, row_weight, n_classes, seed, params):
+def grow_tree(Xs, y, row_weight, n_classes, seed, params, capacity=0):
     """Grow one tree breadth-first on the standardised input ``Xs`` with per-row weights.
 
     Rows with zero weight are left out. The growth runs in one numba kernel
@@ -144,11 +144,16 @@ def grow_tree(Xs, y, row_weight, n_classes, seed, params):
     seed : int
         The tree's growth seed (each node's seed is hashed from it).
     params : CO2Params
+    capacity : int, default=0
+        Nodes the growth table is first allocated for (a guess: it grows as
+        needed; the result does not depend on it).
 
     Returns
     -------
     children_left, children_right : ndarray of int64, shape (n_nodes,)
     weights : ndarray of float64, shape (n_nodes, n_features)
+        A view of the growth table (whose capacity may exceed ``n_nodes``);
+        rows of leaves are zero.
     bias : ndarray of float64, shape (n_nodes,)
     value : ndarray of float64, shape (n_nodes, n_classes)
         Weighted class distribution (normalised) of each node, or its
@@ -166,7 +171,15 @@ def grow_tree(Xs, y, row_weight, n_classes, seed, params):
         source = dense_source(*Xs) if isinstance(Xs, tuple) else dense_source(Xs)
         n_features = source[0].shape[1]
     return _grow_tree(
-        source, y, row_weight, rows, n_features, np.uint64(seed), n_classes, params.kernel_args()
+        source,
+        y,
+        row_weight,
+        rows,
+        n_features,
+        np.uint64(seed),
+        n_classes,
+        params.kernel_args(),
+        int(capacity),
     )
 
 
@@ -181,13 +194,28 @@ def scaled_csr(X, scale):
 
 
 def _fit_one_tree(
-    Xs, y, sample_weight, class_weight, n_classes, seed, params, prior, mean, scale, target
+    Xs,
+    y,
+    sample_weight,
+    class_weight,
+    n_classes,
+    seed,
+    params,
+    prior,
+    mean,
+    scale,
+    target,
+    node_counts=None,
 ):
     """Bootstrap, grow and package one tree (module level for joblib/dask).
 
     ``Xs`` is the dense ``X`` itself (standardised with ``mean`` and ``scale``
     by the kernels) or the CSR triple of :func:`fit_forest`. ``target`` is
     ``(mean, scale)`` of the standardised targets, None for classes.
+    ``node_counts``, a list shared by the fit's tasks (threads), holds the
+    node counts of the trees grown so far: the growth table starts at the
+    largest plus an eighth (see :func:`grow_tree`'s ``capacity``), and this
+    tree's count is appended.
     """
     n = y.shape[0]
     boot_seed, grow_seed = _tree_seeds(seed)
@@ -205,22 +233,65 @@ def _fit_one_tree(
     # a dense X comes alone (joblib's dask backend scatters a top-level array once, not
     # one inside a tuple) and is standardised by the kernels as they read it
     source = Xs if isinstance(Xs, tuple) else (Xs, mean, scale)
+    # the trees of one fit have similar sizes: a table sized after them is not
+    # reallocated and holds few spare rows
+    largest = max(node_counts, default=0) if node_counts is not None else 0
     left, right, weights, bias, value, nns, depth, stats = grow_tree(
-        source, y, row_weight, n_classes, grow_seed, params
+        source, y, row_weight, n_classes, grow_seed, params, largest + largest // 8
     )
     del row_weight
+    if node_counts is not None:
+        node_counts.append(left.shape[0])
     _fill_empty_nodes(left, right, value, nns, prior)
     if target is not None:  # leaf values back to the units of y
         value = target[0] + target[1] * value
-    tree = ObliqueTree.from_dense(left, right, weights, bias, value, nns, depth)
-    del weights
-    tree = fold_standardization(tree, mean, scale)
-    # the growth's and the packaging's temporaries (node table, row indices, the dense
-    # and the unfolded weights: tens of MB at 100k rows) are freed in this thread's
-    # malloc arena, which glibc keeps: hand them back, else the fit's resident size
-    # grows by them per tree in flight
+    tree = stored_tree(left, right, weights, bias, value, nns, depth, mean, scale)
+    del weights  # the growth table
+    # the growth's temporaries (node table, row indices: tens of MB at 100k rows) are
+    # freed in this thread's malloc arena, which glibc keeps: hand them back, else the
+    # fit's resident size grows by them per tree in flight
     return_freed_memory()
     return tree, stats
+
+
+def stored_tree(left, right, weights, bias, value, nns, depth, mean, scale):
+    """The :class:`ObliqueTree` of :func:`grow_tree`'s arrays, in raw input units.
+
+    The tree of ``fold_standardization(ObliqueTree.from_dense(left, right,
+    weights, bias, value, nns, depth), mean, scale)``, bit for bit, with the
+    dense ``weights`` read once by a kernel
+    (:func:`~obliquetrees._training._co2_grow.fold_split_weights`) instead of
+    through per-weight temporaries (about 30 MB per tree at 100k rows).
+    Raises the same ``ValueError`` when a weight in raw units overflows.
+    """
+    mean = np.ascontiguousarray(mean, dtype=np.float64)
+    scale = np.ascontiguousarray(scale, dtype=np.float64)
+    indptr, index, weight, bias, compact, finite = fold_split_weights(
+        left, weights, bias, mean, scale
+    )
+    if not finite:
+        raise ValueError(
+            "a split's weights in raw input units overflow float64 (a feature's "
+            f"scale is too small for its weight, scales down to {np.min(scale):.3g}); "
+            "rescale X."
+        )
+    if compact:
+        terms = {"missing_fill": mean}
+    else:  # fold_standardization's zero terms plus the centring products
+        terms = {"weight_missing": 0.0 + weight * mean[index]}
+    return ObliqueTree(
+        left,
+        right,
+        indptr,
+        index,
+        weight,
+        bias,
+        value,
+        nns,
+        n_features=weights.shape[1],
+        depth=depth,
+        **terms,
+    )
 
 
 def class_prior(y, n_classes, sample_weight=None, class_weight=None):
@@ -367,6 +438,7 @@ def fit_forest(
         # no standardised copy (1 X of memory): the kernels compute (x - mean) / scale,
         # the bits of that copy, as they read the rows (_co2_node.dense_source)
         Xs = np.ascontiguousarray(X, dtype=np.float64)
+    node_counts = []  # shared by the threads: sizes the growth tables
     results = parallel_map(
         _fit_one_tree,
         [
@@ -382,6 +454,7 @@ def fit_forest(
                 mean,
                 scale,
                 target,
+                node_counts,
             )
             for s in seeds
         ],
