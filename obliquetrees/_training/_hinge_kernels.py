@@ -17,10 +17,11 @@ Notation (all arrays C-contiguous):
   ``n_out = M``).
 
 Arrays that travel together are passed as tuples: ``walk = (leaf, rstar,
-vstar)`` (the forward pass's record, each (n, M)), ``marks = (wmark, wslot,
-tmark, tslot)`` and ``grads = (gW, gt, touched_w, touched_t, contrib,
-contrib_feat)`` (the sparse gradient slots and the input-gradient
-contributions, see :func:`backward_update`), ``optim = (opt, moments, hp)``
+vstar)`` (the forward pass's record, each (n, M)), ``slots = (pos_w,
+pos_t)`` (per-chunk maps from a leaf/decision to its gradient slot) and
+``grads = (gW, gt, touched_w, touched_t, contrib, contrib_feat)`` (the sparse
+gradient slots and the input-gradient contributions, see
+:func:`backward_update`), ``optim = (opt, moments, hp)``
 with ``moments = (W_1, W_2, t_1, t_2)`` (optimiser code, the optimiser state
 of ``W`` and ``thr``, and the step's hyper-parameters).
 
@@ -200,10 +201,13 @@ def forward(U, thr, feat, W, depth, is_fern, stride, out, walk, store):
 
 # ----------------------------------------------------------------- backward
 @jit
-def _tree_gradients(m, B, G, walk, feat, W, stride, marks, grads, step):
-    """Gradients of tree ``m`` over the batch into its slots; returns their counts."""
+def _tree_gradients(m, B, G, walk, feat, W, stride, pos_w, pos_t, grads):
+    """Gradients of tree ``m`` over the batch into its slots; returns their counts.
+
+    ``pos_w``/``pos_t`` (a chunk's rows of ``slots``) map a leaf/decision to
+    its slot, -1 where untouched; :func:`_release_slots` resets them.
+    """
     leaf, rstar, vstar = walk
-    wmark, wslot, tmark, tslot = marks
     gW, gt, touched_w, touched_t, contrib, contrib_feat = grads
     C = W.shape[2]
     nw = 0
@@ -213,14 +217,14 @@ def _tree_gradients(m, B, G, walk, feat, W, stride, marks, grads, step):
         lf = leaf[s, m]
         r = rstar[s, m]
         vs = vstar[s, m]
-        if wmark[m, lf] != step:
-            wmark[m, lf] = step
-            wslot[m, lf] = nw
+        j = pos_w[lf]
+        if j < 0:
+            j = nw
+            pos_w[lf] = j
             touched_w[m, nw] = lf
             for k in range(C):
                 gW[m, nw, k] = 0.0
             nw += 1
-        j = wslot[m, lf]
         a = abs(r)
         d = 0.0
         for k in range(C):
@@ -228,13 +232,14 @@ def _tree_gradients(m, B, G, walk, feat, W, stride, marks, grads, step):
             gW[m, j, k] += a * gk
             d += W[m, lf, k] * gk
         sg = 1.0 if r > 0.0 else (-1.0 if r < 0.0 else 0.0)
-        if tmark[m, vs] != step:
-            tmark[m, vs] = step
-            tslot[m, vs] = nt
+        jt = pos_t[vs]
+        if jt < 0:
+            jt = nt
+            pos_t[vs] = jt
             touched_t[m, nt] = vs
             gt[m, nt] = 0.0
             nt += 1
-        gt[m, tslot[m, vs]] -= sg * d
+        gt[m, jt] -= sg * d
         contrib[s, m] = sg * d
         contrib_feat[s, m] = feat[m, vs]
     touched_w[m, B] = nw
@@ -243,21 +248,31 @@ def _tree_gradients(m, B, G, walk, feat, W, stride, marks, grads, step):
 
 
 @jit
-def _dense_adam_tree(m, thr, W, moments, hp, step, marks, grads):
+def _release_slots(m, pos_w, pos_t, grads, nw, nt):
+    """Reset the slot maps of tree ``m``'s touched leaves and decisions to -1."""
+    touched_w, touched_t = grads[2], grads[3]
+    for j in range(nw):
+        pos_w[touched_w[m, j]] = -1
+    for j in range(nt):
+        pos_t[touched_t[m, j]] = -1
+
+
+@jit
+def _dense_adam_tree(m, thr, W, moments, hp, pos_w, pos_t, grads):
     """Adam on every leaf weight and threshold of tree ``m`` (zero gradient if untouched)."""
     W_1, W_2, t_1, t_2 = moments
-    wmark, wslot, tmark, tslot = marks
     gW, gt = grads[0], grads[1]
     for lf in range(W.shape[1]):
-        hit = wmark[m, lf] == step
-        j = wslot[m, lf]
+        j = pos_w[lf]
+        hit = j >= 0
         for k in range(W.shape[2]):
             g = gW[m, j, k] if hit else 0.0
             W[m, lf, k], W_1[m, lf, k], W_2[m, lf, k] = adam_scalar_inv(
                 W[m, lf, k], g, W_1[m, lf, k], W_2[m, lf, k], hp[4], hp[5], hp[1], hp[2], hp[3]
             )
     for v in range(thr.shape[1]):
-        g = gt[m, tslot[m, v]] if tmark[m, v] == step else 0.0
+        j = pos_t[v]
+        g = gt[m, j] if j >= 0 else 0.0
         thr[m, v], t_1[m, v], t_2[m, v] = adam_scalar_inv(
             thr[m, v], g, t_1[m, v], t_2[m, v], hp[4], hp[5], hp[1], hp[2], hp[3]
         )
@@ -296,7 +311,7 @@ def _sparse_tree_step(m, thr, W, opt, moments, hp, grads, nw, nt):
 
 
 @jit_parallel
-def backward_update(G, walk, feat, thr, W, stride, marks, grads, step, update, optim):
+def backward_update(G, walk, feat, thr, W, stride, slots, grads, update, optim):
     """Exact sparse gradients (eqs. 11-12) and, if ``update``, the optimiser step.
 
     ``G`` (B, n_out) is dLoss/d(out). For sample s and tree m with leaf l and
@@ -308,10 +323,15 @@ def backward_update(G, walk, feat, thr, W, stride, marks, grads, step, update, o
     update. ``G_m[s]`` is ``G[s, m*stride : m*stride + C]``.
 
     Per tree, gradients of the touched leaves/decisions are accumulated in
-    slots (``gW[m, j]``, ``gt[m, j]``; ``wslot``/``tslot`` map a leaf/decision
-    to its slot, valid where ``wmark``/``tmark`` equals ``step``; the touched
-    ids are listed in ``touched_w``/``touched_t``, whose column ``B`` holds
-    the count).
+    slots (``gW[m, j]``, ``gt[m, j]``; the touched ids are listed in
+    ``touched_w``/``touched_t``, whose column ``B`` holds the count).
+    ``slots = (pos_w, pos_t)``, int32 of shapes (n_chunks, L) and (n_chunks,
+    NT), all -1 on entry and on return: the trees are split into
+    ``n_chunks`` contiguous chunks, one per parallel iteration, and the
+    chunk's row maps a leaf/decision of the current tree to its slot. The rows
+    are a few kB, so these lookups stay in the core's L1 cache (per-tree maps
+    the size of the model, as before, cost random main-memory accesses);
+    results do not depend on ``n_chunks``.
 
     ``optim = (opt, moments, hp)``, ``hp`` = (lr, beta1, beta2, eps,
     step_size, inv_bc2): optimiser hyper-parameters with Adam's bias
@@ -323,13 +343,18 @@ def backward_update(G, walk, feat, thr, W, stride, marks, grads, step, update, o
     """
     B = G.shape[0]
     opt, moments, hp = optim
-    for m in prange(thr.shape[0]):
-        nw, nt = _tree_gradients(m, B, G, walk, feat, W, stride, marks, grads, step)
-        if update:
-            if opt == OPT_ADAM:
-                _dense_adam_tree(m, thr, W, moments, hp, step, marks, grads)
-            else:
-                _sparse_tree_step(m, thr, W, opt, moments, hp, grads, nw, nt)
+    pos_w, pos_t = slots
+    M = thr.shape[0]
+    n_chunks = pos_w.shape[0]
+    for c in prange(n_chunks):
+        for m in range(c * M // n_chunks, (c + 1) * M // n_chunks):
+            nw, nt = _tree_gradients(m, B, G, walk, feat, W, stride, pos_w[c], pos_t[c], grads)
+            if update:
+                if opt == OPT_ADAM:
+                    _dense_adam_tree(m, thr, W, moments, hp, pos_w[c], pos_t[c], grads)
+                else:
+                    _sparse_tree_step(m, thr, W, opt, moments, hp, grads, nw, nt)
+            _release_slots(m, pos_w[c], pos_t[c], grads, nw, nt)
 
 
 @jit
@@ -506,9 +531,10 @@ def train_epoch(
     bn_var, feat, thr, W, Q, q)``, with ``Q`` of shape (1, 1) for the summed
     head (the linear head has ``Q`` (K, M)). ``counters`` = [bn_count, step]
     (updated). ``hyper`` = ``(learning_rate, beta1, beta2, eps)``; ``state`` =
-    ``(moments, marks, (A_1, A_2), (Q_1, Q_2), (q_1, q_2))``. ``scratch`` =
-    ``(Zb, U, out, F, G, Gt, walk, grads, gU)``, sized for ``batch_size``
-    rows. Writes the mean loss of each batch to ``batch_loss``.
+    ``(moments, (A_1, A_2), (Q_1, Q_2), (q_1, q_2))``. ``scratch`` =
+    ``(Zb, U, out, F, G, Gt, walk, grads, gU, slots)``, sized for
+    ``batch_size`` rows (``slots``: see :func:`backward_update`). Writes the
+    mean loss of each batch to ``batch_loss``.
 
     Per batch: gather, ``H = Zb A^T`` (BLAS), ``U = (H - mean) / sd``,
     :func:`forward`, loss and ``G = dL/dF``, head gradients,
@@ -520,8 +546,8 @@ def train_epoch(
     sparse, rows = csr
     A, bn_mean, bn_var, feat, thr, W, Q, q = net
     lr, beta1, beta2, eps = hyper
-    moments, marks, A_m, Q_m, q_m = state
-    Zb, U, out, F, G, Gt, walk, grads, gU = scratch
+    moments, A_m, Q_m, q_m = state
+    Zb, U, out, F, G, Gt, walk, grads, gU, slots = scratch
     contrib, contrib_feat = grads[4], grads[5]
     n = order.shape[0]
     p = A.shape[1]
@@ -571,7 +597,6 @@ def train_epoch(
         step_size, bc2 = adam_corrections(lr, t, beta1, beta2)
         hp[4] = step_size
         hp[5] = 1.0 / bc2
-        step = counters[1]
         Gc = G[:Bc]
         if linear_head:
             for i in range(Bc):
@@ -584,7 +609,7 @@ def train_epoch(
         else:
             Gtree = Gc
         optim = (opt, moments, hp)
-        backward_update(Gtree, walk, feat, thr, W, stride, marks, grads, step, True, optim)
+        backward_update(Gtree, walk, feat, thr, W, stride, slots, grads, True, optim)
         if linear_head:
             gQ = np.dot(Gc.T, out[:Bc])
             gq = np.zeros(K)
