@@ -56,6 +56,7 @@ from obliquetrees._training._optim import (
     adam_update_inv,
     sgd_update,
 )
+from obliquetrees._training._prefetch import prefetch
 
 #: Optimiser codes (``HingeParams.optimizer`` names map to these).
 OPT_ADAM = 0
@@ -151,6 +152,13 @@ def _traverse4(U, s, thr, feat, m, depth, is_fern):
 
 
 @jit
+def _prefetch_leaf(W, m, lf):
+    """Prefetch the weights ``W[m, lf, :]`` (a row may straddle two cache lines)."""
+    prefetch(W, m, lf, 0)
+    prefetch(W, m, lf, W.shape[2] - 1)
+
+
+@jit
 def _emit(s, m, lf, r, vs, W, out, stride, walk, store):
     a = abs(r)
     base = m * stride
@@ -165,25 +173,46 @@ def _emit(s, m, lf, r, vs, W, out, stride, walk, store):
 
 @jit
 def _forward_block(b, n, U, thr, feat, W, depth, is_fern, stride, out, walk, store):
-    """Outputs of samples ``4b .. 4b+3`` (< n) over all trees, in tree order."""
+    """Outputs of samples ``4b .. 4b+3`` (< n) over all trees, in tree order.
+
+    A full block emits tree ``m - 1`` after walking tree ``m``, whose leaves'
+    weights are prefetched meanwhile: each sample still adds the trees in
+    tree order, so the sums are unchanged.
+    """
     s0 = b * BLOCK
     s1 = min(n, s0 + BLOCK)
     for s in range(s0, s1):
         for k in range(out.shape[1]):
             out[s, k] = 0.0
-    for m in range(thr.shape[0]):
-        if s1 - s0 == BLOCK:
-            l0, l1, l2, l3, r0, r1, r2, r3, d0, d1, d2, d3 = _traverse4(
-                U, s0, thr, feat, m, depth, is_fern
-            )
-            _emit(s0, m, l0, r0, d0, W, out, stride, walk, store)
-            _emit(s0 + 1, m, l1, r1, d1, W, out, stride, walk, store)
-            _emit(s0 + 2, m, l2, r2, d2, W, out, stride, walk, store)
-            _emit(s0 + 3, m, l3, r3, d3, W, out, stride, walk, store)
-        else:
+    if s1 - s0 < BLOCK:
+        for m in range(thr.shape[0]):
             for s in range(s0, s1):
                 lf, r, vs = _traverse(U, s, thr, feat, m, depth, is_fern)
                 _emit(s, m, lf, r, vs, W, out, stride, walk, store)
+        return
+    # the previous tree's leaves, margins and decisions, not emitted yet
+    p0 = p1 = p2 = p3 = e0 = e1 = e2 = e3 = 0
+    q0 = q1 = q2 = q3 = 0.0
+    for m in range(thr.shape[0]):
+        l0, l1, l2, l3, r0, r1, r2, r3, d0, d1, d2, d3 = _traverse4(
+            U, s0, thr, feat, m, depth, is_fern
+        )
+        _prefetch_leaf(W, m, l0)
+        _prefetch_leaf(W, m, l1)
+        _prefetch_leaf(W, m, l2)
+        _prefetch_leaf(W, m, l3)
+        if m > 0:
+            _emit(s0, m - 1, p0, q0, e0, W, out, stride, walk, store)
+            _emit(s0 + 1, m - 1, p1, q1, e1, W, out, stride, walk, store)
+            _emit(s0 + 2, m - 1, p2, q2, e2, W, out, stride, walk, store)
+            _emit(s0 + 3, m - 1, p3, q3, e3, W, out, stride, walk, store)
+        p0, p1, p2, p3, q0, q1, q2, q3 = l0, l1, l2, l3, r0, r1, r2, r3
+        e0, e1, e2, e3 = d0, d1, d2, d3
+    m = thr.shape[0] - 1
+    _emit(s0, m, p0, q0, e0, W, out, stride, walk, store)
+    _emit(s0 + 1, m, p1, q1, e1, W, out, stride, walk, store)
+    _emit(s0 + 2, m, p2, q2, e2, W, out, stride, walk, store)
+    _emit(s0 + 3, m, p3, q3, e3, W, out, stride, walk, store)
 
 
 @jit_parallel
