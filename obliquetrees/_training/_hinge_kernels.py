@@ -154,8 +154,8 @@ def _traverse4(U, s, thr, feat, m, depth, is_fern):
 @jit
 def _prefetch_leaf(W, m, lf):
     """Prefetch the weights ``W[m, lf, :]`` (a row may straddle two cache lines)."""
-    prefetch(W, m, lf, 0)
-    prefetch(W, m, lf, W.shape[2] - 1)
+    prefetch(W, (m, lf, 0))
+    prefetch(W, (m, lf, W.shape[2] - 1))
 
 
 @jit
@@ -230,12 +230,17 @@ def forward(U, thr, feat, W, depth, is_fern, stride, out, walk, store):
 
 # ----------------------------------------------------------------- backward
 @jit
-def _tree_gradients(m, B, G, walk, feat, W, stride, pos_w, pos_t, grads):
+def _tree_gradients(m, B, G, walk, feat, W, stride, pos_w, pos_t, grads, moments, n_warm):
     """Gradients of tree ``m`` over the batch into its slots; returns their counts.
 
     ``pos_w``/``pos_t`` (a chunk's rows of ``slots``) map a leaf/decision to
-    its slot, -1 where untouched; :func:`_release_slots` resets them.
+    its slot, -1 where untouched; :func:`_release_slots` resets them. The
+    first ``n_warm`` (0, 1 or 2) moment arrays of ``W`` and ``thr`` in
+    ``moments`` are prefetched at each touched leaf/decision, for the sparse
+    step that follows.
     """
+    W_1, W_2, t_1, t_2 = moments
+    last = W.shape[2] - 1
     leaf, rstar, vstar = walk
     gW, gt, touched_w, touched_t, contrib, contrib_feat = grads
     C = W.shape[2]
@@ -254,6 +259,12 @@ def _tree_gradients(m, B, G, walk, feat, W, stride, pos_w, pos_t, grads):
             for k in range(C):
                 gW[m, nw, k] = 0.0
             nw += 1
+            if n_warm > 0:
+                prefetch(W_1, (m, lf, 0))
+                prefetch(W_1, (m, lf, last))
+            if n_warm > 1:
+                prefetch(W_2, (m, lf, 0))
+                prefetch(W_2, (m, lf, last))
         a = abs(r)
         d = 0.0
         for k in range(C):
@@ -268,6 +279,10 @@ def _tree_gradients(m, B, G, walk, feat, W, stride, pos_w, pos_t, grads):
             touched_t[m, nt] = vs
             gt[m, nt] = 0.0
             nt += 1
+            if n_warm > 0:
+                prefetch(t_1, (m, vs))
+            if n_warm > 1:
+                prefetch(t_2, (m, vs))
         gt[m, jt] -= sg * d
         contrib[s, m] = sg * d
         contrib_feat[s, m] = feat[m, vs]
@@ -375,9 +390,17 @@ def backward_update(G, walk, feat, thr, W, stride, slots, grads, update, optim):
     pos_w, pos_t = slots
     M = thr.shape[0]
     n_chunks = pos_w.shape[0]
+    # moments the sparse steps read at random: Adam's two, AdaGrad's sum
+    n_warm = 0
+    if update and opt == OPT_LAZY_ADAM:
+        n_warm = 2
+    elif update and opt == OPT_ADAGRAD:
+        n_warm = 1
     for c in prange(n_chunks):
         for m in range(c * M // n_chunks, (c + 1) * M // n_chunks):
-            nw, nt = _tree_gradients(m, B, G, walk, feat, W, stride, pos_w[c], pos_t[c], grads)
+            nw, nt = _tree_gradients(
+                m, B, G, walk, feat, W, stride, pos_w[c], pos_t[c], grads, moments, n_warm
+            )
             if update:
                 if opt == OPT_ADAM:
                     _dense_adam_tree(m, thr, W, moments, hp, pos_w[c], pos_t[c], grads)

@@ -16,8 +16,16 @@ def _prefetch_all(W):
     for i in range(W.shape[0]):
         for j in range(W.shape[1]):
             for k in range(W.shape[2]):
-                prefetch(W, i, j, k)
+                prefetch(W, (i, j, k))
     return W.sum()
+
+
+@numba.njit
+def _prefetch_rows(A):
+    """A 2-D array, one prefetch per row (its first element)."""
+    for i in range(A.shape[0]):
+        prefetch(A, (i, 0))
+    return A.sum()
 
 
 @pytest.mark.parametrize("strided", [False, True])
@@ -27,6 +35,8 @@ def test_prefetch_leaves_values_unchanged(rng, strided):
     before = view.copy()
     assert _prefetch_all(view) == pytest.approx(before.sum(), rel=1e-12)
     np.testing.assert_array_equal(view, before)
+    rows = view[:, :, 0]
+    assert _prefetch_rows(rows) == pytest.approx(rows.sum(), rel=1e-12)
 
 
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86 mnemonic")
