@@ -245,6 +245,7 @@ def bench_speed(quick):
         np.empty((B, M)),
         np.empty((B, M), np.int64),
     )
+    slots = (np.full((1, 2**10), -1, np.int32), np.full((1, 2**10 - 1), -1, np.int32))
     G = np.random.default_rng(0).normal(size=(B, 26)) / B
     hp = np.array([0.005, 0.9, 0.999, 1e-8, 0.005, 1.0])
     Hf = Z[:B] @ model.A.T
@@ -260,10 +261,9 @@ def bench_speed(quick):
                 K.forward(U, model.thr, model.feat, model.W, 10, False, 0, out, walk, True)
                 c1 = time.process_time()
                 moments = (st["W_1"], st["W_2"], st["thr_1"], st["thr_2"])
-                marks = (st["wmark"], st["wslot"], st["tmark"], st["tslot"])
                 optim = (opt, moments, hp)
                 K.backward_update(
-                    G, walk, model.feat, model.thr, model.W, 0, marks, grads, b, True, optim
+                    G, walk, model.feat, model.thr, model.W, 0, slots, grads, True, optim
                 )
                 c2 = time.process_time()
                 tf += c1 - c0

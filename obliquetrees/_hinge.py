@@ -121,8 +121,8 @@ class _BaseHingeForest(TreesOnDemand, BaseObliqueForest):
         ``n_hinge_features=None``, and with ``explicit_terms`` (missing-value
         indicators) a missing-value term (8) each, else one fill value per
         feature for the forest), the training state (leaf weights and
-        thresholds with two optimiser moments each, bookkeeping per leaf and
-        split, the training samples per leaf) and the dense ``n_nodes x
+        thresholds with two optimiser moments each, each decision's hinge
+        feature index, the training samples per leaf) and the dense ``n_nodes x
         n_features`` buffer of one tree while it is stored.
         """
         n_leaves = 2**self.max_depth
@@ -134,7 +134,7 @@ class _BaseHingeForest(TreesOnDemand, BaseObliqueForest):
         fill = 0 if explicit_terms else 8 * n_features
         # + 8: the weight pointer's closing entry
         trees = n_nodes * 8 * (6 + width) + 8 + (n_leaves - 1) * per_split * per_weight
-        state = 8 * (3 * n_leaves * width + 3 * n_thr + 3 * n_leaves + 3 * n_thr)
+        state = 8 * (3 * n_leaves * width + 3 * n_thr + n_leaves + n_thr)
         return self.n_estimators * (trees + state) + fill + n_nodes * n_features * 8
 
     def _check_model_size(self, n_features, n_outputs, explicit_terms=False):

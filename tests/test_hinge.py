@@ -171,6 +171,28 @@ def test_pickle_roundtrip(iris):
     np.testing.assert_array_equal(clone.predict_proba(X), clf.predict_proba(X))
 
 
+def test_pickle_with_old_step_marks_loads_and_trains_on(iris):
+    # models pickled before the backward pass's slot maps became per-batch
+    # scratch keep per-leaf/decision step marks in opt_state: dropped on load
+    X, y = iris
+    params = {**SMALL, "warm_start": True}
+    clf = HingeForestClassifier(**params).fit(X, y)
+    model = clf._model
+    M, L = model.W.shape[:2]
+    NT = model.thr.shape[1]
+    old = {"wmark": (M, L), "wslot": (M, L), "tmark": (M, NT), "tslot": (M, NT)}
+    for name, shape in old.items():
+        model.opt_state[name] = np.zeros(shape, dtype=np.int64)
+    clone = pickle.loads(pickle.dumps(clf))
+    assert not set(old) & set(clone._model.opt_state)
+    np.testing.assert_array_equal(clone.predict_proba(X), clf.predict_proba(X))
+    for name in old:
+        del model.opt_state[name]
+    clf.fit(X, y)  # warm start: both continue from the same state
+    clone.fit(X, y)
+    np.testing.assert_array_equal(clone.predict_proba(X), clf.predict_proba(X))
+
+
 @pytest.mark.parametrize(
     "params, match",
     [

@@ -131,7 +131,7 @@ def test_projected_bytes_cover_the_fitted_model(params):
     forest = _forest_bytes(est.forest_)
     m = est._model
     per_tree_state = [m.W, m.thr, m.feat, est._leaf_counts] + [
-        m.opt_state[k] for k in ("W_1", "W_2", "thr_1", "thr_2", "wmark", "wslot", "tmark", "tslot")
+        m.opt_state[k] for k in ("W_1", "W_2", "thr_1", "thr_2")
     ]
     state = sum(a.nbytes for a in per_tree_state)
     projected = est._projected_bytes(X.shape[1], 3)

@@ -17,10 +17,11 @@ Notation (all arrays C-contiguous):
   ``n_out = M``).
 
 Arrays that travel together are passed as tuples: ``walk = (leaf, rstar,
-vstar)`` (the forward pass's record, each (n, M)), ``marks = (wmark, wslot,
-tmark, tslot)`` and ``grads = (gW, gt, touched_w, touched_t, contrib,
-contrib_feat)`` (the sparse gradient slots and the input-gradient
-contributions, see :func:`backward_update`), ``optim = (opt, moments, hp)``
+vstar)`` (the forward pass's record, each (n, M)), ``slots = (pos_w,
+pos_t)`` (per-chunk maps from a leaf/decision to its gradient slot) and
+``grads = (gW, gt, touched_w, touched_t, contrib, contrib_feat)`` (the sparse
+gradient slots and the input-gradient contributions, see
+:func:`backward_update`), ``optim = (opt, moments, hp)``
 with ``moments = (W_1, W_2, t_1, t_2)`` (optimiser code, the optimiser state
 of ``W`` and ``thr``, and the step's hyper-parameters).
 
@@ -55,6 +56,7 @@ from obliquetrees._training._optim import (
     adam_update_inv,
     sgd_update,
 )
+from obliquetrees._training._prefetch import prefetch
 
 #: Optimiser codes (``HingeParams.optimizer`` names map to these).
 OPT_ADAM = 0
@@ -150,6 +152,13 @@ def _traverse4(U, s, thr, feat, m, depth, is_fern):
 
 
 @jit
+def _prefetch_leaf(W, m, lf):
+    """Prefetch the weights ``W[m, lf, :]`` (a row may straddle two cache lines)."""
+    prefetch(W, (m, lf, 0))
+    prefetch(W, (m, lf, W.shape[2] - 1))
+
+
+@jit
 def _emit(s, m, lf, r, vs, W, out, stride, walk, store):
     a = abs(r)
     base = m * stride
@@ -164,25 +173,46 @@ def _emit(s, m, lf, r, vs, W, out, stride, walk, store):
 
 @jit
 def _forward_block(b, n, U, thr, feat, W, depth, is_fern, stride, out, walk, store):
-    """Outputs of samples ``4b .. 4b+3`` (< n) over all trees, in tree order."""
+    """Outputs of samples ``4b .. 4b+3`` (< n) over all trees, in tree order.
+
+    A full block emits tree ``m - 1`` after walking tree ``m``, whose leaves'
+    weights are prefetched meanwhile: each sample still adds the trees in
+    tree order, so the sums are unchanged.
+    """
     s0 = b * BLOCK
     s1 = min(n, s0 + BLOCK)
     for s in range(s0, s1):
         for k in range(out.shape[1]):
             out[s, k] = 0.0
-    for m in range(thr.shape[0]):
-        if s1 - s0 == BLOCK:
-            l0, l1, l2, l3, r0, r1, r2, r3, d0, d1, d2, d3 = _traverse4(
-                U, s0, thr, feat, m, depth, is_fern
-            )
-            _emit(s0, m, l0, r0, d0, W, out, stride, walk, store)
-            _emit(s0 + 1, m, l1, r1, d1, W, out, stride, walk, store)
-            _emit(s0 + 2, m, l2, r2, d2, W, out, stride, walk, store)
-            _emit(s0 + 3, m, l3, r3, d3, W, out, stride, walk, store)
-        else:
+    if s1 - s0 < BLOCK:
+        for m in range(thr.shape[0]):
             for s in range(s0, s1):
                 lf, r, vs = _traverse(U, s, thr, feat, m, depth, is_fern)
                 _emit(s, m, lf, r, vs, W, out, stride, walk, store)
+        return
+    # the previous tree's leaves, margins and decisions, not emitted yet
+    p0 = p1 = p2 = p3 = e0 = e1 = e2 = e3 = 0
+    q0 = q1 = q2 = q3 = 0.0
+    for m in range(thr.shape[0]):
+        l0, l1, l2, l3, r0, r1, r2, r3, d0, d1, d2, d3 = _traverse4(
+            U, s0, thr, feat, m, depth, is_fern
+        )
+        _prefetch_leaf(W, m, l0)
+        _prefetch_leaf(W, m, l1)
+        _prefetch_leaf(W, m, l2)
+        _prefetch_leaf(W, m, l3)
+        if m > 0:
+            _emit(s0, m - 1, p0, q0, e0, W, out, stride, walk, store)
+            _emit(s0 + 1, m - 1, p1, q1, e1, W, out, stride, walk, store)
+            _emit(s0 + 2, m - 1, p2, q2, e2, W, out, stride, walk, store)
+            _emit(s0 + 3, m - 1, p3, q3, e3, W, out, stride, walk, store)
+        p0, p1, p2, p3, q0, q1, q2, q3 = l0, l1, l2, l3, r0, r1, r2, r3
+        e0, e1, e2, e3 = d0, d1, d2, d3
+    m = thr.shape[0] - 1
+    _emit(s0, m, p0, q0, e0, W, out, stride, walk, store)
+    _emit(s0 + 1, m, p1, q1, e1, W, out, stride, walk, store)
+    _emit(s0 + 2, m, p2, q2, e2, W, out, stride, walk, store)
+    _emit(s0 + 3, m, p3, q3, e3, W, out, stride, walk, store)
 
 
 @jit_parallel
@@ -200,10 +230,18 @@ def forward(U, thr, feat, W, depth, is_fern, stride, out, walk, store):
 
 # ----------------------------------------------------------------- backward
 @jit
-def _tree_gradients(m, B, G, walk, feat, W, stride, marks, grads, step):
-    """Gradients of tree ``m`` over the batch into its slots; returns their counts."""
+def _tree_gradients(m, B, G, walk, feat, W, stride, pos_w, pos_t, grads, moments, n_warm):
+    """Gradients of tree ``m`` over the batch into its slots; returns their counts.
+
+    ``pos_w``/``pos_t`` (a chunk's rows of ``slots``) map a leaf/decision to
+    its slot, -1 where untouched; :func:`_release_slots` resets them. The
+    first ``n_warm`` (0, 1 or 2) moment arrays of ``W`` and ``thr`` in
+    ``moments`` are prefetched at each touched leaf/decision, for the sparse
+    step that follows.
+    """
+    W_1, W_2, t_1, t_2 = moments
+    last = W.shape[2] - 1
     leaf, rstar, vstar = walk
-    wmark, wslot, tmark, tslot = marks
     gW, gt, touched_w, touched_t, contrib, contrib_feat = grads
     C = W.shape[2]
     nw = 0
@@ -213,14 +251,20 @@ def _tree_gradients(m, B, G, walk, feat, W, stride, marks, grads, step):
         lf = leaf[s, m]
         r = rstar[s, m]
         vs = vstar[s, m]
-        if wmark[m, lf] != step:
-            wmark[m, lf] = step
-            wslot[m, lf] = nw
+        j = pos_w[lf]
+        if j < 0:
+            j = nw
+            pos_w[lf] = j
             touched_w[m, nw] = lf
             for k in range(C):
                 gW[m, nw, k] = 0.0
             nw += 1
-        j = wslot[m, lf]
+            if n_warm > 0:
+                prefetch(W_1, (m, lf, 0))
+                prefetch(W_1, (m, lf, last))
+            if n_warm > 1:
+                prefetch(W_2, (m, lf, 0))
+                prefetch(W_2, (m, lf, last))
         a = abs(r)
         d = 0.0
         for k in range(C):
@@ -228,13 +272,18 @@ def _tree_gradients(m, B, G, walk, feat, W, stride, marks, grads, step):
             gW[m, j, k] += a * gk
             d += W[m, lf, k] * gk
         sg = 1.0 if r > 0.0 else (-1.0 if r < 0.0 else 0.0)
-        if tmark[m, vs] != step:
-            tmark[m, vs] = step
-            tslot[m, vs] = nt
+        jt = pos_t[vs]
+        if jt < 0:
+            jt = nt
+            pos_t[vs] = jt
             touched_t[m, nt] = vs
             gt[m, nt] = 0.0
             nt += 1
-        gt[m, tslot[m, vs]] -= sg * d
+            if n_warm > 0:
+                prefetch(t_1, (m, vs))
+            if n_warm > 1:
+                prefetch(t_2, (m, vs))
+        gt[m, jt] -= sg * d
         contrib[s, m] = sg * d
         contrib_feat[s, m] = feat[m, vs]
     touched_w[m, B] = nw
@@ -243,21 +292,31 @@ def _tree_gradients(m, B, G, walk, feat, W, stride, marks, grads, step):
 
 
 @jit
-def _dense_adam_tree(m, thr, W, moments, hp, step, marks, grads):
+def _release_slots(m, pos_w, pos_t, grads, nw, nt):
+    """Reset the slot maps of tree ``m``'s touched leaves and decisions to -1."""
+    touched_w, touched_t = grads[2], grads[3]
+    for j in range(nw):
+        pos_w[touched_w[m, j]] = -1
+    for j in range(nt):
+        pos_t[touched_t[m, j]] = -1
+
+
+@jit
+def _dense_adam_tree(m, thr, W, moments, hp, pos_w, pos_t, grads):
     """Adam on every leaf weight and threshold of tree ``m`` (zero gradient if untouched)."""
     W_1, W_2, t_1, t_2 = moments
-    wmark, wslot, tmark, tslot = marks
     gW, gt = grads[0], grads[1]
     for lf in range(W.shape[1]):
-        hit = wmark[m, lf] == step
-        j = wslot[m, lf]
+        j = pos_w[lf]
+        hit = j >= 0
         for k in range(W.shape[2]):
             g = gW[m, j, k] if hit else 0.0
             W[m, lf, k], W_1[m, lf, k], W_2[m, lf, k] = adam_scalar_inv(
                 W[m, lf, k], g, W_1[m, lf, k], W_2[m, lf, k], hp[4], hp[5], hp[1], hp[2], hp[3]
             )
     for v in range(thr.shape[1]):
-        g = gt[m, tslot[m, v]] if tmark[m, v] == step else 0.0
+        j = pos_t[v]
+        g = gt[m, j] if j >= 0 else 0.0
         thr[m, v], t_1[m, v], t_2[m, v] = adam_scalar_inv(
             thr[m, v], g, t_1[m, v], t_2[m, v], hp[4], hp[5], hp[1], hp[2], hp[3]
         )
@@ -296,7 +355,7 @@ def _sparse_tree_step(m, thr, W, opt, moments, hp, grads, nw, nt):
 
 
 @jit_parallel
-def backward_update(G, walk, feat, thr, W, stride, marks, grads, step, update, optim):
+def backward_update(G, walk, feat, thr, W, stride, slots, grads, update, optim):
     """Exact sparse gradients (eqs. 11-12) and, if ``update``, the optimiser step.
 
     ``G`` (B, n_out) is dLoss/d(out). For sample s and tree m with leaf l and
@@ -308,10 +367,15 @@ def backward_update(G, walk, feat, thr, W, stride, marks, grads, step, update, o
     update. ``G_m[s]`` is ``G[s, m*stride : m*stride + C]``.
 
     Per tree, gradients of the touched leaves/decisions are accumulated in
-    slots (``gW[m, j]``, ``gt[m, j]``; ``wslot``/``tslot`` map a leaf/decision
-    to its slot, valid where ``wmark``/``tmark`` equals ``step``; the touched
-    ids are listed in ``touched_w``/``touched_t``, whose column ``B`` holds
-    the count).
+    slots (``gW[m, j]``, ``gt[m, j]``; the touched ids are listed in
+    ``touched_w``/``touched_t``, whose column ``B`` holds the count).
+    ``slots = (pos_w, pos_t)``, int32 of shapes (n_chunks, L) and (n_chunks,
+    NT), all -1 on entry and on return: the trees are split into
+    ``n_chunks`` contiguous chunks, one per parallel iteration, and the
+    chunk's row maps a leaf/decision of the current tree to its slot. The rows
+    are a few kB, so these lookups stay in the core's L1 cache (per-tree maps
+    the size of the model, as before, cost random main-memory accesses);
+    results do not depend on ``n_chunks``.
 
     ``optim = (opt, moments, hp)``, ``hp`` = (lr, beta1, beta2, eps,
     step_size, inv_bc2): optimiser hyper-parameters with Adam's bias
@@ -323,13 +387,26 @@ def backward_update(G, walk, feat, thr, W, stride, marks, grads, step, update, o
     """
     B = G.shape[0]
     opt, moments, hp = optim
-    for m in prange(thr.shape[0]):
-        nw, nt = _tree_gradients(m, B, G, walk, feat, W, stride, marks, grads, step)
-        if update:
-            if opt == OPT_ADAM:
-                _dense_adam_tree(m, thr, W, moments, hp, step, marks, grads)
-            else:
-                _sparse_tree_step(m, thr, W, opt, moments, hp, grads, nw, nt)
+    pos_w, pos_t = slots
+    M = thr.shape[0]
+    n_chunks = pos_w.shape[0]
+    # moments the sparse steps read at random: Adam's two, AdaGrad's sum
+    n_warm = 0
+    if update and opt == OPT_LAZY_ADAM:
+        n_warm = 2
+    elif update and opt == OPT_ADAGRAD:
+        n_warm = 1
+    for c in prange(n_chunks):
+        for m in range(c * M // n_chunks, (c + 1) * M // n_chunks):
+            nw, nt = _tree_gradients(
+                m, B, G, walk, feat, W, stride, pos_w[c], pos_t[c], grads, moments, n_warm
+            )
+            if update:
+                if opt == OPT_ADAM:
+                    _dense_adam_tree(m, thr, W, moments, hp, pos_w[c], pos_t[c], grads)
+                else:
+                    _sparse_tree_step(m, thr, W, opt, moments, hp, grads, nw, nt)
+            _release_slots(m, pos_w[c], pos_t[c], grads, nw, nt)
 
 
 @jit
@@ -506,9 +583,10 @@ def train_epoch(
     bn_var, feat, thr, W, Q, q)``, with ``Q`` of shape (1, 1) for the summed
     head (the linear head has ``Q`` (K, M)). ``counters`` = [bn_count, step]
     (updated). ``hyper`` = ``(learning_rate, beta1, beta2, eps)``; ``state`` =
-    ``(moments, marks, (A_1, A_2), (Q_1, Q_2), (q_1, q_2))``. ``scratch`` =
-    ``(Zb, U, out, F, G, Gt, walk, grads, gU)``, sized for ``batch_size``
-    rows. Writes the mean loss of each batch to ``batch_loss``.
+    ``(moments, (A_1, A_2), (Q_1, Q_2), (q_1, q_2))``. ``scratch`` =
+    ``(Zb, U, out, F, G, Gt, walk, grads, gU, slots)``, sized for
+    ``batch_size`` rows (``slots``: see :func:`backward_update`). Writes the
+    mean loss of each batch to ``batch_loss``.
 
     Per batch: gather, ``H = Zb A^T`` (BLAS), ``U = (H - mean) / sd``,
     :func:`forward`, loss and ``G = dL/dF``, head gradients,
@@ -520,8 +598,8 @@ def train_epoch(
     sparse, rows = csr
     A, bn_mean, bn_var, feat, thr, W, Q, q = net
     lr, beta1, beta2, eps = hyper
-    moments, marks, A_m, Q_m, q_m = state
-    Zb, U, out, F, G, Gt, walk, grads, gU = scratch
+    moments, A_m, Q_m, q_m = state
+    Zb, U, out, F, G, Gt, walk, grads, gU, slots = scratch
     contrib, contrib_feat = grads[4], grads[5]
     n = order.shape[0]
     p = A.shape[1]
@@ -571,7 +649,6 @@ def train_epoch(
         step_size, bc2 = adam_corrections(lr, t, beta1, beta2)
         hp[4] = step_size
         hp[5] = 1.0 / bc2
-        step = counters[1]
         Gc = G[:Bc]
         if linear_head:
             for i in range(Bc):
@@ -584,7 +661,7 @@ def train_epoch(
         else:
             Gtree = Gc
         optim = (opt, moments, hp)
-        backward_update(Gtree, walk, feat, thr, W, stride, marks, grads, step, True, optim)
+        backward_update(Gtree, walk, feat, thr, W, stride, slots, grads, True, optim)
         if linear_head:
             gQ = np.dot(Gc.T, out[:Bc])
             gq = np.zeros(K)

@@ -30,6 +30,7 @@ prediction and storage are in :mod:`._hinge_forward`, the kernels in
 import time
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 
@@ -157,12 +158,12 @@ class HingeModel:
             raise ValueError(f"feat must lie in [0, H) = [0, {H}).")
         if not np.all(self.bn_var + K.BN_EPS > 0) or np.any(self.x_scale == 0):
             raise ValueError("bn_var + eps and x_scale must be positive / non-zero.")
-        step = check_int(self.step, "step")
+        check_int(self.step, "step")
         check_int(self.bn_count, "bn_count")
         if self.opt_state is not None:
-            self._check_opt_state(step, M, 2**depth, n_thr)
+            self._check_opt_state()
 
-    def _check_opt_state(self, step, M, L, n_thr):
+    def _check_opt_state(self):
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"unknown optimizer {self.optimizer!r}.")
         dense_second = self.optimizer in ("adam", "lazy_adam")
@@ -171,21 +172,17 @@ class HingeModel:
             check_array(self.opt_state[name + "_1"], name + "_1", VALUE_DTYPE, len(shape), shape)
             second = shape if dense_second else (1,) * len(shape)
             check_array(self.opt_state[name + "_2"], name + "_2", VALUE_DTYPE, len(shape), second)
-        for name, shape in (
-            ("wmark", (M, L)),
-            ("wslot", (M, L)),
-            ("tmark", (M, n_thr)),
-            ("tslot", (M, n_thr)),
-        ):
-            check_array(self.opt_state[name], name, INDEX_DTYPE, 2, shape)
-        # a slot is read only where its mark equals the current step
-        if self.opt_state["wmark"].max() >= step or self.opt_state["tmark"].max() >= step:
-            raise ValueError("optimiser marks must be older than the current step.")
 
     def __getstate__(self):
         return dict(self.__dict__)  # arrays, numbers, strings, and a dict of arrays
 
     def __setstate__(self, state):
+        opt_state = state.get("opt_state")
+        if isinstance(opt_state, dict) and "wmark" in opt_state:
+            # models pickled before the slot maps became per-batch scratch
+            # (:class:`_EpochScratch`) carry per-leaf step marks nothing reads
+            opt_state = {k: v for k, v in opt_state.items() if k not in _OLD_MARKS}
+            state = dict(state, opt_state=opt_state)
         self.__dict__.update(state)
         self.check_invariants()  # the kernels trust these arrays
 
@@ -195,6 +192,10 @@ class HingeModel:
         if self.head == "linear":
             names += ["Q", "q"]
         return names
+
+
+#: Optimiser-state entries of models pickled before the per-batch slot maps.
+_OLD_MARKS = ("wmark", "wslot", "tmark", "tslot")
 
 
 def _deep_copy(value):
@@ -283,12 +284,6 @@ def _init_opt_state(model, optimizer):
         state[name + "_2"] = (
             np.zeros(shape) if optimizer in ("adam", "lazy_adam") else np.zeros((1,) * len(shape))
         )
-    M, L = model.W.shape[:2]
-    NT = model.thr.shape[1]
-    state["wmark"] = np.full((M, L), -1, dtype=np.int64)
-    state["wslot"] = np.zeros((M, L), dtype=np.int64)
-    state["tmark"] = np.full((M, NT), -1, dtype=np.int64)
-    state["tslot"] = np.zeros((M, NT), dtype=np.int64)
     return state
 
 
@@ -334,9 +329,12 @@ class _EpochScratch:
     """Per-batch work arrays of :func:`~._hinge_kernels.train_epoch`, for ``B`` rows.
 
     Sparse input needs no gathered block ``Zb`` (a (1, 1) placeholder).
+    ``n_chunks``: chunks of trees the backward pass runs in parallel (one
+    slot map each, see :func:`~._hinge_kernels.backward_update`); results do
+    not depend on it.
     """
 
-    def __init__(self, model, B, sparse=False):
+    def __init__(self, model, B, sparse=False, n_chunks=1):
         M = model.n_trees
         C = model.W.shape[2]
         K = model.n_outputs
@@ -365,6 +363,10 @@ class _EpochScratch:
             walk,
             grads,
             np.empty((B, Hn)),  # gU
+            (  # slot maps, -1 between batches
+                np.full((n_chunks, model.W.shape[1]), -1, dtype=np.int32),
+                np.full((n_chunks, model.thr.shape[1]), -1, dtype=np.int32),
+            ),
         )
 
 
@@ -373,10 +375,9 @@ def _opt_state_args(model):
     st = model.opt_state
     dummy = np.zeros((1, 1))
     moments = (st["W_1"], st["W_2"], st["thr_1"], st["thr_2"])
-    marks = (st["wmark"], st["wslot"], st["tmark"], st["tslot"])
     head_Q = (st.get("Q_1", dummy), st.get("Q_2", dummy))
     head_q = (st.get("q_1", np.zeros(1)), st.get("q_2", np.zeros(1)))
-    return moments, marks, (st["A_1"], st["A_2"]), head_Q, head_q
+    return moments, (st["A_1"], st["A_2"]), head_Q, head_q
 
 
 def run_epoch(model, Z, Yi, Yf, w, order, params, scratch=None):
@@ -393,7 +394,7 @@ def run_epoch(model, Z, Yi, Yf, w, order, params, scratch=None):
     B = min(int(params.batch_size), order.shape[0])
     sparse = sp.issparse(Z)
     if scratch is None:
-        scratch = _EpochScratch(model, B, sparse)
+        scratch = _EpochScratch(model, B, sparse, numba.get_num_threads())
     if sparse:
         csr = (True, sparse_rows(Z, model.x_mean, model.x_scale))
         Z = np.zeros((1, 1))
@@ -484,7 +485,6 @@ def fit_epochs(
         np.divide(Z, model.x_scale, out=Z)
     Yi, Yf = _targets(Y, params.task)
     ensure_opt_state(model, params.optimizer)
-    scratch = _EpochScratch(model, B, sparse)
     hist = {"loss": [], "val_loss": [], "epoch_time": [], "best_epoch": 0}
     best = np.inf
     best_params = None
@@ -498,6 +498,7 @@ def fit_epochs(
         may_stop_early=X_val is not None,  # the time left is then at most what is printed
     )
     with threadpool_limits(limits=1, user_api="blas"), numba_threads(n_threads):
+        scratch = _EpochScratch(model, B, sparse, numba.get_num_threads())
         for _ in range(params.max_epochs):
             t0 = time.perf_counter()
             order = rng.permutation(n)

@@ -64,7 +64,7 @@ def test_traversal_ties_and_margin():
     np.testing.assert_allclose(out[:, 0], np.abs(rstar[:, 0]) * W[0, leaf[:, 0], 0])
 
 
-def _backward(G, leaf, rstar, vstar, feat, thr, W, head_sum):
+def _backward(G, leaf, rstar, vstar, feat, thr, W, head_sum, n_chunks=1):
     """Gradients from the production kernel (no update), scattered into dense arrays."""
     B, M = leaf.shape
     L, C = W.shape[1:]
@@ -77,15 +77,12 @@ def _backward(G, leaf, rstar, vstar, feat, thr, W, head_sum):
         np.empty((B, M)),
         np.empty((B, M), np.int64),
     )
-    marks = (
-        np.full((M, L), -1, np.int64),
-        np.zeros((M, L), np.int64),
-        np.full((M, NT), -1, np.int64),
-        np.zeros((M, NT), np.int64),
-    )
+    # slot maps of n_chunks chunks of trees (results do not depend on it): all -1
+    slots = (np.full((n_chunks, L), -1, np.int32), np.full((n_chunks, NT), -1, np.int32))
     stride = 0 if head_sum else 1
     optim = (0, (W, W, thr, thr), np.zeros(6))  # not read without an update
-    K.backward_update(G, (leaf, rstar, vstar), feat, thr, W, stride, marks, grads, 0, False, optim)
+    K.backward_update(G, (leaf, rstar, vstar), feat, thr, W, stride, slots, grads, False, optim)
+    assert (slots[0] == -1).all() and (slots[1] == -1).all()  # left as found
     gW, gt, tw, tt, contrib, cf = grads
     dW = np.zeros_like(W)
     dt = np.zeros_like(thr)
@@ -97,13 +94,14 @@ def _backward(G, leaf, rstar, vstar, feat, thr, W, head_sum):
 
 @pytest.mark.parametrize("is_fern", [False, True])
 @pytest.mark.parametrize("head_sum", [True, False])
-def test_backward_matches_reference(rng, is_fern, head_sum):
+@pytest.mark.parametrize("n_chunks", [1, 2, 5])
+def test_backward_matches_reference(rng, is_fern, head_sum, n_chunks):
     D, n, Hn, M = 4, 29, 6, 5
     U, thr, feat, W = _random_forest(rng, n, Hn, M, D, 3 if head_sum else 1, is_fern)
     out, leaf, rstar, vstar = _run_forward(U, thr, feat, W, D, is_fern, head_sum)
     G = rng.normal(size=out.shape)
     W0, thr0 = W.copy(), thr.copy()
-    dW, dt, contrib, cf = _backward(G, leaf, rstar, vstar, feat, thr, W, head_sum)
+    dW, dt, contrib, cf = _backward(G, leaf, rstar, vstar, feat, thr, W, head_sum, n_chunks)
     np.testing.assert_array_equal(W, W0)  # no update requested
     np.testing.assert_array_equal(thr, thr0)
     gU = np.empty_like(U)
