@@ -30,6 +30,7 @@ SUBCOMMANDS = {
     "e2edt-regression-validation": "benchmarks.e2edt_regression_validation",
     "e2edt-finetune-budget": "benchmarks.e2edt_finetune_budget",
     "e2edt-finetune-epochs": "benchmarks.e2edt_finetune_epochs",
+    "e2edt-anneal": "benchmarks.e2edt_anneal",
     "proba": "benchmarks.bench_proba",
     "sparse": "benchmarks.bench_sparse",
     "sparse-seeds": "benchmarks.bench_sparse_seeds",

@@ -42,6 +42,10 @@ PRUNE_THRESHOLD = 1e-3
 #: splits of the scale benchmark's training rows (``benchmarks/results/e2edt_finetune_budget.md``:
 #: 2e-2 cost 30 % more CPU for 0.6 points of accuracy).
 PRUNE_THRESHOLD_ABOVE_BUDGET = 3e-2
+#: ``finetune_epochs="auto"`` above the row budget compresses the annealing schedule this
+#: many times: a third of the epochs, each with thrice the steepness increase and Adam step
+#: (chosen on the scale benchmark: ``benchmarks/results/e2edt_anneal.md``, Notes).
+FINETUNE_COMPRESSION_ABOVE_BUDGET = 3
 #: E2EDTClassifier's default cap on the rows of one finetune epoch (Notes): above every
 #: data set of the paper's tables, so their runs are unchanged.
 MAX_FINETUNE_SAMPLES = 16384
@@ -77,7 +81,11 @@ def _constraints(routings):
         "max_leaf_nodes": [Interval(Integral, 2, None, closed="left"), None],
         "min_samples_split": [Interval(Integral, 2, None, closed="left")],
         "max_epochs": [Interval(Integral, 1, None, closed="left")],
-        "finetune_epochs": [Interval(Integral, 0, None, closed="left"), None],
+        "finetune_epochs": [
+            Interval(Integral, 0, None, closed="left"),
+            StrOptions({"auto"}),
+            None,
+        ],
         "initial_steepness": [Interval(Real, 0, None, closed="neither")],
         "steepness_increase": [Interval(Real, 0, None, closed="left")],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
@@ -157,7 +165,7 @@ class _BaseE2EDT(BaseObliqueForest):
             if self.max_features is None
             else resolve_max_features(self.max_features, n_features)
         )
-        finetune = 3 * self.max_epochs if self.finetune_epochs is None else self.finetune_epochs
+        finetune, finetune_increase, finetune_rate = self._finetune_schedule(n_samples)
         return E2EDTParams(
             max_depth=self.max_depth,
             max_leaf_nodes=self.max_leaf_nodes,
@@ -176,17 +184,42 @@ class _BaseE2EDT(BaseObliqueForest):
             standardize=bool(self.standardize),
             prune_threshold=self._prune_threshold(n_samples),
             max_finetune_samples=self.max_finetune_samples,
+            finetune_steepness_increase=finetune_increase,
+            finetune_learning_rate=finetune_rate,
             bootstrap=bool(self.bootstrap),
             balanced_subsample=bool(self.bootstrap) and self._balanced_subsample(),
         )
+
+    def _above_budget(self, n_samples):
+        """Whether a fit on ``n_samples`` rows exceeds the row budget ``max_finetune_samples``."""
+        return self.max_finetune_samples is not None and n_samples > self.max_finetune_samples
 
     def _prune_threshold(self, n_samples):
         """``prune_threshold`` resolved: ``"auto"`` depends on the row budget (Notes)."""
         if self.prune_threshold != "auto":
             return float(self.prune_threshold)
-        budget = self.max_finetune_samples
-        above = budget is not None and n_samples > budget
-        return PRUNE_THRESHOLD_ABOVE_BUDGET if above else PRUNE_THRESHOLD
+        return PRUNE_THRESHOLD_ABOVE_BUDGET if self._above_budget(n_samples) else PRUNE_THRESHOLD
+
+    def _finetune_schedule(self, n_samples):
+        """Finetune epochs and the finetune's own steepness increase and Adam step (or None).
+
+        ``finetune_epochs="auto"`` above the row budget compresses the
+        annealing schedule of ``3 * max_epochs`` epochs
+        :data:`FINETUNE_COMPRESSION_ABOVE_BUDGET` times (Notes); otherwise the
+        finetune uses ``steepness_increase`` and ``learning_rate`` (None, None).
+        """
+        full = 3 * self.max_epochs
+        if self.finetune_epochs == "auto" and self._above_budget(n_samples):
+            times = FINETUNE_COMPRESSION_ABOVE_BUDGET
+            epochs = max(1, round(full / times))
+            return (
+                epochs,
+                float(self.steepness_increase) * full / epochs,
+                float(self.learning_rate) * full / epochs,
+            )
+        if self.finetune_epochs is None or self.finetune_epochs == "auto":
+            return full, None, None
+        return self.finetune_epochs, None, None
 
     def _balanced_subsample(self):
         """Whether each bootstrap gets balanced class weights (classifier only)."""

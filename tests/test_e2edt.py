@@ -273,6 +273,44 @@ def test_auto_prune_threshold_follows_the_row_budget():
     assert E2EDTRegressor()._resolve_params(4, 10**6).prune_threshold == 0.0
 
 
+def test_auto_finetune_schedule_follows_the_row_budget():
+    """``finetune_epochs="auto"``: ``3 * max_epochs`` up to the row budget (the fit of None);
+    above it a third of the epochs with thrice the steepness increase and Adam step."""
+    kw = dict(max_depth=3, max_epochs=4, steepness_increase=0.2, learning_rate=0.002)
+    clf = E2EDTClassifier(**kw, finetune_epochs="auto", max_finetune_samples=100)
+    p = clf._resolve_params(4, 100)
+    assert (p.finetune_epochs, p.finetune_steepness_increase, p.finetune_learning_rate) == (
+        12,
+        None,
+        None,
+    )
+    p = clf._resolve_params(4, 101)
+    assert (p.finetune_epochs, p.steepness_increase, p.learning_rate) == (4, 0.2, 0.002)
+    assert np.allclose((p.finetune_steepness_increase, p.finetune_learning_rate), (0.6, 0.006))
+    unbounded = E2EDTClassifier(finetune_epochs="auto", max_finetune_samples=None)
+    assert unbounded._resolve_params(4, 10**6).finetune_epochs == 60
+    chosen = E2EDTClassifier(finetune_epochs=7, max_finetune_samples=100)._resolve_params(4, 101)
+    assert (chosen.finetune_epochs, chosen.finetune_learning_rate) == (7, None)
+    X, y = load_digits(return_X_y=True)
+    Xtr, ytr, Xte, yte = X[:600], y[:600], X[600:], y[600:]
+    kw = dict(max_depth=5, max_epochs=6, batch_size=100, random_state=0)
+    default = E2EDTClassifier(**kw).fit(Xtr, ytr)
+    at_budget = E2EDTClassifier(**kw, finetune_epochs="auto", max_finetune_samples=600)
+    np.testing.assert_array_equal(
+        at_budget.fit(Xtr, ytr).predict_proba(Xte), default.predict_proba(Xte)
+    )
+    scores = {
+        epochs: E2EDTClassifier(**kw, finetune_epochs=epochs, max_finetune_samples=599)
+        .fit(Xtr, ytr)
+        .score(Xte, yte)
+        for epochs in ("auto", None, 6)
+    }
+    # 6 epochs at thrice the steps are worth more than 6 plain epochs (0.735, 0.625)
+    # and nearly the 18 of None (0.752)
+    assert scores["auto"] > scores[6] + 0.05
+    assert scores["auto"] > scores[None] - 0.03
+
+
 def test_greedy_growth_rows_above_the_budget():
     """All rows up to the budget; above it a sorted draw of the budget's size, per seed."""
     from obliquetrees._training.e2edt import growth_rows

@@ -76,6 +76,9 @@ class E2EDTParams:
     ``image_shape`` a pair of ints or None. ``bootstrap``: every tree trains
     on a bootstrap sample (:func:`tree_weights`); ``balanced_subsample``:
     its class weights are then balanced over that sample.
+    ``finetune_steepness_increase`` and ``finetune_learning_rate``: the
+    finetune's own (``finetune_epochs="auto"`` above the row budget); None
+    means ``steepness_increase`` and ``learning_rate``, as in greedy growth.
     """
 
     max_depth: int = 10
@@ -97,6 +100,8 @@ class E2EDTParams:
     balanced_subsample: bool = False
     prune_threshold: float = 0.0
     max_finetune_samples: int = None
+    finetune_steepness_increase: float = None
+    finetune_learning_rate: float = None
 
 
 # ------------------------------------------------------------------ driver
@@ -372,7 +377,9 @@ def finetune(tt, Z, y, sw, params, rng, adjacency, progress=None):
     the current split parameters and the leaves of the previous epoch, then
     one Adam step on eq. 14 (minus eq. 15) with those responsibilities; at the
     end of the epoch, closed-form leaves (eq. 13) from the statistics of all
-    minibatches, then every split's steepness grows by ``steepness_increase``.
+    minibatches, then every split's steepness grows by ``steepness_increase``
+    (``finetune_steepness_increase`` and ``finetune_learning_rate``, when set,
+    replace that and the Adam step).
     The first epoch updates only the leaves, as in the official code. (The
     official code computes all responsibilities once at the start of the
     epoch; computing them per minibatch at the parameters the step starts
@@ -396,6 +403,10 @@ def finetune(tt, Z, y, sw, params, rng, adjacency, progress=None):
     if tt.n_splits == 0 or p.finetune_epochs <= 0:
         return tt
     lam = p.spatial_reg if adjacency is not None else 0.0
+    increase = p.steepness_increase
+    if p.finetune_steepness_increase is not None:
+        increase = p.finetune_steepness_increase
+    lr = p.learning_rate if p.finetune_learning_rate is None else p.finetune_learning_rate
     mask = tt.mask
     if lam > 0 and mask is None:
         mask = np.ones(tt.W.shape, dtype=np.uint8)
@@ -465,9 +476,9 @@ def finetune(tt, Z, y, sw, params, rng, adjacency, progress=None):
                 if lam > 0:
                     K.add_laplacian_grad(tt.W, mask, adjacency[0], adjacency[1], lam, gW)
                 step += 1
-                _adam_step(tt, gW, gb, mW, vW, mb, vb, step, p.learning_rate)
+                _adam_step(tt, gW, gb, mW, vW, mb, vb, step, lr)
         K.update_leaves(counts, tt.pi, y)
-        tt.gamma += p.steepness_increase
+        tt.gamma += increase
         if progress is not None:
             progress.update()
     if capped and p.finetune_epochs > 1:  # the leaves from every row at the final splits

@@ -647,3 +647,30 @@ def test_finetune_without_pruning_equals_the_dense_pass(patches, regression):
     np.testing.assert_allclose(pruned.W, dense.W, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(pruned.b, dense.b, rtol=1e-7, atol=1e-9)
     np.testing.assert_array_equal(pruned.gamma, dense.gamma)
+
+
+def test_finetune_schedule_fields_replace_steepness_increase_and_learning_rate():
+    """``finetune_steepness_increase`` / ``finetune_learning_rate`` act as those of the finetune."""
+    import dataclasses
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 6))
+    y = (X[:, 0] + X[:, 1] > 0).astype(np.int64) + (X[:, 2] > 0.5)
+    sw = np.ones(300)
+    params = E.E2EDTParams(max_depth=3, max_epochs=3, finetune_epochs=4, batch_size=64)
+    greedy = E.grow_greedy(X, y, sw, 3, params, np.random.default_rng(1), None)
+    own = dataclasses.replace(params, finetune_steepness_increase=0.4, finetune_learning_rate=0.01)
+    shared = dataclasses.replace(params, steepness_increase=0.4, learning_rate=0.01)
+    tuned = []
+    for p in (params, own, shared):
+        tt = E.TrainingTree(greedy, 6)
+        gamma0 = tt.gamma.copy()
+        E.finetune(tt, X, y, sw, p, np.random.default_rng(2), None)
+        tuned.append((tt, gamma0))
+    (base, g0), (a, _), (b, _) = tuned
+    assert base.n_splits >= 3
+    np.testing.assert_allclose(base.gamma - g0, 4 * 0.1)
+    np.testing.assert_allclose(a.gamma - g0, 4 * 0.4)
+    for name in ("W", "b", "pi", "gamma"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    assert not np.array_equal(a.W, base.W)
