@@ -42,9 +42,10 @@ PRUNE_THRESHOLD = 1e-3
 #: splits of the scale benchmark's training rows (``benchmarks/results/e2edt_finetune_budget.md``:
 #: 2e-2 cost 30 % more CPU for 0.6 points of accuracy).
 PRUNE_THRESHOLD_ABOVE_BUDGET = 3e-2
-#: ``finetune_epochs="auto"`` above the row budget compresses the annealing schedule this
-#: many times: a third of the epochs, each with thrice the steepness increase and Adam step
-#: (chosen on the scale benchmark: ``benchmarks/results/e2edt_anneal.md``, Notes).
+#: ``finetune_epochs="auto"`` (E2EDTClassifier's default) above the row budget compresses the
+#: annealing schedule this many times: a third of the epochs, each with thrice the steepness
+#: increase and Adam step (chosen on the scale benchmark: ``benchmarks/results/e2edt_anneal.md``,
+#: Notes).
 FINETUNE_COMPRESSION_ABOVE_BUDGET = 3
 #: E2EDTClassifier's default cap on the rows of one finetune epoch (Notes): above every
 #: data set of the paper's tables, so their runs are unchanged.
@@ -441,7 +442,7 @@ class E2EDTClassifier(ObliqueClassifierMixin, _BaseE2EDT):
         max_leaf_nodes=None,
         min_samples_split=2,
         max_epochs=20,
-        finetune_epochs=None,
+        finetune_epochs="auto",
         initial_steepness=1.0,
         steepness_increase=0.1,
         learning_rate=0.001,
