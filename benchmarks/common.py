@@ -255,6 +255,29 @@ def run_python(code, *args, timeout=None):
     )
 
 
+def run_child_row(key, code, *args):
+    """``key`` with the JSON row a fresh child process (:func:`run_python`) prints last.
+
+    The row is stamped with the 1-minute load before and after the child, the
+    CPU model and the revision. Raises a ``RuntimeError`` with the child's
+    error output if it failed.
+    """
+    load_before = os.getloadavg()[0]
+    done = run_python(code, *args)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-2000:])
+    row = {**key, **json.loads(done.stdout.splitlines()[-1])}
+    row.update(
+        {
+            "load before": load_before,
+            "load after": os.getloadavg()[0],
+            "CPU": cpu_model(),
+            "revision": revision(),
+        }
+    )
+    return row
+
+
 # ---------------------------------------------------------------- result files
 def markdown_table(rows, columns=None):
     """Rows (dicts) as a markdown table; floats get 4 significant digits."""

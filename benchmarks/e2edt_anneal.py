@@ -33,10 +33,9 @@ the field of the parameters the finetune receives). ``"RF(10)"`` is the referenc
 """  # noqa: E501
 
 import json
-import os
 
 from benchmarks.bench_scale import DATA
-from benchmarks.common import cpu_model, results_path, revision, run_python, write_results
+from benchmarks.common import results_path, run_child_row, write_results
 
 RESULTS = "e2edt_anneal.json"
 REFERENCE = "RF(10)"
@@ -106,19 +105,7 @@ def main(args):
                 key = {"data": data, "setting": _name(settings), "split": split}
                 if not args.redo and any(_key(r) == key for r in runs):
                     continue
-                load_before = os.getloadavg()[0]
-                done = run_python(CHILD, data, split, json.dumps(settings))
-                if done.returncode != 0:
-                    raise RuntimeError(done.stderr[-2000:])
-                run = {**key, **json.loads(done.stdout.splitlines()[-1])}
-                run.update(
-                    {
-                        "load before": load_before,
-                        "load after": os.getloadavg()[0],
-                        "CPU": cpu_model(),
-                        "revision": revision(),
-                    }
-                )
+                run = run_child_row(key, CHILD, data, split, json.dumps(settings))
                 print(run, flush=True)
                 runs = [r for r in runs if _key(r) != key] + [run]
                 write_results(RESULTS, data={"runs": runs})

@@ -28,10 +28,9 @@ what it does above that size.
 """
 
 import json
-import os
 
 from benchmarks.bench_scale import DATA
-from benchmarks.common import cpu_model, results_path, revision, run_python, write_results
+from benchmarks.common import results_path, run_child_row, write_results
 
 RESULTS = "e2edt_finetune_budget.json"
 
@@ -84,19 +83,7 @@ def main(args):
             key = {"data": data, "budget": budget, "prune_threshold": prune}
             if not args.redo and any(_key(r) == key for r in rows):
                 continue
-            load_before = os.getloadavg()[0]
-            done = run_python(CHILD, data, json.dumps(budget), json.dumps(prune))
-            if done.returncode != 0:
-                raise RuntimeError(done.stderr[-2000:])
-            row = {**key, **json.loads(done.stdout.splitlines()[-1])}
-            row.update(
-                {
-                    "load before": load_before,
-                    "load after": os.getloadavg()[0],
-                    "CPU": cpu_model(),
-                    "revision": revision(),
-                }
-            )
+            row = run_child_row(key, CHILD, data, json.dumps(budget), json.dumps(prune))
             rows = [r for r in rows if _key(r) != key]
             rows.append(row)
             print(row, flush=True)

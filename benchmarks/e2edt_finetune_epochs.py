@@ -34,10 +34,9 @@ rather than too early.)
 """
 
 import json
-import os
 
 from benchmarks.bench_scale import DATA
-from benchmarks.common import cpu_model, results_path, revision, run_python, write_results
+from benchmarks.common import results_path, run_child_row, write_results
 
 RESULTS = "e2edt_finetune_epochs.json"
 PATIENCES = (3, 5, 10)
@@ -167,19 +166,7 @@ def main(args):
         key = {"data": data, **settings}
         if not args.redo and any(_key(r) == key for r in runs):
             continue
-        load_before = os.getloadavg()[0]
-        done = run_python(CHILD, data, json.dumps(settings), json.dumps(PATIENCES))
-        if done.returncode != 0:
-            raise RuntimeError(done.stderr[-2000:])
-        run = {**key, **json.loads(done.stdout.splitlines()[-1])}
-        run.update(
-            {
-                "load before": load_before,
-                "load after": os.getloadavg()[0],
-                "CPU": cpu_model(),
-                "revision": revision(),
-            }
-        )
+        run = run_child_row(key, CHILD, data, json.dumps(settings), json.dumps(PATIENCES))
         runs = [r for r in runs if _key(r) != key] + [run]
         write_results(RESULTS, data={"runs": runs})
         _report(runs)
