@@ -298,8 +298,11 @@ def permute_rows(perm, m, X, y, wt, signs, seen, xrow, ytmp):
 
     Follows each cycle of ``perm`` with one saved row (``xrow``, ``ytmp``), so a
     node's rows are reshuffled without a second ``(m, p)`` block; ``seen`` is
-    scratch of ``m`` booleans.
+    scratch of ``m`` booleans. Rows are copied entry by entry: a row slice
+    (``X[j] = X[k]``) made an array view per row, whose reference count
+    numba updates with atomic instructions (two per view).
     """
+    p = X.shape[1]
     for t in range(m):
         seen[t] = False
     for s in range(m):
@@ -309,20 +312,23 @@ def permute_rows(perm, m, X, y, wt, signs, seen, xrow, ytmp):
         k = perm[s]
         if k == s:
             continue
-        xrow[:] = X[s]
+        for c in range(p):
+            xrow[c] = X[s, c]
         copy_target(ytmp, 0, y, s)
         w0 = wt[s]
         s0 = signs[s]
         j = s
         while k != s:
-            X[j] = X[k]
+            for c in range(p):
+                X[j, c] = X[k, c]
             copy_target(y, j, y, k)
             wt[j] = wt[k]
             signs[j] = signs[k]
             j = k
             seen[j] = True
             k = perm[j]
-        X[j] = xrow
+        for c in range(p):
+            X[j, c] = xrow[c]
         copy_target(y, j, ytmp, 0)
         wt[j] = w0
         signs[j] = s0

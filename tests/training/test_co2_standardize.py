@@ -43,22 +43,27 @@ def test_standardized_rows_are_the_copys_bits(seed):
     copy /= scale
     source = N.dense_source(X, mean, scale)
     out = np.empty(X.shape[1])
+    block = np.empty((3, X.shape[1]))
     for r in rng.integers(0, X.shape[0], size=40):
         N.standardized_row(source, r, out)
         np.testing.assert_array_equal(out, copy[r])  # NaN in the same places
+        N.standardized_row_at(source, r, block, 1)
+        np.testing.assert_array_equal(block[1], copy[r])
         j = int(rng.integers(0, X.shape[1]))
         np.testing.assert_array_equal(N.standardized(source, r, j), copy[r, j])
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_node_mean_is_the_copys_bits(seed):
+@pytest.mark.parametrize("whole", [False, True])
+def test_node_mean_is_the_copys_bits(seed, whole):
+    # whole: the node ends at the end of rows (the prefetch ahead stops there)
     rng = np.random.default_rng(seed)
     X = _raw(rng)
     mean, scale = standardization(X)
     copy = (X - mean) / scale
     rows = rng.permutation(X.shape[0]).astype(np.int64)
     rw = rng.integers(1, 4, size=X.shape[0]).astype(np.float64)
-    start, end = 17, 250
+    start, end = (0, X.shape[0]) if whole else (17, 250)
     r = rows[start:end]
     # numpy reference summing row by row (the kernel's order): exact
     expected = np.zeros(X.shape[1])
