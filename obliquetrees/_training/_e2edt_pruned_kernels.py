@@ -22,6 +22,7 @@ from obliquetrees._training._e2edt_leaves import (
     leaf_likelihood,
     leaf_log_likelihood,
 )
+from obliquetrees._training._e2edt_simd import block_dot, block_dot_pair
 
 #: Minibatch positions :func:`pruned_em_batch` takes through the tree together.
 BLOCK = 256
@@ -67,57 +68,6 @@ def _row_gather_dot(W, c, x, idx, k0, k1):
     for k in range(k4, k1):
         a0 += W[c, idx[k]] * x[idx[k]]
     return (a0 + a1) + (a2 + a3)
-
-
-@jit_inline
-def _block_dot(W, c, X, q):
-    """``W[c] . X[q]``: :func:`_row_dot` (the same operations, same order) on a row of ``X``."""
-    n = X.shape[1]
-    n4 = n - n % 4
-    a0 = 0.0
-    a1 = 0.0
-    a2 = 0.0
-    a3 = 0.0
-    for j in range(0, n4, 4):
-        a0 += W[c, j] * X[q, j]
-        a1 += W[c, j + 1] * X[q, j + 1]
-        a2 += W[c, j + 2] * X[q, j + 2]
-        a3 += W[c, j + 3] * X[q, j + 3]
-    for j in range(n4, n):
-        a0 += W[c, j] * X[q, j]
-    return (a0 + a1) + (a2 + a3)
-
-
-@jit_inline
-def _block_dot_pair(W, c, X, q, r):
-    """``(W[c] . X[q], W[c] . X[r])``, each exactly :func:`_block_dot`, interleaved."""
-    n = X.shape[1]
-    n4 = n - n % 4
-    a0 = 0.0
-    a1 = 0.0
-    a2 = 0.0
-    a3 = 0.0
-    b0 = 0.0
-    b1 = 0.0
-    b2 = 0.0
-    b3 = 0.0
-    for j in range(0, n4, 4):
-        w0 = W[c, j]
-        w1 = W[c, j + 1]
-        w2 = W[c, j + 2]
-        w3 = W[c, j + 3]
-        a0 += w0 * X[q, j]
-        a1 += w1 * X[q, j + 1]
-        a2 += w2 * X[q, j + 2]
-        a3 += w3 * X[q, j + 3]
-        b0 += w0 * X[r, j]
-        b1 += w1 * X[r, j + 1]
-        b2 += w2 * X[r, j + 2]
-        b3 += w3 * X[r, j + 3]
-    for j in range(n4, n):
-        a0 += W[c, j] * X[q, j]
-        b0 += W[c, j] * X[r, j]
-    return (a0 + a1) + (a2 + a3), (b0 + b1) + (b2 + b3)
 
 
 @jit_inline
@@ -532,9 +482,9 @@ def pruned_em_batch(
                 continue
             if full:  # two samples at a time: twice the independent sums in flight
                 for e in range(k0, k1 - 1, 2):
-                    dots[e - k0], dots[e + 1 - k0] = _block_dot_pair(W, c, Xb, e_q[e], e_q[e + 1])
+                    dots[e - k0], dots[e + 1 - k0] = block_dot_pair(W, c, Xb, e_q[e], e_q[e + 1])
                 if (k1 - k0) % 2:
-                    dots[k1 - 1 - k0] = _block_dot(W, c, Xb, e_q[k1 - 1])
+                    dots[k1 - 1 - k0] = block_dot(W, c, Xb, e_q[k1 - 1])
             else:
                 for e in range(k0, k1):
                     dots[e - k0] = _block_gather_dot(
@@ -562,7 +512,7 @@ def pruned_em_batch(
                 goes[e - k0] = np.uint8(go_r) + 2 * np.uint8(go_l)
                 n_right += go_r
                 n_left += go_l
-            if top + n_right + n_left > cap:
+            if top + n_right + n_left >= cap:  # >=: room for the spare write
                 cap = 2 * (top + n_right + n_left)
                 e_q = _grown(e_q, cap, top)
                 e_mu = _grown(e_mu, cap, top)
@@ -578,16 +528,17 @@ def pruned_em_batch(
             ir = top
             il = top + n_right
             top += n_right + n_left
+            # without data-dependent branches: each entry is written, and the
+            # position advances when the sample goes that way (a spare write lands
+            # on the next free entry, overwritten next or by the left pass)
             for e in range(k0, k1):
-                go = goes[e - k0]
-                if go & 1:
-                    e_q[ir] = e_q[e]
-                    e_mu[ir] = e_mu[e] * e_pr[e]
-                    ir += 1
-                if go & 2:
-                    e_q[il] = e_q[e]
-                    e_mu[il] = e_mu[e] * e_pl[e]
-                    il += 1
+                e_q[ir] = e_q[e]
+                e_mu[ir] = e_mu[e] * e_pr[e]
+                ir += goes[e - k0] & 1
+            for e in range(k0, k1):
+                e_q[il] = e_q[e]
+                e_mu[il] = e_mu[e] * e_pl[e]
+                il += goes[e - k0] >> 1
         rescue = False
         for q in range(m):
             if not total[q] > 0.0:
