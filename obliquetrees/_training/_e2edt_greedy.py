@@ -133,7 +133,7 @@ class _Stump(NamedTuple):
     gamma: float
     pi: np.ndarray  # (2, leaf width): left, right leaf
     goes_right: np.ndarray  # bool per row of the node, in the grower's row order
-    gain: float  # information gain or variance reduction (order "best")
+    gain: float  # information gain or variance reduction (None when nothing compares gains)
 
 
 class GreedyTree(NamedTuple):
@@ -283,13 +283,16 @@ class _StumpSplitter:
 
     def _candidate(self, node, ys, sws, features, w, b, pi, gamma, right):
         """The :class:`_Stump` of split ``(w, b)``, leaves ``pi`` and hard routing
-        ``right``, with its gain; None if it sends all the weight one way or is
-        not finite."""
+        ``right``, with its gain (computed only when gains are compared: order
+        ``"best"`` or an axis-aligned candidate); None if it sends all the weight
+        one way or is not finite."""
         weighted = sws > 0
         both_sides = np.any(weighted & right) and np.any(weighted & ~right)
         if not (both_sides and np.all(np.isfinite(w)) and np.isfinite(b[0])):
             return None
-        gain = self.leaves.gain(self.grower.value[node], pi, ys, sws, right)
+        gain = None
+        if self.grower.order == "best" or self.leaves.axis_candidate:
+            gain = self.leaves.gain(self.grower.value[node], pi, ys, sws, right)
         return _Stump(features, w, b[0], gamma, pi, right, gain)
 
     def _with_axis_candidate(self, node, stump, Xs, ys, sws, features):

@@ -197,6 +197,27 @@ def update_leaves(counts, pi, y):
 
 
 @jit
+def path_sums(leaf, parent, values):
+    """Per node, the sum of ``values[r]`` over the rows ``r`` whose hard path passes through it.
+
+    ``leaf[r]`` is the leaf row ``r`` reaches, ``parent`` the parent of
+    every node (-1 at the root). Each node adds its rows in increasing row
+    order, every column (zeros too): the additions, in the order, of the
+    sparse product ``indicator.T @ values`` of the node indicator
+    (scipy's ``csc_matvecs``), so the same bits, without building the
+    indicator (a second pass of the tree over the rows).
+    """
+    sums = np.zeros((parent.shape[0], values.shape[1]))
+    for r in range(leaf.shape[0]):
+        node = leaf[r]
+        while node >= 0:
+            for k in range(values.shape[1]):
+                sums[node, k] += values[r, k]
+            node = parent[node]
+    return sums
+
+
+@jit
 def empty_statistics(pi, y):
     """Zeroed statistics (one row per row of ``pi``) of the leaf model of ``y``."""
     return np.zeros((pi.shape[0], n_statistics(pi, y)))
@@ -250,14 +271,14 @@ class Categorical:
         """
         return pi
 
-    def node_sums(self, indicator, y, sw):
-        """``(weight, sums)`` per node of the hard-routed rows (``indicator``: n x nodes).
+    def node_sums(self, leaf, parent, y, sw):
+        """``(weight, sums)`` per node of the hard-routed rows (see :func:`path_sums`).
 
         ``sums[node] / weight[node]`` is the node's stored value.
         """
         onehot = np.zeros((y.shape[0], self.n_classes))
         onehot[np.arange(y.shape[0]), y] = sw
-        class_counts = np.asarray(indicator.T @ onehot)
+        class_counts = path_sums(leaf, parent, onehot)
         return class_counts.sum(axis=1), class_counts
 
     def sums_value(self, sums, total):
@@ -368,10 +389,10 @@ class Gaussian:
         values[reached] = self.sums_value(sums[reached], weight[reached, None])
         return values
 
-    def node_sums(self, indicator, y, sw):
-        """``(weight, sums)`` per node of the hard-routed rows (``indicator``: n x nodes)."""
-        weight = np.asarray(indicator.T @ sw).ravel()
-        return weight, np.asarray(indicator.T @ (sw[:, None] * y))
+    def node_sums(self, leaf, parent, y, sw):
+        """``(weight, sums)`` per node of the hard-routed rows (see :func:`path_sums`)."""
+        weight = path_sums(leaf, parent, sw[:, None])[:, 0]
+        return weight, path_sums(leaf, parent, sw[:, None] * y)
 
     def sums_value(self, sums, total):
         """A node's raw value from its row of ``node_sums`` and its weight ``total``."""

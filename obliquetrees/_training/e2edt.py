@@ -159,7 +159,7 @@ def fit_forest(
     if sparse.issparse(X):
         Z = S.StandardizedCSR.from_scale(X, mean, scale)
     else:
-        Z = np.ascontiguousarray((X - mean) / scale, dtype=np.float32)
+        Z = _standardized_float32(X, mean, scale)
     leaves = leaf_model(y, n_classes, sw)
     y = leaves.training_targets(y)
     # epoch lines: at verbose=1 for a single tree, at verbose=2 for a forest's trees
@@ -173,6 +173,22 @@ def fit_forest(
     ]
     results = parallel_map(_fit_one_tree, args, n_jobs=n_jobs, verbose=verbose, name=name)
     return [tree for tree, _ in results], [steep for _, steep in results]
+
+
+def _standardized_float32(X, mean, scale, block=4096):
+    """``((X - mean) / scale).astype(float32)``, the same bits, a block of rows at a time.
+
+    The float64 temporaries are one block's, not two copies of ``X`` (whose
+    fresh pages cost more than the arithmetic: 0.1 s at 100k x 40, measured).
+    """
+    Z = np.empty(X.shape, dtype=np.float32)
+    buf = np.empty((min(block, X.shape[0]), X.shape[1]))
+    for s in range(0, X.shape[0], block):
+        e = min(s + block, X.shape[0])
+        np.subtract(X[s:e], mean, out=buf[: e - s])
+        np.divide(buf[: e - s], scale, out=buf[: e - s])
+        Z[s:e] = buf[: e - s]
+    return Z
 
 
 def _fit_one_tree(X, Z, y, sw, leaves, mean, scale, params, seed, progress_label=None):
@@ -560,15 +576,15 @@ def to_oblique_tree(tt, X, y, sw, leaves, mean, scale):
     value = np.zeros((n_nodes, leaves.n_outputs))
     tree = ObliqueTree.from_dense(tt.left, tt.right, weights, bias, value, np.zeros(n_nodes))
     tree = fold_standardization(tree, mean, scale)
-    # hard-routed statistics of the training data, through the shared traversal
-    indicator = traversal.decision_path(ObliqueForest.from_trees([tree], validate=False), X, 1)
-    weight, sums = leaves.node_sums(indicator, y, sw)
-    tree.n_node_samples = np.ascontiguousarray(weight)
-    leaf = tt.leaf_nodes
-    tree.value[leaf] = leaves.leaf_values(tt.pi, weight[leaf], sums[leaf])
+    # hard-routed statistics of the training data: leaves through the shared traversal
+    reached = traversal.apply(ObliqueForest.from_trees([tree], validate=False), X, 1)[:, 0]
     parent = np.full(n_nodes, -1, dtype=np.int64)
     parent[tt.left[tt.split_nodes]] = tt.split_nodes
     parent[tt.right[tt.split_nodes]] = tt.split_nodes
+    weight, sums = leaves.node_sums(np.ascontiguousarray(reached), parent, y, sw)
+    tree.n_node_samples = np.ascontiguousarray(weight)
+    leaf = tt.leaf_nodes
+    tree.value[leaf] = leaves.leaf_values(tt.pi, weight[leaf], sums[leaf])
     for node in tt.split_nodes:  # parents come first
         total = weight[node]
         if total > 0:
