@@ -87,10 +87,13 @@ def perfect_forest(rng, n_trees, depth, n_features, dense, n_outputs=4):
 
 
 def _routing_bytes(forest):
-    # roots, node records, extra-weight starts, the weights (the container's own
-    # index and value arrays) and the leaf value table
-    roots, nodes, extra_start, weights, leaf_value = forest.routing_arrays()
-    return sum(array.nbytes for array in (roots, nodes, extra_start, *weights, leaf_value))
+    # roots, node records, extra-weight starts (of values and of feature ids), the
+    # weights (the container's own id and value arrays) and the leaf value table
+    roots, nodes, extra_start, extra_index, weights, leaf_value = forest.routing_arrays()
+    parts = (roots, nodes, extra_start, *weights, leaf_value)
+    if extra_index is not extra_start:
+        parts += (extra_index,)
+    return sum(array.nbytes for array in parts)
 
 
 def inference_grid(quick, repeat, n_threads, budget_s):

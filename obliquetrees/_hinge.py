@@ -117,10 +117,11 @@ class _BaseHingeForest(TreesOnDemand, BaseObliqueForest):
 
         The stored trees (per node: children, bias, sample count, depth,
         weight pointer and ``C`` leaf values, 8 bytes each; per split one
-        weight (8 bytes) and feature id (4) per input feature, or one with
-        ``n_hinge_features=None``, and with ``explicit_terms`` (missing-value
-        indicators) a missing-value term (8) each, else one fill value per
-        feature for the forest), the training state (leaf weights and
+        weight (8 bytes) per input feature, or one weight and its feature id
+        (4) with ``n_hinge_features=None`` (a split on every feature stores no
+        ids), and with ``explicit_terms`` (missing-value indicators) a
+        missing-value term (8) each, else one fill value per feature for the
+        forest), the training state (leaf weights and
         thresholds with two optimiser moments each, each decision's hinge
         feature index, the training samples per leaf) and the dense ``n_nodes x
         n_features`` buffer of one tree while it is stored.
@@ -130,7 +131,8 @@ class _BaseHingeForest(TreesOnDemand, BaseObliqueForest):
         n_thr = self.max_depth if self.tree_type == "fern" else n_leaves - 1
         width = n_outputs if self.head == "sum" else 1
         per_split = n_features if self.n_hinge_features is not None else 1
-        per_weight = 20 if explicit_terms else 12
+        ids = 0 if per_split == n_features else 4
+        per_weight = (16 if explicit_terms else 8) + ids
         fill = 0 if explicit_terms else 8 * n_features
         # + 8: the weight pointer's closing entry
         trees = n_nodes * 8 * (6 + width) + 8 + (n_leaves - 1) * per_split * per_weight

@@ -12,8 +12,10 @@ Layout for tree ``t``:
   ``children_right``, ``bias``, ``value``, ``n_node_samples``, ``depth``;
 - pointers ``node_offset[t] + t : node_offset[t + 1] + t + 1`` of
   ``weight_indptr`` (one more entry than nodes);
-- weights ``weight_offset[t]:weight_offset[t + 1]`` of ``weight_index`` and
-  ``weight_value``, ``weight_missing``;
+- weights ``weight_offset[t]:weight_offset[t + 1]`` of ``weight_value`` and
+  ``weight_missing`` (and of ``weight_index`` in its explicit form; when the
+  full rows' ids are implicit, see :mod:`obliquetrees._core.feature_ids`,
+  each tree's stored ids follow the previous tree's);
 - in the compact form of the missing-value terms (see
   :class:`~obliquetrees._core.tree.ObliqueTree`) one ``missing_fill`` shared by
   every tree instead of ``weight_missing``.
@@ -21,6 +23,12 @@ Layout for tree ``t``:
 
 import numpy as np
 
+from obliquetrees._core.feature_ids import (
+    FeatureIds,
+    is_implicit,
+    node_weight_counts,
+    stored_feature_ids,
+)
 from obliquetrees._core.tree import (
     _NODE_ARRAYS,
     _WEIGHT_ARRAYS,
@@ -35,7 +43,8 @@ from obliquetrees._core.validation import MAX_TOTAL_NODES, check_forest_arrays
 #: One routing step's data in 32 bytes: children (global ids, -1 at leaves),
 #: the bias and the node's first weight (feature, value) inline, so that an
 #: axis-aligned step reads one record; ``n_extra`` further weights follow at
-#: ``extra_start[node]`` in the container's weight arrays. At a leaf, ``feature`` holds the
+#: ``extra_start[node]`` in the container's weight values, their feature ids
+#: at ``extra_index[node]`` in the kernels' id array. At a leaf, ``feature`` holds the
 #: leaf's row in the compact leaf-value table, and a leaf whose value row has
 #: exactly one nonzero entry (a pure leaf of a fully grown classifier, any
 #: single-output regression leaf) also carries that entry inline: its column in
@@ -57,15 +66,15 @@ ROUTING_NODE = np.dtype(
 _TRIM_EVERY_BYTES = 8 << 20
 
 
-def _pack(trees, name, consume):
-    """Concatenate array ``name`` of every tree into one new array.
+def _pack(trees, name, consume, read=getattr):
+    """Concatenate array ``name`` of every tree (``read(tree, name)``) into one new array.
 
     With ``consume``, each tree's array is released as soon as it is copied
     and the freed memory is returned to the operating system every few MiB,
     so packing a fresh forest never holds two full copies of an array in
     resident memory (the leaf-value table is most of a forest's memory).
     """
-    parts = [getattr(tree, name) for tree in trees]
+    parts = [read(tree, name) for tree in trees]
     out = np.empty(
         (sum(part.shape[0] for part in parts),) + parts[0].shape[1:], dtype=np.result_type(*parts)
     )
@@ -131,6 +140,7 @@ class ObliqueForest:
         None) computed on each access.
     """
 
+    weight_index = FeatureIds()
     weight_missing = _MissingTerms()
 
     def __init__(self, arrays, node_offset, weight_offset, n_features):
@@ -140,6 +150,10 @@ class ObliqueForest:
         self.node_offset = np.ascontiguousarray(node_offset, dtype=INDEX_DTYPE)
         self.weight_offset = np.ascontiguousarray(weight_offset, dtype=INDEX_DTYPE)
         self.n_features = int(n_features)
+        index, values = self.__dict__["weight_index"], self.weight_value
+        if isinstance(index, np.ndarray) and isinstance(values, np.ndarray):
+            if index.shape[0] == values.shape[0]:  # explicit: store the compact form
+                self.weight_index = stored_feature_ids(self.weight_counts(), index, self.n_features)
         self.format_version = FORMAT_VERSION
         self._trees = None
         self._routing = None
@@ -191,7 +205,7 @@ class ObliqueForest:
         node_counts = [t.node_count for t in trees]
         if sum(node_counts) > MAX_TOTAL_NODES:
             raise ValueError(f"A forest may hold at most {MAX_TOTAL_NODES} nodes in total.")
-        weight_counts = [t.weight_index.shape[0] for t in trees]
+        weight_counts = [t.weight_value.shape[0] for t in trees]
         node_offset = np.concatenate([[0], np.cumsum(node_counts)])
         weight_offset = np.concatenate([[0], np.cumsum(weight_counts)])
         # compact terms stay compact when every tree has the same fill
@@ -202,10 +216,23 @@ class ObliqueForest:
         names = _NODE_ARRAYS + _WEIGHT_ARRAYS
         if compact:
             names = tuple(name for name in names if name != "weight_missing")
+        # the trees' stored ids are packed as they are when every tree with a
+        # full row stores the implicit form (a tree can only keep a full row's
+        # ids when that row is not 0 .. n_features - 1: then all go explicit)
+        p = trees[0].n_features
+        implicit = all(
+            is_implicit(vars(t)["weight_index"], t.weight_value.shape[0])
+            or not np.any(np.diff(t.weight_indptr) == p)
+            for t in trees
+        )
+
+        def read(tree, name):
+            return vars(tree)[name] if implicit and name == "weight_index" else getattr(tree, name)
+
         if len(trees) == 1:
-            arrays = {name: getattr(trees[0], name) for name in names}
+            arrays = {name: read(trees[0], name) for name in names}
         else:
-            arrays = {name: _pack(trees, name, consume) for name in names}
+            arrays = {name: _pack(trees, name, consume, read) for name in names}
         if compact:
             arrays["missing_fill"] = fill
         forest = cls(arrays, node_offset, weight_offset, n_features.pop())
@@ -229,21 +256,36 @@ class ObliqueForest:
         names = _NODE_ARRAYS + _WEIGHT_ARRAYS + ("missing_fill", "node_offset", "weight_offset")
         return sum(a.nbytes for a in (self.__dict__.get(n) for n in names) if a is not None)
 
+    def weight_counts(self):
+        """Number of stored weights of every node, shape (n_nodes,)."""
+        return node_weight_counts(self.weight_indptr, self.node_offset)
+
+    def _index_offset(self):
+        """Where each tree's stored feature ids start, shape (n_trees + 1,)."""
+        stored = vars(self)["weight_index"]
+        if not is_implicit(stored, self.weight_value.shape[0]):
+            return self.weight_offset
+        full = self.weight_counts() == self.n_features
+        full_per_tree = np.add.reduceat(full, self.node_offset[:-1])
+        full_before = np.concatenate([[0], np.cumsum(full_per_tree)])
+        return self.weight_offset - self.n_features * full_before
+
     @property
     def trees(self):
         """The individual trees, as views of the packed arrays."""
         if self._trees is None:
-            self._trees = [self._tree_view(t) for t in range(self.n_trees)]
+            index_offset = self._index_offset()
+            self._trees = [self._tree_view(t, index_offset) for t in range(self.n_trees)]
         return self._trees
 
-    def _tree_view(self, t):
+    def _tree_view(self, t, index_offset):
         n0, n1 = self.node_offset[t], self.node_offset[t + 1]
         w0, w1 = self.weight_offset[t], self.weight_offset[t + 1]
         return ObliqueTree(
             self.children_left[n0:n1],
             self.children_right[n0:n1],
             self.weight_indptr[n0 + t : n1 + t + 1],
-            self.weight_index[w0:w1],
+            vars(self)["weight_index"][index_offset[t] : index_offset[t + 1]],
             self.weight_value[w0:w1],
             self.bias[n0:n1],
             self.value[n0:n1],
@@ -258,15 +300,19 @@ class ObliqueForest:
         )
 
     def routing_arrays(self):
-        """The traversal kernels' layout: ``(roots, nodes, extra_start, weights, leaf_value)``.
+        """The traversal kernels' layout.
 
+        ``(roots, nodes, extra_start, extra_index, weights, leaf_value)``.
         Everything an axis-aligned routing step reads sits in one 32-byte
         ``nodes`` record (see ``ROUTING_NODE``), instead of one cache line per
-        container array; weights beyond a node's first are read from
-        ``extra_start[node]`` on in ``weights``, the container's own
-        ``(weight_index, weight_value)`` arrays (not copied: a dense oblique
-        split's run of weights is then 12 bytes a weight in two contiguous
-        runs, and the layout costs no memory per weight). ``leaf_value``
+        container array; a node's further weights are
+        ``weights[1][extra_start[node]:]`` on the features
+        ``weights[0][extra_index[node]:]``. ``weights`` are the container's
+        own ``(ids, values)``, not copied (the layout costs no memory per
+        weight): explicit ids are read in place (``extra_index`` is then
+        ``extra_start``); implicit ones (:mod:`obliquetrees._core.feature_ids`)
+        are the few stored ids followed by ``0 .. n_features - 1``, which
+        every full row reads. ``leaf_value``
         holds the ``value`` rows of the leaves only, so accumulating leaf
         values touches half the memory of the full table (which also holds
         every internal node's value). Derived from the container on first
@@ -332,7 +378,18 @@ def _routing_layout(forest):
     start = forest.weight_indptr[pointer_rows] + forest.weight_offset[tree_of_node]
     count = np.diff(forest.weight_indptr)[pointer_rows]
     has_weight = count > 0
-    nodes["feature"][has_weight] = forest.weight_index[start[has_weight]]
+    stored = vars(forest)["weight_index"]
+    if is_implicit(stored, forest.weight_value.shape[0]):
+        full = count == forest.n_features
+        ids_per_node = np.where(full, 0, count)
+        id_start = np.cumsum(ids_per_node) - ids_per_node  # nodes store weights in node order
+        explicit = has_weight & ~full
+        nodes["feature"][explicit] = stored[id_start[explicit]]  # full rows: feature 0
+        ids = np.concatenate([stored, np.arange(forest.n_features, dtype=stored.dtype)])
+        extra_index = np.where(full, stored.shape[0], id_start) + 1
+    else:
+        nodes["feature"][has_weight] = stored[start[has_weight]]
+        ids, extra_index = stored, None
     nodes["weight"][has_weight] = forest.weight_value[start[has_weight]]
     # -1 marks a split without weights (its margin is its bias), so that no
     # weight slot is read for it, not even a missing-value term
@@ -350,8 +407,10 @@ def _routing_layout(forest):
     column = np.argmax(nonzero[single], axis=1)
     nodes["right"][leaves[single]] = column
     nodes["weight"][leaves[single]] = leaf_value[single, column]
-    weights = (_kernel_array(forest.weight_index), _kernel_array(forest.weight_value))
-    return forest.node_offset, nodes, start + 1, weights, leaf_value
+    extra_start = start + 1
+    extra_index = extra_start if extra_index is None else extra_index
+    weights = (_kernel_array(ids), _kernel_array(forest.weight_value))
+    return forest.node_offset, nodes, extra_start, extra_index, weights, leaf_value
 
 
 def _kernel_array(array):

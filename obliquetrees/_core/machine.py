@@ -15,8 +15,9 @@ load numba on first use.
 import numpy as np
 import scipy.sparse as sp
 
+from obliquetrees._core.feature_ids import as_feature_index
 from obliquetrees._core.forest import ObliqueForest
-from obliquetrees._core.tree import as_feature_index, missing_terms_at
+from obliquetrees._core.tree import missing_terms_at
 from obliquetrees._core.validation import (
     INDEX_DTYPE,
     VALUE_DTYPE,

@@ -48,7 +48,7 @@ _OP_PATH = 2
 
 
 @jit_inline
-def _margin(X, r, feature, weight, bias, n_extra, first, weights, missing, fill):
+def _margin(X, r, feature, weight, bias, n_extra, first, first_id, weights, missing, fill):
     """``w . x + b`` of a node for row ``r``, summed in storage order.
 
     The node's fields come as scalars, read by the caller from its
@@ -58,15 +58,17 @@ def _margin(X, r, feature, weight, bias, n_extra, first, weights, missing, fill)
     ``x_j`` contributes the weight's missing-value term instead (``missing``
     is the forest's stored ``weight_missing``, indexed like the weights, or
     empty and ``fill`` its compact form's ``missing_fill``; the node's
-    first weight sits just before ``first = extra_start[node]``).
+    first weight sits just before ``first = extra_start[node]``, the
+    feature ids of the others from ``first_id = extra_index[node]`` on).
     """
     if n_extra < 0:  # a split without weights
         return bias
     x = X[r, feature]
     s = weight * x if x == x else _missing_term(missing, fill, first - 1, weight, feature)
     index, values = weights
-    for k in range(first, first + n_extra):
-        j = index[k]
+    for e in range(n_extra):
+        k = first + e
+        j = index[first_id + e]
         x = X[r, j]
         s += values[k] * x if x == x else _missing_term(missing, fill, k, values[k], j)
     return s + bias
@@ -85,7 +87,7 @@ def _missing_term(missing, fill, k, weight, feature):
 
 
 @jit
-def _walk(X, r, root, nodes, extra_start, weights, missing, fill):
+def _walk(X, r, root, nodes, extra_start, extra_index, weights, missing, fill):
     """Global id of the leaf that row ``r`` of ``X`` reaches from ``root``."""
     node = root
     while True:
@@ -100,6 +102,7 @@ def _walk(X, r, root, nodes, extra_start, weights, missing, fill):
             rec.bias,
             rec.n_extra,
             extra_start[node],
+            extra_index[node],
             weights,
             missing,
             fill,
@@ -108,7 +111,9 @@ def _walk(X, r, root, nodes, extra_start, weights, missing, fill):
 
 
 @jit
-def _walk_path(X, r, root, nodes, extra_start, weights, missing, fill, path_indices, cursor):
+def _walk_path(
+    X, r, root, nodes, extra_start, extra_index, weights, missing, fill, path_indices, cursor
+):
     """Walk like :func:`_walk`, writing the visited nodes from ``cursor`` on."""
     node = root
     pos = cursor
@@ -126,6 +131,7 @@ def _walk_path(X, r, root, nodes, extra_start, weights, missing, fill, path_indi
             rec.bias,
             rec.n_extra,
             extra_start[node],
+            extra_index[node],
             weights,
             missing,
             fill,
@@ -134,7 +140,7 @@ def _walk_path(X, r, root, nodes, extra_start, weights, missing, fill, path_indi
 
 
 @jit
-def _walk_block(Xb, root, nodes, extra_start, weights, missing, fill, leaves):
+def _walk_block(Xb, root, nodes, extra_start, extra_index, weights, missing, fill, leaves):
     """Global id of the leaf every row of ``Xb`` reaches from ``root``, into ``leaves``.
 
     Four rows walk in lockstep, each in its own scalar cursor: their chains
@@ -154,7 +160,7 @@ def _walk_block(Xb, root, nodes, extra_start, weights, missing, fill, leaves):
             if rec.left != -1:
                 s = _margin(
                     Xb, r, rec.feature, rec.weight, rec.bias, rec.n_extra,
-                    extra_start[a0], weights, missing, fill,
+                    extra_start[a0], extra_index[a0], weights, missing, fill,
                 )  # fmt: skip
                 a0 = rec.right if s > 0.0 else rec.left
                 moved = True
@@ -162,7 +168,7 @@ def _walk_block(Xb, root, nodes, extra_start, weights, missing, fill, leaves):
             if rec.left != -1:
                 s = _margin(
                     Xb, r + 1, rec.feature, rec.weight, rec.bias, rec.n_extra,
-                    extra_start[a1], weights, missing, fill,
+                    extra_start[a1], extra_index[a1], weights, missing, fill,
                 )  # fmt: skip
                 a1 = rec.right if s > 0.0 else rec.left
                 moved = True
@@ -170,7 +176,7 @@ def _walk_block(Xb, root, nodes, extra_start, weights, missing, fill, leaves):
             if rec.left != -1:
                 s = _margin(
                     Xb, r + 2, rec.feature, rec.weight, rec.bias, rec.n_extra,
-                    extra_start[a2], weights, missing, fill,
+                    extra_start[a2], extra_index[a2], weights, missing, fill,
                 )  # fmt: skip
                 a2 = rec.right if s > 0.0 else rec.left
                 moved = True
@@ -178,20 +184,22 @@ def _walk_block(Xb, root, nodes, extra_start, weights, missing, fill, leaves):
             if rec.left != -1:
                 s = _margin(
                     Xb, r + 3, rec.feature, rec.weight, rec.bias, rec.n_extra,
-                    extra_start[a3], weights, missing, fill,
+                    extra_start[a3], extra_index[a3], weights, missing, fill,
                 )  # fmt: skip
                 a3 = rec.right if s > 0.0 else rec.left
                 moved = True
         leaves[r], leaves[r + 1], leaves[r + 2], leaves[r + 3] = a0, a1, a2, a3
         r += 4
     for rest in range(r, n_rows):
-        leaves[rest] = _walk(Xb, rest, root, nodes, extra_start, weights, missing, fill)
+        leaves[rest] = _walk(
+            Xb, rest, root, nodes, extra_start, extra_index, weights, missing, fill
+        )
 
 
 @jit
 def _process_block(Xb, row0, forest, op, value, out_leaf, out_value, path_indices, cursor):
     """Apply operation ``op`` to the rows ``row0 : row0 + len(Xb)``, tree by tree."""
-    roots, nodes, extra_start, weight_index, weight_value, missing, fill = forest
+    roots, nodes, extra_start, extra_index, weight_index, weight_value, missing, fill = forest
     weights = (weight_index, weight_value)
     n_trees = roots.shape[0] - 1
     n_rows = Xb.shape[0]
@@ -202,10 +210,20 @@ def _process_block(Xb, row0, forest, op, value, out_leaf, out_value, path_indice
             for r in range(n_rows):
                 i = row0 + r
                 cursor[i] = _walk_path(
-                    Xb, r, root, nodes, extra_start, weights, missing, fill, path_indices, cursor[i]
+                    Xb,
+                    r,
+                    root,
+                    nodes,
+                    extra_start,
+                    extra_index,
+                    weights,
+                    missing,
+                    fill,
+                    path_indices,
+                    cursor[i],
                 )
             continue
-        _walk_block(Xb, root, nodes, extra_start, weights, missing, fill, leaves)
+        _walk_block(Xb, root, nodes, extra_start, extra_index, weights, missing, fill, leaves)
         if op == _OP_APPLY:
             for r in range(n_rows):
                 out_leaf[row0 + r, t] = leaves[r] - root
@@ -284,9 +302,9 @@ def _run(forest, X, op, n_threads, out_leaf=None, out_value=None, path_indices=N
     if path_indices is None:
         path_indices = cursor = np.zeros(0, dtype=np.int64)
     check_n_features(X, forest.n_features)  # the kernels index X by stored feature ids
-    roots, nodes, extra_start, weights, leaf_value = forest.routing_arrays()
+    roots, nodes, extra_start, extra_index, weights, leaf_value = forest.routing_arrays()
     # flat: a parallel kernel's arguments hold arrays, not tuples of tuples
-    arrays = (roots, nodes, extra_start, *weights, *missing_kernel_arrays(forest))
+    arrays = (roots, nodes, extra_start, extra_index, *weights, *missing_kernel_arrays(forest))
     with numba_threads(n_threads):
         if sp.issparse(X):
             block_rows = int(max(1, min(BLOCK_ROWS, CSR_BUFFER // max(1, X.shape[1]))))

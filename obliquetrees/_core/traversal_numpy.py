@@ -64,27 +64,25 @@ def use_for_batch(forest, X):
     nodes = forest.children_left.shape[0]
     # per row: one step per level of each tree, plus every extra weight read
     depth_sum = float(forest.depth.max(initial=0)) * forest.n_trees
-    extra_per_node = max(forest.weight_index.shape[0] / max(nodes, 1) - 1.0, 0.0)
+    extra_per_node = max(forest.weight_value.shape[0] / max(nodes, 1) - 1.0, 0.0)
     work = X.shape[0] * depth_sum * (1.0 + extra_per_node)
     return work <= MAX_WORK
 
 
-def _terms(weight, x, missing, position):
+def _terms(weight, x, missing, position, feature):
     """``weight * x``, or the missing-value term at ``position`` where ``x`` is NaN.
 
-    ``missing`` is ``(terms, fill, weights)``: the stored terms, or (when
-    ``terms`` is empty, the compact form) ``value * fill[index]`` of the
-    routing weights ``(index, value)``.
+    ``missing`` is ``(terms, fill)``: the stored terms, or (when ``terms`` is
+    empty, the compact form) ``weight * fill[feature]``.
     """
     term = weight * x
     nan = np.isnan(x)
     if nan.any():
-        terms, fill, weights = missing
-        at = position[nan]
+        terms, fill = missing
         if terms.shape[0]:
-            term[nan] = terms[at]
+            term[nan] = terms[position[nan]]
         else:
-            term[nan] = weights[1][at] * fill[weights[0][at]]
+            term[nan] = weight[nan] * fill[feature[nan]]
     return term
 
 
@@ -93,8 +91,8 @@ def _reached_nodes(forest, X):
     global _spent_seconds
     check_n_features(X, forest.n_features)
     started = time.perf_counter()
-    roots, nodes, extra_start, weights, _ = forest.routing_arrays()
-    missing = (*missing_kernel_arrays(forest), weights)
+    roots, nodes, extra_start, extra_index, weights, _ = forest.routing_arrays()
+    missing = missing_kernel_arrays(forest)
     n_rows, n_trees = X.shape[0], roots.shape[0] - 1
     node = np.tile(roots[:-1], n_rows)  # pair p = row p // n_trees, tree p % n_trees
     row = np.repeat(np.arange(n_rows), n_trees)
@@ -107,15 +105,17 @@ def _reached_nodes(forest, X):
             break
         r = row[active]
         start = extra_start[node[active]]
+        id_start = extra_index[node[active]]
         n_extra = rec["n_extra"]
-        margin = _terms(rec["weight"], X[r, rec["feature"]], missing, start - 1)
+        margin = _terms(rec["weight"], X[r, rec["feature"]], missing, start - 1, rec["feature"])
         margin[n_extra < 0] = 0.0  # splits without weights: the bias alone
         max_extra = int(n_extra.max())
         if max_extra > 0:
             for j in range(max_extra):
                 has = np.flatnonzero(n_extra > j)
                 at = start[has] + j
-                margin[has] += _terms(weights[1][at], X[r[has], weights[0][at]], missing, at)
+                feature = weights[0][id_start[has] + j]
+                margin[has] += _terms(weights[1][at], X[r[has], feature], missing, at, feature)
         margin += rec["bias"]
         node[active] = np.where(margin > 0.0, rec["right"], rec["left"])
     _spent_seconds += time.perf_counter() - started
@@ -141,7 +141,7 @@ def predict_value(forest, X):
     total : ndarray of float64, shape (n_samples, n_outputs)
         Trees are added in tree order; divide by ``forest.n_trees`` for the mean.
     """
-    _, nodes, _, _, leaf_value = forest.routing_arrays()
+    _, nodes, _, _, _, leaf_value = forest.routing_arrays()
     leaf_rows = nodes["feature"][_reached_nodes(forest, X)]
     total = np.zeros((X.shape[0], forest.n_outputs))
     for t in range(forest.n_trees):  # tree order, as the kernels add

@@ -27,7 +27,10 @@ model trained without informative missingness does), the container keeps
 only ``missing_fill`` (one number per feature) and ``weight_missing`` is
 computed on access. The kernels compute a term only where they meet a NaN,
 with the same product, so both forms give bit-identical results.
-Feature ids (``weight_index``) are int32.
+Feature ids (``weight_index``) are int32, and a node with one weight per
+feature (a dense oblique split) stores none: its ``k``-th weight is on
+feature ``k`` (container format 4, :mod:`obliquetrees._core.feature_ids`);
+the attribute ``weight_index`` still gives one id per weight.
 
 Only numpy arrays and Python scalars live in the container, so it pickles,
 memory-maps (``joblib.load(..., mmap_mode="r")``) and never holds compiled
@@ -37,8 +40,13 @@ objects; unpickling validates the arrays. This module imports numpy and scipy on
 import numpy as np
 from scipy import sparse
 
+from obliquetrees._core.feature_ids import (
+    FeatureIds,
+    as_feature_index,
+    node_weight_counts,
+    stored_feature_ids,
+)
 from obliquetrees._core.validation import (
-    FEATURE_DTYPE,
     INDEX_DTYPE,
     VALUE_DTYPE,
     check_tree_arrays,
@@ -46,12 +54,13 @@ from obliquetrees._core.validation import (
 
 #: Version of the array layout. Bump it when the meaning or the set of arrays
 #: changes; unpickling a different version raises a clear error.
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 #: Older layouts that still load: version 1 had no ``weight_missing`` (it is
 #: set to 0 on load, so a missing value then contributes nothing to a margin);
 #: versions 1 and 2 stored ``weight_index`` as int64 and had no ``missing_fill``
-#: (their terms stay explicit).
-READABLE_VERSIONS = (1, 2, 3)
+#: (their terms stay explicit); versions 1 to 3 stored an id for every weight
+#: (the explicit form, which version 4 still reads).
+READABLE_VERSIONS = (1, 2, 3, 4)
 
 TREE_LEAF = -1
 
@@ -65,22 +74,6 @@ _NODE_ARRAYS = (
 )
 _WEIGHT_ARRAYS = ("weight_indptr", "weight_index", "weight_value", "weight_missing")
 ARRAY_NAMES = _NODE_ARRAYS + _WEIGHT_ARRAYS
-
-
-def as_feature_index(index):
-    """``index`` as a contiguous int32 array, refusing ids an int32 cannot hold.
-
-    A plain cast would wrap such ids silently into valid-looking ones.
-    """
-    index = np.asarray(index)
-    if index.dtype != FEATURE_DTYPE and index.size:
-        info = np.iinfo(FEATURE_DTYPE)
-        if index.dtype.kind not in "iu" or index.min() < info.min or index.max() > info.max:
-            raise ValueError(
-                f"weight_index must hold integers in [0, {info.max}]; got {index.dtype} "
-                f"values in [{index.min()}, {index.max()}]."
-            )
-    return np.ascontiguousarray(index, dtype=FEATURE_DTYPE)
 
 
 class _MissingTerms:
@@ -135,8 +128,12 @@ class ObliqueTree:
         Child node ids; ``-1`` marks a leaf (both must then be ``-1``).
     weight_indptr : array-like of int, shape (n_nodes + 1,)
         CSR row pointer of the split weights, one row per node.
-    weight_index : array-like of int, shape (n_weights,)
-        Feature index of each stored weight.
+    weight_index : array-like of int, shape (n_weights,) or fewer
+        Feature index of each stored weight; or of each weight outside the
+        nodes with exactly ``n_features`` weights, which then lie on features
+        ``0 .. n_features - 1`` in order (the implicit form, see
+        :mod:`obliquetrees._core.feature_ids`). Stored in the implicit form
+        whenever that is exact.
     weight_value : array-like of float, shape (n_weights,)
         Value of each stored weight.
     weight_missing : array-like of float, shape (n_weights,), default=None
@@ -169,6 +166,9 @@ class ObliqueTree:
         Depth of the deepest node (0 for a single leaf).
     n_outputs : int
         Number of columns of ``value``.
+    weight_index : ndarray of int32, shape (n_weights,)
+        Feature id of every stored weight; built on each access when the
+        full rows' ids are implicit.
     weight_missing : ndarray of float64, shape (n_weights,)
         The missing-value terms; in the compact form computed on each access
         from ``missing_fill`` (which is None otherwise).
@@ -181,6 +181,7 @@ class ObliqueTree:
     its tree.
     """
 
+    weight_index = FeatureIds()
     weight_missing = _MissingTerms()
 
     def __init__(
@@ -201,8 +202,11 @@ class ObliqueTree:
         self.children_left = np.ascontiguousarray(children_left, dtype=INDEX_DTYPE)
         self.children_right = np.ascontiguousarray(children_right, dtype=INDEX_DTYPE)
         self.weight_indptr = np.ascontiguousarray(weight_indptr, dtype=INDEX_DTYPE)
-        self.weight_index = as_feature_index(weight_index)
         self.weight_value = np.ascontiguousarray(weight_value, dtype=VALUE_DTYPE)
+        index = as_feature_index(weight_index)
+        if index.shape[0] == self.weight_value.shape[0]:  # explicit: store the compact form
+            index = stored_feature_ids(np.diff(self.weight_indptr), index, int(n_features))
+        self.weight_index = index
         if missing_fill is not None:
             if weight_missing is not None:
                 raise ValueError("pass weight_missing or missing_fill, not both.")
@@ -263,21 +267,24 @@ class ObliqueTree:
             missing = np.asarray(missing, dtype=VALUE_DTYPE)
             mask |= missing != 0
         mask &= (children_left != TREE_LEAF)[:, None]
-        rows, cols = np.nonzero(mask)
+        counts = np.count_nonzero(mask, axis=1)
         indptr = np.zeros(weights.shape[0] + 1, dtype=INDEX_DTYPE)
-        np.cumsum(np.bincount(rows, minlength=weights.shape[0]), out=indptr[1:])
+        np.cumsum(counts, out=indptr[1:])
+        # boolean indexing takes the entries in row-major order, the CSR order;
+        # full rows store no feature ids (the implicit form, exact here)
+        full = counts == weights.shape[1]
         return cls(
             children_left,
             children_right,
             indptr,
-            cols,
-            weights[rows, cols],
+            np.nonzero(mask & ~full[:, None])[1] if full.any() else np.nonzero(mask)[1],
+            weights[mask],
             bias,
             value,
             n_node_samples,
             n_features=weights.shape[1],
             depth=depth,
-            weight_missing=None if missing is None else missing[rows, cols],
+            weight_missing=None if missing is None else missing[mask],
         )
 
     # ------------------------------------------------------------- properties
@@ -305,6 +312,10 @@ class ObliqueTree:
     def max_depth(self):
         """Depth of the deepest node (0 for a tree that is a single leaf)."""
         return int(self.depth.max()) if self.node_count else 0
+
+    def weight_counts(self):
+        """Number of stored weights of every node, shape (n_nodes,)."""
+        return node_weight_counts(self.weight_indptr)
 
     def dense_weights(self):
         """Split weights as a dense ``(n_nodes, n_features)`` array."""
@@ -626,6 +637,7 @@ def fold_standardization(tree, mean, scale):
     mean = np.asarray(mean, dtype=VALUE_DTYPE)
     scale = np.asarray(scale, dtype=VALUE_DTYPE)
     indptr, index, weight = tree.weight_indptr, tree.weight_index, tree.weight_value
+    stored = vars(tree)["weight_index"]  # the same rows keep the same stored form
     missing = tree.weight_missing
     kept = np.isfinite(scale[index])
     if not kept.all():
@@ -633,6 +645,7 @@ def fold_standardization(tree, mean, scale):
         counts = np.bincount(rows[kept], minlength=tree.node_count)
         indptr = np.concatenate([[0], np.cumsum(counts)]).astype(tree.weight_indptr.dtype)
         index, weight, missing = index[kept], weight[kept], missing[kept]
+        stored = index
     value = weight / scale[index]
     rows = np.repeat(np.arange(tree.node_count), np.diff(indptr))
     centre = value * mean[index]
@@ -657,7 +670,7 @@ def fold_standardization(tree, mean, scale):
         tree.children_left,
         tree.children_right,
         indptr,
-        index,
+        stored,
         value,
         bias,
         tree.value,

@@ -13,11 +13,15 @@ import numbers
 
 import numpy as np
 
+from obliquetrees._core.feature_ids import (
+    FEATURE_DTYPE,
+    explicit_feature_ids,
+    is_implicit,
+    node_weight_counts,
+)
+
 INDEX_DTYPE = np.dtype(np.int64)
 VALUE_DTYPE = np.dtype(np.float64)
-#: Feature ids of stored weights (``weight_index``): int32 halves the largest
-#: index array of a dense oblique forest; ``n_features`` is bounded to match.
-FEATURE_DTYPE = np.dtype(np.int32)
 #: Widest input a container can refer to (feature ids are ``FEATURE_DTYPE``).
 MAX_FEATURES = int(np.iinfo(np.int32).max)
 #: Weights whose missing-value terms are checked per chunk (bounds the temporary).
@@ -136,7 +140,7 @@ def check_tree_arrays(arrays, n_features, what="tree"):
     # lengths of whatever is there (checked properly below), for the offsets
     n_nodes, n_weights = (
         (getattr(arrays.get(name), "shape", ()) or (0,))[0]
-        for name in ("children_left", "weight_index")
+        for name in ("children_left", "weight_value")
     )
     offsets = (np.array([0, n_nodes], dtype=INDEX_DTYPE), np.array([0, n_weights], INDEX_DTYPE))
     check_forest_arrays(arrays, *offsets, n_features, what)
@@ -174,16 +178,17 @@ def _check_forest_arrays(arrays, node_offset, weight_offset, n_features):
             f"= {n + n_trees}."
         )
     check_array(index, "weight_index", FEATURE_DTYPE, 1)
-    check_array(arrays["weight_value"], "weight_value", VALUE_DTYPE, 1, index.shape)
+    value_shape = (getattr(arrays["weight_value"], "shape", (0,)) or (0,))[:1]
+    check_array(arrays["weight_value"], "weight_value", VALUE_DTYPE, 1, value_shape)
     missing, fill = arrays["weight_missing"], arrays["missing_fill"]
     if missing is None and fill is not None:  # compact: terms = value * fill[index]
         check_array(fill, "missing_fill", VALUE_DTYPE, 1, (n_features,))
     elif fill is None:
-        check_array(missing, "weight_missing", VALUE_DTYPE, 1, index.shape)
+        check_array(missing, "weight_missing", VALUE_DTYPE, 1, value_shape)
     else:
         raise ValueError("weight_missing and missing_fill exclude each other (one must be None).")
     n_weights = np.diff(weight_offset)
-    if weight_offset[0] != 0 or np.any(n_weights < 0) or weight_offset[-1] != index.shape[0]:
+    if weight_offset[0] != 0 or np.any(n_weights < 0) or weight_offset[-1] != value_shape[0]:
         raise ValueError("weight_offset must rise from 0 to the number of stored weights.")
 
     left, right = arrays["children_left"], arrays["children_right"]
@@ -232,14 +237,21 @@ def _check_forest_arrays(arrays, node_offset, weight_offset, n_features):
     if np.any(indptr[first] != 0) or np.any(indptr[first + sizes] != n_weights):
         raise ValueError("each tree's weight_indptr must run from 0 to its number of weights.")
     # stored weights per node: the pointer steps, without those between trees
-    counts = np.delete(np.diff(indptr), first[1:] - 1)
+    counts = node_weight_counts(indptr, node_offset)
     if counts.min() < 0:
         raise ValueError("weight_indptr must be non-decreasing.")
     # the counts are non-negative and sum to the number of weights, so the
     # leaves hold none iff the internal nodes hold them all (an index gather
     # is several times cheaper than a masked reduction here)
-    if counts[internal].sum() != index.shape[0]:
+    if counts[internal].sum() != value_shape[0]:
         raise ValueError("Leaves must not store split weights.")
+    # feature ids: one per weight, or none for full rows (container format 4)
+    implicit_length = value_shape[0] - n_features * np.count_nonzero(counts == n_features)
+    if index.shape[0] not in (value_shape[0], implicit_length):
+        raise ValueError(
+            f"weight_index has {index.shape[0]} ids: expected one per stored weight "
+            f"({value_shape[0]}) or one per weight outside the full rows ({implicit_length})."
+        )
     if index.size and (index.min() < 0 or index.max() >= n_features):
         raise ValueError(f"weight_index must lie in [0, n_features) = [0, {n_features}).")
     for name in ("weight_value", "bias", "value", "n_node_samples"):
@@ -248,16 +260,28 @@ def _check_forest_arrays(arrays, node_offset, weight_offset, n_features):
         check_finite(missing, "weight_missing")
     else:  # the terms the kernels compute must be finite too
         check_finite(fill, "missing_fill")
-        check_compact_terms(arrays["weight_value"], index, fill)
+        check_compact_terms(arrays["weight_value"], index, fill, counts)
 
 
-def check_compact_terms(value, index, fill):
+def check_compact_terms(value, index, fill, counts=None):
     """Raise ``ValueError`` unless every ``value[k] * fill[index[k]]`` is finite.
 
     The missing-value terms of a compact container (see
     :class:`~obliquetrees._core.tree.ObliqueTree`), checked in chunks so the
-    products are never all held at once. ``index`` must already be in range.
+    products are never all held at once. ``index`` must already be in range;
+    in the implicit form of the ids (:mod:`~obliquetrees._core.feature_ids`)
+    ``counts`` gives the weights per node. Where ``max |value| * max |fill|``
+    is finite every term is, and no term is computed.
     """
+    if not value.size:
+        return
+    with np.errstate(over="ignore"):
+        # max and min, not abs(): no temporary as large as the weights
+        bound = max(value.max(), -value.min()) * np.abs(fill).max(initial=0.0)
+    if np.isfinite(bound):
+        return
+    if counts is not None and is_implicit(index, value.shape[0]):
+        index = explicit_feature_ids(counts, index, fill.shape[0])
     for start in range(0, value.shape[0], _TERM_CHUNK):
         stop = start + _TERM_CHUNK
         with np.errstate(over="ignore"):

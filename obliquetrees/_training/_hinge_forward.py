@@ -14,6 +14,7 @@ given dense.
 import numpy as np
 import scipy.sparse as sp
 
+from obliquetrees._core.feature_ids import is_implicit
 from obliquetrees._core.forest import ObliqueForest
 from obliquetrees._core.tree import (
     _NODE_ARRAYS,
@@ -31,7 +32,9 @@ LEAF_COUNT_ROWS = 1024
 #: Values (rows x features) of one densified block of sparse input (16 MiB).
 SPARSE_BLOCK = 2**21
 #: The packed arrays with one entry per stored weight (``weight_indptr`` has one per node).
-_PER_WEIGHT = tuple(name for name in _WEIGHT_ARRAYS if name != "weight_indptr")
+_PER_WEIGHT = tuple(
+    name for name in _WEIGHT_ARRAYS if name not in ("weight_indptr", "weight_index")
+)
 
 
 def _dense_blocks(X, chunk=PREDICT_CHUNK):
@@ -212,6 +215,9 @@ def to_forest(model, counts, value_scale=1.0, fold=None):
     capacity = M * (L - 1) * model.A.shape[1]
     packed = {}
     weight_offset = np.zeros(M + 1, dtype=INDEX_DTYPE)
+    # stored feature ids: none for full rows (format 4), so a hinge tree on
+    # every feature stores none: gathered per tree, not in a capacity buffer
+    ids_per_tree = []
     n_features = fill = None
     per_weight = _PER_WEIGHT
     for m in range(M):
@@ -234,19 +240,25 @@ def to_forest(model, counts, value_scale=1.0, fold=None):
         for name in _NODE_ARRAYS:
             packed[name][m * n_nodes : (m + 1) * n_nodes] = getattr(tree, name)
         packed["weight_indptr"][m * (n_nodes + 1) : (m + 1) * (n_nodes + 1)] = tree.weight_indptr
-        start, stop = weight_offset[m], weight_offset[m] + tree.weight_index.shape[0]
+        start, stop = weight_offset[m], weight_offset[m] + tree.weight_value.shape[0]
         if stop > capacity or tree.node_count != n_nodes or tree.n_features != n_features:
             raise RuntimeError("a folded hinge tree has more weights or nodes than when built.")
         if (tree.missing_fill is None) != (fill is None) or (
             fill is not None and not np.array_equal(tree.missing_fill, fill)
         ):
             raise RuntimeError("the folded hinge trees store their missing-value terms unlike.")
+        ids = vars(tree)["weight_index"]
+        if not is_implicit(ids, stop - start) and np.any(np.diff(tree.weight_indptr) == n_features):
+            # from_dense and the folds list a row's features in order: never met
+            raise RuntimeError("a folded hinge tree keeps the feature ids of a full row.")
         for name in per_weight:
             packed[name][start:stop] = getattr(tree, name)
+        ids_per_tree.append(ids)
         weight_offset[m + 1] = stop
     for name in per_weight:
         # the sole reference: shrinking reallocates in place (no second copy)
         packed[name].resize(int(weight_offset[-1]), refcheck=False)
+    packed["weight_index"] = np.concatenate(ids_per_tree)
     packed["missing_fill"] = fill
     node_offset = np.arange(M + 1, dtype=INDEX_DTYPE) * n_nodes
     return ObliqueForest(packed, node_offset, weight_offset, n_features)

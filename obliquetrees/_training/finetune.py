@@ -345,7 +345,7 @@ def fit_finetune(forest, X, y, sw, regression, config):
         when="in the final leaf refit",
     )
     n_splits = max(machine.n_splits, 1)
-    history["weight_density"] = float(sum(t.weight_index.shape[0] for t in trees) / n_splits)
+    history["weight_density"] = float(sum(t.weight_value.shape[0] for t in trees) / n_splits)
     return trees, history
 
 

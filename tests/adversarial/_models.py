@@ -121,7 +121,20 @@ def outcome(blob, edit, X):
 
 
 def _set(obj, name, index, value):
-    getattr(obj, name)[index] = value
+    vars(obj)[name][index] = value  # the stored array (not one built on access)
+
+
+def _set_feature_id(obj, value):
+    """Store feature id ``value`` in ``obj``: over its first stored id, or as the only one.
+
+    A container whose splits are all dense stores no ids (format 4); an id
+    added to it makes the stored ids too many for its weights.
+    """
+    stored = vars(obj)["weight_index"]
+    if stored.size:
+        stored[0] = value
+    else:
+        obj.weight_index = np.array([value], dtype=stored.dtype)
 
 
 def _first_internal(tree_arrays, count=1):
@@ -144,7 +157,7 @@ def tree_edits(model):
     deep = int(_first_internal(c, 2)[1])
     edits = {
         "child id 1e9": lambda m: _set(container(m), "children_left", i, 10**9),
-        "feature index 1e8": lambda m: _set(container(m), "weight_index", 0, 10**8),
+        "feature index 1e8": lambda m: _set_feature_id(container(m), 10**8),
         "child points back to the root": lambda m: _set(container(m), "children_right", deep, 0),
         "node is its own child": lambda m: _set(container(m), "children_left", deep, deep),
         "negative child id": lambda m: _set(container(m), "children_right", i, -7),

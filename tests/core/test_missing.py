@@ -150,7 +150,7 @@ def test_old_pickles_with_feature_ids_beyond_int32_are_refused(rng):
         lambda t: setattr(t, "weight_missing", t.weight_missing[:-1]),
         lambda t: t.weight_missing.__setitem__(0, np.nan),
         lambda t: setattr(t, "weight_missing", t.weight_missing.astype(np.float32)),
-        lambda t: setattr(t, "format_version", 4),
+        lambda t: setattr(t, "format_version", FORMAT_VERSION + 1),
     ],
 )
 def test_edited_missing_terms_are_refused_on_unpickling(rng, edit):

@@ -121,6 +121,8 @@ def test_numpy_walk_only_for_small_dense_batches_before_the_kernels_load():
 
 def test_numpy_walk_size_rule(monkeypatch):
     monkeypatch.setattr(traversal_numpy, "kernels_loaded", lambda: False)
+    # a fresh process's budget: numpy walks of earlier tests in this one spent some
+    monkeypatch.setattr(traversal_numpy, "_spent_seconds", 0.0)
     _, forest = _random_forest(0, 3, 4, 2, 5)
     assert traversal_numpy.use_for_batch(forest, np.zeros((100, 4)))
     assert not traversal_numpy.use_for_batch(forest, sp.csr_matrix(np.zeros((100, 4))))
@@ -165,7 +167,7 @@ def test_output_shapes(n_samples):
 def test_single_nonzero_leaf_values_are_stored_inline():
     """Both leaf paths of the routing layout are taken, and agree with the reference."""
     trees, forest = _random_forest(3, 4, 5, 6, 6, value_zeros=0.8)
-    _, nodes, _, _, leaf_value = forest.routing_arrays()
+    _, nodes, _, _, _, leaf_value = forest.routing_arrays()
     leaves = nodes[nodes["left"] == -1]
     inline = leaves["right"] >= 0
     assert inline.any() and not inline.all()
@@ -179,20 +181,40 @@ def test_single_nonzero_leaf_values_are_stored_inline():
     )
 
 
+def _drop_full_rows(tree):
+    """``tree`` without a weight on its last feature, so that no row is full."""
+    dense = tree.dense_weights()
+    dense[:, -1] = 0.0
+    return ObliqueTree.from_dense(
+        tree.children_left, tree.children_right, dense, tree.bias, tree.value,
+        tree.n_node_samples, depth=tree.depth,
+    )  # fmt: skip
+
+
 def test_routing_reads_the_containers_weights_without_a_copy(tmp_path):
     """The layout adds no memory per weight; a read-only (memory-mapped) forest gets a copy."""
     import joblib
 
     trees, forest = _random_forest(4, 3, 6, 2, 7)
-    _, _, _, (index, values), _ = forest.routing_arrays()
-    assert index is forest.weight_index and values is forest.weight_value
+    _, _, _, extra_index, (index, values), _ = forest.routing_arrays()
+    assert values is forest.weight_value
+    # this forest has full rows, whose ids are implicit: the kernels read the
+    # stored ids, then 0 .. n_features - 1 for the full rows
+    stored = vars(forest)["weight_index"]
+    assert stored.shape[0] < values.shape[0]
+    ids = np.concatenate([stored, np.arange(6)])
+    np.testing.assert_array_equal(index, ids)
+    # without full rows the ids are explicit and read in place
+    sparse_forest = ObliqueForest.from_trees([_drop_full_rows(t) for t in trees])
+    _, _, extra_start, extra_index, (index, values), _ = sparse_forest.routing_arrays()
+    assert index is vars(sparse_forest)["weight_index"] and extra_index is extra_start
     joblib.dump(forest, tmp_path / "forest.joblib")
     mapped = joblib.load(tmp_path / "forest.joblib", mmap_mode="r")
     assert not mapped.weight_value.flags.writeable
-    _, _, _, (index, values), _ = mapped.routing_arrays()
+    _, _, _, _, (index, values), _ = mapped.routing_arrays()
     assert type(values) is np.ndarray and values.flags.writeable
     np.testing.assert_array_equal(values, forest.weight_value)
-    np.testing.assert_array_equal(index, forest.weight_index)
+    np.testing.assert_array_equal(index, ids)
     X = np.random.default_rng(1).normal(size=(200, 6))
     np.testing.assert_array_equal(
         traversal.predict_value(mapped, X), reference.predict_value(trees, X)

@@ -143,7 +143,7 @@ def _arrays(obj, prefix, out, depth=0):
     elif hasattr(obj, "__dict__") and type(obj).__module__.startswith("obliquetrees"):
         for key in sorted(vars(obj)):
             if not key.startswith("__") and key not in _NOT_MODEL | _STORAGE_ONLY:
-                _arrays(_logical(key, vars(obj)[key]), f"{prefix}.{key}", out, depth + 1)
+                _arrays(_logical(key, _recorded(obj, key)), f"{prefix}.{key}", out, depth + 1)
 
 
 #: Containers' storage details that are not recorded arrays: container format 3
@@ -151,6 +151,12 @@ def _arrays(obj, prefix, out, depth=0):
 #: forest (the terms, ``weight_missing``, are not in the record either; see
 #: ``tests/test_golden.py``).
 _STORAGE_ONLY = {"missing_fill"}
+
+
+def _recorded(obj, key):
+    """Attribute ``key`` as the record holds it: format 4 may store the feature ids of
+    dense split rows implicitly; the record has one id per weight (the attribute's form)."""
+    return getattr(obj, key) if key == "weight_index" else vars(obj)[key]
 
 
 def _logical(key, value):
