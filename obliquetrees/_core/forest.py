@@ -44,11 +44,7 @@ from obliquetrees._core.validation import MAX_TOTAL_NODES, check_forest_arrays
 #: the bias and the node's first weight (feature, value) inline, so that an
 #: axis-aligned step reads one record; ``n_extra`` further weights follow at
 #: ``extra_start[node]`` in the container's weight values, their feature ids
-#: at ``extra_index[node]`` in the container's stored ids. ``n_extra`` is -1
-#: for a split without weights, and ``-2 - n_extra`` further weights on
-#: features 1, 2, ... (the first on feature 0) for a full row whose ids are
-#: implicit (see :mod:`obliquetrees._core.feature_ids`): a dense oblique step
-#: reads no id. At a leaf, ``feature`` holds the
+#: at ``extra_index[node]`` in the kernels' id array. At a leaf, ``feature`` holds the
 #: leaf's row in the compact leaf-value table, and a leaf whose value row has
 #: exactly one nonzero entry (a pure leaf of a fully grown classifier, any
 #: single-output regression leaf) also carries that entry inline: its column in
@@ -311,12 +307,12 @@ class ObliqueForest:
         ``nodes`` record (see ``ROUTING_NODE``), instead of one cache line per
         container array; a node's further weights are
         ``weights[1][extra_start[node]:]`` on the features
-        ``weights[0][extra_index[node]:]``, or ``1, 2, ...`` for a full row
-        whose ids are implicit (:mod:`obliquetrees._core.feature_ids`; its
-        ``n_extra`` is negative, see ``ROUTING_NODE``). ``weights`` are the
-        container's own stored ``(ids, values)``, not copied (the layout
-        costs no memory per weight); with explicit ids ``extra_index`` is
-        ``extra_start``. ``leaf_value``
+        ``weights[0][extra_index[node]:]``. ``weights`` are the container's
+        own ``(ids, values)``, not copied (the layout costs no memory per
+        weight): explicit ids are read in place (``extra_index`` is then
+        ``extra_start``); implicit ones (:mod:`obliquetrees._core.feature_ids`)
+        are the few stored ids followed by ``0 .. n_features - 1``, which
+        every full row reads. ``leaf_value``
         holds the ``value`` rows of the leaves only, so accumulating leaf
         values touches half the memory of the full table (which also holds
         every internal node's value). Derived from the container on first
@@ -383,21 +379,21 @@ def _routing_layout(forest):
     count = np.diff(forest.weight_indptr)[pointer_rows]
     has_weight = count > 0
     stored = vars(forest)["weight_index"]
-    # -1 marks a split without weights (its margin is its bias), so that no
-    # weight slot is read for it, not even a missing-value term
-    nodes["n_extra"] = count - 1
     if is_implicit(stored, forest.weight_value.shape[0]):
         full = count == forest.n_features
         ids_per_node = np.where(full, 0, count)
         id_start = np.cumsum(ids_per_node) - ids_per_node  # nodes store weights in node order
         explicit = has_weight & ~full
         nodes["feature"][explicit] = stored[id_start[explicit]]  # full rows: feature 0
-        nodes["n_extra"][full] = -1 - count[full]  # -2 - n_extra further weights
-        extra_index = id_start + 1
+        ids = np.concatenate([stored, np.arange(forest.n_features, dtype=stored.dtype)])
+        extra_index = np.where(full, stored.shape[0], id_start) + 1
     else:
         nodes["feature"][has_weight] = stored[start[has_weight]]
-        extra_index = None
+        ids, extra_index = stored, None
     nodes["weight"][has_weight] = forest.weight_value[start[has_weight]]
+    # -1 marks a split without weights (its margin is its bias), so that no
+    # weight slot is read for it, not even a missing-value term
+    nodes["n_extra"] = count - 1
     nodes["bias"] = forest.bias
     leaves = np.flatnonzero(forest.children_left == -1)
     nodes["feature"][leaves] = np.arange(leaves.shape[0])
@@ -413,7 +409,7 @@ def _routing_layout(forest):
     nodes["weight"][leaves[single]] = leaf_value[single, column]
     extra_start = start + 1
     extra_index = extra_start if extra_index is None else extra_index
-    weights = (_kernel_array(stored), _kernel_array(forest.weight_value))
+    weights = (_kernel_array(ids), _kernel_array(forest.weight_value))
     return forest.node_offset, nodes, extra_start, extra_index, weights, leaf_value
 
 

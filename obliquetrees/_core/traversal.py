@@ -48,7 +48,7 @@ _OP_PATH = 2
 
 
 @jit_inline
-def _margin(X, r, feature, weight, bias, n_extra, first, extra_index, node, weights, missing, fill):
+def _margin(X, r, feature, weight, bias, n_extra, first, first_id, weights, missing, fill):
     """``w . x + b`` of a node for row ``r``, summed in storage order.
 
     The node's fields come as scalars, read by the caller from its
@@ -59,26 +59,18 @@ def _margin(X, r, feature, weight, bias, n_extra, first, extra_index, node, weig
     is the forest's stored ``weight_missing``, indexed like the weights, or
     empty and ``fill`` its compact form's ``missing_fill``; the node's
     first weight sits just before ``first = extra_start[node]``, the
-    feature ids of the others from ``extra_index[node]`` on, read only
-    for a node with further weights and explicit ids).
+    feature ids of the others from ``first_id = extra_index[node]`` on).
     """
-    if n_extra == -1:  # a split without weights
+    if n_extra < 0:  # a split without weights
         return bias
     x = X[r, feature]
     s = weight * x if x == x else _missing_term(missing, fill, first - 1, weight, feature)
     index, values = weights
-    if n_extra < 0:  # a full row, ids implicit: further weight e is on feature e + 1
-        for e in range(-2 - n_extra):
-            k = first + e
-            x = X[r, e + 1]
-            s += values[k] * x if x == x else _missing_term(missing, fill, k, values[k], e + 1)
-    elif n_extra > 0:
-        first_id = extra_index[node]
-        for e in range(n_extra):
-            k = first + e
-            j = index[first_id + e]
-            x = X[r, j]
-            s += values[k] * x if x == x else _missing_term(missing, fill, k, values[k], j)
+    for e in range(n_extra):
+        k = first + e
+        j = index[first_id + e]
+        x = X[r, j]
+        s += values[k] * x if x == x else _missing_term(missing, fill, k, values[k], j)
     return s + bias
 
 
@@ -110,8 +102,7 @@ def _walk(X, r, root, nodes, extra_start, extra_index, weights, missing, fill):
             rec.bias,
             rec.n_extra,
             extra_start[node],
-            extra_index,
-            node,
+            extra_index[node],
             weights,
             missing,
             fill,
@@ -140,8 +131,7 @@ def _walk_path(
             rec.bias,
             rec.n_extra,
             extra_start[node],
-            extra_index,
-            node,
+            extra_index[node],
             weights,
             missing,
             fill,
@@ -170,7 +160,7 @@ def _walk_block(Xb, root, nodes, extra_start, extra_index, weights, missing, fil
             if rec.left != -1:
                 s = _margin(
                     Xb, r, rec.feature, rec.weight, rec.bias, rec.n_extra,
-                    extra_start[a0], extra_index, a0, weights, missing, fill,
+                    extra_start[a0], extra_index[a0], weights, missing, fill,
                 )  # fmt: skip
                 a0 = rec.right if s > 0.0 else rec.left
                 moved = True
@@ -178,7 +168,7 @@ def _walk_block(Xb, root, nodes, extra_start, extra_index, weights, missing, fil
             if rec.left != -1:
                 s = _margin(
                     Xb, r + 1, rec.feature, rec.weight, rec.bias, rec.n_extra,
-                    extra_start[a1], extra_index, a1, weights, missing, fill,
+                    extra_start[a1], extra_index[a1], weights, missing, fill,
                 )  # fmt: skip
                 a1 = rec.right if s > 0.0 else rec.left
                 moved = True
@@ -186,7 +176,7 @@ def _walk_block(Xb, root, nodes, extra_start, extra_index, weights, missing, fil
             if rec.left != -1:
                 s = _margin(
                     Xb, r + 2, rec.feature, rec.weight, rec.bias, rec.n_extra,
-                    extra_start[a2], extra_index, a2, weights, missing, fill,
+                    extra_start[a2], extra_index[a2], weights, missing, fill,
                 )  # fmt: skip
                 a2 = rec.right if s > 0.0 else rec.left
                 moved = True
@@ -194,7 +184,7 @@ def _walk_block(Xb, root, nodes, extra_start, extra_index, weights, missing, fil
             if rec.left != -1:
                 s = _margin(
                     Xb, r + 3, rec.feature, rec.weight, rec.bias, rec.n_extra,
-                    extra_start[a3], extra_index, a3, weights, missing, fill,
+                    extra_start[a3], extra_index[a3], weights, missing, fill,
                 )  # fmt: skip
                 a3 = rec.right if s > 0.0 else rec.left
                 moved = True

@@ -108,16 +108,14 @@ def _reached_nodes(forest, X):
         id_start = extra_index[node[active]]
         n_extra = rec["n_extra"]
         margin = _terms(rec["weight"], X[r, rec["feature"]], missing, start - 1, rec["feature"])
-        margin[n_extra == -1] = 0.0  # splits without weights: the bias alone
-        implicit = n_extra < -1  # full rows whose ids are implicit (see ROUTING_NODE)
-        n_extra = np.where(implicit, -2 - n_extra, n_extra)
-        for j in range(int(n_extra.max())):
-            has = np.flatnonzero(n_extra > j)
-            at = start[has] + j
-            feature = np.full(has.shape[0], j + 1, dtype=weights[0].dtype)
-            explicit = ~implicit[has]
-            feature[explicit] = weights[0][id_start[has[explicit]] + j]
-            margin[has] += _terms(weights[1][at], X[r[has], feature], missing, at, feature)
+        margin[n_extra < 0] = 0.0  # splits without weights: the bias alone
+        max_extra = int(n_extra.max())
+        if max_extra > 0:
+            for j in range(max_extra):
+                has = np.flatnonzero(n_extra > j)
+                at = start[has] + j
+                feature = weights[0][id_start[has] + j]
+                margin[has] += _terms(weights[1][at], X[r[has], feature], missing, at, feature)
         margin += rec["bias"]
         node[active] = np.where(margin > 0.0, rec["right"], rec["left"])
     _spent_seconds += time.perf_counter() - started

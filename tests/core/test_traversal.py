@@ -196,17 +196,15 @@ def test_routing_reads_the_containers_weights_without_a_copy(tmp_path):
     import joblib
 
     trees, forest = _random_forest(4, 3, 6, 2, 7)
-    _, nodes, _, _, (index, values), _ = forest.routing_arrays()
+    _, _, _, extra_index, (index, values), _ = forest.routing_arrays()
+    assert values is forest.weight_value
+    # this forest has full rows, whose ids are implicit: the kernels read the
+    # stored ids, then 0 .. n_features - 1 for the full rows
     stored = vars(forest)["weight_index"]
-    assert index is stored and values is forest.weight_value
-    # this forest has full rows, whose ids are implicit: their records say so
-    # (n_extra = -2 - further weights) and no id is stored for them
-    full = np.diff(forest.weight_indptr)[np.arange(nodes.shape[0]) + np.repeat(
-        np.arange(forest.n_trees), np.diff(forest.node_offset))] == 6  # fmt: skip
-    assert full.any() and stored.shape[0] < values.shape[0]
-    np.testing.assert_array_equal(nodes["n_extra"][full], -7)
-    np.testing.assert_array_equal(nodes["feature"][full], 0)
-    # without full rows the ids are explicit: extra_index is extra_start
+    assert stored.shape[0] < values.shape[0]
+    ids = np.concatenate([stored, np.arange(6)])
+    np.testing.assert_array_equal(index, ids)
+    # without full rows the ids are explicit and read in place
     sparse_forest = ObliqueForest.from_trees([_drop_full_rows(t) for t in trees])
     _, _, extra_start, extra_index, (index, values), _ = sparse_forest.routing_arrays()
     assert index is vars(sparse_forest)["weight_index"] and extra_index is extra_start
@@ -216,7 +214,7 @@ def test_routing_reads_the_containers_weights_without_a_copy(tmp_path):
     _, _, _, _, (index, values), _ = mapped.routing_arrays()
     assert type(values) is np.ndarray and values.flags.writeable
     np.testing.assert_array_equal(values, forest.weight_value)
-    np.testing.assert_array_equal(index, stored)
+    np.testing.assert_array_equal(index, ids)
     X = np.random.default_rng(1).normal(size=(200, 6))
     np.testing.assert_array_equal(
         traversal.predict_value(mapped, X), reference.predict_value(trees, X)
