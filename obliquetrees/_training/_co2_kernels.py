@@ -25,12 +25,14 @@ Randomness comes from :mod:`obliquetrees._core._random` with an explicit
 state, so a node's result depends only on its data and its seed, never on the
 thread that runs it.
 
-Helpers called per sample or per minibatch with array arguments (``row_dot``,
-the softmax, the projection, the momentum step and the minibatch gradient)
-use the ``jit_inline`` preset: as ordinary calls each paid reference counting
-on its array arguments, and inlining them made a letter tree about 1.2x faster
-(CPU time, interleaved A/B, 6 trees each) with bit-identical trees (same
-operations in the same order).
+Helpers called per sample with array arguments (``row_dot``, the leaf
+losses) use the ``jit_inline`` preset: as ordinary calls each paid reference
+counting on its array arguments, and inlining them made a letter tree about
+1.2x faster (CPU time, interleaved A/B, 6 trees each) with bit-identical trees
+(same operations in the same order). The per-minibatch code (gradient,
+momentum step, projection) is written out in :func:`descend`, which runs all
+epochs of an outer iteration in one call: an inlined helper still
+reference-counts each array argument once per call.
 
 Importing this module imports numba; the estimator imports it lazily.
 """
@@ -50,7 +52,6 @@ from obliquetrees._training._co2_targets import (
     side_arg,
     softmax_lse,  # noqa: F401  (re-exported: the sparse kernels and tests import it from here)
 )
-from obliquetrees._training._optim import momentum_step, momentum_velocity
 
 #: Learning-rate schedule (the paper: "when it oscillates for more than a
 #: number of iterations we reduce the learning rate"). After every epoch the
@@ -163,133 +164,172 @@ def surrogate_z(Xb, yb, wb, m, w, b, theta0, theta1, signs, zs):
     return acc / tot, emp / tot
 
 
-@jit_inline
-def minibatch_gradient(
-    Xb,
-    yb,
-    wb,
-    perm,
-    lo,
-    hi,
-    w,
-    b,
-    theta0,
-    theta1,
-    signs,
-    gw,
-    g0,
-    g1,
-    prob0,
-    prob1,
-    cbuf,
-    rbuf,
-    zs,
-    cached,
-):
-    """Subgradient of the CCCP objective (Eq. 11) averaged over a minibatch.
+@jit
+def descend(
+    Xc, yc, wc, m, signs, zs, cached, w, b, vb, theta0, theta1, vw, v0, v1,
+    gw, g0, g1, prob0, prob1, cbuf, rbuf, border, params, state, eta, prev_run, n_up,
+):  # fmt: skip
+    """The ``cccp_epochs`` epochs of one CCCP outer iteration (the descent on Eq. 11).
 
-    The minibatch is ``perm[lo:hi]``. With ``cached`` the samples' ``z =
-    w.x + b`` are read from ``zs[perm[t]]`` (:func:`surrogate_z`'s, at these
-    ``w`` and ``b``: the same bits) instead of being computed. Writes the weighted mean gradients in
-    ``gw`` (w), ``g0`` (theta0) and ``g1`` (theta1); ``prob0``/``prob1`` are
-    scratch for the leaf softmaxes, ``cbuf``/``rbuf`` (``hi - lo`` entries)
-    for the active samples' coefficients and rows. The weight gradient is
-    summed over samples in batch order for each feature, eight features at a
-    time (register accumulators instead of a read-modify-write of ``gw`` per
-    sample).
+    Each epoch visits the minibatches ``[k * batch_size, (k + 1) * batch_size)``
+    of the first ``m`` rows in an order drawn from ``state`` (``border``:
+    scratch of one entry per minibatch; one minibatch draws nothing). Per
+    minibatch: the subgradient of the CCCP objective (Eq. 11) at the signs
+    ``signs`` averaged over its rows, a heavy-ball momentum step of ``w``,
+    ``b``, ``theta0`` and ``theta1`` (velocities ``vw``, ``vb``, ``v0``, ``v1``)
+    and the projection of ``(w, b)`` on the ``nu``-ball. With ``cached`` the
+    first minibatch reads its rows' ``z = w.x + b`` from ``zs``
+    (:func:`surrogate_z`'s, at this ``(w, b)``: the same bits). After each
+    epoch the learning rate ``eta`` is halved once the running surrogate
+    (``prev_run``) has gone up ``OSC_PATIENCE`` times (``n_up`` counts).
+
+    The gradient, the momentum step and the projection are written out here,
+    not called: an inlined helper copies each array argument into a variable
+    of its own, which numba reference-counts with atomic instructions, about
+    26 arrays per minibatch. On return ``gw``, ``g0`` and ``g1`` hold the last
+    minibatch's mean gradients (``prob0``/``prob1``, ``cbuf``/``rbuf`` of
+    ``batch_size`` entries are scratch). The weight gradient is summed over
+    samples in batch order for each feature, eight features at a time
+    (register accumulators instead of a read-modify-write of ``gw`` per sample).
 
     Returns
     -------
-    gb : float
-        Gradient for the bias.
-    run : float
-        Weighted sum of the surrogate (Eq. 10) over the minibatch at the
-        current parameters (used to detect oscillation).
-    wsum : float
-        Total weight of the minibatch (0 means no update).
+    b, vb, eta : float
+        The bias, its velocity and the learning rate after the epochs.
+    prev_run : float
+        The last epoch's running surrogate (Eq. 10, weighted mean over the
+        rows at the parameters each minibatch saw).
+    n_up : int
+        The oscillation count.
     """
-    p = Xb.shape[1]
+    p = Xc.shape[1]
     n_classes = theta0.shape[0]
-    lse0 = leaf_prepare(yb, theta0, prob0)
-    lse1 = leaf_prepare(yb, theta1, prob1)
-    for k in range(n_classes):
-        g0[k] = 0.0
-        g1[k] = 0.0
-    gb = 0.0
-    n0 = 0.0
-    n1 = 0.0
-    wsum = 0.0
-    run = 0.0
-    na = 0
-    for t in range(lo, hi):
-        i = perm[t]
-        wt = wb[i]
-        z = zs[i] if cached else row_dot(w, Xb, i, b)
-        a0 = side_arg(-z, yb, i, lse0, theta0)
-        a1 = side_arg(z, yb, i, lse1, theta1)
-        s = signs[i]
-        # branch-free: the active leaf is data dependent and unpredictable
-        left = a0 >= a1
-        w0 = wt if left else 0.0
-        w1 = wt - w0
-        coef = -(1.0 + s) if left else 1.0 - s
-        top = a0 if left else a1
-        n0 += w0
-        n1 += w1
-        add_leaf_gradient(g0, yb, i, w0, theta0)
-        add_leaf_gradient(g1, yb, i, w1, theta1)
-        run += wt * (top - abs(z))
-        wsum += wt
-        cw = wt * coef
-        cbuf[na] = cw
-        rbuf[na] = i
-        na += coef != 0.0
-        gb += cw
-    j = 0
-    while j + 8 <= p:
-        s0 = 0.0
-        s1 = 0.0
-        s2 = 0.0
-        s3 = 0.0
-        s4 = 0.0
-        s5 = 0.0
-        s6 = 0.0
-        s7 = 0.0
-        for u in range(na):
-            r = rbuf[u]
-            c = cbuf[u]
-            s0 += c * Xb[r, j]
-            s1 += c * Xb[r, j + 1]
-            s2 += c * Xb[r, j + 2]
-            s3 += c * Xb[r, j + 3]
-            s4 += c * Xb[r, j + 4]
-            s5 += c * Xb[r, j + 5]
-            s6 += c * Xb[r, j + 6]
-            s7 += c * Xb[r, j + 7]
-        gw[j] = s0
-        gw[j + 1] = s1
-        gw[j + 2] = s2
-        gw[j + 3] = s3
-        gw[j + 4] = s4
-        gw[j + 5] = s5
-        gw[j + 6] = s6
-        gw[j + 7] = s7
-        j += 8
-    while j < p:
-        s0 = 0.0
-        for u in range(na):
-            s0 += cbuf[u] * Xb[rbuf[u], j]
-        gw[j] = s0
-        j += 1
-    if wsum <= 0.0:
-        return 0.0, run, wsum
-    inv = 1.0 / wsum
-    # classes: the softmax part of the log-loss gradient, n_leaf * softmax(theta) - counts
-    finish_leaf_gradient(yb, g0, n0, prob0, inv)
-    finish_leaf_gradient(yb, g1, n1, prob1, inv)
-    for j in range(p):
-        gw[j] *= inv
-    return gb * inv, run, wsum
+    momentum = params.momentum
+    nu = params.nu
+    n_batches = (m + params.batch_size - 1) // params.batch_size
+    for _ in range(params.cccp_epochs):
+        for k in range(n_batches):
+            border[k] = k
+        if n_batches > 1:
+            shuffle(border, n_batches, state)
+        run_all = 0.0
+        tot = 0.0
+        for kb in range(n_batches):
+            lo = border[kb] * params.batch_size
+            hi = min(lo + params.batch_size, m)
+            # -- the minibatch's subgradient of Eq. 11
+            lse0 = leaf_prepare(yc, theta0, prob0)
+            lse1 = leaf_prepare(yc, theta1, prob1)
+            for k in range(n_classes):
+                g0[k] = 0.0
+                g1[k] = 0.0
+            gb = 0.0
+            n0 = 0.0
+            n1 = 0.0
+            wsum = 0.0
+            run = 0.0
+            na = 0
+            for i in range(lo, hi):
+                wt = wc[i]
+                z = zs[i] if cached else row_dot(w, Xc, i, b)
+                a0 = side_arg(-z, yc, i, lse0, theta0)
+                a1 = side_arg(z, yc, i, lse1, theta1)
+                s = signs[i]
+                # branch-free: the active leaf is data dependent and unpredictable
+                left = a0 >= a1
+                w0 = wt if left else 0.0
+                w1 = wt - w0
+                coef = -(1.0 + s) if left else 1.0 - s
+                top = a0 if left else a1
+                n0 += w0
+                n1 += w1
+                add_leaf_gradient(g0, yc, i, w0, theta0)
+                add_leaf_gradient(g1, yc, i, w1, theta1)
+                run += wt * (top - abs(z))
+                wsum += wt
+                cw = wt * coef
+                cbuf[na] = cw
+                rbuf[na] = i
+                na += coef != 0.0
+                gb += cw
+            cached = False  # (w, b) move below
+            j = 0
+            while j + 8 <= p:
+                s0 = 0.0
+                s1 = 0.0
+                s2 = 0.0
+                s3 = 0.0
+                s4 = 0.0
+                s5 = 0.0
+                s6 = 0.0
+                s7 = 0.0
+                for u in range(na):
+                    r = rbuf[u]
+                    c = cbuf[u]
+                    s0 += c * Xc[r, j]
+                    s1 += c * Xc[r, j + 1]
+                    s2 += c * Xc[r, j + 2]
+                    s3 += c * Xc[r, j + 3]
+                    s4 += c * Xc[r, j + 4]
+                    s5 += c * Xc[r, j + 5]
+                    s6 += c * Xc[r, j + 6]
+                    s7 += c * Xc[r, j + 7]
+                gw[j] = s0
+                gw[j + 1] = s1
+                gw[j + 2] = s2
+                gw[j + 3] = s3
+                gw[j + 4] = s4
+                gw[j + 5] = s5
+                gw[j + 6] = s6
+                gw[j + 7] = s7
+                j += 8
+            while j < p:
+                s0 = 0.0
+                for u in range(na):
+                    s0 += cbuf[u] * Xc[rbuf[u], j]
+                gw[j] = s0
+                j += 1
+            run_all += run
+            tot += wsum
+            if wsum <= 0.0:
+                continue
+            inv = 1.0 / wsum
+            # classes: the softmax part of the log-loss gradient, n_leaf * softmax(theta) - counts
+            finish_leaf_gradient(yc, g0, n0, prob0, inv)
+            finish_leaf_gradient(yc, g1, n1, prob1, inv)
+            for j in range(p):
+                gw[j] *= inv
+            gb *= inv
+            # -- momentum step (momentum_step / momentum_velocity, written out)
+            for j in range(p):
+                vw[j] = momentum * vw[j] - eta * gw[j]
+                w[j] += vw[j]
+            vb = momentum * vb - eta * gb
+            b += vb
+            for k in range(n_classes):
+                v0[k] = momentum * v0[k] - eta * g0[k]
+                theta0[k] += v0[k]
+            for k in range(n_classes):
+                v1[k] = momentum * v1[k] - eta * g1[k]
+                theta1[k] += v1[k]
+            # -- projection on the nu-ball (project_ball, written out)
+            sq = b * b
+            for j in range(p):
+                sq += w[j] * w[j]
+            if sq > nu:
+                rr = np.sqrt(nu / sq)
+                for j in range(p):
+                    w[j] *= rr
+                b *= rr
+        if tot > 0.0:
+            run_all /= tot
+        if run_all > prev_run:
+            n_up += 1
+            if n_up >= OSC_PATIENCE:
+                eta *= LR_DECAY
+                n_up = 0
+        prev_run = run_all
+    return b, vb, eta, prev_run, n_up
 
 
 @jit
@@ -406,28 +446,31 @@ def cccp(
     Xc = Xb[:m]
     yc = yb[:m]
     wc = wb[:m]
-    xrow = np.empty(p)
+    # the node's scratch in a few blocks (fewer allocations per node, each one a
+    # reference-counted allocation); rows of a C-contiguous block are 1-D C arrays
+    per_row = np.empty((3, m))
+    signs, prev_signs = per_row[0], per_row[1]
+    zs = per_row[2]  # z of every row at the last surrogate evaluation
+    per_feature = np.empty((4, p))
+    xrow, gw, vw, best_w = per_feature[0], per_feature[1], per_feature[2], per_feature[3]
+    # gradients, probabilities, velocities and best iterate of the two sides' leaves
+    per_class = np.empty((8, n_classes))
+    g0, g1, prob0, prob1 = per_class[0], per_class[1], per_class[2], per_class[3]
+    v0, v1, best_t0, best_t1 = per_class[4], per_class[5], per_class[6], per_class[7]
     ytmp = empty_targets(yb, 1)
     seen = np.empty(m, dtype=np.bool_)
-    signs = np.empty(m)
-    prev_signs = np.empty(m)
-    zs = np.empty(m)  # z of every row at the last surrogate evaluation
     perm = np.arange(m)
-    ident = np.arange(m)
     n_batches = (m + params.batch_size - 1) // params.batch_size
-    border = np.arange(n_batches)
-    gw = np.empty(p)
-    per_class = np.empty((4, n_classes))  # gradients and probabilities of the two sides
-    g0, g1, prob0, prob1 = per_class[0], per_class[1], per_class[2], per_class[3]
+    border = np.empty(n_batches, dtype=np.int64)
     cbuf = np.empty(params.batch_size)
     rbuf = np.empty(params.batch_size, dtype=np.int64)
-    vw = np.zeros(p)
-    v0 = np.zeros(n_classes)
-    v1 = np.zeros(n_classes)
+    vw[:] = 0.0
+    v0[:] = 0.0
+    v1[:] = 0.0
     vb = 0.0
-    best_w = w.copy()
-    best_t0 = theta0.copy()
-    best_t1 = theta1.copy()
+    best_w[:] = w
+    best_t0[:] = theta0
+    best_t1[:] = theta1
     b = project_ball(w, b, params.nu)
     best_b = b
     best, _ = surrogate_z(Xc, yc, wc, m, w, b, theta0, theta1, signs, zs)
@@ -447,57 +490,10 @@ def cccp(
                 perm[t] = t
             shuffle(perm, m, state)
             permute_rows(perm, m, Xc, yc, wc, signs, seen, xrow, ytmp)
-        for _ in range(params.cccp_epochs):
-            if n_batches > 1:
-                for k in range(n_batches):
-                    border[k] = k
-                shuffle(border, n_batches, state)
-            run = 0.0
-            tot = 0.0
-            for kb in range(n_batches):
-                lo = border[kb] * params.batch_size
-                hi = min(lo + params.batch_size, m)
-                gb, r, ws = minibatch_gradient(
-                    Xc,
-                    yc,
-                    wc,
-                    ident,
-                    lo,
-                    hi,
-                    w,
-                    b,
-                    theta0,
-                    theta1,
-                    signs,
-                    gw,
-                    g0,
-                    g1,
-                    prob0,
-                    prob1,
-                    cbuf,
-                    rbuf,
-                    zs,
-                    cached,
-                )
-                cached = False  # (w, b) move below
-                run += r
-                tot += ws
-                if ws <= 0.0:
-                    continue
-                momentum_step(w, vw, gw, params.momentum, eta)
-                vb = momentum_velocity(vb, gb, params.momentum, eta)
-                b += vb
-                momentum_step(theta0, v0, g0, params.momentum, eta)
-                momentum_step(theta1, v1, g1, params.momentum, eta)
-                b = project_ball(w, b, params.nu)
-            if tot > 0.0:
-                run /= tot
-            if run > prev_run:
-                n_up += 1
-                if n_up >= OSC_PATIENCE:
-                    eta *= LR_DECAY
-                    n_up = 0
-            prev_run = run
+        b, vb, eta, prev_run, n_up = descend(
+            Xc, yc, wc, m, signs, zs, cached, w, b, vb, theta0, theta1, vw, v0, v1,
+            gw, g0, g1, prob0, prob1, cbuf, rbuf, border, params, state, eta, prev_run, n_up,
+        )  # fmt: skip
         prev_signs[:] = signs  # the sides at the start of this iteration (rows as permuted)
         current, _ = surrogate_z(Xc, yc, wc, m, w, b, theta0, theta1, signs, zs)
         n_flipped = n_changed(signs, prev_signs, m)

@@ -155,56 +155,53 @@ def test_surrogate_is_tight_for_large_margins():
 
 
 # ------------------------------------------------------------- gradient
+def descend_gradient(X, y, wt, rows, w, b, t0, t1, signs, zs=None):
+    """The subgradient :func:`descend` steps along on one minibatch: the rows ``rows``.
+
+    One epoch of one minibatch with momentum 0, step size 1 and no projection,
+    so the step is ``-gradient`` exactly (``0 * 0 - 1 * g``); ``descend``'s
+    scratch keeps the gradients of ``w``, ``theta0`` and ``theta1``. With
+    ``zs`` the rows' ``z`` are read from it (``zs[t]`` for ``rows[t]``).
+    Returns ``(gw, gb, g0, g1, run)``, ``run`` the minibatch's weighted mean surrogate.
+    """
+    Xs = np.ascontiguousarray(X[rows])
+    m, p, k = len(rows), X.shape[1], t0.shape[0]
+    params = _co2_params(batch_size=m, momentum=0.0, cccp_epochs=1, nu=1e300).kernel_args()
+    gw, g0, g1 = np.empty(p), np.empty(k), np.empty(k)
+    _, vb, _, run, _ = K.descend(
+        Xs, y[rows].copy(), wt[rows].copy(), m, signs[rows].copy(),
+        np.empty(m) if zs is None else zs, zs is not None, w.copy(), b, 0.0, t0.copy(), t1.copy(),
+        np.zeros(p), np.zeros(k), np.zeros(k), gw, g0, g1, np.empty(k), np.empty(k),
+        np.empty(m), np.empty(m, dtype=np.int64), np.empty(1, dtype=np.int64), params,
+        _state(0), 1.0, np.inf, 0,
+    )  # fmt: skip
+    return gw, -vb, g0, g1, run
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_minibatch_gradient_matches_reference(seed):
     rng = np.random.default_rng(seed)
     X, y, wt = _problem(rng, integer_weights=bool(seed % 2))
     w, b, t0, t1 = _params(rng, X.shape[1], 4)
     signs = np.where(rng.random(X.shape[0]) < 0.5, 1.0, -1.0)
-    perm = rng.permutation(X.shape[0]).astype(np.int64)
-    gw, g0, g1 = np.empty(X.shape[1]), np.empty(4), np.empty(4)
-    lo, hi = 10, 45
-    gb, run, wsum = K.minibatch_gradient(
-        X,
-        y,
-        wt,
-        perm,
-        lo,
-        hi,
-        w,
-        b,
-        t0,
-        t1,
-        signs,
-        gw,
-        g0,
-        g1,
-        np.empty(4),
-        np.empty(4),
-        np.empty(hi - lo),
-        np.empty(hi - lo, dtype=np.int64),
-        np.empty(X.shape[0]),
-        False,
-    )
+    rows = rng.permutation(X.shape[0]).astype(np.int64)[10:45]
+    gw, gb, g0, g1, run = descend_gradient(X, y, wt, rows, w, b, t0, t1, signs)
     rgw, rgb, rg0, rg1, rrun, rwsum = ref.co2_minibatch_gradient(
-        X, y, wt, perm[lo:hi], w, b, t0, t1, signs
+        X, y, wt, rows, w, b, t0, t1, signs
     )
     np.testing.assert_allclose(gw, rgw, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose([gb, run, wsum], [rgb, rrun, rwsum], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose([gb, run], [rgb, rrun / rwsum], rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(g0, rg0, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(g1, rg1, rtol=1e-10, atol=1e-12)
     # with the z the surrogate wrote at the same (w, b): the same bits, and those z are
     # numpy's up to rounding
-    zs = np.empty(X.shape[0])
-    K.surrogate_z(X, y, wt, X.shape[0], w, b, t0, t1, signs.copy(), zs)
-    np.testing.assert_allclose(zs, X @ w + b, rtol=1e-12, atol=1e-12)
-    cgw, cg0, cg1 = np.empty(X.shape[1]), np.empty(4), np.empty(4)
-    cached = K.minibatch_gradient(
-        X, y, wt, perm, lo, hi, w, b, t0, t1, signs, cgw, cg0, cg1, np.empty(4), np.empty(4),
-        np.empty(hi - lo), np.empty(hi - lo, dtype=np.int64), zs, True,
-    )  # fmt: skip
-    assert cached == (gb, run, wsum)
-    for a, c in ((gw, cgw), (g0, cg0), (g1, cg1)):
+    zs = np.empty(len(rows))
+    Xs = np.ascontiguousarray(X[rows])
+    K.surrogate_z(Xs, y[rows], wt[rows], len(rows), w, b, t0, t1, signs[rows].copy(), zs)
+    np.testing.assert_allclose(zs, Xs @ w + b, rtol=1e-12, atol=1e-12)
+    cached = descend_gradient(X, y, wt, rows, w, b, t0, t1, signs, zs)
+    assert cached[1] == gb and cached[4] == run
+    for a, c in ((gw, cached[0]), (g0, cached[2]), (g1, cached[3])):
         np.testing.assert_array_equal(a, c)
 
 
@@ -215,30 +212,8 @@ def test_minibatch_gradient_finite_differences(seed):
     X, y, wt = _problem(rng, m=40)
     w, b, t0, t1 = _params(rng, X.shape[1], 4)
     signs = np.where(rng.random(X.shape[0]) < 0.5, 1.0, -1.0)
-    perm = np.arange(X.shape[0], dtype=np.int64)
-    gw, g0, g1 = np.empty(X.shape[1]), np.empty(4), np.empty(4)
-    gb, _, _ = K.minibatch_gradient(
-        X,
-        y,
-        wt,
-        perm,
-        0,
-        40,
-        w,
-        b,
-        t0,
-        t1,
-        signs,
-        gw,
-        g0,
-        g1,
-        np.empty(4),
-        np.empty(4),
-        np.empty(40),
-        np.empty(40, dtype=np.int64),
-        np.empty(40),
-        False,
-    )
+    rows = np.arange(X.shape[0], dtype=np.int64)
+    gw, gb, g0, g1, _ = descend_gradient(X, y, wt, rows, w, b, t0, t1, signs)
     theta = np.concatenate([w, [b], t0, t1])
     p = X.shape[1]
 
