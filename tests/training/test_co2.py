@@ -178,6 +178,31 @@ def descend_gradient(X, y, wt, rows, w, b, t0, t1, signs, zs=None):
     return gw, -vb, g0, g1, run
 
 
+def _row_dot_python(w, x, b):
+    """``b + w . x`` with partial sums over ``j mod 4``, in plain Python (the kernel's order)."""
+    s = [0.0, 0.0, 0.0, 0.0]
+    p4 = len(w) - len(w) % 4
+    for j in range(p4):
+        s[j % 4] += float(w[j]) * float(x[j])
+    for j in range(p4, len(w)):
+        s[0] += float(w[j]) * float(x[j])
+    return b + ((s[0] + s[1]) + (s[2] + s[3]))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_rows_dot_matches_numpy_and_the_one_row_order(seed):
+    rng = np.random.default_rng(seed)
+    m, p = int(rng.integers(1, 30)), int(rng.integers(1, 23))
+    X, w, b = rng.normal(size=(m, p)), rng.normal(size=p), float(rng.normal())
+    lo = int(rng.integers(0, m))
+    hi = int(rng.integers(lo, m + 1))  # odd and even counts, empty ranges too
+    zs = np.full(m, np.nan)
+    K.rows_dot(w, X, lo, hi, b, zs)
+    np.testing.assert_allclose(zs[lo:hi], X[lo:hi] @ w + b, rtol=1e-12, atol=1e-12)
+    assert [float(z) for z in zs[lo:hi]] == [_row_dot_python(w, X[i], b) for i in range(lo, hi)]
+    assert np.isnan(zs[:lo]).all() and np.isnan(zs[hi:]).all()  # nothing outside the range
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_minibatch_gradient_matches_reference(seed):
     rng = np.random.default_rng(seed)
