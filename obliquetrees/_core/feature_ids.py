@@ -79,34 +79,61 @@ def explicit_feature_ids(counts, stored, n_features):
 
 
 def stored_feature_ids(counts, ids, n_features):
-    """The form to store for explicit ``ids``: implicit full rows when it is exact.
+    """The form to store for ``ids``: implicit full rows when that is exact.
 
-    Full rows' ids are left out iff every full row lists ``0 .. n_features -
-    1`` in order (a full row in another order, or with a repeated feature,
-    keeps the whole container explicit).
+    Explicit ids lose their full rows' ids iff every full row lists ``0 ..
+    n_features - 1`` in order (a full row in another order, or with a
+    repeated feature, keeps the whole container explicit). Ids already in
+    the implicit form are returned as they are.
 
     Parameters
     ----------
     counts : ndarray of int, shape (n_nodes,)
         Weights per node.
-    ids : ndarray of int32, shape (counts.sum(),)
-        Explicit ids.
+    ids : ndarray of int32
+        Ids in either form.
     n_features : int
 
     Returns
     -------
     stored : ndarray of int32
-        ``ids`` itself when the container stays explicit.
+        ``ids`` itself when it is implicit already or stays explicit.
     """
+    if (counts.size and counts.min() < 0) or ids.shape[0] != counts.sum():
+        return ids  # implicit already, or malformed (the container checks report it)
     full = counts == n_features
     n_full = np.count_nonzero(full)
-    if not n_full or counts.min() < 0 or ids.shape[0] != counts.sum():
-        return ids  # nothing to leave out, or malformed (the container checks report it)
+    if not n_full:
+        return ids
     in_full_row = np.repeat(full, counts)
     pattern = np.arange(n_features, dtype=ids.dtype)
     if not (ids[in_full_row].reshape(n_full, n_features) == pattern).all():
         return ids
     return np.ascontiguousarray(ids[~in_full_row])
+
+
+def keeps_full_row_ids(counts, stored, n_features):
+    """Whether ``stored`` ids are explicit although some row is full.
+
+    Only a full row listed out of order does that (see
+    :func:`stored_feature_ids`); packing such a tree beside implicit ones
+    needs the explicit form for all.
+    """
+    return not is_implicit(stored, counts.sum()) and bool(np.any(counts == n_features))
+
+
+def id_starts(counts, stored, n_features):
+    """Where each node's ids start in ``stored``, and the end: shape (n_nodes + 1,).
+
+    In the explicit form these are the weight starts; in the implicit form a
+    full row stores none (its start is the next row's).
+    """
+    per_node = counts
+    if is_implicit(stored, counts.sum()):
+        per_node = np.where(counts == n_features, 0, counts)
+    starts = np.zeros(counts.shape[0] + 1, dtype=np.int64)
+    np.cumsum(per_node, out=starts[1:])
+    return starts
 
 
 def as_feature_index(index):

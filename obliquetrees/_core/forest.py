@@ -25,7 +25,9 @@ import numpy as np
 
 from obliquetrees._core.feature_ids import (
     FeatureIds,
+    id_starts,
     is_implicit,
+    keeps_full_row_ids,
     node_weight_counts,
     stored_feature_ids,
 )
@@ -150,10 +152,12 @@ class ObliqueForest:
         self.node_offset = np.ascontiguousarray(node_offset, dtype=INDEX_DTYPE)
         self.weight_offset = np.ascontiguousarray(weight_offset, dtype=INDEX_DTYPE)
         self.n_features = int(n_features)
-        index, values = self.__dict__["weight_index"], self.weight_value
-        if isinstance(index, np.ndarray) and isinstance(values, np.ndarray):
-            if index.shape[0] == values.shape[0]:  # explicit: store the compact form
+        index = self.__dict__["weight_index"]
+        if isinstance(index, np.ndarray):
+            try:
                 self.weight_index = stored_feature_ids(self.weight_counts(), index, self.n_features)
+            except (ValueError, IndexError):
+                pass  # malformed pointers: kept as given, for check_invariants to report
         self.format_version = FORMAT_VERSION
         self._trees = None
         self._routing = None
@@ -219,10 +223,8 @@ class ObliqueForest:
         # the trees' stored ids are packed as they are when every tree with a
         # full row stores the implicit form (a tree can only keep a full row's
         # ids when that row is not 0 .. n_features - 1: then all go explicit)
-        p = trees[0].n_features
-        implicit = all(
-            is_implicit(vars(t)["weight_index"], t.weight_value.shape[0])
-            or not np.any(np.diff(t.weight_indptr) == p)
+        implicit = not any(
+            keeps_full_row_ids(t.weight_counts(), vars(t)["weight_index"], t.n_features)
             for t in trees
         )
 
@@ -260,21 +262,13 @@ class ObliqueForest:
         """Number of stored weights of every node, shape (n_nodes,)."""
         return node_weight_counts(self.weight_indptr, self.node_offset)
 
-    def _index_offset(self):
-        """Where each tree's stored feature ids start, shape (n_trees + 1,)."""
-        stored = vars(self)["weight_index"]
-        if not is_implicit(stored, self.weight_value.shape[0]):
-            return self.weight_offset
-        full = self.weight_counts() == self.n_features
-        full_per_tree = np.add.reduceat(full, self.node_offset[:-1])
-        full_before = np.concatenate([[0], np.cumsum(full_per_tree)])
-        return self.weight_offset - self.n_features * full_before
-
     @property
     def trees(self):
         """The individual trees, as views of the packed arrays."""
         if self._trees is None:
-            index_offset = self._index_offset()
+            # where each tree's stored ids start: its root's
+            starts = id_starts(self.weight_counts(), vars(self)["weight_index"], self.n_features)
+            index_offset = starts[self.node_offset]
             self._trees = [self._tree_view(t, index_offset) for t in range(self.n_trees)]
         return self._trees
 
@@ -381,8 +375,7 @@ def _routing_layout(forest):
     stored = vars(forest)["weight_index"]
     if is_implicit(stored, forest.weight_value.shape[0]):
         full = count == forest.n_features
-        ids_per_node = np.where(full, 0, count)
-        id_start = np.cumsum(ids_per_node) - ids_per_node  # nodes store weights in node order
+        id_start = id_starts(count, stored, forest.n_features)[:-1]
         explicit = has_weight & ~full
         nodes["feature"][explicit] = stored[id_start[explicit]]  # full rows: feature 0
         ids = np.concatenate([stored, np.arange(forest.n_features, dtype=stored.dtype)])

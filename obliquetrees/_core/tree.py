@@ -203,10 +203,9 @@ class ObliqueTree:
         self.children_right = np.ascontiguousarray(children_right, dtype=INDEX_DTYPE)
         self.weight_indptr = np.ascontiguousarray(weight_indptr, dtype=INDEX_DTYPE)
         self.weight_value = np.ascontiguousarray(weight_value, dtype=VALUE_DTYPE)
-        index = as_feature_index(weight_index)
-        if index.shape[0] == self.weight_value.shape[0]:  # explicit: store the compact form
-            index = stored_feature_ids(np.diff(self.weight_indptr), index, int(n_features))
-        self.weight_index = index
+        self.weight_index = stored_feature_ids(
+            self.weight_counts(), as_feature_index(weight_index), int(n_features)
+        )
         if missing_fill is not None:
             if weight_missing is not None:
                 raise ValueError("pass weight_missing or missing_fill, not both.")

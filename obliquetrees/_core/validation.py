@@ -178,17 +178,17 @@ def _check_forest_arrays(arrays, node_offset, weight_offset, n_features):
             f"= {n + n_trees}."
         )
     check_array(index, "weight_index", FEATURE_DTYPE, 1)
-    value_shape = (getattr(arrays["weight_value"], "shape", (0,)) or (0,))[:1]
-    check_array(arrays["weight_value"], "weight_value", VALUE_DTYPE, 1, value_shape)
+    check_array(arrays["weight_value"], "weight_value", VALUE_DTYPE, 1)
+    n_stored = arrays["weight_value"].shape[0]  # the ids may be fewer (format 4)
     missing, fill = arrays["weight_missing"], arrays["missing_fill"]
     if missing is None and fill is not None:  # compact: terms = value * fill[index]
         check_array(fill, "missing_fill", VALUE_DTYPE, 1, (n_features,))
     elif fill is None:
-        check_array(missing, "weight_missing", VALUE_DTYPE, 1, value_shape)
+        check_array(missing, "weight_missing", VALUE_DTYPE, 1, (n_stored,))
     else:
         raise ValueError("weight_missing and missing_fill exclude each other (one must be None).")
     n_weights = np.diff(weight_offset)
-    if weight_offset[0] != 0 or np.any(n_weights < 0) or weight_offset[-1] != value_shape[0]:
+    if weight_offset[0] != 0 or np.any(n_weights < 0) or weight_offset[-1] != n_stored:
         raise ValueError("weight_offset must rise from 0 to the number of stored weights.")
 
     left, right = arrays["children_left"], arrays["children_right"]
@@ -243,14 +243,14 @@ def _check_forest_arrays(arrays, node_offset, weight_offset, n_features):
     # the counts are non-negative and sum to the number of weights, so the
     # leaves hold none iff the internal nodes hold them all (an index gather
     # is several times cheaper than a masked reduction here)
-    if counts[internal].sum() != value_shape[0]:
+    if counts[internal].sum() != n_stored:
         raise ValueError("Leaves must not store split weights.")
     # feature ids: one per weight, or none for full rows (container format 4)
-    implicit_length = value_shape[0] - n_features * np.count_nonzero(counts == n_features)
-    if index.shape[0] not in (value_shape[0], implicit_length):
+    implicit_length = n_stored - n_features * np.count_nonzero(counts == n_features)
+    if index.shape[0] not in (n_stored, implicit_length):
         raise ValueError(
             f"weight_index has {index.shape[0]} ids: expected one per stored weight "
-            f"({value_shape[0]}) or one per weight outside the full rows ({implicit_length})."
+            f"({n_stored}) or one per weight outside the full rows ({implicit_length})."
         )
     if index.size and (index.min() < 0 or index.max() >= n_features):
         raise ValueError(f"weight_index must lie in [0, n_features) = [0, {n_features}).")

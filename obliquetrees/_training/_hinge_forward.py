@@ -14,7 +14,7 @@ given dense.
 import numpy as np
 import scipy.sparse as sp
 
-from obliquetrees._core.feature_ids import is_implicit
+from obliquetrees._core.feature_ids import keeps_full_row_ids
 from obliquetrees._core.forest import ObliqueForest
 from obliquetrees._core.tree import (
     _NODE_ARRAYS,
@@ -248,7 +248,7 @@ def to_forest(model, counts, value_scale=1.0, fold=None):
         ):
             raise RuntimeError("the folded hinge trees store their missing-value terms unlike.")
         ids = vars(tree)["weight_index"]
-        if not is_implicit(ids, stop - start) and np.any(np.diff(tree.weight_indptr) == n_features):
+        if keeps_full_row_ids(tree.weight_counts(), ids, n_features):
             # from_dense and the folds list a row's features in order: never met
             raise RuntimeError("a folded hinge tree keeps the feature ids of a full row.")
         for name in per_weight:

@@ -8,6 +8,8 @@ import pytest
 from obliquetrees._core import traversal, traversal_numpy
 from obliquetrees._core.feature_ids import (
     explicit_feature_ids,
+    id_starts,
+    keeps_full_row_ids,
     node_weight_counts,
     stored_feature_ids,
 )
@@ -43,6 +45,13 @@ def test_stored_and_explicit_ids_match_a_plain_reference(seed):
     stored = stored_feature_ids(counts, ids, p)
     np.testing.assert_array_equal(stored, _reference_stored(counts, ids, p))
     np.testing.assert_array_equal(explicit_feature_ids(counts, stored, p), ids)
+    assert stored_feature_ids(counts, stored, p) is stored  # already in its stored form
+    # each node's ids start after those the earlier nodes store
+    stored_per_node = [0 if c == p and stored.shape[0] < ids.shape[0] else c for c in counts]
+    np.testing.assert_array_equal(id_starts(counts, stored, p), np.cumsum([0, *stored_per_node]))
+    assert keeps_full_row_ids(counts, stored, p) == (
+        stored.shape[0] == ids.shape[0] and bool(np.any(counts == p))
+    )
 
 
 def _dense_tree(rng, n_features=5, max_depth=4):
