@@ -71,7 +71,7 @@ ESTIMATORS = {
         dict(n_estimators=10, max_depth=10, n_jobs=2, prune_threshold="auto", finetune_epochs=None),
     ),
     "E2EDT(depth 6)": ("obliquetrees.E2EDTClassifier", dict(max_depth=6)),
-    "SoftTree()": ("obliquetrees.SoftTreeClassifier", dict()),
+    "SoftTree()": ("obliquetrees.SoftTreeClassifier", dict(n_jobs=2)),
     "RF(30)": ("sklearn.ensemble.RandomForestClassifier", dict(n_estimators=30, n_jobs=2)),
     "RF(10)": ("sklearn.ensemble.RandomForestClassifier", dict(n_estimators=10, n_jobs=2)),
     "ExtraTrees(30)": ("sklearn.ensemble.ExtraTreesClassifier", dict(n_estimators=30, n_jobs=2)),

@@ -623,6 +623,45 @@ def soft_tree_loss(X, R, sw, children_left, children_right, W, b, Z, loss):
     return soft_loss(F.reshape(len(X), -1), R, sw, loss)
 
 
+def soft_sgd_split_squared(
+    X, R, P, A, sw, w, b0, zL, zR, lr, max_epochs, momentum, decay, state, mid_epoch=True
+):
+    """Online SGD of a new split under the squared loss, one sample at a time.
+
+    The paper's Fig. 2 lines 8-22 with the authors' momentum and per-sample
+    step decay; the samples are shuffled every epoch with the kernels' own
+    shuffle (``state``, modified). Stops as soon as the step size falls below
+    ``1e-6 * lr``, mid-epoch if need be (``mid_epoch=False``: at the end of
+    that epoch, as the authors' code). Returns (w, b0, zL, zR, steps).
+    """
+    from obliquetrees._core._random import shuffle
+
+    n = X.shape[0]
+    w, zL, zR = w.astype(np.float64), zL.astype(np.float64), zR.astype(np.float64)
+    vw, vb, vL, vR = np.zeros_like(w), 0.0, np.zeros_like(zL), np.zeros_like(zR)
+    order = np.arange(n)
+    eta, steps = lr, 0
+    for _ in range(max_epochs):
+        shuffle(order, n, state)
+        for i in order:
+            g = _soft_sigmoid(w @ X[i] + b0)
+            F = A[i] + P[i] * (g * zL + (1.0 - g) * zR)
+            delta = sw[i] * (F - R[i]) * P[i]
+            ga = float(delta @ (zL - zR)) * g * (1.0 - g)
+            vw = momentum * vw - eta * ga * X[i]
+            vb = momentum * vb - eta * ga
+            vL = momentum * vL - eta * delta * g
+            vR = momentum * vR - eta * delta * (1.0 - g)
+            w, b0, zL, zR = w + vw, b0 + vb, zL + vL, zR + vR
+            eta *= decay
+            steps += 1
+            if mid_epoch and eta < lr * 1e-6:
+                return w, b0, zL, zR, steps
+        if eta < lr * 1e-6:
+            break
+    return w, b0, zL, zR, steps
+
+
 def soft_random_tree(rng, n_features, n_outputs=1, n_splits=4, scale=1.0):
     """A random soft tree in the training convention (children after parents)."""
     cl, cr = [-1], [-1]

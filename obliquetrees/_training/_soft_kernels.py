@@ -46,10 +46,10 @@ from obliquetrees._training._rows import (
     shifts_of,
 )
 
-#: A restart stops early once the decayed step size falls below this fraction
-#: of its initial value (with the per-sample decay 0.9999 this only happens on
-#: large training sets, after ~138k samples; the steps left would sum to at
-#: most 1% of one initial step).
+#: A restart stops once the decayed step size falls below this fraction of its
+#: initial value, within an epoch if need be (with the per-sample decay 0.9999
+#: this happens after ~138k samples, so only on large training sets; the steps
+#: left would sum to at most 1% of one initial step).
 ETA_STOP = 1e-6
 #: Parameters whose absolute value reaches this bound count as diverged.
 DIVERGED = 1e8
@@ -179,6 +179,47 @@ def forward_context(X, children_left, children_right, W, b, Z, n_nodes, m):
 
 
 @jit
+def path_probability(X, children_left, children_right, W, b, n_nodes, m):
+    """Path probability ``P`` of node ``m`` for every sample, from the gates on its path only.
+
+    The same log-probability sum as :func:`forward_context` (the same terms,
+    added in the same order from the root down), so ``P`` is bit-identical to
+    its ``P``, at O(depth of m) gates per sample instead of every gate of the
+    tree.
+    """
+    n = n_rows(X)
+    P = np.ones(n)
+    if m <= 0:
+        return P
+    parent = np.full(n_nodes, -1, dtype=np.int64)
+    for j in range(n_nodes):
+        if children_left[j] >= 0:
+            parent[children_left[j]] = j
+            parent[children_right[j]] = j
+    length = 0
+    j = m
+    while j > 0:
+        length += 1
+        j = parent[j]
+    path = np.empty(length, dtype=np.int64)  # gate nodes, root first
+    goes_left = np.empty(length, dtype=np.bool_)
+    j = m
+    for q in range(length - 1, -1, -1):
+        path[q] = parent[j]
+        goes_left[q] = children_left[parent[j]] == j
+        j = parent[j]
+    wsh = shifts_of(X, W, n_nodes)
+    for i in range(n):
+        logp = 0.0
+        for q in range(length):
+            a = gate_input(X, i, W, b, wsh, path[q])
+            left_term, right_term = log_sigmoid_pair(a)
+            logp = logp + (left_term if goes_left[q] else right_term)
+        P[i] = np.exp(logp)
+    return P
+
+
+@jit
 def mean_error(F, R, sw, loss, metric):
     """Weighted mean error of given outputs F (see _sample_error)."""
     n = F.shape[0]
@@ -214,12 +255,14 @@ def node_membership(X, sw, children_left, children_right, W, b, n_nodes):
 
 # -------------------------------------------------------------- hard init
 @jit
-def best_axis_split(X, sorted_index, u, Y):
+def best_axis_split(X, sorted_index, sorted_values, u, Y):
     """Best hard axis-aligned split of the weighted data by weighted SSE.
 
     Parameters
     ----------
     X : (n, d) inputs; sorted_index : (d, n) argsort of every column of X;
+    sorted_values : (d, n) every column of X in that order (the scan reads
+    them in sequence rather than gathering ``X[i, f]`` row by row);
     u : (n,) non-negative sample weights (soft membership x sample weight);
     Y : (n, K) targets (regression values or one-hot classes).
 
@@ -233,12 +276,16 @@ def best_axis_split(X, sorted_index, u, Y):
     """
     n, d = X.shape
     K = Y.shape[1]
+    # u_i and u_i y_ik side by side: the scan's one gathered read per row
+    uy = np.empty((n, K + 1))
     tot_w = 0.0
     tot_s = np.zeros(K)
     for i in range(n):
+        uy[i, 0] = u[i]
         tot_w += u[i]
         for k in range(K):
-            tot_s[k] += u[i] * Y[i, k]
+            uy[i, k + 1] = u[i] * Y[i, k]
+            tot_s[k] += uy[i, k + 1]
     # best gain per feature, then the first maximum
     gains = np.full(d, -np.inf)
     thresholds = np.zeros(d)
@@ -248,17 +295,18 @@ def best_axis_split(X, sorted_index, u, Y):
             base += tot_s[k] * tot_s[k] / tot_w
     for f in range(d):
         idx = sorted_index[f]
+        values = sorted_values[f]
         sw = 0.0
         ss = np.zeros(K)
         best = -np.inf
         thr = 0.0
         for q in range(n - 1):
             i = idx[q]
-            sw += u[i]
+            sw += uy[i, 0]
             for k in range(K):
-                ss[k] += u[i] * Y[i, k]
-            x_here = X[i, f]
-            x_next = X[idx[q + 1], f]
+                ss[k] += uy[i, k + 1]
+            x_here = values[q]
+            x_next = values[q + 1]
             if x_next <= x_here:
                 continue
             rw = tot_w - sw
@@ -510,6 +558,20 @@ def split_error(X, R, P, A, sw, w, b0, zL, zR, loss, metric):
 
 
 @jit
+def apply_split(X, P, A, w, b0, zL, zR, F):
+    """``F = A + P * S(x)``: the tree output once the new split (w, b0, zL, zR) replaces its leaf.
+
+    The output the split was trained and scored on (:func:`split_error`);
+    growth keeps the whole tree's output up to date with it instead of
+    evaluating every gate again for the next node (in place).
+    """
+    s = np.empty(A.shape[1])
+    ws = row_shift(X, w)
+    for i in range(n_rows(X)):
+        _split_tree_output(X, P, A, i, w, b0, ws, zL, zR, s, F[i])
+
+
+@jit
 def sgd_split(
     X, R, P, A, sw, w, b0, zL, zR, loss, lr, max_epochs, batch_size, momentum, decay, state
 ):
@@ -519,8 +581,11 @@ def sgd_split(
     SGD with momentum; the step size is multiplied by ``decay`` after every
     sample; samples are shuffled every epoch with ``state``. Only ``w``,
     ``b0``, ``zL``, ``zR`` move; the rest of the tree enters through ``P`` and
-    ``A``. Stops after the epoch in which the step size fell below
-    ``ETA_STOP * lr``. Returns (b0, ok): ``ok`` is False if the parameters
+    ``A``. Stops as soon as the step size falls below ``ETA_STOP * lr``, even
+    within an epoch: on a large training set one restart then takes at most
+    ``log(ETA_STOP) / log(decay)`` samples' steps, whatever the number of
+    samples (the authors' code finishes the epoch; the steps it adds sum to
+    less than ``ETA_STOP / (1 - decay)``, 1 % of one initial step). Returns (b0, ok): ``ok`` is False if the parameters
     diverged (they are then left as they were when divergence was detected).
     """
     n, d = n_rows(X), n_cols(X)
@@ -550,10 +615,12 @@ def sgd_split(
             momentum_step(zR, vR, gR, momentum, scale)
             for _ in range(start, stop):
                 eta *= decay
+            if eta < lr * ETA_STOP:
+                break  # the remaining steps sum to < 1e-6 / (1 - decay) x lr: negligible
         if not (abs(b0) < DIVERGED and bounded(w) and bounded(zL) and bounded(zR)):
             return b0, False
         if eta < lr * ETA_STOP:
-            break  # the remaining steps sum to < 1e-6 / (1 - decay) x lr: negligible
+            break
     return b0, True
 
 

@@ -15,6 +15,16 @@ drops by more than ``tol``, then the left and the right child are tried in
 turn: the shared :class:`~obliquetrees._training.grower.Grower` in its
 "depth" order. The per-node Python callback makes one kernel call per step
 (context of the node, hard-split initialisation, all SGD restarts).
+
+Scale (beyond the authors' code, same algorithm): the context of a node is
+its path probability, from the gates on its path only, and the tree's output,
+kept up to date split by split instead of being recomputed from every gate
+of the tree, so a split attempt costs O(depth) gates per sample, not
+O(nodes); and an SGD restart stops as soon as its step size has decayed
+below ``ETA_STOP`` (:func:`~obliquetrees._training._soft_kernels.sgd_split`).
+The tree's output then differs from a fresh evaluation by rounding only (the
+same terms summed in another order): trees grown before this change are
+reproduced up to such rounding, not bit for bit.
 """
 
 from dataclasses import dataclass
@@ -122,10 +132,22 @@ def _n_features(X):
     return X.shape[1] if isinstance(X, np.ndarray) else X[3].shape[0]
 
 
-def _initial_point(X, sorted_index, R, P, sw, loss, seed):
+def presort(X):
+    """``(sorted_index, sorted_values)``, both (d, n): every column of a dense X sorted.
+
+    What :func:`~obliquetrees._training._soft_kernels.best_axis_split` scans;
+    ties keep the row order.
+    """
+    order = np.argsort(X, axis=0, kind="stable")
+    values = np.ascontiguousarray(np.take_along_axis(X, order, axis=0).T)
+    return np.ascontiguousarray(order.T), values
+
+
+def _initial_point(X, presorted, R, P, sw, loss, seed):
     """Starting point ``(w, b, zL, zR)`` of a new split at a node reached with probability P.
 
-    The best hard axis-aligned split of the data weighted by the node's soft
+    ``presorted``: :func:`presort` of a dense X, :func:`._rows.sorted_columns`
+    of sparse rows. The best hard axis-aligned split of the data weighted by the node's soft
     membership, when that membership sums to more than one sample; small random
     values otherwise (the paper's lines 3-6). None when no split separates two
     distinct values that carry weight.
@@ -141,9 +163,9 @@ def _initial_point(X, sorted_index, R, P, sw, loss, seed):
             noise[d + K :] * RANDOM_INIT,
         )
     if isinstance(X, np.ndarray):
-        split = _k.best_axis_split(X, sorted_index, P * sw, R)
+        split = _k.best_axis_split(X, *presorted, P * sw, R)
     else:
-        split = _k.best_axis_split_sparse(sorted_index, P * sw, R)
+        split = _k.best_axis_split_sparse(presorted, P * sw, R)
     feature, threshold, left_mean, right_mean, _ = split
     if feature < 0:
         return None
@@ -195,20 +217,26 @@ def grow_soft_tree(X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed):
     tree.Z[0] = _leaf_init(root_mean, loss)
     # hard-split search: presort every column once (sparse: its stored entries)
     if dense:
-        sorted_index = np.ascontiguousarray(np.argsort(X, axis=0, kind="stable").T)
+        presorted = presort(X)
     else:
-        sorted_index = sorted_columns(X)
+        presorted = sorted_columns(X)
     seeds = np.random.SeedSequence(seed)
     select_on_validation = params.restart_selection == "validation"
     log = []
+    # the whole tree's output on every sample, kept up to date split by split
+    # (apply_split) rather than recomputed from every gate at every node
+    F = np.tile(tree.Z[0], (n, 1))
+    Fv = np.tile(tree.Z[0], (Rv.shape[0], 1))
 
     def split(m):
         node_seed = int(seeds.spawn(1)[0].generate_state(1)[0])
-        arrays = dense_arrays(tree)
-        F, P, A = _k.forward_context(X, *arrays, m)
-        Fv, Pv, Av = _k.forward_context(Xv, *arrays, m)
+        cl, cr, W, b, Z, n_nodes = dense_arrays(tree)
+        P = _k.path_probability(X, cl, cr, W, b, n_nodes, m)
+        Pv = _k.path_probability(Xv, cl, cr, W, b, n_nodes, m)
+        A = F - P[:, None] * Z[m]  # the output of every other leaf
+        Av = Fv - Pv[:, None] * Z[m]
         err_before = _k.mean_error(Fv, Rv, swv, loss, metric)
-        start = _initial_point(X, sorted_index, R, P, sw, loss, node_seed)
+        start = _initial_point(X, presorted, R, P, sw, loss, node_seed)
         active = np.flatnonzero(P > ACTIVE_MIN)
         if start is None or active.size == 0:
             return  # no two distinct values carry weight, or no sample reaches m
@@ -254,6 +282,8 @@ def grow_soft_tree(X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed):
                 f"{'split' if accepted else 'kept as leaf'}"
             )
         if accepted:
+            _k.apply_split(X, P, A, w, b, zL, zR, F)
+            _k.apply_split(Xv, Pv, Av, w, b, zL, zR, Fv)
             left, right = tree.add_children(m, n_left=0)
             tree.W[m], tree.b[m], tree.Z[left], tree.Z[right] = w, b, zL, zR
 
@@ -432,10 +462,9 @@ def fit_soft_tree(X, y, sample_weight, *, n_classes, params, seeds):
     if sp.issparse(X):
         rows = sparse_rows(X, x_mean, x_scale)
         X_tr, X_va = take_rows(rows, train), take_rows(rows, val)
-    else:
-        Xs = (X - x_mean) / x_scale
-        X_tr = np.ascontiguousarray(Xs[train])
-        X_va = np.ascontiguousarray(Xs[val])
+    else:  # each part standardised on its own: no standardised copy of the whole X
+        X_tr = np.ascontiguousarray((X[train] - x_mean) / x_scale)
+        X_va = np.ascontiguousarray((X[val] - x_mean) / x_scale)
     R, loss, metric, y_mean, y_scale = _encode_targets(y, n_classes, train, sw_tr)
     R_tr, R_va = np.ascontiguousarray(R[train]), np.ascontiguousarray(R[val])
     data = (X_tr, R_tr, sw_tr, X_va, R_va, sw_va)

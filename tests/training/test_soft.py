@@ -37,6 +37,63 @@ def test_forward_context_matches_reference(rng, n_splits, K_out):
         np.testing.assert_allclose(A, A_ref, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("n_splits", [0, 1, 6])
+def test_path_probability_is_forward_contexts_bit_for_bit(rng, n_splits):
+    X = rng.normal(size=(50, 4))
+    cl, cr, W, b, Z = ref.soft_random_tree(rng, 4, 2, n_splits, scale=2.0)
+    n = len(cl)
+    for m in range(n):  # leaves and gates alike
+        P = K.path_probability(X, cl, cr, W, b, n, m)
+        np.testing.assert_array_equal(P, K.forward_context(X, cl, cr, W, b, Z, n, m)[1])
+        want = [ref.soft_path_probability(x, cl, cr, W, b, m) for x in X]
+        np.testing.assert_allclose(P, want, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("K_out", [1, 3])
+def test_apply_split_is_the_grown_trees_output(rng, K_out):
+    # growth keeps the tree's output up to date with apply_split instead of a
+    # fresh forward pass: after splitting leaf m it must be that pass's output
+    X = rng.normal(size=(60, 5))
+    cl, cr, W, b, Z = ref.soft_random_tree(rng, 5, K_out, 4)
+    n = len(cl)
+    for m in [j for j in range(n) if cl[j] < 0]:
+        F, P, A = K.forward_context(X, cl, cr, W, b, Z, n, m)
+        w, b0, zL, zR = rng.normal(size=5), 0.3, rng.normal(size=K_out), rng.normal(size=K_out)
+        K.apply_split(X, P, A, w, b0, zL, zR, F)
+        cl2, cr2 = np.append(cl, [-1, -1]), np.append(cr, [-1, -1])
+        cl2[m], cr2[m] = n, n + 1
+        W2, b2 = np.vstack([W, np.zeros((2, 5))]), np.append(b, [0.0, 0.0])
+        W2[m], b2[m] = w, b0
+        Z2 = np.vstack([Z, zL, zR])
+        np.testing.assert_allclose(F, ref.soft_forward_context(X, cl2, cr2, W2, b2, Z2, -1)[0],
+                                   rtol=1e-12, atol=1e-12)  # fmt: skip
+
+
+def test_sgd_split_stops_mid_epoch_once_the_step_has_decayed(rng):
+    # the decay takes the step below 1e-6 of its start after 450 samples, in the
+    # second of three epochs of 300: the kernel must stop there, as the reference
+    n, d = 300, 3
+    X = rng.normal(size=(n, d))
+    R = np.tanh(X[:, :1] - X[:, 1:2]) + 0.1 * rng.normal(size=(n, 1))
+    P, A, sw = rng.uniform(0.2, 1.0, n), 0.1 * rng.normal(size=(n, 1)), rng.uniform(0.5, 2, n)
+    decay = np.exp(np.log(1e-6) / 449.5)
+    start = (0.01 * rng.normal(size=d), 0.05, np.array([0.2]), np.array([-0.2]))
+    w, zL, zR = start[0].copy(), start[2].copy(), start[3].copy()
+    b0, ok = K.sgd_split(X, R, P, A, sw, w, start[1], zL, zR, 0, 0.05, 3, 1, 0.1, decay,
+                         RNG.make_state(5))  # fmt: skip
+    assert ok
+    *want, steps = ref.soft_sgd_split_squared(X, R, P, A, sw, *start, 0.05, 3, 0.1, decay,
+                                              RNG.make_state(5))  # fmt: skip
+    assert steps == 450
+    for got, exp in zip((w, b0, zL, zR), want, strict=True):
+        np.testing.assert_allclose(got, exp, rtol=1e-10, atol=1e-13)
+    # the authors' code finishes the epoch: 150 more (tiny) steps, told apart at this tolerance
+    *epoch_end, steps = ref.soft_sgd_split_squared(X, R, P, A, sw, *start, 0.05, 3, 0.1, decay,
+                                                   RNG.make_state(5), mid_epoch=False)  # fmt: skip
+    assert steps == 600
+    assert not np.allclose(w, epoch_end[0], rtol=1e-10, atol=1e-13)
+
+
 def test_forward_saturated_and_deep_paths_stay_finite(rng):
     # a chain of 80 gates with huge weights: the path probabilities underflow
     # (they are kept as logs) and the sigmoids saturate; nothing may be NaN
@@ -142,8 +199,7 @@ def test_best_axis_split_matches_brute_force(rng, K_out):
     u = rng.random(60)
     u[:10] = 0.0
     Y = rng.normal(size=(60, K_out))
-    order = np.ascontiguousarray(np.argsort(X, axis=0, kind="stable").T)
-    f, thr, lm, rm, gain = K.best_axis_split(X, order, u, Y)
+    f, thr, lm, rm, gain = K.best_axis_split(X, *S.presort(X), u, Y)
     f_ref, thr_ref, gain_ref = ref.soft_best_axis_split(X, u, Y)
     assert f == f_ref
     assert thr == pytest.approx(thr_ref)
@@ -155,8 +211,7 @@ def test_best_axis_split_matches_brute_force(rng, K_out):
 
 def test_best_axis_split_without_candidates():
     X = np.ones((5, 2))
-    order = np.ascontiguousarray(np.argsort(X, axis=0).T)
-    assert K.best_axis_split(X, order, np.ones(5), np.ones((5, 1)))[0] == -1
+    assert K.best_axis_split(X, *S.presort(X), np.ones(5), np.ones((5, 1)))[0] == -1
 
 
 @pytest.mark.parametrize("loss,K_out", [(0, 1), (0, 2), (1, 1), (2, 3)])

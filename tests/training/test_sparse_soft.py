@@ -21,6 +21,7 @@ from obliquetrees._core.tree import standardization
 K = pytest.importorskip("obliquetrees._training._soft_kernels")
 FT = pytest.importorskip("obliquetrees._training._soft_finetune")
 R = pytest.importorskip("obliquetrees._training._rows")
+S = pytest.importorskip("obliquetrees._training.soft")
 
 #: Settings under which the SGD is stable enough for dense and sparse fits to agree.
 STABLE = dict(max_depth=3, n_restarts=3, max_epochs=5, learning_rate=1.0, batch_size=16)
@@ -82,8 +83,7 @@ def test_sparse_axis_split_equals_dense(seed):
     rng = np.random.default_rng(seed)
     u, Y = rng.random(150), rng.random((150, 3))
     u[rng.random(150) < 0.2] = 0.0
-    order = np.ascontiguousarray(np.argsort(Xd, axis=0, kind="stable").T)
-    f, t, lm, rm, g = K.best_axis_split(Xd, order, u, Y)
+    f, t, lm, rm, g = K.best_axis_split(Xd, *S.presort(Xd), u, Y)
     fs, ts, lms, rms, gs = K.best_axis_split_sparse(R.sorted_columns(rows), u, Y)
     assert fs == f and ts == t
     np.testing.assert_allclose(lms, lm, rtol=1e-12)
