@@ -40,6 +40,7 @@ from obliquetrees._core.tree import (
     fold_standardization,
     standardization,
 )
+from obliquetrees._training import _soft_axis_split as _axis
 from obliquetrees._training import _soft_finetune as _ft
 from obliquetrees._training import _soft_kernels as _k
 from obliquetrees._training._rows import sorted_columns, sparse_rows, take_rows
@@ -135,7 +136,7 @@ def _n_features(X):
 def presort(X):
     """``(sorted_index, sorted_values)``, both (d, n): every column of a dense X sorted.
 
-    What :func:`~obliquetrees._training._soft_kernels.best_axis_split` scans;
+    What :func:`~obliquetrees._training._soft_axis_split.best_axis_split` scans;
     ties keep the row order.
     """
     order = np.argsort(X, axis=0, kind="stable")
@@ -163,9 +164,9 @@ def _initial_point(X, presorted, R, P, sw, loss, seed):
             noise[d + K :] * RANDOM_INIT,
         )
     if isinstance(X, np.ndarray):
-        split = _k.best_axis_split(X, *presorted, P * sw, R)
+        split = _axis.best_axis_split(X, *presorted, P * sw, R)
     else:
-        split = _k.best_axis_split_sparse(presorted, P * sw, R)
+        split = _axis.best_axis_split_sparse(presorted, P * sw, R)
     feature, threshold, left_mean, right_mean, _ = split
     if feature < 0:
         return None

@@ -19,6 +19,7 @@ from obliquetrees import SoftTreeClassifier, SoftTreeRegressor
 from obliquetrees._core.tree import standardization
 
 K = pytest.importorskip("obliquetrees._training._soft_kernels")
+AX = pytest.importorskip("obliquetrees._training._soft_axis_split")
 FT = pytest.importorskip("obliquetrees._training._soft_finetune")
 R = pytest.importorskip("obliquetrees._training._rows")
 S = pytest.importorskip("obliquetrees._training.soft")
@@ -83,8 +84,8 @@ def test_sparse_axis_split_equals_dense(seed):
     rng = np.random.default_rng(seed)
     u, Y = rng.random(150), rng.random((150, 3))
     u[rng.random(150) < 0.2] = 0.0
-    f, t, lm, rm, g = K.best_axis_split(Xd, *S.presort(Xd), u, Y)
-    fs, ts, lms, rms, gs = K.best_axis_split_sparse(R.sorted_columns(rows), u, Y)
+    f, t, lm, rm, g = AX.best_axis_split(Xd, *S.presort(Xd), u, Y)
+    fs, ts, lms, rms, gs = AX.best_axis_split_sparse(R.sorted_columns(rows), u, Y)
     assert fs == f and ts == t
     np.testing.assert_allclose(lms, lm, rtol=1e-12)
     np.testing.assert_allclose(rms, rm, rtol=1e-12)
