@@ -10,7 +10,24 @@ same split. Once per split attempt, serial.
 
 import numpy as np
 
-from obliquetrees._core._jit import jit
+from obliquetrees._core._jit import jit, jit_inline
+
+
+@jit_inline
+def _split_score(ss, tot_s, sw, tot_w):
+    """``sum_k (S_L^2 / W_L + S_R^2 / W_R)``: the SSE reduction plus ``S^2 / W``, or -inf.
+
+    ``ss``/``sw``: the left side's weighted target sums and weight; the right
+    side is the rest of ``tot_s``/``tot_w``. -inf when a side has no weight.
+    """
+    rw = tot_w - sw
+    if sw <= 0.0 or rw <= 0.0:
+        return -np.inf
+    g = 0.0
+    for k in range(tot_s.shape[0]):
+        rs = tot_s[k] - ss[k]
+        g += ss[k] * ss[k] / sw + rs * rs / rw
+    return g
 
 
 @jit
@@ -68,14 +85,7 @@ def best_axis_split(X, sorted_index, sorted_values, u, Y):
             x_next = values[q + 1]
             if x_next <= x_here:
                 continue
-            rw = tot_w - sw
-            if sw <= 0.0 or rw <= 0.0:
-                continue
-            # SSE reduction = sum_k (S_L^2 / W_L + S_R^2 / W_R) - S^2 / W
-            g = 0.0
-            for k in range(K):
-                rs = tot_s[k] - ss[k]
-                g += ss[k] * ss[k] / sw + rs * rs / rw
+            g = _split_score(ss, tot_s, sw, tot_w)
             if g > best:
                 best = g
                 thr = 0.5 * (x_here + x_next)
@@ -182,13 +192,7 @@ def best_axis_split_sparse(columns, u, Y):
                 break  # last group: nothing to its right
             if x_next <= x_here:
                 continue
-            rw = tot_w - sw
-            if sw <= 0.0 or rw <= 0.0:
-                continue
-            g = 0.0
-            for k in range(K):
-                rs = tot_s[k] - ss[k]
-                g += ss[k] * ss[k] / sw + rs * rs / rw
+            g = _split_score(ss, tot_s, sw, tot_w)
             if g > best:
                 best = g
                 thr = 0.5 * (x_here + x_next)
