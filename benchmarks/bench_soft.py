@@ -149,20 +149,20 @@ def run_one(name, seed, classifier, finetune_epochs):
     return out
 
 
-DEVIATIONS = """Deviations and filled gaps (see the estimators' docstrings): initial gate
-P(left) = sigmoid(-0.5 (x_j - threshold)) on the standardised feature of the best hard
-split of the membership-weighted data, U(-0.005, 0.005) on the other weights, children at
-the hard split's side means (classifiers: their clipped logits), as in the authors' code
-(the paper's literal w_0 = 1 cannot encode a threshold); online SGD with momentum 0.1 and a
+DEVIATIONS = """Deviations and filled gaps (see the estimators' docstrings): initial gate P(left) =
+sigmoid(-0.5 (x_j - threshold)) on the standardised feature of the best hard split of the
+membership-weighted data, U(-0.005, 0.005) on the other weights, children at the hard
+split's side means (classifiers: their clipped logits), as in the authors' code (the
+paper's literal w_0 = 1 cannot encode a threshold); online SGD with momentum 0.1 and a
 per-sample step decay of 0.9999 (authors' code), 10 restarts with step 5 / 2^t, 25 epochs,
 a restart stopped, mid-epoch if need be, once its step decayed below 1e-6 of its start
-(ours; only on large sets); the restart is chosen on the validation error (authors' code; the paper's text
-says training error, which overfits small sets); samples with path probability < 1e-7
-to the node being split are left out of its SGD (ours); the regressor keeps a split if
-the validation MSE (of the standardised target) drops by more than 1e-2 (the paper gives
-no threshold; 1e-2 reproduces its Table 1 sizes, the authors' 1e-3 is the 'tol=1e-3'
-column), the classifier if the validation misclassification rate drops by more than
-1e-3 (authors' code)."""
+(ours; only on large sets); the restart is chosen on the validation error (authors' code;
+the paper's text says training error, which overfits small sets); samples with path
+probability < 1e-7 to the node being split are left out of its SGD (ours); the regressor
+keeps a split if the validation MSE (of the standardised target) drops by more than 1e-2
+(the paper gives no threshold; 1e-2 reproduces its Table 1 sizes, the authors' 1e-3 is the
+'tol=1e-3' column), the classifier if the validation misclassification rate drops by more
+than 1e-3 (authors' code)."""
 
 
 def _summary(rows, classifier):

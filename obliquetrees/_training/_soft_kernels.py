@@ -373,8 +373,9 @@ def sgd_split(
     within an epoch: on a large training set one restart then takes at most
     ``log(ETA_STOP) / log(decay)`` samples' steps, whatever the number of
     samples (the authors' code finishes the epoch; the steps it adds sum to
-    less than ``ETA_STOP / (1 - decay)``, 1 % of one initial step). Returns (b0, ok): ``ok`` is False if the parameters
-    diverged (they are then left as they were when divergence was detected).
+    less than ``ETA_STOP / (1 - decay)``, 1 % of one initial step). Returns
+    (b0, ok): ``ok`` is False if the parameters diverged (they are then left
+    as they were when divergence was detected).
     """
     n, d = n_rows(X), n_cols(X)
     K = A.shape[1]
