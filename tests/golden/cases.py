@@ -6,13 +6,27 @@ or builds a converted or fine-tuned model, with a fixed seed on one of two
 data sets per task; :func:`fingerprint` hashes every array the fitted model
 holds and every prediction it makes.
 
-Bits depend on the CPU (numba compiles for the host; OpenBLAS picks kernels
-per CPU) and on library versions, so records are kept per environment
-(:func:`environment_key`). Record with ``python -m tests.golden.record``.
+Bits depend on library versions, so records are kept per environment
+(:func:`environment_key`), and on two run-time choices that vary between
+CPUs of one architecture: numpy dispatches its ufuncs (``np.exp``,
+``np.log``, ...) to AVX-512 code on CPUs that have it, whose results differ
+from the AVX2 code's in the last bits, and OpenBLAS picks its kernels per CPU.
+numba's kernels are not among them: without ``fastmath`` the code compiled
+for the host and the generic code shipped in the wheel give the same bits
+(checked on an AVX-512 AMD EPYC). The cases therefore run in a child process
+with numpy's dispatch capped at AVX2 and OpenBLAS's Haswell kernels
+(:func:`canonical_environment`), which makes the bits the same on every
+x86-64 CPU with AVX2 and FMA, so one record per set of library versions
+holds wherever the suite runs. Record with ``python -m tests.golden.record``.
 """
 
 import hashlib
+import json
+import os
 import platform
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 from sklearn.datasets import load_breast_cancer, load_diabetes, make_classification, make_regression
@@ -207,21 +221,64 @@ def all_runs():
     return [(name, data) for name, (task, _) in CASES.items() for data in DATASETS[task]]
 
 
+def canonical_environment():
+    """Environment variables that give every x86-64 CPU with AVX2 and FMA the same bits.
+
+    Returns ``(variables, None)``, or ``(None, reason)`` where the cases cannot
+    run in that configuration (another architecture, a CPU without AVX2/FMA).
+    numpy's dispatch targets above AVX2 (``X86_V4`` and the ``AVX512*``
+    groups) are switched off; OpenBLAS is told to use its Haswell kernels,
+    which need exactly AVX2 and FMA.
+    """
+    try:
+        from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+    except ImportError:  # numpy 1.x
+        from numpy.core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return None, f"the golden record is made on x86-64 CPUs; this is {platform.machine()}"
+    if not (__cpu_features__.get("AVX2") and __cpu_features__.get("FMA3")):
+        return None, "the golden record is made with AVX2 and FMA, which this CPU lacks"
+    above_avx2 = [t for t in __cpu_dispatch__ if t == "X86_V4" or t.startswith("AVX512")]
+    return {"NPY_DISABLE_CPU_FEATURES": " ".join(above_avx2), "OPENBLAS_CORETYPE": "Haswell"}, None
+
+
+def run_all_canonical():
+    """``{"key": environment_key(), "runs": {"case/data": fingerprint}}`` from a child process.
+
+    The child runs :func:`all_runs` under :func:`canonical_environment`, from
+    the repository root so that it imports the same package as this process.
+    Raises ``RuntimeError`` with the reason where that configuration is not
+    available.
+    """
+    variables, reason = canonical_environment()
+    if variables is None:
+        raise RuntimeError(reason)
+    root = Path(__file__).resolve().parents[2]
+    child = subprocess.run(
+        [sys.executable, "-m", "tests.golden.cases"],
+        cwd=root,
+        env={**os.environ, **variables},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if child.returncode != 0:
+        raise RuntimeError(f"the golden cases failed in the child process:\n{child.stderr}")
+    return json.loads(child.stdout.splitlines()[-1])
+
+
 def environment_key():
-    """What the bits depend on: CPU model, BLAS build and library versions."""
+    """What the bits depend on: platform, numpy's SIMD cap, BLAS build and library versions.
+
+    Meant to be called in the child of :func:`run_all_canonical`, where the
+    BLAS entries name the Haswell kernels it asked for.
+    """
     import numba
     import scipy
     import sklearn
     from threadpoolctl import threadpool_info
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            cpu = next(
-                line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")
-            )
-    except (OSError, StopIteration):
-        pass
     blas = sorted(
         f"{p['internal_api']} {p['version']} {p.get('architecture')}"
         for p in threadpool_info()
@@ -229,7 +286,7 @@ def environment_key():
     )
     return " | ".join(
         [
-            cpu,
+            f"{sys.platform}-{platform.machine()} AVX2+FMA, numpy SIMD up to AVX2",
             f"numpy {np.__version__}",
             f"scipy {scipy.__version__}",
             f"scikit-learn {sklearn.__version__}",
@@ -237,3 +294,9 @@ def environment_key():
             *blas,
         ]
     )
+
+
+if __name__ == "__main__":
+    # the child of run_all_canonical: every run's fingerprint, as JSON on stdout
+    runs = {f"{name}/{data}": run_case(name, data) for name, data in all_runs()}
+    print(json.dumps({"key": environment_key(), "runs": runs}))
