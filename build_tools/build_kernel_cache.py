@@ -2,31 +2,44 @@
 
     python build_tools/build_kernel_cache.py BUILD_LIB
 
-``setup.py`` runs this after copying the package to ``BUILD_LIB``: a child
-process imports the package from there with numba set to the generic CPU
-(``NUMBA_CPU_NAME=generic``) and the shipped cache in write mode
-(``OBLIQUETREES_BUILD_KERNEL_CACHE=1``), runs ``kernel_cache_workload.py``,
-and writes the manifest that the installed package checks before using the
-kernels (``obliquetrees/_core/_kernel_cache.py``). Takes a few minutes: the
-compilation that each new environment otherwise pays on first use.
+``setup.py`` runs this after copying the package to ``BUILD_LIB``: child
+processes, one per core (at most one per method), import the package from
+there with numba set to the generic CPU (``NUMBA_CPU_NAME=generic``) and the
+shipped cache in write mode (``OBLIQUETREES_BUILD_KERNEL_CACHE=1``), each
+running its share of ``kernel_cache_workload.py`` into a directory of its
+own; a last child merges those into the package's ``_kernel_cache`` and
+writes the manifest (with every file's SHA-256) that the installed package
+checks before using the kernels (``obliquetrees/_core/_kernel_cache.py``).
+Each process prints its parts as they finish (``pip install -v`` shows
+them). Takes one to three minutes: the compilation that each new
+environment otherwise pays on first use.
 
-Set ``OBLIQUETREES_KERNEL_BUILD_CACHE`` to a directory to reuse kernels built
-earlier from the same sources with the same numba and Python (CI builds the
-wheel twice); the manifest decides what matches.
+Each build also keeps its kernels in a store (``obliquetrees/kernels`` in the
+user's cache directory, or ``$OBLIQUETREES_KERNEL_BUILD_CACHE``), one folder
+per source hash, and a later build of the same sources with the same numba
+and Python copies them instead of compiling: ``pip install ".[test]"`` after
+``pip install .`` rebuilds the wheel (pip rebuilds a local directory on every
+install) but compiles nothing. The manifest decides what matches; the store
+keeps the newest few folders.
 """
 
 import json
 import os
+import pickle
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
 
-def child_env(build_lib):
+def child_env(build_lib, part_dir=None):
     env = dict(os.environ)
+    if part_dir is not None:
+        env["OBLIQUETREES_BUILD_KERNEL_PART"] = str(part_dir)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(build_lib), env.get("PYTHONPATH")]))
     env["NUMBA_CPU_NAME"] = "generic"
     env["NUMBA_CPU_FEATURES"] = ""
@@ -35,13 +48,17 @@ def child_env(build_lib):
     return env
 
 
-def run_child(build_lib, code):
+def run_child(build_lib, code, capture=True):
+    """Run ``code`` in a child importing BUILD_LIB's package; its stdout if ``capture``.
+
+    Without ``capture`` the child prints as it goes (the build's progress).
+    """
     return subprocess.run(
         [sys.executable, "-c", code],
         env=child_env(build_lib),
         cwd=build_lib,  # not the source tree, whose package would shadow BUILD_LIB's
         check=True,
-        stdout=subprocess.PIPE,
+        stdout=subprocess.PIPE if capture else None,
         text=True,
     ).stdout
 
@@ -50,13 +67,72 @@ def run_child(build_lib, code):
 REUSE = (
     "import json; from obliquetrees._core._kernel_cache import build_reuse_dir, manifest_matches; "
     "d = build_reuse_dir(); "
-    "print(json.dumps({'dir': d and str(d), 'ready': bool(d) and manifest_matches(d)}))"
+    "print(json.dumps({'dir': str(d), 'ready': manifest_matches(d)}))"
 )
-BUILD = (
+#: Folders (source hashes) the store keeps: the newest ones.
+KEEP = 4
+#: Parts of the workload that can compile in parallel (``FAMILIES`` there).
+N_FAMILIES = 5
+#: One compiling process's share of the workload: ``.format(part, n_parts)``.
+BUILD_PART = (
+    "import runpy, sys; "
+    "sys.argv[1:] = ['{}', '{}']; "
+    f"runpy.run_path({str(HERE / 'kernel_cache_workload.py')!r}, run_name='__main__')"
+)
+#: Merges the processes' directories (``.format(list of paths)``) and writes the manifest.
+MERGE = (
     "import runpy; "
-    f"runpy.run_path({str(HERE / 'kernel_cache_workload.py')!r}, run_name='__main__'); "
+    f"runpy.run_path({str(HERE / 'build_kernel_cache.py')!r})['merge']({{!r}}); "
     "from obliquetrees._core._kernel_cache import write_manifest; write_manifest()"
 )
+
+
+def merge(part_dirs):
+    """Merge the kernels that several build processes wrote into the package's cache.
+
+    Runs in a build child (numba's index keys unpickle only with numba). Each
+    kernel has one index file per process that compiled it (``<base>.nbi``:
+    numba's version, then the source stamp and ``{key: data file}``); the
+    merged index takes every key once, its data file renumbered.
+    """
+    from numba.core.serialize import dumps
+
+    from obliquetrees._core._kernel_cache import SHIPPED_DIR
+
+    indexes = {}
+    for part in map(Path, part_dirs):
+        for index in sorted(part.rglob("*.nbi")):
+            with open(index, "rb") as f:
+                version = pickle.load(f)
+                stamp, overloads = pickle.loads(f.read())
+            merged = indexes.setdefault(index.relative_to(part), (version, stamp, {}))
+            if (version, stamp) != merged[:2]:
+                raise RuntimeError(f"build processes disagree on {index.name}")
+            for key, data_name in overloads.items():
+                merged[2].setdefault(key, index.parent / data_name)
+    for relative, (version, stamp, sources) in indexes.items():
+        target = SHIPPED_DIR / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        base = relative.name[: -len(".nbi")]
+        overloads = {}
+        for number, (key, source) in enumerate(sources.items(), 1):
+            overloads[key] = f"{base}.{number}.nbc"
+            shutil.copyfile(source, target.parent / overloads[key])
+        with open(target, "wb") as f:
+            pickle.dump(version, f, protocol=-1)
+            f.write(dumps((stamp, overloads)))
+
+
+def store(target, reuse_dir):
+    """Copy the built kernels to the store and drop its oldest folders; best effort."""
+    try:
+        shutil.rmtree(reuse_dir, ignore_errors=True)
+        shutil.copytree(target, reuse_dir)
+        folders = sorted(reuse_dir.parent.iterdir(), key=lambda p: p.stat().st_mtime)
+        for old in folders[:-KEEP]:
+            shutil.rmtree(old, ignore_errors=True)
+    except OSError as error:  # an unwritable home directory: the next build compiles again
+        print(f"obliquetrees: kernels not kept for reuse ({error})", flush=True)
 
 
 def main(build_lib):
@@ -68,11 +144,29 @@ def main(build_lib):
         shutil.copytree(reuse["dir"], target)
         print(f"obliquetrees: kernels reused from {reuse['dir']}", flush=True)
         return
-    print("obliquetrees: compiling the kernels for the generic CPU (a few minutes)", flush=True)
-    print(run_child(build_lib, BUILD), end="", flush=True)
-    if reuse["dir"] is not None:
-        shutil.rmtree(reuse["dir"], ignore_errors=True)
-        shutil.copytree(target, reuse["dir"])
+    n_parts = max(1, min(os.cpu_count() or 1, N_FAMILIES))
+    print(
+        f"obliquetrees: compiling the kernels for the generic CPU in {n_parts} processes "
+        "(one to three minutes)",
+        flush=True,
+    )
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as scratch:
+        part_dirs = [Path(scratch) / str(part) for part in range(n_parts)]
+        children = [
+            subprocess.Popen(
+                [sys.executable, "-c", BUILD_PART.format(part, n_parts)],
+                env=child_env(build_lib, part_dirs[part]),
+                cwd=build_lib,
+            )
+            for part in range(n_parts)
+        ]
+        failed = [child.args for child in children if child.wait() != 0]
+        if failed:
+            raise RuntimeError(f"compiling the kernels failed in {failed}")
+        run_child(build_lib, MERGE.format([str(d) for d in part_dirs]))
+    print(f"obliquetrees: kernels compiled in {time.perf_counter() - start:.0f} s", flush=True)
+    store(target, Path(reuse["dir"]))
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 
 import numba
 import numba.extending
+from numba.core.caching import FunctionCache
 
 from obliquetrees._core._kernel_cache import KernelCache
 
@@ -133,12 +134,34 @@ jit_numpy_errors = _preset(error_model="numpy")
 #: helpers taking arrays, whose calls otherwise cost reference counting
 #: (about 3x in the soft-tree SGD inner loop, measured).
 jit_inline = _preset(inline="always")
-#: ``@jit_overload(stub)`` gives a Python stub a numba implementation chosen from the argument
-#: types at compile time (one growth loop, one kernel per input kind), with ``jit``'s presets.
-jit_overload = functools.partial(
-    numba.extending.overload, jit_options={"cache": True, "nogil": True}
-)
 prange = numba.prange
+
+
+@functools.cache
+def _numba_can_cache():
+    """True if numba finds a writable cache location for this package's files.
+
+    numba's own ``cache=True`` raises ``RuntimeError: cannot cache function``
+    when it finds none (a read-only install whose shipped kernels do not
+    match); :class:`KernelCache` falls back to compiling in every process,
+    and so must the overloads, which numba caches itself.
+    """
+    try:
+        FunctionCache(_numba_can_cache.__wrapped__)
+    except RuntimeError:
+        return False
+    return True
+
+
+def jit_overload(stub, **options):
+    """``@jit_overload(stub)``: a numba implementation of the Python stub ``stub``.
+
+    The implementation is chosen from the argument types at compile time (one
+    growth loop, one kernel per input kind) and compiled with ``jit``'s
+    presets; ``options`` go to ``numba.extending.overload`` (``inline=...``).
+    """
+    jit_options = {"cache": _numba_can_cache(), "nogil": True}
+    return numba.extending.overload(stub, jit_options=jit_options, **options)
 
 
 def max_threads():

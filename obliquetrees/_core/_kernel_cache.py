@@ -17,30 +17,47 @@ Why this is safe and portable:
   with code compiled for the host.
 - It is used only when everything it was built from matches this process:
   the numba version, the Python version and ABI, the platform (OS and
-  machine; the wheel itself is tagged for any platform) and a
+  machine, as in the wheel's tag) and a
   SHA-256 of every ``.py`` file of the installed package (a stronger freshness
   check than numba's own, which only stamps the kernel's own file). Anything
   else, or no shipped directory at all (an editable install, a source
   checkout), and the kernel falls back to numba's cache, that is to compiling
   once on first use, as before.
+- Every file is checked against the SHA-256 that the manifest records for
+  it before numba unpickles it: a corrupted or truncated file (a bad disk, a
+  bad copy) is ignored with a warning and its kernel is compiled again,
+  never executed. So is a file that verifies but fails to load.
 - The shipped directory is only read, so a read-only install works; new
   signatures are compiled and saved to numba's usual cache location.
 
-A wheel build can also keep its kernels in a directory named by
-``$OBLIQUETREES_KERNEL_BUILD_CACHE``, where later builds of the same sources,
-and processes running those sources with the variable set (CI's test runs
-from the source tree), find them under the same manifest check.
+Where the shipped kernels are looked for, first match wins: the package's own
+``_kernel_cache``; the installed distribution's, when this process runs a
+source checkout of the same sources (``pytest`` in a clone after ``pip
+install .``); and the kernel store of wheel builds (:func:`build_reuse_dir`),
+where each build keeps what it compiled so that the next build of the same
+sources (``pip install ".[test]"`` after ``pip install .``) copies instead of
+compiling again.
 """
 
 import functools
 import hashlib
+import io
 import json
 import os
+import pickle
 import platform
 import sys
+import warnings
+from importlib import metadata
 from pathlib import Path
 
-from numba.core.caching import FunctionCache, NullCache, _Cache, _CacheLocator
+from numba.core.caching import (
+    FunctionCache,
+    IndexDataCacheFile,
+    NullCache,
+    _Cache,
+    _CacheLocator,
+)
 
 #: Directory of the shipped kernels, inside the installed package.
 SHIPPED_DIR = Path(__file__).resolve().parent.parent / "_kernel_cache"
@@ -49,8 +66,14 @@ MANIFEST_NAME = "manifest.json"
 #: Set by the build script: kernels compile for the generic CPU and are saved
 #: to SHIPPED_DIR (and only loaded from there).
 BUILD_ENV = "OBLIQUETREES_BUILD_KERNEL_CACHE"
-#: A directory where wheel builds keep their kernels by source hash, for reuse.
+#: Set by the build script in each of its compiling processes: the directory
+#: that process writes instead of SHIPPED_DIR (the script merges them).
+BUILD_PART_ENV = "OBLIQUETREES_BUILD_KERNEL_PART"
+#: A directory where wheel builds keep their kernels by source hash, for reuse
+#: (default: ``obliquetrees/kernels`` in the user's cache directory).
 BUILD_REUSE_ENV = "OBLIQUETREES_KERNEL_BUILD_CACHE"
+#: The manifest's entry holding each shipped file's SHA-256, by path relative to the directory.
+CHECKSUMS = "sha256"
 
 
 @functools.cache
@@ -79,14 +102,26 @@ def build_description():
     }
 
 
+def _sha256(data):
+    return hashlib.sha256(data).hexdigest()
+
+
 def write_manifest():
-    """Record :func:`build_description` in SHIPPED_DIR (the build script's last step)."""
+    """Record :func:`build_description` and every file's SHA-256 in SHIPPED_DIR.
+
+    The build script's last step, once every kernel is compiled.
+    """
     import numba
 
     if not building() or numba.config.CPU_NAME != "generic" or numba.config.CPU_FEATURES != "":
         raise RuntimeError("shipped kernels must be built for the generic CPU, by the build script")
     SHIPPED_DIR.mkdir(parents=True, exist_ok=True)
-    manifest = json.dumps(build_description(), indent=1, sort_keys=True)
+    checksums = {
+        path.relative_to(SHIPPED_DIR).as_posix(): _sha256(path.read_bytes())
+        for path in sorted(SHIPPED_DIR.rglob("*"))
+        if path.is_file() and path.name != MANIFEST_NAME
+    }
+    manifest = json.dumps({**build_description(), CHECKSUMS: checksums}, indent=1, sort_keys=True)
     (SHIPPED_DIR / MANIFEST_NAME).write_text(manifest + "\n")
 
 
@@ -96,42 +131,113 @@ def building():
 
 
 def build_reuse_dir():
-    """Where wheel builds of these sources keep their kernels for reuse, or None.
+    """Where wheel builds of these sources keep their kernels for reuse.
 
-    ``$OBLIQUETREES_KERNEL_BUILD_CACHE/<first 16 hex digits of the source hash>``.
+    ``<root>/<first 16 hex digits of the source hash>``, with ``<root>`` the
+    directory named by ``$OBLIQUETREES_KERNEL_BUILD_CACHE``, else
+    ``obliquetrees/kernels`` in the user's cache directory
+    (``$XDG_CACHE_HOME``, else ``~/.cache``).
     """
+    return build_reuse_root() / package_source_hash()[:16]
+
+
+def build_reuse_root():
+    """The directory holding :func:`build_reuse_dir` for every source hash."""
     root = os.environ.get(BUILD_REUSE_ENV)
-    return Path(root) / package_source_hash()[:16] if root else None
+    if root:
+        return Path(root)
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache) / "obliquetrees" / "kernels"
+
+
+def installed_kernel_dir():
+    """The kernel directory of the installed ``obliquetrees`` distribution, or None.
+
+    When this process runs a source checkout (``pytest`` in a clone), this is
+    where ``pip install .`` put the kernels it compiled from the same files.
+    """
+    try:
+        directory = metadata.distribution("obliquetrees").locate_file("obliquetrees/_kernel_cache")
+    except metadata.PackageNotFoundError:
+        return None
+    return Path(directory)
+
+
+def read_manifest(directory):
+    """The manifest of ``directory`` as a dict, or None if it is missing or unreadable."""
+    try:
+        manifest = json.loads((directory / MANIFEST_NAME).read_text())
+    except (OSError, ValueError):
+        return None
+    return manifest if isinstance(manifest, dict) else None
 
 
 def manifest_matches(directory):
     """True if ``directory`` holds kernels built for this exact package and runtime."""
-    try:
-        manifest = json.loads((directory / MANIFEST_NAME).read_text())
-    except (OSError, ValueError):
+    manifest = read_manifest(directory)
+    if manifest is None or not isinstance(manifest.get(CHECKSUMS), dict):
         return False
-    return manifest == build_description()
+    return {k: v for k, v in manifest.items() if k != CHECKSUMS} == build_description()
 
 
 @functools.cache
 def shipped_dir():
     """The directory of shipped kernels built for this exact package and runtime, or None.
 
-    SHIPPED_DIR, else the kernels that a wheel build of the same sources left
-    for reuse (:func:`build_reuse_dir`; CI sets it, so its test runs from the
-    source tree load what its wheel build compiled).
+    SHIPPED_DIR, else the installed distribution's kernels (a source
+    checkout of the same sources), else those a wheel build of the same
+    sources left for reuse (:func:`build_reuse_dir`).
     """
     if building():
-        return SHIPPED_DIR
-    for directory in (SHIPPED_DIR, build_reuse_dir()):
+        return Path(os.environ.get(BUILD_PART_ENV) or SHIPPED_DIR)
+    for directory in (SHIPPED_DIR, installed_kernel_dir(), build_reuse_dir()):
         if directory is not None and manifest_matches(directory):
             return directory
     return None
 
 
+@functools.cache
+def shipped_checksums():
+    """``{relative path: SHA-256}`` of the files of :func:`shipped_dir`."""
+    return read_manifest(shipped_dir())[CHECKSUMS]
+
+
 def shipped_kernels_usable():
     """True if shipped kernels built for this exact package and runtime are found."""
     return shipped_dir() is not None
+
+
+class CorruptKernelFile(Exception):
+    """A shipped kernel file whose bytes do not match the manifest's SHA-256."""
+
+
+class _VerifiedCacheFile(IndexDataCacheFile):
+    """numba's index and data files of one kernel, each verified before it is unpickled.
+
+    numba unpickles a cache file and hands its machine code to LLVM as it is:
+    a flipped bit can crash the process. Each file's bytes are checked
+    against the manifest first; a mismatch raises :class:`CorruptKernelFile`.
+    """
+
+    def _verified_bytes(self, path):
+        data = Path(path).read_bytes()
+        name = Path(path).relative_to(shipped_dir()).as_posix()
+        if shipped_checksums().get(name) != _sha256(data):
+            raise CorruptKernelFile(path)
+        return data
+
+    def _load_index(self):
+        try:
+            stream = io.BytesIO(self._verified_bytes(self._index_path))
+        except FileNotFoundError:
+            return {}
+        if pickle.load(stream) != self._version:
+            return {}
+        stamp, overloads = pickle.loads(stream.read())
+        return overloads if stamp == self._source_stamp else {}
+
+    def _load_data(self, name):
+        return pickle.loads(self._verified_bytes(self._data_path(name)))
 
 
 class _ShippedLocator(_CacheLocator):
@@ -170,11 +276,29 @@ class _ShippedCache(FunctionCache):
 
     _impl_class = _ShippedCacheImpl
 
+    def __init__(self, py_func):
+        super().__init__(py_func)
+        if not building():  # files being written by the build have no checksum yet
+            self._cache_file = _VerifiedCacheFile(
+                cache_path=self._cache_path,
+                filename_base=self._impl.filename_base,
+                source_stamp=self._impl.locator.get_source_stamp(),
+            )
+
     def _index_key(self, sig, codegen):
         sig_key, _host_cpu, code_hashes = super()._index_key(sig, codegen)
         # The manifest check stands for the CPU part of numba's key: the code
         # was compiled for the generic CPU of this platform, valid on any host.
         return sig_key, "generic", code_hashes
+
+
+def _unloadable(kernel, where, error):
+    warnings.warn(
+        f"obliquetrees: ignoring the {where} compiled code of {kernel} ({error!r}); "
+        "compiling it again",
+        RuntimeWarning,
+        stacklevel=3,
+    )
 
 
 class KernelCache(_Cache):
@@ -183,10 +307,12 @@ class KernelCache(_Cache):
     Installed on every dispatcher by the presets of ``_jit``. Loads try the
     shipped directory (when :func:`shipped_kernels_usable`) and then numba's
     cache; saves go to numba's cache, or to the shipped directory while the
-    build script runs.
+    build script runs. A file of either that fails to verify or to load is
+    ignored with a ``RuntimeWarning`` and the kernel is compiled.
     """
 
     def __init__(self, py_func):
+        self._name = f"{py_func.__module__}.{py_func.__qualname__}"
         self._shipped = _ShippedCache(py_func) if shipped_kernels_usable() else None
         self._local = NullCache()
         if not building():
@@ -201,10 +327,19 @@ class KernelCache(_Cache):
 
     def load_overload(self, sig, target_context):
         if self._shipped is not None:
-            result = self._shipped.load_overload(sig, target_context)
-            if result is not None:
-                return result
-        return self._local.load_overload(sig, target_context)
+            try:
+                result = self._shipped.load_overload(sig, target_context)
+            except Exception as error:  # noqa: BLE001 (whatever the file held, compile instead)
+                _unloadable(self._name, "shipped", error)
+                self._shipped = None
+            else:
+                if result is not None:
+                    return result
+        try:
+            return self._local.load_overload(sig, target_context)
+        except Exception as error:  # noqa: BLE001
+            _unloadable(self._name, "cached", error)
+            return None
 
     def save_overload(self, sig, data):
         (self._shipped if building() else self._local).save_overload(sig, data)

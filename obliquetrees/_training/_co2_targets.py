@@ -25,24 +25,21 @@ Importing this module imports numba; the estimator imports it lazily.
 
 import functools
 
-import numba
 import numpy as np
 from numba import types
 
-from obliquetrees._core._jit import jit, jit_inline
+from obliquetrees._core._jit import jit, jit_inline, jit_overload
 from obliquetrees._core._math import logsumexp, vector_max
 from obliquetrees._training.grower import entropy_decrease
 
 #: ``@_by_target(stub)``: a numba implementation of ``stub`` chosen from the argument types.
-_by_target = functools.partial(numba.extending.overload, jit_options={"cache": True, "nogil": True})
+_by_target = jit_overload
 #: The same, inlined into its callers at numba-IR level: for the per-sample
 #: functions (no call and no reference counting per sample). Only for
 #: implementations without loops of their own: numba's IR inliner loses a
 #: loop's variables when it inlines one into another loop
 #: (NumbaIRAssumptionWarning), so those call a ``jit`` function instead.
-_by_target_inline = functools.partial(
-    numba.extending.overload, inline="always", jit_options={"cache": True, "nogil": True}
-)
+_by_target_inline = functools.partial(jit_overload, inline="always")
 
 
 def _is_classes(y):

@@ -39,7 +39,7 @@ def _build_script():
     return module
 
 
-def _call(package_root, numba_cache, **extra_env):
+def _call(package_root, numba_cache, expect_warning=None, **extra_env):
     env = dict(os.environ, PYTHONPATH=str(package_root), NUMBA_CACHE_DIR=str(numba_cache))
     env.pop("NUMBA_CPU_NAME", None)
     env.pop("OBLIQUETREES_KERNEL_BUILD_CACHE", None)
@@ -53,6 +53,10 @@ def _call(package_root, numba_cache, **extra_env):
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
+    if expect_warning is None:
+        assert "RuntimeWarning" not in done.stderr, done.stderr
+    else:
+        assert expect_warning in done.stderr, done.stderr
     return json.loads(done.stdout.splitlines()[-1])
 
 
@@ -65,6 +69,10 @@ def shipped_package(tmp_path_factory):
         root / "obliquetrees",
         ignore=shutil.ignore_patterns("__pycache__", "_kernel_cache"),
     )
+    # sources of their own, so that no kernels built from the checkout's sources (the
+    # installed distribution's, or a wheel build's left for reuse) match this copy
+    with open(root / "obliquetrees/_version.py", "a") as f:
+        f.write(f"\n# test copy {root.name}\n")
     build = _build_script()
     build.run_child(
         root,
@@ -133,3 +141,84 @@ def test_kernels_without_a_shipped_cache_use_numbas_cache():
 
     assert isinstance(grow_capacity._cache, KernelCache)
     np.testing.assert_array_equal(grow_capacity(np.zeros(2), 3, 1.0), [0.0, 0.0, 1.0])
+
+
+def _shipped_file(root, suffix):
+    (path,) = (root / "obliquetrees/_kernel_cache").rglob(f"*{suffix}")
+    return path
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["flipped bit in the machine code", "truncated machine code", "truncated index", "swapped"],
+)
+def test_a_damaged_shipped_file_is_never_executed_but_compiled_again(
+    shipped_package, tmp_path, damage
+):
+    """A file that does not match the manifest's checksum is ignored with a warning."""
+    root = tmp_path / "pkg"
+    shutil.copytree(shipped_package, root, ignore=shutil.ignore_patterns("__pycache__"))
+    code, index = _shipped_file(root, ".nbc"), _shipped_file(root, ".nbi")
+    data = bytearray(code.read_bytes())
+    if damage == "flipped bit in the machine code":
+        data[len(data) // 2] ^= 0x10
+        code.write_bytes(bytes(data))
+    elif damage == "truncated machine code":
+        code.write_bytes(bytes(data[: len(data) // 3]))
+    elif damage == "truncated index":
+        index.write_bytes(index.read_bytes()[:10])
+    else:
+        code.write_bytes(index.read_bytes())
+    result = _call(root, tmp_path / "numba", expect_warning="ignoring the shipped compiled code")
+    assert result == {"out": [0, 1, 2, -1, -1], "hits": 0, "misses": 1}
+
+
+def test_a_source_checkout_loads_the_installed_distributions_kernels(shipped_package, tmp_path):
+    """``pytest`` in a clone after ``pip install .`` compiles nothing the install built."""
+    checkout = tmp_path / "checkout"
+    shutil.copytree(shipped_package, checkout, ignore=shutil.ignore_patterns("__pycache__"))
+    site = tmp_path / "site"
+    shutil.move(checkout / "obliquetrees/_kernel_cache", site / "obliquetrees/_kernel_cache")
+    dist_info = site / "obliquetrees-0.1.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: obliquetrees\nVersion: 0.1\n")
+    path = os.pathsep.join([str(checkout), str(site)])
+    result = _call(checkout, tmp_path / "numba", PYTHONPATH=path)
+    assert result["hits"] == 1 and result["misses"] == 0
+
+
+#: Fits a small CO2 forest (its growth loop is a numba overload) with no cache location at all.
+NO_CACHE_LOCATION = """
+import numba.core.caching as caching
+caching.FunctionCache._impl_class._locator_classes = []  # as on a read-only install
+import numpy as np
+from obliquetrees import CO2ForestClassifier
+from obliquetrees._core._kernel_cache import shipped_kernels_usable
+assert not shipped_kernels_usable()
+rng = np.random.default_rng(0)
+X = rng.normal(size=(40, 3))
+y = X[:, 0] > 0
+print(CO2ForestClassifier(n_estimators=1, max_depth=2, random_state=0).fit(X, y).score(X, y))
+"""
+
+
+@pytest.mark.slow
+def test_kernels_compile_where_numba_has_no_cache_location(tmp_path):
+    """No writable cache and no matching shipped kernels: every kernel compiles in memory."""
+    shutil.copytree(
+        ROOT / "obliquetrees",
+        tmp_path / "obliquetrees",
+        ignore=shutil.ignore_patterns("__pycache__", "_kernel_cache"),
+    )
+    with open(tmp_path / "obliquetrees/_version.py", "a") as f:
+        f.write("\n# test copy: no shipped kernels match it\n")
+    done = subprocess.run(
+        [sys.executable, "-c", NO_CACHE_LOCATION],
+        env=dict(os.environ, PYTHONPATH=str(tmp_path)),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout.split()[-1]) > 0.5
