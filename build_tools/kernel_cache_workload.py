@@ -16,8 +16,11 @@ shipped cache.
 
 import inspect
 import sys
+import tempfile
 import time
+from pathlib import Path
 
+import joblib
 import numpy as np
 from scipy import sparse
 from sklearn.base import BaseEstimator, is_classifier
@@ -63,19 +66,41 @@ def run_predictions(model, X):
     # a large batch too: prediction picks its path (traversal or matrix form) and
     # its blocks by batch size
     X_large = np.tile(X, (max(1, 20_000 // len(X)), 1))
-    for X_in in (X, X_large, X.astype(np.float32), sparse.csr_matrix(X)):
+    # read-only arrays (memory maps) are another numba type: prediction takes them as they are
+    read_only = [X.copy(), X.astype(np.float32)]
+    for X_in in read_only:
+        X_in.flags.writeable = False
+    for X_in in (X, X_large, X.astype(np.float32), sparse.csr_matrix(X), *read_only):
         model.predict(X_in)
         if hasattr(model, "predict_proba"):
             model.predict_proba(X_in)
-    for X_in in (X, X.astype(np.float32), sparse.csr_matrix(X)):
+    for X_in in (X, X.astype(np.float32), sparse.csr_matrix(X), *read_only):
         model.apply(X_in)
         model.decision_path(X_in)
+
+
+def run_served(model, X):
+    """Predictions of ``model`` loaded with ``joblib.load(..., mmap_mode="r")``.
+
+    A model served from a memory map holds read-only arrays, another numba
+    type than the fitted model's.
+    """
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "model.joblib"
+        joblib.dump(model, path)
+        served = joblib.load(path, mmap_mode="r")
+        for X_in in (X, X.astype(np.float32), sparse.csr_matrix(X)):
+            for method in ("predict", "predict_proba", "apply", "decision_path"):
+                if hasattr(served, method):
+                    getattr(served, method)(X_in)
+        del served  # before the directory goes: the memory map holds the file open
 
 
 def run_estimator(cls, X, y):
     """The defaults on the whole data set (the first fit of a new user), then variants."""
     model = cls(random_state=0).fit(X, y)
     run_predictions(model, X)
+    run_served(model, X)
     model.score(X, y)
     # paths taken with other inputs and options: small models on part of the data
     params = SMALL.get(cls.__name__, {})

@@ -61,7 +61,7 @@ def compile_kernels(models, X_train, y_train, X_test):
     return total
 
 
-def report(title, models, X, y, metric):
+def report(title, models, X, y, metric, note):
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.25, random_state=0)
     print(f"\n{title}: {len(X_train)} training / {len(X_test)} test rows, {X.shape[1]} features")
     print("Loading or compiling the numba kernels (one-off, per process):")
@@ -73,6 +73,7 @@ def report(title, models, X, y, metric):
         model.fit(X_train, y_train)
         seconds = time.perf_counter() - start
         print(f"{name:<58} {model.score(X_test, y_test):>10.4f} {seconds:>8.2f}")
+    print(note)
 
 
 def main():
@@ -109,6 +110,11 @@ def main():
         X,
         y,
         metric="accuracy",
+        note=(
+            "The single trees have depth 6: one oblique split sees all 64 pixels, so the\n"
+            "E2EDT tree is far more accurate than scikit-learn's axis-aligned tree of the\n"
+            "same depth; the forests average many trees and lead."
+        ),
     )
     X, y = load_diabetes(return_X_y=True)
     report(
@@ -119,8 +125,8 @@ def main():
                 CO2ForestRegressor(n_estimators=30, n_jobs=2, random_state=0),
             ),
             (
-                "obliquetrees E2EDTRegressor(max_depth=6), one tree",
-                E2EDTRegressor(max_depth=6, random_state=0),
+                "obliquetrees E2EDTRegressor(max_depth=3), one tree",
+                E2EDTRegressor(max_depth=3, random_state=0),
             ),
             ("obliquetrees SoftTreeRegressor()", SoftTreeRegressor(random_state=0)),
             ("obliquetrees HingeForestRegressor()", HingeForestRegressor(n_jobs=2, random_state=0)),
@@ -136,6 +142,12 @@ def main():
         X,
         y,
         metric="R^2",
+        note=(
+            "Diabetes has 331 noisy training rows: every model explains about a quarter of\n"
+            "the variance at best, and a single tree deeper than 3 overfits (E2EDT at depth\n"
+            "6 scores an R^2 below zero here, as does scikit-learn's tree), so both trees\n"
+            "have depth 3, where the oblique tree is well ahead of the axis-aligned one."
+        ),
     )
 
 

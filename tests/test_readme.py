@@ -6,6 +6,9 @@ source tree's ``obliquetrees`` is the one imported. A block that needs a
 name from another block fails here with a ``NameError``. Blocks that import an
 optional package (onnx, onnxruntime, skl2onnx, skops, dask, matplotlib; all in
 the ``test`` extra) run too, and skip only where that package is not installed.
+Each block has an empty numba cache of its own: where the kernels shipped in
+the wheel are usable (``pip install .`` before ``pytest``), a block must
+compile none.
 """
 
 import ast
@@ -17,6 +20,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from obliquetrees._core._kernel_cache import shipped_kernels_usable
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -83,6 +88,7 @@ def _run_alone(script):
         os.environ,
         PYTHONPATH=str(ROOT) if not path else os.pathsep.join([str(ROOT), path]),
         MPLBACKEND="Agg",
+        NUMBA_CACHE_DIR=str(script.parent / "numba"),
     )
     return subprocess.run(
         [sys.executable, str(script)],
@@ -107,6 +113,9 @@ def test_readme_block_runs_alone(code, tmp_path):
     script.write_text(code, encoding="utf-8")
     result = _run_alone(script)
     assert result.returncode == 0, f"block failed:\n{code}\nstderr:\n{result.stderr[-5000:]}"
+    if shipped_kernels_usable():
+        compiled = sorted(p.name for p in (tmp_path / "numba").rglob("*.nbi"))
+        assert compiled == [], f"the block compiled kernels the wheel should ship: {compiled}"
 
 
 def test_blocks_import_the_source_tree(tmp_path):
@@ -115,3 +124,18 @@ def test_blocks_import_the_source_tree(tmp_path):
     result = _run_alone(script)
     assert result.returncode == 0, result.stderr
     assert Path(result.stdout.strip()) == ROOT / "obliquetrees" / "__init__.py"
+
+
+def _commands(section):
+    """The lines of the ```bash blocks of README section ``section`` (a ``## `` heading)."""
+    body = TEXT.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"^```bash\n(.*?)^```", body, flags=re.MULTILINE | re.DOTALL)
+    return [line for block in blocks for line in block.splitlines() if line.strip()]
+
+
+def test_ci_runs_the_readmes_two_commands_verbatim():
+    commands = _commands("The two commands")
+    assert len(commands) == 2, commands
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    for command in commands:
+        assert command in ci, f".ci/run does not run the README's {command!r}"

@@ -150,17 +150,18 @@ def build_reuse_root():
     return Path(cache) / "obliquetrees" / "kernels"
 
 
-def installed_kernel_dir():
-    """The kernel directory of the installed ``obliquetrees`` distribution, or None.
+def installed_kernel_dirs():
+    """The kernel directories of every installed ``obliquetrees`` distribution found.
 
-    When this process runs a source checkout (``pytest`` in a clone), this is
-    where ``pip install .`` put the kernels it compiled from the same files.
+    When this process runs a source checkout (``pytest`` in a clone), one of
+    them is where ``pip install .`` put the kernels it compiled from the same
+    files. (The checkout's own build metadata, ``obliquetrees.egg-info``, is
+    found too, and holds no kernels.)
     """
-    try:
-        directory = metadata.distribution("obliquetrees").locate_file("obliquetrees/_kernel_cache")
-    except metadata.PackageNotFoundError:
-        return None
-    return Path(directory)
+    return [
+        Path(dist.locate_file("obliquetrees/_kernel_cache"))
+        for dist in metadata.distributions(name="obliquetrees")
+    ]
 
 
 def read_manifest(directory):
@@ -190,8 +191,8 @@ def shipped_dir():
     """
     if building():
         return Path(os.environ.get(BUILD_PART_ENV) or SHIPPED_DIR)
-    for directory in (SHIPPED_DIR, installed_kernel_dir(), build_reuse_dir()):
-        if directory is not None and manifest_matches(directory):
+    for directory in (SHIPPED_DIR, *installed_kernel_dirs(), build_reuse_dir()):
+        if manifest_matches(directory):
             return directory
     return None
 

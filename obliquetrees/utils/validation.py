@@ -47,7 +47,10 @@ def validate_fit_data(
 
     Returns
     -------
-    X : ndarray of float64, C-contiguous, or canonical CSR matrix
+    X : ndarray of float64, C-contiguous and writeable, or canonical CSR matrix
+        A read-only array (a memory map, say) is copied: the kernels shipped
+        in the wheel are compiled for writeable arrays, and numba would
+        compile every training kernel again for a read-only one.
     y : ndarray of int64 class indices (classifier) or float64 targets
     sample_weight : ndarray of float64 or None
         None when no weights were given. Negative weights and weights summing
@@ -63,6 +66,8 @@ def validate_fit_data(
         accept_sparse=accept_sparse,
         multi_output=multi_output,
     )
+    if isinstance(X, np.ndarray) and not X.flags.writeable:
+        X = X.copy()
     if classifier:
         estimator.classes_, y = np.unique(y, return_inverse=True)
         estimator.n_classes_ = len(estimator.classes_)
