@@ -114,7 +114,9 @@ class HingeModel:
         Shapes and dtypes of the linear layer, batch-norm statistics, feature
         indices (in ``[0, H)``), thresholds, leaf weights, head and optimiser
         state against ``depth``, ``n_outputs`` and each other: everything the
-        kernels read without bounds checks.
+        kernels read without bounds checks. ``x_scale`` is positive and may
+        be ``+inf`` (a feature without spread in training, which the model
+        ignores; see :func:`~obliquetrees._core.tree.standardization`).
         """
         try:
             self._check_invariants()
@@ -152,12 +154,18 @@ class HingeModel:
             shapes.update(Q=(n_outputs, M), q=(n_outputs,))
         for name, shape in shapes.items():
             check_array(getattr(self, name), name, f64, len(shape), shape)
-            check_finite(getattr(self, name), name)
+            if name != "x_scale":  # checked below: +inf is a valid scale
+                check_finite(getattr(self, name), name)
         check_array(self.feat, "feat", i64, 2, (M, n_thr))
         if self.feat.min() < 0 or self.feat.max() >= H:
             raise ValueError(f"feat must lie in [0, H) = [0, {H}).")
-        if not np.all(self.bn_var + K.BN_EPS > 0) or np.any(self.x_scale == 0):
-            raise ValueError("bn_var + eps and x_scale must be positive / non-zero.")
+        if not np.all(self.bn_var + K.BN_EPS > 0):
+            raise ValueError("bn_var + eps must be positive.")
+        # +inf marks a feature without spread in training (constant, or all
+        # missing): its standardised value is 0 whatever the input, as in
+        # :func:`~obliquetrees._core.tree.standardization`
+        if not np.all(self.x_scale > 0):
+            raise ValueError("x_scale must be positive (+inf for a feature without spread).")
         check_int(self.step, "step")
         check_int(self.bn_count, "bn_count")
         if self.opt_state is not None:
@@ -224,7 +232,8 @@ def init_model(n_inputs, n_outputs, params, x_mean, x_scale, seed):
         ``n_estimators``, ``max_depth``, ``tree_type``, ``n_hinge_features``
         and ``head`` are read.
     x_mean, x_scale : ndarray of shape (n_inputs,)
-        The input standardisation.
+        The input standardisation (:func:`~obliquetrees._core.tree.standardization`;
+        ``x_scale`` is ``+inf`` for a feature without spread).
     seed : int
         Seeds numpy's generator for every initial value.
 
