@@ -637,13 +637,19 @@ class HingeForestRegressor(ObliqueRegressorMixin, _BaseHingeForest):
     def _encode_targets(self, y, fit):
         y = np.asarray(y, dtype=np.float64)
         if fit and not hasattr(self, "_y_mean"):
-            # moments of y times an exact power of two (1 for ordinary targets),
-            # so targets near 1e+-300 neither overflow nor underflow
-            exponent = int(prescale_exponents(y[:, None])[0])
-            scaled = np.ldexp(y, -exponent)
-            mean = float(np.ldexp(scaled.mean(), exponent))
-            std = float(np.ldexp(scaled.std(), exponent))
-            check_centred_range(y[:, None], np.array([mean]), name="y")
+            if np.all(y == y[0]):
+                # a constant target is its own mean (the computed one may be an ulp
+                # off, and its "spread" that ulp): the standardised targets are all
+                # 0, which the new model fits exactly (fit_hinge)
+                mean, std = float(y[0]), 0.0
+            else:
+                # moments of y times an exact power of two (1 for ordinary targets),
+                # so targets near 1e+-300 neither overflow nor underflow
+                exponent = int(prescale_exponents(y[:, None])[0])
+                scaled = np.ldexp(y, -exponent)
+                mean = float(np.ldexp(scaled.mean(), exponent))
+                std = float(np.ldexp(scaled.std(), exponent))
+                check_centred_range(y[:, None], np.array([mean]), name="y")
             self._y_mean = mean
             self._y_scale = std if std > 0 else 1.0
         return ((y - self._y_mean) / self._y_scale)[:, None]

@@ -68,3 +68,40 @@ def test_hinge_model_still_refuses_a_scale_that_is_not_positive(bad):
     est._model.x_scale[0] = bad
     with pytest.raises(ValueError, match="x_scale"):
         pickle.loads(pickle.dumps(est))
+
+
+# --------------------------------------------------------- constant target
+REGRESSORS = [cls for cls in ESTIMATORS if not is_classifier(cls())]
+
+
+@pytest.mark.parametrize("value", [0.0, 0.1, -7.3, 2.5e5])
+@pytest.mark.parametrize("cls", REGRESSORS, ids=lambda c: c.__name__)
+def test_constant_target_is_predicted_exactly(cls, value):
+    X = np.random.default_rng(0).normal(size=(200, 4))
+    est = _fit(_make(cls), X, np.full(200, value))
+    X_new = np.random.default_rng(1).normal(size=(50, 4)) * 3
+    np.testing.assert_allclose(est.predict(X_new), value, rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize("head", ["sum", "linear"])
+@pytest.mark.parametrize("max_epochs", [1, 3, 20])
+def test_hinge_regressor_fits_a_constant_target_whatever_its_head_and_epochs(head, max_epochs):
+    """The leaf weights and the head's bias start at 0, the exact fit, and stay there."""
+    X = np.random.default_rng(0).normal(size=(200, 4))
+    est = _fit(_make(HingeForestRegressor, head=head, max_epochs=max_epochs), X, np.full(200, 2.5))
+    X_new = np.random.default_rng(1).normal(size=(50, 4)) * 3
+    np.testing.assert_array_equal(est.predict(X_new), 2.5)
+    assert not np.any(est._model.W)
+    # the stored trees (ONNX export, decision machines) hold the same: value 0 around the mean
+    assert not np.any(est.forest_.value)
+
+
+def test_hinge_regressor_partial_fit_learns_after_a_constant_first_batch():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 4))
+    est = _make(HingeForestRegressor, n_hinge_features=None)
+    est.partial_fit(X[:200], np.zeros(200))
+    np.testing.assert_array_equal(est.predict(X), 0.0)
+    for _ in range(20):
+        est.partial_fit(X[200:], X[200:, 0])
+    assert np.corrcoef(est.predict(X), X[:, 0])[0, 1] > 0.5
