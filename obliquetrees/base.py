@@ -39,6 +39,7 @@ from obliquetrees._core.tree import ObliqueTree
 from obliquetrees._core.validation import check_int
 from obliquetrees.utils._docstrings import fill_doc
 from obliquetrees.utils.validation import (
+    bounded_weights,
     check_is_fitted,
     validate_fit_data,
     validate_more_fit_data,
@@ -151,7 +152,9 @@ def class_weighted_sample_weight(class_weight, classes, y, sample_weight):
     """``sample_weight`` times the weight of each sample's class (:func:`class_weight_vector`).
 
     Returns ``sample_weight`` itself (None included) when ``class_weight`` is
-    None, so a model fitted without class weights is unchanged.
+    None, so a model fitted without class weights is unchanged; a product
+    whose total is out of range is divided by a power of two
+    (:func:`~obliquetrees.utils.validation.bounded_weights`).
 
     Raises
     ------
@@ -165,12 +168,12 @@ def class_weighted_sample_weight(class_weight, classes, y, sample_weight):
     combined = weight[y] if sample_weight is None else sample_weight * weight[y]
     if not np.all(np.isfinite(combined)):
         raise ValueError("sample_weight times class_weight overflows: scale the weights down.")
-    if not combined.sum() > 0:
+    if not np.any(combined > 0):
         raise ValueError(
             "sample_weight times class_weight is zero for every training sample: "
             "the weights must not sum to zero."
         )
-    return combined
+    return bounded_weights(combined)
 
 
 #: Key of a saved estimator state that holds its containers as plain data.
