@@ -67,6 +67,34 @@ def n_threads_from_jobs(n_jobs):
         return max(1, effective_n_jobs(n_jobs))
 
 
+#: Largest model a fit may start, in bytes projected from its parameters
+#: (hinge forests: ``_projected_bytes``; other forests: :func:`check_forest_size`).
+MAX_MODEL_BYTES = 2**34
+
+
+def check_forest_size(n_estimators, bytes_per_tree):
+    """Refuse ``n_estimators`` trees that cannot fit in :data:`MAX_MODEL_BYTES`.
+
+    Checked before anything is allocated per tree (seeds, tasks, results),
+    so an absurd ``n_estimators`` fails at once instead of filling the
+    memory before the first tree is grown. ``bytes_per_tree`` is a floor:
+    what a fit holds per tree even when every tree is a single leaf, so a
+    forest below the limit is never refused for its size alone.
+
+    Raises
+    ------
+    ValueError
+        Naming ``n_estimators`` and the projected memory.
+    """
+    size = int(n_estimators) * int(bytes_per_tree)
+    if size > MAX_MODEL_BYTES:
+        raise ValueError(
+            f"n_estimators={n_estimators} trees take at least {size / 2**30:.3g} GiB "
+            f"({bytes_per_tree} bytes per tree even as a single leaf), above the "
+            f"limit of {MAX_MODEL_BYTES / 2**30:.0f} GiB; lower n_estimators."
+        )
+
+
 def store_init_parameters(estimator, values):
     """Set each ``__init__`` argument in ``values`` (its ``locals()``) as an attribute, as given."""
     for name, value in values.items():

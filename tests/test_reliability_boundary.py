@@ -172,3 +172,95 @@ def test_ordinary_weights_are_used_as_given():
     scaled = bounded_weights(np.array([0.0, 2.0**1000, 3 * 2.0**1020]))
     np.testing.assert_array_equal(scaled, [0.0, 2.0**-21, 1.5])
     np.testing.assert_array_equal(bounded_weights(np.full(4, 2.0**-1000)), np.ones(4))
+
+
+# ------------------------------------------------------- absurd forest sizes
+#: A child process refits a fitted forest with n_estimators=10**7. A watchdog ends
+#: it (exit 3) once it holds more than 2 GB or takes more than 20 s, which is how
+#: CO2 and E2EDT (memory grows before the first tree) and hinge regressors (past
+#: the size check, then killed by the OOM killer above 23 GB) failed at be6b74f.
+_ABSURD_N_ESTIMATORS = """
+import os, resource, sys, threading, time, warnings
+import numpy as np
+import obliquetrees
+from tests.test_common import FAST_PARAMS
+
+def watchdog():
+    start = time.monotonic()
+    while True:
+        time.sleep(0.05)
+        with open("/proc/self/statm") as f:
+            rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        if rss > 2e9 or time.monotonic() - start > 20:
+            seconds = time.monotonic() - start
+            print(f"watchdog: {rss / 1e9:.1f} GB after {seconds:.1f} s", flush=True)
+            os._exit(3)
+
+warnings.simplefilter("ignore")
+X = np.random.default_rng(0).normal(size=(100, 4))
+name = sys.argv[1]
+cls = getattr(obliquetrees, name)
+y = X[:, 0] > 0 if "Classifier" in name else X[:, 0]
+est = cls(**{**FAST_PARAMS.get(name, {}), "random_state": 0, "n_estimators": 2}).fit(X, y)
+before = dict(est.__dict__)
+# warm start: CO2 and E2EDT would add trees to the fitted ones (hinge needs the same number)
+est.set_params(n_estimators=10**7, warm_start="Hinge" not in name)
+threading.Thread(target=watchdog, daemon=True).start()
+start = time.perf_counter()
+try:
+    est.fit(X, y)
+except ValueError as exc:
+    print(f"refused in {time.perf_counter() - start:.2f} s: {exc}")
+kept = ("n_estimators", "warm_start")
+changed = [k for k in before if k not in kept and est.__dict__[k] is not before[k]]
+print("changed:", changed, "keys equal:", est.__dict__.keys() == before.keys())
+"""
+
+
+@pytest.mark.parametrize("cls", [c for c in ESTIMATORS if "n_estimators" in c().get_params()])
+def test_absurd_n_estimators_is_refused_at_once_and_changes_nothing(cls):
+    import re
+
+    from tests.adversarial._subprocess import run_python
+
+    proc = run_python(_ABSURD_N_ESTIMATORS.replace("sys.argv[1]", repr(cls.__name__)))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    refused = re.search(r"refused in ([0-9.]+) s: (.*)", out)
+    assert refused, out
+    assert float(refused.group(1)) < 5, out
+    for part in ("10000000", "n_estimators", "GiB"):
+        assert part in refused.group(2), out
+    assert "changed: [] keys equal: True" in out, out
+
+
+def test_large_forests_stay_below_the_size_limit():
+    from obliquetrees._co2 import MIN_TREE_BYTES as CO2_TREE
+    from obliquetrees._e2edt import MIN_TREE_BYTES as E2EDT_TREE
+    from obliquetrees.base import check_forest_size
+
+    for per_tree in (CO2_TREE, E2EDT_TREE):
+        check_forest_size(10**6, per_tree)  # raises above the limit
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["CO2ForestClassifier", "E2EDTClassifier"])
+def test_ten_thousand_stumps_fit(name):
+    import obliquetrees
+
+    X, labels, _ = _weight_data()
+    extra = {"max_cccp_iter": 1} if name.startswith("CO2") else {"max_epochs": 1}
+    est = getattr(obliquetrees, name)(n_estimators=10_000, max_depth=1, random_state=0, **extra)
+    assert len(_fit(est, X[:30], labels[:30]).trees_) == 10_000
+
+
+@pytest.mark.parametrize("head", ["sum", "linear"])
+def test_hinge_size_check_counts_the_training_temporaries(head):
+    """Depth-3 trees on 4 features: 14.5 GiB projected for 10**7 of them, which
+    passed the check at be6b74f, but the per-batch records (8 + C values per
+    row and tree) and the leaf counting's walk took over 23 GB (killed)."""
+    est = HingeForestRegressor(n_estimators=10**7, max_depth=3, n_hinge_features=8, head=head)
+    with pytest.raises(ValueError, match="n_estimators"):
+        est._check_model_size(4, 1)
+    per_tree = est._scratch_bytes(1) // est.n_estimators
+    assert per_tree >= 8 * est.batch_size * 9  # the epoch's records alone
