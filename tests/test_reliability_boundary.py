@@ -264,3 +264,31 @@ def test_hinge_size_check_counts_the_training_temporaries(head):
         est._check_model_size(4, 1)
     per_tree = est._scratch_bytes(1) // est.n_estimators
     assert per_tree >= 8 * est.batch_size * 9  # the epoch's records alone
+
+
+# ----------------------------------------------------------------- huge n_jobs
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
+def test_huge_n_jobs_fits_and_predicts_as_one_job(cls):
+    """n_jobs=10**6 failed in joblib ("Numeric literal 2000000 is too large") for CO2, E2EDT."""
+    X, labels, target = _weight_data()
+    y = labels if is_classifier(cls()) else target
+    extra = {"n_estimators": 3} if "n_estimators" in cls().get_params() else {}
+    huge = _fit(_make(cls, n_jobs=10**6, **extra), X, y)
+    one = _fit(_make(cls, n_jobs=1, **extra), X, y)
+    np.testing.assert_array_equal(_outputs(huge, X), _outputs(one, X))
+
+
+def test_n_jobs_is_resolved_once_and_capped():
+    import joblib
+
+    from obliquetrees._training._parallel import resolve_n_jobs
+
+    cpus = joblib.cpu_count()
+    assert resolve_n_jobs(10**6, 3) == min(3, cpus)
+    assert resolve_n_jobs(10**6, 10**7) == cpus  # threads: at most one per CPU
+    assert resolve_n_jobs(None, 10) == 1
+    assert resolve_n_jobs(-1, 10**6) == cpus
+    with joblib.parallel_config(backend="loky", n_jobs=10**6):  # processes: by the tasks only
+        assert resolve_n_jobs(None, 5) == 5
+    with pytest.raises(ValueError, match="n_jobs=0"):
+        resolve_n_jobs(0, 5)
