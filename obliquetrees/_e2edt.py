@@ -20,6 +20,7 @@ from obliquetrees.base import (
     BaseObliqueForest,
     ObliqueClassifierMixin,
     ObliqueRegressorMixin,
+    check_forest_size,
     class_weighted_sample_weight,
     resolve_max_features,
     store_init_parameters,
@@ -54,6 +55,10 @@ MAX_FINETUNE_SAMPLES = 16384
 #: splits of training data only: see its Notes).
 REGRESSOR_LEARNING_RATE = 0.01
 REGRESSOR_BATCH_SIZE = 256
+#: Bytes a fit holds per tree even when every tree is a single leaf (its task, label,
+#: result and unpacked tree): 2.8 KB measured on forests of 20,000 stumps (x86-64,
+#: CPython 3.11).
+MIN_TREE_BYTES = 2048
 
 
 def _check_float32_range(X, name):
@@ -246,6 +251,7 @@ class _BaseE2EDT(BaseObliqueForest):
 
         if self.oob_score and not self.bootstrap:
             raise ValueError("Out-of-bag estimation needs bootstrap=True.")
+        check_forest_size(self.n_estimators, MIN_TREE_BYTES)
         old = self._warm_start_state()
         if len(old["trees"]) > self.n_estimators:
             raise ValueError(

@@ -18,6 +18,7 @@ from obliquetrees._core.tree import (
 )
 from obliquetrees._hinge_trees import TreesOnDemand
 from obliquetrees.base import (
+    MAX_MODEL_BYTES,
     BaseObliqueForest,
     ObliqueClassifierMixin,
     ObliqueRegressorMixin,
@@ -35,9 +36,9 @@ from obliquetrees.utils._param_validation import (
 from obliquetrees.utils.seeds import draw_seeds
 
 #: Projected model bytes (``_BaseHingeForest._projected_bytes``, doubling with every
-#: level of ``max_depth``) above which fitting warns, and above which it refuses to start.
+#: level of ``max_depth``) above which fitting warns; above ``MAX_MODEL_BYTES`` (shared
+#: with the other forests) it refuses to start.
 WARN_MODEL_BYTES = 2**30
-MAX_MODEL_BYTES = 2**34
 
 
 class _BaseHingeForest(TreesOnDemand, BaseObliqueForest):
@@ -139,17 +140,41 @@ class _BaseHingeForest(TreesOnDemand, BaseObliqueForest):
         state = 8 * (3 * n_leaves * width + 3 * n_thr + n_leaves + n_thr)
         return self.n_estimators * (trees + state) + fill + n_nodes * n_features * 8
 
+    def _scratch_bytes(self, n_outputs):
+        """Peak bytes of the training's temporaries that grow with the number of trees.
+
+        Whatever the model's size, a fit holds per tree: in an epoch, the
+        per-batch records of ``batch_size`` rows (``_EpochScratch``: the
+        walk's leaf, hinge value and feature, the leaf-weight gradients of
+        ``C`` outputs, the threshold gradient, two touched-slot lists, two
+        contribution records and the head's gradient: ``9 + C`` values per
+        row, one more for the linear head's tree outputs) while a validation
+        pass holds the linear head's tree outputs of ``PREDICT_CHUNK`` rows;
+        then, counting the training samples per leaf, the walk of
+        ``LEAF_COUNT_ROWS`` rows and their repeated weights (4 values per
+        row). 8 bytes each.
+        """
+        from obliquetrees._training._hinge_forward import LEAF_COUNT_ROWS, PREDICT_CHUNK
+
+        linear = self.head == "linear"
+        width = n_outputs if self.head == "sum" else 1
+        epoch = self.batch_size * (9 + width + linear) + 2 + (PREDICT_CHUNK if linear else 0)
+        counting = 4 * LEAF_COUNT_ROWS
+        return self.n_estimators * 8 * max(epoch, counting)
+
     def _check_model_size(self, n_features, n_outputs, explicit_terms=False):
-        """Refuse a model too large to hold; warn about a large one."""
+        """Refuse a model too large to fit (temporaries included); warn about a large one."""
         size = self._projected_bytes(n_features, n_outputs, explicit_terms)
+        size += self._scratch_bytes(n_outputs)
         shape = (
             f"{self.n_estimators} trees of depth {self.max_depth} on {n_features} "
-            f"features take about {size / 2**30:.3g} GiB ({size} bytes)"
+            f"features take about {size / 2**30:.3g} GiB ({size} bytes) with the "
+            "training's temporaries"
         )
         if size > MAX_MODEL_BYTES:
             raise ValueError(
                 f"{shape}, above the limit of {MAX_MODEL_BYTES / 2**30:.0f} GiB; "
-                "lower max_depth (each level doubles the size) or n_estimators."
+                "lower max_depth (each level doubles the size), n_estimators or batch_size."
             )
         if size > WARN_MODEL_BYTES:
             warnings.warn(f"{shape}.", UserWarning, stacklevel=4)
@@ -637,13 +662,19 @@ class HingeForestRegressor(ObliqueRegressorMixin, _BaseHingeForest):
     def _encode_targets(self, y, fit):
         y = np.asarray(y, dtype=np.float64)
         if fit and not hasattr(self, "_y_mean"):
-            # moments of y times an exact power of two (1 for ordinary targets),
-            # so targets near 1e+-300 neither overflow nor underflow
-            exponent = int(prescale_exponents(y[:, None])[0])
-            scaled = np.ldexp(y, -exponent)
-            mean = float(np.ldexp(scaled.mean(), exponent))
-            std = float(np.ldexp(scaled.std(), exponent))
-            check_centred_range(y[:, None], np.array([mean]), name="y")
+            if np.all(y == y[0]):
+                # a constant target is its own mean (the computed one may be an ulp
+                # off, and its "spread" that ulp): the standardised targets are all
+                # 0, which the new model fits exactly (fit_hinge)
+                mean, std = float(y[0]), 0.0
+            else:
+                # moments of y times an exact power of two (1 for ordinary targets),
+                # so targets near 1e+-300 neither overflow nor underflow
+                exponent = int(prescale_exponents(y[:, None])[0])
+                scaled = np.ldexp(y, -exponent)
+                mean = float(np.ldexp(scaled.mean(), exponent))
+                std = float(np.ldexp(scaled.std(), exponent))
+                check_centred_range(y[:, None], np.array([mean]), name="y")
             self._y_mean = mean
             self._y_scale = std if std > 0 else 1.0
         return ((y - self._y_mean) / self._y_scale)[:, None]

@@ -39,6 +39,7 @@ from obliquetrees._core.tree import ObliqueTree
 from obliquetrees._core.validation import check_int
 from obliquetrees.utils._docstrings import fill_doc
 from obliquetrees.utils.validation import (
+    bounded_weights,
     check_is_fitted,
     validate_fit_data,
     validate_more_fit_data,
@@ -64,6 +65,34 @@ def n_threads_from_jobs(n_jobs):
 
     with parallel_config(backend="threading"):  # keeps an outer config's n_jobs
         return max(1, effective_n_jobs(n_jobs))
+
+
+#: Largest model a fit may start, in bytes projected from its parameters
+#: (hinge forests: ``_projected_bytes``; other forests: :func:`check_forest_size`).
+MAX_MODEL_BYTES = 2**34
+
+
+def check_forest_size(n_estimators, bytes_per_tree):
+    """Refuse ``n_estimators`` trees that cannot fit in :data:`MAX_MODEL_BYTES`.
+
+    Checked before anything is allocated per tree (seeds, tasks, results),
+    so an absurd ``n_estimators`` fails at once instead of filling the
+    memory before the first tree is grown. ``bytes_per_tree`` is a floor:
+    what a fit holds per tree even when every tree is a single leaf, so a
+    forest below the limit is never refused for its size alone.
+
+    Raises
+    ------
+    ValueError
+        Naming ``n_estimators`` and the projected memory.
+    """
+    size = int(n_estimators) * int(bytes_per_tree)
+    if size > MAX_MODEL_BYTES:
+        raise ValueError(
+            f"n_estimators={n_estimators} trees take at least {size / 2**30:.3g} GiB "
+            f"({bytes_per_tree} bytes per tree even as a single leaf), above the "
+            f"limit of {MAX_MODEL_BYTES / 2**30:.0f} GiB; lower n_estimators."
+        )
 
 
 def store_init_parameters(estimator, values):
@@ -151,7 +180,9 @@ def class_weighted_sample_weight(class_weight, classes, y, sample_weight):
     """``sample_weight`` times the weight of each sample's class (:func:`class_weight_vector`).
 
     Returns ``sample_weight`` itself (None included) when ``class_weight`` is
-    None, so a model fitted without class weights is unchanged.
+    None, so a model fitted without class weights is unchanged; a product
+    whose total is out of range is divided by a power of two
+    (:func:`~obliquetrees.utils.validation.bounded_weights`).
 
     Raises
     ------
@@ -165,12 +196,12 @@ def class_weighted_sample_weight(class_weight, classes, y, sample_weight):
     combined = weight[y] if sample_weight is None else sample_weight * weight[y]
     if not np.all(np.isfinite(combined)):
         raise ValueError("sample_weight times class_weight overflows: scale the weights down.")
-    if not combined.sum() > 0:
+    if not np.any(combined > 0):
         raise ValueError(
             "sample_weight times class_weight is zero for every training sample: "
             "the weights must not sum to zero."
         )
-    return combined
+    return bounded_weights(combined)
 
 
 #: Key of a saved estimator state that holds its containers as plain data.

@@ -10,9 +10,37 @@ module-level, picklable function. Seeds are drawn up front by the estimator
 on which worker builds which tree.
 """
 
-from joblib import Parallel, delayed
+from joblib import Parallel, cpu_count, delayed
+from joblib.parallel import BACKENDS, get_active_backend
 
 from obliquetrees._training._progress import Progress
+
+
+def resolve_n_jobs(n_jobs, n_tasks, prefer="threads"):
+    """The workers :func:`parallel_map` runs ``n_tasks`` tasks with, from ``n_jobs``.
+
+    Resolved once, as joblib's ``Parallel(n_jobs, prefer)`` would (an active
+    ``parallel_config`` decides for None; -1 all CPUs, ...), then capped as
+    scikit-learn's forests do: no more workers than tasks, and no more
+    threads of this process than CPUs (more only oversubscribe them; trees
+    do not depend on the count). A huge ``n_jobs`` thus runs instead of
+    failing in joblib (``n_jobs=10**6``: "Numeric literal 2000000 is too
+    large") or exhausting the threads; another backend's workers (dask) are
+    capped by the tasks only.
+
+    Raises
+    ------
+    ValueError
+        For ``n_jobs=0``, naming ``n_jobs``.
+    """
+    if n_jobs == 0:
+        raise ValueError("n_jobs=0 has no meaning: use a positive count, or -1 for all CPUs.")
+    backend, context_n_jobs = get_active_backend(prefer=prefer)
+    requested = context_n_jobs if n_jobs is None else n_jobs
+    workers = 1 if requested is None else backend.effective_n_jobs(requested)
+    if isinstance(backend, BACKENDS["threading"]):
+        workers = min(workers, cpu_count())
+    return max(1, min(workers, n_tasks))
 
 
 def parallel_map(func, args_list, n_jobs=None, verbose=0, prefer="threads", name="forest"):
@@ -25,6 +53,7 @@ def parallel_map(func, args_list, n_jobs=None, verbose=0, prefer="threads", name
     args_list : sequence of tuple
     n_jobs : int or None
         As in joblib; None means 1 unless a ``parallel_config`` says otherwise.
+        Capped at the tasks and, for threads, the CPUs (:func:`resolve_n_jobs`).
     verbose : int
         At 1 and above, one line per finished task ("tree k/n") with the
         time elapsed and an estimate of the time left (:class:`Progress`).
@@ -39,6 +68,7 @@ def parallel_map(func, args_list, n_jobs=None, verbose=0, prefer="threads", name
         In the order of ``args_list``.
     """
     args_list = list(args_list)
+    n_jobs = resolve_n_jobs(n_jobs, len(args_list), prefer)
     progress = Progress(name, len(args_list), unit="tree", verbose=verbose)
     tasks = (delayed(func)(*args) for args in args_list)
     try:

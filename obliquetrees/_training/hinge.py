@@ -114,7 +114,9 @@ class HingeModel:
         Shapes and dtypes of the linear layer, batch-norm statistics, feature
         indices (in ``[0, H)``), thresholds, leaf weights, head and optimiser
         state against ``depth``, ``n_outputs`` and each other: everything the
-        kernels read without bounds checks.
+        kernels read without bounds checks. ``x_scale`` is positive and may
+        be ``+inf`` (a feature without spread in training, which the model
+        ignores; see :func:`~obliquetrees._core.tree.standardization`).
         """
         try:
             self._check_invariants()
@@ -152,12 +154,18 @@ class HingeModel:
             shapes.update(Q=(n_outputs, M), q=(n_outputs,))
         for name, shape in shapes.items():
             check_array(getattr(self, name), name, f64, len(shape), shape)
-            check_finite(getattr(self, name), name)
+            if name != "x_scale":  # checked below: +inf is a valid scale
+                check_finite(getattr(self, name), name)
         check_array(self.feat, "feat", i64, 2, (M, n_thr))
         if self.feat.min() < 0 or self.feat.max() >= H:
             raise ValueError(f"feat must lie in [0, H) = [0, {H}).")
-        if not np.all(self.bn_var + K.BN_EPS > 0) or np.any(self.x_scale == 0):
-            raise ValueError("bn_var + eps and x_scale must be positive / non-zero.")
+        if not np.all(self.bn_var + K.BN_EPS > 0):
+            raise ValueError("bn_var + eps must be positive.")
+        # +inf marks a feature without spread in training (constant, or all
+        # missing): its standardised value is 0 whatever the input, as in
+        # :func:`~obliquetrees._core.tree.standardization`
+        if not np.all(self.x_scale > 0):
+            raise ValueError("x_scale must be positive (+inf for a feature without spread).")
         check_int(self.step, "step")
         check_int(self.bn_count, "bn_count")
         if self.opt_state is not None:
@@ -206,7 +214,7 @@ def _deep_copy(value):
     return value
 
 
-def init_model(n_inputs, n_outputs, params, x_mean, x_scale, seed):
+def init_model(n_inputs, n_outputs, params, x_mean, x_scale, seed, zero_output=False):
     """Initialise a hinge forest (the paper's Algorithm 1).
 
     Thresholds ``U(-3, 3)`` (they act on batch-normalised features), leaf
@@ -216,6 +224,14 @@ def init_model(n_inputs, n_outputs, params, x_mean, x_scale, seed):
     is the identity and stays fixed. The linear head, if any, gets the same
     default initialisation.
 
+    With ``zero_output`` the leaf weights and the head's bias start at 0
+    (the same draws are made, so the rest is unchanged): the model outputs
+    exactly 0 for every input. For regression targets that are all 0 (a
+    constant target, standardised) this is the exact fit, and every
+    gradient is then 0, so training keeps it (random leaf weights left
+    noise of up to 0.4 target units that training on such a target only
+    slowly removes).
+
     Parameters
     ----------
     n_inputs, n_outputs : int
@@ -224,9 +240,12 @@ def init_model(n_inputs, n_outputs, params, x_mean, x_scale, seed):
         ``n_estimators``, ``max_depth``, ``tree_type``, ``n_hinge_features``
         and ``head`` are read.
     x_mean, x_scale : ndarray of shape (n_inputs,)
-        The input standardisation.
+        The input standardisation (:func:`~obliquetrees._core.tree.standardization`;
+        ``x_scale`` is ``+inf`` for a feature without spread).
     seed : int
         Seeds numpy's generator for every initial value.
+    zero_output : bool, default=False
+        Start with zero leaf weights and head bias (see above).
 
     Returns
     -------
@@ -248,6 +267,8 @@ def init_model(n_inputs, n_outputs, params, x_mean, x_scale, seed):
     feat = rng.integers(0, H, size=(n_trees, n_thr)).astype(np.int64)
     thr = rng.uniform(-3.0, 3.0, size=(n_trees, n_thr))
     W = rng.normal(0.0, 0.01, size=(n_trees, L, C))
+    if zero_output:
+        W[:] = 0.0
     model = HingeModel(
         A=np.ascontiguousarray(A),
         learn_A=learn_A,
@@ -271,6 +292,8 @@ def init_model(n_inputs, n_outputs, params, x_mean, x_scale, seed):
         bound = 1.0 / np.sqrt(n_trees)
         model.Q = rng.uniform(-bound, bound, size=(n_outputs, n_trees))
         model.q = rng.uniform(-bound, bound, size=n_outputs)
+        if zero_output:
+            model.q[:] = 0.0
     return model
 
 
@@ -600,7 +623,8 @@ def fit_hinge(
     """
     if model is None:
         mean, scale = standardization(X)
-        model = init_model(X.shape[1], n_outputs, params, mean, scale, init_seed)
+        zero = params.task == "regression" and not np.any(Y)  # a constant target
+        model = init_model(X.shape[1], n_outputs, params, mean, scale, init_seed, zero)
     else:
         model = model.copy()
     # the split's row copies live only while training (not beside the stored trees)

@@ -13,11 +13,45 @@ from obliquetrees._core.missing import nan_columns, observed_moments
 from obliquetrees._core.tree import feature_moments
 
 __all__ = [
+    "bounded_weights",
     "check_is_fitted",
     "validate_fit_data",
     "validate_more_fit_data",
     "validate_predict_data",
 ]
+
+#: Sample weights are used as given while their total lies in this range.
+WEIGHT_TOTAL_RANGE = (2.0**-128, 2.0**128)
+
+
+def bounded_weights(weights):
+    """``weights`` divided by a power of two if their total is out of :data:`WEIGHT_TOTAL_RANGE`.
+
+    Training sums weights and multiplies them with each other and with
+    targets: finite weights whose total overflows float64 (or is near its
+    smallest numbers) gave NaN predictions or refused forests. The training
+    of every estimator depends only on the weights' ratios, so they are
+    divided by the power of two that brings the largest to ``[1, 2)``: an
+    exact division, which leaves the ratios' bits unchanged (only weights
+    below ``2**-1021`` times the largest lose bits), and equal weights become
+    ones. Weights whose total is in range, every ordinary set, are returned
+    as they are.
+
+    Parameters
+    ----------
+    weights : ndarray of float64, shape (n_samples,)
+        Finite, non-negative, with a positive total.
+
+    Returns
+    -------
+    weights : ndarray of float64, shape (n_samples,)
+    """
+    low, high = WEIGHT_TOTAL_RANGE
+    with np.errstate(over="ignore"):
+        total = weights.sum()
+    if low <= total <= high:
+        return weights
+    return np.ldexp(weights, 1 - np.frexp(weights.max())[1])
 
 
 def validate_fit_data(
@@ -54,7 +88,9 @@ def validate_fit_data(
     y : ndarray of int64 class indices (classifier) or float64 targets
     sample_weight : ndarray of float64 or None
         None when no weights were given. Negative weights and weights summing
-        to zero raise a ``ValueError``.
+        to zero raise a ``ValueError``; weights whose total is beyond
+        ``2**128`` (or below ``2**-128``) are divided by a power of two
+        (:func:`bounded_weights`).
     """
     X, y, sample_weight = _validate_training_arrays(
         estimator,
@@ -183,8 +219,9 @@ def _validate_training_arrays(
         sample_weight = _check_sample_weight(
             sample_weight, X, dtype=np.float64, ensure_non_negative=True
         )
-        if not sample_weight.sum() > 0:
+        if not np.any(sample_weight > 0):
             raise ValueError("sample_weight must not be all zero (sum must be > 0).")
+        sample_weight = bounded_weights(sample_weight)
     return X, y, sample_weight
 
 

@@ -327,7 +327,7 @@ def test_hinge_warns_about_a_large_model(monkeypatch):
 
     X, y = _data()
     est = _make(HingeForestClassifier, max_epochs=1)
-    size = est._projected_bytes(X.shape[1], 3)
+    size = est._projected_bytes(X.shape[1], 3) + est._scratch_bytes(3)
     monkeypatch.setattr(hinge_module, "WARN_MODEL_BYTES", size - 1)
     with pytest.warns(UserWarning, match=f"{size} bytes"):
         est.fit(X, y)
