@@ -7,7 +7,7 @@ compares its labels and probabilities with ``predict`` and
 ``predict_proba``. Then, after ``register_skl2onnx()``, converts a whole
 pipeline (StandardScaler + forest) with ``skl2onnx.to_onnx``.
 
-    pip install "obliquetrees[onnx]" skl2onnx
+    pip install ".[onnx]" skl2onnx   # in a clone of the repository
     python examples/export_onnx.py
 
 Without onnxruntime the script says so and exits; without skl2onnx it skips
@@ -42,9 +42,7 @@ def main():
         import onnx  # noqa: F401 (to_onnx builds the graph with it)
         import onnxruntime as ort
     except ImportError as error:
-        print(
-            f'export_onnx.py needs onnx and onnxruntime ({error}): pip install "obliquetrees[onnx]"'
-        )
+        print(f"export_onnx.py needs onnx and onnxruntime ({error}): pip install onnx onnxruntime")
         return
     from obliquetrees.onnx import to_onnx
 

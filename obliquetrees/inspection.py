@@ -415,7 +415,7 @@ def plot_tree(
     negative, symmetric colour scale per node; see ``image_weights``), the
     figure style of the E2EDT paper.
 
-    Requires matplotlib (``pip install obliquetrees[plots]``).
+    Requires matplotlib (``pip install matplotlib``).
 
     Parameters
     ----------
@@ -475,9 +475,7 @@ def plot_tree(
         import matplotlib.pyplot as plt
         from matplotlib import colormaps
     except ImportError as exc:  # pragma: no cover - matplotlib is in the test extra
-        raise ImportError(
-            "plot_tree needs matplotlib: pip install matplotlib (or obliquetrees[plots])."
-        ) from exc
+        raise ImportError("plot_tree needs matplotlib: pip install matplotlib.") from exc
 
     tree = _pick_tree(model, tree_index)
     if image_shape is None:

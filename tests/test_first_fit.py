@@ -1,8 +1,8 @@
 """Slow guard: each public estimator's first fit in a fresh process with an empty numba cache.
 
 Runs ``benchmarks/bench_first_fit.py``'s child on the package under test
-(this checkout). Where shipped kernels are usable (an installed wheel, or CI's
-test run with ``$OBLIQUETREES_KERNEL_BUILD_CACHE``), nothing should compile
+(this checkout). Where shipped kernels are usable (an installed wheel, or a
+checkout whose sources an installed build was made from), nothing should compile
 and the bound is 20 s, twice issue 18's 10 s on a quiet machine; without
 them every kernel compiles and the bound is 120 s, a hang or runaway guard.
 """

@@ -31,7 +31,7 @@ rounding (float32 outputs). Infinite inputs, which ``predict`` refuses,
 give undefined outputs. Sparse input must be densified by the caller.
 
 Needs the optional dependencies ``onnx`` (and ``onnxruntime`` to run the
-result): ``pip install "obliquetrees[onnx]"``.
+result): ``pip install onnx onnxruntime``, or ``pip install ".[onnx]"`` in a clone.
 
 Examples
 --------
@@ -65,7 +65,7 @@ def _require_onnx():
         import onnx  # noqa: F401
     except ImportError:
         raise ImportError(
-            'ONNX export needs the package "onnx": pip install "obliquetrees[onnx]".'
+            'ONNX export needs the package "onnx": pip install onnx onnxruntime.'
         ) from None
 
 
