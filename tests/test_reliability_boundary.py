@@ -376,3 +376,11 @@ def test_only_an_interrupt_behind_system_errors_is_surfaced():
     looped = SystemError()
     looped.__cause__ = looped
     assert interrupt_behind(looped) is None
+
+
+@pytest.mark.parametrize("cls", [c for c in ESTIMATORS if "class_weight" in c().get_params()])
+def test_class_weights_whose_sum_overflows_fit(cls):
+    """CO2 multiplies them per tree with the bootstrap counts: "value contains NaN" before."""
+    X, labels, _ = _weight_data()
+    est = _fit(_make(cls, class_weight={False: 1e307, True: 1.5e308}), X, labels)
+    _assert_proper(est, _outputs(est, X))
