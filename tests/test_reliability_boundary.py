@@ -292,3 +292,95 @@ def test_n_jobs_is_resolved_once_and_capped():
         assert resolve_n_jobs(None, 5) == 5
     with pytest.raises(ValueError, match="n_jobs=0"):
         resolve_n_jobs(0, 5)
+
+
+# ----------------------------------------------------------------------- Ctrl-C
+#: A child process fits on data that takes it several seconds (10 s to minutes) and
+#: sends itself SIGINT 1 s into the fit. At be6b74f the interrupt came out of numba's
+#: boxing of a kernel's array results as "SystemError: CPUDispatcher(<function
+#: grow_tree>) returned a result with an exception set".
+_INTERRUPTED_FIT = """
+import os, signal, threading, time, warnings
+import numpy as np
+import obliquetrees
+
+warnings.simplefilter("ignore")
+name, n_jobs = NAME, N_JOBS
+rng = np.random.default_rng(0)
+X = rng.normal(size=(20000, 20))
+f = np.sin(3 * X[:, 0]) + X[:, 1] * X[:, 2] + 0.3 * rng.normal(size=20000)
+y = f if "Regressor" in name else (f > 0).astype(int)
+params = {"n_jobs": n_jobs, "random_state": 0}
+if name.startswith("SoftTree"):
+    params["tol"] = 0.0  # grow on
+elif name.startswith("E2EDT"):
+    params["n_estimators"] = 5
+cls = getattr(obliquetrees, name)
+cls(**params).fit(X[:50], y[:50])  # compiled (or loaded) before the timed fit
+est = cls(**params)
+before = dict(est.__dict__)
+sent = []
+
+def interrupt():
+    time.sleep(1.0)
+    sent.append(time.perf_counter())
+    os.kill(os.getpid(), signal.SIGINT)
+
+threading.Thread(target=interrupt, daemon=True).start()
+try:
+    est.fit(X, y)
+    print("the fit finished before the interrupt", flush=True)
+except BaseException:
+    print(f"stopped {time.perf_counter() - sent[0]:.2f} s after SIGINT", flush=True)
+    print("unchanged:", est.__dict__ == before, flush=True)
+    raise
+"""
+
+
+@pytest.mark.parametrize(
+    "name, n_jobs",
+    [(cls.__name__, 1) for cls in ESTIMATORS] + [("CO2ForestClassifier", 2)],
+)
+def test_ctrl_c_during_fit_raises_keyboard_interrupt_and_changes_nothing(name, n_jobs):
+    import re
+
+    from tests.adversarial._subprocess import run_python
+
+    code = _INTERRUPTED_FIT.replace("NAME, N_JOBS", f"{name!r}, {n_jobs}")
+    proc = run_python(code, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert "the fit finished" not in out, out
+    assert proc.stderr.rstrip().splitlines()[-1] == "KeyboardInterrupt", out
+    assert "SystemError" not in out, out
+    stopped = re.search(r"stopped ([0-9.]+) s after SIGINT", out)
+    assert stopped and float(stopped.group(1)) < 10, out
+    assert "unchanged: True" in out, out
+
+
+def _chain(*excs):
+    """``excs[0]`` raised from ``excs[1]``, raised from ``excs[2]``, ..."""
+    for exc, cause in zip(excs[:-1], excs[1:], strict=True):
+        exc.__cause__ = cause
+    return excs[0]
+
+
+def test_only_an_interrupt_behind_system_errors_is_surfaced():
+    from obliquetrees._core.interrupts import interrupt_behind
+
+    interrupt = KeyboardInterrupt()
+    assert interrupt_behind(_chain(SystemError(), SystemError(), interrupt)) is interrupt
+    assert interrupt_behind(interrupt) is None  # raised as it is anyway
+    assert interrupt_behind(SystemError()) is None
+    assert interrupt_behind(_chain(ValueError(), KeyboardInterrupt())) is None
+    assert interrupt_behind(_chain(SystemError(), ValueError(), KeyboardInterrupt())) is None
+    looped = SystemError()
+    looped.__cause__ = looped
+    assert interrupt_behind(looped) is None
+
+
+@pytest.mark.parametrize("cls", [c for c in ESTIMATORS if "class_weight" in c().get_params()])
+def test_class_weights_whose_sum_overflows_fit(cls):
+    """CO2 multiplies them per tree with the bootstrap counts: "value contains NaN" before."""
+    X, labels, _ = _weight_data()
+    est = _fit(_make(cls, class_weight={False: 1e307, True: 1.5e308}), X, labels)
+    _assert_proper(est, _outputs(est, X))

@@ -17,6 +17,8 @@ from sklearn.utils._param_validation import (
     validate_params,
 )
 
+from obliquetrees._core.interrupts import interrupt_behind
+
 __all__ = [
     "Hidden",
     "Integral",
@@ -40,6 +42,9 @@ def _fit_context(*, prefer_skip_nested_validation):
     trees of an old one (prediction would walk old feature ids on new, narrower
     input). The snapshot is shallow: a fit must rebind its attributes, never
     mutate an existing attribute's arrays in place (DESIGN.md, decision 13).
+    Ctrl-C while a compiled kernel runs is raised as the ``KeyboardInterrupt``
+    it is, not as the ``SystemError`` numba's result boxing turns it into
+    (:mod:`obliquetrees._core.interrupts`).
 
     Parameters
     ----------
@@ -60,9 +65,12 @@ def _fit_context(*, prefer_skip_nested_validation):
             before = dict(estimator.__dict__)
             try:
                 return validated(estimator, *args, **kwargs)
-            except BaseException:
+            except BaseException as exc:
                 estimator.__dict__.clear()
                 estimator.__dict__.update(before)
+                interrupt = interrupt_behind(exc)
+                if interrupt is not None:
+                    raise interrupt from None
                 raise
 
         return wrapper

@@ -322,7 +322,7 @@ def test_hinge_refuses_a_model_too_large_to_hold(method):
 
 
 def test_hinge_warns_about_a_large_model(monkeypatch):
-    import obliquetrees._hinge as hinge_module
+    import obliquetrees._hinge_size as hinge_module
     from obliquetrees import HingeForestClassifier
 
     X, y = _data()
