@@ -113,6 +113,12 @@ def soft_predict_serial(
     return out
 
 
+def _read_only(array):
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
 def soft_predict(tree, X, leaf_value, steepness=None):
     """Soft output of a stored tree: sum over leaves of path probability x leaf value.
 
@@ -134,16 +140,23 @@ def soft_predict(tree, X, leaf_value, steepness=None):
     check_n_features(X, tree.n_features, "the tree")
     if steepness is None:
         steepness = np.ones(tree.node_count)
-    args = (
-        tree.children_left,
-        tree.children_right,
-        tree.weight_indptr,
-        tree.weight_index,
-        tree.weight_value,
-        tree.weight_missing,
-        tree.bias,
-        np.ascontiguousarray(steepness, dtype=np.float64),
-        np.ascontiguousarray(leaf_value, dtype=np.float64),
+    # Read-only views of the model's arrays, whether they are (a model loaded with
+    # joblib's mmap_mode="r" holds read-only ones, a fitted one writeable ones,
+    # some computed on access): numba compiles one kernel per combination of
+    # flags, and the wheel ships the all-read-only one.
+    args = tuple(
+        _read_only(array)
+        for array in (
+            tree.children_left,
+            tree.children_right,
+            tree.weight_indptr,
+            tree.weight_index,
+            tree.weight_value,
+            tree.weight_missing,
+            tree.bias,
+            np.ascontiguousarray(steepness, dtype=np.float64),
+            np.ascontiguousarray(leaf_value, dtype=np.float64),
+        )
     )
     if not sp.issparse(X):
         X = np.ascontiguousarray(X)

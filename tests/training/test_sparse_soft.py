@@ -133,7 +133,10 @@ def test_default_settings_fit_sparse_and_generalise_alike():
 
 def test_sparse_fit_memory_is_far_below_dense():
     """20000 x 20000 at 0.1 %: the dense matrix alone would be 3.2 GB."""
-    X = sp.random(20_000, 20_000, density=0.001, format="csr", random_state=0)
+    # a Generator: with an integer seed scipy draws all n x p positions (3.2 GB) to pick the entries
+    X = sp.random(
+        20_000, 20_000, density=0.001, format="csr", random_state=np.random.default_rng(0)
+    )
     y = (X @ np.linspace(-1.0, 1.0, 20_000) > 0).astype(int)
     clf = SoftTreeClassifier(max_depth=2, n_restarts=2, max_epochs=1, batch_size=64, random_state=0)
     clf.fit(X[:200], y[:200])  # compile outside the measurement
