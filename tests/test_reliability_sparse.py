@@ -3,6 +3,8 @@
 - Soft-routed prediction (soft trees, E2EDT's ``"soft"`` and ``"hybrid"``
   probabilities) of a CSR matrix never densifies it: memory independent of
   ``n_features``, outputs those of the dense rows bit for bit.
+- CO2 growth on a CSR matrix stores each split's weights sparse, not one
+  row of ``n_features`` per node.
 """
 
 import sys
@@ -194,3 +196,47 @@ def test_soft_routing_of_a_wide_csr_needs_no_dense_rows(tmp_path):
     for name, growth in lines.items():
         assert growth != "MemoryError", f"{name}: prediction tried to allocate gigabytes"
         assert float(growth) < 50, (name, growth)
+
+
+# ------------------------------------------------------- CO2 growth on wide CSR
+_CO2_PEAK_SCRIPT = """
+import resource
+import numpy as np
+import scipy.sparse as sp
+from obliquetrees import CO2ForestClassifier
+
+n, d = 2000, 200_000
+rng = np.random.default_rng(0)
+nnz = int(n * d * 1e-4)
+X = sp.csr_matrix((rng.random(nnz) + 0.5, (rng.integers(0, n, nnz), rng.integers(0, d, nnz))),
+                  shape=(n, d))
+X.sum_duplicates()
+y = rng.integers(0, 2, n)
+data_mb = (X.data.nbytes + X.indices.nbytes + X.indptr.nbytes) / 2**20
+CO2ForestClassifier(n_estimators=1, random_state=0).fit(X[:50], y[:50])  # compiles the kernels
+vm = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
+limit = vm + 2 * 2**30  # a safety net for the machine: gigabytes fail here instead
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+try:
+    model = CO2ForestClassifier(n_estimators=1, random_state=0).fit(X, y)
+except MemoryError:
+    print(data_mb, "MemoryError", 0)
+else:
+    growth = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 - before
+    print(data_mb, growth, model.forest_.children_left.shape[0])
+"""
+
+
+@LINUX_ONLY
+@pytest.mark.slow
+def test_co2_growth_on_a_wide_csr_keeps_no_dense_weight_rows():
+    # a fully grown tree on 2000 x 200,000 at density 1e-4 (0.5 MB stored):
+    # a row of 200,000 weights per node took 2.8 GB
+    proc = run_python(_CO2_PEAK_SCRIPT, timeout=600)
+    assert_ok(proc)
+    data_mb, growth, n_nodes = proc.stdout.split()
+    assert float(data_mb) < 1.0
+    assert growth != "MemoryError", "the fit tried to allocate gigabytes"
+    assert int(n_nodes) > 500  # fully grown
+    assert float(growth) < 300, growth
