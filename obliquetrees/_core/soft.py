@@ -7,6 +7,12 @@ with probability ``sigmoid(s_j * (w_j.x + b_j))``: the container's hard rule
 split's steepness (E2EDT stores one per node; soft trees use 1, which leaves
 every bit as without it). A NaN ``x_j`` contributes the weight's
 missing-value term instead of ``w_j x_j``, as in hard routing.
+
+CSR input is never densified: each split's margin is summed from the row's
+stored entries through a feature-major copy of the weights
+(:func:`feature_major_weights`), so memory is independent of ``n_features``
+and the results are those of the dense rows, bit for bit (see
+:func:`soft_predict`).
 """
 
 import numpy as np
@@ -22,8 +28,6 @@ CHUNK = 256
 #: Soft prediction of at most this many rows runs serially (a thread pool
 #: start-up costs more than the work).
 SERIAL_PREDICT_ROWS = 2048
-#: CSR input is densified this many rows at a time.
-CSR_BLOCK_ROWS = 4096
 
 
 @jit_inline
@@ -113,6 +117,130 @@ def soft_predict_serial(
     return out
 
 
+@jit_inline
+def _soft_evaluate_row(i, margin, left_child, right_child, steep, value, logp, out):
+    """Soft output of row ``i`` from its split margins ``margin`` (``w.x + b`` of every node).
+
+    The sweep of :func:`_soft_predict_row` with the margins summed beforehand.
+    """
+    K = value.shape[1]
+    logp[0] = 0.0
+    for j in range(left_child.shape[0]):
+        left = left_child[j]
+        if left < 0:
+            p = np.exp(logp[j])
+            if p > 0.0:
+                for k in range(K):
+                    out[i, k] += p * value[j, k]
+        else:
+            right, left_term = log_sigmoid_pair(margin[j] * steep[j])
+            logp[right_child[j]] = logp[j] + right
+            logp[left] = logp[j] + left_term
+
+
+@jit_inline
+def _csr_margins(Xptr, Xidx, Xval, i, layout, weight, missing, bias, margin):
+    """``w.x + b`` of every node for CSR row ``i``, summed in each node's storage order.
+
+    ``layout`` is :func:`feature_major_weights`'s. Terms of features the row
+    does not store (``w_j * 0``, a signed zero) are left out: adding a zero
+    changes no sum but a zero's sign, which no soft output depends on.
+    In order (every node's feature ids increase): the row's entries, in
+    increasing feature order, add their terms to their nodes, which is each
+    node's storage order. Otherwise each node looks its features up in the
+    row (binary search over its sorted column indices), in storage order.
+    """
+    features, fptr, fweight, node_of, indptr, index, in_order = layout
+    for j in range(margin.shape[0]):
+        margin[j] = bias[j]
+    lo = Xptr[i]
+    hi = Xptr[i + 1]
+    if in_order:
+        for k in range(lo, hi):
+            f = Xidx[k]
+            u = np.searchsorted(features, f)
+            if u < features.shape[0] and features[u] == f:
+                x = Xval[k]
+                for t in range(fptr[u], fptr[u + 1]):
+                    q = fweight[t]
+                    margin[node_of[q]] += weight[q] * x if x == x else missing[q]
+        return
+    for j in range(margin.shape[0]):
+        for q in range(indptr[j], indptr[j + 1]):
+            k = lo + np.searchsorted(Xidx[lo:hi], index[q])
+            if k < hi and Xidx[k] == index[q]:
+                x = Xval[k]
+                margin[j] += weight[q] * x if x == x else missing[q]
+
+
+@jit_inline
+def _soft_predict_csr_row(X, i, layout, tree, margin, logp, out):
+    """Soft output of CSR row ``i`` (``X`` its ``(indptr, indices, data)``), into ``out[i]``."""
+    left_child, right_child, weight, missing, bias, steep, value = tree
+    _csr_margins(X[0], X[1], X[2], i, layout, weight, missing, bias, margin)
+    _soft_evaluate_row(i, margin, left_child, right_child, steep, value, logp, out)
+
+
+@jit_parallel
+def soft_predict_csr_parallel(X, n_rows, layout, tree):
+    """:func:`soft_predict_parallel` of a CSR ``X = (indptr, indices, data)``, sorted indices.
+
+    ``layout`` is :func:`feature_major_weights`'s, ``tree`` the tuple
+    ``(children_left, children_right, weight_value, weight_missing, bias,
+    steepness, value)``. Per chunk of rows it holds two arrays of
+    ``n_nodes`` entries.
+    """
+    n_nodes = tree[0].shape[0]
+    out = np.zeros((n_rows, tree[6].shape[1]))
+    n_chunks = (n_rows + CHUNK - 1) // CHUNK
+    for c in prange(n_chunks):
+        margin = np.empty(n_nodes)
+        logp = np.empty(n_nodes)
+        for i in range(c * CHUNK, min(n_rows, (c + 1) * CHUNK)):
+            _soft_predict_csr_row(X, i, layout, tree, margin, logp, out)
+    return out
+
+
+@jit
+def soft_predict_csr_serial(X, n_rows, layout, tree):
+    """:func:`soft_predict_csr_parallel` without threads."""
+    n_nodes = tree[0].shape[0]
+    out = np.zeros((n_rows, tree[6].shape[1]))
+    margin = np.empty(n_nodes)
+    logp = np.empty(n_nodes)
+    for i in range(n_rows):
+        _soft_predict_csr_row(X, i, layout, tree, margin, logp, out)
+    return out
+
+
+def feature_major_weights(tree):
+    """The split weights of ``tree`` grouped by feature, for margins from CSR rows.
+
+    Returns
+    -------
+    layout : tuple
+        ``(features, fptr, fweight, node_of, indptr, index, in_order)``:
+        ``features`` the distinct feature ids with a stored weight
+        (ascending); the weights on ``features[u]`` are
+        ``fweight[fptr[u]:fptr[u + 1]]`` (positions in ``weight_value``,
+        ascending); ``node_of[q]`` is the node of weight ``q``; ``indptr``
+        and ``index`` the tree's ``weight_indptr`` and explicit
+        ``weight_index``; ``in_order`` whether every node's feature ids
+        strictly increase (always so for the trees the package grows: the
+        fast path of :func:`_csr_margins`). O(n_weights) memory.
+    """
+    index = np.ascontiguousarray(tree.weight_index, dtype=np.int64)
+    counts = tree.weight_counts()
+    node_of = np.repeat(np.arange(tree.node_count, dtype=np.int64), counts)
+    step = np.diff(index)
+    in_order = bool(np.all((step > 0) | (node_of[1:] != node_of[:-1])))
+    fweight = np.argsort(index, kind="stable")
+    features, per_feature = np.unique(index[fweight], return_counts=True)
+    fptr = np.zeros(features.shape[0] + 1, dtype=np.int64)
+    np.cumsum(per_feature, out=fptr[1:])
+    return features, fptr, fweight, node_of, tree.weight_indptr, index, in_order
+
+
 def _read_only(array):
     view = array.view()
     view.flags.writeable = False
@@ -128,7 +256,16 @@ def soft_predict(tree, X, leaf_value, steepness=None):
         Parents stored before children (checked by the estimators when fitted
         or unpickled).
     X : ndarray or sparse matrix of shape (n_samples, n_features)
-        Dense float32/float64 or CSR (densified in blocks of rows).
+        Dense float32/float64, or a sparse matrix (read as CSR, never
+        densified: each margin sums the row's stored entries, through
+        :func:`feature_major_weights`). On CSR the extra memory is
+        O(n_weights + n_nodes per thread), plus O(nnz) when ``X``'s indices
+        are not int64 or not sorted and free of duplicates: independent of
+        ``n_features``. The output equals that
+        of the dense rows bit for bit: every margin adds its terms in the
+        same order, leaving out only the ``w_j * 0`` of unstored features
+        (a zero term changes no sum but a zero's sign, and the sigmoid
+        gives the same bits for ``+0`` and ``-0``).
     leaf_value : ndarray of shape (n_nodes, n_outputs)
     steepness : ndarray of shape (n_nodes,), optional
         Per-split steepness ``s_j`` (default 1).
@@ -164,8 +301,16 @@ def soft_predict(tree, X, leaf_value, steepness=None):
             return soft_predict_serial(X, *args)
         return soft_predict_parallel(X, *args)
     X = X.tocsr()
-    out = np.empty((X.shape[0], leaf_value.shape[1]))
-    for start in range(0, X.shape[0], CSR_BLOCK_ROWS):
-        rows = X[start : start + CSR_BLOCK_ROWS].toarray()
-        out[start : start + CSR_BLOCK_ROWS] = soft_predict_serial(rows, *args)
-    return out
+    if not X.has_canonical_format:  # sorted indices, duplicates summed (as densifying sums them)
+        X = X.copy()
+        X.sum_duplicates()
+    csr = (X.indptr.astype(np.int64, copy=False), X.indices.astype(np.int64, copy=False), X.data)
+    left, right, _, _, weight, missing, bias, steep, value = args
+    tree_args = (left, right, weight, missing, bias, steep, value)
+    layout = tuple(
+        _read_only(part) if isinstance(part, np.ndarray) else part
+        for part in feature_major_weights(tree)
+    )
+    if X.shape[0] <= SERIAL_PREDICT_ROWS:
+        return soft_predict_csr_serial(csr, X.shape[0], layout, tree_args)
+    return soft_predict_csr_parallel(csr, X.shape[0], layout, tree_args)

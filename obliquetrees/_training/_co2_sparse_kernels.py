@@ -403,18 +403,22 @@ def split_node_sparse(data, start, end, node, tree_seed, table, params):
 
     ``data`` is ``((indptr, indices, u), y, row_weight, rows)`` with ``u``
     the stored entries divided by the feature scale (see the module
-    docstring). Writes the node's distribution, its hyperplane on ``u`` to
-    ``weights[node]``/``bias[node]``, partitions ``rows[start:end]`` (left
-    rows first) and returns ``(n_left, n_iter, oblique)`` as the dense kernel.
+    docstring). ``table`` is ``(w, bias, value, n_node_samples)`` with ``w``
+    the grower's scratch row of ``n_features`` weights, not a row per node
+    (:func:`~obliquetrees._training._co2_grow.keep_split` stores its nonzero
+    entries). Writes the node's distribution, for a split its hyperplane on
+    ``u`` to ``w`` (zeroed first) and ``bias[node]``, partitions
+    ``rows[start:end]`` (left rows first) and returns ``(n_left, n_iter,
+    oblique)`` as the dense kernel; a leaf leaves ``w`` as it was.
     """
     source, y, row_weight, rows = data
-    weights, bias, value, n_node_samples = table
+    w, bias, value, n_node_samples = table
     m = end - start
     n_present = node_value(y, row_weight, rows, start, end, node, value, n_node_samples)
     if n_present <= 1 or m < params.min_samples_split or m < 2 * params.min_samples_leaf:
         return -1, 0, False
     n_classes = value.shape[1]
-    p = weights.shape[1]
+    p = w.shape[0]
     block = gather_node(source, y, row_weight, rows, start, end, p)
     lptr, lidx, lval, mu, yb, wb = block
     state = np.empty(1, dtype=np.uint64)
@@ -436,7 +440,6 @@ def split_node_sparse(data, start, end, node, tree_seed, table, params):
             sub = take_block_sparse(block, pick)
     if feature < 0:
         return -1, 0, False
-    w = weights[node]
     w[:] = 0.0
     w[feature] = 1.0
     history = np.empty(params.max_cccp_iter + 1)

@@ -29,7 +29,7 @@ from obliquetrees._core.tree import (
     feature_moments,
     standardization,
 )
-from obliquetrees._training._co2_grow import fold_split_weights
+from obliquetrees._training._co2_grow import fold_sparse_split_weights, fold_split_weights
 from obliquetrees._training._co2_grow import grow_tree as _grow_tree
 from obliquetrees._training._co2_node import dense_source
 from obliquetrees._training._parallel import parallel_map
@@ -151,9 +151,13 @@ def grow_tree(Xs, y, row_weight, n_classes, seed, params, capacity=0):
     Returns
     -------
     children_left, children_right : ndarray of int64, shape (n_nodes,)
-    weights : ndarray of float64, shape (n_nodes, n_features)
-        A view of the growth table (whose capacity may exceed ``n_nodes``);
-        rows of leaves are zero.
+    weights : ndarray of float64, shape (n_nodes, n_features), or tuple
+        Dense input: a view of the growth table (whose capacity may exceed
+        ``n_nodes``); rows of leaves are zero. CSR input: the same weights
+        as CSR ``(indptr, index, value)`` (int64, int32, float64; each
+        node's nonzero weights in feature order, none on leaves), which is
+        O(the nodes' distinct stored features), not O(nodes x n_features)
+        (see :mod:`obliquetrees._training._co2_grow`).
     bias : ndarray of float64, shape (n_nodes,)
     value : ndarray of float64, shape (n_nodes, n_classes)
         Weighted class distribution (normalised) of each node, or its
@@ -261,14 +265,15 @@ def stored_tree(left, right, weights, bias, value, nns, depth, mean, scale):
     weights, bias, value, nns, depth), mean, scale)``, bit for bit, with the
     dense ``weights`` read once by a kernel
     (:func:`~obliquetrees._training._co2_grow.fold_split_weights`) instead of
-    through per-weight temporaries (about 30 MB per tree at 100k rows).
+    through per-weight temporaries (about 30 MB per tree at 100k rows);
+    ``weights`` may also be :func:`grow_tree`'s CSR form (the same tree,
+    :func:`~obliquetrees._training._co2_grow.fold_sparse_split_weights`).
     Raises the same ``ValueError`` when a weight in raw units overflows.
     """
     mean = np.ascontiguousarray(mean, dtype=np.float64)
     scale = np.ascontiguousarray(scale, dtype=np.float64)
-    indptr, index, weight, bias, compact, finite = fold_split_weights(
-        left, weights, bias, mean, scale
-    )
+    fold = fold_sparse_split_weights if isinstance(weights, tuple) else fold_split_weights
+    indptr, index, weight, bias, compact, finite = fold(left, weights, bias, mean, scale)
     if not finite:
         raise ValueError(
             "a split's weights in raw input units overflow float64 (a feature's "
@@ -288,7 +293,7 @@ def stored_tree(left, right, weights, bias, value, nns, depth, mean, scale):
         bias,
         value,
         nns,
-        n_features=weights.shape[1],
+        n_features=mean.shape[0],
         depth=depth,
         **terms,
     )

@@ -491,6 +491,7 @@ def test_grown_tree_partitions_as_stored_with_sampled_nodes(sparse):
         Xsp.indptr = Xsp.indptr.astype(np.int64)
         source = co2.scaled_csr(Xsp, np.ones(X.shape[1]))
     left, right, W, bias, value, nns, depth, _ = _grow(source, y, rw, 4, max_cccp_samples=50)
+    W = weight_table(W, X.shape[1])
     reach = {0: np.flatnonzero(rw > 0)}
     for node in range(left.shape[0]):
         if left[node] < 0:
@@ -530,10 +531,21 @@ def _grow(X, y, row_weight, n_classes, seed=0, **kw):
     return co2.grow_tree(X, y, row_weight, n_classes, seed, _co2_params(**kw))
 
 
-def _tree_from(arrays):
+def weight_table(weights, n_features):
+    """``grow_tree``'s weights as a dense (n_nodes, n_features) table (CSR input keeps a CSR)."""
+    if not isinstance(weights, tuple):
+        return weights
+    indptr, index, value = weights
+    table = np.zeros((indptr.shape[0] - 1, n_features))
+    table[np.repeat(np.arange(table.shape[0]), np.diff(indptr)), index] = value
+    return table
+
+
+def _tree_from(arrays, n_features=4):
     from obliquetrees._core.tree import ObliqueTree
 
     left, right, weights, bias, value, nns, depth, _ = arrays
+    weights = weight_table(weights, n_features)
     return ObliqueTree.from_dense(left, right, weights, bias, value, nns, depth)
 
 

@@ -1,0 +1,242 @@
+"""Sparse input at scale and the fitted arrays at export (issue 37).
+
+- Soft-routed prediction (soft trees, E2EDT's ``"soft"`` and ``"hybrid"``
+  probabilities) of a CSR matrix never densifies it: memory independent of
+  ``n_features``, outputs those of the dense rows bit for bit.
+- CO2 growth on a CSR matrix stores each split's weights sparse, not one
+  row of ``n_features`` per node.
+"""
+
+import sys
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from obliquetrees import E2EDTClassifier, SoftTreeClassifier, SoftTreeRegressor
+from tests.adversarial._subprocess import assert_ok, run_python
+
+pytest.importorskip("numba")
+
+LINUX_ONLY = pytest.mark.skipif(
+    not sys.platform.startswith("linux"),
+    reason="ru_maxrss in KiB, /proc/self/statm and RLIMIT_AS are Linux specifics",
+)
+
+
+def wide_csr(n_rows, n_features, per_row=15, seed=0):
+    """A CSR of ``per_row`` entries a row, one of them in the first 10 columns.
+
+    The target is a linear function of those 10 columns, so the trees split.
+    Built from its arrays (``scipy.sparse.random`` draws from all
+    ``n_rows * n_features`` positions).
+    """
+    rng = np.random.default_rng(seed)
+    cols = rng.integers(10, n_features, size=(n_rows, per_row))
+    cols[:, 0] = rng.integers(0, 10, size=n_rows)
+    cols.sort(axis=1)
+    data = rng.random((n_rows, per_row)) + 0.5
+    indptr = np.arange(0, n_rows * per_row + 1, per_row)
+    X = sp.csr_matrix((data.ravel(), cols.ravel(), indptr), shape=(n_rows, n_features))
+    X.sum_duplicates()
+    score = np.asarray(X[:, :10] @ np.linspace(-1.0, 1.0, 10)).ravel()
+    return X, score
+
+
+# --------------------------------------------------------- soft routing on CSR
+#: Soft-tree settings that grow depth-2 trees on 300 rows of :func:`wide_csr`: the
+#: defaults at 2000 features; at 10**6 (where each SGD step costs O(n_features))
+#: fewer epochs and restarts, with a step size at which each model splits.
+SOFT_SETTINGS = {
+    2000: ({}, {}),
+    10**6: (
+        dict(max_epochs=5, n_restarts=2),
+        dict(max_epochs=5, n_restarts=2, learning_rate=0.5),
+    ),
+}
+
+
+def _soft_models(n_features):
+    """The soft-routed models of the issue, fitted on 300 rows of a wide CSR."""
+    X, score = wide_csr(300, n_features, seed=1)
+    y = (score > 0).astype(int)
+    classifier, regressor = SOFT_SETTINGS[n_features]
+    soft = dict(max_depth=2, random_state=0)
+    e2edt = dict(max_depth=2, max_epochs=2, finetune_epochs=2, random_state=0)
+    return {
+        "SoftTreeClassifier": SoftTreeClassifier(**soft, **classifier).fit(X, y),
+        "SoftTreeRegressor": SoftTreeRegressor(**soft, **regressor).fit(X, score),
+        "E2EDT hybrid": E2EDTClassifier(**e2edt).fit(X, y),
+        "E2EDT soft": E2EDTClassifier(**e2edt, routing="soft").fit(X, y),
+    }
+
+
+def _soft_output(model, X):
+    return model.predict(X) if isinstance(model, SoftTreeRegressor) else model.predict_proba(X)
+
+
+def test_soft_routing_of_csr_equals_the_dense_rows_bit_for_bit():
+    models = _soft_models(2000)
+    X, _ = wide_csr(500, 2000, seed=2)
+    X.data[::7] = np.nan  # explicit NaN entries: the missing-value terms
+    X.data[::11] = 0.0  # explicit zeros are zeros
+    Xd = X.toarray()
+    for name, model in models.items():
+        tree = model.trees_[0] if hasattr(model, "trees_") else model.tree_
+        assert tree.node_count > 1, name  # the models route
+        dense = _soft_output(model, Xd)
+        for sparse in (X, X.tocsc()):
+            assert np.array_equal(_soft_output(model, sparse), dense), name
+        dense32 = _soft_output(model, Xd.astype(np.float32))
+        assert np.array_equal(_soft_output(model, X.astype(np.float32)), dense32), name
+        # unsorted indices and duplicate entries: summed, as densifying sums them
+        messy = _unsorted_duplicates(X)
+        assert not messy.has_canonical_format
+        want = _soft_output(model, messy.toarray())
+        assert np.array_equal(_soft_output(model, messy), want), name
+
+
+def _unsorted_duplicates(X):
+    """``X`` with every entry stored twice (a quarter, then three quarters), indices reversed."""
+    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    coo = sp.coo_matrix(
+        (
+            np.concatenate([0.25 * X.data, 0.75 * X.data]),
+            (np.concatenate([rows, rows]), np.concatenate([X.indices, X.indices])),
+        ),
+        shape=X.shape,
+    )
+    order = np.lexsort((-coo.col, coo.row))
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(coo.row, minlength=X.shape[0]))])
+    return sp.csr_matrix((coo.data[order], coo.col[order], indptr), shape=X.shape)
+
+
+def test_soft_routing_of_unsorted_weights_equals_the_dense_rows():
+    # a container whose node lists its features in decreasing order takes the
+    # per-node lookup path; the result is the dense one, bit for bit
+    from obliquetrees._core.soft import feature_major_weights, soft_predict
+    from obliquetrees._core.tree import ObliqueTree
+
+    tree = _soft_models(2000)["SoftTreeClassifier"].tree_
+    idx, val, mis = (a.copy() for a in (tree.weight_index, tree.weight_value, tree.weight_missing))
+    for j in range(tree.node_count):
+        span = slice(tree.weight_indptr[j], tree.weight_indptr[j + 1])
+        idx[span], val[span], mis[span] = idx[span][::-1], val[span][::-1], mis[span][::-1]
+    reversed_tree = ObliqueTree(
+        tree.children_left,
+        tree.children_right,
+        tree.weight_indptr,
+        idx,
+        val,
+        tree.bias,
+        tree.value,
+        tree.n_node_samples,
+        tree.n_features,
+        weight_missing=mis,
+    )
+    assert not feature_major_weights(reversed_tree)[-1]
+    X, _ = wide_csr(400, 2000, seed=3)
+    X.data[::5] = np.nan
+    steep = np.linspace(0.5, 2.0, tree.node_count)
+    want = soft_predict(reversed_tree, X.toarray(), tree.value, steep)
+    assert np.array_equal(soft_predict(reversed_tree, X, tree.value, steep), want)
+
+
+_SOFT_PEAK_SCRIPT = """
+import pickle, resource, sys
+import numpy as np
+from tests.test_reliability_sparse import _soft_output, wide_csr
+
+with open(sys.argv[1] if len(sys.argv) > 1 else {path!r}, "rb") as f:
+    models = pickle.load(f)
+X, _ = wide_csr(3000, 1_000_000)
+data_mb = (X.data.nbytes + X.indices.nbytes + X.indptr.nbytes) / 2**20
+for name, model in models.items():  # compile the kernels (their memory is not prediction's)
+    tree = model.trees_[0] if hasattr(model, "trees_") else model.tree_
+    assert tree.node_count > 1, name  # the model routes
+    _soft_output(model, X[:5])
+# a safety net for the machine: an allocation of gigabytes fails here instead
+vm = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
+limit = vm + 2 * 2**30
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+def peak_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print("data", data_mb)
+for name, model in models.items():
+    before = peak_mb()
+    try:
+        out = _soft_output(model, X)
+    except MemoryError:
+        print(name, "MemoryError")
+        continue
+    assert out.shape[0] == 3000 and np.all(np.isfinite(out))
+    print(name, peak_mb() - before)
+"""
+
+
+@LINUX_ONLY
+@pytest.mark.slow
+def test_soft_routing_of_a_wide_csr_needs_no_dense_rows(tmp_path):
+    # 3000 x 1,000,000, 0.5 MB of stored entries: densified blocks took 24 GB
+    fit = run_python(
+        f"""
+        import pickle
+        from tests.test_reliability_sparse import _soft_models
+        with open({str(tmp_path / "models.pkl")!r}, "wb") as f:
+            pickle.dump(_soft_models(1_000_000), f)
+        """,
+        timeout=600,
+    )
+    assert_ok(fit)
+    proc = run_python(_SOFT_PEAK_SCRIPT.format(path=str(tmp_path / "models.pkl")), timeout=600)
+    assert_ok(proc)
+    lines = dict(line.rsplit(" ", 1) for line in proc.stdout.strip().splitlines())
+    assert float(lines.pop("data")) < 1.0
+    assert len(lines) == 4
+    for name, growth in lines.items():
+        assert growth != "MemoryError", f"{name}: prediction tried to allocate gigabytes"
+        assert float(growth) < 50, (name, growth)
+
+
+# ------------------------------------------------------- CO2 growth on wide CSR
+_CO2_PEAK_SCRIPT = """
+import resource
+import numpy as np
+import scipy.sparse as sp
+from obliquetrees import CO2ForestClassifier
+
+n, d = 2000, 200_000
+rng = np.random.default_rng(0)
+nnz = int(n * d * 1e-4)
+X = sp.csr_matrix((rng.random(nnz) + 0.5, (rng.integers(0, n, nnz), rng.integers(0, d, nnz))),
+                  shape=(n, d))
+X.sum_duplicates()
+y = rng.integers(0, 2, n)
+data_mb = (X.data.nbytes + X.indices.nbytes + X.indptr.nbytes) / 2**20
+CO2ForestClassifier(n_estimators=1, random_state=0).fit(X[:50], y[:50])  # compiles the kernels
+vm = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
+limit = vm + 2 * 2**30  # a safety net for the machine: gigabytes fail here instead
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+try:
+    model = CO2ForestClassifier(n_estimators=1, random_state=0).fit(X, y)
+except MemoryError:
+    print(data_mb, "MemoryError", 0)
+else:
+    growth = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 - before
+    print(data_mb, growth, model.forest_.children_left.shape[0])
+"""
+
+
+@LINUX_ONLY
+@pytest.mark.slow
+def test_co2_growth_on_a_wide_csr_keeps_no_dense_weight_rows():
+    # a fully grown tree on 2000 x 200,000 at density 1e-4 (0.5 MB stored):
+    # a row of 200,000 weights per node took 2.8 GB
+    proc = run_python(_CO2_PEAK_SCRIPT, timeout=600)
+    assert_ok(proc)
+    data_mb, growth, n_nodes = proc.stdout.split()
+    assert float(data_mb) < 1.0
+    assert growth != "MemoryError", "the fit tried to allocate gigabytes"
+    assert int(n_nodes) > 500  # fully grown
+    assert float(growth) < 300, growth
