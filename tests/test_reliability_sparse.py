@@ -5,6 +5,8 @@
   ``n_features``, outputs those of the dense rows bit for bit.
 - CO2 growth on a CSR matrix stores each split's weights sparse, not one
   row of ``n_features`` per node.
+- ``to_onnx`` runs the checks unpickling runs: a tampered model raises the
+  unpickling ``ValueError`` instead of exporting a wrong or broken graph.
 """
 
 import sys
@@ -240,3 +242,104 @@ def test_co2_growth_on_a_wide_csr_keeps_no_dense_weight_rows():
     assert growth != "MemoryError", "the fit tried to allocate gigabytes"
     assert int(n_nodes) > 500  # fully grown
     assert float(growth) < 300, growth
+
+
+# ------------------------------------------------- to_onnx checks what it exports
+def _tamper_depth(model):
+    depth = model.forest_.depth
+    depth[depth == depth.max()] -= 1  # the deepest leaves one level up
+
+
+def _tamper_value(model):
+    model.forest_.value[1, 0] = np.nan
+
+
+def _tamper_child(model):
+    model.forest_.children_left[0] = 10**6
+
+
+def _tamper_feature(model):
+    stored = vars(model.forest_)["weight_index"]
+    stored[stored.shape[0] // 2] = model.n_features_in_ + 5
+
+
+def _tamper_steepness(model):
+    model.steepness_[0] = model.steepness_[0][:-1]
+
+
+def _tamper_soft_order(model):
+    tree = model.tree_
+    tree.children_left[0], tree.children_right[0] = 0, 0
+
+
+def _tamper_hinge(model):
+    model._model.thr = model._model.thr[:, :-1]
+
+
+TAMPERINGS = {
+    "CO2 depth lowered": ("CO2ForestClassifier", _tamper_depth),
+    "CO2 NaN value": ("CO2ForestClassifier", _tamper_value),
+    "CO2 child out of range": ("CO2ForestRegressor", _tamper_child),
+    "CO2 feature out of range": ("CO2ForestClassifier", _tamper_feature),
+    "E2EDT steepness of a wrong length": ("E2EDTClassifier", _tamper_steepness),
+    "soft tree whose root is its own child": ("SoftTreeRegressor", _tamper_soft_order),
+    "hinge thresholds of a wrong shape": ("HingeForestClassifier", _tamper_hinge),
+}
+
+
+@pytest.fixture(scope="module")
+def small_fitted():
+    import obliquetrees
+    from tests.test_common import FAST_PARAMS
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 5))
+    y = (X[:, 0] + X[:, 1] > 0).astype(int) + (X[:, 2] > 1)
+    fitted = {}
+
+    def fit(name):
+        if name not in fitted:
+            cls = getattr(obliquetrees, name)
+            params = {**FAST_PARAMS.get(name, {}), "random_state": 0}
+            if name.startswith("CO2"):
+                params = {"n_estimators": 3, "random_state": 0}  # fully grown trees
+            target = X @ np.arange(1.0, 6.0) if name.endswith("Regressor") else y
+            fitted[name] = (cls(**params).fit(X, target), X)
+        return fitted[name]
+
+    return fit
+
+
+@pytest.mark.parametrize("case", list(TAMPERINGS))
+def test_to_onnx_refuses_a_tampered_model_as_unpickling_does(small_fitted, case):
+    import copy
+    import pickle
+
+    pytest.importorskip("onnx")
+    from obliquetrees.onnx import to_onnx
+
+    name, tamper = TAMPERINGS[case]
+    model, _ = small_fitted(name)
+    tampered = copy.deepcopy(model)
+    tamper(tampered)
+    with pytest.raises(ValueError) as loading:
+        pickle.loads(pickle.dumps(tampered))
+    with pytest.raises(ValueError) as exporting:
+        to_onnx(tampered)
+    # the same check, with the export named
+    assert str(loading.value) in str(exporting.value)
+    assert "to_onnx" in str(exporting.value)
+
+
+def test_to_onnx_of_an_untouched_model_exports_the_model_itself(small_fitted):
+    pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from obliquetrees.onnx import to_onnx
+
+    model, X = small_fitted("CO2ForestClassifier")
+    session = ort.InferenceSession(
+        to_onnx(model, dtype=np.float64).SerializeToString(), providers=["CPUExecutionProvider"]
+    )
+    label, proba = session.run(None, {"X": X})
+    assert np.array_equal(label, model.predict(X))
+    np.testing.assert_allclose(proba, model.predict_proba(X), rtol=1e-12, atol=1e-12)

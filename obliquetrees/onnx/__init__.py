@@ -70,11 +70,38 @@ def _require_onnx():
 
 
 def _check_model(model):
+    """``model`` as loading it from a pickle rebuilds it: every fitted array checked.
+
+    The graph is built from the arrays as they are (a lowered ``depth`` or
+    a NaN ``value`` would export wrong probabilities, an id out of range a
+    raw ``IndexError`` or a graph no runtime loads), so the estimator goes
+    through exactly the checks unpickling runs: its ``__setstate__`` on its
+    ``__getstate__``, which shares the arrays (none is copied) and rebuilds
+    what pickles leave out. The result is what is exported.
+
+    Raises
+    ------
+    TypeError
+        If ``model`` is not an obliquetrees estimator.
+    NotFittedError
+        If it is not fitted.
+    ValueError
+        If its fitted arrays fail those checks (the unpickling message).
+    """
     if not isinstance(model, BaseObliqueEstimator):
         raise TypeError(
             f"to_onnx takes a fitted obliquetrees estimator; got a {type(model).__name__}."
         )
     check_is_fitted(model)
+    checked = type(model).__new__(type(model))
+    try:
+        checked.__setstate__(model.__getstate__())
+    except ValueError as exc:
+        raise ValueError(
+            f"to_onnx refuses this {type(model).__name__}: its fitted arrays fail the "
+            f"checks a loaded model passes ({exc})"
+        ) from None
+    return checked
 
 
 def _label_type(classes):
@@ -238,8 +265,10 @@ def to_onnx(model, *, target_opset=None, dtype=np.float32):
     NotFittedError
         If ``model`` is not fitted.
     ValueError
-        If ``dtype`` or ``target_opset`` is not supported, or a tree has
-        2**24 nodes or more.
+        If ``dtype`` or ``target_opset`` is not supported, a tree has 2**24
+        nodes or more, or the fitted arrays fail the checks that loading
+        the model from a pickle runs (a tampered model: the message names
+        the defect).
     """
     _require_onnx()
     from onnx import checker, helper
@@ -247,7 +276,7 @@ def to_onnx(model, *, target_opset=None, dtype=np.float32):
     from obliquetrees import __version__
     from obliquetrees.onnx._graph import ONNX_TYPE, GraphBuilder
 
-    _check_model(model)
+    model = _check_model(model)
     try:
         dtype = np.dtype(dtype)
     except TypeError:
@@ -322,8 +351,7 @@ def _skl2onnx_convert(scope, operator, container):
 
     from obliquetrees.onnx._graph import MIN_OPSET, Skl2OnnxBuilder
 
-    model = operator.raw_operator
-    _check_model(model)
+    model = _check_model(operator.raw_operator)
     opset = container.target_opset
     if opset is not None and opset < MIN_OPSET:
         raise ValueError(
