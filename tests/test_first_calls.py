@@ -4,7 +4,7 @@ With the kernels shipped in the wheel usable (an installed wheel, or a source
 checkout whose sources the installed build was made from), a fresh process
 with an empty numba cache fits and predicts with every public estimator on
 the inputs users pass (float64, read-only, F-ordered, float32, big-endian,
-integer, pandas), then runs scikit-learn's ``check_estimator`` on each (with the suite's
+integer, pandas, CSR), then runs scikit-learn's ``check_estimator`` on each (with the suite's
 ``FAST_PARAMS``), and
 numba writes no kernel to its cache: everything was loaded from the shipped
 kernels. Where they are not usable, the test skips and says so.
@@ -26,6 +26,7 @@ FIRST_CALLS = """
 import warnings
 import numpy as np
 import pandas as pd
+from scipy import sparse
 from sklearn.base import is_classifier
 from sklearn.datasets import load_diabetes, load_digits
 from sklearn.utils.estimator_checks import check_estimator
@@ -49,6 +50,7 @@ def inputs(X):
     yield X.astype(">f8")
     yield np.rint(X).astype(np.int64)
     yield pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    yield sparse.csr_matrix(X)
 
 
 for name in obliquetrees.__all__:
