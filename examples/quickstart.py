@@ -10,9 +10,9 @@ dependencies:
 The package's numba kernels are compiled into the wheel by ``pip install .``
 and loaded on first use; where they cannot be (an editable install, another
 numba version), numba compiles them the first time they run and caches them
-on disk. Measured on 2 cores of an AMD EPYC in a fresh venv: 3 s of loading
-the shipped kernels and 11 s for the whole script, against 182 s of
-compilation when every kernel compiled on first use.
+on disk. Measured on 2 cores of an AMD EPYC in a fresh venv: 1 s of loading
+the shipped kernels and 6 s for the whole script, against 98 s (90 s of it
+compiling, at load 2.5) when every kernel compiled on first use.
 Before timing the fits, the script fits each obliquetrees estimator once on
 a small slice of the data and prints how long that took, as loading or
 compiling the kernels, so that the fit times below it are the fits alone.
