@@ -29,13 +29,16 @@ def bounded_weights(weights):
 
     Training sums weights and multiplies them with each other and with
     targets: finite weights whose total overflows float64 (or is near its
-    smallest numbers) gave NaN predictions or refused forests. The training
-    of every estimator depends only on the weights' ratios, so they are
+    smallest numbers) gave NaN predictions or refused forests. They are
     divided by the power of two that brings the largest to ``[1, 2)``: an
     exact division, which leaves the ratios' bits unchanged (only weights
     below ``2**-1021`` times the largest lose bits), and equal weights become
-    ones. Weights whose total is in range, every ordinary set, are returned
-    as they are.
+    ones. Every estimator but ``CO2ForestClassifier`` trains on the ratios
+    alone and gives the same model bit for bit; CO2's classifier also moves
+    with the weights' overall scale (weights halved change some splits),
+    so its model from rescaled weights is a proper fit, not the same bits.
+    Weights whose total is in range, every ordinary set, are returned as
+    they are.
 
     Parameters
     ----------
