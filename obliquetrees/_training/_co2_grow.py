@@ -25,8 +25,8 @@ the ball only rescales zeros. A tree on wide sparse data therefore holds
 O(sum over nodes of their rows' distinct features) weights, not one row of
 ``n_features`` per node (a full tree on a 2000 x 200,000 CSR of density
 1e-4 took 2.8 GB that way). The weights kept, and their order, are those of
-the table's rows: :func:`fold_sparse_split_weights` stores the same tree as
-:func:`fold_split_weights` would from the table, bit for bit.
+the table's rows: :func:`fold_split_weights` stores the same tree from
+either form, bit for bit.
 
 Importing this module imports numba; the estimator imports it lazily.
 """
@@ -334,11 +334,41 @@ def _folded_weight(w, j, mean, scale):
     return v, centre, negative_zero, np.isfinite(v) and np.isfinite(0.0 + centre)
 
 
+def node_weights(weights, node):
+    """``(lo, hi)``: the positions :func:`node_weight` reads ``node``'s weights at (numba only).
+
+    Dense table: ``0..n_features``; CSR of :func:`finished_weights`: the
+    node's stored entries.
+    """
+    raise NotImplementedError("node_weights is only callable from numba kernels")
+
+
+@jit_overload(node_weights, inline="always")
+def _node_weights(weights, node):
+    if isinstance(weights, types.Array):
+        return lambda weights, node: (0, weights.shape[1])
+    return lambda weights, node: (weights[0][node], weights[0][node + 1])
+
+
+def node_weight(weights, node, t):
+    """``(feature, weight)`` at position ``t`` of ``node``'s weights (numba only)."""
+    raise NotImplementedError("node_weight is only callable from numba kernels")
+
+
+@jit_overload(node_weight, inline="always")
+def _node_weight(weights, node, t):
+    if isinstance(weights, types.Array):
+        return lambda weights, node, t: (t, weights[node, t])
+    return lambda weights, node, t: (weights[1][t], weights[2][t])
+
+
 @jit
 def fold_split_weights(children_left, weights, bias, mean, scale):
     """The stored CSR of a grown tree's split weights, folded into raw input units.
 
-    One pass over the dense table of :func:`grow_tree`, with the bits of
+    One pass over the weights of :func:`grow_tree` (the dense table, or the
+    CSR it keeps for sparse input, which holds the table's nonzero entries in
+    the same order), with the bits of
     ``fold_standardization(ObliqueTree.from_dense(...), mean, scale)``
     (:func:`obliquetrees._core.tree.fold_standardization`) but none of its
     per-weight temporaries: a weight is stored iff it is nonzero, on a split
@@ -359,56 +389,15 @@ def fold_split_weights(children_left, weights, bias, mean, scale):
     finite : bool
         Whether every value, folded bias and term is finite.
     """
-    n_nodes, p = weights.shape
-    indptr = np.zeros(n_nodes + 1, dtype=np.int64)
-    for i in range(n_nodes):
-        count = 0
-        if children_left[i] != -1:
-            for j in range(p):
-                if weights[i, j] != 0.0 and np.isfinite(scale[j]):
-                    count += 1
-        indptr[i + 1] = indptr[i] + count
-    index = np.empty(indptr[n_nodes], dtype=np.int32)
-    value = np.empty(indptr[n_nodes])
-    folded_bias = np.zeros(n_nodes)
-    compact = True
-    finite = True
-    k = 0
-    for i in range(n_nodes):
-        if children_left[i] == -1:
-            continue
-        shift = 0.0
-        for j in range(p):
-            w = weights[i, j]
-            if w != 0.0 and np.isfinite(scale[j]):
-                v, centre, negative_zero, ok = _folded_weight(w, j, mean, scale)
-                shift += centre
-                index[k] = j
-                value[k] = v
-                k += 1
-                compact = compact and not negative_zero
-                finite = finite and ok
-        folded_bias[i] = bias[i] - shift
-        finite = finite and np.isfinite(folded_bias[i])
-    return indptr, index, value, folded_bias, compact, finite
-
-
-@jit
-def fold_sparse_split_weights(children_left, weights, bias, mean, scale):
-    """:func:`fold_split_weights` of the CSR weights ``(indptr, index, value)`` of a tree.
-
-    The weights :func:`grow_tree` keeps for CSR input (nonzero, in feature
-    order within each node, none on leaves): the same stored tree, bit for
-    bit, as :func:`fold_split_weights` gives from the table they came from.
-    """
-    w_ptr, w_index, w_value = weights
     n_nodes = children_left.shape[0]
     indptr = np.zeros(n_nodes + 1, dtype=np.int64)
     for i in range(n_nodes):
         count = 0
         if children_left[i] != -1:
-            for k in range(w_ptr[i], w_ptr[i + 1]):
-                if np.isfinite(scale[w_index[k]]):
+            lo, hi = node_weights(weights, i)
+            for t in range(lo, hi):
+                j, w = node_weight(weights, i, t)
+                if w != 0.0 and np.isfinite(scale[j]):
                     count += 1
         indptr[i + 1] = indptr[i] + count
     index = np.empty(indptr[n_nodes], dtype=np.int32)
@@ -421,10 +410,11 @@ def fold_sparse_split_weights(children_left, weights, bias, mean, scale):
         if children_left[i] == -1:
             continue
         shift = 0.0
-        for t in range(w_ptr[i], w_ptr[i + 1]):
-            j = w_index[t]
-            if np.isfinite(scale[j]):
-                v, centre, negative_zero, ok = _folded_weight(w_value[t], j, mean, scale)
+        lo, hi = node_weights(weights, i)
+        for t in range(lo, hi):
+            j, w = node_weight(weights, i, t)
+            if w != 0.0 and np.isfinite(scale[j]):
+                v, centre, negative_zero, ok = _folded_weight(w, j, mean, scale)
                 shift += centre
                 index[k] = j
                 value[k] = v

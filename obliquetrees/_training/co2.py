@@ -29,7 +29,7 @@ from obliquetrees._core.tree import (
     feature_moments,
     standardization,
 )
-from obliquetrees._training._co2_grow import fold_sparse_split_weights, fold_split_weights
+from obliquetrees._training._co2_grow import fold_split_weights
 from obliquetrees._training._co2_grow import grow_tree as _grow_tree
 from obliquetrees._training._co2_node import dense_source
 from obliquetrees._training._parallel import parallel_map
@@ -266,14 +266,14 @@ def stored_tree(left, right, weights, bias, value, nns, depth, mean, scale):
     dense ``weights`` read once by a kernel
     (:func:`~obliquetrees._training._co2_grow.fold_split_weights`) instead of
     through per-weight temporaries (about 30 MB per tree at 100k rows);
-    ``weights`` may also be :func:`grow_tree`'s CSR form (the same tree,
-    :func:`~obliquetrees._training._co2_grow.fold_sparse_split_weights`).
+    ``weights`` may also be :func:`grow_tree`'s CSR form (the same tree).
     Raises the same ``ValueError`` when a weight in raw units overflows.
     """
     mean = np.ascontiguousarray(mean, dtype=np.float64)
     scale = np.ascontiguousarray(scale, dtype=np.float64)
-    fold = fold_sparse_split_weights if isinstance(weights, tuple) else fold_split_weights
-    indptr, index, weight, bias, compact, finite = fold(left, weights, bias, mean, scale)
+    indptr, index, weight, bias, compact, finite = fold_split_weights(
+        left, weights, bias, mean, scale
+    )
     if not finite:
         raise ValueError(
             "a split's weights in raw input units overflow float64 (a feature's "
