@@ -32,29 +32,30 @@ SERIAL_PREDICT_ROWS = 2048
 
 @jit_inline
 def _soft_predict_row(
-    X, i, left_child, right_child, indptr, index, weight, missing, bias, steep, value, logp, out
+    X,
+    i,
+    left_child,
+    right_child,
+    indptr,
+    index,
+    weight,
+    missing,
+    bias,
+    steep,
+    value,
+    margin,
+    logp,
+    out,
 ):
-    """Soft output of row ``i``, added into ``out[i]`` (parents precede children)."""
-    n_nodes = left_child.shape[0]
-    K = value.shape[1]
-    logp[0] = 0.0
-    for j in range(n_nodes):
-        left = left_child[j]
-        if left < 0:
-            p = np.exp(logp[j])
-            if p > 0.0:
-                for k in range(K):
-                    out[i, k] += p * value[j, k]
-        else:
+    """Soft output of dense row ``i``, added into ``out[i]`` (parents precede children)."""
+    for j in range(left_child.shape[0]):
+        if left_child[j] >= 0:
             a = bias[j]
             for q in range(indptr[j], indptr[j + 1]):
                 x = X[i, index[q]]
                 a += weight[q] * x if x == x else missing[q]  # NaN: the missing-value term
-            a *= steep[j]
-            # the bits of log_sigmoid(a) and log_sigmoid(-a), with one exponential
-            right, left_term = log_sigmoid_pair(a)
-            logp[right_child[j]] = logp[j] + right
-            logp[left] = logp[j] + left_term
+            margin[j] = a
+    _soft_evaluate_row(i, margin, left_child, right_child, steep, value, logp, out)
 
 
 @jit_parallel
@@ -70,6 +71,7 @@ def soft_predict_parallel(
     out = np.zeros((n, value.shape[1]))
     n_chunks = (n + CHUNK - 1) // CHUNK
     for c in prange(n_chunks):
+        margin = np.empty(n_nodes)
         logp = np.empty(n_nodes)
         for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
             _soft_predict_row(
@@ -84,6 +86,7 @@ def soft_predict_parallel(
                 bias,
                 steep,
                 value,
+                margin,
                 logp,
                 out,
             )
@@ -97,6 +100,7 @@ def soft_predict_serial(
     """:func:`soft_predict_parallel` without threads (small inputs: no pool start-up)."""
     n = X.shape[0]
     out = np.zeros((n, value.shape[1]))
+    margin = np.empty(left_child.shape[0])
     logp = np.empty(left_child.shape[0])
     for i in range(n):
         _soft_predict_row(
@@ -111,6 +115,7 @@ def soft_predict_serial(
             bias,
             steep,
             value,
+            margin,
             logp,
             out,
         )
@@ -121,7 +126,8 @@ def soft_predict_serial(
 def _soft_evaluate_row(i, margin, left_child, right_child, steep, value, logp, out):
     """Soft output of row ``i`` from its split margins ``margin`` (``w.x + b`` of every node).
 
-    The sweep of :func:`_soft_predict_row` with the margins summed beforehand.
+    The one sweep of dense (:func:`_soft_predict_row`) and CSR rows
+    (:func:`_soft_predict_csr_row`), which differ only in how they sum the margins.
     """
     K = value.shape[1]
     logp[0] = 0.0
