@@ -42,7 +42,7 @@ def test_to_forest_packs_exactly_the_folded_trees(rng, tree_type, case):
     model, X = _model(rng, tree_type)
     fold = None
     if case == "constant feature":  # its weights are dropped: fewer than the packing bound
-        model.x_scale[2] = np.inf
+        model.x_ignored[2] = True
     elif case == "missing indicators":  # inputs 4, 5 indicate NaN in features 0, 2: merged
         fold = MissingValues(rng.normal(size=4), np.array([0, 2])).fold
     counts = HF.leaf_counts(model, X, rng.uniform(0.5, 2, size=X.shape[0]))
@@ -103,7 +103,7 @@ def test_fit_epochs_standardising_in_place_changes_nothing_but_x(layout):
         H.fit_epochs(model, X, y, None, params, seed=3, overwrite_X=overwrite)
         # only a C-contiguous float64 X given to be overwritten holds the standardised input
         if overwrite and layout == "C":
-            np.testing.assert_array_equal(X, (original - model.x_mean) / model.x_scale)
+            np.testing.assert_array_equal(X, (original - model.x_mean) / model.z_scale())
         else:
             np.testing.assert_array_equal(X, original)
         results.append([model.W, model.thr, model.A, model.bn_mean, model.bn_var])

@@ -47,26 +47,50 @@ def _without_spread(case):
 @pytest.mark.parametrize("case", ["constant column", "all-NaN column", "digits"])
 @pytest.mark.parametrize("cls", [HingeForestClassifier, HingeForestRegressor])
 def test_hinge_model_with_a_feature_without_spread_loads_and_ignores_it(cls, case):
-    """Such a feature has scale +inf (its standardised value is 0): the saved model loads."""
+    """Such a feature is stored as ignored with a finite scale of 1: the saved model loads."""
     X = _without_spread(case)
     y = X[:, 0] > np.nanmedian(X[:, 0])
     est = _fit(_make(cls), X, y if is_classifier(cls()) else y.astype(float))
-    assert np.any(np.isposinf(est._model.x_scale))
+    model = est._model
+    assert np.any(model.x_ignored)
+    assert np.all(np.isfinite(model.x_scale)) and np.all(model.x_scale[model.x_ignored] == 1.0)
     loaded = pickle.loads(pickle.dumps(est))
     np.testing.assert_array_equal(loaded.predict(X), est.predict(X))
     # the feature carried no information in training and cannot move a prediction
-    flat = np.flatnonzero(np.isposinf(est._model.x_scale[: X.shape[1]]))
+    flat = np.flatnonzero(model.x_ignored[: X.shape[1]])
     moved = X.copy()
     moved[:, flat] = 123.0
     np.testing.assert_array_equal(loaded.predict(moved), est.predict(X))
 
 
-@pytest.mark.parametrize("bad", [np.nan, 0.0, -1.0, -np.inf])
-def test_hinge_model_still_refuses_a_scale_that_is_not_positive(bad):
+def test_hinge_model_saved_with_an_infinite_scale_loads_as_the_finite_form():
+    """Models saved before ``x_ignored`` marked such a feature by ``x_scale = +inf``."""
+    X = _without_spread("constant column")
+    est = _fit(_make(HingeForestClassifier), X, X[:, 0] > 0)
+    state = est._model.__getstate__()
+    ignored = state.pop("x_ignored")
+    state["x_scale"] = np.where(ignored, np.inf, state["x_scale"])
+    old = type(est._model).__new__(type(est._model))
+    old.__setstate__(state)
+    np.testing.assert_array_equal(old.x_ignored, ignored)
+    np.testing.assert_array_equal(old.x_scale, est._model.x_scale)
+    np.testing.assert_array_equal(old.z_scale(), est._model.z_scale())
+
+
+@pytest.mark.parametrize("bad", [np.nan, 0.0, -1.0, np.inf, -np.inf])
+def test_hinge_model_refuses_a_scale_that_is_not_finite_and_positive(bad):
     X = _without_spread("constant column")
     est = _fit(_make(HingeForestClassifier), X, X[:, 0] > 0)
     est._model.x_scale[0] = bad
     with pytest.raises(ValueError, match="x_scale"):
+        pickle.loads(pickle.dumps(est))
+
+
+def test_hinge_model_refuses_a_missing_or_wrong_ignored_mask():
+    X = _without_spread("constant column")
+    est = _fit(_make(HingeForestClassifier), X, X[:, 0] > 0)
+    est._model.x_ignored = est._model.x_ignored[:-1]
+    with pytest.raises(ValueError, match="x_ignored"):
         pickle.loads(pickle.dumps(est))
 
 

@@ -56,7 +56,7 @@ def _dense_blocks(X, chunk=PREDICT_CHUNK):
 
 def standardise(model, X):
     """Raw input ``X`` in the model's standardised units ``z``."""
-    return (X - model.x_mean) / model.x_scale
+    return (X - model.x_mean) / model.z_scale()
 
 
 def hinge_features(model, Z):
@@ -297,6 +297,6 @@ def _tree_builder(model, counts, value_scale):
             idx = np.arange(lo, hi)
             nns[idx] = nns[2 * idx + 1] + nns[2 * idx + 2]
         tree = ObliqueTree.from_dense(left, right, dense, bias, value, nns, depth=depth)
-        return fold_standardization(tree, model.x_mean, model.x_scale)
+        return fold_standardization(tree, model.x_mean, model.z_scale())
 
     return build

@@ -501,9 +501,10 @@ def _sparse_hidden(csr, order, s0, Bc, A, learn_A, Hc):
     """``Hc[:Bc] = Z_b A^T`` for batch rows ``order[s0:s0 + Bc]`` of a raw CSR ``X``.
 
     ``csr = (indptr, indices, values, inv_scale, shift)`` with ``z_j = x_j
-    inv_scale_j - shift_j`` (``inv_scale = 1 / x_scale``, ``shift = x_mean /
-    x_scale``): ``(Z A^T)_ih = sum over row i's stored entries of A_hj x_j
-    inv_scale_j - (A shift)_h``, never forming the centred row. With the
+    inv_scale_j - shift_j`` (``inv_scale = 1 / z_scale``, ``shift = x_mean /
+    z_scale``, both 0 for ignored features): ``(Z A^T)_ih = sum over row i's
+    stored entries of A_hj x_j inv_scale_j - (A shift)_h``, never forming the
+    centred row. With the
     identity layer (``learn_A`` False) ``Hc`` is ``z`` itself (dense, ``H =
     p``: the model's own width).
     """

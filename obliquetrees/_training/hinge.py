@@ -2,7 +2,9 @@
 
 Model (one forward pass, per sample ``x``)::
 
-    z = (x - x_mean) / x_scale                  standardised input (filled gap)
+    z = (x - x_mean) / x_scale                  standardised input (filled gap);
+                                                0 for features without spread in
+                                                training (``x_ignored``)
     h = A z                                     bias-free linear layer (H features)
     u = (h - bn_mean) / sqrt(bn_var + BN_EPS)   batch norm without affine params,
                                                 running statistics in training
@@ -114,9 +116,10 @@ class HingeModel:
         Shapes and dtypes of the linear layer, batch-norm statistics, feature
         indices (in ``[0, H)``), thresholds, leaf weights, head and optimiser
         state against ``depth``, ``n_outputs`` and each other: everything the
-        kernels read without bounds checks. ``x_scale`` is positive and may
-        be ``+inf`` (a feature without spread in training, which the model
-        ignores; see :func:`~obliquetrees._core.tree.standardization`).
+        kernels read without bounds checks. ``x_scale`` is finite and
+        positive; ``x_ignored`` marks the features without spread in training
+        (their stored scale is 1), which the model ignores: see
+        :meth:`z_scale`.
         """
         try:
             self._check_invariants()
@@ -154,18 +157,15 @@ class HingeModel:
             shapes.update(Q=(n_outputs, M), q=(n_outputs,))
         for name, shape in shapes.items():
             check_array(getattr(self, name), name, f64, len(shape), shape)
-            if name != "x_scale":  # checked below: +inf is a valid scale
-                check_finite(getattr(self, name), name)
+            check_finite(getattr(self, name), name)
+        check_array(self.x_ignored, "x_ignored", np.bool_, 1, (p,))
         check_array(self.feat, "feat", i64, 2, (M, n_thr))
         if self.feat.min() < 0 or self.feat.max() >= H:
             raise ValueError(f"feat must lie in [0, H) = [0, {H}).")
         if not np.all(self.bn_var + K.BN_EPS > 0):
             raise ValueError("bn_var + eps must be positive.")
-        # +inf marks a feature without spread in training (constant, or all
-        # missing): its standardised value is 0 whatever the input, as in
-        # :func:`~obliquetrees._core.tree.standardization`
         if not np.all(self.x_scale > 0):
-            raise ValueError("x_scale must be positive (+inf for a feature without spread).")
+            raise ValueError("x_scale must be positive.")
         check_int(self.step, "step")
         check_int(self.bn_count, "bn_count")
         if self.opt_state is not None:
@@ -181,10 +181,25 @@ class HingeModel:
             second = shape if dense_second else (1,) * len(shape)
             check_array(self.opt_state[name + "_2"], name + "_2", VALUE_DTYPE, len(shape), second)
 
+    def z_scale(self):
+        """The divisor of the standardisation ``z = (x - x_mean) / z_scale``.
+
+        ``x_scale``, with ``+inf`` for the ignored features: their standardised
+        value is then 0 whatever the input (the same arithmetic as
+        :func:`~obliquetrees._core.tree.standardization`'s infinite scale, so
+        dense, sparse and ONNX evaluation need no special case). The model
+        stores the finite form (``x_scale`` 1 and ``x_ignored``), so a saved
+        model holds finite numbers only.
+        """
+        return np.where(self.x_ignored, np.inf, self.x_scale)
+
     def __getstate__(self):
         return dict(self.__dict__)  # arrays, numbers, strings, and a dict of arrays
 
     def __setstate__(self, state):
+        if "x_ignored" not in state and isinstance(state.get("x_scale"), np.ndarray):
+            # models saved before x_ignored stored +inf as the scale of an ignored feature
+            state = dict(state, **_finite_scale(state["x_scale"]))
         opt_state = state.get("opt_state")
         if isinstance(opt_state, dict) and "wmark" in opt_state:
             # models pickled before the slot maps became per-batch scratch
@@ -204,6 +219,13 @@ class HingeModel:
 
 #: Optimiser-state entries of models pickled before the per-batch slot maps.
 _OLD_MARKS = ("wmark", "wslot", "tmark", "tslot")
+
+
+def _finite_scale(scale):
+    """``x_scale`` (1 where ``scale`` is ``+inf``: no spread) and ``x_ignored``."""
+    scale = np.asarray(scale, dtype=np.float64)
+    ignored = np.isposinf(scale)
+    return {"x_scale": np.where(ignored, 1.0, scale), "x_ignored": ignored}
 
 
 def _deep_copy(value):
@@ -241,7 +263,8 @@ def init_model(n_inputs, n_outputs, params, x_mean, x_scale, seed, zero_output=F
         and ``head`` are read.
     x_mean, x_scale : ndarray of shape (n_inputs,)
         The input standardisation (:func:`~obliquetrees._core.tree.standardization`;
-        ``x_scale`` is ``+inf`` for a feature without spread).
+        ``x_scale`` is ``+inf`` for a feature without spread, which the model
+        stores as ``x_ignored`` with a scale of 1).
     seed : int
         Seeds numpy's generator for every initial value.
     zero_output : bool, default=False
@@ -283,7 +306,7 @@ def init_model(n_inputs, n_outputs, params, x_mean, x_scale, seed, zero_output=F
         head=params.head,
         n_outputs=int(n_outputs),
         x_mean=np.asarray(x_mean, dtype=np.float64),
-        x_scale=np.asarray(x_scale, dtype=np.float64),
+        **_finite_scale(x_scale),
         step=0,
         opt_state=None,
         optimizer=None,
@@ -419,7 +442,7 @@ def run_epoch(model, Z, Yi, Yf, w, order, params, scratch=None):
     if scratch is None:
         scratch = _EpochScratch(model, B, sparse, numba.get_num_threads())
     if sparse:
-        csr = (True, sparse_rows(Z, model.x_mean, model.x_scale))
+        csr = (True, sparse_rows(Z, model.x_mean, model.z_scale()))
         Z = np.zeros((1, 1))
     else:
         empty = np.zeros(0)
@@ -500,12 +523,12 @@ def fit_epochs(
     w = np.ones(n) if sample_weight is None else sample_weight / sample_weight.mean()
     sparse = sp.issparse(X)
     # sparse X stays raw CSR: the kernel standardises its stored entries algebraically;
-    # dense X: (X - x_mean) / x_scale in X itself (overwrite_X) or in one new array
+    # dense X: (X - x_mean) / z_scale in X itself (overwrite_X) or in one new array
     Z = X
     if not sparse:
         in_place = overwrite_X and X.dtype == np.float64 and X.flags.c_contiguous
         Z = np.subtract(X, model.x_mean, out=X if in_place else None, order="C")
-        np.divide(Z, model.x_scale, out=Z)
+        np.divide(Z, model.z_scale(), out=Z)
     Yi, Yf = _targets(Y, params.task)
     ensure_opt_state(model, params.optimizer)
     hist = {"loss": [], "val_loss": [], "epoch_time": [], "best_epoch": 0}

@@ -534,7 +534,7 @@ def hinge_decision(g, inp, model, missing, bn_eps):
         )
         x = g.op("Concat", [x, flags], "x_augmented", axis=1)
     z = g.op("Sub", [x, g.const(model.x_mean, "x_mean")], "x_centred")
-    z = g.op("Div", [z, g.const(model.x_scale, "x_scale")], "z")
+    z = g.op("Div", [z, g.const(model.z_scale(), "z_scale")], "z")
     h = g.op("MatMul", [z, g.const(np.ascontiguousarray(model.A.T), "hinge_A")], "h")
     h = g.op("Sub", [h, g.const(model.bn_mean, "bn_mean")], "h_centred")
     u = g.op("Div", [h, g.const(np.sqrt(model.bn_var + bn_eps), "bn_sd")], "u")

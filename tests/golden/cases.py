@@ -163,14 +163,24 @@ def _arrays(obj, prefix, out, depth=0):
 #: Containers' storage details that are not recorded arrays: container format 3
 #: keeps the missing-value terms of most models as one ``missing_fill`` per
 #: forest (the terms, ``weight_missing``, are not in the record either; see
-#: ``tests/test_golden.py``).
-_STORAGE_ONLY = {"missing_fill"}
+#: ``tests/test_golden.py``). A hinge model's ``x_ignored`` is recorded within
+#: ``x_scale`` (see :func:`_recorded`).
+_STORAGE_ONLY = {"missing_fill", "x_ignored"}
 
 
 def _recorded(obj, key):
-    """Attribute ``key`` as the record holds it: format 4 may store the feature ids of
-    dense split rows implicitly; the record has one id per weight (the attribute's form)."""
-    return getattr(obj, key) if key == "weight_index" else vars(obj)[key]
+    """Attribute ``key`` as the record holds it.
+
+    Format 4 may store the feature ids of dense split rows implicitly; the
+    record has one id per weight (the attribute's form). A hinge model stores
+    the scale of a feature without spread as 1 with ``x_ignored`` set; the
+    record holds the scale it divides by (+inf there, as models stored before).
+    """
+    if key == "weight_index":
+        return getattr(obj, key)
+    if key == "x_scale" and hasattr(obj, "z_scale"):
+        return obj.z_scale()
+    return vars(obj)[key]
 
 
 def _logical(key, value):

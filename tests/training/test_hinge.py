@@ -136,7 +136,7 @@ def _small_model(rng, tree_type="tree", head="sum", n_out=3, p=4, n_hinge=5, dep
     params = _params(tree_type=tree_type, head=head, n_hinge_features=n_hinge, max_depth=depth)
     model = H.init_model(p, n_out, params, X.mean(0), X.std(0), seed=1)
     model.W = rng.normal(size=model.W.shape)  # larger leaves: non-trivial gradients
-    Z = (X - model.x_mean) / model.x_scale
+    Z = (X - model.x_mean) / model.z_scale()
     Hf = Z @ model.A.T
     model.bn_mean = Hf.mean(0)
     model.bn_var = Hf.var(0)
