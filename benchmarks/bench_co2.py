@@ -236,7 +236,7 @@ def ablation(quick, log):
     """Gap-filling choices measured on letter's validation split."""
     from obliquetrees._core import traversal
     from obliquetrees._core.forest import ObliqueForest
-    from obliquetrees._training import co2
+    from obliquetrees.co2 import training as co2
 
     Xtr, ytr, _, _ = split("letter")
     Xa, Xv, ya, yv = train_test_split(Xtr, ytr, test_size=0.2, random_state=0, stratify=ytr)
@@ -314,9 +314,9 @@ def profile(quick, log):
             )
             log(f"profile {label} n_jobs={jobs}: {wall:.1f} s")
     # the kernel alone on a root-sized node
-    from obliquetrees._training import _co2_axis_split as A
-    from obliquetrees._training import _co2_kernels as K
-    from obliquetrees._training.co2 import CO2Params, bootstrap_counts, standardization
+    from obliquetrees._training import axis_split as A
+    from obliquetrees.co2 import _kernels as K
+    from obliquetrees.co2.training import CO2Params, bootstrap_counts, standardization
 
     X = np.ascontiguousarray(Xtr, dtype=np.float64)
     y = np.unique(ytr, return_inverse=True)[1].astype(np.int64)

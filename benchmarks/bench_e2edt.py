@@ -45,9 +45,9 @@ RUNS = "e2edt_runs.json"
 #: Only changes to these make the revision dirty: other modules of a shared working
 #: tree are edited by other sessions while benchmarks run.
 SOURCES = [
-    "obliquetrees/_e2edt.py",
-    "obliquetrees/_training/e2edt.py",
-    "obliquetrees/_training/_e2edt_kernels.py",
+    "obliquetrees/e2edt/_estimator.py",
+    "obliquetrees/e2edt/training.py",
+    "obliquetrees/e2edt/_kernels.py",
 ]
 
 #: Authors' code on this machine (ANCHORS.md 5a): depth 6, 20 epochs/split,
@@ -377,7 +377,7 @@ def part_profile(quick, epochs=15):
 
     from threadpoolctl import threadpool_limits
 
-    from obliquetrees._training import e2edt as E
+    from obliquetrees.e2edt import training as E
 
     Z, y, sw = _usps_forest_tree_data(quick)
     params = E.E2EDTParams(
@@ -435,8 +435,8 @@ def part_profile_synthetic(quick, sizes, thresholds):
     from sklearn.datasets import make_classification
     from threadpoolctl import threadpool_limits
 
-    from obliquetrees._training import _e2edt_pruned_kernels as PK
-    from obliquetrees._training import e2edt as E
+    from obliquetrees.e2edt import _pruned_kernels as PK
+    from obliquetrees.e2edt import training as E
 
     rows = []
     rev = revision(SOURCES)
@@ -523,27 +523,28 @@ def part_ab(quick, baseline, epochs=10, repeats=3):
 
     from threadpoolctl import threadpool_limits
 
-    from obliquetrees._training import e2edt as E
+    from obliquetrees.e2edt import training as E
 
     root = ROOT
     tmp = tempfile.mkdtemp(prefix="e2edt_ab_")
-    kernels = subprocess.run(
-        ["git", "show", f"{baseline}:obliquetrees/_training/_e2edt_kernels.py"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    training = subprocess.run(
-        ["git", "show", f"{baseline}:obliquetrees/_training/e2edt.py"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    training = training.replace(
-        "from obliquetrees._training import _e2edt_kernels as K", "import e2edt_ab_kernels as K"
-    )
+
+    def source(new_path, old_path):
+        """The file at ``baseline``: its path since each method got a folder, or before."""
+        for path in (new_path, old_path):
+            shown = subprocess.run(
+                ["git", "show", f"{baseline}:{path}"], cwd=root, capture_output=True, text=True
+            )
+            if shown.returncode == 0:
+                return shown.stdout
+        raise SystemExit(f"neither {new_path} nor {old_path} exists at {baseline}")
+
+    kernels = source("obliquetrees/e2edt/_kernels.py", "obliquetrees/_training/_e2edt_kernels.py")
+    training = source("obliquetrees/e2edt/training.py", "obliquetrees/_training/e2edt.py")
+    for line in (
+        "from obliquetrees.e2edt import _kernels as K",
+        "from obliquetrees._training import _e2edt_kernels as K",
+    ):
+        training = training.replace(line, "import e2edt_ab_kernels as K")
     (Path(tmp) / "e2edt_ab_kernels.py").write_text(kernels)
     (Path(tmp) / "e2edt_ab_training.py").write_text(training)
     sys.path.insert(0, tmp)

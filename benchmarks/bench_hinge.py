@@ -114,9 +114,9 @@ def bench_speed(quick):
     from threadpoolctl import threadpool_limits
 
     from obliquetrees._core._jit import numba_threads
-    from obliquetrees._training import _hinge_forward as HF
-    from obliquetrees._training import _hinge_kernels as K
-    from obliquetrees._training import hinge as H
+    from obliquetrees.hinge import _forward as HF
+    from obliquetrees.hinge import _kernels as K
+    from obliquetrees.hinge import training as H
     from tests import reference as R
 
     X, y, _, _ = _letter_arrays()
@@ -555,7 +555,7 @@ def trim():  # freed heap pages back to the OS, so the baseline holds only live 
 out, start = {}, rss_mb()
 if warm_up:
     # the forward kernel on a one-node tree: numba's runtime and thread pool start
-    from obliquetrees._training import _hinge_kernels as K
+    from obliquetrees.hinge import _kernels as K
     i64 = np.zeros((1, 1), np.int64)
     K.forward(np.zeros((1, 1)), np.zeros((1, 1)), i64, np.zeros((1, 2, 1)), 1, False, 0,
               np.zeros((1, 1)), (i64, np.zeros((1, 1)), i64.copy()), False)

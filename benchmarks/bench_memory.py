@@ -166,7 +166,7 @@ def main_scale(args):
         + """
 
 Where a CO2 fit's memory goes (dense float64 X of n rows and p features; see
-obliquetrees/_training/co2.py and _co2_node.py):
+obliquetrees/co2/training.py and co2/_node.py):
 
 - no copy of X: the kernels standardise each row as they read it (a dense X that is not
   float64 C-contiguous is copied once into that form by validation);

@@ -30,7 +30,7 @@ from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 from benchmarks.common import write_results
 from benchmarks.datasets import load
 from obliquetrees import SoftTreeClassifier, SoftTreeRegressor
-from obliquetrees._training.soft import validation_split
+from obliquetrees.soft.training import validation_split
 from obliquetrees.utils.seeds import draw_seeds
 
 #: name -> (paper label, soft MSE, soft size, hard MSE, hard size) (Table 1)

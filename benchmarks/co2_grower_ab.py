@@ -1,7 +1,7 @@
 """A/B of CO2's two growth loops (issue 15): numba loop or Python-driven grower.
 
 The package grows each CO2 tree breadth-first inside one numba kernel
-(:func:`obliquetrees._training._co2_kernels.grow_tree`) built on the shared
+(:func:`obliquetrees.co2._kernels.grow_tree`) built on the shared
 grower's mechanics (``may_split``, ``link_children``, ``grow_capacity`` of
 :mod:`obliquetrees._training.grower`). This script keeps the alternative that
 E2EDT and soft trees use, the Python :class:`~obliquetrees._training.grower.Grower`
@@ -32,9 +32,9 @@ import numpy as np
 
 from benchmarks.datasets import load
 from obliquetrees import CO2ForestClassifier
-from obliquetrees._training import co2
-from obliquetrees._training._co2_node import dense_source, node_value, split_node
 from obliquetrees._training.grower import Grower
+from obliquetrees.co2 import training as co2
+from obliquetrees.co2._node import dense_source, node_value, split_node
 
 
 def grow_tree_python(Xs, y, row_weight, n_classes, seed, params):

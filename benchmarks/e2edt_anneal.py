@@ -59,7 +59,7 @@ if settings == "RF(10)":
     model = RandomForestClassifier(n_estimators=10, n_jobs=2, random_state=0)
 else:
     from obliquetrees import E2EDTClassifier
-    from obliquetrees._training import e2edt as E
+    from obliquetrees.e2edt import training as E
     # "finetune_<field>" (not finetune_epochs): that field in the finetune only
     only = {k[9:]: settings.pop(k) for k in list(settings)
             if k.startswith("finetune_") and k != "finetune_epochs"}

@@ -50,8 +50,8 @@ from obliquetrees._core import traversal
 from obliquetrees._core.forest import ObliqueForest
 from obliquetrees._core.soft import soft_predict
 from obliquetrees._core.tree import standardization
-from obliquetrees._training import e2edt as E
-from obliquetrees._training._e2edt_leaves import Categorical
+from obliquetrees.e2edt import training as E
+from obliquetrees._training.leaf_models import Categorical
 
 data, settings, patiences = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
 X, y, _, _ = load_data(data)  # the test rows are not used

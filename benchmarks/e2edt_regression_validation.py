@@ -13,8 +13,8 @@ held-out fold. The test part is never loaded into a model or scored. A data
 set's figure is the mean over seeds of the mean over folds.
 
 Variants (the package's code, with other behaviours installed as drop-ins
-in :mod:`obliquetrees._training._e2edt_leaves` and
-:mod:`obliquetrees._training._e2edt_greedy` for the duration of a fit, as
+in :mod:`obliquetrees._training.leaf_models` and
+:mod:`obliquetrees.e2edt._greedy` for the duration of a fit, as
 ``co2_grower_ab.py`` does for its growth loop):
 
 - ``before``: the regressor as it was at 1ef6d09, bit for bit: greedy stumps
@@ -55,7 +55,8 @@ from sklearn.tree import DecisionTreeRegressor
 from benchmarks.bench_regression import DATASETS, split
 from benchmarks.common import write_results
 from obliquetrees import E2EDTRegressor
-from obliquetrees._training import _e2edt_greedy, _e2edt_leaves
+from obliquetrees._training import leaf_models
+from obliquetrees.e2edt import _greedy
 
 MAX_DEPTH = 6
 QUICK_MAX_TRAIN = 1000
@@ -95,8 +96,8 @@ def keep_candidates(*kinds):
     return with_axis_candidate
 
 
-GAUSSIAN = _e2edt_leaves.Gaussian
-SPLITTER = _e2edt_greedy._StumpSplitter
+GAUSSIAN = leaf_models.Gaussian
+SPLITTER = _greedy._StumpSplitter
 CHOOSE = "_with_axis_candidate"
 #: variant -> {(class, attribute): replacement} installed during its fits
 VARIANTS = {

@@ -1,7 +1,7 @@
 """Where the fit time of a CO2 tree goes, by node size (letter, default parameters).
 
 A fit grows each tree with the shared breadth-first grower, one call of the
-per-node kernel (``_co2_node.split_node``) per node. This script grows one
+per-node kernel (``co2._node.split_node``) per node. This script grows one
 letter tree exactly so (``co2.grow_tree``) with that kernel wrapped: each call
 is timed with the calling thread's CPU clock (robust to other processes on a
 shared machine), and for every internal node the two parts of the node's
@@ -28,10 +28,10 @@ from benchmarks.common import write_results
 from obliquetrees import CO2ForestClassifier
 from obliquetrees._core._random import node_seed
 from obliquetrees._core.tree import standardization
-from obliquetrees._training import _co2_axis_split as A
-from obliquetrees._training import _co2_kernels as K
-from obliquetrees._training import _co2_node as N
-from obliquetrees._training import co2
+from obliquetrees._training import axis_split as A
+from obliquetrees.co2 import _kernels as K
+from obliquetrees.co2 import _node as N
+from obliquetrees.co2 import training as co2
 
 BINS = [1, 2, 10, 50, 100, 300, 1000, 3000, 10**9]
 

@@ -11,13 +11,14 @@ are loaded (from numba's on-disk cache when available) on first use.
 
 import importlib
 
-from obliquetrees._co2 import CO2ForestClassifier
-from obliquetrees._co2_regressor import CO2ForestRegressor
-from obliquetrees._e2edt import E2EDTClassifier, E2EDTRegressor
-from obliquetrees._hinge import HingeForestClassifier, HingeForestRegressor
-from obliquetrees._soft import SoftTreeClassifier, SoftTreeRegressor
+from obliquetrees._registry import install_moved_modules
 from obliquetrees._version import __version__
+from obliquetrees.co2._estimator import CO2ForestClassifier
+from obliquetrees.co2._regressor import CO2ForestRegressor
+from obliquetrees.e2edt._estimator import E2EDTClassifier, E2EDTRegressor
+from obliquetrees.hinge._estimator import HingeForestClassifier, HingeForestRegressor
 from obliquetrees.inspection import export_text, plot_tree
+from obliquetrees.soft._estimator import SoftTreeClassifier, SoftTreeRegressor
 
 __all__ = [
     "CO2ForestClassifier",
@@ -34,6 +35,9 @@ __all__ = [
 ]
 
 _LAZY_SUBMODULES = ("convert", "machine", "onnx")
+
+# models saved before each method had its folder name the old module paths
+install_moved_modules()
 
 
 def __getattr__(name):

@@ -33,10 +33,10 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 from obliquetrees._core.forest import ObliqueForest
 from obliquetrees._core.importances import feature_importances
-from obliquetrees._core.missing import MissingValues
 from obliquetrees._core.predict import predict_mean
 from obliquetrees._core.tree import ObliqueTree
 from obliquetrees._core.validation import check_int
+from obliquetrees._registry import CONTAINERS, load
 from obliquetrees.utils._docstrings import fill_doc
 from obliquetrees.utils.validation import (
     bounded_weights,
@@ -208,20 +208,13 @@ def class_weighted_sample_weight(class_weight, classes, y, sample_weight):
 _CONTAINERS_KEY = "_obliquetrees_containers"
 #: Classes whose instances an estimator may hold and that are saved as plain
 #: data, by name. Each one checks its arrays in ``__setstate__``.
-_CONTAINER_NAMES = ("ObliqueTree", "ObliqueForest", "MissingValues", "HingeModel")
+_CONTAINER_NAMES = tuple(CONTAINERS)
 
 
 def _container_class(name):
-    """The container class saved under ``name`` (see ``_CONTAINER_NAMES``)."""
-    if name == "HingeModel":  # its module loads numba: only for hinge forests
-        from obliquetrees._training.hinge import HingeModel
-
-        return HingeModel
-    return {
-        "ObliqueTree": ObliqueTree,
-        "ObliqueForest": ObliqueForest,
-        "MissingValues": MissingValues,
-    }[name]
+    """The container class saved under ``name`` (imported on demand: the hinge
+    model's module loads numba, which only hinge forests need)."""
+    return load(name)
 
 
 def _containers_as_data(state):

@@ -226,8 +226,8 @@ def hinge_train_step(model, Zb, Yb, lr, optimizer="adam"):
 
 
 # ---- co2 ----
-# Plain-numpy references of obliquetrees/_training/_co2_axis_split.py and
-# _co2_kernels.py. Vectorised where the kernel loops, so sums may differ in the
+# Plain-numpy references of obliquetrees/_training/axis_split.py and
+# co2/_kernels.py. Vectorised where the kernel loops, so sums may differ in the
 # last bits: compare with a tolerance.
 
 _CO2_MASK = (1 << 64) - 1

@@ -3,9 +3,16 @@
 - no import cycle between modules of ``obliquetrees``;
 - ``obliquetrees._core`` imports only ``_core``, numpy, scipy, numba and the
   standard library;
-- ``obliquetrees._training`` imports only ``_core``/``_training``, numpy,
-  scipy, numba (and its llvmlite), joblib and the standard library (no scikit-learn, no
+- ``obliquetrees._training`` (the training machinery the methods share)
+  imports only ``_core``/``_training``, numpy, scipy, numba (and its
+  llvmlite), joblib and the standard library (no scikit-learn, no
   estimators, no ``obliquetrees.utils``);
+- each method's folder (``co2``, ``e2edt``, ``soft``, ``hinge``, ``machine``):
+  its training modules import only ``_core``, ``_training`` and the same
+  folder's training modules, under the rules of ``_training``; no module of
+  a method imports a module of another method;
+- ``obliquetrees.utils`` imports no estimator, no method folder and not
+  ``base``;
 - no module longer than ``MAX_LINES`` lines.
 
 Imports inside functions (lazy imports) count like module-level ones: they
@@ -33,6 +40,12 @@ ALLOWED_LAYERS = {
     "_core": {"_core"},
     "_training": {"_core", "_training"},
 }
+#: One folder per method: its estimators, its training entry, its kernels, its docstrings.
+METHODS = ("co2", "e2edt", "soft", "hinge", "machine")
+#: Modules of a method's folder that face users (estimators, their docstrings and size
+#: checks, a public module's API): they may import ``base`` and ``utils``. Every other
+#: module of the folder is the method's training and follows the rules of ``_training``.
+SURFACE = {"__init__", "_estimator", "_regressor", "_docs", "_size"}
 
 
 def _module_name(path):
@@ -189,6 +202,70 @@ def test_training_imports_only_core_training_and_numerical_libraries():
         "obliquetrees._training may import only _core, _training, numpy, scipy, numba, "
         "llvmlite, joblib, threadpoolctl and the standard library (no scikit-learn, estimators or "
         "obliquetrees.utils):\n" + "\n".join(violations)
+    )
+
+
+def _method(module):
+    layer = _layer(module)
+    return layer if layer in METHODS else None
+
+
+def _is_method_training(module):
+    name = MODULES[module].stem
+    return _method(module) is not None and name not in SURFACE
+
+
+def test_every_method_has_its_folder():
+    folders = {p.name for p in ROOT.iterdir() if (p / "__init__.py").exists()}
+    assert set(METHODS) <= folders
+    for method in METHODS:
+        assert any(_is_method_training(m) for m in MODULES if _method(m) == method), method
+
+
+def test_method_training_imports_only_core_training_and_its_own_folder():
+    allowed_third_party = ALLOWED_THIRD_PARTY["_training"] | set(sys.stdlib_module_names)
+    violations = []
+    for module in filter(_is_method_training, MODULES):
+        for line, name in imports_of(module):
+            target = _package_module(name)
+            if target is None:
+                ok = name.split(".")[0] in allowed_third_party
+            else:
+                own = _method(target) == _method(module) and _is_method_training(target)
+                ok = own or _layer(target) in ALLOWED_LAYERS["_training"]
+            if not ok:
+                violations.append(f"{_location(module, line)} imports {name}")
+    assert not violations, (
+        "a method's training modules may import only _core, _training, the same folder's "
+        "training modules and the libraries _training may import:\n" + "\n".join(violations)
+    )
+
+
+def test_no_method_imports_another_method():
+    violations = [
+        f"{_location(module, line)} imports {name}"
+        for module in MODULES
+        if _method(module)
+        for line, name in imports_of(module)
+        if (target := _package_module(name)) and _method(target) not in (None, _method(module))
+    ]
+    assert not violations, (
+        "methods meet only in the shared layers (_core, _training, base):\n" + "\n".join(violations)
+    )
+
+
+def test_utils_imports_no_estimator():
+    violations = [
+        f"{_location(module, line)} imports {name}"
+        for module in MODULES
+        if _layer(module) == "utils"
+        for line, name in imports_of(module)
+        if (target := _package_module(name))
+        and (_method(target) or target in (PACKAGE, f"{PACKAGE}.base"))
+    ]
+    assert not violations, (
+        "obliquetrees.utils serves the estimators and imports none of them (nor base):\n"
+        + "\n".join(violations)
     )
 
 

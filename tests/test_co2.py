@@ -9,7 +9,7 @@ from sklearn.datasets import load_iris, make_classification
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.model_selection import train_test_split
 
-from obliquetrees._co2 import CO2ForestClassifier
+from obliquetrees.co2._estimator import CO2ForestClassifier
 from tests import reference as ref
 
 FAST = dict(n_estimators=5, max_cccp_iter=5, random_state=0)

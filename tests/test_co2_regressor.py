@@ -46,7 +46,7 @@ def test_fully_grown_trees_interpolate_and_leaves_hold_mean_targets(friedman):
 
 
 def test_leaf_values_are_bootstrap_weighted_means_in_target_units(friedman):
-    from obliquetrees._training.co2 import tree_bootstrap_counts
+    from obliquetrees.co2.training import tree_bootstrap_counts
 
     Xtr, _, ytr, _ = friedman
     y = 1000.0 + 50.0 * ytr  # far from standardised

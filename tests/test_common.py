@@ -7,26 +7,20 @@ failures, each with the reason it fails, are public:
 """
 
 import doctest
-import inspect
 
 import pytest
-from sklearn.base import BaseEstimator
 from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils.estimator_checks import check_estimator, parametrize_with_checks
 
 import obliquetrees
+from obliquetrees._registry import ESTIMATORS, load
 from obliquetrees.utils import estimator_checks
 from obliquetrees.utils.estimator_checks import expected_failed_checks
 
 
 def discover_estimators():
-    """Public estimator classes exported by ``obliquetrees``."""
-    found = []
-    for name in obliquetrees.__all__:
-        obj = getattr(obliquetrees, name)
-        if inspect.isclass(obj) and issubclass(obj, BaseEstimator):
-            found.append(obj)
-    return found
+    """Public estimator classes: the registry's (``obliquetrees._registry.ESTIMATORS``)."""
+    return [load(name) for name in ESTIMATORS]
 
 
 #: Small, fast constructor arguments per estimator class name.

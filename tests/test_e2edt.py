@@ -7,7 +7,7 @@ import pytest
 from sklearn.datasets import load_digits, load_iris, make_classification
 from sklearn.tree import DecisionTreeClassifier
 
-from obliquetrees._e2edt import E2EDTClassifier, E2EDTRegressor
+from obliquetrees.e2edt._estimator import E2EDTClassifier, E2EDTRegressor
 from obliquetrees.utils.seeds import draw_seeds
 
 FAST = dict(max_depth=3, max_epochs=5, learning_rate=0.02, random_state=0)
@@ -133,7 +133,7 @@ def test_standardize_false_refuses_inputs_beyond_float32(blobs):
 
 def test_standardize_false_trains_on_the_inputs_as_given(blobs):
     """standardize=False: the same tree as training on X directly (mean 0, scale 1)."""
-    from obliquetrees._training.e2edt import _fit_one_tree
+    from obliquetrees.e2edt.training import _fit_one_tree
     from obliquetrees.utils.seeds import draw_seeds
 
     X, y = blobs
@@ -259,7 +259,7 @@ def test_auto_prune_threshold_follows_the_row_budget():
 
     It is opt-in: the default prunes at 1e-3 at every size.
     """
-    from obliquetrees._e2edt import PRUNE_THRESHOLD, PRUNE_THRESHOLD_ABOVE_BUDGET
+    from obliquetrees.e2edt._estimator import PRUNE_THRESHOLD, PRUNE_THRESHOLD_ABOVE_BUDGET
 
     assert (PRUNE_THRESHOLD, PRUNE_THRESHOLD_ABOVE_BUDGET) == (1e-3, 3e-2)
     assert E2EDTClassifier(max_finetune_samples=100)._resolve_params(4, 101).prune_threshold == 1e-3
@@ -313,7 +313,7 @@ def test_auto_finetune_schedule_follows_the_row_budget():
 
 def test_greedy_growth_rows_above_the_budget():
     """All rows up to the budget; above it a sorted draw of the budget's size, per seed."""
-    from obliquetrees._training.e2edt import growth_rows
+    from obliquetrees.e2edt.training import growth_rows
 
     assert growth_rows(100, 100, 0) is None
     assert growth_rows(100, None, 0) is None
@@ -605,7 +605,7 @@ def test_bootstrap_of_zero_weight_rows_only_gives_a_prior_leaf(blobs):
 
 
 def test_balanced_subsample_balances_each_bootstrap(blobs):
-    from obliquetrees._training.e2edt import E2EDTParams, tree_weights
+    from obliquetrees.e2edt.training import E2EDTParams, tree_weights
 
     X, y = blobs
     y = np.where(np.arange(len(y)) < 40, 1, 0)  # 10 % positives

@@ -9,12 +9,12 @@ from sklearn.datasets import make_regression
 from sklearn.tree import DecisionTreeRegressor
 
 from obliquetrees import E2EDTRegressor
-from obliquetrees._training import _e2edt_greedy as G
-from obliquetrees._training import _e2edt_kernels as K
-from obliquetrees._training import _e2edt_leaves as L
-from obliquetrees._training import _e2edt_sparse as S
-from obliquetrees._training import e2edt as E
-from obliquetrees._training._e2edt_greedy import _empty_adjacency
+from obliquetrees._training import leaf_models as L
+from obliquetrees.e2edt import _greedy as G
+from obliquetrees.e2edt import _kernels as K
+from obliquetrees.e2edt import _sparse as S
+from obliquetrees.e2edt import training as E
+from obliquetrees.e2edt._greedy import _empty_adjacency
 from tests import reference as ref
 from tests.training.test_e2edt import _layout
 
@@ -424,7 +424,7 @@ def test_forest_same_model_for_any_n_jobs_and_oob(problem):
     np.testing.assert_array_equal(a.predict(X), b.predict(X))
     np.testing.assert_array_equal(a.oob_prediction_, b.oob_prediction_)
     # the out-of-bag prediction of a row: mean over the trees whose bootstrap left it out
-    from obliquetrees._training.e2edt import bootstrap_counts
+    from obliquetrees.e2edt.training import bootstrap_counts
 
     total, count = np.zeros(len(y)), np.zeros(len(y))
     for tree, seed in zip(a.trees_, a._tree_seeds, strict=True):

@@ -7,7 +7,7 @@ import pytest
 from sklearn.datasets import load_iris, make_classification, make_regression
 from sklearn.model_selection import train_test_split
 
-from obliquetrees._hinge import HingeForestClassifier, HingeForestRegressor
+from obliquetrees.hinge._estimator import HingeForestClassifier, HingeForestRegressor
 
 SMALL = dict(
     n_estimators=8,
@@ -83,7 +83,7 @@ def test_same_seed_same_model_any_n_jobs(iris):
 
 
 def test_apply_and_decision_path_follow_hinge_routing(iris):
-    from obliquetrees._training import _hinge_forward as HF
+    from obliquetrees.hinge import _forward as HF
 
     X, y = iris
     clf = HingeForestClassifier(**SMALL).fit(X, y)

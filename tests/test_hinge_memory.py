@@ -8,8 +8,8 @@ import pytest
 from obliquetrees._core.forest import ObliqueForest
 from obliquetrees._core.missing import MissingValues
 from obliquetrees._core.tree import ARRAY_NAMES
-from obliquetrees._training import _hinge_forward as HF
-from obliquetrees._training import hinge as H
+from obliquetrees.hinge import _forward as HF
+from obliquetrees.hinge import training as H
 from tests.training.test_hinge import _params
 
 #: the small classifier of the training tests, with these forests' shape and patience

@@ -21,6 +21,7 @@ from sklearn.base import is_classifier
 from sklearn.datasets import make_classification, make_regression
 
 import obliquetrees
+from obliquetrees._registry import MOVED_MODULES
 from tests.test_common import FAST_PARAMS, discover_estimators
 
 ESTIMATORS = discover_estimators()
@@ -278,7 +279,50 @@ def test_trusted_types_are_exactly_the_model_classes():
         FinetunedForestClassifier,
         FinetunedForestRegressor,
     ]
-    assert sorted(TRUSTED_TYPES) == sorted(f"{c.__module__}.{c.__qualname__}" for c in classes)
+    current = [f"{c.__module__}.{c.__qualname__}" for c in classes]
+    # files saved before each method had its folder name the estimators by their old modules
+    earlier = [
+        f"{old}.{c.__qualname__}"
+        for c in classes
+        for old, new in MOVED_MODULES.items()
+        if new == c.__module__ and hasattr(obliquetrees, c.__qualname__)
+    ]
+    assert len(earlier) == 8
+    assert sorted(TRUSTED_TYPES) == sorted(current + earlier)
+
+
+#: Module paths of the layout before each method had a folder (as files saved then name them).
+_OLD_MODULE_OF = {
+    "CO2ForestClassifier": "obliquetrees._co2",
+    "CO2ForestRegressor": "obliquetrees._co2_regressor",
+    "E2EDTClassifier": "obliquetrees._e2edt",
+    "E2EDTRegressor": "obliquetrees._e2edt",
+    "HingeForestClassifier": "obliquetrees._hinge",
+    "HingeForestRegressor": "obliquetrees._hinge",
+    "SoftTreeClassifier": "obliquetrees._soft",
+    "SoftTreeRegressor": "obliquetrees._soft",
+}
+
+
+def _as_saved_before_the_move(blob, cls):
+    """A protocol-2 pickle as the old layout wrote it: the same bytes with the old module
+    paths (protocol 2 names classes in text lines, so the paths can be swapped)."""
+    blob = blob.replace(
+        f"c{cls.__module__}\n".encode(), f"c{_OLD_MODULE_OF[cls.__name__]}\n".encode()
+    )
+    return blob.replace(b"cobliquetrees.hinge.training\n", b"cobliquetrees._training.hinge\n")
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
+def test_pickles_of_the_layout_before_method_folders_load(cls):
+    model, X = _fitted(cls)
+    blob = _as_saved_before_the_move(pickle.dumps(model, protocol=2), cls)
+    assert f"c{_OLD_MODULE_OF[cls.__name__]}\n".encode() in blob
+    assert f"c{cls.__module__}\n".encode() not in blob
+    loaded = pickle.loads(blob)
+    assert type(loaded) is cls
+    for key, value in _outputs(model, X).items():
+        assert _outputs(loaded, X)[key].tobytes() == value.tobytes(), key
 
 
 def _skops_entry(schema, path):

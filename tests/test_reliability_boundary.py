@@ -259,9 +259,9 @@ def test_absurd_n_estimators_is_refused_at_once_and_changes_nothing(cls):
 
 
 def test_large_forests_stay_below_the_size_limit():
-    from obliquetrees._co2 import MIN_TREE_BYTES as CO2_TREE
-    from obliquetrees._e2edt import MIN_TREE_BYTES as E2EDT_TREE
     from obliquetrees.base import check_forest_size
+    from obliquetrees.co2._estimator import MIN_TREE_BYTES as CO2_TREE
+    from obliquetrees.e2edt._estimator import MIN_TREE_BYTES as E2EDT_TREE
 
     for per_tree in (CO2_TREE, E2EDT_TREE):
         check_forest_size(10**6, per_tree)  # raises above the limit

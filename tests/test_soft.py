@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer, load_iris, make_friedman1
 
-from obliquetrees._soft import SoftTreeClassifier, SoftTreeRegressor
+from obliquetrees.soft._estimator import SoftTreeClassifier, SoftTreeRegressor
 from tests import reference as ref
 
 FAST = dict(n_restarts=4, max_epochs=5, random_state=0)

@@ -1,9 +1,11 @@
-"""Training algorithms: pure functions over arrays that return ObliqueTrees.
+"""Training machinery shared by the methods (each method's own training is in its folder).
 
-One module per method (``co2``, ``e2edt``, ``soft``, ``hinge``), each with a
-frozen config dataclass named after the estimator's parameters, one ``fit_*``
-entry and sibling ``_<method>_*`` modules of numba inner loops; ``finetune``
-for decision machines. Shared: ``grower`` (greedy growth), ``_optim``
-(momentum SGD, Adam, AdaGrad), ``_parallel`` (joblib over trees). Imports only
-``_core`` and ``_training``; nothing here imports scikit-learn.
+``grower`` (greedy growth: node table, limits, visiting order), ``_optim``
+(momentum SGD, Adam, AdaGrad), ``_parallel`` (joblib over trees),
+``_progress`` (progress lines), ``_rows`` (sparse rows for row-wise kernels),
+``_weights`` (bootstrap row weights), ``_prefetch``; ``targets`` and
+``axis_split`` (the leaf models of greedy growth and the best axis-aligned
+split, used by CO2 and E2EDT's regressor); ``leaf_models`` (the leaf models
+of soft routing, used by E2EDT and decision-machine fine-tuning). Imports
+only ``_core`` and ``_training``; nothing here imports scikit-learn.
 """

@@ -50,7 +50,7 @@ def sorted_columns(rows):
     value of each nonzero stored entry in increasing value (ties by row), and
     ``zero_z[f] = -shift[f]`` is the standardised value of the rows that store
     no entry (or an explicit zero). O(nnz log nnz) once per fit; what
-    :func:`~obliquetrees._training._soft_axis_split.best_axis_split_sparse` walks.
+    :func:`~obliquetrees.soft._axis_split.best_axis_split_sparse` walks.
     """
     indptr, indices, values, inv_scale, shift = rows
     n, d = indptr.shape[0] - 1, inv_scale.shape[0]

@@ -20,7 +20,7 @@ The mechanics are numba functions (:func:`may_split` for the limits,
 :func:`link_children` for the node table, :func:`grow_capacity` for its
 doubling), so a method whose per-node work is too small for a Python loop runs
 the same breadth-first growth inside one kernel: CO2 does
-(``_co2_kernels.grow_tree``; the Python-driven loop made its fit 14-23 %
+(``co2._kernels.grow_tree``; the Python-driven loop made its fit 14-23 %
 slower on letter, ``benchmarks/co2_grower_ab.py``).
 """
 

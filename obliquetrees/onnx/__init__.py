@@ -132,15 +132,15 @@ def _model_outputs(g, model, inp):
     regressors); ``values`` is ``predict_proba`` (classifiers) or
     ``predict`` (regressors, (n_samples, n_outputs)).
     """
-    from obliquetrees._e2edt import _BaseE2EDT
-    from obliquetrees._hinge import _BaseHingeForest
-    from obliquetrees._soft import _BaseSoftTree
+    from obliquetrees.e2edt._estimator import _BaseE2EDT
+    from obliquetrees.hinge._estimator import _BaseHingeForest
     from obliquetrees.onnx._parts import hard_sum, hinge_decision, soft_sum
+    from obliquetrees.soft._estimator import _BaseSoftTree
 
     classifier = is_classifier(model)
     forest = model._forest()
     if isinstance(model, _BaseHingeForest):
-        from obliquetrees._training._hinge_kernels import BN_EPS
+        from obliquetrees.hinge._kernels import BN_EPS
 
         F = hinge_decision(g, inp, model._model, model._missing, BN_EPS)
         if classifier:

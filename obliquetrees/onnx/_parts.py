@@ -20,7 +20,7 @@ rounding of 0 (a matrix product sums in another order than the traversal).
   log-probability of every node, parent's plus ``log sigmoid(+-s z)``,
   level by level, then ``exp`` at the leaves times their values.
 - :func:`hinge_decision`: the hinge forest's forward pass
-  (:mod:`obliquetrees._training._hinge_forward`).
+  (:mod:`obliquetrees.hinge._forward`).
 
 Memory of a graph run, in float64 per row: splits + nodes for soft routing,
 the oblique splits (at most :data:`MAX_MARGINS`) for the margin product, at
@@ -522,7 +522,7 @@ def soft_sum(g, inp, trees, leaf_values, steepness, n_features, z_all=None):
 def hinge_decision(g, inp, model, missing, bn_eps):
     """Raw outputs ``F`` of a hinge forest (logits or standardised values).
 
-    ``model`` is the :class:`~obliquetrees._training.hinge.HingeModel`,
+    ``model`` is the :class:`~obliquetrees.hinge.training.HingeModel`,
     ``missing`` the estimator's :class:`~obliquetrees._core.missing.MissingValues`
     (NaN replaced by its fill, indicator columns appended).
     """

@@ -24,23 +24,13 @@ dtypes, child ids, feature indices, finite numbers; see the README's
 compiled kernel reads its arrays.
 """
 
+from obliquetrees._registry import saved_type_names
+
 __all__ = ["TRUSTED_TYPES"]
 
 #: Fully qualified names (as skops writes them) of the classes a saved model
 #: of this package may need: the public estimators and the models created by
-#: ``obliquetrees.convert.from_sklearn`` and ``obliquetrees.machine.finetune``.
-#: Nothing else: the containers they hold are saved as plain data.
-TRUSTED_TYPES = [
-    "obliquetrees._co2.CO2ForestClassifier",
-    "obliquetrees._co2_regressor.CO2ForestRegressor",
-    "obliquetrees._e2edt.E2EDTClassifier",
-    "obliquetrees._e2edt.E2EDTRegressor",
-    "obliquetrees._hinge.HingeForestClassifier",
-    "obliquetrees._hinge.HingeForestRegressor",
-    "obliquetrees._soft.SoftTreeClassifier",
-    "obliquetrees._soft.SoftTreeRegressor",
-    "obliquetrees.convert.ConvertedForestClassifier",
-    "obliquetrees.convert.ConvertedForestRegressor",
-    "obliquetrees.machine.FinetunedForestClassifier",
-    "obliquetrees.machine.FinetunedForestRegressor",
-]
+#: ``obliquetrees.convert.from_sklearn`` and ``obliquetrees.machine.finetune``,
+#: each also under the module that held it in earlier versions (files saved
+#: then name it so). Nothing else: the containers they hold are saved as plain data.
+TRUSTED_TYPES = saved_type_names()

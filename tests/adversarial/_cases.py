@@ -30,7 +30,7 @@ import scipy.sparse as sp
 from obliquetrees import machine
 from obliquetrees._core import traversal, traversal_numpy
 from obliquetrees._core import soft
-from obliquetrees._training import _hinge_forward
+from obliquetrees.hinge import _forward as _hinge_forward
 
 model = pickle.loads(blob)
 p = X.shape[1]

@@ -25,14 +25,14 @@ ESTIMATORS = discover_estimators()
 #: Per estimator: the module attribute doing one unit of training (a tree, an
 #: epoch, a growth run), looked up at call time by the training code.
 TRAINING_STEP = {
-    "CO2ForestClassifier": ("obliquetrees._training.co2", "_fit_one_tree"),
-    "CO2ForestRegressor": ("obliquetrees._training.co2", "_fit_one_tree"),
-    "E2EDTClassifier": ("obliquetrees._training.e2edt", "_fit_one_tree"),
-    "E2EDTRegressor": ("obliquetrees._training.e2edt", "_fit_one_tree"),
-    "HingeForestClassifier": ("obliquetrees._training.hinge", "run_epoch"),
-    "HingeForestRegressor": ("obliquetrees._training.hinge", "run_epoch"),
-    "SoftTreeClassifier": ("obliquetrees._training.soft", "grow_soft_tree"),
-    "SoftTreeRegressor": ("obliquetrees._training.soft", "grow_soft_tree"),
+    "CO2ForestClassifier": ("obliquetrees.co2.training", "_fit_one_tree"),
+    "CO2ForestRegressor": ("obliquetrees.co2.training", "_fit_one_tree"),
+    "E2EDTClassifier": ("obliquetrees.e2edt.training", "_fit_one_tree"),
+    "E2EDTRegressor": ("obliquetrees.e2edt.training", "_fit_one_tree"),
+    "HingeForestClassifier": ("obliquetrees.hinge.training", "run_epoch"),
+    "HingeForestRegressor": ("obliquetrees.hinge.training", "run_epoch"),
+    "SoftTreeClassifier": ("obliquetrees.soft.training", "grow_soft_tree"),
+    "SoftTreeRegressor": ("obliquetrees.soft.training", "grow_soft_tree"),
 }
 
 #: Training units that complete before the patched one fails: forests fail
@@ -322,7 +322,7 @@ def test_hinge_refuses_a_model_too_large_to_hold(method):
 
 
 def test_hinge_warns_about_a_large_model(monkeypatch):
-    import obliquetrees._hinge_size as hinge_module
+    import obliquetrees.hinge._size as hinge_module
     from obliquetrees import HingeForestClassifier
 
     X, y = _data()

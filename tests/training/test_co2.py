@@ -1,5 +1,5 @@
-"""CO2 training (obliquetrees/_training/co2.py, _co2_kernels.py, _co2_node.py, _co2_axis_split.py)
-against tests/reference.py."""
+"""CO2 training (obliquetrees/co2/: training.py, _kernels.py, _node.py; and
+obliquetrees/_training/axis_split.py) against tests/reference.py."""
 
 import inspect
 
@@ -9,10 +9,10 @@ import scipy.sparse as sp
 
 from tests import reference as ref
 
-K = pytest.importorskip("obliquetrees._training._co2_kernels")
-N = pytest.importorskip("obliquetrees._training._co2_node")
-A = pytest.importorskip("obliquetrees._training._co2_axis_split")
-co2 = pytest.importorskip("obliquetrees._training.co2")
+K = pytest.importorskip("obliquetrees.co2._kernels")
+N = pytest.importorskip("obliquetrees.co2._node")
+A = pytest.importorskip("obliquetrees._training.axis_split")
+co2 = pytest.importorskip("obliquetrees.co2.training")
 R = pytest.importorskip("obliquetrees._core._random")
 
 

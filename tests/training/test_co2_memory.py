@@ -1,7 +1,7 @@
-"""CO2's grown tree stored without per-weight temporaries (obliquetrees/_training/co2.py).
+"""CO2's grown tree stored without per-weight temporaries (obliquetrees/co2/training.py).
 
-:func:`~obliquetrees._training.co2.stored_tree` reads the growth table once in a
-kernel (:func:`~obliquetrees._training._co2_grow.fold_split_weights`); these
+:func:`~obliquetrees.co2.training.stored_tree` reads the growth table once in a
+kernel (:func:`~obliquetrees.co2._grow.fold_split_weights`); these
 tests pin it to the numpy reference it replaced, ``fold_standardization`` of
 ``ObliqueTree.from_dense``, bit for bit: same arrays, same dtypes, same
 missing-value form.
@@ -10,7 +10,7 @@ missing-value form.
 import numpy as np
 import pytest
 
-co2 = pytest.importorskip("obliquetrees._training.co2")
+co2 = pytest.importorskip("obliquetrees.co2.training")
 from obliquetrees._core.tree import (  # noqa: E402
     ARRAY_NAMES,
     ObliqueTree,

@@ -1,4 +1,4 @@
-"""CO2's dense input standardised as it is read (obliquetrees/_training/_co2_node.py, co2.py).
+"""CO2's dense input standardised as it is read (obliquetrees/co2/_node.py, co2.py).
 
 The growth kernels read ``(X[r, j] - mean[j]) / scale[j]`` from the caller's ``X``
 instead of a standardised copy: these tests pin that the values, the node means
@@ -8,8 +8,8 @@ and whole trees are those of the copy, bit for bit, and that no copy is made.
 import numpy as np
 import pytest
 
-N = pytest.importorskip("obliquetrees._training._co2_node")
-co2 = pytest.importorskip("obliquetrees._training.co2")
+N = pytest.importorskip("obliquetrees.co2._node")
+co2 = pytest.importorskip("obliquetrees.co2.training")
 from obliquetrees._core.tree import standardization  # noqa: E402
 from tests.training.test_co2 import _co2_params  # noqa: E402
 

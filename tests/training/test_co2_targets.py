@@ -1,4 +1,4 @@
-"""CO2's regression leaf model (obliquetrees/_training/_co2_targets.py, squared loss)
+"""CO2's regression leaf model (obliquetrees/_training/targets.py, squared loss)
 against tests/reference.py: the same kernels as the classifier's, given 2-D targets."""
 
 import numpy as np
@@ -7,11 +7,11 @@ import pytest
 from tests import reference as ref
 from tests.training.test_co2 import _co2_params, _state, descend_gradient
 
-K = pytest.importorskip("obliquetrees._training._co2_kernels")
-N = pytest.importorskip("obliquetrees._training._co2_node")
-A = pytest.importorskip("obliquetrees._training._co2_axis_split")
-co2 = pytest.importorskip("obliquetrees._training.co2")
-T = pytest.importorskip("obliquetrees._training._co2_targets")
+K = pytest.importorskip("obliquetrees.co2._kernels")
+N = pytest.importorskip("obliquetrees.co2._node")
+A = pytest.importorskip("obliquetrees._training.axis_split")
+co2 = pytest.importorskip("obliquetrees.co2.training")
+T = pytest.importorskip("obliquetrees._training.targets")
 
 
 def _problem(rng, m=120, p=5, n_outputs=2, integer_weights=True):

@@ -6,15 +6,15 @@ import pytest
 from obliquetrees._core import traversal
 from obliquetrees._core.forest import ObliqueForest
 from obliquetrees._core.soft import soft_predict
-from obliquetrees._training import _e2edt_kernels as K
-from obliquetrees._training import _e2edt_pruned_kernels as PK
-from obliquetrees._training import e2edt as E
 from obliquetrees._training._optim import adam_update, adam_update_2d
+from obliquetrees.e2edt import _kernels as K
+from obliquetrees.e2edt import _pruned_kernels as PK
+from obliquetrees.e2edt import training as E
 from tests import reference as ref
 
 
 def _kernel_layout(tree):
-    """The kernels' tree layout (module docstring of _e2edt_kernels) of a stored tree."""
+    """The kernels' tree layout (docstring of obliquetrees.e2edt._kernels) of a stored tree."""
     left, right = tree.children_left, tree.children_right
     internal = left >= 0
     split_col = np.full(left.shape[0], -1, dtype=np.int64)
@@ -619,7 +619,7 @@ def test_finetune_without_pruning_equals_the_dense_pass(patches, regression):
     """A threshold below every path probability reproduces the exact (dense) finetune."""
     import dataclasses
 
-    from obliquetrees._training._e2edt_leaves import leaf_model
+    from obliquetrees._training.leaf_models import leaf_model
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 36))

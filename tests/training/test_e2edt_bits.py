@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from scipy import sparse
 
-from obliquetrees._training._e2edt_leaves import Categorical, Gaussian, path_sums
-from obliquetrees._training.e2edt import _standardized_float32
+from obliquetrees._training.leaf_models import Categorical, Gaussian, path_sums
+from obliquetrees.e2edt.training import _standardized_float32
 
 
 def _random_tree(rng, n_splits):

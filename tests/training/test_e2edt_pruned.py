@@ -9,7 +9,7 @@ the row-wise kernel itself is checked against the plain-numpy reference in
 import numpy as np
 import pytest
 
-from obliquetrees._training import _e2edt_pruned_kernels as PK
+from obliquetrees.e2edt import _pruned_kernels as PK
 from tests import reference as ref
 from tests.training.test_e2edt import _kernel_layout
 

@@ -10,7 +10,7 @@ import numba
 import numpy as np
 import pytest
 
-from obliquetrees._training._e2edt_simd import block_dot, block_dot_pair
+from obliquetrees.e2edt._simd import block_dot, block_dot_pair
 
 
 def _reference_dot(w, x):

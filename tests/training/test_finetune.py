@@ -12,7 +12,7 @@ from tests.reference import (
 )
 
 K = pytest.importorskip("obliquetrees._core._machine_kernels")
-FK = pytest.importorskip("obliquetrees._training._finetune_kernels")
+FK = pytest.importorskip("obliquetrees.machine._finetune_kernels")
 
 
 def _forest(rng, n_trees=3, n_features=5, n_outputs=3, max_depth=5):

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from obliquetrees._training import _hinge_forward as HF
-from obliquetrees._training import hinge as H
+from obliquetrees.hinge import _forward as HF
+from obliquetrees.hinge import training as H
 from tests import reference as R
 
-K = pytest.importorskip("obliquetrees._training._hinge_kernels")
+K = pytest.importorskip("obliquetrees.hinge._kernels")
 
 
 def _random_forest(rng, n, Hn, M, D, C, is_fern):

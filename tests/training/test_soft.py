@@ -6,10 +6,10 @@ import pytest
 from obliquetrees._core.tree import ObliqueTree
 from tests import reference as ref
 
-K = pytest.importorskip("obliquetrees._training._soft_kernels")
-AX = pytest.importorskip("obliquetrees._training._soft_axis_split")
-FT = pytest.importorskip("obliquetrees._training._soft_finetune")
-S = pytest.importorskip("obliquetrees._training.soft")
+K = pytest.importorskip("obliquetrees.soft._kernels")
+AX = pytest.importorskip("obliquetrees.soft._axis_split")
+FT = pytest.importorskip("obliquetrees.soft._finetune")
+S = pytest.importorskip("obliquetrees.soft.training")
 CS = pytest.importorskip("obliquetrees._core.soft")
 RNG = pytest.importorskip("obliquetrees._core._random")
 

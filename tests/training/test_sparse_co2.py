@@ -1,4 +1,4 @@
-"""CO2 Forest on sparse input (obliquetrees/_training/_co2_sparse_kernels.py, _co2_grow.py).
+"""CO2 Forest on sparse input (obliquetrees/co2/_sparse_kernels.py, co2/_grow.py).
 
 A sparse fit runs the dense algorithm (same feature draws, minibatch orders,
 centring, CCCP) on the stored entries, in another summation order: the

@@ -2,7 +2,7 @@
 
 Dense training rounds the standardised ``Z`` to float32 and sums in BLAS order;
 sparse training computes the same products in float64 on the stored entries
-(``obliquetrees._training._e2edt_sparse``). The guarantee tested here is the one
+(``obliquetrees.e2edt._sparse``). The guarantee tested here is the one
 measured: for the same ``random_state`` the trees have the same shape, predictions
 agree on >= 99 % of test rows and class probabilities on >= 99 % of rows to 1e-5
 (observed: all rows, probabilities to about 1e-8). Sparse input always finetunes
@@ -17,8 +17,8 @@ import pytest
 import scipy.sparse as sp
 
 from obliquetrees import E2EDTClassifier
-from obliquetrees._training import _e2edt_kernels as K
-from obliquetrees._training import _e2edt_sparse as S
+from obliquetrees.e2edt import _kernels as K
+from obliquetrees.e2edt import _sparse as S
 
 FAST = dict(
     max_depth=3,

@@ -18,11 +18,11 @@ import scipy.sparse as sp
 from obliquetrees import SoftTreeClassifier, SoftTreeRegressor
 from obliquetrees._core.tree import standardization
 
-K = pytest.importorskip("obliquetrees._training._soft_kernels")
-AX = pytest.importorskip("obliquetrees._training._soft_axis_split")
-FT = pytest.importorskip("obliquetrees._training._soft_finetune")
+K = pytest.importorskip("obliquetrees.soft._kernels")
+AX = pytest.importorskip("obliquetrees.soft._axis_split")
+FT = pytest.importorskip("obliquetrees.soft._finetune")
 R = pytest.importorskip("obliquetrees._training._rows")
-S = pytest.importorskip("obliquetrees._training.soft")
+S = pytest.importorskip("obliquetrees.soft.training")
 
 #: Settings under which the SGD is stable enough for dense and sparse fits to agree.
 STABLE = dict(max_depth=3, n_restarts=3, max_epochs=5, learning_rate=1.0, batch_size=16)

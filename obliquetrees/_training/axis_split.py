@@ -1,0 +1,367 @@
+"""Numba kernels of CO2 Forest (Norouzi et al.): the stump's starting point.
+
+Each node's stump starts from the best axis-aligned split (by information
+gain, or for targets by squared error, among ``max_features`` random
+features, as scikit-learn's splitter draws them) and from leaf parameters fit
+to each side of it (:func:`init_theta`: log class frequencies, or mean
+targets). The CCCP then optimises the stump
+(:mod:`obliquetrees.co2._kernels`).
+
+Importing this module imports numba; the estimator imports it lazily.
+"""
+
+import numpy as np
+from numba import types
+
+from obliquetrees._core._jit import jit, jit_inline, jit_overload
+from obliquetrees._core._random import random_int
+from obliquetrees._training.targets import _by_target, _is_classes, _stub, init_leaves
+
+#: Two values closer than this are treated as equal by the axis-aligned
+#: split search (scikit-learn's FEATURE_THRESHOLD).
+FEATURE_THRESHOLD = 1e-7
+
+#: Pseudo-count added to the class counts of each side of the initial
+#: axis-aligned split before taking logs (theta0/theta1 initialisation): the
+#: paper initialises with the empirical class log-probabilities, which are
+#: -inf for absent classes.
+THETA_PRIOR = 1.0
+
+
+# ----------------------------------------------------------- small helpers
+@jit
+def xlogx(x):
+    return x * np.log(x) if x > 0.0 else 0.0
+
+
+@jit
+def class_histogram(yb, wb, m, n_classes):
+    """Weighted class counts of the first ``m`` samples."""
+    hist = np.zeros(n_classes)
+    for i in range(m):
+        hist[yb[i]] += wb[i]
+    return hist
+
+
+# ------------------------------------------------------ axis-aligned init
+@jit
+def scan_start(yb, wb, m, n_classes):
+    """What every feature's scan of :func:`scan_feature` starts from.
+
+    Returns the node's weighted class histogram, its total, the sum of its
+    ``x log x`` terms, scratch for the class counts of the two sides and the
+    table ``xlogx(k)`` for ``k = 0 .. total`` when every weight is a whole
+    number (bootstrap counts), else an empty table (:func:`xlogx_table`).
+    """
+    hist = class_histogram(yb, wb, m, n_classes)
+    total = 0.0
+    s_tot = 0.0
+    for k in range(n_classes):
+        total += hist[k]
+        s_tot += xlogx(hist[k])
+    sides = np.zeros((4, n_classes))  # class counts and x log x terms, left and right
+    return hist, total, s_tot, sides, xlogx_table(wb, m, total)
+
+
+#: Largest node weight for which :func:`xlogx_table` builds a table (8 bytes an entry).
+MAX_XLOGX_TABLE = 1 << 20
+
+
+@jit
+def xlogx_table(wb, m, total):
+    """``xlogx(k)`` for ``k = 0 .. total`` if the first ``m`` weights are whole numbers.
+
+    Then every class count, side count and side total of a scan is a whole
+    number no larger than ``total`` (sums and differences of whole float64
+    numbers below 2**53 are exact), and looking its ``x log x`` up returns the
+    bits :func:`xlogx` computes (the table is made by it): the scan is exact
+    with ``total + 1`` logarithms instead of four per sample and feature. Empty
+    (the scan takes its logarithms) if a weight is not whole or ``total``
+    exceeds :data:`MAX_XLOGX_TABLE`.
+    """
+    if not total <= MAX_XLOGX_TABLE:
+        return np.empty(0)
+    for i in range(m):
+        if wb[i] != np.floor(wb[i]) or wb[i] < 0.0:
+            return np.empty(0)
+    n = int(total) + 1
+    table = np.empty(n)
+    for k in range(n):
+        table[k] = xlogx(float(k))
+    return table
+
+
+@jit_inline
+def xlogx_lookup(x, table):
+    """:func:`xlogx` of a count ``x``, read from :func:`xlogx_table`'s ``table`` when it has one."""
+    if table.shape[0] > 0:
+        return table[int(x)]
+    return xlogx(x)
+
+
+@jit_inline
+def draw_feature(feats, k, state):
+    """Draw the ``k``-th feature without replacement (partial Fisher-Yates on ``feats``)."""
+    p = feats.shape[0]
+    j = k + random_int(state, p - k)
+    f = feats[j]
+    feats[j] = feats[k]
+    feats[k] = f
+    return f
+
+
+@jit
+def scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp):
+    """Best threshold of one feature whose node values are ``vals[:m]``.
+
+    ``start`` is :func:`scan_start`'s result. Only a split whose impurity is
+    below ``best_imp`` (the best of the features scanned before) counts.
+
+    Returns
+    -------
+    visited : int
+        0 if the feature is constant in the node (it does not count towards
+        ``max_features``), else 1.
+    impurity : float
+        The new best impurity (``best_imp`` if no split of this feature beats it).
+    threshold : float
+        The threshold of that split (meaningless if none beat ``best_imp``).
+    """
+    hist, total, s_tot, sides, table = start
+    cl, cr, xl, xr = sides[0], sides[1], sides[2], sides[3]
+    n_classes = hist.shape[0]
+    best_thr = 0.0
+    if is_constant(vals, m):
+        return 0, best_imp, best_thr  # constant in this node: does not count
+    order = np.argsort(vals[:m])
+    for c in range(n_classes):
+        cl[c] = 0.0
+        cr[c] = hist[c]
+        xl[c] = 0.0
+        xr[c] = xlogx(hist[c])
+    s_l = 0.0
+    s_r = s_tot
+    n_l = 0.0
+    n_r = total
+    for t in range(m - 1):
+        i = order[t]
+        c = yb[i]
+        wt = wb[i]
+        # xl/xr cache xlogx of the current counts: two logs per step, not four
+        s_l -= xl[c]
+        cl[c] += wt
+        xl[c] = xlogx_lookup(cl[c], table)
+        s_l += xl[c]
+        s_r -= xr[c]
+        cr[c] -= wt
+        xr[c] = xlogx_lookup(cr[c], table)
+        s_r += xr[c]
+        n_l += wt
+        n_r -= wt
+        v_next = vals[order[t + 1]]
+        if v_next <= vals[i] + FEATURE_THRESHOLD:
+            continue
+        if t + 1 < min_samples_leaf or m - t - 1 < min_samples_leaf:
+            continue
+        imp = (xlogx_lookup(n_l, table) - s_l) + (xlogx_lookup(n_r, table) - s_r)
+        if imp < best_imp:
+            best_imp = imp
+            best_thr = midpoint(vals[i], v_next)
+    return 1, best_imp, best_thr
+
+
+@jit_inline
+def is_constant(vals, m):
+    """Whether ``vals[:m]`` spans no more than ``FEATURE_THRESHOLD``."""
+    lo = np.inf
+    hi = -np.inf
+    for i in range(m):
+        v = vals[i]
+        if v < lo:
+            lo = v
+        if v > hi:
+            hi = v
+    return hi <= lo + FEATURE_THRESHOLD
+
+
+@jit_inline
+def midpoint(v, v_next):
+    """The threshold between consecutive values ``v < v_next`` (``v`` if rounding hits an end)."""
+    thr = 0.5 * (v + v_next)
+    if thr >= v_next or thr < v:
+        thr = v
+    return thr
+
+
+@jit
+def scan_start_squared(yb, wb, m, n_outputs):
+    """:func:`scan_start` for targets: the weighted target sums, the total weight, 0 and scratch."""
+    sums = np.zeros(n_outputs)
+    total = 0.0
+    for i in range(m):
+        total += wb[i]
+        for k in range(n_outputs):
+            sums[k] += wb[i] * yb[i, k]
+    return sums, total, 0.0, np.zeros((2, n_outputs))
+
+
+@jit
+def scan_feature_squared(vals, m, yb, wb, start, min_samples_leaf, best_imp):
+    """:func:`scan_feature` for targets: the squared-error criterion.
+
+    The impurity compared is ``-(||S_L||^2 / N_L + ||S_R||^2 / N_R)`` (``S``:
+    weighted target sums, ``N``: weights), the weighted sum of squared errors
+    of the two sides up to a constant of the node.
+    """
+    sums, total, _, sides = start
+    sl, sr = sides[0], sides[1]
+    n_outputs = sums.shape[0]
+    best_thr = 0.0
+    if is_constant(vals, m):
+        return 0, best_imp, best_thr
+    order = np.argsort(vals[:m])
+    for k in range(n_outputs):
+        sl[k] = 0.0
+        sr[k] = sums[k]
+    n_l = 0.0
+    n_r = total
+    for t in range(m - 1):
+        i = order[t]
+        wt = wb[i]
+        for k in range(n_outputs):
+            sl[k] += wt * yb[i, k]
+            sr[k] -= wt * yb[i, k]
+        n_l += wt
+        n_r -= wt
+        v_next = vals[order[t + 1]]
+        if v_next <= vals[i] + FEATURE_THRESHOLD:
+            continue
+        if t + 1 < min_samples_leaf or m - t - 1 < min_samples_leaf:
+            continue
+        if not (n_l > 0.0 and n_r > 0.0):
+            continue
+        ql = 0.0
+        qr = 0.0
+        for k in range(n_outputs):
+            ql += sl[k] * sl[k]
+            qr += sr[k] * sr[k]
+        imp = -(ql / n_l + qr / n_r)
+        if imp < best_imp:
+            best_imp = imp
+            best_thr = midpoint(vals[i], v_next)
+    return 1, best_imp, best_thr
+
+
+axis_scan_start = _stub("axis_scan_start")
+axis_scan_feature = _stub("axis_scan_feature")
+
+
+@_by_target(axis_scan_start)
+def _axis_scan_start(yb, wb, m, n_outputs):
+    if _is_classes(yb):
+        return lambda yb, wb, m, n_outputs: scan_start(yb, wb, m, n_outputs)
+    return lambda yb, wb, m, n_outputs: scan_start_squared(yb, wb, m, n_outputs)
+
+
+@_by_target(axis_scan_feature)
+def _axis_scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp):
+    if _is_classes(yb):
+        return lambda vals, m, yb, wb, start, min_samples_leaf, best_imp: scan_feature(
+            vals, m, yb, wb, start, min_samples_leaf, best_imp
+        )
+    return lambda vals, m, yb, wb, start, min_samples_leaf, best_imp: scan_feature_squared(
+        vals, m, yb, wb, start, min_samples_leaf, best_imp
+    )
+
+
+def node_column(node, f, m, vals):
+    """Write feature ``f``'s node-centred values to ``vals[:m]`` (numba only).
+
+    ``node`` is the node's dense block ``Xb`` (rows already centred) or, for
+    sparse input, ``((cptr, crow, cval), mu)``: its stored entries as CSC and
+    its mean, the rows without an entry holding ``-mu[f]``
+    (:mod:`obliquetrees.co2._sparse_kernels`).
+    """
+    raise NotImplementedError("node_column is only callable from numba kernels")
+
+
+@jit_overload(node_column)
+def _node_column(node, f, m, vals):
+    if isinstance(node, types.Array):
+
+        def dense(node, f, m, vals):
+            for i in range(m):
+                vals[i] = node[i, f]
+
+        return dense
+
+    def sparse(node, f, m, vals):
+        columns, mu = node
+        cptr, crow, cval = columns
+        for i in range(m):
+            vals[i] = -mu[f]
+        for k in range(cptr[f], cptr[f + 1]):
+            vals[crow[k]] = cval[k] - mu[f]
+
+    return sparse
+
+
+def n_columns(node):
+    """Number of features of a ``node`` as :func:`node_column` takes it (numba only)."""
+    raise NotImplementedError("n_columns is only callable from numba kernels")
+
+
+@jit_overload(n_columns)
+def _n_columns(node):
+    if isinstance(node, types.Array):
+        return lambda node: node.shape[1]
+    return lambda node: node[1].shape[0]
+
+
+@jit
+def best_axis_split(Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, state):
+    """Best axis-aligned split by information gain (targets: squared error) among random features.
+
+    Features are drawn without replacement (partial Fisher-Yates with
+    ``state``) until ``max_features`` non-constant ones have been evaluated or
+    all features have been drawn, as scikit-learn's splitter does. A sample
+    goes right iff ``x[f] > threshold``. ``Xb`` is the node's dense block or
+    its sparse form (:func:`node_column`).
+
+    Returns
+    -------
+    feature : int
+        -1 if no valid split exists.
+    threshold : float
+    impurity : float
+        Weighted entropy ``N_L H_L + N_R H_R`` (nats) of the best split
+        (targets: :func:`scan_feature_squared`'s criterion).
+    """
+    p = n_columns(Xb)
+    feats = np.arange(p)
+    vals = np.empty(m)
+    start = axis_scan_start(yb, wb, m, n_classes)
+    best_f = -1
+    best_thr = 0.0
+    best_imp = np.inf
+    n_visited = 0
+    for k in range(p):
+        if n_visited >= max_features:
+            break
+        f = draw_feature(feats, k, state)
+        node_column(Xb, f, m, vals)
+        visited, imp, thr = axis_scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp)
+        n_visited += visited
+        if imp < best_imp:
+            best_f = f
+            best_imp = imp
+            best_thr = thr
+    return best_f, best_thr, best_imp
+
+
+@jit
+def init_theta(Xb, yb, wb, m, feature, threshold, n_classes, prior):
+    """Leaf parameters from each side of an axis split: log class frequencies
+    (``prior`` pseudo-counts) or, for targets, mean targets
+    (:func:`~obliquetrees._training.targets.init_leaves`)."""
+    return init_leaves(Xb, yb, wb, m, feature, threshold, n_classes, prior)

@@ -1,0 +1,598 @@
+"""E2EDT training: greedy growth of probabilistic stumps, then joint finetune.
+
+Hehn, Kooij & Hamprecht, "End-to-End Learning of Decision Trees and Forests",
+IJCV 2019 (sect. 2). Pure functions over arrays that return
+:class:`~obliquetrees._core.tree.ObliqueTree` objects; :func:`fit_forest` is
+the entry point (one tree per seed).
+
+Training model: split ``i`` sends ``x`` right with probability
+``sigma(gamma_i * (w_i . x + b_i))``; leaves hold class distributions (or, for
+regression, Gaussians with a shared variance: :mod:`obliquetrees._training.leaf_models`); EM with
+closed-form leaves (eq. 13) and Adam on the split objective (eq. 14), with the
+steepness ``gamma_i`` raised after every epoch (annealing).
+
+1. Greedy (sect. 2.5): one stump per leaf (:mod:`obliquetrees.e2edt._greedy`).
+2. Finetune (sect. 2.3): all splits and leaves of the tree jointly, with
+   probabilistic routing of all data, for ``finetune_epochs`` epochs; every
+   split keeps its own steepness and keeps gaining ``steepness_increase`` per
+   epoch. Per minibatch the activations and the weight gradient are GEMMs, one
+   per band of feature columns (:class:`TrainingTree`). Two extensions bound
+   its cost on large data: pruned routing (``prune_threshold``) and a row
+   budget per epoch (``max_finetune_samples``), see :func:`finetune`. Above
+   that budget the greedy phase also grows on the budget's rows
+   (:func:`growth_rows`).
+
+Training runs on the standardised data (or the raw data, with mean 0 and
+scale 1, when ``standardize=False``) held in float32; the stored trees have
+the standardisation folded into their weights. Soft evaluation of a stored
+tree with its final steepness is :func:`obliquetrees._core.soft.soft_predict`.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+
+from obliquetrees._core import traversal
+from obliquetrees._core.forest import ObliqueForest
+from obliquetrees._core.tree import ObliqueTree, fold_standardization, standardization
+from obliquetrees._training._optim import (
+    ADAM_BETA1,
+    ADAM_BETA2,
+    ADAM_EPS,
+    adam_update,
+    adam_update_2d,
+)
+from obliquetrees._training._parallel import parallel_map
+from obliquetrees._training._progress import Progress
+from obliquetrees._training._weights import balanced_class_weight
+from obliquetrees._training.leaf_models import as_leaf_model, leaf_model
+from obliquetrees.e2edt import _kernels as K
+from obliquetrees.e2edt import _pruned_kernels as PK
+from obliquetrees.e2edt import _sparse as S
+from obliquetrees.e2edt._greedy import (  # noqa: F401  (grow_greedy & co: public here)
+    draw_features,
+    grid_adjacency,
+    grow_greedy,
+    induced_adjacency,
+    init_split,
+)
+
+#: Rows per block of the E-step pass of the first finetune epoch.
+ESTEP_BLOCK = 2048
+#: Second entropy word of the bootstrap's generator (the tree's growth uses the seed alone).
+BOOTSTRAP_STREAM = 1
+#: Its third: the greedy phase's rows above the row budget (:func:`growth_rows`).
+GROWTH_STREAM = 2
+
+
+@dataclass(frozen=True)
+class E2EDTParams:
+    """Resolved hyper-parameters of E2EDT training.
+
+    Names and meanings are those of :class:`obliquetrees.E2EDTClassifier`,
+    resolved: ``finetune_epochs`` is an int, ``max_features`` the number of
+    features of each split's random subset (None: all features),
+    ``image_shape`` a pair of ints or None. ``bootstrap``: every tree trains
+    on a bootstrap sample (:func:`tree_weights`); ``balanced_subsample``:
+    its class weights are then balanced over that sample.
+    ``finetune_steepness_increase`` and ``finetune_learning_rate``: the
+    finetune's own (``finetune_epochs="auto"`` above the row budget); None
+    means ``steepness_increase`` and ``learning_rate``, as in greedy growth.
+    """
+
+    max_depth: int = 10
+    max_leaf_nodes: int = None
+    min_samples_split: int = 2
+    max_epochs: int = 20
+    finetune_epochs: int = 60
+    initial_steepness: float = 1.0
+    steepness_increase: float = 0.1
+    learning_rate: float = 0.001
+    batch_size: int = 1000
+    max_attempts: int = 5
+    max_features: int = None
+    image_shape: tuple = None
+    patch_size: int = None
+    spatial_reg: float = 0.0
+    standardize: bool = True
+    bootstrap: bool = False
+    balanced_subsample: bool = False
+    prune_threshold: float = 0.0
+    max_finetune_samples: int = None
+    finetune_steepness_increase: float = None
+    finetune_learning_rate: float = None
+
+
+# ------------------------------------------------------------------ driver
+def fit_forest(
+    X, y, n_classes, seeds, params, *, sample_weight=None, n_jobs=None, verbose=0, name="E2EDT"
+):
+    """Fit one E2EDT tree per seed (joblib over trees).
+
+    Every tree trains on all the data (as in the paper) unless
+    ``params.bootstrap``; trees differ by their seeds (initial splits,
+    feature subsets or patches, minibatch order, bootstrap).
+
+    Parameters
+    ----------
+    X : ndarray or canonical CSR matrix of shape (n_samples, n_features)
+        Raw training inputs, finite (with ``standardize=False``, small enough
+        for float32 margins: the estimator checks). A CSR matrix (float64
+        data, int64 indices, sorted, no duplicates) is never densified: the
+        standardisation is applied algebraically (:mod:`obliquetrees.e2edt._sparse`) and
+        the products run in float64 on its entries.
+    y : ndarray of int64, shape (n_samples,), or of float64, shape (n_samples, n_outputs)
+        Class indices in ``[0, n_classes)``, or regression targets (raw
+        units: standardised here with the weights ``sample_weight``, and the
+        stored leaf values are folded back).
+    n_classes : int or None
+        None for regression targets (Gaussian leaves).
+    seeds : sequence of int
+        One seed per tree.
+    params : E2EDTParams
+    sample_weight : ndarray of float64, shape (n_samples,), or None
+        Also the weights of the standardisation statistics, shared by all
+        trees (a bootstrap multiplies it per tree).
+    n_jobs : int or None
+        Trees trained in parallel (joblib, threads by default).
+    verbose : int
+        At 1 and above, a progress line per finished tree.
+    name : str
+        The prefix of the progress lines.
+
+    Returns
+    -------
+    trees : list of ObliqueTree
+        Weights in raw input units (see :func:`to_oblique_tree`).
+    steepness : list of ndarray of shape (n_nodes,)
+        Final ``gamma`` of every split of each tree (0 at leaves), for soft
+        evaluation.
+    """
+    n_samples, n_features = X.shape
+    sw = np.ones(n_samples) if sample_weight is None else sample_weight
+    if params.standardize:  # (weighted) training statistics, as the paper does
+        mean, scale = standardization(X, sw)
+    else:  # unscaled, but constant features still get no weight (infinite scale)
+        mean = np.zeros(n_features)
+        scale = np.where(np.isinf(standardization(X, sw)[1]), np.inf, 1.0)
+    if sparse.issparse(X):
+        Z = S.StandardizedCSR.from_scale(X, mean, scale)
+    else:
+        Z = _standardized_float32(X, mean, scale)
+    leaves = leaf_model(y, n_classes, sw)
+    y = leaves.training_targets(y)
+    # epoch lines: at verbose=1 for a single tree, at verbose=2 for a forest's trees
+    per_epoch = verbose >= (1 if len(seeds) == 1 else 2)
+    labels = [
+        name if len(seeds) == 1 else f"{name} tree {k + 1}/{len(seeds)}" for k in range(len(seeds))
+    ]
+    args = [
+        (X, Z, y, sw, leaves, mean, scale, params, int(seed), label if per_epoch else None)
+        for seed, label in zip(seeds, labels, strict=True)
+    ]
+    results = parallel_map(_fit_one_tree, args, n_jobs=n_jobs, verbose=verbose, name=name)
+    return [tree for tree, _ in results], [steep for _, steep in results]
+
+
+def _standardized_float32(X, mean, scale, block=4096):
+    """``((X - mean) / scale).astype(float32)``, the same bits, a block of rows at a time.
+
+    The float64 temporaries are one block's, not two copies of ``X`` (whose
+    fresh pages cost more than the arithmetic: 0.1 s at 100k x 40, measured).
+    """
+    Z = np.empty(X.shape, dtype=np.float32)
+    buf = np.empty((min(block, X.shape[0]), X.shape[1]))
+    for s in range(0, X.shape[0], block):
+        e = min(s + block, X.shape[0])
+        np.subtract(X[s:e], mean, out=buf[: e - s])
+        np.divide(buf[: e - s], scale, out=buf[: e - s])
+        Z[s:e] = buf[: e - s]
+    return Z
+
+
+def _fit_one_tree(X, Z, y, sw, leaves, mean, scale, params, seed, progress_label=None):
+    """Grow and finetune one tree (module level: picklable for joblib/dask).
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix (n, p)
+        Raw training inputs (for the hard-routed node statistics).
+    Z : ndarray (n, p) or StandardizedCSR
+        Standardised inputs ``(X - mean) / scale``, C-contiguous float32 or
+        float64 (the BLAS products run in its dtype), or their algebraic
+        stand-in for a CSR ``X``.
+    y : int64 (n,) or float64 (n, n_outputs)
+        Class indices or standardised targets, as ``leaves`` takes them.
+    sw : float64 (n,)
+    leaves : Categorical, Gaussian or int
+        The leaf model (:mod:`obliquetrees._training.leaf_models`); an int is a number of classes.
+    mean, scale : ndarray (p,)
+    params : E2EDTParams
+    seed : int
+    progress_label : str or None
+        When given, a line after greedy growth and after every finetune
+        epoch (:class:`Progress`), prefixed with it.
+
+    Returns
+    -------
+    tree : ObliqueTree
+        A tree whose bootstrap drew only rows of zero weight is a single
+        leaf holding the weighted class distribution (or target mean) of
+        all rows.
+    steepness : ndarray (n_nodes,)
+    """
+    leaves = as_leaf_model(leaves)
+    rng = np.random.default_rng(seed)
+    row_weight = tree_weights(sw, y, leaves.n_classes, params, seed)
+    if not row_weight.any():
+        prior = leaves.prior_value(y, sw)
+        leaf = [-1], [-1], np.zeros((1, X.shape[1])), [0.0], prior[None, :], [0.0]
+        return ObliqueTree.from_dense(*leaf), np.zeros(1)
+    adjacency = grid_adjacency(params.image_shape) if params.image_shape else None
+    verbose = progress_label is not None
+    growth = Progress(progress_label, 1, unit="greedy growth", verbose=verbose)
+    grow = growth_rows(Z.shape[0], params.max_finetune_samples, seed)
+    if grow is None:
+        greedy = grow_greedy(Z, y, row_weight, leaves, params, rng, adjacency)
+    else:  # above the row budget: the stumps see the budget's rows
+        greedy = grow_greedy(Z[grow], y[grow], row_weight[grow], leaves, params, rng, adjacency)
+    band_width = params.image_shape[1] if params.patch_size is not None else None
+    tt = TrainingTree(greedy, Z.shape[1], band_width)
+    growth.update(detail=f"{tt.n_splits} splits")
+    epochs = Progress(
+        progress_label, params.finetune_epochs, unit="finetune epoch", verbose=verbose
+    )
+    finetune(tt, Z, y, row_weight, params, rng, adjacency, progress=epochs)
+    return to_oblique_tree(tt, X, y, row_weight, leaves, mean, scale)
+
+
+def growth_rows(n_samples, budget, seed):
+    """Rows the greedy phase of the tree grown from ``seed`` sees: None (all), or a subset.
+
+    Above the row budget (``n_samples > budget``, an extension for scale):
+    ``budget`` rows drawn uniformly without replacement, in increasing
+    order, from their own stream of ``seed`` (:data:`GROWTH_STREAM`).
+    """
+    if budget is None or n_samples <= budget:
+        return None
+    rows = np.random.default_rng([seed, GROWTH_STREAM]).choice(n_samples, budget, replace=False)
+    return np.sort(rows)
+
+
+# --------------------------------------------------------------- bootstrap
+def bootstrap_counts(n_samples, seed):
+    """How often the bootstrap of the tree grown from ``seed`` draws each row (0: out of bag).
+
+    Its own stream of ``seed``: the growth stream, so ``bootstrap=False`` trees, keep their bits.
+    """
+    draws = np.random.default_rng([seed, BOOTSTRAP_STREAM]).integers(0, n_samples, n_samples)
+    return np.bincount(draws, minlength=n_samples).astype(np.float64)
+
+
+def tree_weights(sw, y, n_classes, params, seed):
+    """Row weights of the tree grown from ``seed``: ``sw``, or ``sw`` times its bootstrap.
+
+    The bootstrap is integer weights (``X`` is never copied per tree); with
+    ``balanced_subsample`` also times the class weights ``n / (n_classes *
+    count_c)`` of the bootstrap (scikit-learn's ``"balanced_subsample"``).
+    """
+    if not params.bootstrap:
+        return sw
+    counts = bootstrap_counts(y.shape[0], seed)
+    weight = sw * counts
+    if params.balanced_subsample:
+        weight *= balanced_class_weight(y, counts, n_classes)[y]
+    return weight
+
+
+# ---------------------------------------------------------------- finetune
+class TrainingTree:
+    """A tree during finetune: split parameters + kernel layout.
+
+    The weights are stored dense, ``W`` of shape (n_splits, n_features), but
+    splits restricted to feature subsets (forests) are ordered into *bands*:
+    consecutive rows ``r0:r1`` whose features all lie in the column range
+    ``c0:c1``. The activation and weight-gradient products run band by band
+    on ``W[r0:r1, c0:c1]``, so columns a band never uses cost nothing (a
+    10x10 patch of a 16x16 image spans at most 10 image rows: 160 of 256
+    columns). Entries outside a split's features are exactly zero and stay
+    so (their gradient is zero, and so is their Adam update).
+
+    Parameters
+    ----------
+    greedy : GreedyTree
+        The tree of the greedy phase, parents before children.
+    n_features : int
+    band_width : int or None
+        Splits whose first feature falls in the same block of ``band_width``
+        columns (an image row, for patches) form a band; None: one band.
+    """
+
+    def __init__(self, greedy, n_features, band_width=None):
+        self.left = np.array(greedy.children_left, dtype=np.int64)
+        self.right = np.array(greedy.children_right, dtype=np.int64)
+        n_nodes = self.left.shape[0]
+        internal = self.left >= 0
+        split_nodes = np.flatnonzero(internal)
+        feats = [greedy.features[i] for i in split_nodes]
+        any_subset = any(f is not None for f in feats)
+        lo = np.array([0 if f is None else f.min() for f in feats], dtype=np.int64)
+        hi = np.array([n_features if f is None else f.max() + 1 for f in feats], dtype=np.int64)
+        key = lo // band_width if band_width else np.zeros_like(lo)
+        order = np.argsort(key, kind="stable")
+        self.split_nodes = split_nodes[order]
+        self.leaf_nodes = np.flatnonzero(~internal)
+        self.split_col = np.full(n_nodes, -1, dtype=np.int64)
+        self.leaf_col = np.full(n_nodes, -1, dtype=np.int64)
+        self.split_col[self.split_nodes] = np.arange(self.split_nodes.shape[0])
+        self.leaf_col[self.leaf_nodes] = np.arange(self.leaf_nodes.shape[0])
+        key, lo, hi = key[order], lo[order], hi[order]
+        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else []
+        ends = list(starts[1:]) + [key.size] if key.size else []
+        #: (r0, r1, c0, c1) of every band
+        self.bands = [
+            (int(r0), int(r1), int(lo[r0:r1].min()), int(hi[r0:r1].max()))
+            for r0, r1 in zip(starts, ends, strict=True)
+        ]
+        self.n_splits = n_splits = self.split_nodes.shape[0]
+        self.n_leaves = self.leaf_nodes.shape[0]
+        self.W = np.zeros((n_splits, n_features))
+        self.mask = np.zeros((n_splits, n_features), dtype=np.uint8) if any_subset else None
+        for c, i in enumerate(self.split_nodes):
+            features = greedy.features[i]
+            if features is None:
+                self.W[c] = greedy.weights[i]
+                if self.mask is not None:
+                    self.mask[c] = 1
+            else:
+                self.W[c, features] = greedy.weights[i]
+                self.mask[c, features] = 1
+        self.b = greedy.bias[self.split_nodes]
+        self.gamma = greedy.gamma[self.split_nodes]
+        self.pi = greedy.value[self.leaf_nodes]  # a copy (fancy indexing)
+
+    def em_args(self, A):
+        """The leading arguments of the EM kernels for activations ``A``."""
+        E = K.steep_activations(A, self.gamma)
+        return A, E, self.gamma, self.left, self.right, self.split_col, self.leaf_col, self.pi
+
+    def activations(self, X):
+        """Split-major activations ``W @ X.T + b``, shape (n_splits, n).
+
+        One GEMM per band, in the dtype of ``X`` (float32 data: float32
+        activations); for a StandardizedCSR, one CSR x dense product in float64.
+        """
+        if isinstance(X, S.StandardizedCSR):
+            return X.activations(self.W, self.b)
+        Wx = self.W.astype(X.dtype, copy=False)
+        XT = np.ascontiguousarray(X.T)  # contiguous bands: ~20 % faster GEMMs (measured)
+        A = np.empty((self.n_splits, X.shape[0]), dtype=X.dtype)
+        for r0, r1, c0, c1 in self.bands:
+            np.matmul(Wx[r0:r1, c0:c1], XT[c0:c1], out=A[r0:r1])
+        A += self.b.astype(X.dtype)[:, None]
+        return A
+
+    def minus_weight_gradient(self, G, X, out):
+        """``out = -(G @ X)`` inside the bands (GEMM per band); rest untouched.
+
+        For a StandardizedCSR ``X``: one sparse product over all columns, masked.
+        """
+        if isinstance(X, S.StandardizedCSR):
+            return X.minus_weight_gradient(G, self.mask, out)
+        for r0, r1, c0, c1 in self.bands:
+            np.negative(G[r0:r1] @ X[:, c0:c1], out=out[r0:r1, c0:c1])
+            if self.mask is not None:
+                out[r0:r1, c0:c1] *= self.mask[r0:r1, c0:c1]
+
+
+def finetune(tt, Z, y, sw, params, rng, adjacency, progress=None):
+    """Joint EM of all splits and leaves of ``tt`` (in place).
+
+    Epoch: for each shuffled minibatch, E-step (eq. 10) of its samples with
+    the current split parameters and the leaves of the previous epoch, then
+    one Adam step on eq. 14 (minus eq. 15) with those responsibilities; at the
+    end of the epoch, closed-form leaves (eq. 13) from the statistics of all
+    minibatches, then every split's steepness grows by ``steepness_increase``
+    (``finetune_steepness_increase`` and ``finetune_learning_rate``, when set,
+    replace that and the Adam step).
+    The first epoch updates only the leaves, as in the official code. (The
+    official code computes all responsibilities once at the start of the
+    epoch; computing them per minibatch at the parameters the step starts
+    from saves one activation GEMM per minibatch, stores no
+    ``n x n_leaves`` matrix, and is what the paper's "each iteration
+    evaluates eqs. 10 and 13 and at least one update of eq. 14" allows.)
+
+    With ``params.prune_threshold > 0`` and a dense ``Z`` the E-step and the
+    gradient use pruned routing (:func:`PK.pruned_em_batch`: each sample visits
+    only the nodes of path probability >= the threshold, and its hard path);
+    otherwise every sample passes through every node (GEMMs + :func:`K.em_batch`).
+    With ``params.max_finetune_samples`` below ``N`` each epoch runs over
+    that many rows drawn anew without replacement, in random order, each
+    minibatch's rows sorted (the first epoch, leaves only, over them all
+    sorted), and a last leaves-only pass over every row sets the leaves (the
+    estimators' Notes).
+    ``progress`` (a :class:`Progress`, optional) is told of every epoch.
+    """
+    p = params
+    N = Z.shape[0]
+    if tt.n_splits == 0 or p.finetune_epochs <= 0:
+        return tt
+    lam = p.spatial_reg if adjacency is not None else 0.0
+    increase = p.steepness_increase
+    if p.finetune_steepness_increase is not None:
+        increase = p.finetune_steepness_increase
+    lr = p.learning_rate if p.finetune_learning_rate is None else p.finetune_learning_rate
+    mask = tt.mask
+    if lam > 0 and mask is None:
+        mask = np.ones(tt.W.shape, dtype=np.uint8)
+    mW = np.zeros_like(tt.W)
+    vW = np.zeros_like(tt.W)
+    mb = np.zeros_like(tt.b)
+    vb = np.zeros_like(tt.b)
+    gW = np.zeros_like(tt.W)  # zero outside the bands, always
+    gb = np.empty_like(tt.b)
+    step = 0
+    no_h = np.empty((tt.n_leaves, 0))  # the first epoch needs only the leaf statistics
+    pruned = p.prune_threshold > 0 and isinstance(Z, np.ndarray)
+    if pruned:
+        route = _pruned_routing(tt, p.prune_threshold)
+        no_gW = np.empty((0, 0))
+    capped = p.max_finetune_samples is not None and N > p.max_finetune_samples
+
+    def leaf_statistics(rows=None):
+        # the statistics of every row (or of ``rows``) at the current splits (leaves only)
+        counts = K.empty_statistics(tt.pi, y)
+        if pruned:
+            every = np.arange(N, dtype=np.int64) if rows is None else rows
+            PK.pruned_em_batch(Z, every, *route(), y, sw, sw, counts, no_gW, gb)
+        elif rows is None:
+            for s in range(0, N, ESTEP_BLOCK):
+                e = min(s + ESTEP_BLOCK, N)
+                A = tt.activations(Z[s:e])
+                K.e_step(*tt.em_args(A), y[s:e], sw[s:e], no_h, counts)
+        else:
+            for s in range(0, rows.shape[0], ESTEP_BLOCK):
+                block = rows[s : s + ESTEP_BLOCK]
+                A = tt.activations(Z[block])
+                K.e_step(*tt.em_args(A), y[block], sw[block], no_h, counts)
+        return counts
+
+    for epoch in range(p.finetune_epochs):
+        if epoch == 0 and capped:  # leaves only, from the budget's rows at the initial splits
+            counts = leaf_statistics(np.sort(rng.choice(N, p.max_finetune_samples, replace=False)))
+        elif epoch == 0:  # leaves only, from every row at the initial splits
+            counts = leaf_statistics()
+        else:  # an E-step and an Adam step per minibatch
+            counts = K.empty_statistics(tt.pi, y)
+            if capped:  # the budget's rows in random order (O(budget), not O(N) draws)
+                perm = rng.choice(N, p.max_finetune_samples, replace=False)
+            else:
+                perm = rng.permutation(N)
+            for s in range(0, perm.shape[0], p.batch_size):
+                rows = perm[s : s + p.batch_size]
+                if capped:  # a minibatch is a set: its rows in memory order (fewer cache misses)
+                    rows = np.sort(rows)
+                swb = sw[rows]
+                total = swb.sum()
+                if total <= 0:
+                    continue
+                if pruned:
+                    gW[:] = 0.0
+                    gb[:] = 0.0
+                    PK.pruned_em_batch(Z, rows, *route(), y, sw, swb / total, counts, gW, gb)
+                else:
+                    Xb = Z[rows]
+                    A = tt.activations(Xb)
+                    G = np.empty_like(A)  # dtype of the data, for the GEMM below
+                    gb[:] = 0.0
+                    K.em_batch(*tt.em_args(A), y[rows], swb, swb / total, counts, G, gb)
+                    np.negative(gb, out=gb)
+                    tt.minus_weight_gradient(G, Xb, gW)
+                if lam > 0:
+                    K.add_laplacian_grad(tt.W, mask, adjacency[0], adjacency[1], lam, gW)
+                step += 1
+                _adam_step(tt, gW, gb, mW, vW, mb, vb, step, lr)
+        K.update_leaves(counts, tt.pi, y)
+        tt.gamma += increase
+        if progress is not None:
+            progress.update()
+    if capped and p.finetune_epochs > 1:  # the leaves from every row at the final splits
+        K.update_leaves(leaf_statistics(), tt.pi, y)
+    return tt
+
+
+def _pruned_routing(tt, threshold):
+    """Closure giving the tree arguments of :func:`PK.pruned_em_batch` (current parameters)."""
+    if tt.mask is None:
+        feat_ptr = np.empty(0, dtype=np.int64)
+        feat_idx = np.empty(0, dtype=np.int64)
+    else:
+        nz = tt.mask != 0
+        feat_ptr = np.concatenate([[0], np.cumsum(nz.sum(axis=1))]).astype(np.int64)
+        feat_idx = np.nonzero(nz)[1].astype(np.int64)
+
+    def route():
+        return (
+            tt.W,
+            tt.b,
+            tt.gamma,
+            tt.left,
+            tt.right,
+            tt.split_col,
+            tt.leaf_col,
+            feat_ptr,
+            feat_idx,
+            float(threshold),
+            tt.pi,
+        )
+
+    return route
+
+
+def _adam_step(tt, gW, gb, mW, vW, mb, vb, step, lr):
+    """One Adam step of the split weights (band by band) and biases."""
+    whole = [tt.W, gW, mW, vW]
+    if tt.bands == [(0, tt.W.shape[0], 0, tt.W.shape[1])] and all(
+        a.flags.c_contiguous for a in whole
+    ):
+        # one band over the whole matrix: the same step on flat views (same bits),
+        # which compiles to a loop over contiguous memory (3x faster than 2-D blocks)
+        flat = [a.reshape(-1) for a in whole]
+        adam_update(*flat, step, lr, ADAM_BETA1, ADAM_BETA2, ADAM_EPS)
+        adam_update(tt.b, gb, mb, vb, step, lr, ADAM_BETA1, ADAM_BETA2, ADAM_EPS)
+        return
+    for r0, r1, c0, c1 in tt.bands:
+        adam_update_2d(
+            tt.W[r0:r1, c0:c1],
+            gW[r0:r1, c0:c1],
+            mW[r0:r1, c0:c1],
+            vW[r0:r1, c0:c1],
+            step,
+            lr,
+            ADAM_BETA1,
+            ADAM_BETA2,
+            ADAM_EPS,
+        )
+    adam_update(tt.b, gb, mb, vb, step, lr, ADAM_BETA1, ADAM_BETA2, ADAM_EPS)
+
+
+# ---------------------------------------------------------- storing
+def to_oblique_tree(tt, X, y, sw, leaves, mean, scale):
+    """Store a finetuned tree as an ObliqueTree acting on raw inputs.
+
+    Leaf ``value`` from the leaf model (:meth:`leaf_values`: the trained
+    class distributions ``pi``, or the mean target of the training rows
+    that hard routing sends to the leaf); internal ``value`` and
+    ``n_node_samples`` from hard routing of the training data ``X``. Returns
+    the tree and the final steepness of every node (0 at leaves).
+    """
+    leaves = as_leaf_model(leaves)
+    n_nodes = tt.left.shape[0]
+    weights = np.zeros((n_nodes, tt.W.shape[1]))
+    weights[tt.split_nodes] = tt.W
+    bias = np.zeros(n_nodes)
+    bias[tt.split_nodes] = tt.b
+    value = np.zeros((n_nodes, leaves.n_outputs))
+    tree = ObliqueTree.from_dense(tt.left, tt.right, weights, bias, value, np.zeros(n_nodes))
+    tree = fold_standardization(tree, mean, scale)
+    # hard-routed statistics of the training data: leaves through the shared traversal
+    reached = traversal.apply(ObliqueForest.from_trees([tree], validate=False), X, 1)[:, 0]
+    parent = np.full(n_nodes, -1, dtype=np.int64)
+    parent[tt.left[tt.split_nodes]] = tt.split_nodes
+    parent[tt.right[tt.split_nodes]] = tt.split_nodes
+    weight, sums = leaves.node_sums(np.ascontiguousarray(reached), parent, y, sw)
+    tree.n_node_samples = np.ascontiguousarray(weight)
+    leaf = tt.leaf_nodes
+    tree.value[leaf] = leaves.leaf_values(tt.pi, weight[leaf], sums[leaf])
+    for node in tt.split_nodes:  # parents come first
+        total = weight[node]
+        if total > 0:
+            tree.value[node] = leaves.sums_value(sums[node], total)
+        elif parent[node] >= 0:  # no training sample reaches it
+            tree.value[node] = tree.value[parent[node]]
+        else:
+            tree.value[node] = leaves.fallback_value()
+    steepness = np.zeros(n_nodes)
+    steepness[tt.split_nodes] = tt.gamma
+    return tree, steepness

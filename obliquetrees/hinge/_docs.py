@@ -1,0 +1,212 @@
+"""Docstring sections shared by the hinge forest estimators (:mod:`obliquetrees.hinge._estimator`).
+
+The classifier and the regressor have the same parameters, attributes and
+notes except for what each adds (the classifier's ``class_weight``); their
+class docstrings are assembled from these sections.
+"""
+
+REFERENCES = """
+    References
+    ----------
+    .. [1] N. Lay, A. P. Harrison, S. Schreiber, G. Dawer, A. Barbu, "Random
+       Hinge Forest for Differentiable Learning", arXiv:1802.03882, 2018.
+"""
+
+_PARAMETERS = """
+    Parameters
+    ----------
+    n_estimators : int, default=100
+        Number of hinge trees (or ferns) M.
+    max_depth : int, default=10
+        Depth D of every tree/fern: ``2**D`` leaves; a tree has ``2**D - 1``
+        decisions, a fern ``D`` (one per level, shared by all its nodes).
+        The model doubles in size with every level: fitting warns when it is
+        projected above 1 GiB and refuses (``ValueError``) above 16 GiB.
+    tree_type : {"tree", "fern"}, default="tree"
+        Random hinge trees or random hinge ferns.
+    n_hinge_features : int or None, default=100
+        Size of the learnable bias-free linear layer in front of the forest
+        (the paper's "100 inner product" features). None feeds the
+        standardised raw features instead (no linear layer). Each decision
+        tests one of these features, drawn at random once (not learnt).
+    head : {"sum", "linear"}, default=%(head_default)s
+        How tree outputs are combined: ``"sum"`` gives every leaf a
+        ``n_outputs``-vector and sums over trees (the paper's letter/USPS
+        architecture); ``"linear"`` gives every leaf a scalar and learns a
+        linear layer (with bias) from the M tree outputs (the reference
+        code's UCI architecture).
+%(head_why)s    optimizer : {"adam", "lazy_adam", "adagrad", "sgd"}, default="lazy_adam"
+        ``"adam"``: Adam on every parameter every step (the paper).
+        ``"lazy_adam"``: Adam whose moments and values move only for the leaf
+        rows and thresholds that received a gradient in the batch (the
+        linear layer and head stay dense); this is the one deviation in the
+        default, chosen for speed (an epoch of 100 depth-10 trees updates
+        2.9 M leaf weights per batch with dense Adam); see Notes.
+        ``"adagrad"``: AdaGrad (the paper's UCI experiments; exact on sparse
+        gradients). ``"sgd"``: plain gradient steps (Algorithm 2).
+    learning_rate : float, default=0.005
+        Step size (the paper's Adam learning rate).
+    batch_size : int, default=50
+        Minibatch size (the paper: 53 for letter, 29 for USPS; the reference
+        code: 50).
+    max_epochs : int, default=100
+        Maximum number of passes over the training data.
+    early_stopping : bool, default=True
+        Hold out ``validation_fraction`` of the training data, evaluate the
+        validation loss after every epoch, keep the parameters of the best
+        epoch and stop after ``n_iter_no_change`` epochs without improvement.
+        (The paper picked the best *test* epoch; we never look at test data.)
+    validation_fraction : float, default=0.1
+        Fraction of the training data held out (stratified for classifiers
+        when possible) when ``early_stopping`` is True.
+    n_iter_no_change : int, default=5
+        Patience of early stopping, in epochs: training stops after this
+        many epochs without a lower validation loss (and keeps the best
+        epoch's parameters), so it runs ``best_epoch_ + n_iter_no_change``
+        epochs unless ``max_epochs`` comes first. Each epoch costs a pass over
+        the data; 5 stops near the best epoch (see Notes).
+"""
+
+
+def parameters(head_default, head_why=""):
+    """The parameters section with the estimator's default ``head``.
+
+    ``head_why``: lines (indented 8 spaces, each ending in a newline) saying
+    why that default, placed at the end of the ``head`` entry.
+    """
+    return _PARAMETERS % {"head_default": head_default, "head_why": head_why}
+
+
+#: The classifier's ``class_weight``, between :func:`parameters` and :data:`PARAMETERS_TAIL`.
+CLASS_WEIGHT = """    class_weight : "balanced", dict or None, default=None
+        Weights of the classes, multiplied with ``sample_weight``: they scale
+        each sample's loss in training and in the early-stopping validation
+        loss. A dict maps class labels of ``y`` to finite non-negative
+        weights (classes it does not name weigh 1); ``"balanced"`` weighs
+        class ``c`` ``n_samples / (n_classes * count_c)`` on the data of
+        each ``fit``. ``partial_fit`` takes a dict but refuses
+        ``"balanced"`` (one batch's class counts are not the data's, as for
+        scikit-learn's ``SGDClassifier``). Other labels or values raise a
+        ``ValueError``, as do weights (times ``sample_weight``) that are
+        zero for every sample. ``"balanced_subsample"`` is not offered: the
+        forest does not bag (see Notes).
+"""
+
+PARAMETERS_TAIL = """    warm_start : bool, default=False
+        Reuse the fitted forest, its batch-norm statistics and optimiser
+        state, and train ``max_epochs`` more epochs (on a copy: a failed
+        fit keeps the fitted model). Unlike scikit-learn's forests, it does
+        not add trees: all trees are trained jointly, so ``n_estimators``
+        (like ``max_depth``, ``tree_type``, ``head`` and
+        ``n_hinge_features``) must stay the same, and continuing means more
+        epochs for every tree. The data must have the same features and, for
+        classifiers, the same classes.
+    n_jobs : int or None, default=None
+        Threads of the numba kernels in training (the forward pass runs
+        over a minibatch's samples, the backward pass over the trees) and in
+        prediction. None means 1 unless in a
+        :func:`joblib.parallel_backend` context; -1 means all cores. The
+        fitted model does not depend on it.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the initialisation, the validation split and the minibatch
+        order.
+    verbose : int, default=0
+        0 is quiet; at 1 and above one line per epoch with the training
+        and validation loss, the time elapsed and an estimate of the time
+        left (at most: early stopping may end the fit sooner), and a line
+        when early stopping ends it.
+"""
+
+ATTRIBUTES = """
+    trees_ : list of ObliqueTree
+        The hinge trees as oblique trees on the raw input: node ``v`` of tree
+        ``m`` splits on ``w . x + b > 0`` with the linear layer, the batch
+        normalisation and the input standardisation folded into ``w, b``,
+        so :meth:`apply` and :meth:`decision_path` use the shared traversal.
+        Leaves store the leaf weight vectors (``value``); the tree output is
+        ``|r*| value`` with ``r*`` the decision margin of smallest magnitude on
+        the path, which needs the hinge kernel (used by ``predict``).
+    forest_ : ObliqueForest
+        The same trees, packed. Stored on first access (of ``forest_``,
+        ``trees_``, :meth:`apply`, :meth:`decision_path`, inspection or
+        export) from the trained model and its training samples per leaf, not
+        by ``fit``: prediction does not need them, and with a dense weight
+        row per split they outweigh the training state (100 trees of depth
+        10 on 40 features: 64 MiB). Pickles leave them out.
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of features seen during fit (only when X has string names).
+    feature_importances_ : ndarray of shape (n_features_in_,)
+        Impurity-based importances of the oblique splits, summing to 1 (all
+        zeros when every tree is a single leaf); each split's impurity
+        decrease is shared among its features in proportion to
+        ``|w_j| * std(x_j)``. Computed on access.
+    n_iter_ : int
+        Number of epochs run (over all ``fit``/``partial_fit`` calls of a
+        warm-started model).
+    best_epoch_ : int
+        Epoch (1-based, within the last ``fit``) whose parameters were kept.
+    loss_curve_ : list of float
+        Mean training loss of every epoch.
+    validation_loss_curve_ : list of float
+        Validation loss of every epoch (empty without early stopping).
+    epoch_times_ : list of float
+        Wall-clock seconds of every epoch of the last ``fit``/``partial_fit``.
+"""
+
+NOTES = """
+    The model (Lay et al., 2018): a bias-free linear layer, batch
+    normalisation without scale/shift whose running mean/variance are used in
+    both training and prediction (constants in the backward pass), then M
+    hinge trees. Each decision compares one normalised feature ``u_f`` with a
+    learnt threshold ``t``; the traversal (Algorithm 3) tracks the margin
+    ``r* = u_f - t`` of smallest magnitude on the path and the tree outputs
+    ``|r*| w_leaf``. Gradients are exact and sparse (eqs. 11-12): per sample
+    and tree only the leaf reached and the decision of smallest margin (and
+    through it one hinge feature) receive a gradient. Initialisation follows
+    Algorithm 1: thresholds ``U(-3, 3)``, leaf weights ``N(0, 0.01)``,
+    random feature indices.
+
+    Gaps filled and deviations (also in ``benchmarks/results/hinge.md``):
+
+    - the raw input is standardised before the linear layer (the statistics
+      are folded back into the stored trees); features constant in training
+      (or varying only below about 1e-301, where no finite weight in raw
+      units could use them) are standardised to 0 and get no weight, so
+      their value at predict time does not matter;
+    - the batch-norm statistics are initialised from the first minibatch and
+      then updated after every step with the reference code's schedule
+      ``alpha = min(i / (i + 1), 0.99)`` (unbiased batch variance);
+    - the linear layer (and linear head) use PyTorch's default uniform
+      initialisation, as the authors' later PyTorch code (their earlier C++
+      code, which produced the paper's UCI results, draws both from
+      ``N(0, 1)``; on iris that was not better);
+    - early stopping on a held-out validation fraction instead of the
+      paper's best-test-epoch selection (the paper trained a fixed number of
+      epochs), with a patience of 5 epochs: with 20 (the earlier default)
+      fits ran 20 epochs past their best one, which on data that overfit
+      early (40 synthetic features, 10 000 rows: best epoch 10) doubled the
+      training time for nothing; on the paper's letter and USPS models the
+      validation loss plateaus noisily, and patience 5 kept the same epoch
+      except for two models, whose test error rose by 0.10 (letter ferns)
+      and 0.25 points (USPS trees) (``benchmarks/results/hinge.md``, section
+      early stopping);
+    - the default optimiser is lazy Adam (``optimizer="adam"`` is the
+      paper's dense Adam);
+    - sample weights multiply the per-sample loss (normalised to mean 1).
+
+    There is no ``oob_score``: the hinge forest does not bag. Its trees are
+    trained jointly on one loss, and every minibatch reaches every tree, so
+    each tree sees all training rows (all but the ``validation_fraction``
+    held out for early stopping, which no tree sees) and no row is out of
+    any tree's bag. The held-out validation loss
+    (``validation_loss_curve_``) plays the part of an out-of-bag estimate.
+
+    Sparse input (any format; CSR inside) is never densified as a whole: the
+    moments come from the stored entries and each minibatch's linear layer
+    and its gradient read the rows' stored entries with the centring applied
+    algebraically; prediction densifies blocks of at most 2**21 values. Dense
+    and sparse fits agree to rounding, not bit for bit (sums over stored
+    entries only; ``tests/training/test_sparse_hinge.py``).
+"""

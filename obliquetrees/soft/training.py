@@ -1,0 +1,485 @@
+"""Incremental growth of a soft decision tree (Irsoy, Yildiz & Alpaydin, 2012).
+
+Pure functions over arrays: :func:`grow_soft_tree` takes standardised
+training/validation arrays and returns the grown tree in the *training*
+convention (dense weights, gate = P(left)); :func:`to_container` turns it into
+the shared :class:`~obliquetrees._core.tree.ObliqueTree` (gate sign flipped to
+"right iff w.x + b > 0", weights folded back to raw input units, leaf values
+in output units). :func:`fit_soft_tree`, the entry point, does both from raw
+arrays with the parameters of one :class:`SoftTreeParams`.
+
+Growth follows the paper's Fig. 2 depth-first: a leaf ``m`` is replaced by a
+gate and two leaves; only these three nodes are trained, by gradient descent,
+while the whole tree is evaluated; the split is kept if the validation error
+drops by more than ``tol``, then the left and the right child are tried in
+turn: the shared :class:`~obliquetrees._training.grower.Grower` in its
+"depth" order. The per-node Python callback makes one kernel call per step
+(context of the node, hard-split initialisation, all SGD restarts).
+
+Scale (beyond the authors' code, same algorithm): the context of a node is
+its path probability, from the gates on its path only, and the tree's output,
+kept up to date split by split instead of being recomputed from every gate
+of the tree, so a split attempt costs O(depth) gates per sample, not
+O(nodes); and an SGD restart stops as soon as its step size has decayed
+below ``ETA_STOP`` (:func:`~obliquetrees.soft._kernels.sgd_split`).
+The tree's output then differs from a fresh evaluation by rounding only (the
+same terms summed in another order): trees grown before this change are
+reproduced up to such rounding, not bit for bit.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from obliquetrees._core._random import uniform_noise
+from obliquetrees._core.tree import (
+    ObliqueTree,
+    check_centred_range,
+    feature_moments,
+    fold_standardization,
+    standardization,
+)
+from obliquetrees._training._rows import sorted_columns, sparse_rows, take_rows
+from obliquetrees._training.grower import Grower
+from obliquetrees.soft import _axis_split as _axis
+from obliquetrees.soft import _finetune as _ft
+from obliquetrees.soft import _kernels as _k
+
+#: Slope of the initial gate around the hard split's threshold, in units of
+#: standardised input (the authors' code uses 0.5; the paper's literal
+#: ``w_j = -1, w_0 = 1`` cannot encode a threshold).
+INIT_SLOPE = 0.5
+#: Half-width of the uniform noise on the other gate weights at initialisation.
+INIT_NOISE = 0.005
+#: Half-width of the uniform random initialisation used when the node's soft
+#: membership is too small for a hard split (the paper's lines 3-6).
+RANDOM_INIT = 0.01
+#: Momentum of the SGD (the authors' code).
+MOMENTUM = 0.1
+#: Step-size decay per training sample (the authors' code).
+DECAY = 0.9999
+#: Samples whose path probability to the node being split is below this value
+#: are left out of that split's SGD (their gradient is at most this fraction of
+#: a member's); the step decay is rescaled so an epoch decays as much as over
+#: the full training set.
+ACTIVE_MIN = 1e-7
+#: Probabilities are clipped to [PROBA_CLIP, 1 - PROBA_CLIP] before taking
+#: logits for the initial leaf values of classifiers.
+PROBA_CLIP = 1e-4
+#: Joint finetuning (beyond the paper) tries the step sizes
+#: ``learning_rate / 2**t`` for these t and keeps the best validation state.
+FINETUNE_RESTARTS = (4, 6, 8)
+
+
+def _leaf_init(mean, loss):
+    """Leaf value (output units of the tree) from a weighted target mean."""
+    if loss == _k.LOSS_SQUARED:
+        return np.asarray(mean, dtype=np.float64)
+    p = np.clip(mean, PROBA_CLIP, 1.0 - PROBA_CLIP)
+    if loss == _k.LOSS_BINARY:
+        return np.log(p) - np.log1p(-p)
+    logp = np.log(p)
+    return logp - logp.mean()
+
+
+@dataclass(frozen=True)
+class SoftTreeParams:
+    """Training parameters of a soft tree, named as the estimators name them.
+
+    Built by :class:`~obliquetrees.SoftTreeRegressor` and
+    :class:`~obliquetrees.SoftTreeClassifier` from their parameters (their
+    docstrings describe each one); the defaults are the classifier's.
+    """
+
+    max_depth: int | None = None
+    max_leaf_nodes: int | None = None
+    validation_fraction: float = 0.5
+    learning_rate: float = 5.0
+    n_restarts: int = 10
+    max_epochs: int = 25
+    batch_size: int = 1
+    restart_selection: str = "validation"
+    tol: float = 1e-3
+    finetune_epochs: int = 0
+    verbose: int = 0
+
+
+def new_tree(n_features, n_outputs, params):
+    """An unsplit soft tree in the training convention, as a depth-first :class:`Grower`.
+
+    Besides the grower's node table it holds per node the gate ``W`` (dense,
+    ``n_features``), ``b`` and the leaf value ``Z`` (``n_outputs``). Soft
+    trees do not partition rows (every row reaches every node with its path
+    probability): the grower holds no rows and children get ``n_left=0``.
+    """
+    payload = {
+        "W": ((n_features,), np.float64, 0.0),
+        "b": ((), np.float64, 0.0),
+        "Z": ((n_outputs,), np.float64, 0.0),
+    }
+    limits = dict(max_depth=params.max_depth, max_leaf_nodes=params.max_leaf_nodes)
+    return Grower(0, order="depth", payload=payload, **limits)
+
+
+def dense_arrays(tree):
+    """The kernels' view of a soft tree: (children_left, children_right, W, b, Z, n_nodes)."""
+    a = tree.arrays()
+    return a["children_left"], a["children_right"], a["W"], a["b"], a["Z"], tree.n_nodes
+
+
+def _n_features(X):
+    """Features of a dense input or a sparse row tuple (:mod:`._rows`)."""
+    return X.shape[1] if isinstance(X, np.ndarray) else X[3].shape[0]
+
+
+def presort(X):
+    """``(sorted_index, sorted_values)``, both (d, n): every column of a dense X sorted.
+
+    What :func:`~obliquetrees.soft._axis_split.best_axis_split` scans;
+    ties keep the row order.
+    """
+    order = np.argsort(X, axis=0, kind="stable")
+    values = np.ascontiguousarray(np.take_along_axis(X, order, axis=0).T)
+    return np.ascontiguousarray(order.T), values
+
+
+def _initial_point(X, presorted, R, P, sw, loss, seed):
+    """Starting point ``(w, b, zL, zR)`` of a new split at a node reached with probability P.
+
+    ``presorted``: :func:`presort` of a dense X, :func:`._rows.sorted_columns`
+    of sparse rows. The best hard axis-aligned split of the data weighted by the node's soft
+    membership, when that membership sums to more than one sample; small random
+    values otherwise (the paper's lines 3-6). None when no split separates two
+    distinct values that carry weight.
+    """
+    d = _n_features(X)
+    K = R.shape[1]
+    noise = uniform_noise(seed, d + 2 * K, 1.0)
+    if not P.sum() > 1.0:
+        return (
+            noise[:d] * RANDOM_INIT,
+            0.0,
+            noise[d : d + K] * RANDOM_INIT,
+            noise[d + K :] * RANDOM_INIT,
+        )
+    if isinstance(X, np.ndarray):
+        split = _axis.best_axis_split(X, *presorted, P * sw, R)
+    else:
+        split = _axis.best_axis_split_sparse(presorted, P * sw, R)
+    feature, threshold, left_mean, right_mean, _ = split
+    if feature < 0:
+        return None
+    w0 = noise[:d] * INIT_NOISE
+    w0[feature] = -INIT_SLOPE  # gate = P(left) is high below the threshold
+    return w0, INIT_SLOPE * threshold, _leaf_init(left_mean, loss), _leaf_init(right_mean, loss)
+
+
+def grow_soft_tree(X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed):
+    """Grow a soft tree on standardised data (the paper's Fig. 2).
+
+    Depth-first from the root: each node the limits allow is tried (one seed
+    per attempt, spawned in visiting order), split if the validation error
+    drops by more than ``params.tol``, and then its left and right children
+    are tried in turn.
+
+    Parameters
+    ----------
+    X, Xv : ndarray (n, d), float64, C-contiguous, or sparse row tuples
+        Training and validation inputs: standardised dense arrays, or raw
+        CSR rows with their standardisation (:mod:`._rows`), read entry by
+        entry and never densified.
+    R, Rv : ndarray (n, K)
+        Targets: standardised values (loss 0), 0/1 (loss 1) or one-hot (loss 2).
+    sw, swv : ndarray (n,)
+        Sample weights.
+    loss : {0, 1, 2}
+        See :mod:`obliquetrees.soft._kernels`.
+    metric : {0, 1}
+        Validation error deciding on splits: the loss (0) or the
+        misclassification rate (1, classifiers).
+    params : SoftTreeParams
+        ``max_depth``, ``max_leaf_nodes``, ``learning_rate``, ``n_restarts``,
+        ``max_epochs``, ``batch_size``, ``restart_selection``, ``tol`` and
+        ``verbose`` are used.
+    seed : int
+
+    Returns
+    -------
+    tree : Grower
+        The grown tree in the training convention (see :func:`new_tree`).
+    log : list of dict
+        One entry per attempted split (node, depth, errors, accepted, restart).
+    """
+    n, d = R.shape[0], _n_features(X)
+    dense = isinstance(X, np.ndarray)
+    tree = new_tree(d, R.shape[1], params)
+    root_mean = (sw[:, None] * R).sum(axis=0) / sw.sum()
+    tree.Z[0] = _leaf_init(root_mean, loss)
+    # hard-split search: presort every column once (sparse: its stored entries)
+    if dense:
+        presorted = presort(X)
+    else:
+        presorted = sorted_columns(X)
+    seeds = np.random.SeedSequence(seed)
+    select_on_validation = params.restart_selection == "validation"
+    log = []
+    # the whole tree's output on every sample, kept up to date split by split
+    # (apply_split) rather than recomputed from every gate at every node
+    F = np.tile(tree.Z[0], (n, 1))
+    Fv = np.tile(tree.Z[0], (Rv.shape[0], 1))
+
+    def split(m):
+        node_seed = int(seeds.spawn(1)[0].generate_state(1)[0])
+        cl, cr, W, b, Z, n_nodes = dense_arrays(tree)
+        P = _k.path_probability(X, cl, cr, W, b, n_nodes, m)
+        Pv = _k.path_probability(Xv, cl, cr, W, b, n_nodes, m)
+        A = F - P[:, None] * Z[m]  # the output of every other leaf
+        Av = Fv - Pv[:, None] * Z[m]
+        err_before = _k.mean_error(Fv, Rv, swv, loss, metric)
+        start = _initial_point(X, presorted, R, P, sw, loss, node_seed)
+        active = np.flatnonzero(P > ACTIVE_MIN)
+        if start is None or active.size == 0:
+            return  # no two distinct values carry weight, or no sample reaches m
+        if active.size < n:
+            Xa = np.ascontiguousarray(X[active]) if dense else take_rows(X, active)
+            Ra, Pa, Aa, swa = R[active], P[active], A[active], sw[active]
+        else:
+            Xa, Ra, Pa, Aa, swa = X, R, P, A, sw
+        decay = DECAY ** (n / active.size)
+        train, valid = (Xa, Ra, Pa, Aa, swa), (Xv, Rv, Pv, Av, swv)
+        w, b, zL, zR, err_after, restart = _k.train_split(
+            *train,
+            *valid,
+            *start,
+            loss,
+            metric,
+            float(params.learning_rate),
+            int(params.n_restarts),
+            int(params.max_epochs),
+            int(params.batch_size),
+            MOMENTUM,
+            decay,
+            node_seed,
+            select_on_validation,
+        )
+        accepted = restart >= 0 and err_before - err_after > params.tol
+        depth = int(tree.depth[m])
+        log.append(
+            dict(
+                node=int(m),
+                depth=depth,
+                error_before=err_before,
+                error_after=err_after,
+                restart=int(restart),
+                active=int(active.size),
+                accepted=bool(accepted),
+            )
+        )
+        if params.verbose:
+            print(
+                f"[SoftTree] node {m} depth {depth}: validation error "
+                f"{err_before:.5f} -> {err_after:.5f} (restart {restart}) "
+                f"{'split' if accepted else 'kept as leaf'}"
+            )
+        if accepted:
+            _k.apply_split(X, P, A, w, b, zL, zR, F)
+            _k.apply_split(Xv, Pv, Av, w, b, zL, zR, Fv)
+            left, right = tree.add_children(m, n_left=0)
+            tree.W[m], tree.b[m], tree.Z[left], tree.Z[right] = w, b, zL, zR
+
+    tree.grow(split)
+    return tree, log
+
+
+def finetune(tree, X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed):
+    """Joint SGD of all parameters after growth, keeping the best validation state.
+
+    Each step size ``params.learning_rate / 2**t`` (t in ``FINETUNE_RESTARTS``)
+    is run for ``params.finetune_epochs`` from the grown tree; the run (and
+    epoch) with the lowest validation error wins; if none beats the grown
+    tree, the tree is unchanged. Modifies ``tree`` (a grown :class:`Grower`)
+    in place; returns a dict describing what happened.
+    """
+    cl, cr, W, b, Z, n_nodes = dense_arrays(tree)
+    base = _k.tree_error(Xv, Rv, swv, cl, cr, W, b, Z, n_nodes, loss, metric)
+    best = (base, None, 0, W.copy(), b.copy(), Z.copy())
+    rates = [params.learning_rate / 2.0**t for t in FINETUNE_RESTARTS]
+    for t, lr in enumerate(rates):
+        W1, b1, Z1 = W.copy(), b.copy(), Z.copy()
+        err, _, epoch = _ft.finetune_tree(
+            *(X, R, sw, Xv, Rv, swv),
+            *(cl, cr, W1, b1, Z1, n_nodes),
+            loss,
+            metric,
+            float(lr),
+            int(params.finetune_epochs),
+            int(params.batch_size),
+            MOMENTUM,
+            1.0,
+            seed + 104729 * t,
+        )
+        if epoch > 0 and err < best[0]:
+            best = (err, lr, epoch, W1, b1, Z1)
+    W[:], b[:], Z[:] = best[3], best[4], best[5]
+    return dict(error_before=base, error_after=best[0], learning_rate=best[1], epoch=best[2])
+
+
+def to_container(tree, X, sw, x_mean, x_scale, loss, y_mean=None, y_scale=None):
+    """Store a grown soft tree in the shared container (raw input units).
+
+    The gate P(left) = sigmoid(W.z + b) becomes the container's split
+    "right iff (-W).z + (-b) > 0", so that hard routing follows the more
+    probable child (ties, gate exactly 0.5, go left); the standardisation
+    z = (x - x_mean) / x_scale is folded into the weights. ``value``:
+    regression = leaf (and pre-split) values mapped back to target units;
+    classifiers = class probabilities of the leaf logits (binary: [1 - p, p]).
+    ``n_node_samples`` = sum of sample weight x path probability over ``X``.
+    """
+    cl, cr, W, b, Z, n_nodes = dense_arrays(tree)
+    internal = cl >= 0
+    weights = np.where(internal[:, None], -W, 0.0)
+    bias = np.where(internal, -b, 0.0)
+    if loss == _k.LOSS_SQUARED:
+        value = Z * y_scale + y_mean
+    elif loss == _k.LOSS_BINARY:
+        z = Z[:, 0]
+        value = np.column_stack([_sigmoid(-z), _sigmoid(z)])
+    else:
+        e = np.exp(Z - Z.max(axis=1, keepdims=True))
+        value = e / e.sum(axis=1, keepdims=True)
+    membership = _k.node_membership(X, sw, cl, cr, W, b, n_nodes)
+    stored = ObliqueTree.from_dense(
+        cl.copy(), cr.copy(), weights, bias, value, membership, depth=tree.depth[:n_nodes]
+    )
+    return fold_standardization(stored, x_mean, x_scale)
+
+
+def _sigmoid(z):
+    out = np.empty_like(z)
+    pos = z >= 0
+    out[pos] = 1.0 / (1.0 + np.exp(-z[pos]))
+    e = np.exp(z[~pos])
+    out[~pos] = e / (1.0 + e)
+    return out
+
+
+def validation_split(y, validation_fraction, seed, stratify):
+    """Indices (train, validation) of a seeded split.
+
+    ``validation_fraction`` of the samples (rounded down) go to validation;
+    classifiers split class by class (a class with one sample stays in
+    training). When either part would be empty, both parts are the whole data
+    (the split decisions then use the training error).
+    """
+    n = y.shape[0]
+    rng = np.random.default_rng(seed)
+    if validation_fraction <= 0.0:
+        everything = np.arange(n)
+        return everything, everything
+    if stratify:
+        val = []
+        for c in np.unique(y):
+            members = rng.permutation(np.flatnonzero(y == c))
+            val.append(members[: int(validation_fraction * members.size)])
+        val = np.sort(np.concatenate(val))
+    else:
+        val = np.sort(rng.permutation(n)[: int(validation_fraction * n)])
+    train = np.setdiff1d(np.arange(n), val, assume_unique=True)
+    if val.size == 0 or train.size == 0:
+        everything = np.arange(n)
+        return everything, everything
+    return train, val
+
+
+def _encode_targets(y, n_classes, train, sw_tr):
+    """Targets ``R`` of the kernels, the loss and the validation metric.
+
+    Regression targets are standardised with the training part's weighted
+    moments (returned as ``y_mean``, ``y_scale``; None for classifiers);
+    classifiers get 0/1 (two classes) or one-hot (more) targets and decide on
+    splits by the misclassification rate (the authors' code).
+    """
+    if n_classes is None:
+        # moments pre-scaled against overflow; a constant target keeps scale 1
+        y_mean, y_scale = feature_moments(y[train, None].astype(np.float64), sw_tr)
+        check_centred_range(y[:, None], y_mean, name="y")
+        y_mean, y_scale = float(y_mean[0]), float(y_scale[0])
+        if not y_scale > 1e-12 * abs(y_mean):
+            y_scale = 1.0
+        return ((y - y_mean) / y_scale)[:, None], _k.LOSS_SQUARED, 0, y_mean, y_scale
+    if n_classes <= 2:
+        return (y == 1).astype(np.float64)[:, None], _k.LOSS_BINARY, 1, None, None
+    R = np.zeros((y.shape[0], n_classes))
+    R[np.arange(y.shape[0]), y] = 1.0
+    return R, _k.LOSS_SOFTMAX, 1, None, None
+
+
+def fit_soft_tree(X, y, sample_weight, *, n_classes, params, seeds):
+    """Standardise, split, grow (and optionally finetune) a soft tree.
+
+    Parameters
+    ----------
+    X : ndarray (n, d) float64, or canonical CSR matrix
+        CSR (float64 data, int64 sorted indices, no duplicates) is never
+        densified: moments from the stored entries, every kernel reads a
+        row's stored entries with the standardisation applied algebraically
+        (:mod:`._rows`); the gate weights and their updates stay dense
+        (``n_features`` per node, the model's own size).
+    y : ndarray (n,)
+        float targets (regression, ``n_classes`` None) or class indices.
+    sample_weight : ndarray (n,) or None
+    n_classes : int or None
+        None for regression.
+    params : SoftTreeParams
+    seeds : (split seed, growth seed, finetune seed)
+
+    Returns
+    -------
+    tree : ObliqueTree
+        In the container convention and raw input units.
+    info : dict
+        ``growth_log`` (one dict per split attempt), ``finetune`` (or None),
+        ``n_train``, ``n_validation``.
+    """
+    n, d = X.shape
+    sw = np.ones(n) if sample_weight is None else np.asarray(sample_weight, np.float64)
+    classifier = n_classes is not None
+    if classifier and n_classes == 1:
+        single = ObliqueTree.from_dense(
+            [-1], [-1], np.zeros((1, d)), [0.0], [[1.0]], [sw.sum()], depth=[0]
+        )
+        return single, dict(growth_log=[], finetune=None, n_train=n, n_validation=0)
+    train, val = validation_split(y, params.validation_fraction, seeds[0], stratify=classifier)
+    sw_tr, sw_va = sw[train], sw[val]
+    # weights enter the SGD steps: rescale to mean 1 so learning_rate keeps its meaning
+    scale_w = sw_tr.sum() / train.size
+    if not scale_w > 0.0:  # all training weight zero: fall back to unit weights
+        sw_tr = np.ones(train.size)
+        scale_w = 1.0
+    sw_tr = sw_tr / scale_w
+    sw_va = sw_va / scale_w if sw_va.sum() > 0.0 else np.ones(val.size)
+    x_mean, x_scale = standardization(X[train], sw_tr)
+    if sp.issparse(X):
+        rows = sparse_rows(X, x_mean, x_scale)
+        X_tr, X_va = take_rows(rows, train), take_rows(rows, val)
+    else:  # each part standardised on its own: no standardised copy of the whole X
+        X_tr = np.ascontiguousarray((X[train] - x_mean) / x_scale)
+        X_va = np.ascontiguousarray((X[val] - x_mean) / x_scale)
+    R, loss, metric, y_mean, y_scale = _encode_targets(y, n_classes, train, sw_tr)
+    R_tr, R_va = np.ascontiguousarray(R[train]), np.ascontiguousarray(R[val])
+    data = (X_tr, R_tr, sw_tr, X_va, R_va, sw_va)
+    tree, log = grow_soft_tree(*data, loss=loss, metric=metric, params=params, seed=int(seeds[1]))
+    ft = None
+    if params.finetune_epochs > 0 and tree.n_nodes > 1:
+        ft = finetune(tree, *data, loss=loss, metric=metric, params=params, seed=int(seeds[2]))
+        if params.verbose:
+            print(
+                f"[SoftTree] finetune: validation error {ft['error_before']:.5f} -> "
+                f"{ft['error_after']:.5f} (step {ft['learning_rate']}, epoch {ft['epoch']})"
+            )
+    stored = to_container(
+        tree, X_tr, sw_tr * scale_w, x_mean, x_scale, loss, y_mean=y_mean, y_scale=y_scale
+    )
+    info = dict(growth_log=log, finetune=ft, n_train=int(train.size), n_validation=int(val.size))
+    return stored, info
