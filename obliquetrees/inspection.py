@@ -478,15 +478,7 @@ def plot_tree(
         raise ImportError("plot_tree needs matplotlib: pip install matplotlib.") from exc
 
     tree = _pick_tree(model, tree_index)
-    if image_shape is None:
-        image_shape = getattr(model, "image_shape", None)
-    if image_shape is not None:
-        image_shape = tuple(int(v) for v in image_shape)
-        if len(image_shape) != 2 or image_shape[0] * image_shape[1] != tree.n_features:
-            raise ValueError(
-                f"image_shape={image_shape} does not match the model's {tree.n_features} "
-                "features (height * width must equal n_features)."
-            )
+    image_shape = _image_shape(model, image_shape, tree.n_features)
     names = _feature_names(model, feature_names, tree.n_features)
     classifier = _is_classifier(model)
     cnames = _class_names(model, class_names, tree.n_outputs) if classifier else None
@@ -500,47 +492,16 @@ def plot_tree(
         height = min(max(3.5, 2.0 * (depth_shown + 1)), 40.0)
         _, ax = plt.subplots(figsize=(width, height))
     if fontsize is None:
-        fontsize = 9 if n_columns <= 8 else (7 if n_columns <= 24 else 5)
+        fontsize = _default_fontsize(n_columns)
     ax.set_xlim(-0.5, n_columns - 0.5)
     ax.set_ylim(-depth_shown - 0.5, 0.5)
     ax.set_axis_off()
 
-    def ypos(node):
-        return -float(tree.depth[node])
-
-    # edges, widest for the edge carrying all training samples
-    n_root = tree.n_node_samples[0] if tree.n_node_samples[0] > 0 else 1.0
-    for node in order:
-        if tree.children_left[node] == -1 or node in truncated:
-            continue
-        for child, label in ((tree.children_left[node], "≤"), (tree.children_right[node], ">")):
-            frac = max(tree.n_node_samples[child], 0.0) / n_root
-            # stop at the box of a leaf, above its bar chart
-            y_end = ypos(child) + (0.15 if child not in truncated else 0.0)
-            ax.plot(
-                [xpos[node], xpos[child]],
-                [ypos(node), y_end],
-                color="0.45",
-                linewidth=0.4 + 9.0 * frac,
-                solid_capstyle="round",
-                zorder=1,
-            )
-            if node == 0:
-                ax.text(
-                    0.5 * (xpos[node] + xpos[child]),
-                    0.5 * (ypos(node) + ypos(child)),
-                    label,
-                    ha="center",
-                    va="center",
-                    fontsize=fontsize,
-                    zorder=2,
-                    bbox=dict(boxstyle="circle,pad=0.15", fc="white", ec="none"),
-                )
-
+    _draw_edges(ax, tree, order, truncated, xpos, fontsize)
     colors = colormaps["tab10" if tree.n_outputs <= 10 else "tab20"]
     box = dict(boxstyle="round,pad=0.3", fc="white", ec="0.3", lw=0.8)
     for node in order:
-        x, y = xpos[node], ypos(node)
+        x, y = xpos[node], -float(tree.depth[node])
         n_text = f"n = {_format_count(tree.n_node_samples[node])}" if show_samples else ""
         if node in truncated:
             ax.text(
@@ -553,12 +514,10 @@ def plot_tree(
                 bbox=box,
                 zorder=3,
             )
-            continue
-        if tree.children_left[node] != -1:
-            if image_shape is not None:
-                scale = std if image_weights == "std" else None
-                _draw_weight_image(ax, tree, node, x, y, image_shape, scale, cmap, n_text, fontsize)
-                continue
+        elif tree.children_left[node] != -1 and image_shape is not None:
+            scale = std if image_weights == "std" else None
+            _draw_weight_image(ax, tree, node, x, y, image_shape, scale, cmap, n_text, fontsize)
+        elif tree.children_left[node] != -1:
             expr, thr, nan_text = _split_terms(tree, node, names, std, top_k, decimals)
             expr = expr.replace(" + ", "\n+ ").replace(" - ", "\n- ")
             text = f"{expr}\n> {_format_number(thr, decimals)} ?"
@@ -577,42 +536,103 @@ def plot_tree(
                 zorder=3,
                 linespacing=1.15,
             )
-            continue
-        value = tree.value[node]
-        if classifier and _is_distribution(value):
-            k = int(np.argmax(value))
-            label = cnames[k] if cnames else str(k)
-            leaf_box = dict(box, fc=colors(k % colors.N), alpha=0.25 + 0.6 * float(value[k]))
-            ax.text(
-                x,
-                y + 0.08,
-                f"class {label}" + (f"\n{n_text}" if n_text else ""),
-                ha="center",
-                va="bottom",
-                fontsize=fontsize,
-                bbox=leaf_box,
-                zorder=3,
-            )
-            inset = ax.inset_axes([x - 0.38, y - 0.42, 0.76, 0.36], transform=ax.transData)
-            bar_colors = [colors(j % colors.N) for j in range(value.shape[0])]
-            inset.bar(np.arange(value.shape[0]), value, color=bar_colors, width=0.8)
-            inset.set_ylim(0, 1)
-            inset.set_xlim(-0.6, value.shape[0] - 0.4)
-            inset.set_xticks([])
-            inset.set_yticks([])
-            for spine in inset.spines.values():
-                spine.set_linewidth(0.5)
+        elif classifier and _is_distribution(tree.value[node]):
+            label_of = (lambda k: cnames[k]) if cnames else str
+            _draw_class_leaf(ax, tree.value[node], x, y, label_of, colors, box, n_text, fontsize)
         else:
-            if value.shape[0] == 1:
-                text = f"value = {_format_number(value[0], decimals)}"
-            else:
-                shown = ", ".join(_format_number(v, decimals) for v in value[:4])
-                more = ", ..." if value.shape[0] > 4 else ""
-                text = f"value = [{shown}{more}]"
-            if n_text:
-                text += f"\n{n_text}"
-            ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, bbox=box, zorder=3)
+            _draw_value_leaf(ax, tree.value[node], x, y, box, n_text, decimals, fontsize)
     return ax
+
+
+def _image_shape(model, image_shape, n_features):
+    """``image_shape`` (or the model's) as a pair of ints matching ``n_features``, or None."""
+    if image_shape is None:
+        image_shape = getattr(model, "image_shape", None)
+    if image_shape is None:
+        return None
+    image_shape = tuple(int(v) for v in image_shape)
+    if len(image_shape) != 2 or image_shape[0] * image_shape[1] != n_features:
+        raise ValueError(
+            f"image_shape={image_shape} does not match the model's {n_features} "
+            "features (height * width must equal n_features)."
+        )
+    return image_shape
+
+
+def _default_fontsize(n_columns):
+    """Smaller text for wider trees."""
+    return 9 if n_columns <= 8 else (7 if n_columns <= 24 else 5)
+
+
+def _draw_edges(ax, tree, order, truncated, xpos, fontsize):
+    """The edges below each shown split, widest for the edge carrying all training samples."""
+    n_root = tree.n_node_samples[0] if tree.n_node_samples[0] > 0 else 1.0
+    for node in order:
+        if tree.children_left[node] == -1 or node in truncated:
+            continue
+        y_node = -float(tree.depth[node])
+        for child, label in ((tree.children_left[node], "≤"), (tree.children_right[node], ">")):
+            frac = max(tree.n_node_samples[child], 0.0) / n_root
+            y_child = -float(tree.depth[child])
+            # stop at the box of a leaf, above its bar chart
+            y_end = y_child + (0.15 if child not in truncated else 0.0)
+            ax.plot(
+                [xpos[node], xpos[child]],
+                [y_node, y_end],
+                color="0.45",
+                linewidth=0.4 + 9.0 * frac,
+                solid_capstyle="round",
+                zorder=1,
+            )
+            if node == 0:
+                ax.text(
+                    0.5 * (xpos[node] + xpos[child]),
+                    0.5 * (y_node + y_child),
+                    label,
+                    ha="center",
+                    va="center",
+                    fontsize=fontsize,
+                    zorder=2,
+                    bbox=dict(boxstyle="circle,pad=0.15", fc="white", ec="none"),
+                )
+
+
+def _draw_class_leaf(ax, value, x, y, label_of, colors, box, n_text, fontsize):
+    """A classification leaf: its majority class in the class's colour, the distribution as bars."""
+    k = int(np.argmax(value))
+    leaf_box = dict(box, fc=colors(k % colors.N), alpha=0.25 + 0.6 * float(value[k]))
+    ax.text(
+        x,
+        y + 0.08,
+        f"class {label_of(k)}" + (f"\n{n_text}" if n_text else ""),
+        ha="center",
+        va="bottom",
+        fontsize=fontsize,
+        bbox=leaf_box,
+        zorder=3,
+    )
+    inset = ax.inset_axes([x - 0.38, y - 0.42, 0.76, 0.36], transform=ax.transData)
+    bar_colors = [colors(j % colors.N) for j in range(value.shape[0])]
+    inset.bar(np.arange(value.shape[0]), value, color=bar_colors, width=0.8)
+    inset.set_ylim(0, 1)
+    inset.set_xlim(-0.6, value.shape[0] - 0.4)
+    inset.set_xticks([])
+    inset.set_yticks([])
+    for spine in inset.spines.values():
+        spine.set_linewidth(0.5)
+
+
+def _draw_value_leaf(ax, value, x, y, box, n_text, decimals, fontsize):
+    """A regression leaf (or a leaf whose values are not a distribution): its values."""
+    if value.shape[0] == 1:
+        text = f"value = {_format_number(value[0], decimals)}"
+    else:
+        shown = ", ".join(_format_number(v, decimals) for v in value[:4])
+        more = ", ..." if value.shape[0] > 4 else ""
+        text = f"value = [{shown}{more}]"
+    if n_text:
+        text += f"\n{n_text}"
+    ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, bbox=box, zorder=3)
 
 
 def _draw_weight_image(ax, tree, node, x, y, image_shape, scale, cmap, n_text, fontsize):

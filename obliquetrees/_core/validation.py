@@ -151,6 +151,13 @@ def _check_forest_arrays(arrays, node_offset, weight_offset, n_features):
     n_features = check_int(n_features, "n_features", low=1)
     if n_features > MAX_FEATURES:
         raise ValueError(f"n_features={n_features} exceeds the limit of {MAX_FEATURES}.")
+    _check_forest_shapes(arrays, node_offset, weight_offset, n_features)
+    internal = _check_forest_structure(arrays, node_offset)
+    _check_forest_weights(arrays, node_offset, weight_offset, n_features, internal)
+
+
+def _check_forest_shapes(arrays, node_offset, weight_offset, n_features):
+    """Dtypes and shapes of every array, against the node and tree counts."""
     check_array(node_offset, "node_offset", INDEX_DTYPE, 1)
     check_array(weight_offset, "weight_offset", INDEX_DTYPE, 1, (node_offset.shape[0],))
     n_trees = node_offset.shape[0] - 1
@@ -191,6 +198,12 @@ def _check_forest_arrays(arrays, node_offset, weight_offset, n_features):
     if weight_offset[0] != 0 or np.any(n_weights < 0) or weight_offset[-1] != n_stored:
         raise ValueError("weight_offset must rise from 0 to the number of stored weights.")
 
+
+def _check_forest_structure(arrays, node_offset):
+    """Children, parents and depths: every tree is a tree. Returns the internal nodes' ids."""
+    n_trees = node_offset.shape[0] - 1
+    sizes = np.diff(node_offset)
+    n = int(node_offset[-1])
     left, right = arrays["children_left"], arrays["children_right"]
     leaf = left == -1
     if not np.array_equal(leaf, right == -1):
@@ -232,7 +245,17 @@ def _check_forest_arrays(arrays, node_offset, weight_offset, n_features):
             "from their root: a cycle)."
         )
     del below, child_left, child_right
+    return internal
 
+
+def _check_forest_weights(arrays, node_offset, weight_offset, n_features, internal):
+    """Split weights: per-node pointers, feature ids in range, finite values."""
+    n_trees = node_offset.shape[0] - 1
+    sizes = np.diff(node_offset)
+    indptr, index = arrays["weight_indptr"], arrays["weight_index"]
+    n_stored = arrays["weight_value"].shape[0]
+    missing, fill = arrays["weight_missing"], arrays["missing_fill"]
+    n_weights = np.diff(weight_offset)
     first = node_offset[:-1] + np.arange(n_trees)
     if np.any(indptr[first] != 0) or np.any(indptr[first + sizes] != n_weights):
         raise ValueError("each tree's weight_indptr must run from 0 to its number of weights.")

@@ -433,30 +433,13 @@ def finetune(tt, Z, y, sw, params, rng, adjacency, progress=None):
     gW = np.zeros_like(tt.W)  # zero outside the bands, always
     gb = np.empty_like(tt.b)
     step = 0
-    no_h = np.empty((tt.n_leaves, 0))  # the first epoch needs only the leaf statistics
     pruned = p.prune_threshold > 0 and isinstance(Z, np.ndarray)
     if pruned:
         route = _pruned_routing(tt, p.prune_threshold)
-        no_gW = np.empty((0, 0))
     capped = p.max_finetune_samples is not None and N > p.max_finetune_samples
 
     def leaf_statistics(rows=None):
-        # the statistics of every row (or of ``rows``) at the current splits (leaves only)
-        counts = K.empty_statistics(tt.pi, y)
-        if pruned:
-            every = np.arange(N, dtype=np.int64) if rows is None else rows
-            PK.pruned_em_batch(Z, every, *route(), y, sw, sw, counts, no_gW, gb)
-        elif rows is None:
-            for s in range(0, N, ESTEP_BLOCK):
-                e = min(s + ESTEP_BLOCK, N)
-                A = tt.activations(Z[s:e])
-                K.e_step(*tt.em_args(A), y[s:e], sw[s:e], no_h, counts)
-        else:
-            for s in range(0, rows.shape[0], ESTEP_BLOCK):
-                block = rows[s : s + ESTEP_BLOCK]
-                A = tt.activations(Z[block])
-                K.e_step(*tt.em_args(A), y[block], sw[block], no_h, counts)
-        return counts
+        return _leaf_statistics(tt, Z, y, sw, rows, route if pruned else None, gb)
 
     for epoch in range(p.finetune_epochs):
         if epoch == 0 and capped:  # leaves only, from the budget's rows at the initial splits
@@ -477,18 +460,8 @@ def finetune(tt, Z, y, sw, params, rng, adjacency, progress=None):
                 total = swb.sum()
                 if total <= 0:
                     continue
-                if pruned:
-                    gW[:] = 0.0
-                    gb[:] = 0.0
-                    PK.pruned_em_batch(Z, rows, *route(), y, sw, swb / total, counts, gW, gb)
-                else:
-                    Xb = Z[rows]
-                    A = tt.activations(Xb)
-                    G = np.empty_like(A)  # dtype of the data, for the GEMM below
-                    gb[:] = 0.0
-                    K.em_batch(*tt.em_args(A), y[rows], swb, swb / total, counts, G, gb)
-                    np.negative(gb, out=gb)
-                    tt.minus_weight_gradient(G, Xb, gW)
+                route_now = route() if pruned else None
+                _em_minibatch(tt, Z, y, sw, rows, swb / total, route_now, counts, gW, gb)
                 if lam > 0:
                     K.add_laplacian_grad(tt.W, mask, adjacency[0], adjacency[1], lam, gW)
                 step += 1
@@ -500,6 +473,53 @@ def finetune(tt, Z, y, sw, params, rng, adjacency, progress=None):
     if capped and p.finetune_epochs > 1:  # the leaves from every row at the final splits
         K.update_leaves(leaf_statistics(), tt.pi, y)
     return tt
+
+
+def _leaf_statistics(tt, Z, y, sw, rows, route, gb):
+    """The leaves' EM statistics of every row (or of ``rows``) at the current splits.
+
+    ``route`` is :func:`_pruned_routing`'s callable for pruned routing (then
+    ``gb`` is scratch its kernel writes), or None for the whole tree.
+    """
+    N = Z.shape[0]
+    counts = K.empty_statistics(tt.pi, y)
+    if route is not None:
+        every = np.arange(N, dtype=np.int64) if rows is None else rows
+        PK.pruned_em_batch(Z, every, *route(), y, sw, sw, counts, np.empty((0, 0)), gb)
+        return counts
+    no_h = np.empty((tt.n_leaves, 0))  # only the leaf statistics are wanted
+    if rows is None:
+        for s in range(0, N, ESTEP_BLOCK):
+            e = min(s + ESTEP_BLOCK, N)
+            A = tt.activations(Z[s:e])
+            K.e_step(*tt.em_args(A), y[s:e], sw[s:e], no_h, counts)
+    else:
+        for s in range(0, rows.shape[0], ESTEP_BLOCK):
+            block = rows[s : s + ESTEP_BLOCK]
+            A = tt.activations(Z[block])
+            K.e_step(*tt.em_args(A), y[block], sw[block], no_h, counts)
+    return counts
+
+
+def _em_minibatch(tt, Z, y, sw, rows, coef, route, counts, gW, gb):
+    """One minibatch's E-step (into ``counts``) and the loss gradient (into ``gW``, ``gb``).
+
+    ``coef`` is the rows' weights over their sum; ``route`` the pruned
+    routing's arrays (``route()`` of :func:`_pruned_routing`) or None for the
+    whole tree (GEMMs and :func:`K.em_batch`).
+    """
+    if route is not None:
+        gW[:] = 0.0
+        gb[:] = 0.0
+        PK.pruned_em_batch(Z, rows, *route, y, sw, coef, counts, gW, gb)
+        return
+    Xb = Z[rows]
+    A = tt.activations(Xb)
+    G = np.empty_like(A)  # dtype of the data, for the GEMM below
+    gb[:] = 0.0
+    K.em_batch(*tt.em_args(A), y[rows], sw[rows], coef, counts, G, gb)
+    np.negative(gb, out=gb)
+    tt.minus_weight_gradient(G, Xb, gW)
 
 
 def _pruned_routing(tt, threshold):

@@ -244,22 +244,7 @@ def fit_finetune(forest, X, y, sw, regression, config):
         finite = np.isfinite(logp)
         return -float(sw[rows][finite] @ logp[finite]), GA, (R * sw[rows, None]).T @ onehot[rows]
 
-    # support mask
-    if c.support == "dense":
-        mask = None
-    else:
-        mask = (S != 0).astype(np.float64)
-        if not isinstance(c.support, str) and c.support > 0:
-            with _training_threads(c.n_threads):
-                G = np.zeros_like(W)
-                for s in range(0, n, 4096):
-                    rows = np.arange(s, min(s + 4096, n))
-                    G += gradients(rows, 1.0 / t0)[1].T @ Z[rows]
-            G = np.abs(G)
-            G[mask > 0] = -1.0
-            k = min(int(c.support), p)
-            top = np.argpartition(-G, k - 1, axis=1)[:, :k]
-            np.put_along_axis(mask, top, 1.0, axis=1)
+    mask = _support_mask(c, S, Z, gradients)
     if mask is not None:
         W *= mask
 
@@ -318,7 +303,49 @@ def fit_finetune(forest, X, y, sw, regression, config):
                 )
 
     # back to raw units, hard leaf refit, container
+    tuned = ObliqueForest.from_trees(_raw_trees(forest, machine, W, b, mean, scale), validate=False)
+    if regression:
+        V = V * y_scale + y_mean
+    means = regression and objective == "trees"
+    trees = _refit(tuned, machine, V, X, y, sw, regression, int(c.refit_iter), means)
+    _check_finite(
+        *(getattr(t, name) for t in trees for name in ("weight_value", "bias", "value")),
+        when="in the final leaf refit",
+    )
+    n_splits = max(machine.n_splits, 1)
+    history["weight_density"] = float(sum(t.weight_value.shape[0] for t in trees) / n_splits)
+    return trees, history
+
+
+def _support_mask(config, S, Z, gradients):
+    """Which weights of each split fine-tuning may move (1) and which stay 0, or None: all.
+
+    ``"dense"``: every weight; ``"original"``: the split's own features; an
+    int ``k``: those and the ``k`` features of largest summed gradient at the
+    start temperature (``gradients(rows, inv_t)``'s second value times ``Z``).
+    """
+    if config.support == "dense":
+        return None
+    mask = (S != 0).astype(np.float64)
+    if not isinstance(config.support, str) and config.support > 0:
+        n, p = Z.shape
+        with _training_threads(config.n_threads):
+            G = np.zeros_like(S, dtype=np.float64)
+            for s in range(0, n, 4096):
+                rows = np.arange(s, min(s + 4096, n))
+                G += gradients(rows, 1.0 / config.temperature[0])[1].T @ Z[rows]
+        G = np.abs(G)
+        G[mask > 0] = -1.0
+        k = min(int(config.support), p)
+        top = np.argpartition(-G, k - 1, axis=1)[:, :k]
+        np.put_along_axis(mask, top, 1.0, axis=1)
+    return mask
+
+
+def _raw_trees(forest, machine, W, b, mean, scale):
+    """The forest's trees with the machine's split rows ``W``, ``b`` folded back to raw units."""
     trees = []
+    p = W.shape[1]
     for k, tree in enumerate(forest.trees):
         a, e = machine.split_offset[k], machine.split_offset[k + 1]
         weights = np.zeros((tree.node_count, p))
@@ -335,18 +362,7 @@ def fit_finetune(forest, X, y, sw, regression, config):
             depth=tree.depth,
         )
         trees.append(fold_standardization(new, mean, scale))
-    tuned = ObliqueForest.from_trees(trees, validate=False)
-    if regression:
-        V = V * y_scale + y_mean
-    means = regression and objective == "trees"
-    trees = _refit(tuned, machine, V, X, y, sw, regression, int(c.refit_iter), means)
-    _check_finite(
-        *(getattr(t, name) for t in trees for name in ("weight_value", "bias", "value")),
-        when="in the final leaf refit",
-    )
-    n_splits = max(machine.n_splits, 1)
-    history["weight_density"] = float(sum(t.weight_value.shape[0] for t in trees) / n_splits)
-    return trees, history
+    return trees
 
 
 def _check_finite(*arrays, when):
