@@ -36,19 +36,19 @@ MAX_COMPLEXITY = 25
 #: Compiled kernels over the limits, and why they stay one function.
 LONG_KERNELS = {
     "obliquetrees/co2/_kernels.py:descend": (
-        "one CCCP outer iteration as one compiled loop over epochs and minibatches: its "
-        "momentum and step-size state stays in registers across minibatches"
+        "CCCP's epochs x minibatches loop, whose momentum, step size and cached margins "
+        "every step reads and writes: split, that state would pass through every call"
     ),
     "obliquetrees/e2edt/_pruned_kernels.py:pruned_em_batch": (
-        "E-step and gradient of a minibatch over each sample's kept paths in one pass per "
-        "sample: the path probabilities are read once, in the order the golden bits fix"
+        "a minibatch's E-step and gradient in one pass per sample over its kept paths: "
+        "split, each sample's paths would be walked twice"
     ),
     "obliquetrees/e2edt/_pruned_kernels.py:_pruned_rows": (
-        "the per-row walk of pruned routing, inlined into the minibatch loop it serves"
+        "the row-wise form of the same pass (pruned_em_batch_rowwise), sample by sample"
     ),
     "obliquetrees/soft/_axis_split.py:best_axis_split_sparse": (
-        "one sweep per feature over its sorted stored entries with the implicit zeros "
-        "inserted in place: a merge that splitting would turn into per-entry calls"
+        "one merge per feature of its sorted stored entries with the block of implicit "
+        "zeros, whose running sums the whole sweep shares"
     ),
 }
 

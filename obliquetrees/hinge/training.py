@@ -431,8 +431,8 @@ def run_epoch(model, Z, Yi, Yf, w, order, params, scratch=None):
 
     ``Z`` is the standardised dense input, or the *raw* canonical CSR input
     (float64 data, int64 sorted indices), standardised algebraically entry by
-    entry inside the kernel (see :func:`._rows.sparse_rows`). Trains ``model`` in
-    place with ``params.optimizer``, ``learning_rate`` and ``batch_size``
+    entry inside the kernel (see :func:`obliquetrees._training._rows.sparse_rows`).
+    Trains ``model`` in place with ``params.optimizer``, ``learning_rate`` and ``batch_size``
     on the ``params.task`` loss (targets from :func:`_targets`, per-sample
     weights ``w``). Returns the per-batch mean losses.
     """

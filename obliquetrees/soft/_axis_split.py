@@ -121,7 +121,9 @@ def best_axis_split(X, sorted_index, sorted_values, u, Y):
 
 @jit
 def best_axis_split_sparse(columns, u, Y):
-    """:func:`best_axis_split` of sparse input, from its :func:`~._rows.sorted_columns`.
+    """:func:`best_axis_split` of sparse input, from its sorted columns.
+
+    The columns are :func:`~obliquetrees._training._rows.sorted_columns`'s.
 
     Per feature, the stored entries are walked in increasing standardised
     value and the rows that store none form one block at ``zero_z[f]``,

@@ -129,7 +129,7 @@ def dense_arrays(tree):
 
 
 def _n_features(X):
-    """Features of a dense input or a sparse row tuple (:mod:`._rows`)."""
+    """Features of a dense input or a sparse row tuple (:mod:`obliquetrees._training._rows`)."""
     return X.shape[1] if isinstance(X, np.ndarray) else X[3].shape[0]
 
 
@@ -147,7 +147,7 @@ def presort(X):
 def _initial_point(X, presorted, R, P, sw, loss, seed):
     """Starting point ``(w, b, zL, zR)`` of a new split at a node reached with probability P.
 
-    ``presorted``: :func:`presort` of a dense X, :func:`._rows.sorted_columns`
+    ``presorted``: :func:`presort` of a dense X, :func:`obliquetrees._training._rows.sorted_columns`
     of sparse rows. The best hard axis-aligned split of the data weighted by the node's soft
     membership, when that membership sums to more than one sample; small random
     values otherwise (the paper's lines 3-6). None when no split separates two
@@ -187,7 +187,7 @@ def grow_soft_tree(X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed):
     ----------
     X, Xv : ndarray (n, d), float64, C-contiguous, or sparse row tuples
         Training and validation inputs: standardised dense arrays, or raw
-        CSR rows with their standardisation (:mod:`._rows`), read entry by
+        CSR rows with their standardisation (:mod:`obliquetrees._training._rows`), read entry by
         entry and never densified.
     R, Rv : ndarray (n, K)
         Targets: standardised values (loss 0), 0/1 (loss 1) or one-hot (loss 2).
@@ -424,7 +424,7 @@ def fit_soft_tree(X, y, sample_weight, *, n_classes, params, seeds):
         CSR (float64 data, int64 sorted indices, no duplicates) is never
         densified: moments from the stored entries, every kernel reads a
         row's stored entries with the standardisation applied algebraically
-        (:mod:`._rows`); the gate weights and their updates stay dense
+        (:mod:`obliquetrees._training._rows`); the gate weights and their updates stay dense
         (``n_features`` per node, the model's own size).
     y : ndarray (n,)
         float targets (regression, ``n_classes`` None) or class indices.
