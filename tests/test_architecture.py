@@ -243,6 +243,8 @@ def test_every_method_has_its_folder():
     assert set(METHODS) <= folders
     for method in METHODS:
         assert any(_is_method_training(m) for m in MODULES if _method(m) == method), method
+        # the tests mirror the package: one folder per method
+        assert (ROOT.parent / "tests" / method / "__init__.py").exists(), method
 
 
 def test_method_training_imports_only_core_training_and_its_own_folder():

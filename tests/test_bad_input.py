@@ -161,7 +161,7 @@ def test_wrong_number_of_features_at_predict(cls):
 
 def test_sparse_input(cls):
     X, y = _data(cls)
-    if cls._fit_accepts_sparse:  # trained without densifying: tests/training/test_sparse_*.py
+    if cls._fit_accepts_sparse:  # trained without densifying: tests/<method>/test_sparse.py
         _assert_finite_model(_make(cls).fit(sp.csr_matrix(X), y), X)
     else:
         with pytest.raises(TypeError, match="[Ss]parse"):

@@ -530,7 +530,7 @@ class CO2ForestClassifier(ObliqueClassifierMixin, _BaseCO2Forest):
       trees from 0.31 to 0.16 (balanced accuracy 0.655 to 0.580), and raised
       it from 0.24 to 0.38 with ``max_depth=6`` and from 0.11 to 0.36 with
       ``min_impurity_decrease=0.005`` (balanced accuracy 0.555 to 0.677);
-      ``tests/test_co2.py`` repeats the last one. A class weight of zero
+      ``tests/co2/test_estimator.py`` repeats the last one. A class weight of zero
       takes the class out of the purity test, so its rows no longer cause
       splits.
     - ``max_samples`` counts rows of ``X`` (a float is a fraction of

@@ -208,5 +208,5 @@ NOTES = """
     and its gradient read the rows' stored entries with the centring applied
     algebraically; prediction densifies blocks of at most 2**21 values. Dense
     and sparse fits agree to rounding, not bit for bit (sums over stored
-    entries only; ``tests/training/test_sparse_hinge.py``).
+    entries only; ``tests/hinge/test_sparse.py``).
 """

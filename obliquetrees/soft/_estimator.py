@@ -161,7 +161,7 @@ _COMMON_NOTES = """
       algebraically. Dense and sparse fits agree to rounding, not bit for
       bit; with the default online SGD a one-ulp change of an input can
       already change the grown tree, so they can differ as much as two dense
-      fits of slightly perturbed data (``tests/training/test_sparse_soft.py``)."""
+      fits of slightly perturbed data (``tests/soft/test_sparse.py``)."""
 
 
 def _base_constraints():

@@ -11,7 +11,7 @@ import pytest
 
 from obliquetrees.e2edt import _pruned_kernels as PK
 from tests import reference as ref
-from tests.training.test_e2edt import _kernel_layout
+from tests.e2edt.test_training import _kernel_layout
 
 
 def _visit_order_reference(split_col, left, right):

@@ -16,7 +16,7 @@ from obliquetrees.e2edt import _sparse as S
 from obliquetrees.e2edt import training as E
 from obliquetrees.e2edt._greedy import _empty_adjacency
 from tests import reference as ref
-from tests.training.test_e2edt import _layout
+from tests.e2edt.test_training import _layout
 
 FAST = dict(max_depth=3, max_epochs=5, learning_rate=0.05, random_state=0)
 

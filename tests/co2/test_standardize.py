@@ -11,7 +11,7 @@ import pytest
 N = pytest.importorskip("obliquetrees.co2._node")
 co2 = pytest.importorskip("obliquetrees.co2.training")
 from obliquetrees._core.tree import standardization  # noqa: E402
-from tests.training.test_co2 import _co2_params  # noqa: E402
+from tests.co2.test_training import _co2_params  # noqa: E402
 
 
 def _raw(rng, m=300, p=7):

@@ -102,7 +102,7 @@ def test_grown_trees_are_stored_as_the_reference_stores_them(sparse):
 
     from obliquetrees._core.tree import standardization
     from obliquetrees.utils.validation import as_training_csr
-    from tests.training.test_co2 import _co2_params, weight_table
+    from tests.co2.test_training import _co2_params, weight_table
 
     rng = np.random.default_rng(2)
     X = rng.normal(size=(300, 6)) * rng.uniform(0.1, 10.0, size=6) + rng.normal(size=6)
@@ -129,7 +129,7 @@ def test_grown_trees_are_stored_as_the_reference_stores_them(sparse):
 
 
 def test_the_growth_tables_capacity_changes_no_result():
-    from tests.training.test_co2 import _co2_params
+    from tests.co2.test_training import _co2_params
 
     rng = np.random.default_rng(8)
     X = rng.normal(size=(400, 5))
@@ -146,7 +146,7 @@ def test_the_growth_tables_capacity_changes_no_result():
 
 
 def test_fit_forest_sizes_the_tables_after_the_trees_grown_so_far(monkeypatch):
-    from tests.training.test_co2 import _co2_params
+    from tests.co2.test_training import _co2_params
 
     rng = np.random.default_rng(9)
     X = rng.normal(size=(300, 4))

@@ -1,4 +1,4 @@
-"""CO2ForestRegressor: the estimator (its kernels: tests/training/test_co2_targets.py)."""
+"""CO2ForestRegressor: the estimator (its kernels: tests/training/test_targets.py)."""
 
 import pickle
 

@@ -10,7 +10,7 @@ from obliquetrees._core.missing import MissingValues
 from obliquetrees._core.tree import ARRAY_NAMES
 from obliquetrees.hinge import _forward as HF
 from obliquetrees.hinge import training as H
-from tests.training.test_hinge import _params
+from tests.hinge.test_training import _params
 
 #: the small classifier of the training tests, with these forests' shape and patience
 _SHAPE = dict(n_estimators=6, max_depth=4, n_iter_no_change=5)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tests import reference as ref
-from tests.training.test_co2 import _co2_params, _state, descend_gradient
+from tests.co2.test_training import _co2_params, _state, descend_gradient
 
 K = pytest.importorskip("obliquetrees.co2._kernels")
 N = pytest.importorskip("obliquetrees.co2._node")
