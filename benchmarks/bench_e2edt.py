@@ -30,6 +30,7 @@ Heavy runs should be started with ``nice``.
 """
 
 import copy
+import dataclasses
 import os
 import tempfile
 import time
@@ -366,6 +367,41 @@ def _usps_forest_tree_data(quick):
     return Z, y, np.ones(len(y))
 
 
+#: The training settings the profiles and the A/B run with, unless they say otherwise
+#: (E2EDTParams's own defaults until it lost them: exact EM, 60 finetune epochs).
+PROFILE_SETTINGS = dict(
+    max_depth=10,
+    max_leaf_nodes=None,
+    min_samples_split=2,
+    max_epochs=20,
+    finetune_epochs=60,
+    initial_steepness=1.0,
+    steepness_increase=0.1,
+    learning_rate=0.001,
+    batch_size=1000,
+    max_attempts=5,
+    max_features=None,
+    image_shape=None,
+    patch_size=None,
+    spatial_reg=0.0,
+    standardize=True,
+    bootstrap=False,
+    balanced_subsample=False,
+    prune_threshold=0.0,
+    max_finetune_samples=None,
+    finetune_steepness_increase=None,
+    finetune_learning_rate=None,
+)
+
+
+def training_params(module, **changes):
+    """``module.E2EDTParams`` of :data:`PROFILE_SETTINGS` with ``changes`` (the fields that
+    revision has: the A/B builds a baseline's params too)."""
+    fields = {f.name for f in dataclasses.fields(module.E2EDTParams)}
+    settings = {**PROFILE_SETTINGS, **changes}
+    return module.E2EDTParams(**{k: v for k, v in settings.items() if k in fields})
+
+
 def part_profile(quick, epochs=15):
     """Where one usps forest tree (depth 10, 10x10 patches) spends its CPU time.
 
@@ -380,7 +416,8 @@ def part_profile(quick, epochs=15):
     from obliquetrees.e2edt import training as E
 
     Z, y, sw = _usps_forest_tree_data(quick)
-    params = E.E2EDTParams(
+    params = training_params(
+        E,
         max_depth=10,
         max_epochs=epochs,
         finetune_epochs=3 * epochs,
@@ -448,7 +485,7 @@ def part_profile_synthetic(quick, sizes, thresholds):
         Z = np.ascontiguousarray((X - X.mean(0)) / X.std(0), dtype=np.float32)
         sw = np.ones(n)
         for threshold in thresholds:
-            params = E.E2EDTParams(max_depth=10, prune_threshold=threshold)
+            params = training_params(E, max_depth=10, prune_threshold=threshold)
             load = os.getloadavg()[0]
             visits = [0, 0]
             kernel = PK.pruned_em_batch
@@ -558,7 +595,7 @@ def part_ab(quick, baseline, epochs=10, repeats=3):
 
         def greedy_tree(mod):
             # each revision grows the (identical) greedy tree with its own grower
-            params, rng = mod.E2EDTParams(**kw), np.random.default_rng(0)
+            params, rng = training_params(mod, **kw), np.random.default_rng(0)
             if hasattr(mod, "grow_greedy"):
                 tree = mod.grow_greedy(Z, y, sw, 10, params, rng, None)
                 return mod.TrainingTree(tree, Z.shape[1], 16)
@@ -571,7 +608,7 @@ def part_ab(quick, baseline, epochs=10, repeats=3):
         def run(mod):
             made = grown[mod]
             tt = made() if callable(made) else copy.deepcopy(made)
-            mod.finetune(tt, Z, y, sw, mod.E2EDTParams(**kw), np.random.default_rng(1), None)
+            mod.finetune(tt, Z, y, sw, training_params(mod, **kw), np.random.default_rng(1), None)
 
         times = {"baseline": [], "current": []}
         run(B), run(E)  # compile

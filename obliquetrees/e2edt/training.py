@@ -79,29 +79,31 @@ class E2EDTParams:
     ``finetune_steepness_increase`` and ``finetune_learning_rate``: the
     finetune's own (``finetune_epochs="auto"`` above the row budget); None
     means ``steepness_increase`` and ``learning_rate``, as in greedy growth.
+    No field has a default: the estimators build it from their parameters
+    (``_resolve_params``), so there is one set of defaults, theirs.
     """
 
-    max_depth: int = 10
-    max_leaf_nodes: int = None
-    min_samples_split: int = 2
-    max_epochs: int = 20
-    finetune_epochs: int = 60
-    initial_steepness: float = 1.0
-    steepness_increase: float = 0.1
-    learning_rate: float = 0.001
-    batch_size: int = 1000
-    max_attempts: int = 5
-    max_features: int = None
-    image_shape: tuple = None
-    patch_size: int = None
-    spatial_reg: float = 0.0
-    standardize: bool = True
-    bootstrap: bool = False
-    balanced_subsample: bool = False
-    prune_threshold: float = 0.0
-    max_finetune_samples: int = None
-    finetune_steepness_increase: float = None
-    finetune_learning_rate: float = None
+    max_depth: int
+    max_leaf_nodes: int | None
+    min_samples_split: int
+    max_epochs: int
+    finetune_epochs: int
+    initial_steepness: float
+    steepness_increase: float
+    learning_rate: float
+    batch_size: int
+    max_attempts: int
+    max_features: int | None
+    image_shape: tuple | None
+    patch_size: int | None
+    spatial_reg: float
+    standardize: bool
+    bootstrap: bool
+    balanced_subsample: bool
+    prune_threshold: float
+    max_finetune_samples: int | None
+    finetune_steepness_increase: float | None
+    finetune_learning_rate: float | None
 
 
 # ------------------------------------------------------------------ driver

@@ -605,11 +605,12 @@ def test_bootstrap_of_zero_weight_rows_only_gives_a_prior_leaf(blobs):
 
 
 def test_balanced_subsample_balances_each_bootstrap(blobs):
-    from obliquetrees.e2edt.training import E2EDTParams, tree_weights
+    from obliquetrees.e2edt.training import tree_weights
+    from tests.e2edt._params import e2edt_params
 
     X, y = blobs
     y = np.where(np.arange(len(y)) < 40, 1, 0)  # 10 % positives
-    params = E2EDTParams(bootstrap=True, balanced_subsample=True)
+    params = e2edt_params(bootstrap=True, balanced_subsample=True)
     w = tree_weights(np.ones(len(y)), y, 2, params, 5)
     counts = _bootstrap_counts(len(y), 5)
     np.testing.assert_allclose(np.bincount(y, weights=w), counts.sum() / 2)  # balanced classes

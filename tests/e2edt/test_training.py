@@ -11,6 +11,7 @@ from obliquetrees.e2edt import _kernels as K
 from obliquetrees.e2edt import _pruned_kernels as PK
 from obliquetrees.e2edt import training as E
 from tests import reference as ref
+from tests.e2edt._params import e2edt_params
 
 
 def _kernel_layout(tree):
@@ -276,7 +277,7 @@ def _toy(seed=0, n=300):
 def _build(X, y, **kw):
     mean, scale = X.mean(0), X.std(0)
     Z = np.ascontiguousarray((X - mean) / scale)
-    params = E.E2EDTParams(
+    params = e2edt_params(
         **{"max_depth": 3, "max_epochs": 5, "finetune_epochs": 5, "learning_rate": 0.02, **kw}
     )
     return E._fit_one_tree(X, Z, y, np.ones(len(y)), int(y.max()) + 1, mean, scale, params, 0)
@@ -334,7 +335,7 @@ def test_patches_are_anywhere_and_features_subsets_respected():
     y = (X[:, 14] + X[:, 21] > 0).astype(np.int64)
     mean, scale = X.mean(0), X.std(0)
     Z = np.ascontiguousarray((X - mean) / scale)
-    params = E.E2EDTParams(
+    params = e2edt_params(
         max_depth=4,
         max_epochs=3,
         finetune_epochs=2,
@@ -351,7 +352,7 @@ def test_patches_are_anywhere_and_features_subsets_respected():
             assert rows.max() - rows.min() < 3 and cols.max() - cols.min() < 3
             starts.add((rows.min(), cols.min()))
     assert any(r != c for r, c in starts)  # not only on the diagonal
-    params = E.E2EDTParams(max_depth=3, max_epochs=3, finetune_epochs=2, max_features=5)
+    params = e2edt_params(max_depth=3, max_epochs=3, finetune_epochs=2, max_features=5)
     tree, _ = E._fit_one_tree(X, Z, y, np.ones(400), 2, mean, scale, params, 0)
     assert np.all(np.diff(tree.weight_indptr)[tree.children_left >= 0] <= 5)
 
@@ -418,7 +419,7 @@ def test_training_tree_bands_match_dense_products(band_width):
     shape = (6, 6)
     X = rng.normal(size=(300, 36))
     y = (X[:, 14] + X[:, 21] > 0).astype(np.int64) + (X[:, 3] > 0.5)
-    params = E.E2EDTParams(
+    params = e2edt_params(
         max_depth=4, max_epochs=2, finetune_epochs=0, image_shape=shape, patch_size=3
     )
     greedy = E.grow_greedy(X, y, np.ones(300), 3, params, rng, None)
@@ -457,7 +458,7 @@ def test_bootstrap_counts_are_a_seeded_draw_of_n_rows():
     assert a.sum() == 500 and a.dtype == np.float64
     assert 0.3 < np.mean(a == 0) < 0.44  # about 1/e of the rows out of bag
     assert not np.array_equal(a, E.bootstrap_counts(500, 4))
-    params = E.E2EDTParams()
+    params = e2edt_params()
     sw = np.ones(500)
     assert E.tree_weights(sw, np.zeros(500, dtype=np.int64), 1, params, 3) is sw
 
@@ -470,11 +471,11 @@ def test_bootstrapped_tree_is_the_tree_of_its_integer_weights():
     kw = dict(max_depth=3, max_epochs=4, finetune_epochs=3, learning_rate=0.02)
     sw = np.random.default_rng(1).uniform(0.5, 2.0, len(y))
     boot, boot_steep = E._fit_one_tree(
-        X, Z, y, sw, 4, mean, scale, E.E2EDTParams(**kw, bootstrap=True), 7
+        X, Z, y, sw, 4, mean, scale, e2edt_params(**kw, bootstrap=True), 7
     )
     counts = E.bootstrap_counts(len(y), 7)
     plain, plain_steep = E._fit_one_tree(
-        X, Z, y, sw * counts, 4, mean, scale, E.E2EDTParams(**kw), 7
+        X, Z, y, sw * counts, 4, mean, scale, e2edt_params(**kw), 7
     )
     for name in ("children_left", "weight_value", "bias", "value", "n_node_samples"):
         np.testing.assert_array_equal(getattr(boot, name), getattr(plain, name))
@@ -488,7 +489,7 @@ def test_tree_without_weight_is_a_leaf_with_the_prior():
     sw = np.zeros(len(y))
     sw[:3] = [1.0, 2.0, 1.0]
     seed = next(s for s in range(100) if not E.bootstrap_counts(len(y), s)[:3].any())
-    params = E.E2EDTParams(max_depth=3, max_epochs=2, finetune_epochs=1, bootstrap=True)
+    params = e2edt_params(max_depth=3, max_epochs=2, finetune_epochs=1, bootstrap=True)
     tree, steep = E._fit_one_tree(X, Z, y, sw, 4, mean, scale, params, seed)
     tree.check_invariants()
     assert tree.node_count == 1
@@ -502,12 +503,12 @@ def test_zero_weight_rows_neither_split_nodes_nor_fill_a_side():
     mean, scale = X.mean(0), X.std(0)
     Z = np.ascontiguousarray((X - mean) / scale)
     sw = np.where(np.random.default_rng(2).random(len(y)) < 0.4, 0.0, 1.0)
-    params = E.E2EDTParams(max_depth=6, max_epochs=3, finetune_epochs=0, learning_rate=0.05)
+    params = e2edt_params(max_depth=6, max_epochs=3, finetune_epochs=0, learning_rate=0.05)
     tree, _ = E._fit_one_tree(X, Z, y, sw, 4, mean, scale, params, 0)
     assert tree.node_count > 3
     assert np.all(tree.n_node_samples > 0)
     # min_samples_split counts rows of positive weight only
-    params = E.E2EDTParams(max_depth=3, max_epochs=2, finetune_epochs=0, min_samples_split=300)
+    params = e2edt_params(max_depth=3, max_epochs=2, finetune_epochs=0, min_samples_split=300)
     tree, _ = E._fit_one_tree(X, Z, y, sw, 4, mean, scale, params, 0)
     assert np.count_nonzero(sw) < 300 and tree.node_count == 1
 
@@ -631,7 +632,7 @@ def test_finetune_without_pruning_equals_the_dense_pass(patches, regression):
     else:
         leaves = 3
     kw = dict(image_shape=(6, 6), patch_size=3) if patches else {}
-    params = E.E2EDTParams(max_depth=4, max_epochs=3, finetune_epochs=3, batch_size=64, **kw)
+    params = e2edt_params(max_depth=4, max_epochs=3, finetune_epochs=3, batch_size=64, **kw)
     greedy = E.grow_greedy(X, y, sw, leaves, params, np.random.default_rng(1), None)
     band_width = 6 if patches else None
     tuned = []
@@ -657,7 +658,7 @@ def test_finetune_schedule_fields_replace_steepness_increase_and_learning_rate()
     X = rng.normal(size=(300, 6))
     y = (X[:, 0] + X[:, 1] > 0).astype(np.int64) + (X[:, 2] > 0.5)
     sw = np.ones(300)
-    params = E.E2EDTParams(max_depth=3, max_epochs=3, finetune_epochs=4, batch_size=64)
+    params = e2edt_params(max_depth=3, max_epochs=3, finetune_epochs=4, batch_size=64)
     greedy = E.grow_greedy(X, y, sw, 3, params, np.random.default_rng(1), None)
     own = dataclasses.replace(params, finetune_steepness_increase=0.4, finetune_learning_rate=0.01)
     shared = dataclasses.replace(params, steepness_increase=0.4, learning_rate=0.01)
