@@ -289,6 +289,22 @@ class BaseObliqueEstimator(BaseEstimator):
     #: Whether ``fit`` takes a 2-D ``y`` (several regression outputs).
     _fit_multi_output = False
 
+    def _prediction_form(self):
+        """How the fitted model predicts, for exporters (:mod:`obliquetrees.onnx`).
+
+        ``(kind, data)``: ``("hard", {})`` is the mean of the reached leaves'
+        values (:attr:`_predicts_leaf_values`); a method that predicts
+        otherwise overrides this with one of the kinds the exporters know:
+        ``"routed"`` (E2EDT: ``proba_rule``/``predict_rule`` each ``"soft"``
+        or ``"hard"``, per-tree ``steepness``), ``"soft_tree"`` (one
+        soft-routed tree) and ``"hinge"`` (a hinge model's forward pass:
+        ``model``, ``missing``, ``bn_eps``, ``y_mean``/``y_scale`` for
+        regressors). Exporters read only this, never a method's classes.
+        """
+        if not self._predicts_leaf_values:
+            raise TypeError(f"{type(self).__name__} does not say how it predicts.")
+        return "hard", {}
+
     # ------------------------------------------------------------------ fit
     def _validate_fit_data(self, X, y, sample_weight=None):
         """Validate training data; see :func:`~obliquetrees.utils.validation.validate_fit_data`."""

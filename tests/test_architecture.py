@@ -279,6 +279,23 @@ def test_no_method_imports_another_method():
     )
 
 
+def test_shared_modules_reach_methods_only_through_the_registry():
+    """base, the exporters and the public helpers name no method's module: a new method
+    needs no line in them (they read ``_registry`` and the estimators' own hooks)."""
+    shared = [
+        m
+        for m in MODULES
+        if _layer(m) in ("base", "onnx", "convert", "inspection", "_registry", "utils")
+    ]
+    violations = [
+        f"{_location(module, line)} imports {name}"
+        for module in shared
+        for line, name in imports_of(module)
+        if (target := _package_module(name)) and _method(target)
+    ]
+    assert not violations, "\n".join(violations)
+
+
 def test_utils_imports_no_estimator():
     violations = [
         f"{_location(module, line)} imports {name}"

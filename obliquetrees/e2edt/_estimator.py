@@ -134,6 +134,12 @@ class _BaseE2EDT(BaseObliqueForest):
     _oob_attribute = ""
 
     # ------------------------------------------------------------------ fit
+    def _prediction_form(self):
+        proba_rule, predict_rule = self._rules()
+        return "routed", dict(
+            proba_rule=proba_rule, predict_rule=predict_rule, steepness=self.steepness_
+        )
+
     def _resolve_params(self, n_features, n_samples=0):
         """The :class:`E2EDTParams` of a fit on ``n_samples`` rows of ``n_features`` features."""
         from obliquetrees.e2edt.training import E2EDTParams  # numba is imported on first use

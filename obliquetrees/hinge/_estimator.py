@@ -6,6 +6,7 @@ first use (inside ``fit``/prediction), never at import time.
 """
 
 import numpy as np
+from sklearn.base import is_classifier
 from sklearn.model_selection import train_test_split
 
 from obliquetrees._core.missing import MissingValues
@@ -64,6 +65,14 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
     }
 
     _task = None
+
+    def _prediction_form(self):
+        from obliquetrees.hinge._kernels import BN_EPS
+
+        data = dict(model=self._model, missing=self._missing, bn_eps=BN_EPS)
+        if not is_classifier(self):
+            data.update(y_mean=self._y_mean, y_scale=self._y_scale)
+        return "hinge", data
 
     def __init__(
         self,

@@ -130,59 +130,79 @@ def _model_outputs(g, model, inp):
 
     ``scores`` is what ``predict`` takes the row-wise argmax of (None for
     regressors); ``values`` is ``predict_proba`` (classifiers) or
-    ``predict`` (regressors, (n_samples, n_outputs)).
+    ``predict`` (regressors, (n_samples, n_outputs)). The graph follows the
+    model's own account of how it predicts (``_prediction_form``), so no
+    method's classes are imported here.
     """
-    from obliquetrees.e2edt._estimator import _BaseE2EDT
-    from obliquetrees.hinge._estimator import _BaseHingeForest
-    from obliquetrees.onnx._parts import hard_sum, hinge_decision, soft_sum
-    from obliquetrees.soft._estimator import _BaseSoftTree
+    kind, data = model._prediction_form()
+    writers = {
+        "hard": _hard_outputs,
+        "routed": _routed_outputs,
+        "soft_tree": _soft_tree_outputs,
+        "hinge": _hinge_outputs,
+    }
+    if kind not in writers:
+        raise TypeError(f"to_onnx does not know how {type(model).__name__} predicts ({kind!r}).")
+    return writers[kind](g, inp, model._forest(), is_classifier(model), **data)
 
-    classifier = is_classifier(model)
-    forest = model._forest()
-    if isinstance(model, _BaseHingeForest):
-        from obliquetrees.hinge._kernels import BN_EPS
 
-        F = hinge_decision(g, inp, model._model, model._missing, BN_EPS)
-        if classifier:
-            return F, g.op("Softmax", [F], "proba", axis=1)
-        scaled = g.op("Mul", [F, g.const(np.atleast_1d(model._y_scale), "y_scale")])
-        return None, g.op("Add", [scaled, g.const(np.atleast_1d(model._y_mean), "y_mean")])
+def _hard_mean(g, inp, forest, z_all=None):
+    from obliquetrees.onnx._parts import hard_sum
 
-    def hard(z_all=None):
-        total = hard_sum(g, inp, forest, z_all)
-        return g.op("Div", [total, g.const(np.array(float(forest.n_trees)), "n_trees")], "mean")
+    total = hard_sum(g, inp, forest, z_all)
+    return g.op("Div", [total, g.const(np.array(float(forest.n_trees)), "n_trees")], "mean")
 
-    if isinstance(model, _BaseE2EDT):  # classifier and regressor: soft and/or hard rule
-        proba_rule, predict_rule = model._rules()
-        soft = z_all = None
-        if "soft" in (proba_rule, predict_rule):
-            trees = forest.trees
-            total, z_all = soft_sum(
-                g, inp, trees, [t.value for t in trees], model.steepness_, forest.n_features
-            )
-            if classifier:  # as _mean_of_soft: the mean distribution, renormalised
-                norm = g.op("ReduceSum", [total, g.const(np.array([1]), "axis1")], keepdims=1)
-            else:  # the mean over the trees
-                norm = g.const(np.array(float(forest.n_trees)), "n_trees_soft")
-            soft = g.op("Div", [total, norm], "proba_soft" if classifier else "mean_soft")
-        hard_out = hard(z_all) if "hard" in (proba_rule, predict_rule) else None
-        outputs = {"soft": soft, "hard": hard_out}
-        if not classifier:
-            return None, outputs[predict_rule]
-        return outputs[predict_rule], outputs[proba_rule]
-    if isinstance(model, _BaseSoftTree) and model.routing != "hard":
-        tree = model.tree_
-        if classifier:  # as SoftTreeClassifier: softmax of soft-routed leaf log-probabilities
-            leaf = np.log(np.maximum(tree.value, 1e-300))
-            scores, _ = soft_sum(g, inp, [tree], [leaf], [None], forest.n_features)
-            proba = g.op("Softmax", [scores], "proba", axis=1)
-            return proba, proba
-        values, _ = soft_sum(g, inp, [tree], [tree.value], [None], forest.n_features)
-        return None, values
-    if not model._predicts_leaf_values:
-        raise TypeError(f"to_onnx does not know how {type(model).__name__} predicts.")
-    mean = hard()
+
+def _hard_outputs(g, inp, forest, classifier):
+    """The mean of the reached leaves' values (hard routing)."""
+    mean = _hard_mean(g, inp, forest)
     return (mean if classifier else None), mean
+
+
+def _routed_outputs(g, inp, forest, classifier, proba_rule, predict_rule, steepness):
+    """E2EDT: the probabilistic output and ``predict`` each by soft or hard routing."""
+    from obliquetrees.onnx._parts import soft_sum
+
+    soft = z_all = None
+    if "soft" in (proba_rule, predict_rule):
+        trees = forest.trees
+        values = [t.value for t in trees]
+        total, z_all = soft_sum(g, inp, trees, values, steepness, forest.n_features)
+        if classifier:  # as _mean_of_soft: the mean distribution, renormalised
+            norm = g.op("ReduceSum", [total, g.const(np.array([1]), "axis1")], keepdims=1)
+        else:  # the mean over the trees
+            norm = g.const(np.array(float(forest.n_trees)), "n_trees_soft")
+        soft = g.op("Div", [total, norm], "proba_soft" if classifier else "mean_soft")
+    hard_out = _hard_mean(g, inp, forest, z_all) if "hard" in (proba_rule, predict_rule) else None
+    outputs = {"soft": soft, "hard": hard_out}
+    if not classifier:
+        return None, outputs[predict_rule]
+    return outputs[predict_rule], outputs[proba_rule]
+
+
+def _soft_tree_outputs(g, inp, forest, classifier):
+    """One soft-routed tree (soft trees): leaf log-probabilities under softmax, or values."""
+    from obliquetrees.onnx._parts import soft_sum
+
+    tree = forest.trees[0]
+    if classifier:  # as SoftTreeClassifier: softmax of soft-routed leaf log-probabilities
+        leaf = np.log(np.maximum(tree.value, 1e-300))
+        scores, _ = soft_sum(g, inp, [tree], [leaf], [None], forest.n_features)
+        proba = g.op("Softmax", [scores], "proba", axis=1)
+        return proba, proba
+    values, _ = soft_sum(g, inp, [tree], [tree.value], [None], forest.n_features)
+    return None, values
+
+
+def _hinge_outputs(g, inp, forest, classifier, model, missing, bn_eps, y_mean=0.0, y_scale=1.0):
+    """A hinge model's forward pass; regressors scale back to the units of ``y``."""
+    from obliquetrees.onnx._parts import hinge_decision
+
+    F = hinge_decision(g, inp, model, missing, bn_eps)
+    if classifier:
+        return F, g.op("Softmax", [F], "proba", axis=1)
+    scaled = g.op("Mul", [F, g.const(np.atleast_1d(y_scale), "y_scale")])
+    return None, g.op("Add", [scaled, g.const(np.atleast_1d(y_mean), "y_mean")])
 
 
 def _build(g, model, x_name, dtype, output_names):
@@ -384,20 +404,10 @@ def register_skl2onnx():
         raise ImportError(
             'register_skl2onnx needs the package "skl2onnx": pip install skl2onnx.'
         ) from None
-    import obliquetrees
-    from obliquetrees.convert import ConvertedForestClassifier, ConvertedForestRegressor
-    from obliquetrees.machine import FinetunedForestClassifier, FinetunedForestRegressor
+    from obliquetrees._registry import DERIVED_MODELS, ESTIMATORS, load
 
-    classes = [getattr(obliquetrees, name) for name in obliquetrees.__all__]
-    classes += [
-        ConvertedForestClassifier,
-        ConvertedForestRegressor,
-        FinetunedForestClassifier,
-        FinetunedForestRegressor,
-    ]
-    for cls in classes:
-        if not (isinstance(cls, type) and issubclass(cls, BaseObliqueEstimator)):
-            continue
+    for name in [*ESTIMATORS, *DERIVED_MODELS]:
+        cls = load(name)
         # skl2onnx's classifier parser reads "nocl" (labels as class indices): not offered
         options = {"zipmap": [True, False, "columns"], "nocl": [False]}
         update_registered_converter(

@@ -193,6 +193,9 @@ class _BaseSoftTree(BaseObliqueTree):
 
     _fit_accepts_sparse = True
 
+    def _prediction_form(self):
+        return ("hard", {}) if self.routing == "hard" else ("soft_tree", {})
+
     def __init__(
         self,
         *,
