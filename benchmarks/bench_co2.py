@@ -257,14 +257,16 @@ def ablation(quick, log):
     for label, change in variants:
         params = co2.CO2Params(**{**base, **change})
         start = time.perf_counter()
-        trees, stats = co2.fit_forest(
+        trees, info = co2.fit_co2(
             np.ascontiguousarray(Xa, dtype=np.float64),
             ya.astype(np.int64),
-            len(classes),
-            seeds,
+            None,
             params,
+            seeds,
+            n_classes=len(classes),
             n_jobs=2,
         )
+        stats = info["stats"]
         fit_s = time.perf_counter() - start
         proba = traversal.predict_value(
             ObliqueForest.from_trees(trees), np.ascontiguousarray(Xv, dtype=np.float64), 1

@@ -2,7 +2,7 @@
 
 - ``_estimator``, ``_regressor``: :class:`~obliquetrees.CO2ForestClassifier`,
   :class:`~obliquetrees.CO2ForestRegressor`;
-- ``training``: ``CO2Params`` and ``fit_forest``; ``_node``: ``CO2KernelParams``;
+- ``training``: ``CO2Params``, ``CO2KernelParams`` and ``fit_co2``;
 - ``_grow``: one tree's breadth-first growth in one compiled call;
 - ``_node``, ``_kernels``: a node's split (best axis-aligned start, CCCP);
 - ``_sparse_kernels``: the same on a node kept as CSR.

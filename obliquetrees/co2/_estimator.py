@@ -162,19 +162,19 @@ class _BaseCO2Forest(BaseObliqueForest):
             max_samples=n_draws,
             min_impurity_decrease=self.min_impurity_decrease,
         )
-        trees, stats = co2.fit_forest(
+        trees, info = co2.fit_co2(
             missing.augment(X),
             y,
-            getattr(self, "n_classes_", None),  # None: regression targets
-            seeds[len(old_trees) :],
+            sample_weight,
             params,
-            sample_weight=sample_weight,
+            seeds[len(old_trees) :],
+            n_classes=getattr(self, "n_classes_", None),  # None: regression targets
             class_weight=self._class_weight_vector(y),
             n_jobs=self.n_jobs,
             verbose=self.verbose,
             name=type(self).__name__,
         )
-        stats = np.vstack([old_stats, stats[:, [0, 2]]])
+        stats = np.vstack([old_stats, info["stats"][:, [0, 2]]])
         self.n_cccp_iter_ = stats[:, 0].copy()
         self.n_axis_fallback_ = stats[:, 1].copy()
         self._tree_seeds = seeds

@@ -3,7 +3,7 @@ oblique stumps, grown breadth-first, for classes (the paper's log loss) or
 regression targets (squared loss, ours; :mod:`obliquetrees._training.targets`).
 
 Pure functions over arrays. The estimator (``obliquetrees/co2/_estimator.py``) validates
-the data and builds one :class:`CO2Params`; :func:`fit_forest` computes the
+the data and builds one :class:`CO2Params`; :func:`fit_co2` computes the
 features' standardisation once, which the kernels apply to the caller's ``X``
 as they read its rows (no standardised copy of ``X`` is made), draws each
 tree's bootstrap as integer counts, grows the trees in parallel with joblib
@@ -214,7 +214,7 @@ def _fit_one_tree(
     """Bootstrap, grow and package one tree (module level for joblib/dask).
 
     ``Xs`` is the dense ``X`` itself (standardised with ``mean`` and ``scale``
-    by the kernels) or the CSR triple of :func:`fit_forest`. ``target`` is
+    by the kernels) or the CSR triple of :func:`fit_co2`. ``target`` is
     ``(mean, scale)`` of the standardised targets, None for classes.
     ``node_counts``, a list shared by the fit's tasks (threads), holds the
     node counts of the trees grown so far: the growth table starts at the
@@ -374,14 +374,14 @@ def _fill_empty_nodes(left, right, value, nns, prior):
         value[node] = prior if parent[node] < 0 else value[parent[node]]
 
 
-def fit_forest(
+def fit_co2(
     X,
     y,
-    n_classes,
-    seeds,
+    sample_weight,
     params,
+    seeds,
     *,
-    sample_weight=None,
+    n_classes,
     class_weight=None,
     n_jobs=None,
     verbose=0,
@@ -401,12 +401,12 @@ def fit_forest(
     y : ndarray of int64, shape (n_samples,), or of float64, shape (n_samples, n_outputs)
         Class indices in ``[0, n_classes)``, or regression targets
         (:func:`standardize_targets`; the leaves fit them by squared loss).
-    n_classes : int or None
-        None for regression targets.
+    sample_weight : ndarray of float64 or None
+    params : CO2Params
     seeds : sequence of int
         One seed per tree (bootstrap and growth are drawn from it).
-    params : CO2Params
-    sample_weight : ndarray of float64 or None
+    n_classes : int or None
+        None for regression targets.
     class_weight : None, ndarray of shape (n_classes,) or "balanced_subsample"
     n_jobs : int or None
         Trees grown in parallel (joblib threads).
@@ -422,9 +422,9 @@ def fit_forest(
         their parent's class distribution (the root: the weighted class
         distribution of the whole training set; for targets, their weighted
         mean). Regression leaves hold mean targets in the units of ``y``.
-    stats : ndarray of int64, shape (n_trees, 3)
-        Per tree: CCCP outer iterations, oblique splits, axis-aligned
-        fallbacks.
+    info : dict
+        ``stats``: ndarray of int64, shape (n_trees, 3); per tree, CCCP
+        outer iterations, oblique splits, axis-aligned fallbacks.
     """
     target = None
     if n_classes is None:
@@ -469,4 +469,4 @@ def fit_forest(
     )
     trees = [r[0] for r in results]
     stats = np.array([r[1] for r in results], dtype=np.int64).reshape(-1, 3)
-    return trees, stats
+    return trees, {"stats": stats}

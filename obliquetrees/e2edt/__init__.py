@@ -2,7 +2,7 @@
 
 - ``_estimator`` (+ ``_docs``): :class:`~obliquetrees.E2EDTClassifier`,
   :class:`~obliquetrees.E2EDTRegressor`;
-- ``training``: ``E2EDTParams`` and ``fit_forest``;
+- ``training``: ``E2EDTParams`` and ``fit_e2edt``;
 - ``_greedy``: the stump phase (one split per leaf);
 - ``_kernels``, ``_pruned_kernels``, ``_simd``: EM over the whole tree, and
   over each sample's paths of non-negligible probability;

@@ -3,7 +3,7 @@
 :class:`E2EDTClassifier` (the paper) and :class:`E2EDTRegressor` (its
 regression twin, Gaussian leaves) share everything in :class:`_BaseE2EDT`:
 parameters, the fit (validation, missing values, sparse input, warm start,
-seeds, one call into :func:`obliquetrees.e2edt.training.fit_forest`), the
+seeds, one call into :func:`obliquetrees.e2edt.training.fit_e2edt`), the
 out-of-bag pass and the soft evaluation; each adds what its targets need.
 """
 
@@ -253,7 +253,7 @@ class _BaseE2EDT(BaseObliqueForest):
         """
         from threadpoolctl import threadpool_limits
 
-        from obliquetrees.e2edt.training import fit_forest  # numba is imported on first use
+        from obliquetrees.e2edt.training import fit_e2edt  # numba is imported on first use
 
         if self.oob_score and not self.bootstrap:
             raise ValueError("Out-of-bag estimation needs bootstrap=True.")
@@ -294,19 +294,19 @@ class _BaseE2EDT(BaseObliqueForest):
         # BLAS inside training runs single-threaded whatever n_jobs is, so the
         # model does not depend on the thread count.
         with threadpool_limits(limits=1, user_api="blas"):
-            trees, steepness = fit_forest(
+            trees, info = fit_e2edt(
                 inputs,
                 targets,
-                n_classes,
-                seeds[n_old:],
+                sample_weight,
                 params,
-                sample_weight=sample_weight,
+                seeds[n_old:],
+                n_classes=n_classes,
                 n_jobs=self.n_jobs,
                 verbose=self.verbose,
                 name=type(self).__name__,
             )
         self._set_trees(old["trees"] + [missing.fold(tree) for tree in trees])
-        self.steepness_ = old["steepness"] + steepness
+        self.steepness_ = old["steepness"] + info["steepness"]
         self._tree_seeds = seeds
         self._tree_bootstrap = np.concatenate(
             [np.asarray(old["bootstrap"], dtype=bool), np.full(len(trees), params.bootstrap)]

@@ -2,7 +2,7 @@
 
 Hehn, Kooij & Hamprecht, "End-to-End Learning of Decision Trees and Forests",
 IJCV 2019 (sect. 2). Pure functions over arrays that return
-:class:`~obliquetrees._core.tree.ObliqueTree` objects; :func:`fit_forest` is
+:class:`~obliquetrees._core.tree.ObliqueTree` objects; :func:`fit_e2edt` is
 the entry point (one tree per seed).
 
 Training model: split ``i`` sends ``x`` right with probability
@@ -107,8 +107,8 @@ class E2EDTParams:
 
 
 # ------------------------------------------------------------------ driver
-def fit_forest(
-    X, y, n_classes, seeds, params, *, sample_weight=None, n_jobs=None, verbose=0, name="E2EDT"
+def fit_e2edt(
+    X, y, sample_weight, params, seeds, *, n_classes, n_jobs=None, verbose=0, name="E2EDT"
 ):
     """Fit one E2EDT tree per seed (joblib over trees).
 
@@ -128,14 +128,14 @@ def fit_forest(
         Class indices in ``[0, n_classes)``, or regression targets (raw
         units: standardised here with the weights ``sample_weight``, and the
         stored leaf values are folded back).
-    n_classes : int or None
-        None for regression targets (Gaussian leaves).
-    seeds : sequence of int
-        One seed per tree.
-    params : E2EDTParams
     sample_weight : ndarray of float64, shape (n_samples,), or None
         Also the weights of the standardisation statistics, shared by all
         trees (a bootstrap multiplies it per tree).
+    params : E2EDTParams
+    seeds : sequence of int
+        One seed per tree.
+    n_classes : int or None
+        None for regression targets (Gaussian leaves).
     n_jobs : int or None
         Trees trained in parallel (joblib, threads by default).
     verbose : int
@@ -147,8 +147,9 @@ def fit_forest(
     -------
     trees : list of ObliqueTree
         Weights in raw input units (see :func:`to_oblique_tree`).
-    steepness : list of ndarray of shape (n_nodes,)
-        Final ``gamma`` of every split of each tree (0 at leaves), for soft
+    info : dict
+        ``steepness``: list of ndarray of shape (n_nodes,), the final
+        ``gamma`` of every split of each tree (0 at leaves), for soft
         evaluation.
     """
     n_samples, n_features = X.shape
@@ -174,7 +175,7 @@ def fit_forest(
         for seed, label in zip(seeds, labels, strict=True)
     ]
     results = parallel_map(_fit_one_tree, args, n_jobs=n_jobs, verbose=verbose, name=name)
-    return [tree for tree, _ in results], [steep for _, steep in results]
+    return [tree for tree, _ in results], {"steepness": [steep for _, steep in results]}
 
 
 def _standardized_float32(X, mean, scale, block=4096):

@@ -189,15 +189,14 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
             verbose=self.verbose,
         )
         try:
-            model, counts, hist = fit_hinge(
+            model, info = fit_hinge(
                 self._missing.augment(X),
                 T,
                 sample_weight,
                 params,
+                (int(self._seeds[0]), int(self._seeds[2])),
                 n_outputs=self._n_model_outputs(),
                 model=model,
-                init_seed=int(self._seeds[0]),
-                epoch_seed=int(self._seeds[2]),
                 epochs_done=int(self.n_iter_),
                 validation=self._validation_split(T) if validate else None,
                 n_threads=self._prediction_threads(),
@@ -208,13 +207,14 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
             ) from exc
         self._model = model
         # the trees are derived from the model and these counts on first use (forest_)
-        self._leaf_counts = counts
+        self._leaf_counts = info["counts"]
         self.__dict__.pop("forest_", None)
-        self.n_iter_ += len(hist["loss"])
-        self.best_epoch_ = hist["best_epoch"]
-        self.loss_curve_ = hist["loss"]
-        self.validation_loss_curve_ = hist["val_loss"]
-        self.epoch_times_ = hist["epoch_time"]
+        history = info["history"]
+        self.n_iter_ += len(history["loss"])
+        self.best_epoch_ = history["best_epoch"]
+        self.loss_curve_ = history["loss"]
+        self.validation_loss_curve_ = history["val_loss"]
+        self.epoch_times_ = history["epoch_time"]
 
     def _value_scale(self):
         return 1.0

@@ -591,11 +591,10 @@ def fit_hinge(
     Y,
     sample_weight,
     params,
+    seeds,
     *,
     n_outputs,
     model=None,
-    init_seed=None,
-    epoch_seed,
     epochs_done=0,
     validation=None,
     n_threads=1,
@@ -615,6 +614,9 @@ def fit_hinge(
     sample_weight : ndarray of shape (n_samples,) or None
         Per-sample loss weights (normalised to mean 1 for training).
     params : HingeParams
+    seeds : (int, int)
+        ``(init_seed, epoch_seed)``: the initialisation's (new models only)
+        and the minibatch order's, drawn from ``[epoch_seed, epochs_done]``.
     n_outputs : int
         Outputs of a new model (classes, or regression targets).
     model : HingeModel or None
@@ -622,11 +624,9 @@ def fit_hinge(
         ``init_seed``. Otherwise training continues on a copy, optimiser
         state included (``warm_start``/``partial_fit``); ``model`` itself is
         never changed, so a failed fit keeps it.
-    init_seed : int
-        Seed of the initialisation (new models only).
-    epoch_seed, epochs_done : int
-        The minibatch order is drawn from ``[epoch_seed, epochs_done]``
-        (epochs run by earlier calls), so every call orders differently.
+    epochs_done : int
+        Epochs run by earlier calls, so every call orders its minibatches
+        differently.
     validation : tuple of ndarray or None
         ``(train, val)`` row indices of ``X``: train on ``train``, keep the
         epoch of lowest loss on ``val`` and stop early (see
@@ -638,12 +638,13 @@ def fit_hinge(
     -------
     model : HingeModel
         The trained model.
-    counts : ndarray of shape (n_trees, n_leaves)
-        Training samples per leaf, from all of ``X``: with the model, what
-        :func:`obliquetrees.hinge._forward.to_forest` stores the trees from.
-    history : dict
-        See :func:`fit_epochs`.
+    info : dict
+        ``counts``: ndarray of shape (n_trees, n_leaves), training samples per
+        leaf from all of ``X`` (with the model, what
+        :func:`obliquetrees.hinge._forward.to_forest` stores the trees from);
+        ``history``: see :func:`fit_epochs`.
     """
+    init_seed, epoch_seed = seeds
     if model is None:
         mean, scale = standardization(X)
         zero = params.task == "regression" and not np.any(Y)  # a constant target
@@ -659,7 +660,7 @@ def fit_hinge(
     return_freed_memory()
     counts = leaf_counts(model, X, sample_weight, n_threads)
     return_freed_memory()
-    return model, counts, history
+    return model, {"counts": counts, "history": history}
 
 
 def _fit_split(model, X, Y, sample_weight, params, validation, seed, n_threads):

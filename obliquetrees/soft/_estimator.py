@@ -260,9 +260,7 @@ class _BaseSoftTree(BaseObliqueTree):
             # (whether a feature gets an indicator is tested with sample_weight alone)
             missing = MissingValues.from_data(X, sample_weight, y, n_classes is not None)
             inputs = missing.augment(X)
-            tree, info = fit_soft_tree(
-                inputs, y, train_weight, n_classes=n_classes, params=params, seeds=seeds
-            )
+            tree, info = fit_soft_tree(inputs, y, train_weight, params, seeds, n_classes=n_classes)
             tree = missing.fold(tree)
         self.growth_log_ = info["growth_log"]
         self.finetune_info_ = info["finetune"]

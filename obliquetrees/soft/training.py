@@ -415,7 +415,7 @@ def _encode_targets(y, n_classes, train, sw_tr):
     return R, _k.LOSS_SOFTMAX, 1, None, None
 
 
-def fit_soft_tree(X, y, sample_weight, *, n_classes, params, seeds):
+def fit_soft_tree(X, y, sample_weight, params, seeds, *, n_classes):
     """Standardise, split, grow (and optionally finetune) a soft tree.
 
     Parameters
@@ -429,10 +429,10 @@ def fit_soft_tree(X, y, sample_weight, *, n_classes, params, seeds):
     y : ndarray (n,)
         float targets (regression, ``n_classes`` None) or class indices.
     sample_weight : ndarray (n,) or None
-    n_classes : int or None
-        None for regression.
     params : SoftTreeParams
     seeds : (split seed, growth seed, finetune seed)
+    n_classes : int or None
+        None for regression.
 
     Returns
     -------

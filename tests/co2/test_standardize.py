@@ -33,7 +33,7 @@ def _params(**kw):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_standardized_rows_are_the_copys_bits(seed):
-    # numpy reference: the standardised copy fit_forest used to make
+    # numpy reference: the standardised copy fit_co2 used to make
     rng = np.random.default_rng(seed)
     X = _raw(rng)
     mean, scale = standardization(X)
@@ -119,11 +119,11 @@ def test_fit_forest_reads_the_callers_x_without_a_copy(monkeypatch):
         return grow(source, *args)
 
     monkeypatch.setattr(co2, "_grow_tree", spy)
-    trees, _ = co2.fit_forest(X, y, 3, [1, 2], _params())
+    trees, _ = co2.fit_co2(X, y, None, _params(), [1, 2], n_classes=3)
     assert len(seen) == 2 and all(s is X for s in seen)  # the caller's array itself
     # another layout is copied once, to C order, shared by the trees
     seen.clear()
-    co2.fit_forest(np.asfortranarray(X), y, 3, [1, 2], _params())
+    co2.fit_co2(np.asfortranarray(X), y, None, _params(), [1, 2], n_classes=3)
     assert seen[0] is seen[1] and seen[0].flags.c_contiguous
     np.testing.assert_array_equal(seen[0], X)
 

@@ -195,8 +195,8 @@ def test_sparse_fit_equals_dense_fit():
     X, Y, wt = _problem(rng, m=200, p=6, integer_weights=False)
     X[rng.random(X.shape) < 0.5] = 0.0
     params = _co2_params(max_depth=4, max_features=3)
-    dense, _ = co2.fit_forest(X, Y, None, [1, 2], params, sample_weight=wt)
-    sparse, _ = co2.fit_forest(sp.csr_matrix(X), Y, None, [1, 2], params, sample_weight=wt)
+    dense, _ = co2.fit_co2(X, Y, wt, params, [1, 2], n_classes=None)
+    sparse, _ = co2.fit_co2(sp.csr_matrix(X), Y, wt, params, [1, 2], n_classes=None)
     for a, b in zip(dense, sparse, strict=True):
         np.testing.assert_array_equal(a.children_left, b.children_left)
         np.testing.assert_allclose(a.value, b.value, rtol=1e-9)
