@@ -19,6 +19,7 @@ from obliquetrees.base import (
     ObliqueClassifierMixin,
     ObliqueRegressorMixin,
     class_weighted_sample_weight,
+    store_init_parameters,
 )
 from obliquetrees.hinge import _docs as docs
 from obliquetrees.hinge._size import HingeModelSize
@@ -73,43 +74,6 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
         if not is_classifier(self):
             data.update(y_mean=self._y_mean, y_scale=self._y_scale)
         return "hinge", data
-
-    def __init__(
-        self,
-        n_estimators,
-        *,
-        max_depth,
-        tree_type,
-        n_hinge_features,
-        head,
-        optimizer,
-        learning_rate,
-        batch_size,
-        max_epochs,
-        early_stopping,
-        validation_fraction,
-        n_iter_no_change,
-        warm_start,
-        n_jobs,
-        random_state,
-        verbose,
-    ):
-        self.n_estimators = n_estimators
-        self.max_depth = max_depth
-        self.tree_type = tree_type
-        self.n_hinge_features = n_hinge_features
-        self.head = head
-        self.optimizer = optimizer
-        self.learning_rate = learning_rate
-        self.batch_size = batch_size
-        self.max_epochs = max_epochs
-        self.early_stopping = early_stopping
-        self.validation_fraction = validation_fraction
-        self.n_iter_no_change = n_iter_no_change
-        self.warm_start = warm_start
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.verbose = verbose
 
     # Subclasses define _encode_targets(y, fit) (targets in the units the
     # model learns) and _n_model_outputs().
@@ -388,25 +352,7 @@ class HingeForestClassifier(ObliqueClassifierMixin, _BaseHingeForest):
         random_state=None,
         verbose=0,
     ):
-        super().__init__(
-            n_estimators,
-            max_depth=max_depth,
-            tree_type=tree_type,
-            n_hinge_features=n_hinge_features,
-            head=head,
-            optimizer=optimizer,
-            learning_rate=learning_rate,
-            batch_size=batch_size,
-            max_epochs=max_epochs,
-            early_stopping=early_stopping,
-            validation_fraction=validation_fraction,
-            n_iter_no_change=n_iter_no_change,
-            warm_start=warm_start,
-            n_jobs=n_jobs,
-            random_state=random_state,
-            verbose=verbose,
-        )
-        self.class_weight = class_weight
+        store_init_parameters(self, locals())
 
     def _training_weight(self, y, sample_weight, partial):
         if partial and isinstance(self.class_weight, str):
@@ -573,24 +519,7 @@ class HingeForestRegressor(ObliqueRegressorMixin, _BaseHingeForest):
         random_state=None,
         verbose=0,
     ):
-        super().__init__(
-            n_estimators,
-            max_depth=max_depth,
-            tree_type=tree_type,
-            n_hinge_features=n_hinge_features,
-            head=head,
-            optimizer=optimizer,
-            learning_rate=learning_rate,
-            batch_size=batch_size,
-            max_epochs=max_epochs,
-            early_stopping=early_stopping,
-            validation_fraction=validation_fraction,
-            n_iter_no_change=n_iter_no_change,
-            warm_start=warm_start,
-            n_jobs=n_jobs,
-            random_state=random_state,
-            verbose=verbose,
-        )
+        store_init_parameters(self, locals())
 
     def _n_model_outputs(self):
         return 1

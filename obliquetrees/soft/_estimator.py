@@ -21,6 +21,7 @@ from obliquetrees.base import (
     ObliqueRegressorMixin,
     class_weighted_sample_weight,
     n_threads_from_jobs,
+    store_init_parameters,
 )
 from obliquetrees.utils._docstrings import fill_doc
 from obliquetrees.utils._param_validation import Integral, Interval, Real, StrOptions, _fit_context
@@ -196,39 +197,6 @@ class _BaseSoftTree(BaseObliqueTree):
     def _prediction_form(self):
         return ("hard", {}) if self.routing == "hard" else ("soft_tree", {})
 
-    def __init__(
-        self,
-        *,
-        max_depth,
-        max_leaf_nodes,
-        validation_fraction,
-        learning_rate,
-        n_restarts,
-        max_epochs,
-        batch_size,
-        restart_selection,
-        tol,
-        routing,
-        finetune_epochs,
-        n_jobs,
-        random_state,
-        verbose,
-    ):
-        self.max_depth = max_depth
-        self.max_leaf_nodes = max_leaf_nodes
-        self.validation_fraction = validation_fraction
-        self.learning_rate = learning_rate
-        self.n_restarts = n_restarts
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.restart_selection = restart_selection
-        self.tol = tol
-        self.routing = routing
-        self.finetune_epochs = finetune_epochs
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.verbose = verbose
-
     def _training_weight(self, y, sample_weight):
         """The weights training sees: ``sample_weight`` (classifiers: times ``class_weight``)."""
         return sample_weight
@@ -354,22 +322,7 @@ class SoftTreeRegressor(ObliqueRegressorMixin, _BaseSoftTree):
         random_state=None,
         verbose=0,
     ):
-        super().__init__(
-            max_depth=max_depth,
-            max_leaf_nodes=max_leaf_nodes,
-            validation_fraction=validation_fraction,
-            learning_rate=learning_rate,
-            n_restarts=n_restarts,
-            max_epochs=max_epochs,
-            batch_size=batch_size,
-            restart_selection=restart_selection,
-            tol=tol,
-            routing=routing,
-            finetune_epochs=finetune_epochs,
-            n_jobs=n_jobs,
-            random_state=random_state,
-            verbose=verbose,
-        )
+        store_init_parameters(self, locals())
 
     def _predict_output(self, X):
         if self.routing == "hard":
@@ -473,23 +426,7 @@ class SoftTreeClassifier(ObliqueClassifierMixin, _BaseSoftTree):
         random_state=None,
         verbose=0,
     ):
-        super().__init__(
-            max_depth=max_depth,
-            max_leaf_nodes=max_leaf_nodes,
-            validation_fraction=validation_fraction,
-            learning_rate=learning_rate,
-            n_restarts=n_restarts,
-            max_epochs=max_epochs,
-            batch_size=batch_size,
-            restart_selection=restart_selection,
-            tol=tol,
-            routing=routing,
-            finetune_epochs=finetune_epochs,
-            n_jobs=n_jobs,
-            random_state=random_state,
-            verbose=verbose,
-        )
-        self.class_weight = class_weight
+        store_init_parameters(self, locals())
 
     def _training_weight(self, y, sample_weight):
         return class_weighted_sample_weight(self.class_weight, self.classes_, y, sample_weight)
