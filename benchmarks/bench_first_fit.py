@@ -30,18 +30,12 @@ import time
 from pathlib import Path
 
 from benchmarks.common import write_results
+from benchmarks.estimators import public_estimators
 
 ROOT = Path(__file__).resolve().parents[1]
 
-ESTIMATORS = [
-    "obliquetrees.CO2ForestClassifier",
-    "obliquetrees.CO2ForestRegressor",
-    "obliquetrees.E2EDTClassifier",
-    "obliquetrees.E2EDTRegressor",
-    "obliquetrees.HingeForestClassifier",
-    "obliquetrees.HingeForestRegressor",
-    "obliquetrees.SoftTreeClassifier",
-    "obliquetrees.SoftTreeRegressor",
+#: Every public estimator (from the registry), then scikit-learn's forests.
+ESTIMATORS = [f"obliquetrees.{name}" for name in public_estimators()] + [
     "sklearn.ensemble.RandomForestClassifier",
     "sklearn.ensemble.ExtraTreesClassifier",
     "sklearn.ensemble.RandomForestRegressor",

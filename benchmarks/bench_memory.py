@@ -32,13 +32,27 @@ import subprocess
 import sys
 
 from benchmarks.common import ROOT, write_results
+from benchmarks.estimators import accepts, every_estimator, public_estimators
 
-#: Forest estimators and the parameters of the memory runs (trees vary).
-CONFIGS = {
+#: Forest classifiers and the parameters of the memory runs (trees vary).
+SETTINGS = {
     "CO2ForestClassifier": dict(n_jobs=2),
     "E2EDTClassifier": dict(max_depth=6, max_epochs=2, finetune_epochs=2, max_features=8, n_jobs=2),
     "HingeForestClassifier": dict(max_epochs=2, n_jobs=2),
 }
+
+
+def configs():
+    """Every public forest classifier (it has ``n_estimators``) and its parameters.
+
+    Those :data:`SETTINGS` lacks run at their defaults, with ``n_jobs=2`` where accepted.
+    """
+    forests = [n for n in public_estimators("Classifier") if accepts(n, "n_estimators")]
+    settings = every_estimator(
+        SETTINGS, "Classifier", default=lambda n: dict(n_jobs=2) if accepts(n, "n_jobs") else {}
+    )
+    return {name: params for name, params in settings.items() if name in forests}
+
 
 CHILD = """
 import json, pickle, resource, sys, time
@@ -206,7 +220,7 @@ def measure(name, n_estimators, params, rows):
 
 def add_arguments(parser):
     """The arguments of ``python -m benchmarks memory``."""
-    parser.add_argument("--estimator", action="append", choices=sorted(CONFIGS))
+    parser.add_argument("--estimator", action="append", choices=sorted(configs()))
     parser.add_argument(
         "--rows",
         type=int,
@@ -229,11 +243,12 @@ def main(args):
         return main_scale(args)
     rows_list = args.rows or [15000]
     table, checks = [], []
-    for name in args.estimator or sorted(CONFIGS):
+    params = configs()
+    for name in args.estimator or sorted(params):
         for rows in rows_list:
             results = {}
             for n in (10, 100):
-                r = measure(name, n, CONFIGS[name], rows)
+                r = measure(name, n, params[name], rows)
                 results[n] = r
                 table.append(
                     {
@@ -267,7 +282,7 @@ def main(args):
     notes = (
         "Peak RSS is the whole process (Python, numpy, scikit-learn, numba and its "
         "compiled kernels included). Size of the 90 extra trees = pickle(100) - pickle(10). "
-        "Parameters per estimator: " + json.dumps(CONFIGS) + " (few epochs: memory, not accuracy)."
+        "Parameters per estimator: " + json.dumps(params) + " (few epochs: memory, not accuracy)."
     )
     write_results(
         "memory.md",

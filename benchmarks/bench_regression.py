@@ -72,6 +72,7 @@ from threadpoolctl import threadpool_limits
 import obliquetrees
 from benchmarks.common import load_average, locked, provenance, write_results
 from benchmarks.datasets import train_test
+from benchmarks.estimators import public_estimators
 
 DATASETS = [
     "california_housing",
@@ -90,7 +91,7 @@ QUICK_SEEDS = 2
 CV_DEPTHS = [*range(2, 13), None]
 WARMUP_ROWS = 200
 
-#: key -> (column label, source: "obliquetrees" or a class, keyword arguments)
+#: key -> (column label, source: an obliquetrees name or a class, keyword arguments)
 ESTIMATORS = {
     "co2": ("CO2ForestRegressor(30)", "CO2ForestRegressor", dict(n_estimators=30)),
     "e2edt6": ("E2EDTRegressor(max_depth=6)", "E2EDTRegressor", dict(max_depth=6)),
@@ -103,6 +104,12 @@ ESTIMATORS = {
     "soft": ("SoftTreeRegressor()", "SoftTreeRegressor", {}),
     "hinge": ("HingeForestRegressor()", "HingeForestRegressor", {}),
 }
+# every public regressor the table lacks, at its defaults (key: its name in lower case)
+ESTIMATORS.update(
+    (name.lower(), (f"{name}()", name, {}))
+    for name in public_estimators("Regressor")
+    if name not in {source for _, source, _ in ESTIMATORS.values()}
+)
 #: (ours, reference) pairs of the issue's acceptance
 ACCEPTANCE = [("co2", "rf"), ("e2edt6", "dt6")]
 NOT_AVAILABLE = "not available in this version"

@@ -49,6 +49,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import read_runs, results_path, run_python, write_results
+from benchmarks.estimators import accepts, every_estimator_labelled
 
 SIZES = [10_000, 30_000, 100_000, 300_000, 1_000_000]
 DATA = [f"synthetic-{n}" for n in SIZES] + ["fashion_mnist", "connect4"]
@@ -56,31 +57,45 @@ TEST_ROWS = 10_000
 #: Rows of the warm-up fit of ``--warm-up`` (enough for every class of the synthetic sets).
 WARM_UP_ROWS = 500
 
-#: label -> (dotted class, keyword arguments)
-ESTIMATORS = {
-    "CO2(30)": ("obliquetrees.CO2ForestClassifier", dict(n_estimators=30, n_jobs=2)),
-    "Hinge()": ("obliquetrees.HingeForestClassifier", dict(n_jobs=2)),
-    "E2EDT(10 trees, depth 10)": (
-        "obliquetrees.E2EDTClassifier",
-        dict(n_estimators=10, max_depth=10, n_jobs=2),
-    ),
-    # the opt-in harder pruning above the row budget (not the default: the Notes), with
-    # the paper's finetune schedule, as its stored rows were measured
-    "E2EDT(10 trees, depth 10, auto)": (
-        "obliquetrees.E2EDTClassifier",
-        dict(n_estimators=10, max_depth=10, n_jobs=2, prune_threshold="auto", finetune_epochs=None),
-    ),
-    "E2EDT(depth 6)": ("obliquetrees.E2EDTClassifier", dict(max_depth=6)),
-    "SoftTree()": ("obliquetrees.SoftTreeClassifier", dict(n_jobs=2)),
-    "RF(30)": ("sklearn.ensemble.RandomForestClassifier", dict(n_estimators=30, n_jobs=2)),
-    "RF(10)": ("sklearn.ensemble.RandomForestClassifier", dict(n_estimators=10, n_jobs=2)),
-    "ExtraTrees(30)": ("sklearn.ensemble.ExtraTreesClassifier", dict(n_estimators=30, n_jobs=2)),
-    "HGB()": ("sklearn.ensemble.HistGradientBoostingClassifier", dict()),
-    "treeple ORF(30)": (
-        "treeple.ObliqueRandomForestClassifier",
-        dict(n_estimators=30, n_jobs=2),
-    ),
-}
+#: label -> (dotted class, keyword arguments); a public classifier not listed is added at its
+#: defaults with n_jobs=2 (``every_estimator_labelled``)
+ESTIMATORS = every_estimator_labelled(
+    {
+        "CO2(30)": ("obliquetrees.CO2ForestClassifier", dict(n_estimators=30, n_jobs=2)),
+        "Hinge()": ("obliquetrees.HingeForestClassifier", dict(n_jobs=2)),
+        "E2EDT(10 trees, depth 10)": (
+            "obliquetrees.E2EDTClassifier",
+            dict(n_estimators=10, max_depth=10, n_jobs=2),
+        ),
+        # the opt-in harder pruning above the row budget (not the default: the Notes), with
+        # the paper's finetune schedule, as its stored rows were measured
+        "E2EDT(10 trees, depth 10, auto)": (
+            "obliquetrees.E2EDTClassifier",
+            dict(
+                n_estimators=10,
+                max_depth=10,
+                n_jobs=2,
+                prune_threshold="auto",
+                finetune_epochs=None,
+            ),
+        ),
+        "E2EDT(depth 6)": ("obliquetrees.E2EDTClassifier", dict(max_depth=6)),
+        "SoftTree()": ("obliquetrees.SoftTreeClassifier", dict(n_jobs=2)),
+        "RF(30)": ("sklearn.ensemble.RandomForestClassifier", dict(n_estimators=30, n_jobs=2)),
+        "RF(10)": ("sklearn.ensemble.RandomForestClassifier", dict(n_estimators=10, n_jobs=2)),
+        "ExtraTrees(30)": (
+            "sklearn.ensemble.ExtraTreesClassifier",
+            dict(n_estimators=30, n_jobs=2),
+        ),
+        "HGB()": ("sklearn.ensemble.HistGradientBoostingClassifier", dict()),
+        "treeple ORF(30)": (
+            "treeple.ObliqueRandomForestClassifier",
+            dict(n_estimators=30, n_jobs=2),
+        ),
+    },
+    "Classifier",
+    default=lambda name: dict(n_jobs=2) if accepts(name, "n_jobs") else {},
+)
 
 #: issue 17's comparisons: estimator -> the RandomForest it must match at 100k x 40
 REFERENCES = {

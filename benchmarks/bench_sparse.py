@@ -47,14 +47,14 @@ import scipy.sparse as sp
 
 from benchmarks.common import write_results
 from benchmarks.datasets import train_test
+from benchmarks.estimators import every_estimator
 
 DATASETS = ["connect4", "fashion_mnist", "synthetic"]
-OURS = ["CO2ForestClassifier", "E2EDTClassifier", "SoftTreeClassifier", "HingeForestClassifier"]
 SKLEARN = ["RandomForestClassifier", "ExtraTreesClassifier"]
 #: synthetic data: (train rows, test rows, columns, density); --quick scales it down
 SYNTHETIC = (200_000, 50_000, 100_000, 0.0005)
 SYNTHETIC_QUICK = (5_000, 1_000, 10_000, 0.0005)
-#: fixed settings per estimator on the real data sets and on the synthetic one
+#: fixed settings per estimator on the real data sets and on the synthetic one (completed below)
 SETTINGS = {
     "real": {
         "CO2ForestClassifier": dict(n_estimators=10, n_jobs=2),
@@ -81,6 +81,17 @@ QUICK_SETTINGS = {
     "RandomForestClassifier": dict(n_estimators=2, max_depth=8, n_jobs=2),
     "ExtraTreesClassifier": dict(n_estimators=2, max_depth=8, n_jobs=2),
 }
+
+
+def _every_classifier(settings):
+    """``settings`` with every public classifier (those it lacks: defaults), then the peers."""
+    ours = every_estimator({k: v for k, v in settings.items() if k not in SKLEARN}, "Classifier")
+    return {**ours, **{name: settings[name] for name in SKLEARN}}
+
+
+SETTINGS = {kind: _every_classifier(settings) for kind, settings in SETTINGS.items()}
+QUICK_SETTINGS = _every_classifier(QUICK_SETTINGS)
+OURS = [name for name in QUICK_SETTINGS if name not in SKLEARN]
 WARMUP_ROWS = 300
 
 

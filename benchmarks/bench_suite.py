@@ -55,43 +55,52 @@ from benchmarks.common import (
     write_results,
 )
 from benchmarks.datasets import DATA_DIR, load
+from benchmarks.estimators import every_estimator_labelled
 
 N_RUNS = 5
 TEST_SIZE = 0.25
 
-#: label -> (dotted class, keyword arguments), per task
-CLASSIFIERS = {
-    "CO2(30)": ("obliquetrees.CO2ForestClassifier", dict(n_estimators=30)),
-    "CO2(100)": ("obliquetrees.CO2ForestClassifier", dict(n_estimators=100)),
-    "Hinge(30)": ("obliquetrees.HingeForestClassifier", dict(n_estimators=30)),
-    "Hinge()": ("obliquetrees.HingeForestClassifier", dict()),
-    "E2EDT()": ("obliquetrees.E2EDTClassifier", dict()),
-    "SoftTree()": ("obliquetrees.SoftTreeClassifier", dict()),
-    "RF(30)": ("sklearn.ensemble.RandomForestClassifier", dict(n_estimators=30)),
-    "RF(100)": ("sklearn.ensemble.RandomForestClassifier", dict(n_estimators=100)),
-    "ET(30)": ("sklearn.ensemble.ExtraTreesClassifier", dict(n_estimators=30)),
-    "ET(100)": ("sklearn.ensemble.ExtraTreesClassifier", dict(n_estimators=100)),
-    "HGB()": ("sklearn.ensemble.HistGradientBoostingClassifier", dict()),
-    "DT()": ("sklearn.tree.DecisionTreeClassifier", dict()),
-    "treeple ORF(100)": ("treeple.ObliqueRandomForestClassifier", dict(n_estimators=100)),
-}
-REGRESSORS = {
-    "CO2(30)": ("obliquetrees.CO2ForestRegressor", dict(n_estimators=30)),
-    "CO2(100)": ("obliquetrees.CO2ForestRegressor", dict(n_estimators=100)),
-    "Hinge(30)": ("obliquetrees.HingeForestRegressor", dict(n_estimators=30)),
-    "Hinge()": ("obliquetrees.HingeForestRegressor", dict()),
-    "E2EDT()": ("obliquetrees.E2EDTRegressor", dict()),
-    "SoftTree()": ("obliquetrees.SoftTreeRegressor", dict()),
-    "RF(30)": ("sklearn.ensemble.RandomForestRegressor", dict(n_estimators=30)),
-    "RF(100)": ("sklearn.ensemble.RandomForestRegressor", dict(n_estimators=100)),
-    "ET(30)": ("sklearn.ensemble.ExtraTreesRegressor", dict(n_estimators=30)),
-    "ET(100)": ("sklearn.ensemble.ExtraTreesRegressor", dict(n_estimators=100)),
-    "HGB()": ("sklearn.ensemble.HistGradientBoostingRegressor", dict()),
-    "DT()": ("sklearn.tree.DecisionTreeRegressor", dict()),
-    "treeple ORF(100)": ("treeple.ObliqueRandomForestRegressor", dict(n_estimators=100)),
-}
-OURS = ["CO2(30)", "CO2(100)", "Hinge(30)", "Hinge()", "E2EDT()", "SoftTree()"]
-PEERS = ["RF(30)", "RF(100)", "ET(30)", "ET(100)", "HGB()", "DT()", "treeple ORF(100)"]
+#: label -> (dotted class, keyword arguments), per task; a public estimator not listed is
+#: added at its defaults (``every_estimator_labelled``)
+CLASSIFIERS = every_estimator_labelled(
+    {
+        "CO2(30)": ("obliquetrees.CO2ForestClassifier", dict(n_estimators=30)),
+        "CO2(100)": ("obliquetrees.CO2ForestClassifier", dict(n_estimators=100)),
+        "Hinge(30)": ("obliquetrees.HingeForestClassifier", dict(n_estimators=30)),
+        "Hinge()": ("obliquetrees.HingeForestClassifier", dict()),
+        "E2EDT()": ("obliquetrees.E2EDTClassifier", dict()),
+        "SoftTree()": ("obliquetrees.SoftTreeClassifier", dict()),
+        "RF(30)": ("sklearn.ensemble.RandomForestClassifier", dict(n_estimators=30)),
+        "RF(100)": ("sklearn.ensemble.RandomForestClassifier", dict(n_estimators=100)),
+        "ET(30)": ("sklearn.ensemble.ExtraTreesClassifier", dict(n_estimators=30)),
+        "ET(100)": ("sklearn.ensemble.ExtraTreesClassifier", dict(n_estimators=100)),
+        "HGB()": ("sklearn.ensemble.HistGradientBoostingClassifier", dict()),
+        "DT()": ("sklearn.tree.DecisionTreeClassifier", dict()),
+        "treeple ORF(100)": ("treeple.ObliqueRandomForestClassifier", dict(n_estimators=100)),
+    },
+    "Classifier",
+)
+REGRESSORS = every_estimator_labelled(
+    {
+        "CO2(30)": ("obliquetrees.CO2ForestRegressor", dict(n_estimators=30)),
+        "CO2(100)": ("obliquetrees.CO2ForestRegressor", dict(n_estimators=100)),
+        "Hinge(30)": ("obliquetrees.HingeForestRegressor", dict(n_estimators=30)),
+        "Hinge()": ("obliquetrees.HingeForestRegressor", dict()),
+        "E2EDT()": ("obliquetrees.E2EDTRegressor", dict()),
+        "SoftTree()": ("obliquetrees.SoftTreeRegressor", dict()),
+        "RF(30)": ("sklearn.ensemble.RandomForestRegressor", dict(n_estimators=30)),
+        "RF(100)": ("sklearn.ensemble.RandomForestRegressor", dict(n_estimators=100)),
+        "ET(30)": ("sklearn.ensemble.ExtraTreesRegressor", dict(n_estimators=30)),
+        "ET(100)": ("sklearn.ensemble.ExtraTreesRegressor", dict(n_estimators=100)),
+        "HGB()": ("sklearn.ensemble.HistGradientBoostingRegressor", dict()),
+        "DT()": ("sklearn.tree.DecisionTreeRegressor", dict()),
+        "treeple ORF(100)": ("treeple.ObliqueRandomForestRegressor", dict(n_estimators=100)),
+    },
+    "Regressor",
+)
+_LABELS = {label: spec[0] for table in (CLASSIFIERS, REGRESSORS) for label, spec in table.items()}
+OURS = [label for label, dotted in _LABELS.items() if dotted.startswith("obliquetrees.")]
+PEERS = [label for label in _LABELS if label not in OURS]
 REFERENCE = "RF(30)"
 
 #: One (data set, estimator) pair, all runs; prints one json line per run.
