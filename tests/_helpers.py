@@ -1,9 +1,22 @@
-"""Test scaffolding shared by the method folders: sparse data, memory peaks."""
+"""Test scaffolding shared by the method folders: tree array names, sparse data, memory peaks."""
 
 import tracemalloc
 
 import numpy as np
 import scipy.sparse as sp
+
+#: The per-node arrays of an ObliqueTree that its predictions read.
+TREE_MODEL_ARRAYS = (
+    "children_left",
+    "children_right",
+    "weight_indptr",
+    "weight_index",
+    "weight_value",
+    "bias",
+    "value",
+)
+#: Every per-node array of an ObliqueTree: the model and its training statistics.
+TREE_ARRAYS = (*TREE_MODEL_ARRAYS, "n_node_samples", "depth")
 
 
 def sparse_linear_problem(n, d, density, seed):
