@@ -13,14 +13,6 @@ from obliquetrees.utils.seeds import draw_seeds
 FAST = dict(max_depth=3, max_epochs=5, learning_rate=0.02, random_state=0)
 
 
-@pytest.fixture(scope="module")
-def blobs():
-    X, y = make_classification(
-        n_samples=400, n_features=8, n_informative=5, n_classes=3, random_state=0
-    )
-    return X * np.arange(1, 9) * 10 + 5, y  # badly scaled on purpose
-
-
 def test_fit_predict_single_tree(blobs):
     X, y = blobs
     clf = E2EDTClassifier(**FAST).fit(X, y)
