@@ -1,10 +1,12 @@
-"""Shared fixtures: the benchmark data sets and random-number generators."""
+"""Shared fixtures: the benchmark data sets, a badly scaled classification problem and
+random-number generators."""
 
 import os
 from pathlib import Path
 
 import numpy as np
 import pytest
+from sklearn.datasets import make_classification
 
 #: ../shared/data beside the repository, as on the developers' machines and CI;
 #: OBLIQUETREES_DATA overrides it.
@@ -26,6 +28,15 @@ def load_shared(name):
 def shared_data():
     """``shared_data(name)`` loads ``../shared/data/<name>.npz`` or skips."""
     return load_shared
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    """Three classes in eight badly scaled features (400 rows): ``X, y``."""
+    X, y = make_classification(
+        n_samples=400, n_features=8, n_informative=5, n_classes=3, random_state=0
+    )
+    return X * np.arange(1, 9) * 10 + 5, y  # badly scaled on purpose
 
 
 @pytest.fixture

@@ -720,15 +720,12 @@ def e2edt_log_path_probs(A, gamma, left, right, split_col):
     return out
 
 
-def e2edt_e_step(A, gamma, left, right, split_col, pi, y, sw):
-    """Responsibilities (n, L) (eq. 10), leaf statistics (L, K), weighted log-likelihood."""
+def _e2edt_normalise(terms, impossible, pi, y, sw):
+    """Responsibilities, leaf statistics and weighted log-likelihood from the (n, L)
+    log joint ``terms`` of each sample and leaf; ``impossible`` rows (no leaf can
+    produce their label) make the log-likelihood -inf when they weigh anything."""
     from scipy.special import logsumexp
 
-    log_mu = e2edt_log_path_probs(A, gamma, left, right, split_col)
-    with np.errstate(divide="ignore"):
-        terms = np.log(pi[:, y].T) + log_mu
-    impossible = np.all(np.isneginf(terms), axis=1)
-    terms[impossible] = log_mu[impossible]
     norm = logsumexp(terms, axis=1)
     h = np.exp(terms - norm[:, None])
     counts = np.zeros(pi.shape)
@@ -736,6 +733,17 @@ def e2edt_e_step(A, gamma, left, right, split_col, pi, y, sw):
         counts[:, k] = (sw[y == k, None] * h[y == k]).sum(axis=0)
     loglik = -np.inf if np.any(impossible & (sw > 0)) else float(sw @ norm)
     return h, counts, loglik
+
+
+def e2edt_e_step(A, gamma, left, right, split_col, pi, y, sw):
+    """Responsibilities (n, L) (eq. 10), leaf statistics (L, K), weighted log-likelihood."""
+
+    log_mu = e2edt_log_path_probs(A, gamma, left, right, split_col)
+    with np.errstate(divide="ignore"):
+        terms = np.log(pi[:, y].T) + log_mu
+    impossible = np.all(np.isneginf(terms), axis=1)
+    terms[impossible] = log_mu[impossible]
+    return _e2edt_normalise(terms, impossible, pi, y, sw)
 
 
 def e2edt_pruned_e_step(X, W, b, gamma, left, right, split_col, pi, y, sw, eps):
@@ -747,7 +755,6 @@ def e2edt_pruned_e_step(X, W, b, gamma, left, right, split_col, pi, y, sw, eps):
     also the leaf statistics, the weighted log-likelihood over the kept leaves
     and the kept mask.
     """
-    from scipy.special import logsumexp
 
     A = X @ W.T + b
     log_mu = e2edt_log_path_probs(A, gamma, left, right, split_col)
@@ -763,13 +770,7 @@ def e2edt_pruned_e_step(X, W, b, gamma, left, right, split_col, pi, y, sw, eps):
         terms = np.where(kept, np.log(pi[:, y].T) + log_mu, -np.inf)
     impossible = np.all(np.isneginf(terms), axis=1)
     terms[impossible] = np.where(kept, log_mu, -np.inf)[impossible]
-    norm = logsumexp(terms, axis=1)
-    h = np.exp(terms - norm[:, None])
-    counts = np.zeros(pi.shape)
-    for k in range(pi.shape[1]):
-        counts[:, k] = (sw[y == k, None] * h[y == k]).sum(axis=0)
-    loglik = -np.inf if np.any(impossible & (sw > 0)) else float(sw @ norm)
-    return h, counts, loglik, kept
+    return (*_e2edt_normalise(terms, impossible, pi, y, sw), kept)
 
 
 def e2edt_leaf_m_step(counts, pi):

@@ -23,6 +23,16 @@ def discover_estimators():
     return [load(name) for name in ESTIMATORS]
 
 
+#: Fast settings of both hinge forests, the classifier and the regressor.
+_HINGE_FAST = dict(
+    n_estimators=5,
+    max_depth=3,
+    n_hinge_features=8,
+    learning_rate=0.05,
+    max_epochs=20,
+    random_state=0,
+)
+
 #: Small, fast constructor arguments per estimator class name.
 FAST_PARAMS = {
     "CO2ForestClassifier": dict(n_estimators=5, max_cccp_iter=5),
@@ -30,22 +40,8 @@ FAST_PARAMS = {
     # tiny data give few Adam steps per epoch: a larger step than the paper's 0.001
     "E2EDTClassifier": dict(max_depth=4, max_epochs=5, learning_rate=0.05),
     "E2EDTRegressor": dict(max_depth=4, max_epochs=5, learning_rate=0.05),
-    "HingeForestClassifier": dict(
-        n_estimators=5,
-        max_depth=3,
-        n_hinge_features=8,
-        learning_rate=0.05,
-        max_epochs=20,
-        random_state=0,
-    ),
-    "HingeForestRegressor": dict(
-        n_estimators=5,
-        max_depth=3,
-        n_hinge_features=8,
-        learning_rate=0.05,
-        max_epochs=20,
-        random_state=0,
-    ),
+    "HingeForestClassifier": _HINGE_FAST,
+    "HingeForestRegressor": _HINGE_FAST,
     # only 3 restarts on tiny data: start below the paper's 5.0 (meant for 10 halvings)
     "SoftTreeClassifier": dict(n_restarts=3, max_epochs=10, learning_rate=0.5, random_state=0),
     "SoftTreeRegressor": dict(n_restarts=3, max_epochs=10, learning_rate=0.5, random_state=0),

@@ -9,6 +9,7 @@ import pytest
 from sklearn.base import is_classifier
 from sklearn.datasets import make_classification, make_regression
 
+from tests._helpers import TREE_MODEL_ARRAYS
 from tests.test_common import FAST_PARAMS, discover_estimators
 
 PARALLEL = [cls for cls in discover_estimators() if "n_jobs" in cls().get_params()]
@@ -36,19 +37,7 @@ def _data(cls):
 def _state(model, X):
     """Every fitted array and the predictions, as bytes."""
     trees = model.trees_ if hasattr(model, "trees_") else [model.tree_]
-    arrays = [
-        getattr(t, name).tobytes()
-        for t in trees
-        for name in (
-            "children_left",
-            "children_right",
-            "weight_indptr",
-            "weight_index",
-            "weight_value",
-            "bias",
-            "value",
-        )
-    ]
+    arrays = [getattr(t, name).tobytes() for t in trees for name in TREE_MODEL_ARRAYS]
     output = model.predict_proba(X) if hasattr(model, "predict_proba") else model.predict(X)
     return arrays, output.tobytes()
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tests._helpers import TREE_ARRAYS
+
 #: Every kind of model a user can pickle: each public estimator, converted
 #: scikit-learn models, a fine-tuned forest and decision machines (CSR and dense S).
 MODEL_NAMES = (
@@ -257,17 +259,7 @@ def corruptible_arrays(model):
             )
         ] + [(model.B, n) for n in ("indptr", "indices", "data")]
     c = container(model)
-    names = [
-        "children_left",
-        "children_right",
-        "weight_indptr",
-        "weight_index",
-        "weight_value",
-        "bias",
-        "value",
-        "n_node_samples",
-        "depth",
-    ]
+    names = list(TREE_ARRAYS)
     if hasattr(c, "node_offset"):
         names += ["node_offset", "weight_offset"]
     found = [(c, n) for n in names]

@@ -54,14 +54,7 @@ FAILURES = [ValueError("boom"), KeyboardInterrupt()]
 
 #: warm start adds trees (the others continue training the same ones)
 BAGGED = {"CO2ForestClassifier", "CO2ForestRegressor", "E2EDTClassifier", "E2EDTRegressor"}
-WARM = {
-    "CO2ForestClassifier",
-    "CO2ForestRegressor",
-    "E2EDTClassifier",
-    "E2EDTRegressor",
-    "HingeForestClassifier",
-    "HingeForestRegressor",
-}
+WARM = BAGGED | {"HingeForestClassifier", "HingeForestRegressor"}
 
 
 def _data(n_features=6, n_classes=3, seed=0):

@@ -20,14 +20,6 @@ def iris():
     return load_iris(return_X_y=True)
 
 
-@pytest.fixture(scope="module")
-def blobs():
-    X, y = make_classification(
-        n_samples=400, n_features=8, n_informative=5, n_classes=3, random_state=0
-    )
-    return X * np.arange(1, 9) * 10 + 5, y  # badly scaled on purpose
-
-
 def test_fit_predict_iris(iris):
     X, y = iris
     clf = CO2ForestClassifier(**FAST).fit(X, y)

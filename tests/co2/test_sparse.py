@@ -7,13 +7,12 @@ data and weights equal up to rounding (``rtol=1e-6``), and that X is never
 densified.
 """
 
-import tracemalloc
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 from obliquetrees import CO2ForestClassifier
+from tests._helpers import fit_peak_memory
 
 pytest.importorskip("numba")
 
@@ -127,11 +126,5 @@ def test_sparse_fit_does_not_densify():
     X = sp.random(n, d, density=0.001, format="csr", random_state=np.random.default_rng(0))
     y = (X @ np.random.RandomState(0).randn(d) > 0).astype(np.int64)
     clf = CO2ForestClassifier(n_estimators=1, max_depth=3, random_state=0)
-    clf.fit(X[:200], y[:200])  # compile outside the measurement
-    tracemalloc.start()
-    try:
-        clf.fit(X, y)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    peak = fit_peak_memory(clf, X, y)
     assert peak < n * d * 8 / 20, peak  # below 160 MB, far from 3.2 GB

@@ -178,6 +178,24 @@ def descend_gradient(X, y, wt, rows, w, b, t0, t1, signs, zs=None):
     return gw, -vb, g0, g1, run
 
 
+def assert_gradient_is_finite_differences(X, y, wt, rows, w, b, t0, t1, signs):
+    """:func:`descend_gradient` on ``rows`` is the central differences of the CCCP
+    objective (Eq. 11, ``ref.co2_cccp_objective``) over all of ``X``: step 1e-6,
+    ``rtol=1e-5``, ``atol=1e-7``."""
+    gw, gb, g0, g1, _ = descend_gradient(X, y, wt, rows, w, b, t0, t1, signs)
+    theta = np.concatenate([w, [b], t0, t1])
+    p, q = X.shape[1], X.shape[1] + 1 + t0.size  # theta: w | b | theta0 | theta1
+
+    def f(v):
+        return ref.co2_cccp_objective(X, y, wt, v[:p], v[p], v[p + 1 : q], v[q:], signs)
+
+    eps = 1e-6
+    num = np.array(
+        [(f(theta + eps * e) - f(theta - eps * e)) / (2 * eps) for e in np.eye(theta.size)]
+    )
+    np.testing.assert_allclose(num, np.concatenate([gw, [gb], g0, g1]), rtol=1e-5, atol=1e-7)
+
+
 def _row_dot_python(w, x, b):
     """``b + w . x`` with partial sums over ``j mod 4``, in plain Python (the kernel's order)."""
     s = [0.0, 0.0, 0.0, 0.0]
@@ -238,18 +256,7 @@ def test_minibatch_gradient_finite_differences(seed):
     w, b, t0, t1 = _params(rng, X.shape[1], 4)
     signs = np.where(rng.random(X.shape[0]) < 0.5, 1.0, -1.0)
     rows = np.arange(X.shape[0], dtype=np.int64)
-    gw, gb, g0, g1, _ = descend_gradient(X, y, wt, rows, w, b, t0, t1, signs)
-    theta = np.concatenate([w, [b], t0, t1])
-    p = X.shape[1]
-
-    def f(v):
-        return ref.co2_cccp_objective(X, y, wt, v[:p], v[p], v[p + 1 : p + 5], v[p + 5 :], signs)
-
-    eps = 1e-6
-    num = np.array(
-        [(f(theta + eps * e) - f(theta - eps * e)) / (2 * eps) for e in np.eye(theta.size)]
-    )
-    np.testing.assert_allclose(num, np.concatenate([gw, [gb], g0, g1]), rtol=1e-5, atol=1e-7)
+    assert_gradient_is_finite_differences(X, y, wt, rows, w, b, t0, t1, signs)
 
 
 # ------------------------------------------------------------------ CCCP
@@ -262,6 +269,31 @@ def _cccp_inputs(seed, m=150):
     w[f] = 1.0
     t0, t1 = A.init_theta(X, y, wt, m, f, thr, 4, 1.0)
     return X, y, wt, w, -thr, t0, t1
+
+
+def assert_cccp_matches_reference(X, y, wt, w, b, t0, t1, *, nu, seed):
+    """Six CCCP iterations (two epochs of minibatches of 32, step 0.03, tol 1e-4) of the
+    kernel and of ``ref.co2_cccp`` from the same start: the same surrogate history
+    (``rtol=1e-9``) and parameters (``rtol=1e-8``, ``atol=1e-10``). Returns the kernel's
+    ``w``, ``b`` and surrogate history."""
+    params = _co2_params(
+        nu=nu, learning_rate=0.03, batch_size=32, cccp_epochs=2, max_cccp_iter=6, tol=1e-4
+    ).kernel_args()
+    kw, kt0, kt1 = w.copy(), t0.copy(), t1.copy()
+    history = np.empty(params.max_cccp_iter + 1)
+    # the kernel reorders its rows in place: it gets copies, the reference the originals
+    kb, _, n_hist = K.cccp(
+        X.copy(), y.copy(), wt.copy(), X.shape[0], kw, b, kt0, kt1, params, _state(seed), history
+    )
+    rw, rb, rt0, rt1, rhist = ref.co2_cccp(X, y, wt, w, b, t0, t1, params, ref.Co2Rng(seed))
+    np.testing.assert_allclose(history[:n_hist], rhist, rtol=1e-9)
+    np.testing.assert_allclose(
+        np.concatenate([kw, [kb], kt0, kt1]),
+        np.concatenate([rw, [rb], rt0, rt1]),
+        rtol=1e-8,
+        atol=1e-10,
+    )
+    return kw, kb, history[:n_hist]
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -283,24 +315,7 @@ def test_partition_change_count_and_settled_test_match_numpy(seed):
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("nu", [0.5, 10.0])
 def test_cccp_matches_reference(seed, nu):
-    X, y, wt, w, b, t0, t1 = _cccp_inputs(seed)
-    params = _co2_params(
-        nu=nu, learning_rate=0.03, batch_size=32, cccp_epochs=2, max_cccp_iter=6, tol=1e-4
-    ).kernel_args()
-    kw, kt0, kt1 = w.copy(), t0.copy(), t1.copy()
-    history = np.empty(params.max_cccp_iter + 1)
-    # the kernel reorders its rows in place: it gets copies, the reference the originals
-    kb, n_iter, n_hist = K.cccp(
-        X.copy(), y.copy(), wt.copy(), X.shape[0], kw, b, kt0, kt1, params, _state(seed), history
-    )
-    rw, rb, rt0, rt1, rhist = ref.co2_cccp(X, y, wt, w, b, t0, t1, params, ref.Co2Rng(seed))
-    np.testing.assert_allclose(history[:n_hist], rhist, rtol=1e-9)
-    np.testing.assert_allclose(
-        np.concatenate([kw, [kb], kt0, kt1]),
-        np.concatenate([rw, [rb], rt0, rt1]),
-        rtol=1e-8,
-        atol=1e-10,
-    )
+    kw, kb, _ = assert_cccp_matches_reference(*_cccp_inputs(seed), nu=nu, seed=seed)
     assert kw @ kw + kb * kb <= nu * (1 + 1e-12)
 
 

@@ -18,23 +18,14 @@ from obliquetrees._core.tree import (
     standardization,
 )
 from tests import reference
+from tests._helpers import TREE_ARRAYS
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def assert_tree_equal(a, b):
     """Every array and scalar of two trees is identical."""
-    for name in (
-        "children_left",
-        "children_right",
-        "weight_indptr",
-        "weight_index",
-        "weight_value",
-        "bias",
-        "value",
-        "n_node_samples",
-        "depth",
-    ):
+    for name in TREE_ARRAYS:
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
     assert a.n_features == b.n_features
 

@@ -11,7 +11,7 @@ import pytest
 
 from obliquetrees.e2edt import _pruned_kernels as PK
 from tests import reference as ref
-from tests.e2edt.test_training import _kernel_layout
+from tests.e2edt.test_training import _NO_SUBSETS, _kernel_layout, feature_subsets
 
 
 def _visit_order_reference(split_col, left, right):
@@ -66,14 +66,7 @@ def _problem(seed, n, p, dtype, subsets, regression, max_depth=7):
     n_splits, n_leaves = int((left >= 0).sum()), int((left < 0).sum())
     X = rng.normal(size=(n, p)).astype(dtype)
     W = rng.normal(scale=1.0, size=(n_splits, p))
-    if subsets:
-        mask = rng.random((n_splits, p)) < 0.6
-        mask[np.arange(n_splits), rng.integers(0, p, n_splits)] = True
-        W *= mask
-        fp = np.concatenate([[0], np.cumsum(mask.sum(axis=1))]).astype(np.int64)
-        fi = np.nonzero(mask)[1].astype(np.int64)
-    else:
-        fp = fi = np.empty(0, dtype=np.int64)
+    fp, fi = feature_subsets(rng, W) if subsets else (_NO_SUBSETS, _NO_SUBSETS)
     b = rng.normal(size=n_splits)
     gamma = rng.uniform(0.5, 4.0, n_splits)
     if regression:  # Gaussian leaves: (means, precisions, log normaliser)

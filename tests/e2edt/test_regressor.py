@@ -16,23 +16,20 @@ from obliquetrees.e2edt import _sparse as S
 from obliquetrees.e2edt import training as E
 from obliquetrees.e2edt._greedy import _empty_adjacency
 from tests import reference as ref
-from tests.e2edt.test_training import _layout
+from tests.e2edt.test_estimator import assert_finetune_improves_training_fit
+from tests.e2edt.test_training import assert_gradient_is_finite_differences, random_splits
 
 FAST = dict(max_depth=3, max_epochs=5, learning_rate=0.05, random_state=0)
 
 
 # ------------------------------------------------------------------ kernels
 def _gaussian_problem(seed, n=60, d=2, scale=3.0, max_depth=4):
-    rng = np.random.default_rng(seed)
-    tree, (left, right, split_col, leaf_col) = _layout(rng, max_depth)
-    n_splits, n_leaves = int((left >= 0).sum()), int((left < 0).sum())
-    A = rng.normal(scale=scale, size=(n, n_splits))
-    gamma = rng.uniform(0.5, 3.0, n_splits)
+    rng, layout, n_leaves, A, gamma = random_splits(seed, n, max_depth, scale)
     var = rng.uniform(0.2, 2.0, d)
     theta = np.array([ref.e2edt_gaussian_row(rng.normal(size=d), var) for _ in range(n_leaves)])
     Y = rng.normal(scale=1.5, size=(n, d))
     sw = rng.uniform(0.0, 2.0, n)
-    return rng, (left, right, split_col, leaf_col), A, gamma, theta, Y, sw
+    return rng, layout, A, gamma, theta, Y, sw
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -117,18 +114,7 @@ def test_gradient_of_the_log_likelihood_by_finite_differences(seed):
     def f(W_, b_):
         return ref.e2edt_gaussian_loglik(W_, b_, gamma, left, right, split_col, theta, Y, sw, X)
 
-    eps = 1e-6
-    for i in range(n_splits):
-        for j in range(p):
-            Wp, Wm = W.copy(), W.copy()
-            Wp[i, j] += eps
-            Wm[i, j] -= eps
-            fd = (f(Wp, b) - f(Wm, b)) / (2 * eps)
-            np.testing.assert_allclose(fd, gW[i, j], rtol=1e-5, atol=1e-7)
-        bp, bm = b.copy(), b.copy()
-        bp[i] += eps
-        bm[i] -= eps
-        np.testing.assert_allclose((f(W, bp) - f(W, bm)) / (2 * eps), gsum[i], rtol=1e-5, atol=1e-7)
+    assert_gradient_is_finite_differences(f, W, b, gW, gsum, atol=1e-7)
 
 
 def _stump_problem(n=150, k=5, d=1, seed=1):
@@ -180,12 +166,18 @@ def test_gaussian_csr_stump_kernel_follows_the_dense_kernel():
     np.testing.assert_allclose(theta, theta_d, rtol=1e-9, atol=1e-12)
 
 
-def test_variance_reduction_gain_is_the_squared_error_decrease():
+def _node_split(n, p_right):
+    """Two-output targets and weights of ``n`` rows, a random split sending each row
+    right with probability ``p_right``, and a unit Gaussian leaf model (seed 0)."""
     rng = np.random.default_rng(0)
-    Y = rng.normal(size=(50, 2))
-    sw = rng.uniform(0.5, 2.0, 50)
-    right = rng.random(50) < 0.4
-    gauss = L.Gaussian(np.zeros(2), np.ones(2))
+    Y = rng.normal(size=(n, 2))
+    sw = rng.uniform(0.5, 2.0, n)
+    right = rng.random(n) < p_right
+    return Y, sw, right, L.Gaussian(np.zeros(2), np.ones(2))
+
+
+def test_variance_reduction_gain_is_the_squared_error_decrease():
+    Y, sw, right, gauss = _node_split(50, 0.4)
     value = gauss.node_value(Y, sw)
 
     def sse(rows):
@@ -218,11 +210,7 @@ def test_axis_split_of_a_node_is_scikit_learns_on_dense_and_sparse_rows(seed):
 
 
 def test_split_leaves_are_one_m_step_from_the_hard_split():
-    rng = np.random.default_rng(0)
-    Y = rng.normal(size=(40, 2))
-    sw = rng.uniform(0.5, 2.0, 40)
-    right = rng.random(40) < 0.3
-    gauss = L.Gaussian(np.zeros(2), np.ones(2))
+    Y, sw, right, gauss = _node_split(40, 0.3)
     pi = gauss.split_leaves(gauss.node_value(Y, sw), Y, sw, right)
     means = [np.average(Y[side], axis=0, weights=sw[side]) for side in (~right, right)]
     resid = np.where(right[:, None], Y - means[1], Y - means[0])
@@ -320,10 +308,7 @@ def test_recovers_an_oblique_step_better_than_an_axis_aligned_tree():
 
 def test_finetune_improves_the_training_fit(problem):
     X, y = problem
-    greedy = E2EDTRegressor(**{**FAST, "finetune_epochs": 0}).fit(X, y)
-    tuned = E2EDTRegressor(**{**FAST, "finetune_epochs": 30}).fit(X, y)
-    np.testing.assert_array_equal(greedy.tree_.children_left, tuned.tree_.children_left)
-    assert tuned.score(X, y) >= greedy.score(X, y)
+    assert_finetune_improves_training_fit(E2EDTRegressor, FAST, X, y)
 
 
 def test_soft_routing_is_the_mixture_of_leaf_means(problem):

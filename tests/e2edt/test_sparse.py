@@ -10,8 +10,6 @@ with the exact pass over every node, so the dense models here use
 ``prune_threshold=0`` (the exact pass) too.
 """
 
-import tracemalloc
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -19,6 +17,7 @@ import scipy.sparse as sp
 from obliquetrees import E2EDTClassifier
 from obliquetrees.e2edt import _kernels as K
 from obliquetrees.e2edt import _sparse as S
+from tests._helpers import fit_peak_memory, large_sparse_classification
 
 FAST = dict(
     max_depth=3,
@@ -188,18 +187,9 @@ def test_fit_memory_is_far_below_the_dense_size():
     tracemalloc sees numpy's and scipy's buffers (numba's small per-kernel
     scratch is not traced); a densified X, or a dense ``Z``, would be 3.2 GB.
     """
-    rng = np.random.default_rng(0)
-    n = p = 20_000
-    X = sp.random(n, p, density=0.001, random_state=rng, format="csr")
-    y = (X @ rng.standard_normal(p) > 0).astype(int)
+    X, y = large_sparse_classification()
     clf = E2EDTClassifier(max_depth=2, max_epochs=2, finetune_epochs=2, random_state=0)
-    clf.fit(X[:200], y[:200])  # compile outside the measurement
-    tracemalloc.start()
-    try:
-        clf.fit(X, y)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    peak = fit_peak_memory(clf, X, y)
     data_bytes = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes  # about 6.6 MB
     assert peak < 200e6, peak / 1e6  # dense X: 3200 MB
     assert peak < 30 * data_bytes

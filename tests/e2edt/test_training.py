@@ -32,16 +32,23 @@ def _layout(rng, max_depth=4, n_features=5):
     return tree, _kernel_layout(tree)
 
 
-def _problem(seed, n=60, n_classes=3, max_depth=4, scale=3.0):
+def random_splits(seed, n, max_depth, scale):
+    """A seeded generator, a random tree's layout, its number of leaves, the split
+    outputs ``A`` (n, n_splits) and the splits' ``gamma``: the leaves are drawn next."""
     rng = np.random.default_rng(seed)
-    tree, (left, right, split_col, leaf_col) = _layout(rng, max_depth)
-    n_splits, n_leaves = int((left >= 0).sum()), int((left < 0).sum())
+    _, layout = _layout(rng, max_depth)
+    n_splits, n_leaves = int((layout[0] >= 0).sum()), int((layout[0] < 0).sum())
     A = rng.normal(scale=scale, size=(n, n_splits))
     gamma = rng.uniform(0.5, 3.0, n_splits)
+    return rng, layout, n_leaves, A, gamma
+
+
+def _problem(seed, n=60, n_classes=3, max_depth=4, scale=3.0):
+    rng, layout, n_leaves, A, gamma = random_splits(seed, n, max_depth, scale)
     pi = rng.dirichlet(np.ones(n_classes), n_leaves)
     y = rng.integers(0, n_classes, n)
     sw = rng.uniform(0.0, 2.0, n)
-    return rng, (left, right, split_col, leaf_col), A, gamma, pi, y, sw
+    return rng, layout, A, gamma, pi, y, sw
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -97,6 +104,23 @@ def test_e_step_impossible_label_falls_back_to_path_posterior():
     assert np.all(np.isfinite(counts))
 
 
+def assert_gradient_is_finite_differences(f, W, b, gW, gb, atol):
+    """``gW`` and ``gb`` are the central differences (step 1e-6, ``rtol=1e-5``) of
+    ``f(W, b)``: split by split, each weight and then the bias."""
+    eps = 1e-6
+    for i in range(W.shape[0]):
+        for j in range(W.shape[1]):
+            Wp, Wm = W.copy(), W.copy()
+            Wp[i, j] += eps
+            Wm[i, j] -= eps
+            fd = (f(Wp, b) - f(Wm, b)) / (2 * eps)
+            np.testing.assert_allclose(fd, gW[i, j], rtol=1e-5, atol=atol)
+        bp, bm = b.copy(), b.copy()
+        bp[i] += eps
+        bm[i] -= eps
+        np.testing.assert_allclose((f(W, bp) - f(W, bm)) / (2 * eps), gb[i], rtol=1e-5, atol=atol)
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_split_gradient_matches_reference_and_finite_differences(seed):
     rng, (left, right, split_col, leaf_col), _, gamma, pi, y, sw = _problem(seed, n=40)
@@ -122,21 +146,7 @@ def test_split_gradient_matches_reference_and_finite_differences(seed):
     def f(W_, b_):
         return ref.e2edt_split_objective(W_, b_, gamma, left, right, split_col, h, coef, X)
 
-    eps = 1e-6
-    for i in range(n_splits):
-        for j in range(p):
-            Wp, Wm = W.copy(), W.copy()
-            Wp[i, j] += eps
-            Wm[i, j] -= eps
-            np.testing.assert_allclose(
-                (f(Wp, b) - f(Wm, b)) / (2 * eps), gW[i, j], rtol=1e-5, atol=1e-8
-            )
-        bp, bm = b.copy(), b.copy()
-        bp[i] += eps
-        bm[i] -= eps
-        np.testing.assert_allclose(
-            (f(W, bp) - f(W, bm)) / (2 * eps), G[i].sum(), rtol=1e-5, atol=1e-8
-        )
+    assert_gradient_is_finite_differences(f, W, b, gW, [row.sum() for row in G], atol=1e-8)
 
 
 def test_leaf_m_step_matches_reference_and_guards_empty_leaves():
@@ -204,26 +214,9 @@ def test_fit_stump_matches_reference(lam, dtype):
     order = rng.permuted(np.tile(np.arange(n), (n_epochs - 1, 1)), axis=1)
     indptr, indices = E.grid_adjacency(shape)
     w, b, pi = w0.copy(), np.array([0.1]), pi0.copy()
-    gamma = K.fit_stump(
-        X.astype(dtype),
-        y,
-        sw,
-        w,
-        b,
-        pi,
-        1.0,
-        0.1,
-        n_epochs,
-        order,
-        batch,
-        0.01,
-        0.9,
-        0.999,
-        1e-8,
-        lam,
-        indptr,
-        indices,
-    )
+    # gamma0, its growth, epochs, order, batch, Adam's step, beta1, beta2 and eps, lambda
+    hyper = (1.0, 0.1, n_epochs, order, batch, 0.01, 0.9, 0.999, 1e-8, lam)
+    gamma = K.fit_stump(X.astype(dtype), y, sw, w, b, pi, *hyper, indptr, indices)
     w_ref, b_ref, pi_ref, gamma_ref = ref.e2edt_fit_stump(
         X.astype(dtype).astype(np.float64),
         y,
@@ -231,16 +224,7 @@ def test_fit_stump_matches_reference(lam, dtype):
         w0,
         0.1,
         pi0,
-        1.0,
-        0.1,
-        n_epochs,
-        order,
-        batch,
-        0.01,
-        0.9,
-        0.999,
-        1e-8,
-        lam,
+        *hyper,
         ref.e2edt_grid_laplacian(shape),
     )
     tol = 1e-9 if dtype == np.float64 else 2e-4
@@ -513,6 +497,22 @@ def test_zero_weight_rows_neither_split_nodes_nor_fill_a_side():
     assert np.count_nonzero(sw) < 300 and tree.node_count == 1
 
 
+#: The kernels' feature lists when every split uses every feature.
+_NO_SUBSETS = np.empty(0, dtype=np.int64)
+
+
+def feature_subsets(rng, W):
+    """Each split (row of ``W``) on a random subset of the features, each one kept
+    with probability 0.6 and at least one: zeroes ``W`` elsewhere and returns the
+    kernels' feature lists (CSR-like ``indptr``, ``indices``)."""
+    n_splits, p = W.shape
+    mask = rng.random((n_splits, p)) < 0.6
+    mask[np.arange(n_splits), rng.integers(0, p, n_splits)] = True
+    W *= mask
+    feat_ptr = np.concatenate([[0], np.cumsum(mask.sum(axis=1))]).astype(np.int64)
+    return feat_ptr, np.nonzero(mask)[1].astype(np.int64)
+
+
 def _pruned_problem(seed, n=300, p=5, subsets=False, dtype=np.float64):
     """A random tree with weights, data, leaves and the kernel's feature lists."""
     rng, layout, _, gamma, pi, y, sw = _problem(seed, n=n)
@@ -520,14 +520,7 @@ def _pruned_problem(seed, n=300, p=5, subsets=False, dtype=np.float64):
     n_splits = int((left >= 0).sum())
     X = rng.normal(size=(n, p)).astype(dtype)
     W = rng.normal(scale=2.0, size=(n_splits, p))
-    if subsets:  # each split on a random subset of the features (zero weights elsewhere)
-        mask = rng.random((n_splits, p)) < 0.6
-        mask[np.arange(n_splits), rng.integers(0, p, n_splits)] = True
-        W *= mask
-        feat_ptr = np.concatenate([[0], np.cumsum(mask.sum(axis=1))]).astype(np.int64)
-        feat_idx = np.nonzero(mask)[1].astype(np.int64)
-    else:
-        feat_ptr = feat_idx = np.empty(0, dtype=np.int64)
+    feat_ptr, feat_idx = feature_subsets(rng, W) if subsets else (_NO_SUBSETS, _NO_SUBSETS)
     b = rng.normal(size=n_splits)
     return rng, layout, X, W, b, gamma, pi, y, sw, feat_ptr, feat_idx
 

@@ -6,26 +6,17 @@ these tests measure how close they are (predictions to ~1e-12 on the settings
 below) and that a large sparse fit never densifies ``X``.
 """
 
-import tracemalloc
-
 import numpy as np
 import pytest
-import scipy.sparse as sp
 
 from obliquetrees import HingeForestClassifier, HingeForestRegressor
+from tests._helpers import fit_peak_memory, large_sparse_classification, sparse_linear_problem
 
 FAST = dict(n_estimators=4, max_depth=3, max_epochs=10, random_state=0)
 
 
 def _data(n=500, d=40, seed=0):
-    """CSR with an all-zero column (3) and empty rows (first 5), a linear target."""
-    X = sp.random(n, d, density=0.1, random_state=seed, format="lil")
-    X[:, 3] = 0.0
-    X[:5, :] = 0.0
-    X = X.tocsr()
-    X.eliminate_zeros()
-    s = X @ np.random.default_rng(seed).normal(size=d)
-    return X, s, (s > np.median(s)).astype(int)
+    return sparse_linear_problem(n, d, density=0.1, seed=seed)
 
 
 def _outputs(model, X):
@@ -84,16 +75,7 @@ def test_fit_memory_is_far_below_the_dense_size():
     Measured: 124 MB traced peak for 4.9 MB of CSR arrays; the model dominates
     (the 100 x 20000 linear layer, its gradient and its optimiser moments).
     """
-    rng = np.random.default_rng(0)
-    n = p = 20_000
-    X = sp.random(n, p, density=0.001, random_state=rng, format="csr")
-    y = (X @ rng.standard_normal(p) > 0).astype(int)
+    X, y = large_sparse_classification()
     clf = HingeForestClassifier(n_estimators=2, max_depth=3, max_epochs=2, random_state=0)
-    clf.fit(X[:200], y[:200])  # compile outside the measurement
-    tracemalloc.start()
-    try:
-        clf.fit(X, y)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    peak = fit_peak_memory(clf, X, y)
     assert peak < 200e6, peak / 1e6  # dense X: 3200 MB

@@ -9,14 +9,13 @@ one-ulp change of a dense input already changes the grown tree, and dense and
 sparse fits differ as much (documented in the estimators' Notes).
 """
 
-import tracemalloc
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 from obliquetrees import SoftTreeClassifier, SoftTreeRegressor
 from obliquetrees._core.tree import standardization
+from tests._helpers import fit_peak_memory, sparse_linear_problem
 
 K = pytest.importorskip("obliquetrees.soft._kernels")
 AX = pytest.importorskip("obliquetrees.soft._axis_split")
@@ -29,15 +28,7 @@ STABLE = dict(max_depth=3, n_restarts=3, max_epochs=5, learning_rate=1.0, batch_
 
 
 def _data(n=400, d=30, seed=0):
-    """CSR with an all-zero column (3) and empty rows (first 5), a linear target."""
-    X = sp.random(n, d, density=0.15, random_state=seed, format="lil")
-    X[:, 3] = 0.0
-    X[:5, :] = 0.0
-    X = X.tocsr()
-    X.eliminate_zeros()
-    w = np.random.default_rng(seed).normal(size=d)
-    s = X @ w
-    return X, s, (s > np.median(s)).astype(int)
+    return sparse_linear_problem(n, d, density=0.15, seed=seed)
 
 
 def _standardised(X):
@@ -139,10 +130,6 @@ def test_sparse_fit_memory_is_far_below_dense():
     )
     y = (X @ np.linspace(-1.0, 1.0, 20_000) > 0).astype(int)
     clf = SoftTreeClassifier(max_depth=2, n_restarts=2, max_epochs=1, batch_size=64, random_state=0)
-    clf.fit(X[:200], y[:200])  # compile outside the measurement
-    tracemalloc.start()
-    clf.fit(X, y)
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
+    peak = fit_peak_memory(clf, X, y)
     assert peak < 200e6, peak  # CSR ~5 MB; the gates are n_nodes x 20000
     assert clf.tree_.node_count >= 1

@@ -124,12 +124,10 @@ def test_forward_saturated_and_deep_paths_stay_finite(rng):
     assert all(np.all(np.isfinite(o)) for o in out)
 
 
-@pytest.mark.parametrize("K_out", [1, 2])
-def test_soft_predict_csr_matches_reference(rng, K_out):
-    tree = ref.random_tree(rng, 5, K_out, max_depth=4)
-    X = rng.normal(size=(300, 5))
-    out = CS.soft_predict_parallel(
-        X,
+def _soft_predict_args(tree):
+    """The soft-prediction kernels' arguments after ``X``: ``tree``'s arrays, every split's
+    steepness 1 and its stored leaf values."""
+    return (
         tree.children_left,
         tree.children_right,
         tree.weight_indptr,
@@ -140,6 +138,13 @@ def test_soft_predict_csr_matches_reference(rng, K_out):
         np.ones(tree.node_count),
         tree.value,
     )
+
+
+@pytest.mark.parametrize("K_out", [1, 2])
+def test_soft_predict_csr_matches_reference(rng, K_out):
+    tree = ref.random_tree(rng, 5, K_out, max_depth=4)
+    X = rng.normal(size=(300, 5))
+    out = CS.soft_predict_parallel(X, *_soft_predict_args(tree))
     np.testing.assert_allclose(out, ref.soft_predict_stored(tree, X, tree.value), rtol=1e-12)
     out32 = CS.soft_predict(tree, X.astype(np.float32), tree.value)
     want32 = ref.soft_predict_stored(tree, X.astype(np.float32), tree.value)
@@ -215,13 +220,19 @@ def test_best_axis_split_without_candidates():
     assert AX.best_axis_split(X, *S.presort(X), np.ones(5), np.ones((5, 1)))[0] == -1
 
 
-@pytest.mark.parametrize("loss,K_out", [(0, 1), (0, 2), (1, 1), (2, 3)])
-def test_split_loss_grad_is_the_whole_tree_gradient(rng, loss, K_out):
-    n, d = 25, 3
+def _tree_problem(rng, n, d, K_out, loss, max_depth):
+    """``n`` rows of ``d`` features, targets for ``loss``, weights in [0.5, 1.5) and a
+    random soft tree (``ref.soft_random_tree``'s ``cl, cr, W, b, Z``)."""
     X = rng.normal(size=(n, d))
     R = _targets(rng, n, K_out, loss)
     sw = rng.random(n) + 0.5
-    cl, cr, W, b, Z = ref.soft_random_tree(rng, d, K_out, 3)
+    return X, R, sw, ref.soft_random_tree(rng, d, K_out, max_depth)
+
+
+@pytest.mark.parametrize("loss,K_out", [(0, 1), (0, 2), (1, 1), (2, 3)])
+def test_split_loss_grad_is_the_whole_tree_gradient(rng, loss, K_out):
+    d = 3
+    X, R, sw, (cl, cr, W, b, Z) = _tree_problem(rng, 25, d, K_out, loss, max_depth=3)
     m = int(np.flatnonzero(cl < 0)[1])
     _, P, A = K.forward_context(X, cl, cr, W, b, Z, len(cl), m)
     w, b0 = rng.normal(size=d), 0.3
@@ -260,44 +271,31 @@ def test_split_loss_grad_is_the_whole_tree_gradient(rng, loss, K_out):
 
 @pytest.mark.parametrize("loss,K_out", [(0, 1), (1, 1), (2, 3)])
 def test_tree_loss_grad_matches_finite_differences(rng, loss, K_out):
-    n, d = 20, 3
-    X = rng.normal(size=(n, d))
-    R = _targets(rng, n, K_out, loss)
-    sw = rng.random(n) + 0.5
-    cl, cr, W, b, Z = ref.soft_random_tree(rng, d, K_out, 4)
+    d = 3
+    X, R, sw, (cl, cr, W, b, Z) = _tree_problem(rng, 20, d, K_out, loss, max_depth=4)
     nn = len(cl)
     total, gW, gb, gZ = FT.tree_loss_grad(X, R, sw, cl, cr, W, b, Z, nn, loss)
     assert total == pytest.approx(ref.soft_tree_loss(X, R, sw, cl, cr, W, b, Z, loss), rel=1e-10)
     eps = 1e-6
+
+    def fd(name, index):
+        """Central difference of the reference loss in ``W``, ``b`` or ``Z`` at ``index``."""
+        sides = []
+        for step in (eps, -eps):
+            params = {"W": W, "b": b, "Z": Z}
+            params[name] = params[name].copy()
+            params[name][index] += step
+            sides.append(ref.soft_tree_loss(X, R, sw, cl, cr, *params.values(), loss))
+        return (sides[0] - sides[1]) / (2 * eps)
+
     internal = np.flatnonzero(cl >= 0)
     for j in internal:
         for f in range(d):
-            Wp, Wm = W.copy(), W.copy()
-            Wp[j, f] += eps
-            Wm[j, f] -= eps
-            fd = (
-                ref.soft_tree_loss(X, R, sw, cl, cr, Wp, b, Z, loss)
-                - ref.soft_tree_loss(X, R, sw, cl, cr, Wm, b, Z, loss)
-            ) / (2 * eps)
-            assert gW[j, f] == pytest.approx(fd, rel=1e-5, abs=1e-7)
-        bp, bm = b.copy(), b.copy()
-        bp[j] += eps
-        bm[j] -= eps
-        fd = (
-            ref.soft_tree_loss(X, R, sw, cl, cr, W, bp, Z, loss)
-            - ref.soft_tree_loss(X, R, sw, cl, cr, W, bm, Z, loss)
-        ) / (2 * eps)
-        assert gb[j] == pytest.approx(fd, rel=1e-5, abs=1e-7)
+            assert gW[j, f] == pytest.approx(fd("W", (j, f)), rel=1e-5, abs=1e-7)
+        assert gb[j] == pytest.approx(fd("b", j), rel=1e-5, abs=1e-7)
     for j in np.flatnonzero(cl < 0):
         for k in range(K_out):
-            Zp, Zm = Z.copy(), Z.copy()
-            Zp[j, k] += eps
-            Zm[j, k] -= eps
-            fd = (
-                ref.soft_tree_loss(X, R, sw, cl, cr, W, b, Zp, loss)
-                - ref.soft_tree_loss(X, R, sw, cl, cr, W, b, Zm, loss)
-            ) / (2 * eps)
-            assert gZ[j, k] == pytest.approx(fd, rel=1e-5, abs=1e-7)
+            assert gZ[j, k] == pytest.approx(fd("Z", (j, k)), rel=1e-5, abs=1e-7)
     assert np.all(gW[cl < 0] == 0) and np.all(gZ[cl >= 0] == 0)
 
 
@@ -331,6 +329,24 @@ def test_node_membership_matches_reference(rng):
         for m in range(len(cl))
     ]
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def _root_split_args(X, R, learning_rate, *, n_restarts, max_epochs, batch_size, decay, seed):
+    """``K.train_split``'s arguments for the first split of a single-output tree.
+
+    Every row reaches the split (path probability 1, unit weights, no other
+    split's output), the validation rows are the training rows, the split
+    starts from zero weights and leaves, squared loss and error (0, 0),
+    momentum 0.1, and the restart with the lowest training loss wins.
+    """
+    n, d = X.shape
+
+    def root():  # P, A, sw: fresh arrays for the training and the validation rows
+        return np.ones(n), np.zeros((n, 1)), np.ones(n)
+
+    start = (np.zeros(d), 0.0, np.zeros(1), np.zeros(1))
+    hyper = (learning_rate, n_restarts, max_epochs, batch_size, 0.1, decay, seed)
+    return (X, R, *root(), X, R, *root(), *start, 0, 0, *hyper, False)
 
 
 @pytest.mark.parametrize("batch_size", [1, 7])
@@ -373,30 +389,7 @@ def test_sgd_split_reports_divergence_without_nan(rng):
     )
     assert not ok
     out = K.train_split(
-        X,
-        R,
-        np.ones(n),
-        np.zeros((n, 1)),
-        np.ones(n),
-        X,
-        R,
-        np.ones(n),
-        np.zeros((n, 1)),
-        np.ones(n),
-        np.zeros(d),
-        0.0,
-        np.zeros(1),
-        np.zeros(1),
-        0,
-        0,
-        1e6,
-        2,
-        5,
-        1,
-        0.1,
-        1.0,
-        0,
-        False,
+        *_root_split_args(X, R, 1e6, n_restarts=2, max_epochs=5, batch_size=1, decay=1.0, seed=0)
     )
     assert out[-1] == -1 and out[-2] == np.inf
 
@@ -471,31 +464,8 @@ def test_train_split_is_thread_count_independent(rng):
     n, d = 150, 3
     X = rng.normal(size=(n, d))
     R = np.tanh(X[:, :1]) + 0.1 * rng.normal(size=(n, 1))
-    args = (
-        X,
-        R,
-        np.ones(n),
-        np.zeros((n, 1)),
-        np.ones(n),
-        X,
-        R,
-        np.ones(n),
-        np.zeros((n, 1)),
-        np.ones(n),
-        np.zeros(d),
-        0.0,
-        np.zeros(1),
-        np.zeros(1),
-        0,
-        0,
-        2.0,
-        5,
-        3,
-        1,
-        0.1,
-        0.9999,
-        3,
-        False,
+    args = _root_split_args(
+        X, R, 2.0, n_restarts=5, max_epochs=3, batch_size=1, decay=0.9999, seed=3
     )
     with numba_threads(1):
         one = K.train_split(*args)
@@ -510,15 +480,5 @@ def test_train_split_is_thread_count_independent(rng):
 def test_soft_predict_serial_equals_parallel(rng):
     tree = ref.random_tree(rng, 6, 2, max_depth=5)
     X = rng.normal(size=(1000, 6))
-    args = (
-        tree.children_left,
-        tree.children_right,
-        tree.weight_indptr,
-        tree.weight_index,
-        tree.weight_value,
-        tree.weight_missing,
-        tree.bias,
-        np.ones(tree.node_count),
-        tree.value,
-    )
+    args = _soft_predict_args(tree)
     assert np.array_equal(CS.soft_predict_parallel(X, *args), CS.soft_predict_serial(X, *args))

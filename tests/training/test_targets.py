@@ -5,7 +5,13 @@ import numpy as np
 import pytest
 
 from tests import reference as ref
-from tests.co2.test_training import _co2_params, _state, descend_gradient
+from tests.co2.test_training import (
+    _co2_params,
+    _state,
+    assert_cccp_matches_reference,
+    assert_gradient_is_finite_differences,
+    descend_gradient,
+)
 
 K = pytest.importorskip("obliquetrees.co2._kernels")
 N = pytest.importorskip("obliquetrees.co2._node")
@@ -69,18 +75,7 @@ def test_minibatch_gradient_finite_differences(seed):
     X, Y, wt = _problem(rng, m=40, n_outputs=3)
     w, b, t0, t1 = _stump(rng, X.shape[1], 3)
     signs = np.where(rng.random(X.shape[0]) < 0.5, 1.0, -1.0)
-    gw, gb, g0, g1, _ = descend_gradient(X, Y, wt, np.arange(40), w, b, t0, t1, signs)
-    theta = np.concatenate([w, [b], t0, t1])
-    p = X.shape[1]
-
-    def f(v):
-        return ref.co2_cccp_objective(X, Y, wt, v[:p], v[p], v[p + 1 : p + 4], v[p + 4 :], signs)
-
-    eps = 1e-6
-    num = np.array(
-        [(f(theta + eps * e) - f(theta - eps * e)) / (2 * eps) for e in np.eye(theta.size)]
-    )
-    np.testing.assert_allclose(num, np.concatenate([gw, [gb], g0, g1]), rtol=1e-5, atol=1e-7)
+    assert_gradient_is_finite_differences(X, Y, wt, np.arange(40), w, b, t0, t1, signs)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -115,23 +110,8 @@ def test_cccp_matches_reference(seed, nu):
     w = np.zeros(X.shape[1])
     w[f] = 1.0
     t0, t1 = A.init_theta(X, Y, wt, 150, f, thr, 2, 1.0)
-    params = _co2_params(
-        nu=nu, learning_rate=0.03, batch_size=32, cccp_epochs=2, max_cccp_iter=6, tol=1e-4
-    ).kernel_args()
-    kw, kt0, kt1 = w.copy(), t0.copy(), t1.copy()
-    history = np.empty(params.max_cccp_iter + 1)
-    kb, _, n_hist = K.cccp(
-        X.copy(), Y.copy(), wt.copy(), 150, kw, -thr, kt0, kt1, params, _state(seed), history
-    )
-    rw, rb, rt0, rt1, rhist = ref.co2_cccp(X, Y, wt, w, -thr, t0, t1, params, ref.Co2Rng(seed))
-    assert n_hist >= 2 and history[n_hist - 1] < history[0]
-    np.testing.assert_allclose(history[:n_hist], rhist, rtol=1e-9)
-    np.testing.assert_allclose(
-        np.concatenate([kw, [kb], kt0, kt1]),
-        np.concatenate([rw, [rb], rt0, rt1]),
-        rtol=1e-8,
-        atol=1e-10,
-    )
+    _, _, history = assert_cccp_matches_reference(X, Y, wt, w, -thr, t0, t1, nu=nu, seed=seed)
+    assert history.size >= 2 and history[-1] < history[0]
 
 
 def test_node_value_is_the_weighted_mean_and_flags_constant_targets():
