@@ -367,38 +367,16 @@ def _usps_forest_tree_data(quick):
     return Z, y, np.ones(len(y))
 
 
-#: The training settings the profiles and the A/B run with, unless they say otherwise
-#: (E2EDTParams's own defaults until it lost them: exact EM, 60 finetune epochs).
-PROFILE_SETTINGS = dict(
-    max_depth=10,
-    max_leaf_nodes=None,
-    min_samples_split=2,
-    max_epochs=20,
-    finetune_epochs=60,
-    initial_steepness=1.0,
-    steepness_increase=0.1,
-    learning_rate=0.001,
-    batch_size=1000,
-    max_attempts=5,
-    max_features=None,
-    image_shape=None,
-    patch_size=None,
-    spatial_reg=0.0,
-    standardize=True,
-    bootstrap=False,
-    balanced_subsample=False,
-    prune_threshold=0.0,
-    max_finetune_samples=None,
-    finetune_steepness_increase=None,
-    finetune_learning_rate=None,
-)
-
-
 def training_params(module, **changes):
-    """``module.E2EDTParams`` of :data:`PROFILE_SETTINGS` with ``changes`` (the fields that
-    revision has: the A/B builds a baseline's params too)."""
+    """``module.E2EDTParams`` for the profiles and the A/B: E2EDTClassifier's defaults,
+    resolved, with exact EM and no row budget (the settings these runs were measured
+    with), and ``changes``; only the fields that revision has (the A/B builds a
+    baseline's params too)."""
+    from obliquetrees import E2EDTClassifier
+
+    exact = E2EDTClassifier(prune_threshold=0.0, max_finetune_samples=None)
+    settings = {**dataclasses.asdict(exact._resolve_params(n_features=1, n_samples=0)), **changes}
     fields = {f.name for f in dataclasses.fields(module.E2EDTParams)}
-    settings = {**PROFILE_SETTINGS, **changes}
     return module.E2EDTParams(**{k: v for k, v in settings.items() if k in fields})
 
 

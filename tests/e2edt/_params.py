@@ -1,37 +1,17 @@
 """E2EDT training parameters for tests that call the training layer directly.
 
 :class:`~obliquetrees.e2edt.training.E2EDTParams` has no defaults: the
-estimators build it from their own parameters. These are the settings the
-training tests were written against, stated once.
+estimators build it from their own parameters. The training tests run with
+``E2EDTClassifier``'s defaults resolved on a small data set, except exact EM
+(no pruned routing) and no row budget, the settings they were written against.
 """
 
-from obliquetrees.e2edt.training import E2EDTParams
+import dataclasses
 
-SETTINGS = dict(
-    max_depth=10,
-    max_leaf_nodes=None,
-    min_samples_split=2,
-    max_epochs=20,
-    finetune_epochs=60,
-    initial_steepness=1.0,
-    steepness_increase=0.1,
-    learning_rate=0.001,
-    batch_size=1000,
-    max_attempts=5,
-    max_features=None,
-    image_shape=None,
-    patch_size=None,
-    spatial_reg=0.0,
-    standardize=True,
-    bootstrap=False,
-    balanced_subsample=False,
-    prune_threshold=0.0,  # exact EM: the estimators' "auto" prunes
-    max_finetune_samples=None,
-    finetune_steepness_increase=None,
-    finetune_learning_rate=None,
-)
+from obliquetrees import E2EDTClassifier
 
 
 def e2edt_params(**changes):
-    """:data:`SETTINGS` with ``changes``."""
-    return E2EDTParams(**{**SETTINGS, **changes})
+    """The classifier's resolved defaults, exact, unbudgeted, with ``changes``."""
+    defaults = E2EDTClassifier(prune_threshold=0.0, max_finetune_samples=None)
+    return dataclasses.replace(defaults._resolve_params(n_features=1, n_samples=0), **changes)
