@@ -4,6 +4,7 @@ import re
 
 import numpy as np
 import pytest
+from sklearn.base import is_regressor
 from sklearn.datasets import load_iris, make_regression
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 from sklearn.exceptions import NotFittedError
@@ -13,10 +14,6 @@ import obliquetrees
 from obliquetrees import (
     CO2ForestClassifier,
     E2EDTClassifier,
-    E2EDTRegressor,
-    HingeForestClassifier,
-    HingeForestRegressor,
-    SoftTreeClassifier,
     SoftTreeRegressor,
     export_text,
     plot_tree,
@@ -24,23 +21,28 @@ from obliquetrees import (
 from obliquetrees._core.importances import feature_importances
 from obliquetrees._core.tree import ObliqueTree
 from obliquetrees.convert import from_sklearn
+from tests.test_common import FAST_PARAMS, discover_estimators
 
-# small, fast settings for every estimator of the package
+# small, fast settings for every estimator of the package (the registry's: one without
+# settings here gets test_common's)
+_SMALL = {
+    "CO2ForestClassifier": dict(n_estimators=3, max_depth=3, max_cccp_iter=3),
+    "E2EDTClassifier": dict(max_depth=2, max_epochs=3, finetune_epochs=2),
+    "E2EDTRegressor": dict(max_depth=2, max_epochs=3, finetune_epochs=2),
+    "SoftTreeClassifier": dict(max_depth=2),
+    "SoftTreeRegressor": dict(max_depth=2),
+    "HingeForestClassifier": dict(n_estimators=4, max_depth=2, max_epochs=3),
+    "HingeForestRegressor": dict(n_estimators=4, max_depth=2, max_epochs=3),
+}
 FAST = {
-    CO2ForestClassifier: dict(n_estimators=3, max_depth=3, max_cccp_iter=3),
-    E2EDTClassifier: dict(max_depth=2, max_epochs=3, finetune_epochs=2),
-    E2EDTRegressor: dict(max_depth=2, max_epochs=3, finetune_epochs=2),
-    SoftTreeClassifier: dict(max_depth=2),
-    SoftTreeRegressor: dict(max_depth=2),
-    HingeForestClassifier: dict(n_estimators=4, max_depth=2, max_epochs=3),
-    HingeForestRegressor: dict(n_estimators=4, max_depth=2, max_epochs=3),
+    cls: _SMALL.get(cls.__name__, FAST_PARAMS.get(cls.__name__, {}))
+    for cls in discover_estimators()
 }
 
 
 def _fit(cls, X, y_cls, y_reg, **extra):
     est = cls(**{**FAST[cls], "random_state": 0, **extra})
-    is_regressor = cls in (SoftTreeRegressor, HingeForestRegressor, E2EDTRegressor)
-    return est.fit(X, y_reg if is_regressor else y_cls)
+    return est.fit(X, y_reg if is_regressor(est) else y_cls)
 
 
 @pytest.fixture(scope="module")

@@ -4,6 +4,7 @@ import pickle
 
 import numpy as np
 import pytest
+from sklearn.base import is_classifier
 from sklearn.datasets import make_classification, make_regression
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.impute import SimpleImputer
@@ -11,29 +12,33 @@ from sklearn.pipeline import make_pipeline
 from sklearn.utils import get_tags
 
 from obliquetrees import (
-    CO2ForestClassifier,
-    E2EDTClassifier,
-    E2EDTRegressor,
     HingeForestClassifier,
-    HingeForestRegressor,
-    SoftTreeClassifier,
-    SoftTreeRegressor,
 )
 from obliquetrees.convert import from_sklearn
 from obliquetrees.machine import finetune, refit_leaves
+from tests.test_common import FAST_PARAMS, discover_estimators
 
-CLASSIFIERS = [
-    lambda: CO2ForestClassifier(n_estimators=3, max_depth=6, random_state=0),
-    lambda: E2EDTClassifier(max_depth=4, random_state=0),
-    lambda: SoftTreeClassifier(max_depth=3, random_state=0),
-    lambda: HingeForestClassifier(n_estimators=5, max_depth=3, max_epochs=10, random_state=0),
-]
-REGRESSORS = [
-    lambda: E2EDTRegressor(max_depth=4, random_state=0),
-    lambda: SoftTreeRegressor(max_depth=3, random_state=0),
-    lambda: HingeForestRegressor(n_estimators=5, max_depth=3, max_epochs=10, random_state=0),
-]
-ALL = CLASSIFIERS + REGRESSORS
+#: Settings per estimator; the registry lists which (one without settings here gets
+#: test_common's FAST_PARAMS).
+_SETTINGS = {
+    "CO2ForestClassifier": dict(n_estimators=3, max_depth=6),
+    "E2EDTClassifier": dict(max_depth=4),
+    "SoftTreeClassifier": dict(max_depth=3),
+    "HingeForestClassifier": dict(n_estimators=5, max_depth=3, max_epochs=10),
+    "E2EDTRegressor": dict(max_depth=4),
+    "SoftTreeRegressor": dict(max_depth=3),
+    "HingeForestRegressor": dict(n_estimators=5, max_depth=3, max_epochs=10),
+}
+
+
+def _maker(cls):
+    settings = _SETTINGS.get(cls.__name__, FAST_PARAMS.get(cls.__name__, {}))
+    return lambda: cls(**settings, random_state=0)
+
+
+ALL = [_maker(cls) for cls in discover_estimators()]
+CLASSIFIERS = [make for make in ALL if is_classifier(make())]
+REGRESSORS = [make for make in ALL if not is_classifier(make())]
 
 
 def _ids(makers):

@@ -9,6 +9,7 @@ pipelines in one call.
 
 import numpy as np
 import pytest
+from sklearn.base import is_classifier
 from sklearn.datasets import load_diabetes, load_digits
 from sklearn.ensemble import ExtraTreesRegressor, RandomForestClassifier
 from sklearn.exceptions import NotFittedError
@@ -20,7 +21,7 @@ from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 import obliquetrees as ot
 from obliquetrees.convert import from_sklearn
 from obliquetrees.machine import finetune
-from tests.test_common import FAST_PARAMS
+from tests.test_common import FAST_PARAMS, discover_estimators
 
 ort = pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
@@ -139,6 +140,16 @@ MODELS = {
         ),
     ),
 }
+# every registered estimator at its fast settings, so a new method is exported here too
+MODELS.update(
+    {
+        f"registry_{cls.__name__}": (
+            "clf" if is_classifier(cls()) else "reg",
+            lambda X, y, cls=cls: _fast(cls, random_state=0).fit(X, y),
+        )
+        for cls in discover_estimators()
+    }
+)
 
 
 @pytest.fixture(scope="module")
