@@ -140,12 +140,16 @@ MODELS = {
         ),
     ),
 }
-# every registered estimator at its fast settings, so a new method is exported here too
+# every registered estimator at its fast settings, so a new method is exported here too;
+# depth at most 6: the graph computes every split's margin for a whole batch at once
+# (100k rows x a fully grown regression forest's thousands of splits would be GBs)
 MODELS.update(
     {
         f"registry_{cls.__name__}": (
             "clf" if is_classifier(cls()) else "reg",
-            lambda X, y, cls=cls: _fast(cls, random_state=0).fit(X, y),
+            lambda X, y, cls=cls: cls(
+                **{"max_depth": 6, **FAST_PARAMS.get(cls.__name__, {}), "random_state": 0}
+            ).fit(X, y),
         )
         for cls in discover_estimators()
     }
