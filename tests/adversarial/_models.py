@@ -15,19 +15,13 @@ from pathlib import Path
 
 import numpy as np
 
+from obliquetrees._registry import ESTIMATORS
 from tests._helpers import TREE_ARRAYS
 
 #: Every kind of model a user can pickle: each public estimator, converted
 #: scikit-learn models, a fine-tuned forest and decision machines (CSR and dense S).
 MODEL_NAMES = (
-    "CO2ForestClassifier",
-    "CO2ForestRegressor",
-    "E2EDTClassifier",
-    "E2EDTRegressor",
-    "HingeForestClassifier",
-    "HingeForestRegressor",
-    "SoftTreeClassifier",
-    "SoftTreeRegressor",
+    *ESTIMATORS,
     "converted_classifier",
     "converted_regressor",
     "finetuned",
