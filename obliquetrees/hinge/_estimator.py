@@ -41,7 +41,8 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
 
     Each public class has its own ``__init__`` (scikit-learn reads the
     parameters and their defaults from its signature, and an unknown keyword
-    names the public class) that passes the shared parameters on to this one.
+    names the public class) storing its arguments as given
+    (:func:`~obliquetrees.base.store_init_parameters`).
     """
 
     _predicts_leaf_values = False  # the output also scales with a margin: no finetune

@@ -189,7 +189,8 @@ class _BaseSoftTree(BaseObliqueTree):
 
     Each public class has its own ``__init__`` (scikit-learn reads the
     parameters and their defaults from its signature, and an unknown keyword
-    names the public class) that passes the shared parameters on to this one.
+    names the public class) storing its arguments as given
+    (:func:`~obliquetrees.base.store_init_parameters`).
     """
 
     _fit_accepts_sparse = True
