@@ -464,7 +464,7 @@ def finetune(tt, Z, y, sw, params, rng, adjacency, progress=None):
                 if total <= 0:
                     continue
                 route_now = route() if pruned else None
-                _em_minibatch(tt, Z, y, sw, rows, swb / total, route_now, counts, gW, gb)
+                _em_minibatch(tt, Z, y, sw, rows, swb, swb / total, route_now, counts, gW, gb)
                 if lam > 0:
                     K.add_laplacian_grad(tt.W, mask, adjacency[0], adjacency[1], lam, gW)
                 step += 1
@@ -504,10 +504,11 @@ def _leaf_statistics(tt, Z, y, sw, rows, route, gb):
     return counts
 
 
-def _em_minibatch(tt, Z, y, sw, rows, coef, route, counts, gW, gb):
+def _em_minibatch(tt, Z, y, sw, rows, swb, coef, route, counts, gW, gb):
     """One minibatch's E-step (into ``counts``) and the loss gradient (into ``gW``, ``gb``).
 
-    ``coef`` is the rows' weights over their sum; ``route`` the pruned
+    ``swb`` is ``sw[rows]`` (the caller has it), ``coef`` the rows' weights over
+    their sum; ``route`` the pruned
     routing's arrays (``route()`` of :func:`_pruned_routing`) or None for the
     whole tree (GEMMs and :func:`K.em_batch`).
     """
@@ -520,7 +521,7 @@ def _em_minibatch(tt, Z, y, sw, rows, coef, route, counts, gW, gb):
     A = tt.activations(Xb)
     G = np.empty_like(A)  # dtype of the data, for the GEMM below
     gb[:] = 0.0
-    K.em_batch(*tt.em_args(A), y[rows], sw[rows], coef, counts, G, gb)
+    K.em_batch(*tt.em_args(A), y[rows], swb, coef, counts, G, gb)
     np.negative(gb, out=gb)
     tt.minus_weight_gradient(G, Xb, gW)
 
