@@ -260,7 +260,7 @@ def ablation(quick, log):
         trees, info = co2.fit_co2(
             np.ascontiguousarray(Xa, dtype=np.float64),
             ya.astype(np.int64),
-            None,
+            np.ones(Xa.shape[0]),
             params,
             seeds,
             n_classes=len(classes),

@@ -179,7 +179,7 @@ def class_weight_vector(class_weight, classes, y):
 def class_weighted_sample_weight(class_weight, classes, y, sample_weight):
     """``sample_weight`` times the weight of each sample's class (:func:`class_weight_vector`).
 
-    Returns ``sample_weight`` itself (None included) when ``class_weight`` is
+    Returns ``sample_weight`` itself when ``class_weight`` is
     None, so a model fitted without class weights is unchanged; a product
     whose total is out of range is divided by a power of two
     (:func:`~obliquetrees.utils.validation.bounded_weights`).
@@ -193,7 +193,7 @@ def class_weighted_sample_weight(class_weight, classes, y, sample_weight):
     weight = class_weight_vector(class_weight, classes, y)
     if weight is None:
         return sample_weight
-    combined = weight[y] if sample_weight is None else sample_weight * weight[y]
+    combined = sample_weight * weight[y]
     if not np.all(np.isfinite(combined)):
         raise ValueError("sample_weight times class_weight overflows: scale the weights down.")
     if not np.any(combined > 0):

@@ -251,10 +251,8 @@ class MissingValues:
         if has_nan.any():
             fill = observed_moments(X, sample_weight)[0]
         else:  # no NaN: the plain weighted column means
-            n = X.shape[0]
-            w = np.full(n, 1.0 / n) if sample_weight is None else sample_weight
-            w = w / np.sum(w)
-            fill = np.asarray(X.T @ w).ravel()
+            w = np.ones(X.shape[0]) if sample_weight is None else sample_weight
+            fill = np.asarray(X.T @ (w / np.sum(w))).ravel()
         return cls(fill, columns)
 
     @property

@@ -232,8 +232,7 @@ def _fit_one_tree(
             row_weight = row_weight * balanced_class_weight(y, row_weight, n_classes)[y]
         else:
             row_weight = row_weight * class_weight[y]
-    if sample_weight is not None:
-        row_weight = row_weight * sample_weight
+    row_weight = row_weight * sample_weight
     # a dense X comes alone (joblib's dask backend scatters a top-level array once, not
     # one inside a tuple) and is standardised by the kernels as they read it
     source = Xs if isinstance(Xs, tuple) else (Xs, mean, scale)
@@ -299,14 +298,14 @@ def stored_tree(left, right, weights, bias, value, nns, depth, mean, scale):
     )
 
 
-def class_prior(y, n_classes, sample_weight=None, class_weight=None):
+def class_prior(y, n_classes, sample_weight, class_weight=None):
     """Weighted class distribution of the whole training set.
 
     Weights are ``sample_weight`` times ``class_weight`` (``"balanced_subsample"``
     counts as balanced over the whole set). Raises a ``ValueError`` when they
     sum to zero: no class has any weight to learn from.
     """
-    w = np.ones(y.shape[0]) if sample_weight is None else sample_weight
+    w = sample_weight
     if isinstance(class_weight, str):
         w = w * balanced_class_weight(y, np.ones(y.shape[0]), n_classes)[y]
     elif class_weight is not None:
@@ -401,7 +400,9 @@ def fit_co2(
     y : ndarray of int64, shape (n_samples,), or of float64, shape (n_samples, n_outputs)
         Class indices in ``[0, n_classes)``, or regression targets
         (:func:`standardize_targets`; the leaves fit them by squared loss).
-    sample_weight : ndarray of float64 or None
+    sample_weight : ndarray of float64, shape (n_samples,)
+        The validated weights: ones when the user gave none
+        (:func:`~obliquetrees.utils.validation.validate_fit_data`).
     params : CO2Params
     seeds : sequence of int
         One seed per tree (bootstrap and growth are drawn from it).

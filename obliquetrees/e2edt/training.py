@@ -128,9 +128,9 @@ def fit_e2edt(
         Class indices in ``[0, n_classes)``, or regression targets (raw
         units: standardised here with the weights ``sample_weight``, and the
         stored leaf values are folded back).
-    sample_weight : ndarray of float64, shape (n_samples,), or None
-        Also the weights of the standardisation statistics, shared by all
-        trees (a bootstrap multiplies it per tree).
+    sample_weight : ndarray of float64, shape (n_samples,)
+        Ones when the user gave none. Also the weights of the standardisation
+        statistics, shared by all trees (a bootstrap multiplies it per tree).
     params : E2EDTParams
     seeds : sequence of int
         One seed per tree.
@@ -153,17 +153,16 @@ def fit_e2edt(
         evaluation.
     """
     n_samples, n_features = X.shape
-    sw = np.ones(n_samples) if sample_weight is None else sample_weight
     if params.standardize:  # (weighted) training statistics, as the paper does
-        mean, scale = standardization(X, sw)
+        mean, scale = standardization(X, sample_weight)
     else:  # unscaled, but constant features still get no weight (infinite scale)
         mean = np.zeros(n_features)
-        scale = np.where(np.isinf(standardization(X, sw)[1]), np.inf, 1.0)
+        scale = np.where(np.isinf(standardization(X, sample_weight)[1]), np.inf, 1.0)
     if sparse.issparse(X):
         Z = S.StandardizedCSR.from_scale(X, mean, scale)
     else:
         Z = _standardized_float32(X, mean, scale)
-    leaves = leaf_model(y, n_classes, sw)
+    leaves = leaf_model(y, n_classes, sample_weight)
     y = leaves.training_targets(y)
     # epoch lines: at verbose=1 for a single tree, at verbose=2 for a forest's trees
     per_epoch = verbose >= (1 if len(seeds) == 1 else 2)
@@ -171,7 +170,18 @@ def fit_e2edt(
         name if len(seeds) == 1 else f"{name} tree {k + 1}/{len(seeds)}" for k in range(len(seeds))
     ]
     args = [
-        (X, Z, y, sw, leaves, mean, scale, params, int(seed), label if per_epoch else None)
+        (
+            X,
+            Z,
+            y,
+            sample_weight,
+            leaves,
+            mean,
+            scale,
+            params,
+            int(seed),
+            label if per_epoch else None,
+        )
         for seed, label in zip(seeds, labels, strict=True)
     ]
     results = parallel_map(_fit_one_tree, args, n_jobs=n_jobs, verbose=verbose, name=name)
@@ -194,7 +204,7 @@ def _standardized_float32(X, mean, scale, block=4096):
     return Z
 
 
-def _fit_one_tree(X, Z, y, sw, leaves, mean, scale, params, seed, progress_label=None):
+def _fit_one_tree(X, Z, y, sample_weight, leaves, mean, scale, params, seed, progress_label=None):
     """Grow and finetune one tree (module level: picklable for joblib/dask).
 
     Parameters
@@ -207,7 +217,7 @@ def _fit_one_tree(X, Z, y, sw, leaves, mean, scale, params, seed, progress_label
         stand-in for a CSR ``X``.
     y : int64 (n,) or float64 (n, n_outputs)
         Class indices or standardised targets, as ``leaves`` takes them.
-    sw : float64 (n,)
+    sample_weight : float64 (n,)
     leaves : Categorical, Gaussian or int
         The leaf model (:mod:`obliquetrees._training.leaf_models`); an int is a number of classes.
     mean, scale : ndarray (p,)
@@ -227,9 +237,9 @@ def _fit_one_tree(X, Z, y, sw, leaves, mean, scale, params, seed, progress_label
     """
     leaves = as_leaf_model(leaves)
     rng = np.random.default_rng(seed)
-    row_weight = tree_weights(sw, y, leaves.n_classes, params, seed)
+    row_weight = tree_weights(sample_weight, y, leaves.n_classes, params, seed)
     if not row_weight.any():
-        prior = leaves.prior_value(y, sw)
+        prior = leaves.prior_value(y, sample_weight)
         leaf = [-1], [-1], np.zeros((1, X.shape[1])), [0.0], prior[None, :], [0.0]
         return ObliqueTree.from_dense(*leaf), np.zeros(1)
     adjacency = grid_adjacency(params.image_shape) if params.image_shape else None
@@ -273,17 +283,17 @@ def bootstrap_counts(n_samples, seed):
     return np.bincount(draws, minlength=n_samples).astype(np.float64)
 
 
-def tree_weights(sw, y, n_classes, params, seed):
-    """Row weights of the tree grown from ``seed``: ``sw``, or ``sw`` times its bootstrap.
+def tree_weights(sample_weight, y, n_classes, params, seed):
+    """Row weights of the tree grown from ``seed``: ``sample_weight``, times its bootstrap if any.
 
     The bootstrap is integer weights (``X`` is never copied per tree); with
     ``balanced_subsample`` also times the class weights ``n / (n_classes *
     count_c)`` of the bootstrap (scikit-learn's ``"balanced_subsample"``).
     """
     if not params.bootstrap:
-        return sw
+        return sample_weight
     counts = bootstrap_counts(y.shape[0], seed)
-    weight = sw * counts
+    weight = sample_weight * counts
     if params.balanced_subsample:
         weight *= balanced_class_weight(y, counts, n_classes)[y]
     return weight
@@ -389,7 +399,7 @@ class TrainingTree:
                 out[r0:r1, c0:c1] *= self.mask[r0:r1, c0:c1]
 
 
-def finetune(tt, Z, y, sw, params, rng, adjacency, progress=None):
+def finetune(tt, Z, y, row_weight, params, rng, adjacency, progress=None):
     """Joint EM of all splits and leaves of ``tt`` (in place).
 
     Epoch: for each shuffled minibatch, E-step (eq. 10) of its samples with
@@ -442,7 +452,7 @@ def finetune(tt, Z, y, sw, params, rng, adjacency, progress=None):
     capped = p.max_finetune_samples is not None and N > p.max_finetune_samples
 
     def leaf_statistics(rows=None):
-        return _leaf_statistics(tt, Z, y, sw, rows, route if pruned else None, gb)
+        return _leaf_statistics(tt, Z, y, row_weight, rows, route if pruned else None, gb)
 
     for epoch in range(p.finetune_epochs):
         if epoch == 0 and capped:  # leaves only, from the budget's rows at the initial splits
@@ -459,12 +469,14 @@ def finetune(tt, Z, y, sw, params, rng, adjacency, progress=None):
                 rows = perm[s : s + p.batch_size]
                 if capped:  # a minibatch is a set: its rows in memory order (fewer cache misses)
                     rows = np.sort(rows)
-                swb = sw[rows]
+                swb = row_weight[rows]
                 total = swb.sum()
                 if total <= 0:
                     continue
                 route_now = route() if pruned else None
-                _em_minibatch(tt, Z, y, sw, rows, swb, swb / total, route_now, counts, gW, gb)
+                _em_minibatch(
+                    tt, Z, y, row_weight, rows, swb, swb / total, route_now, counts, gW, gb
+                )
                 if lam > 0:
                     K.add_laplacian_grad(tt.W, mask, adjacency[0], adjacency[1], lam, gW)
                 step += 1
@@ -478,7 +490,7 @@ def finetune(tt, Z, y, sw, params, rng, adjacency, progress=None):
     return tt
 
 
-def _leaf_statistics(tt, Z, y, sw, rows, route, gb):
+def _leaf_statistics(tt, Z, y, row_weight, rows, route, gb):
     """The leaves' EM statistics of every row (or of ``rows``) at the current splits.
 
     ``route`` is :func:`_pruned_routing`'s callable for pruned routing (then
@@ -488,26 +500,28 @@ def _leaf_statistics(tt, Z, y, sw, rows, route, gb):
     counts = K.empty_statistics(tt.pi, y)
     if route is not None:
         every = np.arange(N, dtype=np.int64) if rows is None else rows
-        PK.pruned_em_batch(Z, every, *route(), y, sw, sw, counts, np.empty((0, 0)), gb)
+        PK.pruned_em_batch(
+            Z, every, *route(), y, row_weight, row_weight, counts, np.empty((0, 0)), gb
+        )
         return counts
     no_h = np.empty((tt.n_leaves, 0))  # only the leaf statistics are wanted
     if rows is None:
         for s in range(0, N, ESTEP_BLOCK):
             e = min(s + ESTEP_BLOCK, N)
             A = tt.activations(Z[s:e])
-            K.e_step(*tt.em_args(A), y[s:e], sw[s:e], no_h, counts)
+            K.e_step(*tt.em_args(A), y[s:e], row_weight[s:e], no_h, counts)
     else:
         for s in range(0, rows.shape[0], ESTEP_BLOCK):
             block = rows[s : s + ESTEP_BLOCK]
             A = tt.activations(Z[block])
-            K.e_step(*tt.em_args(A), y[block], sw[block], no_h, counts)
+            K.e_step(*tt.em_args(A), y[block], row_weight[block], no_h, counts)
     return counts
 
 
-def _em_minibatch(tt, Z, y, sw, rows, swb, coef, route, counts, gW, gb):
+def _em_minibatch(tt, Z, y, row_weight, rows, swb, coef, route, counts, gW, gb):
     """One minibatch's E-step (into ``counts``) and the loss gradient (into ``gW``, ``gb``).
 
-    ``swb`` is ``sw[rows]`` (the caller has it), ``coef`` the rows' weights over
+    ``swb`` is ``row_weight[rows]`` (the caller has it), ``coef`` the rows' weights over
     their sum; ``route`` the pruned
     routing's arrays (``route()`` of :func:`_pruned_routing`) or None for the
     whole tree (GEMMs and :func:`K.em_batch`).
@@ -515,7 +529,7 @@ def _em_minibatch(tt, Z, y, sw, rows, swb, coef, route, counts, gW, gb):
     if route is not None:
         gW[:] = 0.0
         gb[:] = 0.0
-        PK.pruned_em_batch(Z, rows, *route, y, sw, coef, counts, gW, gb)
+        PK.pruned_em_batch(Z, rows, *route, y, row_weight, coef, counts, gW, gb)
         return
     Xb = Z[rows]
     A = tt.activations(Xb)
@@ -582,7 +596,7 @@ def _adam_step(tt, gW, gb, mW, vW, mb, vb, step, lr):
 
 
 # ---------------------------------------------------------- storing
-def to_oblique_tree(tt, X, y, sw, leaves, mean, scale):
+def to_oblique_tree(tt, X, y, row_weight, leaves, mean, scale):
     """Store a finetuned tree as an ObliqueTree acting on raw inputs.
 
     Leaf ``value`` from the leaf model (:meth:`leaf_values`: the trained
@@ -605,7 +619,7 @@ def to_oblique_tree(tt, X, y, sw, leaves, mean, scale):
     parent = np.full(n_nodes, -1, dtype=np.int64)
     parent[tt.left[tt.split_nodes]] = tt.split_nodes
     parent[tt.right[tt.split_nodes]] = tt.split_nodes
-    weight, sums = leaves.node_sums(np.ascontiguousarray(reached), parent, y, sw)
+    weight, sums = leaves.node_sums(np.ascontiguousarray(reached), parent, y, row_weight)
     tree.n_node_samples = np.ascontiguousarray(weight)
     leaf = tt.leaf_nodes
     tree.value[leaf] = leaves.leaf_values(tt.pi, weight[leaf], sums[leaf])

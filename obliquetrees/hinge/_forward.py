@@ -124,14 +124,14 @@ def decision_values_in_limits(model, X):
     return res
 
 
-def leaf_counts(model, X, sample_weight=None, n_threads=1):
-    """(Weighted) number of samples reaching each leaf, shape (M, L).
+def leaf_counts(model, X, sample_weight, n_threads=1):
+    """Weighted number of samples reaching each leaf, shape (M, L).
 
     Rows are walked :data:`LEAF_COUNT_ROWS` at a time (the walk records of
     all trees for :data:`PREDICT_CHUNK` rows took 25 MiB). Weighted sums keep
     the additions of the former ``PREDICT_CHUNK``-row ``bincount`` passes, in
     the same order (``np.add.at`` adds in index order, as ``bincount`` does),
-    so the counts are bit-identical; unweighted counts are exact integers.
+    so the counts are bit-identical; unit weights give exact integers.
     """
     from obliquetrees._core._blas import blas_limit
     from obliquetrees._core._jit import numba_threads
@@ -146,20 +146,16 @@ def leaf_counts(model, X, sample_weight=None, n_threads=1):
     offsets = (np.arange(M) * L)[None, :]
     with blas_limit(1), numba_threads(n_threads):  # as decision_values
         for start, block in _dense_blocks(X):  # the blocks of the former passes
-            group = np.zeros(M * L) if sample_weight is not None else counts
+            group = np.zeros(M * L)
             for sub in range(0, block.shape[0], LEAF_COUNT_ROWS):
                 Xc = block[sub : sub + LEAF_COUNT_ROWS]
                 U = np.ascontiguousarray(hinge_features(model, standardise(model, Xc)))
                 tree_outputs(model, U, walk)
                 leaf = walk[0][: Xc.shape[0]]
                 leaf += offsets
-                if sample_weight is None:
-                    counts += np.bincount(leaf.ravel(), minlength=M * L)
-                else:
-                    rows = sample_weight[start + sub : start + sub + Xc.shape[0]]
-                    np.add.at(group, leaf.ravel(), np.repeat(rows, M))
-            if sample_weight is not None:
-                counts += group
+                rows = sample_weight[start + sub : start + sub + Xc.shape[0]]
+                np.add.at(group, leaf.ravel(), np.repeat(rows, M))
+            counts += group
     return counts.reshape(M, L)
 
 

@@ -520,7 +520,7 @@ def fit_epochs(
     n = X.shape[0]
     B = min(int(params.batch_size), n)
     rng = np.random.default_rng(seed)
-    w = np.ones(n) if sample_weight is None else sample_weight / sample_weight.mean()
+    w = sample_weight / sample_weight.mean()
     sparse = sp.issparse(X)
     # sparse X stays raw CSR: the kernel standardises its stored entries algebraically;
     # dense X: (X - x_mean) / z_scale in X itself (overwrite_X) or in one new array
@@ -611,8 +611,9 @@ def fit_hinge(
     Y : ndarray
         Class indices (n_samples,) for classification, targets
         (n_samples, n_outputs) for regression.
-    sample_weight : ndarray of shape (n_samples,) or None
-        Per-sample loss weights (normalised to mean 1 for training).
+    sample_weight : ndarray of float64, shape (n_samples,)
+        Per-sample loss weights (ones when the user gave none; normalised to
+        mean 1 for training).
     params : HingeParams
     seeds : (int, int)
         ``(init_seed, epoch_seed)``: the initialisation's (new models only)
@@ -668,12 +669,13 @@ def _fit_split(model, X, Y, sample_weight, params, validation, seed, n_threads):
     if validation is None:
         return fit_epochs(model, X, Y, sample_weight, params, seed=seed, n_threads=n_threads)
     train, val = validation
-    w_val = np.ones(val.shape[0]) if sample_weight is None else sample_weight[val]
+    # a part whose rows all weigh zero is trained (or scored) unweighted
+    w_val = sample_weight[val]
     if not w_val.sum() > 0:
         w_val = np.ones(val.shape[0])
-    w_fit = None if sample_weight is None else sample_weight[train]
-    if w_fit is not None and not w_fit.sum() > 0:
-        w_fit = None
+    w_fit = sample_weight[train]
+    if not w_fit.sum() > 0:
+        w_fit = np.ones(train.shape[0])
     return fit_epochs(
         model,
         X[train],

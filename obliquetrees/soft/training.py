@@ -428,7 +428,9 @@ def fit_soft_tree(X, y, sample_weight, params, seeds, *, n_classes):
         (``n_features`` per node, the model's own size).
     y : ndarray (n,)
         float targets (regression, ``n_classes`` None) or class indices.
-    sample_weight : ndarray (n,) or None
+    sample_weight : ndarray of float64, shape (n,)
+        The validated weights: ones when the user gave none
+        (:func:`~obliquetrees.utils.validation.validate_fit_data`).
     params : SoftTreeParams
     seeds : (split seed, growth seed, finetune seed)
     n_classes : int or None
@@ -443,15 +445,14 @@ def fit_soft_tree(X, y, sample_weight, params, seeds, *, n_classes):
         ``n_train``, ``n_validation``.
     """
     n, d = X.shape
-    sw = np.ones(n) if sample_weight is None else np.asarray(sample_weight, np.float64)
     classifier = n_classes is not None
     if classifier and n_classes == 1:
         single = ObliqueTree.from_dense(
-            [-1], [-1], np.zeros((1, d)), [0.0], [[1.0]], [sw.sum()], depth=[0]
+            [-1], [-1], np.zeros((1, d)), [0.0], [[1.0]], [sample_weight.sum()], depth=[0]
         )
         return single, dict(growth_log=[], finetune=None, n_train=n, n_validation=0)
     train, val = validation_split(y, params.validation_fraction, seeds[0], stratify=classifier)
-    sw_tr, sw_va = sw[train], sw[val]
+    sw_tr, sw_va = sample_weight[train], sample_weight[val]
     # weights enter the SGD steps: rescale to mean 1 so learning_rate keeps its meaning
     scale_w = sw_tr.sum() / train.size
     if not scale_w > 0.0:  # all training weight zero: fall back to unit weights

@@ -89,8 +89,9 @@ def validate_fit_data(
         in the wheel are compiled for writeable arrays, and numba would
         compile every training kernel again for a read-only one.
     y : ndarray of int64 class indices (classifier) or float64 targets
-    sample_weight : ndarray of float64 or None
-        None when no weights were given. Negative weights and weights summing
+    sample_weight : ndarray of float64, shape (n_samples,)
+        The one form of the weights every training path receives: ones when
+        none were given (so no layer below re-derives them). Negative weights and weights summing
         to zero raise a ``ValueError``; weights whose total is beyond
         ``2**128`` (or below ``2**-128``) are divided by a power of two
         (:func:`bounded_weights`).
@@ -133,7 +134,8 @@ def validate_more_fit_data(estimator, X, y, sample_weight, *, classifier, accept
     -------
     X : ndarray of float64, C-contiguous
     y : ndarray of labels (classifier) or float64 targets
-    sample_weight : ndarray of float64 or None
+    sample_weight : ndarray of float64, shape (n_samples,)
+        Ones when none were given, as in :func:`validate_fit_data`.
     """
     return _validate_training_arrays(
         estimator,
@@ -218,7 +220,9 @@ def _validate_training_arrays(
         y = np.ascontiguousarray(y, dtype=np.float64)
         if not np.all(np.isfinite(y)):
             raise ValueError("Input y contains NaN or infinity.")
-    if sample_weight is not None:
+    if sample_weight is None:  # one form downstream: every row weighs one
+        sample_weight = np.ones(X.shape[0])
+    else:
         sample_weight = _check_sample_weight(
             sample_weight, X, dtype=np.float64, ensure_non_negative=True
         )

@@ -159,6 +159,8 @@ def test_fit_forest_sizes_the_tables_after_the_trees_grown_so_far(monkeypatch):
         return grow(*args)
 
     monkeypatch.setattr(co2, "grow_tree", spy)
-    trees, _ = co2.fit_co2(X, y, None, _co2_params(), [1, 2, 3], n_classes=2, n_jobs=1)
+    trees, _ = co2.fit_co2(
+        X, y, np.ones(X.shape[0]), _co2_params(), [1, 2, 3], n_classes=2, n_jobs=1
+    )
     sizes = [t.node_count for t in trees]
     assert capacities == [0, sizes[0] + sizes[0] // 8, max(sizes[:2]) + max(sizes[:2]) // 8]

@@ -119,11 +119,11 @@ def test_fit_forest_reads_the_callers_x_without_a_copy(monkeypatch):
         return grow(source, *args)
 
     monkeypatch.setattr(co2, "_grow_tree", spy)
-    trees, _ = co2.fit_co2(X, y, None, _params(), [1, 2], n_classes=3)
+    trees, _ = co2.fit_co2(X, y, np.ones(X.shape[0]), _params(), [1, 2], n_classes=3)
     assert len(seen) == 2 and all(s is X for s in seen)  # the caller's array itself
     # another layout is copied once, to C order, shared by the trees
     seen.clear()
-    co2.fit_co2(np.asfortranarray(X), y, None, _params(), [1, 2], n_classes=3)
+    co2.fit_co2(np.asfortranarray(X), y, np.ones(X.shape[0]), _params(), [1, 2], n_classes=3)
     assert seen[0] is seen[1] and seen[0].flags.c_contiguous
     np.testing.assert_array_equal(seen[0], X)
 

@@ -63,7 +63,7 @@ def test_to_forest_peak_is_about_the_forest(rng):
     # the unpacked trees beside their packed copy would take twice the forest; the
     # slack is one tree's temporaries and the validation's per-weight flags
     model, X = _model(rng, n_trees=40, p=30, depth=6)
-    counts = HF.leaf_counts(model, X)
+    counts = HF.leaf_counts(model, X, np.ones(X.shape[0]))
     one_tree = _forest_bytes(ObliqueForest.from_trees(HF.to_trees(model, counts)[:1]))
     tracemalloc.start()
     try:
@@ -79,7 +79,7 @@ def test_to_forest_peak_is_about_the_forest(rng):
 
 def test_to_forest_result_passes_the_forest_checks(rng):
     model, X = _model(rng, "fern")
-    forest = HF.to_forest(model, HF.leaf_counts(model, X))
+    forest = HF.to_forest(model, HF.leaf_counts(model, X, np.ones(X.shape[0])))
     forest.check_invariants()
     assert forest.n_trees == model.n_trees
 
@@ -88,7 +88,7 @@ def test_to_forest_checks_each_tree(rng):
     model, X = _model(rng)
     model.W[2, 3, 0] = np.nan  # a non-finite leaf value is refused, not stored
     with pytest.raises(ValueError, match="Invalid tree: value contains NaN"):
-        HF.to_forest(model, HF.leaf_counts(model, X))
+        HF.to_forest(model, HF.leaf_counts(model, X, np.ones(X.shape[0])))
 
 
 @pytest.mark.parametrize("layout", ["C", "F"])
@@ -100,7 +100,7 @@ def test_fit_epochs_standardising_in_place_changes_nothing_but_x(layout):
         original = X.copy()
         y = np.arange(X.shape[0]) % 3
         params = _params(**_SHAPE, max_epochs=2, batch_size=8)
-        H.fit_epochs(model, X, y, None, params, seed=3, overwrite_X=overwrite)
+        H.fit_epochs(model, X, y, np.ones(X.shape[0]), params, seed=3, overwrite_X=overwrite)
         # only a C-contiguous float64 X given to be overwritten holds the standardised input
         if overwrite and layout == "C":
             np.testing.assert_array_equal(X, (original - model.x_mean) / model.z_scale())
@@ -161,7 +161,9 @@ def test_fit_keeps_leaf_counts_and_stores_the_trees_on_first_access():
     got = est.forest_
     assert est.__dict__["forest_"] is got and est.trees_[0].n_features == X.shape[1]
     _assert_same_forest(got, expected)
-    np.testing.assert_array_equal(est._leaf_counts, HF.leaf_counts(est._model, X))
+    np.testing.assert_array_equal(
+        est._leaf_counts, HF.leaf_counts(est._model, X, np.ones(X.shape[0]))
+    )
 
 
 def test_pickles_leave_the_trees_out_and_rebuild_them(tmp_path):

@@ -344,7 +344,7 @@ def test_stored_trees_route_like_hinge_traversal(rng, tree_type):
 
     model, Z = _small_model(rng, tree_type, depth=4)
     X = rng.normal(size=(60, 4)) * 3 + 1
-    counts = HF.leaf_counts(model, X)
+    counts = HF.leaf_counts(model, X, np.ones(X.shape[0]))
     trees = HF.to_trees(model, counts)
     for tree in trees:
         tree.check_invariants()

@@ -1,0 +1,62 @@
+"""The hand-off from estimator to training: one form of ``sample_weight``.
+
+``validate_fit_data`` (every ``fit``) and ``validate_more_fit_data`` (every
+``partial_fit`` batch) return the weights as one float64 array, ones when the
+user gave none, so no layer below re-derives them from None.
+"""
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from obliquetrees import CO2ForestClassifier, HingeForestRegressor
+from obliquetrees.utils.validation import validate_fit_data, validate_more_fit_data
+from tests.test_common import discover_estimators
+from tests.test_determinism import _data, _make, _state
+
+PACKAGE = Path(__file__).resolve().parents[1] / "obliquetrees"
+#: The training side of the hand-off: method folders and the shared training code.
+TRAINING_FOLDERS = ("co2", "e2edt", "soft", "hinge", "_training")
+#: The names sample weights go by there (``class_weight`` may be None: no class weights).
+WEIGHT_NAMES = {"sample_weight", "sw", "row_weight", "w"}
+
+
+@pytest.mark.parametrize("cls", discover_estimators(), ids=lambda c: c.__name__)
+def test_no_weights_and_unit_weights_give_the_same_model(cls):
+    X, y = _data(cls)
+    unweighted = _state(_make(cls).fit(X, y), X)
+    assert _state(_make(cls).fit(X, y, sample_weight=np.ones(X.shape[0])), X) == unweighted
+
+
+def test_validation_gives_unit_weights_when_none_are_given():
+    X, y = np.arange(12.0).reshape(6, 2), np.array([0, 1] * 3)
+    _, _, weights = validate_fit_data(CO2ForestClassifier(), X, y, None, classifier=True)
+    assert weights.dtype == np.float64 and weights.tolist() == [1.0] * 6
+    fitted = HingeForestRegressor(n_estimators=2, max_depth=2, max_epochs=1, random_state=0)
+    fitted.fit(X, y.astype(float))
+    _, _, weights = validate_more_fit_data(fitted, X[:4], y[:4], None, classifier=False)
+    assert weights.dtype == np.float64 and weights.tolist() == [1.0] * 4
+
+
+def _weight_none_tests(path):
+    """Places of ``<weights> is (not) None`` tests in ``path`` (:data:`WEIGHT_NAMES`)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if (
+            isinstance(node, ast.Compare)
+            and isinstance(node.left, ast.Name)
+            and node.left.id in WEIGHT_NAMES
+            and isinstance(node.ops[0], (ast.Is, ast.IsNot))
+            and isinstance(node.comparators[0], ast.Constant)
+            and node.comparators[0].value is None
+        ):
+            found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    return found
+
+
+def test_training_code_never_rederives_weights_from_none():
+    files = [p for folder in TRAINING_FOLDERS for p in sorted((PACKAGE / folder).rglob("*.py"))]
+    assert files
+    assert [line for path in files for line in _weight_none_tests(path)] == []
