@@ -37,6 +37,7 @@ from obliquetrees._core.predict import predict_mean
 from obliquetrees._core.tree import ObliqueTree
 from obliquetrees._core.validation import check_int
 from obliquetrees._registry import CONTAINERS, load
+from obliquetrees._training._parallel import n_threads_from_jobs
 from obliquetrees.utils._docstrings import fill_doc
 from obliquetrees.utils.validation import (
     bounded_weights,
@@ -45,27 +46,6 @@ from obliquetrees.utils.validation import (
     validate_more_fit_data,
     validate_predict_data,
 )
-
-
-def n_threads_from_jobs(n_jobs):
-    """Number of numba threads in this process from an ``n_jobs`` value.
-
-    joblib's meaning of ``n_jobs``: None is the ``n_jobs`` of an active
-    ``joblib.parallel_config`` (1 without one), -1 all CPUs
-    (``joblib.cpu_count()``, which respects CPU affinity and container
-    quotas), -2 all but one, and so on; 0 is an error.
-
-    These are threads of this process, not joblib workers, so the count is
-    taken as joblib's threading backend takes it: joblib's default (loky)
-    backend would fall back to 1 and warn "Loky-backed parallel loops cannot
-    be called in a multiprocessing" in every ``multiprocessing`` worker,
-    where no process pool is involved.
-    """
-    from joblib import effective_n_jobs, parallel_config
-
-    with parallel_config(backend="threading"):  # keeps an outer config's n_jobs
-        return max(1, effective_n_jobs(n_jobs))
-
 
 #: Largest model a fit may start, in bytes projected from its parameters
 #: (hinge forests: ``_projected_bytes``; other forests: :func:`check_forest_size`).
@@ -333,7 +313,14 @@ class BaseObliqueEstimator(BaseEstimator):
     def _validate_X_predict(self, X):
         return validate_predict_data(self, X, dtype=self._predict_dtype)
 
-    def _prediction_threads(self):
+    def _n_threads(self):
+        """numba threads from ``n_jobs``: prediction, and training of the thread-parallel methods.
+
+        The one conversion of ``n_jobs`` to threads of this process. Forests
+        that grow their trees in parallel (CO2, E2EDT) hand ``n_jobs`` itself
+        to :func:`~obliquetrees._training._parallel.parallel_map`, which
+        resolves it once against the trees and the active joblib backend.
+        """
         return n_threads_from_jobs(getattr(self, "n_jobs", None))
 
     def _predict_output(self, X):
@@ -348,7 +335,7 @@ class BaseObliqueEstimator(BaseEstimator):
         output : ndarray of float64, shape (n_samples, n_outputs)
             Class probabilities for classifiers, predictions for regressors.
         """
-        return predict_mean(self._forest(), X, self._prediction_threads())
+        return predict_mean(self._forest(), X, self._n_threads())
 
     @fill_doc
     def apply(self, X):
@@ -367,7 +354,7 @@ class BaseObliqueEstimator(BaseEstimator):
         from obliquetrees._core import traversal  # numba is imported on first use
 
         X = self._validate_X_predict(X)
-        leaves = traversal.apply(self._forest(), X, self._prediction_threads())
+        leaves = traversal.apply(self._forest(), X, self._n_threads())
         return leaves[:, 0] if self._is_single_tree() else leaves
 
     @fill_doc
@@ -390,7 +377,7 @@ class BaseObliqueEstimator(BaseEstimator):
 
         X = self._validate_X_predict(X)
         forest = self._forest()
-        indicator = traversal.decision_path(forest, X, self._prediction_threads())
+        indicator = traversal.decision_path(forest, X, self._n_threads())
         if self._is_single_tree():
             return indicator
         return indicator, forest.node_offset.copy()

@@ -6,6 +6,8 @@ user gave none, so no layer below re-derives them from None.
 """
 
 import ast
+import importlib
+import inspect
 from pathlib import Path
 
 import numpy as np
@@ -60,3 +62,31 @@ def test_training_code_never_rederives_weights_from_none():
     files = [p for folder in TRAINING_FOLDERS for p in sorted((PACKAGE / folder).rglob("*.py"))]
     assert files
     assert [line for path in files for line in _weight_none_tests(path)] == []
+
+
+#: Each method's training entry, and how it runs in parallel: ``n_jobs`` (joblib
+#: workers over trees, resolved by ``parallel_map``) or ``n_threads`` (numba threads,
+#: the estimator's ``_n_threads()``).
+ENTRIES = {
+    "obliquetrees.co2.training:fit_co2": "n_jobs",
+    "obliquetrees.e2edt.training:fit_e2edt": "n_jobs",
+    "obliquetrees.soft.training:fit_soft_tree": "n_threads",
+    "obliquetrees.hinge.training:fit_hinge": "n_threads",
+}
+
+
+@pytest.mark.parametrize("entry", sorted(ENTRIES))
+def test_training_entries_share_one_signature(entry):
+    module, name = entry.split(":")
+    parameters = inspect.signature(getattr(importlib.import_module(module), name)).parameters
+    positional = [p.name.lower() for p in parameters.values() if p.kind == p.POSITIONAL_OR_KEYWORD]
+    assert positional == ["x", "y", "sample_weight", "params", "seeds"]
+    parallel = {"n_jobs", "n_threads"} & set(parameters)
+    assert parallel == {ENTRIES[entry]}
+    assert parameters[ENTRIES[entry]].kind == inspect.Parameter.KEYWORD_ONLY
+
+
+def test_every_method_folder_with_training_has_its_entry_listed():
+    listed = {entry.split(":")[0].split(".")[1] for entry in ENTRIES}
+    folders = {p.parent.name for p in PACKAGE.glob("*/training.py")}
+    assert folders == listed

@@ -511,7 +511,7 @@ def _predict_in_worker(blob, X):
         warnings.simplefilter("always")
         model = pickle.loads(blob)
         predicted = model.predict(X)
-        threads = model._prediction_threads()
+        threads = model._n_threads()
     return predicted, threads, [str(w.message) for w in caught]
 
 
@@ -538,7 +538,7 @@ def test_predict_in_multiprocessing_pool_worker_keeps_n_jobs_without_warning():
 def test_thread_count_keeps_joblib_meaning_of_n_jobs():
     from joblib import cpu_count, parallel_config
 
-    from obliquetrees.base import n_threads_from_jobs
+    from obliquetrees._training._parallel import n_threads_from_jobs
 
     assert n_threads_from_jobs(None) == 1 and n_threads_from_jobs(3) == 3
     assert n_threads_from_jobs(-1) == cpu_count()

@@ -1,6 +1,12 @@
-"""Parallel tree building: joblib over trees.
+"""``n_jobs`` resolved, once per use: numba threads, or joblib workers over trees.
 
-Threads by default (the training kernels release the GIL, threads share X
+:func:`n_threads_from_jobs` gives the threads of this process (prediction,
+and the training of the thread-parallel methods: soft trees, hinge forests);
+:func:`resolve_n_jobs` the workers of :func:`parallel_map`, which grows the
+trees of CO2 and E2EDT forests in parallel. Each estimator documents which
+meaning its ``n_jobs`` has.
+
+Tree building runs on threads by default (the training kernels release the GIL, threads share X
 without copying, and numba's compiled code is shared instead of being loaded
 once per process). Any joblib backend the caller activates
 (``with joblib.parallel_backend("dask"): ...``) takes precedence, so forests
@@ -10,10 +16,28 @@ module-level, picklable function. Seeds are drawn up front by the estimator
 on which worker builds which tree.
 """
 
-from joblib import Parallel, cpu_count, delayed
+from joblib import Parallel, cpu_count, delayed, effective_n_jobs, parallel_config
 from joblib.parallel import BACKENDS, get_active_backend
 
 from obliquetrees._training._progress import Progress
+
+
+def n_threads_from_jobs(n_jobs):
+    """Number of numba threads in this process from an ``n_jobs`` value.
+
+    joblib's meaning of ``n_jobs``: None is the ``n_jobs`` of an active
+    ``joblib.parallel_config`` (1 without one), -1 all CPUs
+    (``joblib.cpu_count()``, which respects CPU affinity and container
+    quotas), -2 all but one, and so on; 0 is an error.
+
+    These are threads of this process, not joblib workers, so the count is
+    taken as joblib's threading backend takes it: joblib's default (loky)
+    backend would fall back to 1 and warn "Loky-backed parallel loops cannot
+    be called in a multiprocessing" in every ``multiprocessing`` worker,
+    where no process pool is involved.
+    """
+    with parallel_config(backend="threading"):  # keeps an outer config's n_jobs
+        return max(1, effective_n_jobs(n_jobs))
 
 
 def resolve_n_jobs(n_jobs, n_tasks, prefer="threads"):

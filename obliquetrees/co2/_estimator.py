@@ -223,7 +223,7 @@ class _BaseCO2Forest(BaseObliqueForest):
             oob = np.flatnonzero(tree_bootstrap_counts(n, seed, self._n_draws) == 0)
             if oob.size:
                 one_tree = ObliqueForest.from_trees([tree], validate=False)
-                total[oob] += traversal.predict_value(one_tree, X[oob], self._prediction_threads())
+                total[oob] += traversal.predict_value(one_tree, X[oob], self._n_threads())
                 n_oob_trees[oob] += 1
         covered = n_oob_trees > 0
         if not covered.all():

@@ -349,12 +349,12 @@ class _BaseE2EDT(BaseObliqueForest):
             from obliquetrees._core.forest import ObliqueForest
 
             one_tree = ObliqueForest.from_trees([tree], validate=False)
-            return traversal.predict_value(one_tree, X, self._prediction_threads())
+            return traversal.predict_value(one_tree, X, self._n_threads())
         # numba is imported on first use
         from obliquetrees._core._jit import numba_threads
         from obliquetrees._core.soft import soft_predict
 
-        with numba_threads(self._prediction_threads()):  # results do not depend on it
+        with numba_threads(self._n_threads()):  # results do not depend on it
             return soft_predict(tree, X, tree.value, steepness=steepness)
 
     def _set_oob_score(self, X, y):

@@ -164,7 +164,7 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
                 model=model,
                 epochs_done=int(self.n_iter_),
                 validation=self._validation_split(T) if validate else None,
-                n_threads=self._prediction_threads(),
+                n_threads=self._n_threads(),
             )
         except FloatingPointError as exc:
             raise ValueError(
@@ -276,7 +276,7 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
         from obliquetrees.hinge._forward import decision_values  # imports numba
 
         inputs = self._missing.augment(X)  # CSR stays CSR (blocks densified below)
-        return decision_values(self._model, inputs, self._prediction_threads())
+        return decision_values(self._model, inputs, self._n_threads())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

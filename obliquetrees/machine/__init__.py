@@ -73,12 +73,12 @@ from obliquetrees._core.machine import BLOCK_ELEMENTS, DecisionMachine, machine_
 from obliquetrees._core.missing import MissingValues
 from obliquetrees._core.predict import MIN_BLAS_ROWS  # noqa: F401
 from obliquetrees._core.tree import ObliqueTree
+from obliquetrees._training._parallel import n_threads_from_jobs
 from obliquetrees.base import (
     BaseObliqueForest,
     CreatedFittedMixin,
     ObliqueClassifierMixin,
     ObliqueRegressorMixin,
-    n_threads_from_jobs,
 )
 from obliquetrees.machine import _finetune
 from obliquetrees.machine._finetune import TRAIN_BLAS_THREADS, FinetuneConfig  # noqa: F401

@@ -20,7 +20,6 @@ from obliquetrees.base import (
     ObliqueClassifierMixin,
     ObliqueRegressorMixin,
     class_weighted_sample_weight,
-    n_threads_from_jobs,
     store_init_parameters,
 )
 from obliquetrees.utils._docstrings import fill_doc
@@ -214,7 +213,6 @@ class _BaseSoftTree(BaseObliqueTree):
         %(fit_returns)s
         """
         # numba is imported on first use
-        from obliquetrees._core._jit import numba_threads
         from obliquetrees.soft.training import SoftTreeParams, fit_soft_tree
         from obliquetrees.utils.seeds import draw_seeds
 
@@ -224,13 +222,14 @@ class _BaseSoftTree(BaseObliqueTree):
         # the training parameters carry the estimator's names
         params = SoftTreeParams(**{f.name: getattr(self, f.name) for f in fields(SoftTreeParams)})
         seeds = draw_seeds(self.random_state, 3)
-        with numba_threads(n_threads_from_jobs(self.n_jobs)):
-            # NaN: the tree trains on indicator-augmented inputs and is folded back
-            # (whether a feature gets an indicator is tested with sample_weight alone)
-            missing = MissingValues.from_data(X, sample_weight, y, n_classes is not None)
-            inputs = missing.augment(X)
-            tree, info = fit_soft_tree(inputs, y, train_weight, params, seeds, n_classes=n_classes)
-            tree = missing.fold(tree)
+        # NaN: the tree trains on indicator-augmented inputs and is folded back
+        # (whether a feature gets an indicator is tested with sample_weight alone)
+        missing = MissingValues.from_data(X, sample_weight, y, n_classes is not None)
+        inputs = missing.augment(X)
+        tree, info = fit_soft_tree(
+            inputs, y, train_weight, params, seeds, n_classes=n_classes, n_threads=self._n_threads()
+        )
+        tree = missing.fold(tree)
         self.growth_log_ = info["growth_log"]
         self.finetune_info_ = info["finetune"]
         return self._set_trees([tree])
@@ -246,7 +245,7 @@ class _BaseSoftTree(BaseObliqueTree):
         from obliquetrees._core._jit import numba_threads
         from obliquetrees._core.soft import soft_predict
 
-        with numba_threads(self._prediction_threads()):
+        with numba_threads(self._n_threads()):
             return soft_predict(self.tree_, X, leaf_value)
 
 

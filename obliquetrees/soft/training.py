@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from obliquetrees._core._jit import numba_threads
 from obliquetrees._core._random import uniform_noise
 from obliquetrees._core.tree import (
     ObliqueTree,
@@ -415,7 +416,7 @@ def _encode_targets(y, n_classes, train, sw_tr):
     return R, _k.LOSS_SOFTMAX, 1, None, None
 
 
-def fit_soft_tree(X, y, sample_weight, params, seeds, *, n_classes):
+def fit_soft_tree(X, y, sample_weight, params, seeds, *, n_classes, n_threads=1):
     """Standardise, split, grow (and optionally finetune) a soft tree.
 
     Parameters
@@ -435,6 +436,9 @@ def fit_soft_tree(X, y, sample_weight, params, seeds, *, n_classes):
     seeds : (split seed, growth seed, finetune seed)
     n_classes : int or None
         None for regression.
+    n_threads : int, default=1
+        Threads of the numba kernels (the restarts of a split run in
+        parallel); the tree does not depend on it.
 
     Returns
     -------
@@ -451,36 +455,39 @@ def fit_soft_tree(X, y, sample_weight, params, seeds, *, n_classes):
             [-1], [-1], np.zeros((1, d)), [0.0], [[1.0]], [sample_weight.sum()], depth=[0]
         )
         return single, dict(growth_log=[], finetune=None, n_train=n, n_validation=0)
-    train, val = validation_split(y, params.validation_fraction, seeds[0], stratify=classifier)
-    sw_tr, sw_va = sample_weight[train], sample_weight[val]
-    # weights enter the SGD steps: rescale to mean 1 so learning_rate keeps its meaning
-    scale_w = sw_tr.sum() / train.size
-    if not scale_w > 0.0:  # all training weight zero: fall back to unit weights
-        sw_tr = np.ones(train.size)
-        scale_w = 1.0
-    sw_tr = sw_tr / scale_w
-    sw_va = sw_va / scale_w if sw_va.sum() > 0.0 else np.ones(val.size)
-    x_mean, x_scale = standardization(X[train], sw_tr)
-    if sp.issparse(X):
-        rows = sparse_rows(X, x_mean, x_scale)
-        X_tr, X_va = take_rows(rows, train), take_rows(rows, val)
-    else:  # each part standardised on its own: no standardised copy of the whole X
-        X_tr = np.ascontiguousarray((X[train] - x_mean) / x_scale)
-        X_va = np.ascontiguousarray((X[val] - x_mean) / x_scale)
-    R, loss, metric, y_mean, y_scale = _encode_targets(y, n_classes, train, sw_tr)
-    R_tr, R_va = np.ascontiguousarray(R[train]), np.ascontiguousarray(R[val])
-    data = (X_tr, R_tr, sw_tr, X_va, R_va, sw_va)
-    tree, log = grow_soft_tree(*data, loss=loss, metric=metric, params=params, seed=int(seeds[1]))
-    ft = None
-    if params.finetune_epochs > 0 and tree.n_nodes > 1:
-        ft = finetune(tree, *data, loss=loss, metric=metric, params=params, seed=int(seeds[2]))
-        if params.verbose:
-            print(
-                f"[SoftTree] finetune: validation error {ft['error_before']:.5f} -> "
-                f"{ft['error_after']:.5f} (step {ft['learning_rate']}, epoch {ft['epoch']})"
-            )
-    stored = to_container(
-        tree, X_tr, sw_tr * scale_w, x_mean, x_scale, loss, y_mean=y_mean, y_scale=y_scale
-    )
+    with numba_threads(n_threads):  # the model does not depend on it
+        train, val = validation_split(y, params.validation_fraction, seeds[0], stratify=classifier)
+        sw_tr, sw_va = sample_weight[train], sample_weight[val]
+        # weights enter the SGD steps: rescale to mean 1 so learning_rate keeps its meaning
+        scale_w = sw_tr.sum() / train.size
+        if not scale_w > 0.0:  # all training weight zero: fall back to unit weights
+            sw_tr = np.ones(train.size)
+            scale_w = 1.0
+        sw_tr = sw_tr / scale_w
+        sw_va = sw_va / scale_w if sw_va.sum() > 0.0 else np.ones(val.size)
+        x_mean, x_scale = standardization(X[train], sw_tr)
+        if sp.issparse(X):
+            rows = sparse_rows(X, x_mean, x_scale)
+            X_tr, X_va = take_rows(rows, train), take_rows(rows, val)
+        else:  # each part standardised on its own: no standardised copy of the whole X
+            X_tr = np.ascontiguousarray((X[train] - x_mean) / x_scale)
+            X_va = np.ascontiguousarray((X[val] - x_mean) / x_scale)
+        R, loss, metric, y_mean, y_scale = _encode_targets(y, n_classes, train, sw_tr)
+        R_tr, R_va = np.ascontiguousarray(R[train]), np.ascontiguousarray(R[val])
+        data = (X_tr, R_tr, sw_tr, X_va, R_va, sw_va)
+        tree, log = grow_soft_tree(
+            *data, loss=loss, metric=metric, params=params, seed=int(seeds[1])
+        )
+        ft = None
+        if params.finetune_epochs > 0 and tree.n_nodes > 1:
+            ft = finetune(tree, *data, loss=loss, metric=metric, params=params, seed=int(seeds[2]))
+            if params.verbose:
+                print(
+                    f"[SoftTree] finetune: validation error {ft['error_before']:.5f} -> "
+                    f"{ft['error_after']:.5f} (step {ft['learning_rate']}, epoch {ft['epoch']})"
+                )
+        stored = to_container(
+            tree, X_tr, sw_tr * scale_w, x_mean, x_scale, loss, y_mean=y_mean, y_scale=y_scale
+        )
     info = dict(growth_log=log, finetune=ft, n_train=int(train.size), n_validation=int(val.size))
     return stored, info
