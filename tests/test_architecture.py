@@ -311,6 +311,29 @@ def test_utils_imports_no_estimator():
     )
 
 
+#: The module every random draw below the estimators starts from (its docstring says why
+#: its numpy generators are the ones they are).
+RANDOM_MODULE = f"{PACKAGE}._core._random"
+
+
+def test_random_draws_start_only_in_the_random_module():
+    violations = [
+        f"{_location(module, node.lineno)} uses numpy.random.{node.attr}"
+        for module, path in MODULES.items()
+        if module != RANDOM_MODULE
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "random"
+        and isinstance(node.value.value, ast.Name)
+        and node.value.value.id in ("np", "numpy")
+    ]
+    assert not violations, (
+        f"seeded generators come from {RANDOM_MODULE} (one place for the RNG families):\n"
+        + "\n".join(violations)
+    )
+
+
 def _complexity(function):
     """McCabe's cyclomatic complexity: 1 + decision points (nested functions included)."""
     branches = (ast.If, ast.For, ast.While, ast.IfExp, ast.ExceptHandler, ast.comprehension)

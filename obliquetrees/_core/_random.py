@@ -1,9 +1,23 @@
-"""The package's one random number generator: splitmix64 on explicit seeds.
+"""Every random draw below the estimators starts here, from an explicit integer seed.
 
-Kernels never draw from a global stream: every tree, node or restart gets an
-integer seed (drawn up front by the estimator, or hashed from a parent seed
-with :func:`node_seed`) and keeps its state in a one-element ``uint64`` array.
-The same seed therefore gives the same numbers whatever the thread count.
+The estimator draws one integer seed per tree (or per stage) from
+``random_state`` (:func:`obliquetrees.utils.seeds.draw_seeds`); nothing
+below it draws from a global stream, so the same seed gives the same numbers
+whatever the thread count or worker.
+
+- Kernels: splitmix64 with its state in a one-element ``uint64`` array
+  (:func:`make_state`, :func:`random_int`, :func:`random_uniform`), node
+  seeds hashed from the tree's (:func:`node_seed`).
+- Python-level draws (validation splits, initial weights, minibatch orders,
+  bootstraps): numpy's ``Generator`` (PCG64) of a seed, or of one named stream
+  of it (:func:`generator`); soft trees' nodes take seeds spawned from the
+  tree's (:func:`spawned_seeds`).
+- One exception, kept for its recorded bits: CO2's bootstrap and tree seeds
+  are drawn by MT19937 (:func:`legacy_generator`), the generator every CO2
+  model of the golden record (``tests/golden``) was trained with; moving them
+  to PCG64 would change every CO2 model.
+
+``tests/test_architecture.py`` checks that no other module calls ``np.random``.
 """
 
 import numpy as np
@@ -70,3 +84,25 @@ def uniform_noise(seed, n, half_width):
     for i in range(n):
         out[i] = (2.0 * random_uniform(state) - 1.0) * half_width
     return out
+
+
+def generator(seed, stream=None):
+    """numpy ``Generator`` (PCG64) of ``seed``, or of its stream number ``stream``.
+
+    Streams of one seed are independent: a tree's growth rows and its
+    bootstrap, say, are drawn from two streams of the tree's seed, so turning
+    one off leaves the other's draws as they were.
+    """
+    return np.random.default_rng(seed if stream is None else [seed, stream])
+
+
+def spawned_seeds(seed):
+    """Endless integer seeds, spawned one after another from ``seed``'s ``SeedSequence``."""
+    sequence = np.random.SeedSequence(seed)
+    while True:
+        yield int(sequence.spawn(1)[0].generate_state(1)[0])
+
+
+def legacy_generator(seed):
+    """MT19937 ``RandomState`` of ``seed``: CO2's bootstrap and tree seeds only (module notes)."""
+    return np.random.RandomState(seed)

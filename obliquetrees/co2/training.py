@@ -22,6 +22,7 @@ import dataclasses
 import numpy as np
 import scipy.sparse as sp
 
+from obliquetrees._core._random import legacy_generator
 from obliquetrees._core.forest import return_freed_memory
 from obliquetrees._core.tree import (
     ObliqueTree,
@@ -103,14 +104,14 @@ def bootstrap_counts(n_samples, seed, n_draws=None):
 
     ``n_draws=None`` draws ``n_samples`` times (the classic bootstrap).
     """
-    rng = np.random.RandomState(seed)
+    rng = legacy_generator(seed)
     draws = rng.randint(0, n_samples, n_samples if n_draws is None else n_draws)
     return np.bincount(draws, minlength=n_samples).astype(np.float64)
 
 
 def _tree_seeds(seed):
     """The bootstrap seed and the growth seed of the tree drawn from ``seed``."""
-    boot_seed, grow_seed = np.random.RandomState(seed).randint(np.iinfo(np.int32).max, size=2)
+    boot_seed, grow_seed = legacy_generator(seed).randint(np.iinfo(np.int32).max, size=2)
     return boot_seed, grow_seed
 
 

@@ -34,6 +34,7 @@ import numpy as np
 from scipy import sparse
 
 from obliquetrees._core import traversal
+from obliquetrees._core._random import generator
 from obliquetrees._core.forest import ObliqueForest
 from obliquetrees._core.tree import ObliqueTree, fold_standardization, standardization
 from obliquetrees._training._optim import (
@@ -236,7 +237,7 @@ def _fit_one_tree(X, Z, y, sample_weight, leaves, mean, scale, params, seed, pro
     steepness : ndarray (n_nodes,)
     """
     leaves = as_leaf_model(leaves)
-    rng = np.random.default_rng(seed)
+    rng = generator(seed)
     row_weight = tree_weights(sample_weight, y, leaves.n_classes, params, seed)
     if not row_weight.any():
         prior = leaves.prior_value(y, sample_weight)
@@ -269,7 +270,7 @@ def growth_rows(n_samples, budget, seed):
     """
     if budget is None or n_samples <= budget:
         return None
-    rows = np.random.default_rng([seed, GROWTH_STREAM]).choice(n_samples, budget, replace=False)
+    rows = generator(seed, GROWTH_STREAM).choice(n_samples, budget, replace=False)
     return np.sort(rows)
 
 
@@ -279,7 +280,7 @@ def bootstrap_counts(n_samples, seed):
 
     Its own stream of ``seed``: the growth stream, so ``bootstrap=False`` trees, keep their bits.
     """
-    draws = np.random.default_rng([seed, BOOTSTRAP_STREAM]).integers(0, n_samples, n_samples)
+    draws = generator(seed, BOOTSTRAP_STREAM).integers(0, n_samples, n_samples)
     return np.bincount(draws, minlength=n_samples).astype(np.float64)
 
 

@@ -36,6 +36,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from obliquetrees._core._random import generator
 from obliquetrees._core.forest import return_freed_memory
 from obliquetrees._core.tree import standardization
 from obliquetrees._core.validation import (
@@ -274,7 +275,7 @@ def init_model(n_inputs, n_outputs, params, x_mean, x_scale, seed, zero_output=F
     -------
     model : HingeModel
     """
-    rng = np.random.default_rng(seed)
+    rng = generator(seed)
     n_trees = params.n_estimators
     depth = params.max_depth
     learn_A = params.n_hinge_features is not None
@@ -519,7 +520,7 @@ def fit_epochs(
 
     n = X.shape[0]
     B = min(int(params.batch_size), n)
-    rng = np.random.default_rng(seed)
+    rng = generator(seed)
     w = sample_weight / sample_weight.mean()
     sparse = sp.issparse(X)
     # sparse X stays raw CSR: the kernel standardises its stored entries algebraically;

@@ -203,6 +203,7 @@ def fit_finetune(forest, X, y, sw, regression, config):
     ValueError
         If a split or leaf parameter becomes non-finite.
     """
+    from obliquetrees._core._random import generator
     from obliquetrees._training._optim import adam_update
     from obliquetrees._training.leaf_models import leaf_m_step  # numba on first use
 
@@ -224,7 +225,7 @@ def fit_finetune(forest, X, y, sw, regression, config):
     b /= norm
     Bn = machine.B_normalised
     leaf_offset = machine.leaf_offset
-    rng = np.random.default_rng(c.random_state)
+    rng = generator(c.random_state)
     if regression:  # standardised targets and leaf values (the mean of trees commutes)
         y_mean, y_scale = _weighted_standardisation(y, sw)
         target = (y - y_mean) / y_scale

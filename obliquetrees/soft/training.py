@@ -33,7 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from obliquetrees._core._jit import numba_threads
-from obliquetrees._core._random import uniform_noise
+from obliquetrees._core._random import generator, spawned_seeds, uniform_noise
 from obliquetrees._core.tree import (
     ObliqueTree,
     check_centred_range,
@@ -222,7 +222,7 @@ def grow_soft_tree(X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed):
         presorted = presort(X)
     else:
         presorted = sorted_columns(X)
-    seeds = np.random.SeedSequence(seed)
+    node_seeds = spawned_seeds(seed)
     select_on_validation = params.restart_selection == "validation"
     log = []
     # the whole tree's output on every sample, kept up to date split by split
@@ -231,7 +231,7 @@ def grow_soft_tree(X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed):
     Fv = np.tile(tree.Z[0], (Rv.shape[0], 1))
 
     def split(m):
-        node_seed = int(seeds.spawn(1)[0].generate_state(1)[0])
+        node_seed = next(node_seeds)
         cl, cr, W, b, Z, n_nodes = dense_arrays(tree)
         P = _k.path_probability(X, cl, cr, W, b, n_nodes, m)
         Pv = _k.path_probability(Xv, cl, cr, W, b, n_nodes, m)
@@ -374,7 +374,7 @@ def validation_split(y, validation_fraction, seed, stratify):
     (the split decisions then use the training error).
     """
     n = y.shape[0]
-    rng = np.random.default_rng(seed)
+    rng = generator(seed)
     if validation_fraction <= 0.0:
         everything = np.arange(n)
         return everything, everything
