@@ -25,6 +25,7 @@ no private type, and loading rebuilds each container through its own checks
 before the estimator checks its attributes against them.
 """
 
+import dataclasses
 import inspect
 from numbers import Real
 
@@ -80,6 +81,31 @@ def store_init_parameters(estimator, values):
     for name, value in values.items():
         if name not in ("self", "__class__"):
             setattr(estimator, name, value)
+
+
+def training_params(estimator, params_class, **resolved):
+    """The training parameters of a fit: ``params_class`` filled from ``estimator``.
+
+    The one way every method builds its params object (a frozen dataclass
+    named as the estimator's parameters, with no defaults of its own): each
+    field takes the estimator's attribute of the same name, unless
+    ``resolved`` gives its value (a parameter resolved at fit, such as
+    ``"auto"`` or a fraction of the features).
+
+    Raises
+    ------
+    TypeError
+        If ``resolved`` names no field of ``params_class``.
+    AttributeError
+        If a field is neither resolved nor an attribute of ``estimator``.
+    """
+    names = [field.name for field in dataclasses.fields(params_class)]
+    unknown = sorted(set(resolved) - set(names))
+    if unknown:
+        raise TypeError(f"{params_class.__name__} has no field {unknown}.")
+    return params_class(
+        **{name: resolved[name] if name in resolved else getattr(estimator, name) for name in names}
+    )
 
 
 def resolve_max_features(max_features, n_features):

@@ -6,6 +6,7 @@ user gave none, so no layer below re-derives them from None.
 """
 
 import ast
+import dataclasses
 import importlib
 import inspect
 from pathlib import Path
@@ -90,3 +91,40 @@ def test_every_method_folder_with_training_has_its_entry_listed():
     listed = {entry.split(":")[0].split(".")[1] for entry in ENTRIES}
     folders = {p.parent.name for p in PACKAGE.glob("*/training.py")}
     assert folders == listed
+
+
+#: Each method's params class: built by ``training_params`` from the estimator.
+PARAMS = {
+    "obliquetrees.co2.training:CO2Params": "CO2ForestClassifier",
+    "obliquetrees.e2edt.training:E2EDTParams": "E2EDTClassifier",
+    "obliquetrees.soft.training:SoftTreeParams": "SoftTreeClassifier",
+    "obliquetrees.hinge.training:HingeParams": "HingeForestClassifier",
+}
+
+
+@pytest.mark.parametrize("entry", sorted(PARAMS))
+def test_params_classes_have_no_defaults_of_their_own(entry):
+    module, name = entry.split(":")
+    params_class = getattr(importlib.import_module(module), name)
+    assert dataclasses.is_dataclass(params_class)
+    assert params_class.__dataclass_params__.frozen
+    defaulted = [
+        field.name
+        for field in dataclasses.fields(params_class)
+        if field.default is not dataclasses.MISSING
+        or field.default_factory is not dataclasses.MISSING
+    ]
+    assert defaulted == []
+
+
+def test_training_params_names_what_it_cannot_fill():
+    from obliquetrees import SoftTreeClassifier
+    from obliquetrees.base import training_params
+    from obliquetrees.soft.training import SoftTreeParams
+
+    params = training_params(SoftTreeClassifier(max_depth=3), SoftTreeParams, tol=0.5)
+    assert params.max_depth == 3 and params.tol == 0.5
+    with pytest.raises(TypeError, match=r"SoftTreeParams has no field \['depth'\]"):
+        training_params(SoftTreeClassifier(), SoftTreeParams, depth=3)
+    with pytest.raises(AttributeError, match="max_leaf_nodes"):
+        training_params(object(), SoftTreeParams, **{"max_depth": 1})

@@ -14,6 +14,7 @@ from obliquetrees.base import (
     class_weight_vector,
     resolve_max_features,
     store_init_parameters,
+    training_params,
 )
 from obliquetrees.utils._docstrings import fill_doc
 from obliquetrees.utils._param_validation import (
@@ -144,23 +145,8 @@ class _BaseCO2Forest(BaseObliqueForest):
                 stacklevel=2,
             )
             return self
-        params = co2.CO2Params(
-            max_features=self.max_features_,
-            max_depth=self.max_depth,
-            min_samples_split=self.min_samples_split,
-            min_samples_leaf=self.min_samples_leaf,
-            max_leaf_nodes=self.max_leaf_nodes,
-            nu=self.nu,
-            learning_rate=self.learning_rate,
-            batch_size=self.batch_size,
-            momentum=self.momentum,
-            cccp_epochs=self.cccp_epochs,
-            max_cccp_iter=self.max_cccp_iter,
-            tol=self.tol,
-            max_cccp_samples=self.max_cccp_samples,
-            bootstrap=self.bootstrap,
-            max_samples=n_draws,
-            min_impurity_decrease=self.min_impurity_decrease,
+        params = training_params(
+            self, co2.CO2Params, max_features=self.max_features_, max_samples=n_draws
         )
         trees, info = co2.fit_co2(
             missing.augment(X),

@@ -23,6 +23,7 @@ from obliquetrees.base import (
     class_weighted_sample_weight,
     resolve_max_features,
     store_init_parameters,
+    training_params,
 )
 from obliquetrees.e2edt import _docs as docs
 from obliquetrees.utils._docstrings import fill_doc
@@ -178,27 +179,22 @@ class _BaseE2EDT(BaseObliqueForest):
             else resolve_max_features(self.max_features, n_features)
         )
         finetune, finetune_increase, finetune_rate = self._finetune_schedule(n_samples)
-        return E2EDTParams(
-            max_depth=self.max_depth,
-            max_leaf_nodes=self.max_leaf_nodes,
-            min_samples_split=self.min_samples_split,
-            max_epochs=self.max_epochs,
+        return training_params(
+            self,
+            E2EDTParams,
             finetune_epochs=finetune,
+            # floats and bools, as the kernels were compiled for (an int would compile anew)
             initial_steepness=float(self.initial_steepness),
             steepness_increase=float(self.steepness_increase),
             learning_rate=float(self.learning_rate),
-            batch_size=self.batch_size,
-            max_attempts=self.max_attempts,
-            max_features=n_sub,
-            image_shape=image_shape,
-            patch_size=self.patch_size,
             spatial_reg=float(self.spatial_reg),
             standardize=bool(self.standardize),
+            bootstrap=bool(self.bootstrap),
+            max_features=n_sub,
+            image_shape=image_shape,
             prune_threshold=self._prune_threshold(n_samples),
-            max_finetune_samples=self.max_finetune_samples,
             finetune_steepness_increase=finetune_increase,
             finetune_learning_rate=finetune_rate,
-            bootstrap=bool(self.bootstrap),
             balanced_subsample=bool(self.bootstrap) and self._balanced_subsample(),
         )
 

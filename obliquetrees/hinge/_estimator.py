@@ -20,6 +20,7 @@ from obliquetrees.base import (
     ObliqueRegressorMixin,
     class_weighted_sample_weight,
     store_init_parameters,
+    training_params,
 )
 from obliquetrees.hinge import _docs as docs
 from obliquetrees.hinge._size import HingeModelSize
@@ -139,20 +140,7 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
         """Train (``model`` None: a new model) and set the fitted attributes."""
         from obliquetrees.hinge.training import HingeParams, fit_hinge
 
-        params = HingeParams(
-            task=self._task,
-            n_estimators=self.n_estimators,
-            max_depth=self.max_depth,
-            tree_type=self.tree_type,
-            n_hinge_features=self.n_hinge_features,
-            head=self.head,
-            optimizer=self.optimizer,
-            learning_rate=self.learning_rate,
-            batch_size=self.batch_size,
-            max_epochs=max_epochs,
-            n_iter_no_change=self.n_iter_no_change,
-            verbose=self.verbose,
-        )
+        params = training_params(self, HingeParams, task=self._task, max_epochs=max_epochs)
         try:
             model, info = fit_hinge(
                 self._missing.augment(X),

@@ -10,8 +10,6 @@ its path) through a kernel beside the shared traversal, or hard
 shared traversal.
 """
 
-from dataclasses import fields
-
 import numpy as np
 
 from obliquetrees._core.missing import MissingValues
@@ -21,6 +19,7 @@ from obliquetrees.base import (
     ObliqueRegressorMixin,
     class_weighted_sample_weight,
     store_init_parameters,
+    training_params,
 )
 from obliquetrees.utils._docstrings import fill_doc
 from obliquetrees.utils._param_validation import Integral, Interval, Real, StrOptions, _fit_context
@@ -220,7 +219,7 @@ class _BaseSoftTree(BaseObliqueTree):
         n_classes = self.n_classes_ if isinstance(self, ObliqueClassifierMixin) else None
         train_weight = self._training_weight(y, sample_weight)
         # the training parameters carry the estimator's names
-        params = SoftTreeParams(**{f.name: getattr(self, f.name) for f in fields(SoftTreeParams)})
+        params = training_params(self, SoftTreeParams)
         seeds = draw_seeds(self.random_state, 3)
         # NaN: the tree trains on indicator-augmented inputs and is folded back
         # (whether a feature gets an indicator is tested with sample_weight alone)

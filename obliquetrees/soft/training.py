@@ -90,20 +90,21 @@ class SoftTreeParams:
 
     Built by :class:`~obliquetrees.SoftTreeRegressor` and
     :class:`~obliquetrees.SoftTreeClassifier` from their parameters (their
-    docstrings describe each one); the defaults are the classifier's.
+    docstrings describe each one) with :func:`~obliquetrees.base.training_params`;
+    no field has a default of its own.
     """
 
-    max_depth: int | None = None
-    max_leaf_nodes: int | None = None
-    validation_fraction: float = 0.5
-    learning_rate: float = 5.0
-    n_restarts: int = 10
-    max_epochs: int = 25
-    batch_size: int = 1
-    restart_selection: str = "validation"
-    tol: float = 1e-3
-    finetune_epochs: int = 0
-    verbose: int = 0
+    max_depth: int | None
+    max_leaf_nodes: int | None
+    validation_fraction: float
+    learning_rate: float
+    n_restarts: int
+    max_epochs: int
+    batch_size: int
+    restart_selection: str
+    tol: float
+    finetune_epochs: int
+    verbose: int
 
 
 def new_tree(n_features, n_outputs, params):

@@ -5,6 +5,7 @@ import pytest
 
 from obliquetrees._core.tree import ObliqueTree
 from tests import reference as ref
+from tests.soft._params import soft_params
 
 K = pytest.importorskip("obliquetrees.soft._kernels")
 AX = pytest.importorskip("obliquetrees.soft._axis_split")
@@ -165,7 +166,7 @@ def test_to_container_preserves_the_soft_function_and_hard_routing(rng):
 
     d = 4
     cl, cr, W, b, Z = ref.soft_random_tree(rng, d, 1, 4)
-    tree = S.new_tree(d, 1, S.SoftTreeParams())
+    tree = S.new_tree(d, 1, soft_params())
     for j in np.argsort(np.where(cl >= 0, cl, len(cl))):  # replay the splits in id order
         if cl[j] >= 0:
             assert tree.add_children(j) == (cl[j], cr[j])
@@ -405,7 +406,7 @@ def _problem(rng, n=400, classification=False):
 def test_growth_keeps_only_improving_splits_and_is_deterministic(rng):
     X, R = _problem(rng)
     Xv, Rv = _problem(rng, 300)
-    params = S.SoftTreeParams(
+    params = soft_params(
         learning_rate=0.5, n_restarts=4, max_epochs=5, tol=1e-3, restart_selection="train"
     )
     kw = dict(loss=0, metric=0, params=params, seed=5)
@@ -426,10 +427,10 @@ def test_growth_limits(rng):
     X, R = _problem(rng)
     kw = dict(n_restarts=2, max_epochs=3, tol=0.0, restart_selection="train")
     data = (X, R, np.ones(400), X, R, np.ones(400))
-    params = S.SoftTreeParams(max_depth=2, **kw)
+    params = soft_params(max_depth=2, **kw)
     tree, _ = S.grow_soft_tree(*data, loss=0, metric=0, params=params, seed=0)
     assert tree.depth[: tree.n_nodes].max() <= 2
-    params = S.SoftTreeParams(max_leaf_nodes=3, **kw)
+    params = soft_params(max_leaf_nodes=3, **kw)
     tree, _ = S.grow_soft_tree(*data, loss=0, metric=0, params=params, seed=0)
     assert tree.n_leaves <= 3
 
@@ -438,7 +439,7 @@ def test_finetune_never_worsens_validation_error(rng):
     X, R = _problem(rng, classification=True)
     Xv, Rv = _problem(rng, 300, classification=True)
     data = (X, R, np.ones(400), Xv, Rv, np.ones(300))
-    params = S.SoftTreeParams(
+    params = soft_params(
         n_restarts=3, max_epochs=3, restart_selection="train", learning_rate=8.0, finetune_epochs=5
     )
     tree, _ = S.grow_soft_tree(*data, loss=1, metric=0, params=params, seed=1)
