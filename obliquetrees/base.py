@@ -40,6 +40,7 @@ from obliquetrees._core.validation import check_int
 from obliquetrees._registry import CONTAINERS, load
 from obliquetrees._training._parallel import n_threads_from_jobs
 from obliquetrees.utils._docstrings import fill_doc
+from obliquetrees.utils._param_validation import _fit_context
 from obliquetrees.utils.validation import (
     bounded_weights,
     check_is_fitted,
@@ -312,6 +313,24 @@ class BaseObliqueEstimator(BaseEstimator):
         return "hard", {}
 
     # ------------------------------------------------------------------ fit
+    @_fit_context(prefer_skip_nested_validation=True)
+    @fill_doc
+    def fit(self, X, y, sample_weight=None):
+        """Fit the model to the training data ``(X, y)``.
+
+        %(fit_parameters_multioutput)s
+            Several outputs where the estimator's docstring says so.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the samples (None: all 1), multiplied with
+            ``class_weight`` (classifiers) and the bootstrap counts (forests
+            with ``bootstrap=True``).
+
+        %(fit_returns)s
+        """
+        # the parameters are validated (``_fit_context``); each method's ``_fit``
+        # validates the data and fits, and a fit that fails changes nothing
+        return self._fit(X, y, sample_weight)
+
     def _validate_fit_data(self, X, y, sample_weight=None):
         """Validate training data; see :func:`~obliquetrees.utils.validation.validate_fit_data`."""
         return validate_fit_data(

@@ -2,6 +2,7 @@
 
 import copy
 import warnings
+from numbers import Integral
 
 import numpy as np
 from sklearn.base import is_classifier
@@ -16,14 +17,12 @@ from obliquetrees.base import (
     store_init_parameters,
     training_params,
 )
-from obliquetrees.utils._docstrings import fill_doc
 from obliquetrees.utils._param_validation import (
-    Integral,
-    Interval,
-    Real,
-    RealNotInt,
-    StrOptions,
-    _fit_context,
+    MAX_FEATURES,
+    RUN_CONSTRAINTS,
+    integers,
+    options,
+    reals,
 )
 from obliquetrees.utils.validation import bounded_weights
 
@@ -38,50 +37,30 @@ class _BaseCO2Forest(BaseObliqueForest):
     _fit_accepts_sparse = True
 
     _parameter_constraints = {
-        "n_estimators": [Interval(Integral, 1, None, closed="left")],
-        "nu": [Interval(Real, 0, None, closed="neither")],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "max_features": [
-            StrOptions({"sqrt", "log2"}),
-            Interval(Integral, 1, None, closed="left"),
-            Interval(RealNotInt, 0, 1, closed="right"),
-            None,
-        ],
-        "max_depth": [Interval(Integral, 1, None, closed="left"), None],
-        "min_samples_split": [Interval(Integral, 2, None, closed="left")],
-        "min_samples_leaf": [Interval(Integral, 1, None, closed="left")],
-        "max_leaf_nodes": [Interval(Integral, 2, None, closed="left"), None],
-        "min_impurity_decrease": [Interval(Real, 0, None, closed="left")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "momentum": [Interval(Real, 0, 1, closed="left")],
-        "cccp_epochs": [Interval(Integral, 1, None, closed="left")],
-        "max_cccp_iter": [Interval(Integral, 0, None, closed="left")],
-        "tol": [Interval(Real, 0, None, closed="left")],
-        "max_cccp_samples": [Interval(Integral, 1, None, closed="left"), None],
+        "n_estimators": integers(1),
+        "nu": reals(0, closed="neither"),
+        "learning_rate": reals(0, closed="neither"),
+        "max_features": MAX_FEATURES,
+        "max_depth": integers(1, none=True),
+        "min_samples_split": integers(2),
+        "min_samples_leaf": integers(1),
+        "max_leaf_nodes": integers(2, none=True),
+        "min_impurity_decrease": reals(0),
+        "batch_size": integers(1),
+        "momentum": reals(0, 1),
+        "cccp_epochs": integers(1),
+        "max_cccp_iter": integers(0),
+        "tol": reals(0),
+        "max_cccp_samples": integers(1, none=True),
         "bootstrap": ["boolean"],
-        "max_samples": [
-            None,
-            Interval(RealNotInt, 0, None, closed="neither"),
-            Interval(Integral, 1, None, closed="left"),
-        ],
+        "max_samples": [None, *reals(0, closed="neither", not_int=True), *integers(1)],
         "oob_score": ["boolean", callable],
-        "n_jobs": [Integral, None],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
         "warm_start": ["boolean"],
+        **RUN_CONSTRAINTS,
     }
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    @fill_doc
-    def fit(self, X, y, sample_weight=None):
-        """Grow the forest on ``(X, y)``.
-
-        %(fit_parameters_multioutput)s
-        sample_weight : array-like of shape (n_samples,), default=None
-            Weights of the samples (multiplied with the bootstrap counts).
-
-        %(fit_returns)s
-        """
+    def _fit(self, X, y, sample_weight):
+        """Grow the forest on ``(X, y)`` (:meth:`fit`, its parameters validated)."""
         from obliquetrees._core.forest import return_freed_memory
         from obliquetrees.co2 import training as co2  # numba is imported on first use
         from obliquetrees.utils.seeds import draw_seeds
@@ -567,7 +546,7 @@ class CO2ForestClassifier(ObliqueClassifierMixin, _BaseCO2Forest):
 
     _parameter_constraints = {
         **_BaseCO2Forest._parameter_constraints,
-        "class_weight": [StrOptions({"balanced", "balanced_subsample"}), dict, None],
+        "class_weight": [*options("balanced", "balanced_subsample"), dict, None],
     }
     _oob_output_name = "oob_decision_function_"
 

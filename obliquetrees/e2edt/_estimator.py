@@ -26,14 +26,12 @@ from obliquetrees.base import (
     training_params,
 )
 from obliquetrees.e2edt import _docs as docs
-from obliquetrees.utils._docstrings import fill_doc
 from obliquetrees.utils._param_validation import (
-    Integral,
-    Interval,
-    Real,
-    RealNotInt,
-    StrOptions,
-    _fit_context,
+    MAX_FEATURES,
+    RUN_CONSTRAINTS,
+    integers,
+    options,
+    reals,
 )
 from obliquetrees.utils.seeds import draw_seeds
 
@@ -83,40 +81,29 @@ def _check_float32_range(X, name):
 def _constraints(routings):
     """Parameter constraints shared by the E2EDT estimators, with their ``routing`` options."""
     return {
-        "n_estimators": [Interval(Integral, 1, None, closed="left")],
-        "max_depth": [Interval(Integral, 1, None, closed="left"), None],
-        "max_leaf_nodes": [Interval(Integral, 2, None, closed="left"), None],
-        "min_samples_split": [Interval(Integral, 2, None, closed="left")],
-        "max_epochs": [Interval(Integral, 1, None, closed="left")],
-        "finetune_epochs": [
-            Interval(Integral, 0, None, closed="left"),
-            StrOptions({"auto"}),
-            None,
-        ],
-        "initial_steepness": [Interval(Real, 0, None, closed="neither")],
-        "steepness_increase": [Interval(Real, 0, None, closed="left")],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "max_attempts": [Interval(Integral, 1, None, closed="left")],
-        "max_features": [
-            Interval(Integral, 1, None, closed="left"),
-            Interval(RealNotInt, 0, 1, closed="right"),
-            StrOptions({"sqrt", "log2"}),
-            None,
-        ],
+        "n_estimators": integers(1),
+        "max_depth": integers(1, none=True),
+        "max_leaf_nodes": integers(2, none=True),
+        "min_samples_split": integers(2),
+        "max_epochs": integers(1),
+        "finetune_epochs": [*integers(0), *options("auto"), None],
+        "initial_steepness": reals(0, closed="neither"),
+        "steepness_increase": reals(0),
+        "learning_rate": reals(0, closed="neither"),
+        "batch_size": integers(1),
+        "max_attempts": integers(1),
+        "max_features": MAX_FEATURES,
         "image_shape": [tuple, list, None],
-        "patch_size": [Interval(Integral, 1, None, closed="left"), None],
-        "spatial_reg": [Interval(Real, 0, None, closed="left")],
+        "patch_size": integers(1, none=True),
+        "spatial_reg": reals(0),
         "standardize": ["boolean"],
-        "prune_threshold": [Interval(Real, 0, 1, closed="left"), StrOptions({"auto"})],
-        "max_finetune_samples": [Interval(Integral, 1, None, closed="left"), None],
-        "routing": [StrOptions(routings)],
+        "prune_threshold": [*reals(0, 1), *options("auto")],
+        "max_finetune_samples": integers(1, none=True),
+        "routing": options(*routings),
         "bootstrap": ["boolean"],
         "oob_score": ["boolean", callable],
         "warm_start": ["boolean"],
-        "n_jobs": [Integral, None],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
+        **RUN_CONSTRAINTS,
     }
 
 
@@ -233,20 +220,8 @@ class _BaseE2EDT(BaseObliqueForest):
         """Whether each bootstrap gets balanced class weights (classifier only)."""
         return False
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    @fill_doc
-    def fit(self, X, y, sample_weight=None):
-        """Grow and finetune the tree(s) on ``(X, y)``.
-
-        %(fit_parameters)s
-        sample_weight : array-like of shape (n_samples,), default=None
-            Weights of the samples in the likelihood (E-step statistics,
-            leaf updates and minibatch gradients), multiplied with
-            ``class_weight`` (classifier) and the bootstrap counts. None
-            means equal weights.
-
-        %(fit_returns)s
-        """
+    def _fit(self, X, y, sample_weight):
+        """Grow and finetune the tree(s) on ``(X, y)`` (:meth:`fit`, its parameters validated)."""
         from threadpoolctl import threadpool_limits
 
         from obliquetrees.e2edt.training import fit_e2edt  # numba is imported on first use
@@ -438,7 +413,7 @@ class E2EDTClassifier(ObliqueClassifierMixin, _BaseE2EDT):
 
     _parameter_constraints = {
         **_constraints({"hybrid", "hard", "soft"}),
-        "class_weight": [StrOptions({"balanced", "balanced_subsample"}), dict, None],
+        "class_weight": [*options("balanced", "balanced_subsample"), dict, None],
     }
     _oob_attribute = "oob_decision_function_"
 

@@ -27,12 +27,11 @@ from obliquetrees.hinge._size import HingeModelSize
 from obliquetrees.hinge._trees import TreesOnDemand
 from obliquetrees.utils._docstrings import fill_doc
 from obliquetrees.utils._param_validation import (
-    Integral,
-    Interval,
-    Real,
-    RealNotInt,
-    StrOptions,
+    RUN_CONSTRAINTS,
     _fit_context,
+    integers,
+    options,
+    reals,
 )
 from obliquetrees.utils.seeds import draw_seeds
 
@@ -49,22 +48,20 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
     _predicts_leaf_values = False  # the output also scales with a margin: no finetune
     _fit_accepts_sparse = True
     _parameter_constraints = {
-        "n_estimators": [Interval(Integral, 1, None, closed="left")],
-        "max_depth": [Interval(Integral, 1, 20, closed="both")],
-        "tree_type": [StrOptions({"tree", "fern"})],
-        "n_hinge_features": [Interval(Integral, 1, None, closed="left"), None],
-        "head": [StrOptions({"sum", "linear"})],
-        "optimizer": [StrOptions({"adam", "lazy_adam", "adagrad", "sgd"})],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "max_epochs": [Interval(Integral, 1, None, closed="left")],
+        "n_estimators": integers(1),
+        "max_depth": integers(1, 20),
+        "tree_type": options("tree", "fern"),
+        "n_hinge_features": integers(1, none=True),
+        "head": options("sum", "linear"),
+        "optimizer": options("adam", "lazy_adam", "adagrad", "sgd"),
+        "learning_rate": reals(0, closed="neither"),
+        "batch_size": integers(1),
+        "max_epochs": integers(1),
         "early_stopping": ["boolean"],
-        "validation_fraction": [Interval(RealNotInt, 0, 1, closed="neither")],
-        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "validation_fraction": reals(0, 1, closed="neither", not_int=True),
+        "n_iter_no_change": integers(1),
         "warm_start": ["boolean"],
-        "n_jobs": [Integral, None],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
+        **RUN_CONSTRAINTS,
     }
 
     _task = None
@@ -215,19 +212,6 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
         self._train(X, T, train_weight, model, max_epochs=1, validate=False)
         return self
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    @fill_doc
-    def fit(self, X, y, sample_weight=None):
-        """Train the forest.
-
-        %(fit_parameters)s
-        sample_weight : array-like of shape (n_samples,), default=None
-            Per-sample loss weights (None: all 1).
-
-        %(fit_returns)s
-        """
-        return self._fit(X, y, sample_weight)
-
     def _index_y(self, y):
         return y
 
@@ -317,7 +301,7 @@ class HingeForestClassifier(ObliqueClassifierMixin, _BaseHingeForest):
     _task = "classification"
     _parameter_constraints = {
         **_BaseHingeForest._parameter_constraints,
-        "class_weight": [StrOptions({"balanced"}), dict, None],
+        "class_weight": [*options("balanced"), dict, None],
     }
 
     def __init__(

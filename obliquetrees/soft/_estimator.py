@@ -21,8 +21,7 @@ from obliquetrees.base import (
     store_init_parameters,
     training_params,
 )
-from obliquetrees.utils._docstrings import fill_doc
-from obliquetrees.utils._param_validation import Integral, Interval, Real, StrOptions, _fit_context
+from obliquetrees.utils._param_validation import RUN_CONSTRAINTS, integers, options, reals
 
 _COMMON_DOC = """
     Parameters
@@ -165,20 +164,18 @@ _COMMON_NOTES = """
 
 def _base_constraints():
     return {
-        "max_depth": [Interval(Integral, 1, None, closed="left"), None],
-        "max_leaf_nodes": [Interval(Integral, 2, None, closed="left"), None],
-        "validation_fraction": [Interval(Real, 0.0, 1.0, closed="left")],
-        "learning_rate": [Interval(Real, 0.0, None, closed="neither")],
-        "n_restarts": [Interval(Integral, 1, None, closed="left")],
-        "max_epochs": [Interval(Integral, 1, None, closed="left")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "restart_selection": [StrOptions({"validation", "train"})],
-        "tol": [Interval(Real, 0.0, None, closed="left")],
-        "routing": [StrOptions({"soft", "hard"})],
-        "finetune_epochs": [Interval(Integral, 0, None, closed="left")],
-        "n_jobs": [Integral, None],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
+        "max_depth": integers(1, none=True),
+        "max_leaf_nodes": integers(2, none=True),
+        "validation_fraction": reals(0.0, 1.0),
+        "learning_rate": reals(0.0, closed="neither"),
+        "n_restarts": integers(1),
+        "max_epochs": integers(1),
+        "batch_size": integers(1),
+        "restart_selection": options("validation", "train"),
+        "tol": reals(0.0),
+        "routing": options("soft", "hard"),
+        "finetune_epochs": integers(0),
+        **RUN_CONSTRAINTS,
     }
 
 
@@ -200,17 +197,8 @@ class _BaseSoftTree(BaseObliqueTree):
         """The weights training sees: ``sample_weight`` (classifiers: times ``class_weight``)."""
         return sample_weight
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    @fill_doc
-    def fit(self, X, y, sample_weight=None):
-        """Grow the soft tree.
-
-        %(fit_parameters)s
-        sample_weight : array-like of shape (n_samples,), default=None
-            Weights of the samples (None: all 1).
-
-        %(fit_returns)s
-        """
+    def _fit(self, X, y, sample_weight):
+        """Grow the soft tree (:meth:`fit`, its parameters validated)."""
         # numba is imported on first use
         from obliquetrees.soft.training import SoftTreeParams, fit_soft_tree
         from obliquetrees.utils.seeds import draw_seeds
@@ -403,7 +391,7 @@ class SoftTreeClassifier(ObliqueClassifierMixin, _BaseSoftTree):
 
     _parameter_constraints = {
         **_base_constraints(),
-        "class_weight": [StrOptions({"balanced"}), dict, None],
+        "class_weight": [*options("balanced"), dict, None],
     }
 
     def __init__(

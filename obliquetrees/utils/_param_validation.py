@@ -23,12 +23,54 @@ __all__ = [
     "Hidden",
     "Integral",
     "Interval",
+    "MAX_FEATURES",
+    "RUN_CONSTRAINTS",
     "Real",
     "RealNotInt",
     "StrOptions",
     "_fit_context",
+    "integers",
+    "options",
+    "reals",
     "validate_params",
 ]
+
+
+def integers(low, high=None, *, none=False):
+    """Constraints: integers from ``low`` to ``high`` (None: unbounded); None too if ``none``."""
+    rule = [Interval(Integral, low, high, closed="left" if high is None else "both")]
+    return [*rule, None] if none else rule
+
+
+def reals(low, high=None, *, closed="left", none=False, not_int=False):
+    """Constraints: reals from ``low`` to ``high``, ``closed`` as ``Interval``; None if ``none``.
+
+    ``not_int``: Python and numpy integers are refused (a fraction, where an
+    integer means a count).
+    """
+    rule = [Interval(RealNotInt if not_int else Real, low, high, closed=closed)]
+    return [*rule, None] if none else rule
+
+
+def options(*names):
+    """Constraints: one of the strings ``names``."""
+    return [StrOptions(set(names))]
+
+
+#: ``max_features`` of a split's random feature subset: ``"sqrt"``, ``"log2"``, a count,
+#: a fraction in (0, 1], or None (every feature).
+MAX_FEATURES = [
+    *options("sqrt", "log2"),
+    *integers(1),
+    *reals(0, 1, closed="right", not_int=True),
+    None,
+]
+#: The parameters that run a fit rather than shape the model, shared by every estimator.
+RUN_CONSTRAINTS = {
+    "n_jobs": [Integral, None],
+    "random_state": ["random_state"],
+    "verbose": ["verbose"],
+}
 
 
 def _fit_context(*, prefer_skip_nested_validation):
