@@ -77,38 +77,6 @@ def check_forest_size(n_estimators, bytes_per_tree):
         )
 
 
-def store_init_parameters(estimator, values):
-    """Set each ``__init__`` argument in ``values`` (its ``locals()``) as an attribute, as given."""
-    for name, value in values.items():
-        if name not in ("self", "__class__"):
-            setattr(estimator, name, value)
-
-
-def training_params(estimator, params_class, **resolved):
-    """The training parameters of a fit: ``params_class`` filled from ``estimator``.
-
-    The one way every method builds its params object (a frozen dataclass
-    named as the estimator's parameters, with no defaults of its own): each
-    field takes the estimator's attribute of the same name, unless
-    ``resolved`` gives its value (a parameter resolved at fit, such as
-    ``"auto"`` or a fraction of the features).
-
-    Raises
-    ------
-    TypeError
-        If ``resolved`` names no field of ``params_class``.
-    AttributeError
-        If a field is neither resolved nor an attribute of ``estimator``.
-    """
-    names = [field.name for field in dataclasses.fields(params_class)]
-    unknown = sorted(set(resolved) - set(names))
-    if unknown:
-        raise TypeError(f"{params_class.__name__} has no field {unknown}.")
-    return params_class(
-        **{name: resolved[name] if name in resolved else getattr(estimator, name) for name in names}
-    )
-
-
 def resolve_max_features(max_features, n_features):
     """Number of candidate features of a split, in ``[1, n_features]``.
 
@@ -313,6 +281,42 @@ class BaseObliqueEstimator(BaseEstimator):
         return "hard", {}
 
     # ------------------------------------------------------------------ fit
+    def _store_init_parameters(self, values):
+        """Set each ``__init__`` argument in ``values`` (its ``locals()``) as an attribute.
+
+        Each public class has its own ``__init__`` (scikit-learn reads the
+        parameters and their defaults from its signature, and an unknown
+        keyword names the public class) whose body is this one call.
+        """
+        for name, value in values.items():
+            if name not in ("self", "__class__"):
+                setattr(self, name, value)
+
+    def _training_params(self, params_class, **resolved):
+        """The training parameters of a fit: ``params_class`` filled from this estimator.
+
+        The one way every method builds its params object (a frozen dataclass
+        named as the estimator's parameters, with no defaults of its own): each
+        field takes the attribute of the same name, unless ``resolved`` gives
+        its value (a parameter resolved at fit, such as ``"auto"`` or a
+        fraction of the features).
+
+        Raises
+        ------
+        TypeError
+            If ``resolved`` names no field of ``params_class``.
+        AttributeError
+            If a field is neither resolved nor an attribute of the estimator.
+        """
+        names = [field.name for field in dataclasses.fields(params_class)]
+        unknown = sorted(set(resolved) - set(names))
+        if unknown:
+            raise TypeError(f"{params_class.__name__} has no field {unknown}.")
+        values = {
+            name: resolved[name] if name in resolved else getattr(self, name) for name in names
+        }
+        return params_class(**values)
+
     @_fit_context(prefer_skip_nested_validation=True)
     @fill_doc
     def fit(self, X, y, sample_weight=None):
@@ -369,7 +373,7 @@ class BaseObliqueEstimator(BaseEstimator):
         return n_threads_from_jobs(getattr(self, "n_jobs", None))
 
     def _predict_output(self, X):
-        """Mean over the trees of the value of the reached leaf.
+        """The output ``predict`` (and ``predict_proba``) reads: :meth:`_hard_output` by default.
 
         Parameters
         ----------
@@ -380,6 +384,10 @@ class BaseObliqueEstimator(BaseEstimator):
         output : ndarray of float64, shape (n_samples, n_outputs)
             Class probabilities for classifiers, predictions for regressors.
         """
+        return self._hard_output(X)
+
+    def _hard_output(self, X):
+        """Mean over the trees of the value of the leaf each sample reaches (hard routing)."""
         return predict_mean(self._forest(), X, self._n_threads())
 
     @fill_doc
@@ -588,6 +596,14 @@ class BaseObliqueForest(BaseObliqueEstimator):
     the packed arrays once.
     """
 
+    #: Bytes a fit holds per tree even when every tree is a single leaf, for
+    #: :meth:`_check_forest_size` (forests grown tree by tree set it).
+    _min_tree_bytes = 0
+
+    def _check_forest_size(self):
+        """:func:`check_forest_size` of ``n_estimators`` trees of :attr:`_min_tree_bytes`."""
+        check_forest_size(self.n_estimators, self._min_tree_bytes)
+
     def _set_trees(self, trees):
         # the trees come fresh from training: pack them without a second copy
         self.forest_ = ObliqueForest.from_trees(trees, consume=True)
@@ -650,9 +666,27 @@ class ObliqueClassifierMixin(ClassifierMixin):
         # whose row-wise argmax is the predicted class: the probabilities by default
         return self._predict_output(X)
 
+    def _training_weight(self, y, sample_weight):
+        """The weights training sees: ``sample_weight`` times each sample's class weight."""
+        return class_weighted_sample_weight(
+            self._whole_set_class_weight(), self.classes_, y, sample_weight
+        )
+
+    def _whole_set_class_weight(self):
+        """The ``class_weight`` applied to the whole training set (None: none).
+
+        A forest that weighs classes per bootstrap (``"balanced_subsample"``)
+        applies none here.
+        """
+        return getattr(self, "class_weight", None)
+
 
 class ObliqueRegressorMixin(RegressorMixin):
     """``predict`` for regressors."""
+
+    def _training_weight(self, y, sample_weight):
+        """The weights training sees: ``sample_weight``."""
+        return sample_weight
 
     @fill_doc
     def predict(self, X):

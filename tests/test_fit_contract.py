@@ -93,7 +93,7 @@ def test_every_method_folder_with_training_has_its_entry_listed():
     assert folders == listed
 
 
-#: Each method's params class: built by ``training_params`` from the estimator.
+#: Each method's params class: built by the estimator's ``_training_params``.
 PARAMS = {
     "obliquetrees.co2.training:CO2Params": "CO2ForestClassifier",
     "obliquetrees.e2edt.training:E2EDTParams": "E2EDTClassifier",
@@ -119,12 +119,12 @@ def test_params_classes_have_no_defaults_of_their_own(entry):
 
 def test_training_params_names_what_it_cannot_fill():
     from obliquetrees import SoftTreeClassifier
-    from obliquetrees.base import training_params
+    from obliquetrees.hinge.training import HingeParams
     from obliquetrees.soft.training import SoftTreeParams
 
-    params = training_params(SoftTreeClassifier(max_depth=3), SoftTreeParams, tol=0.5)
+    params = SoftTreeClassifier(max_depth=3)._training_params(SoftTreeParams, tol=0.5)
     assert params.max_depth == 3 and params.tol == 0.5
     with pytest.raises(TypeError, match=r"SoftTreeParams has no field \['depth'\]"):
-        training_params(SoftTreeClassifier(), SoftTreeParams, depth=3)
-    with pytest.raises(AttributeError, match="max_leaf_nodes"):
-        training_params(object(), SoftTreeParams, **{"max_depth": 1})
+        SoftTreeClassifier()._training_params(SoftTreeParams, depth=3)
+    with pytest.raises(AttributeError, match="task"):
+        SoftTreeClassifier()._training_params(HingeParams)

@@ -11,11 +11,8 @@ from obliquetrees._core.missing import MissingValues
 from obliquetrees.base import (
     BaseObliqueForest,
     ObliqueClassifierMixin,
-    check_forest_size,
     class_weight_vector,
     resolve_max_features,
-    store_init_parameters,
-    training_params,
 )
 from obliquetrees.utils._param_validation import (
     MAX_FEATURES,
@@ -35,6 +32,7 @@ class _BaseCO2Forest(BaseObliqueForest):
     """What the CO2 classifier and regressor share: parameters, growth, warm start, out-of-bag."""
 
     _fit_accepts_sparse = True
+    _min_tree_bytes = MIN_TREE_BYTES
 
     _parameter_constraints = {
         "n_estimators": integers(1),
@@ -67,7 +65,7 @@ class _BaseCO2Forest(BaseObliqueForest):
 
         if self.oob_score and not self.bootstrap:
             raise ValueError("Out-of-bag estimation needs bootstrap=True.")
-        check_forest_size(self.n_estimators, MIN_TREE_BYTES)
+        self._check_forest_size()
         if self.max_samples is not None and not self.bootstrap:
             raise ValueError(
                 f"max_samples={self.max_samples!r} needs bootstrap=True (without "
@@ -124,8 +122,8 @@ class _BaseCO2Forest(BaseObliqueForest):
                 stacklevel=2,
             )
             return self
-        params = training_params(
-            self, co2.CO2Params, max_features=self.max_features_, max_samples=n_draws
+        params = self._training_params(
+            co2.CO2Params, max_features=self.max_features_, max_samples=n_draws
         )
         trees, info = co2.fit_co2(
             missing.augment(X),
@@ -577,7 +575,7 @@ class CO2ForestClassifier(ObliqueClassifierMixin, _BaseCO2Forest):
         verbose=0,
         warm_start=False,
     ):
-        store_init_parameters(self, locals())
+        self._store_init_parameters(locals())
 
     def _class_weight_vector(self, y):
         """Per-class weights (encoded order), "balanced_subsample" or None.

@@ -1,6 +1,6 @@
 """CO2 Forest for regression: CCCP-optimised oblique splits under squared loss."""
 
-from obliquetrees.base import ObliqueRegressorMixin, store_init_parameters
+from obliquetrees.base import ObliqueRegressorMixin
 from obliquetrees.co2._estimator import _BaseCO2Forest
 
 
@@ -228,7 +228,7 @@ class CO2ForestRegressor(ObliqueRegressorMixin, _BaseCO2Forest):
         verbose=0,
         warm_start=False,
     ):
-        store_init_parameters(self, locals())
+        self._store_init_parameters(locals())
 
     def _class_weight_vector(self, y):
         return None

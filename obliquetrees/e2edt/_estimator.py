@@ -15,15 +15,10 @@ from scipy import sparse
 
 from obliquetrees._core.missing import MissingValues
 from obliquetrees.base import (
-    BaseObliqueEstimator,
     BaseObliqueForest,
     ObliqueClassifierMixin,
     ObliqueRegressorMixin,
-    check_forest_size,
-    class_weighted_sample_weight,
     resolve_max_features,
-    store_init_parameters,
-    training_params,
 )
 from obliquetrees.e2edt import _docs as docs
 from obliquetrees.utils._param_validation import (
@@ -110,14 +105,14 @@ def _constraints(routings):
 class _BaseE2EDT(BaseObliqueForest):
     """What the E2EDT classifier and regressor share: parameters, fit, OOB, soft evaluation.
 
-    Each public class has its own ``__init__`` (scikit-learn reads the
-    parameters and their defaults from its signature) that stores its
-    arguments as they are (:func:`~obliquetrees.base.store_init_parameters`), and supplies the
-    target-specific hooks: :meth:`_training_targets`, :meth:`_check_same_targets`,
+    Each public class has its own ``__init__``, which stores its arguments as
+    given (``_store_init_parameters``), and supplies the target-specific hooks:
+    :meth:`_training_targets`, :meth:`_check_same_targets`,
     :meth:`_oob_accumulators`, :meth:`_finish_oob` and :meth:`_mean_of_soft`.
     """
 
     _fit_accepts_sparse = True
+    _min_tree_bytes = MIN_TREE_BYTES
     #: Name of the per-row out-of-bag attribute (NaN rows where no tree left the row out).
     _oob_attribute = ""
 
@@ -166,8 +161,7 @@ class _BaseE2EDT(BaseObliqueForest):
             else resolve_max_features(self.max_features, n_features)
         )
         finetune, finetune_increase, finetune_rate = self._finetune_schedule(n_samples)
-        return training_params(
-            self,
+        return self._training_params(
             E2EDTParams,
             finetune_epochs=finetune,
             # floats and bools, as the kernels were compiled for (an int would compile anew)
@@ -228,7 +222,7 @@ class _BaseE2EDT(BaseObliqueForest):
 
         if self.oob_score and not self.bootstrap:
             raise ValueError("Out-of-bag estimation needs bootstrap=True.")
-        check_forest_size(self.n_estimators, MIN_TREE_BYTES)
+        self._check_forest_size()
         old = self._warm_start_state()
         if len(old["trees"]) > self.n_estimators:
             raise ValueError(
@@ -400,7 +394,7 @@ class _BaseE2EDT(BaseObliqueForest):
     def _forest_output(self, X, rule):
         """Mean over the trees of their outputs of ``X`` under ``rule``."""
         if rule == "hard":
-            return BaseObliqueEstimator._predict_output(self, X)
+            return self._hard_output(X)
         total = None
         for tree, steep in zip(self.trees_, self.steepness_, strict=True):
             out = self._tree_outputs(tree, steep, X, rule)
@@ -447,7 +441,7 @@ class E2EDTClassifier(ObliqueClassifierMixin, _BaseE2EDT):
         random_state=None,
         verbose=0,
     ):
-        store_init_parameters(self, locals())
+        self._store_init_parameters(locals())
 
     def _balanced_subsample(self):
         return self.class_weight == "balanced_subsample"
@@ -459,14 +453,13 @@ class E2EDTClassifier(ObliqueClassifierMixin, _BaseE2EDT):
                 f"warm_start=True needs the same classes as the previous fit "
                 f"({old['classes'].tolist()}); got {self.classes_.tolist()}."
             )
-        class_weight = self.class_weight
-        if class_weight == "balanced_subsample" and not self.bootstrap:
-            class_weight = "balanced"  # every tree's sample is the whole set
-        if class_weight != "balanced_subsample":  # that one is applied per tree
-            sample_weight = class_weighted_sample_weight(
-                class_weight, self.classes_, y, sample_weight
-            )
-        return y, self.n_classes_, sample_weight
+        return y, self.n_classes_, self._training_weight(y, sample_weight)
+
+    def _whole_set_class_weight(self):
+        if self.class_weight != "balanced_subsample":
+            return self.class_weight
+        # applied per bootstrap (tree_weights), or balanced where each tree sees the whole set
+        return None if self.bootstrap else "balanced"
 
     def _warm_start_state(self):
         state = super()._warm_start_state()
@@ -560,7 +553,7 @@ class E2EDTRegressor(ObliqueRegressorMixin, _BaseE2EDT):
         random_state=None,
         verbose=0,
     ):
-        store_init_parameters(self, locals())
+        self._store_init_parameters(locals())
 
     def _training_targets(self, y, sample_weight, old):
         """Targets as (n_samples, n_outputs), no classes (Gaussian leaves); sets ``n_outputs_``."""

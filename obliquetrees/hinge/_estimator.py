@@ -18,9 +18,6 @@ from obliquetrees.base import (
     BaseObliqueForest,
     ObliqueClassifierMixin,
     ObliqueRegressorMixin,
-    class_weighted_sample_weight,
-    store_init_parameters,
-    training_params,
 )
 from obliquetrees.hinge import _docs as docs
 from obliquetrees.hinge._size import HingeModelSize
@@ -42,7 +39,7 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
     Each public class has its own ``__init__`` (scikit-learn reads the
     parameters and their defaults from its signature, and an unknown keyword
     names the public class) storing its arguments as given
-    (:func:`~obliquetrees.base.store_init_parameters`).
+    (``_store_init_parameters``).
     """
 
     _predicts_leaf_values = False  # the output also scales with a margin: no finetune
@@ -137,7 +134,7 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
         """Train (``model`` None: a new model) and set the fitted attributes."""
         from obliquetrees.hinge.training import HingeParams, fit_hinge
 
-        params = training_params(self, HingeParams, task=self._task, max_epochs=max_epochs)
+        params = self._training_params(HingeParams, task=self._task, max_epochs=max_epochs)
         try:
             model, info = fit_hinge(
                 self._missing.augment(X),
@@ -172,16 +169,12 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
     def _stratify(self, T):
         return None
 
-    def _training_weight(self, y, sample_weight, partial):
-        """The weights training sees: ``sample_weight`` (classifiers: times ``class_weight``)."""
-        return sample_weight
-
     def _fit(self, X, y, sample_weight):
         warm = self.warm_start and hasattr(self, "_model")
         old_classes = self.__dict__.get("classes_")
         X, y, sample_weight = self._validate_fit_data(X, y, sample_weight)
         T = self._encode_targets(y, fit=True)
-        train_weight = self._training_weight(y, sample_weight, partial=False)
+        train_weight = self._training_weight(y, sample_weight)
         if warm:
             self._check_warm_model(X.shape[1], old_classes)
         else:  # missing indicators are tested with sample_weight alone
@@ -193,6 +186,12 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
         return self
 
     def _partial_fit(self, X, y, sample_weight, classes=None):
+        if isinstance(getattr(self, "class_weight", None), str):
+            raise ValueError(
+                'class_weight="balanced" is not supported by partial_fit: one batch\'s '
+                "class counts are not the data's. Pass a dict of weights, e.g. from "
+                "sklearn.utils.class_weight.compute_class_weight on all the labels, or use fit."
+            )
         first = not hasattr(self, "_model")
         if first:
             X, y, sample_weight = self._validate_fit_data(X, y, sample_weight)
@@ -200,14 +199,14 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
                 self._set_classes(classes, y)
                 y = np.searchsorted(self.classes_, self._raw_y)
             T = self._encode_targets(y, fit=True)
-            train_weight = self._training_weight(y, sample_weight, partial=True)
+            train_weight = self._training_weight(y, sample_weight)
             self._start(X, y, sample_weight)
         else:
             X, y, sample_weight = self._validate_more_fit_data(X, y, sample_weight)
             y = self._index_y(y)
             T = self._encode_targets(y, fit=False)
             self._check_warm_model(X.shape[1])
-            train_weight = self._training_weight(y, sample_weight, partial=True)
+            train_weight = self._training_weight(y, sample_weight)
         model = None if first else self._model
         self._train(X, T, train_weight, model, max_epochs=1, validate=False)
         return self
@@ -325,16 +324,7 @@ class HingeForestClassifier(ObliqueClassifierMixin, _BaseHingeForest):
         random_state=None,
         verbose=0,
     ):
-        store_init_parameters(self, locals())
-
-    def _training_weight(self, y, sample_weight, partial):
-        if partial and isinstance(self.class_weight, str):
-            raise ValueError(
-                'class_weight="balanced" is not supported by partial_fit: one batch\'s '
-                "class counts are not the data's. Pass a dict of weights, e.g. from "
-                "sklearn.utils.class_weight.compute_class_weight on all the labels, or use fit."
-            )
-        return class_weighted_sample_weight(self.class_weight, self.classes_, y, sample_weight)
+        self._store_init_parameters(locals())
 
     def _validate_fit_data(self, X, y, sample_weight=None):
         X, y, sample_weight = super()._validate_fit_data(X, y, sample_weight)
@@ -492,7 +482,7 @@ class HingeForestRegressor(ObliqueRegressorMixin, _BaseHingeForest):
         random_state=None,
         verbose=0,
     ):
-        store_init_parameters(self, locals())
+        self._store_init_parameters(locals())
 
     def _n_model_outputs(self):
         return 1

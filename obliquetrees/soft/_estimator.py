@@ -17,9 +17,6 @@ from obliquetrees.base import (
     BaseObliqueTree,
     ObliqueClassifierMixin,
     ObliqueRegressorMixin,
-    class_weighted_sample_weight,
-    store_init_parameters,
-    training_params,
 )
 from obliquetrees.utils._param_validation import RUN_CONSTRAINTS, integers, options, reals
 
@@ -185,17 +182,13 @@ class _BaseSoftTree(BaseObliqueTree):
     Each public class has its own ``__init__`` (scikit-learn reads the
     parameters and their defaults from its signature, and an unknown keyword
     names the public class) storing its arguments as given
-    (:func:`~obliquetrees.base.store_init_parameters`).
+    (``_store_init_parameters``).
     """
 
     _fit_accepts_sparse = True
 
     def _prediction_form(self):
         return ("hard", {}) if self.routing == "hard" else ("soft_tree", {})
-
-    def _training_weight(self, y, sample_weight):
-        """The weights training sees: ``sample_weight`` (classifiers: times ``class_weight``)."""
-        return sample_weight
 
     def _fit(self, X, y, sample_weight):
         """Grow the soft tree (:meth:`fit`, its parameters validated)."""
@@ -207,7 +200,7 @@ class _BaseSoftTree(BaseObliqueTree):
         n_classes = self.n_classes_ if isinstance(self, ObliqueClassifierMixin) else None
         train_weight = self._training_weight(y, sample_weight)
         # the training parameters carry the estimator's names
-        params = training_params(self, SoftTreeParams)
+        params = self._training_params(SoftTreeParams)
         seeds = draw_seeds(self.random_state, 3)
         # NaN: the tree trains on indicator-augmented inputs and is folded back
         # (whether a feature gets an indicator is tested with sample_weight alone)
@@ -309,7 +302,7 @@ class SoftTreeRegressor(ObliqueRegressorMixin, _BaseSoftTree):
         random_state=None,
         verbose=0,
     ):
-        store_init_parameters(self, locals())
+        self._store_init_parameters(locals())
 
     def _predict_output(self, X):
         if self.routing == "hard":
@@ -413,10 +406,7 @@ class SoftTreeClassifier(ObliqueClassifierMixin, _BaseSoftTree):
         random_state=None,
         verbose=0,
     ):
-        store_init_parameters(self, locals())
-
-    def _training_weight(self, y, sample_weight):
-        return class_weighted_sample_weight(self.class_weight, self.classes_, y, sample_weight)
+        self._store_init_parameters(locals())
 
     def _predict_output(self, X):
         if self.routing == "hard":

@@ -90,7 +90,7 @@ class SoftTreeParams:
 
     Built by :class:`~obliquetrees.SoftTreeRegressor` and
     :class:`~obliquetrees.SoftTreeClassifier` from their parameters (their
-    docstrings describe each one) with :func:`~obliquetrees.base.training_params`;
+    docstrings describe each one) with ``_training_params`` of the estimator base;
     no field has a default of its own.
     """
 
