@@ -504,16 +504,7 @@ def plot_tree(
         x, y = xpos[node], -float(tree.depth[node])
         n_text = f"n = {_format_count(tree.n_node_samples[node])}" if show_samples else ""
         if node in truncated:
-            ax.text(
-                x,
-                y,
-                "(...)" + (f"\n{n_text}" if n_text else ""),
-                ha="center",
-                va="center",
-                fontsize=fontsize,
-                bbox=box,
-                zorder=3,
-            )
+            _boxed_text(ax, x, y, _with_count("(...)", n_text), box, fontsize)
         elif tree.children_left[node] != -1 and image_shape is not None:
             scale = std if image_weights == "std" else None
             _draw_weight_image(ax, tree, node, x, y, image_shape, scale, cmap, n_text, fontsize)
@@ -525,17 +516,7 @@ def plot_tree(
                 text += f"\n{nan_text}"
             if n_text:
                 text += f"\n{n_text}"
-            ax.text(
-                x,
-                y,
-                text,
-                ha="center",
-                va="center",
-                fontsize=fontsize,
-                bbox=box,
-                zorder=3,
-                linespacing=1.15,
-            )
+            _boxed_text(ax, x, y, text, box, fontsize, linespacing=1.15)
         elif classifier and _is_distribution(tree.value[node]):
             label_of = (lambda k: cnames[k]) if cnames else str
             _draw_class_leaf(ax, tree.value[node], x, y, label_of, colors, box, n_text, fontsize)
@@ -601,15 +582,14 @@ def _draw_class_leaf(ax, value, x, y, label_of, colors, box, n_text, fontsize):
     """A classification leaf: its majority class in the class's colour, the distribution as bars."""
     k = int(np.argmax(value))
     leaf_box = dict(box, fc=colors(k % colors.N), alpha=0.25 + 0.6 * float(value[k]))
-    ax.text(
+    _boxed_text(
+        ax,
         x,
         y + 0.08,
-        f"class {label_of(k)}" + (f"\n{n_text}" if n_text else ""),
-        ha="center",
+        _with_count(f"class {label_of(k)}", n_text),
+        leaf_box,
+        fontsize,
         va="bottom",
-        fontsize=fontsize,
-        bbox=leaf_box,
-        zorder=3,
     )
     inset = ax.inset_axes([x - 0.38, y - 0.42, 0.76, 0.36], transform=ax.transData)
     bar_colors = [colors(j % colors.N) for j in range(value.shape[0])]
@@ -630,9 +610,17 @@ def _draw_value_leaf(ax, value, x, y, box, n_text, decimals, fontsize):
         shown = ", ".join(_format_number(v, decimals) for v in value[:4])
         more = ", ..." if value.shape[0] > 4 else ""
         text = f"value = [{shown}{more}]"
-    if n_text:
-        text += f"\n{n_text}"
-    ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, bbox=box, zorder=3)
+    _boxed_text(ax, x, y, _with_count(text, n_text), box, fontsize)
+
+
+def _with_count(text, n_text):
+    """``text``, then the node's sample count on a line of its own when shown."""
+    return f"{text}\n{n_text}" if n_text else text
+
+
+def _boxed_text(ax, x, y, text, box, fontsize, va="center", **style):
+    """A node's text centred at ``(x, y)`` in ``box``, above the edges."""
+    ax.text(x, y, text, ha="center", va=va, fontsize=fontsize, bbox=box, zorder=3, **style)
 
 
 def _draw_weight_image(ax, tree, node, x, y, image_shape, scale, cmap, n_text, fontsize):

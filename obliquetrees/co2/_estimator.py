@@ -14,6 +14,7 @@ from obliquetrees.base import (
     class_weight_vector,
     resolve_max_features,
 )
+from obliquetrees.utils._docstrings import fill_doc
 from obliquetrees.utils._param_validation import (
     MAX_FEATURES,
     RUN_CONSTRAINTS,
@@ -208,6 +209,7 @@ class _BaseCO2Forest(BaseObliqueForest):
         setattr(self, self._oob_output_name, self._oob_output(output))
 
 
+@fill_doc
 class CO2ForestClassifier(ObliqueClassifierMixin, _BaseCO2Forest):
     """CO2 Forest: bagged trees whose oblique splits are optimised by CCCP.
 
@@ -342,11 +344,7 @@ class CO2ForestClassifier(ObliqueClassifierMixin, _BaseCO2Forest):
         The packed trees.
     trees_ : list of ObliqueTree
         The fitted trees; split weights act on the raw input.
-    feature_importances_ : ndarray of shape (n_features_in_,)
-        Impurity-based importances of the oblique splits, summing to 1 (all
-        zeros when every tree is a single leaf); each split's impurity
-        decrease is shared among its features in proportion to
-        ``|w_j| * std(x_j)``. Computed on access.
+    %(feature_importances)s
     max_features_ : int
         The resolved ``q``.
     n_cccp_iter_ : ndarray of int64, shape (n_estimators,)

@@ -410,12 +410,9 @@ def fit_co2(
     n_classes : int or None
         None for regression targets.
     class_weight : None, ndarray of shape (n_classes,) or "balanced_subsample"
-    n_jobs : int or None
-        Trees grown in parallel (joblib threads).
-    verbose : int
-        At 1 and above, a progress line per finished tree.
-    name : str
-        The prefix of the progress lines.
+    n_jobs, verbose, name
+        How the trees are grown in parallel and reported: see
+        :func:`~obliquetrees._training._parallel.parallel_map`.
 
     Returns
     -------

@@ -152,11 +152,7 @@ ATTRIBUTES_COMMON = """
         The fitted trees (weights in the units of the input ``X``).
     tree_ : ObliqueTree
         The fitted tree (only when ``n_estimators == 1``).
-    feature_importances_ : ndarray of shape (n_features_in_,)
-        Impurity-based importances of the oblique splits, summing to 1 (all
-        zeros when every tree is a single leaf); each split's impurity
-        decrease is shared among its features in proportion to
-        ``|w_j| * std(x_j)``. Computed on access.
+    %(feature_importances)s
     steepness_ : list of ndarray of shape (n_nodes,)
         Final steepness ``gamma`` of every split of every tree (0 at leaves),
         used by the probabilistic model ({steepness_use}).

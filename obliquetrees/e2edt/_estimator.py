@@ -21,6 +21,7 @@ from obliquetrees.base import (
     resolve_max_features,
 )
 from obliquetrees.e2edt import _docs as docs
+from obliquetrees.utils._docstrings import fill_doc
 from obliquetrees.utils._param_validation import (
     MAX_FEATURES,
     RUN_CONSTRAINTS,
@@ -402,6 +403,7 @@ class _BaseE2EDT(BaseObliqueForest):
         return self._mean_of_soft(total)
 
 
+@fill_doc
 class E2EDTClassifier(ObliqueClassifierMixin, _BaseE2EDT):
     __doc__ = docs.CLASSIFIER
 
@@ -505,6 +507,7 @@ class E2EDTClassifier(ObliqueClassifierMixin, _BaseE2EDT):
         return self._forest_output(X, self._rules()[1])
 
 
+@fill_doc
 class E2EDTRegressor(ObliqueRegressorMixin, _BaseE2EDT):
     __doc__ = docs.regressor(
         str(REGRESSOR_LEARNING_RATE),

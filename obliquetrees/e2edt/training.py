@@ -137,12 +137,9 @@ def fit_e2edt(
         One seed per tree.
     n_classes : int or None
         None for regression targets (Gaussian leaves).
-    n_jobs : int or None
-        Trees trained in parallel (joblib, threads by default).
-    verbose : int
-        At 1 and above, a progress line per finished tree.
-    name : str
-        The prefix of the progress lines.
+    n_jobs, verbose, name
+        How the trees are trained in parallel and reported: see
+        :func:`~obliquetrees._training._parallel.parallel_map`.
 
     Returns
     -------

@@ -137,11 +137,7 @@ ATTRIBUTES = """
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Names of features seen during fit (only when X has string names).
-    feature_importances_ : ndarray of shape (n_features_in_,)
-        Impurity-based importances of the oblique splits, summing to 1 (all
-        zeros when every tree is a single leaf); each split's impurity
-        decrease is shared among its features in proportion to
-        ``|w_j| * std(x_j)``. Computed on access.
+    %(feature_importances)s
     n_iter_ : int
         Number of epochs run (over all ``fit``/``partial_fit`` calls of a
         warm-started model).

@@ -255,6 +255,7 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
         return tags
 
 
+@fill_doc
 class HingeForestClassifier(ObliqueClassifierMixin, _BaseHingeForest):
     __doc__ = (
         """Random hinge forest / ferns classifier trained end to end.
@@ -402,6 +403,7 @@ class HingeForestClassifier(ObliqueClassifierMixin, _BaseHingeForest):
         return softmax(self._decision(X))
 
 
+@fill_doc
 class HingeForestRegressor(ObliqueRegressorMixin, _BaseHingeForest):
     __doc__ = (
         """Random hinge forest / ferns regressor trained end to end.

@@ -18,6 +18,7 @@ from obliquetrees.base import (
     ObliqueClassifierMixin,
     ObliqueRegressorMixin,
 )
+from obliquetrees.utils._docstrings import fill_doc
 from obliquetrees.utils._param_validation import RUN_CONSTRAINTS, integers, options, reals
 
 _COMMON_DOC = """
@@ -82,11 +83,7 @@ _COMMON_ATTRIBUTES = """    n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Names of the features, when X has string column names.
-    feature_importances_ : ndarray of shape (n_features_in_,)
-        Impurity-based importances of the oblique splits, summing to 1 (all
-        zeros when every tree is a single leaf); each split's impurity
-        decrease is shared among its features in proportion to
-        ``|w_j| * std(x_j)``. Computed on access.
+    %(feature_importances)s
 """
 
 #: References, then the heading of the examples.
@@ -229,6 +226,7 @@ class _BaseSoftTree(BaseObliqueTree):
             return soft_predict(self.tree_, X, leaf_value)
 
 
+@fill_doc
 class SoftTreeRegressor(ObliqueRegressorMixin, _BaseSoftTree):
     __doc__ = (
         """Soft decision tree regressor, grown incrementally (Irsoy et al., 2012).
@@ -310,6 +308,7 @@ class SoftTreeRegressor(ObliqueRegressorMixin, _BaseSoftTree):
         return self._soft_output(X, self.tree_.value)
 
 
+@fill_doc
 class SoftTreeClassifier(ObliqueClassifierMixin, _BaseSoftTree):
     __doc__ = (
         """Soft decision tree classifier, grown incrementally (Irsoy et al., 2012).

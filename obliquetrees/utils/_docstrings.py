@@ -64,6 +64,12 @@ X : {array-like, sparse matrix} of shape (n_samples, n_features)
     + "\ny : array-like of shape (n_samples,)"
     + "\n    Class labels (classifier) or target values (regressor).",
     "fit_returns": "Returns\n-------\nself : object\n    The fitted estimator.",
+    "feature_importances": """\
+feature_importances_ : ndarray of shape (n_features_in_,)
+    Impurity-based importances of the oblique splits, summing to 1 (all
+    zeros when every tree is a single leaf); each split's impurity
+    decrease is shared among its features in proportion to
+    ``|w_j| * std(x_j)``. Computed on access.""",
     "created_classifier_sections": _CREATED.format(
         forest=_FOREST,
         task="classes_ : ndarray of shape (n_classes,)\nn_classes_ : int",
