@@ -109,12 +109,14 @@ def steep_activations(A, gamma):
 def _split_probs(t, e):
     """``(P(right), P(left))`` of a split from ``e = exp(-|gamma a|)``.
 
-    ``t`` is ``gamma a`` or ``a`` (the same sign). Inlined into the
-    vectorised sample loops of the chunk kernels.
+    ``t`` is ``gamma a`` or ``a`` (the same sign); at ``t = 0`` both are 1/2.
+    Inlined into the vectorised sample loops of the chunk kernels; the test
+    is hard routing's (right iff ``t > 0``), which the pruned kernels' loops
+    also branch on.
     """
     big = 1.0 / (1.0 + e)
     small = e * big
-    if t >= 0.0:
+    if t > 0.0:
         return big, small
     return small, big
 
