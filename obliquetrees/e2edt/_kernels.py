@@ -57,6 +57,12 @@ from obliquetrees._training.leaf_models import (
     m_step,
     update_leaves,
 )
+from obliquetrees.e2edt._stump_rows import (
+    all_activations,
+    batch_activations,
+    batch_weight_gradient,
+    stump_scratch,
+)
 
 __all__ = ["leaf_m_step", "update_leaves"]  # re-exported: the M-steps live with the leaf models
 
@@ -103,12 +109,14 @@ def steep_activations(A, gamma):
 def _split_probs(t, e):
     """``(P(right), P(left))`` of a split from ``e = exp(-|gamma a|)``.
 
-    ``t`` is ``gamma a`` or ``a`` (the same sign). Inlined into the
-    vectorised sample loops of the chunk kernels.
+    ``t`` is ``gamma a`` or ``a`` (the same sign); at ``t = 0`` both are 1/2.
+    Inlined into the vectorised sample loops of the chunk kernels; the test
+    is hard routing's (right iff ``t > 0``), which the pruned kernels' loops
+    also branch on.
     """
     big = 1.0 / (1.0 + e)
     small = e * big
-    if t >= 0.0:
+    if t > 0.0:
         return big, small
     return small, big
 
@@ -438,7 +446,7 @@ def stump_e_step(act, b0, gamma, pi, y, sw, hr, counts):
 
     ``act`` holds ``w . x_r`` (without the bias ``b0``) for every row; ``counts``
     (2, n_classes) is overwritten with ``sum_r sw_r h_r [y_r = k]`` (row 0 left,
-    row 1 right). Shared by the dense and the CSR stump kernels.
+    row 1 right).
     """
     for c in range(2):
         for q in range(counts.shape[1]):
@@ -501,26 +509,7 @@ def stump_adam_step(
 
 
 @jit
-def fit_stump(
-    X,
-    y,
-    sw,
-    w,
-    b,
-    pi,
-    gamma0,
-    dgamma,
-    n_epochs,
-    order,
-    batch_size,
-    lr,
-    beta1,
-    beta2,
-    eps,
-    lam,
-    nb_indptr,
-    nb_indices,
-):
+def fit_stump(X, y, sw, w, b, pi, gamma0, dgamma, n_epochs, order, batch_size, *adam):
     """Train one stump (a split and two leaves) by EM with Adam, in place.
 
     Runs the whole schedule of one greedy split (sect. 2.5) in one call.
@@ -534,10 +523,11 @@ def fit_stump(
 
     Parameters
     ----------
-    X : ndarray (n, k) of float32 or float64
-        The node's samples, restricted to the split's features (the
+    X : ndarray (n, k) of float32 or float64, or a CSR tuple
+        The node's samples, restricted to the split's features: dense (the
         activations and the weight gradient are BLAS gemv in this dtype; the
-        rest is float64).
+        rest is float64), or CSR rows standardised on the fly
+        (:mod:`obliquetrees.e2edt._stump_rows`).
     y : int64 (n,)
     sw : float64 (n,)
     w : ndarray (k,), in/out
@@ -550,24 +540,23 @@ def fit_stump(
     order : int64 (n_epochs - 1, n)
         Row order of each Adam epoch.
     batch_size : int
-    lr, beta1, beta2, eps : Adam parameters.
-    lam : float
-        Spatial regularisation strength.
-    nb_indptr, nb_indices : CSR adjacency between the k features (pixels).
+    *adam : lr, beta1, beta2, eps, lam, nb_indptr, nb_indices
+        Adam parameters, the spatial regularisation strength and the CSR
+        adjacency between the k features (pixels), as :func:`stump_adam_step`
+        takes them.
 
     Returns
     -------
     gamma : float
         Steepness after the last epoch.
     """
-    n, k = X.shape
+    n = sw.shape[0]
+    k = w.shape[0]
     hr = np.empty(n)
     counts = empty_statistics(pi, y)
     gw = np.empty(k)
     gb = np.zeros(1)
-    bs = min(batch_size, n)
-    buf = np.empty((bs, k), dtype=X.dtype)
-    coef = np.empty(bs, dtype=X.dtype)
+    scratch = stump_scratch(X, w, min(batch_size, n))
     mw = np.zeros(k)
     vw = np.zeros(k)
     mb = np.zeros(1)
@@ -575,8 +564,7 @@ def fit_stump(
     gamma = gamma0
     step = 0
     for epoch in range(n_epochs):
-        act = np.dot(X, w.astype(X.dtype))  # BLAS gemv
-        stump_e_step(act, b[0], gamma, pi, y, sw, hr, counts)
+        stump_e_step(all_activations(X, w, scratch), b[0], gamma, pi, y, sw, hr, counts)
         # M-step, splits
         if epoch >= 1:
             perm = order[epoch - 1]
@@ -587,35 +575,12 @@ def fit_stump(
                     total += sw[perm[q]]
                 if total <= 0.0:
                     continue
-                m = stop - start
-                for q in range(m):
-                    r = perm[start + q]
-                    for j in range(k):
-                        buf[q, j] = X[r, j]
-                act_b = np.dot(buf[:m], w.astype(X.dtype))  # BLAS gemv
-                gb[0] = stump_coefficients(
-                    act_b, perm[start:stop], b[0], gamma, hr, sw, total, coef
-                )
-                gw[:] = np.dot(coef[:m], buf[:m])  # BLAS gemv (transposed)
+                rows = perm[start:stop]
+                act_b, coef = batch_activations(X, rows, w, scratch)
+                gb[0] = stump_coefficients(act_b, rows, b[0], gamma, hr, sw, total, coef)
+                batch_weight_gradient(X, rows, coef, gb[0], scratch, gw)
                 step += 1
-                stump_adam_step(
-                    w,
-                    b,
-                    gw,
-                    gb,
-                    mw,
-                    vw,
-                    mb,
-                    vb,
-                    step,
-                    lr,
-                    beta1,
-                    beta2,
-                    eps,
-                    lam,
-                    nb_indptr,
-                    nb_indices,
-                )
+                stump_adam_step(w, b, gw, gb, mw, vw, mb, vb, step, *adam)
         # M-step, leaves
         m_step(counts, pi, y)
         gamma += dgamma

@@ -22,104 +22,35 @@ from obliquetrees._training.leaf_models import (
     leaf_likelihood,
     leaf_log_likelihood,
 )
-from obliquetrees.e2edt._simd import block_dot, block_dot_pair
+from obliquetrees.e2edt._kernels import _split_probs
+from obliquetrees.e2edt._simd import block_dot, block_dot_pair, four_sum_dot
 
 #: Minibatch positions :func:`pruned_em_batch` takes through the tree together.
 BLOCK = 256
 
 
 @jit_inline
-def _row_dot(W, c, x):
-    """``W[c] . x`` with four partial sums.
-
-    One running sum is a chain of dependent additions (LLVM does not reorder
-    floating-point sums); four independent ones overlap in the pipeline. Row
-    ``c`` is indexed in place: a view per call would cost reference counting.
-    """
-    n = x.shape[0]
-    n4 = n - n % 4
-    a0 = 0.0
-    a1 = 0.0
-    a2 = 0.0
-    a3 = 0.0
-    for j in range(0, n4, 4):
-        a0 += W[c, j] * x[j]
-        a1 += W[c, j + 1] * x[j + 1]
-        a2 += W[c, j + 2] * x[j + 2]
-        a3 += W[c, j + 3] * x[j + 3]
-    for j in range(n4, n):
-        a0 += W[c, j] * x[j]
-    return (a0 + a1) + (a2 + a3)
-
-
-@jit_inline
-def _row_gather_dot(W, c, x, idx, k0, k1):
-    """``W[c, idx[k0:k1]] . x[idx[k0:k1]]`` with four partial sums (see :func:`_row_dot`)."""
-    k4 = k1 - (k1 - k0) % 4
-    a0 = 0.0
-    a1 = 0.0
-    a2 = 0.0
-    a3 = 0.0
-    for k in range(k0, k4, 4):
-        a0 += W[c, idx[k]] * x[idx[k]]
-        a1 += W[c, idx[k + 1]] * x[idx[k + 1]]
-        a2 += W[c, idx[k + 2]] * x[idx[k + 2]]
-        a3 += W[c, idx[k + 3]] * x[idx[k + 3]]
-    for k in range(k4, k1):
-        a0 += W[c, idx[k]] * x[idx[k]]
-    return (a0 + a1) + (a2 + a3)
-
-
-@jit_inline
-def _block_gather_dot(W, c, X, q, idx, k0, k1):
-    """:func:`_row_gather_dot` (the same operations in the same order) on a row of ``X``."""
-    k4 = k1 - (k1 - k0) % 4
-    a0 = 0.0
-    a1 = 0.0
-    a2 = 0.0
-    a3 = 0.0
-    for k in range(k0, k4, 4):
-        a0 += W[c, idx[k]] * X[q, idx[k]]
-        a1 += W[c, idx[k + 1]] * X[q, idx[k + 1]]
-        a2 += W[c, idx[k + 2]] * X[q, idx[k + 2]]
-        a3 += W[c, idx[k + 3]] * X[q, idx[k + 3]]
-    for k in range(k4, k1):
-        a0 += W[c, idx[k]] * X[q, idx[k]]
-    return (a0 + a1) + (a2 + a3)
+def _split_probabilities(gamma_c, a):
+    """``(t, e, P(right), P(left))`` of activation ``a``: ``t = gamma_c a``, ``e = exp(-|t|)``."""
+    t = gamma_c * a
+    e = np.exp(-abs(t))
+    p_right, p_left = _split_probs(t, e)
+    return t, e, p_right, p_left
 
 
 @jit
-def _pruned_route(
-    x,
-    r,
-    q,
-    W,
-    b,
-    gamma,
-    left,
-    right,
-    split_col,
-    leaf_col,
-    feat_ptr,
-    feat_idx,
-    eps,
-    pi,
-    y,
-    logspace,
-    visit,
-    seen,
-    mu,
-    p_r,
-    p_l,
-    H,
-):
-    """Pruned routing of one sample (see :func:`pruned_em_batch`).
+def _pruned_route(Z, r, q, route, eps, pi, y, logspace, scratch):
+    """Pruned routing of row ``r`` of ``Z`` (see :func:`pruned_em_batch`).
 
+    ``route`` holds the tree arguments of :func:`pruned_em_batch` (``W``
+    to ``feat_idx``), ``scratch`` is ``(visit, seen, mu, p_r, p_l, H)``.
     Fills ``visit[:nv]`` (parents first), ``seen[node] = q`` for visited
     nodes, the split probabilities ``p_r``, ``p_l`` of visited splits and
     ``H`` of visited leaves: ``pi_l[y] mu_l``, or in log space (``logspace``,
     ``eps`` then a log) ``log pi_l[y] + log mu_l``. Returns ``nv``.
     """
+    W, b, gamma, left, right, split_col, leaf_col, feat_ptr, feat_idx = route
+    visit, seen, mu, p_r, p_l, H = scratch
     full = feat_ptr.shape[0] == 0
     visit[0] = 0
     mu[0] = 0.0 if logspace else 1.0
@@ -137,28 +68,21 @@ def _pruned_route(
                 H[node] = leaf_likelihood(pi[leaf_col[node]], y, r) * mu[node]
             continue
         if full:
-            a = b[c] + _row_dot(W, c, x)
+            a = b[c] + four_sum_dot(W, c, Z, r, None, 0, Z.shape[1])
         else:
-            a = b[c] + _row_gather_dot(W, c, x, feat_idx, feat_ptr[c], feat_ptr[c + 1])
-        t = gamma[c] * a
-        e = np.exp(-abs(t))
-        big = 1.0 / (1.0 + e)
-        small = e * big
-        if t > 0.0:  # hard routing sends x right
-            p_r[node] = big
-            p_l[node] = small
-        else:
-            p_r[node] = small
-            p_l[node] = big
+            a = b[c] + four_sum_dot(W, c, Z, r, feat_idx, feat_ptr[c], feat_ptr[c + 1])
+        t, e, pr, pl = _split_probabilities(gamma[c], a)
+        p_r[node] = pr
+        p_l[node] = pl
         if logspace:
             l_big = -np.log1p(e)
             l_small = -abs(t) + l_big
             m_r = mu[node] + (l_big if t > 0.0 else l_small)
             m_l = mu[node] + (l_small if t > 0.0 else l_big)
         else:
-            m_r = mu[node] * p_r[node]
-            m_l = mu[node] * p_l[node]
-        if t > 0.0 or m_r >= eps:
+            m_r = mu[node] * pr
+            m_l = mu[node] * pl
+        if t > 0.0 or m_r >= eps:  # hard routing sends the sample right
             child = right[node]
             mu[child] = m_r
             seen[child] = q
@@ -174,103 +98,19 @@ def _pruned_route(
 
 
 @jit
-def pruned_em_batch_rowwise(
-    Z,
-    rows,
-    W,
-    b,
-    gamma,
-    left,
-    right,
-    split_col,
-    leaf_col,
-    feat_ptr,
-    feat_idx,
-    eps,
-    pi,
-    y,
-    sw,
-    coef,
-    counts,
-    gW,
-    gb,
-):
-    """E-step and split gradient of a minibatch with pruned routing, sample by sample.
+def _pruned_rows(Z, rows, q0, q1, route, batch, loglik, scratch):
+    """Minibatch positions ``q0:q1`` of :func:`pruned_em_batch`, sample by sample.
 
-    The reference of :func:`pruned_em_batch` (which returns the same bits,
-    node by node over blocks of samples) and its fallback.
-
-    Sample ``r`` visits the root, and below a visited split each child whose
-    path probability ``mu`` is at least ``eps``, and always the more probable
-    child (the child of hard routing: right iff ``a > 0``), so at least one
-    leaf is reached. The activation ``a_i = w_i . x_r + b_i`` is computed only
-    at visited splits (a dot product over the split's features); the
-    responsibilities (eq. 10) are normalised over the visited leaves; pruned
-    subtrees carry no responsibility and no gradient, which is exact when
-    routing is hard (every pruned subtree has ``mu < eps``). Products of
-    probabilities as in :func:`e_step`; a sample whose visited terms
-    ``pi_l[y] mu_l`` all underflow is redone in log space (and one whose
-    label is impossible in every visited leaf gets the path posterior).
-
-    Parameters
-    ----------
-    Z : ndarray (N, p) of float32 or float64
-        Standardised inputs (all rows; the minibatch is ``rows``).
-    rows : int64 (n,)
-        The minibatch, in processing order.
-    W : float64 (n_splits, p)
-    b, gamma : float64 (n_splits,)
-    left, right, split_col, leaf_col : tree layout.
-    feat_ptr, feat_idx : int64
-        CSR lists of each split's features (by split column); an empty
-        ``feat_ptr`` means every split uses all ``p`` features.
-    eps : float
-        Path-probability threshold, in (0, 1).
-    pi : ndarray (n_leaves, n_statistics)
-    y : int64 (N,) or float64 (N, d)
-    sw : float64 (N,)
-    coef : float64 (n,)
-        Per-sample gradient factor of the minibatch (weight / batch weight).
-    counts : ndarray, accumulated into (as :func:`e_step`).
-    gW : float64 (n_splits, p) or (0, 0)
-        Accumulated with ``-coef_n G[i, n] x_n`` (``G`` as in
-        :func:`split_gradient_factors`) over the visited splits; no gradient
-        if it has no rows.
-    gb : float64 (n_splits,)
-        Accumulated with ``-coef_n G[i, n]``.
-
-    Returns
-    -------
-    loglik : float
-        Weighted log-likelihood over the visited leaves.
-    visits : int
-        Visited nodes, summed over the minibatch.
+    Its row-wise form (``rowwise=True``, and the fallback of blocks that need
+    the log-space rescue). ``batch`` is ``(eps, pi, y, sw, coef, counts, gW,
+    gb)`` and ``loglik`` the running log-likelihood of the positions before
+    ``q0``; ``scratch`` is :func:`_pruned_route`'s (``seen`` never holding a
+    position of ``q0:q1``). Returns the running log-likelihood and the visits
+    of these positions.
     """
-    n_nodes = left.shape[0]
-    visit = np.empty(n_nodes, dtype=np.int64)
-    seen = np.full(n_nodes, -1, dtype=np.int64)
-    scratch = (visit, seen, np.empty(n_nodes), np.empty(n_nodes), np.empty(n_nodes))
-    H = np.empty(n_nodes)
-    x = np.empty(Z.shape[1])
-    route = (W, b, gamma, left, right, split_col, leaf_col, feat_ptr, feat_idx)
-    return _pruned_rows(
-        Z, rows, 0, rows.shape[0], route, eps, pi, y, sw, coef, counts, gW, gb, 0.0, scratch, H, x
-    )
-
-
-@jit
-def _pruned_rows(
-    Z, rows, q0, q1, route, eps, pi, y, sw, coef, counts, gW, gb, loglik, scratch, H, x
-):
-    """Minibatch positions ``q0:q1`` of :func:`pruned_em_batch_rowwise`, sample by sample.
-
-    ``loglik`` is the running log-likelihood of the positions before ``q0``;
-    ``scratch`` is ``(visit, seen, mu, p_r, p_l)`` (``seen`` never holding a
-    position of ``q0:q1``), ``H`` and ``x`` per-node and per-feature scratch.
-    Returns the running log-likelihood and the visits of these positions.
-    """
-    W, b, gamma, left, right, split_col, leaf_col, feat_ptr, feat_idx = route
-    visit, seen, mu, p_r, p_l = scratch
+    _, _, gamma, left, right, split_col, leaf_col, feat_ptr, feat_idx = route
+    eps, pi, y, sw, coef, counts, gW, gb = batch
+    visit, seen, mu, p_r, p_l, H = scratch
     p = Z.shape[1]
     full = feat_ptr.shape[0] == 0
     grad = gW.shape[0] > 0
@@ -278,9 +118,7 @@ def _pruned_rows(
     visits = 0
     for q in range(q0, q1):
         r = rows[q]
-        for j in range(p):
-            x[j] = Z[r, j]
-        nv = _pruned_route(x, r, q, *route, eps, pi, y, False, visit, seen, mu, p_r, p_l, H)
+        nv = _pruned_route(Z, r, q, route, eps, pi, y, False, scratch)
         total = 0.0
         for k in range(nv):
             node = visit[k]
@@ -289,7 +127,7 @@ def _pruned_rows(
         if total > 0.0:
             loglik += sw[r] * np.log(total)
         else:  # underflow or impossible label: log space
-            nv = _pruned_route(x, r, q, *route, log_eps, pi, y, True, visit, seen, mu, p_r, p_l, H)
+            nv = _pruned_route(Z, r, q, route, log_eps, pi, y, True, scratch)
             top = -np.inf
             for k in range(nv):
                 node = visit[k]
@@ -338,10 +176,10 @@ def _pruned_rows(
             gb[c] -= g
             if full:
                 for j in range(p):
-                    gW[c, j] -= g * x[j]
+                    gW[c, j] -= g * Z[r, j]
             else:
                 for k2 in range(feat_ptr[c], feat_ptr[c + 1]):
-                    gW[c, feat_idx[k2]] -= g * x[feat_idx[k2]]
+                    gW[c, feat_idx[k2]] -= g * Z[r, feat_idx[k2]]
     return loglik, visits
 
 
@@ -388,22 +226,72 @@ def pruned_em_batch(
     counts,
     gW,
     gb,
+    rowwise=False,
 ):
-    """:func:`pruned_em_batch_rowwise`, bit for bit, node by node over blocks of samples.
+    """E-step and split gradient of a minibatch with pruned routing.
 
-    Same parameters and results. Blocks of :data:`BLOCK` minibatch positions
-    are processed in order. Within a block, nodes are taken in
+    Sample ``r`` visits the root, and below a visited split each child whose
+    path probability ``mu`` is at least ``eps``, and always the more probable
+    child (the child of hard routing: right iff ``a > 0``), so at least one
+    leaf is reached. The activation ``a_i = w_i . x_r + b_i`` is computed only
+    at visited splits (a dot product over the split's features); the
+    responsibilities (eq. 10) are normalised over the visited leaves; pruned
+    subtrees carry no responsibility and no gradient, which is exact when
+    routing is hard (every pruned subtree has ``mu < eps``). Products of
+    probabilities as in :func:`e_step`; a sample whose visited terms
+    ``pi_l[y] mu_l`` all underflow is redone in log space (and one whose
+    label is impossible in every visited leaf gets the path posterior).
+
+    The row-wise form (``rowwise=True``, :func:`_pruned_rows`) takes the
+    samples one by one, each through its visited nodes. The blocked form
+    (default) returns the same bits: blocks of :data:`BLOCK` minibatch
+    positions are processed in order; within a block, nodes are taken in
     :func:`visit_order` (forward: path probabilities, leaf terms) and in its
     reverse (backward: subtree sums, gradient), each node over the block's
     samples that visit it, in minibatch order: a split's weight row and its
     gradient row stay in cache across those samples instead of being fetched
     once per sample and node. Every per-sample quantity is the same
-    arithmetic as the row-wise kernel's (each sample's leaf terms are summed
+    arithmetic as the row-wise form's (each sample's leaf terms are summed
     in its visit order), and every accumulation into ``counts``, ``gW``,
     ``gb`` and the log-likelihood runs in minibatch order, so the bits are
     the same. A block holding a sample that needs the log-space rescue is
-    run by the row-wise kernel instead (nothing of the block was
-    accumulated yet).
+    run row-wise instead (nothing of the block was accumulated yet).
+
+    Parameters
+    ----------
+    Z : ndarray (N, p) of float32 or float64
+        Standardised inputs (all rows; the minibatch is ``rows``).
+    rows : int64 (n,)
+        The minibatch, in processing order.
+    W : float64 (n_splits, p)
+    b, gamma : float64 (n_splits,)
+    left, right, split_col, leaf_col : tree layout.
+    feat_ptr, feat_idx : int64
+        CSR lists of each split's features (by split column); an empty
+        ``feat_ptr`` means every split uses all ``p`` features.
+    eps : float
+        Path-probability threshold, in (0, 1).
+    pi : ndarray (n_leaves, n_statistics)
+    y : int64 (N,) or float64 (N, d)
+    sw : float64 (N,)
+    coef : float64 (n,)
+        Per-sample gradient factor of the minibatch (weight / batch weight).
+    counts : ndarray, accumulated into (as :func:`e_step`).
+    gW : float64 (n_splits, p) or (0, 0)
+        Accumulated with ``-coef_n G[i, n] x_n`` (``G`` as in
+        :func:`split_gradient_factors`) over the visited splits; no gradient
+        if it has no rows.
+    gb : float64 (n_splits,)
+        Accumulated with ``-coef_n G[i, n]``.
+    rowwise : bool
+        Take the samples one by one (the reference of the blocked form).
+
+    Returns
+    -------
+    loglik : float
+        Weighted log-likelihood over the visited leaves.
+    visits : int
+        Visited nodes, summed over the minibatch.
     """
     n_nodes = left.shape[0]
     n = rows.shape[0]
@@ -411,17 +299,19 @@ def pruned_em_batch(
     full = feat_ptr.shape[0] == 0
     grad = gW.shape[0] > 0
     route = (W, b, gamma, left, right, split_col, leaf_col, feat_ptr, feat_idx)
-    order = visit_order(split_col, left, right)
-    # the row-wise kernel's scratch, for rescued blocks
+    batch = (eps, pi, y, sw, coef, counts, gW, gb)
+    # the row-wise form's scratch: visit, seen, mu, p_r, p_l, H
     scratch = (
         np.empty(n_nodes, dtype=np.int64),
         np.full(n_nodes, -1, dtype=np.int64),
         np.empty(n_nodes),
         np.empty(n_nodes),
         np.empty(n_nodes),
+        np.empty(n_nodes),
     )
-    H = np.empty(n_nodes)
-    x = np.empty(p)
+    if rowwise:
+        return _pruned_rows(Z, rows, 0, n, route, batch, 0.0, scratch)
+    order = visit_order(split_col, left, right)
     # the block's rows, and one entry per (node, sample) visit: a node's
     # entries are contiguous, in minibatch order
     Xb = np.empty((BLOCK, p))
@@ -487,24 +377,13 @@ def pruned_em_batch(
                     dots[k1 - 1 - k0] = block_dot(W, c, Xb, e_q[k1 - 1])
             else:
                 for e in range(k0, k1):
-                    dots[e - k0] = _block_gather_dot(
+                    dots[e - k0] = four_sum_dot(
                         W, c, Xb, e_q[e], feat_idx, feat_ptr[c], feat_ptr[c + 1]
                     )
             n_right = 0
             n_left = 0
             for e in range(k0, k1):
-                q = e_q[e]
-                a = b[c] + dots[e - k0]
-                t = gamma[c] * a
-                ex = np.exp(-abs(t))
-                big = 1.0 / (1.0 + ex)
-                small = ex * big
-                if t > 0.0:
-                    pr = big
-                    pll = small
-                else:
-                    pr = small
-                    pll = big
+                t, _, pr, pll = _split_probabilities(gamma[c], b[c] + dots[e - k0])
                 e_pr[e] = pr
                 e_pl[e] = pll
                 go_r = t > 0.0 or e_mu[e] * pr >= eps
@@ -544,25 +423,7 @@ def pruned_em_batch(
             if not total[q] > 0.0:
                 rescue = True
         if rescue:  # underflow or impossible label in the block: the row-wise kernel
-            loglik, nv = _pruned_rows(
-                Z,
-                rows,
-                s0,
-                s0 + m,
-                route,
-                eps,
-                pi,
-                y,
-                sw,
-                coef,
-                counts,
-                gW,
-                gb,
-                loglik,
-                scratch,
-                H,
-                x,
-            )
+            loglik, nv = _pruned_rows(Z, rows, s0, s0 + m, route, batch, loglik, scratch)
             visits += nv
             continue
         visits += block_visits

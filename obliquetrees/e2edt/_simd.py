@@ -4,7 +4,7 @@
 X[q]`` (and ``W[c] . X[r]``) with four partial sums ``a_k`` over the columns
 ``j = k (mod 4)``, a tail ``j >= n - n % 4`` added to ``a_0``, and the total
 ``(a_0 + a_1) + (a_2 + a_3)``: the operations, in the order, of the scalar
-:func:`~obliquetrees.e2edt._pruned_kernels._row_dot`, so results are the same bits.
+:func:`four_sum_dot`, so results are the same bits.
 
 LLVM does not vectorise the scalar form (four floating-point accumulators
 chained through a loop are not a pattern its SLP vectoriser takes), so for
@@ -43,37 +43,66 @@ def _vector_rows(*arrays):
     )
 
 
+def lookup(idx, k):
+    """``idx[k]``, or ``k`` itself when ``idx`` is None (numba only)."""
+    raise NotImplementedError("lookup is only callable from numba kernels")
+
+
+@jit_overload(lookup, inline="always")
+def _lookup(idx, k):
+    if isinstance(idx, types.NoneType):
+        return lambda idx, k: k
+    return lambda idx, k: idx[k]
+
+
+@jit_inline
+def four_sum_dot(W, c, X, q, idx, k0, k1):
+    """``sum over k in k0:k1 of W[c, j] X[q, j]``, ``j = idx[k]`` (``k`` if ``idx`` is None).
+
+    The scalar form of every dot product of the pruned kernels, over all
+    columns (``None, 0, n``) or a split's feature list: four partial sums
+    ``a_i`` over the positions ``k - k0 = i (mod 4)``, the tail added to
+    ``a_0``, total ``(a_0 + a_1) + (a_2 + a_3)``. One running sum is a chain
+    of dependent additions (LLVM does not reorder floating-point sums); four
+    independent ones overlap in the pipeline. Any layout and dtype
+    (``X``'s entries are taken as float64); rows are indexed in place: a view
+    per call would cost reference counting.
+    """
+    k4 = k1 - (k1 - k0) % 4
+    a0 = 0.0
+    a1 = 0.0
+    a2 = 0.0
+    a3 = 0.0
+    for k in range(k0, k4, 4):
+        j = lookup(idx, k)
+        a0 += W[c, j] * X[q, j]
+        j = lookup(idx, k + 1)
+        a1 += W[c, j] * X[q, j]
+        j = lookup(idx, k + 2)
+        a2 += W[c, j] * X[q, j]
+        j = lookup(idx, k + 3)
+        a3 += W[c, j] * X[q, j]
+    for k in range(k4, k1):
+        j = lookup(idx, k)
+        a0 += W[c, j] * X[q, j]
+    return (a0 + a1) + (a2 + a3)
+
+
 @jit_overload(block_dot, inline="always")
 def _block_dot(W, c, X, q):
     if _vector_rows(W, X):
         return lambda W, c, X, q: _simd_dot(W, c, X, q, q)[0]
-    return lambda W, c, X, q: _scalar_dot(W, c, X, q)
+    return lambda W, c, X, q: four_sum_dot(W, c, X, q, None, 0, X.shape[1])
 
 
 @jit_overload(block_dot_pair, inline="always")
 def _block_dot_pair(W, c, X, q, r):
     if _vector_rows(W, X):
         return lambda W, c, X, q, r: _simd_dot(W, c, X, q, r)
-    return lambda W, c, X, q, r: (_scalar_dot(W, c, X, q), _scalar_dot(W, c, X, r))
-
-
-@jit_inline
-def _scalar_dot(W, c, X, q):
-    """The scalar form (any layout and dtype; ``X``'s entries are taken as float64)."""
-    n = X.shape[1]
-    n4 = n - n % 4
-    a0 = 0.0
-    a1 = 0.0
-    a2 = 0.0
-    a3 = 0.0
-    for j in range(0, n4, 4):
-        a0 += W[c, j] * X[q, j]
-        a1 += W[c, j + 1] * X[q, j + 1]
-        a2 += W[c, j + 2] * X[q, j + 2]
-        a3 += W[c, j + 3] * X[q, j + 3]
-    for j in range(n4, n):
-        a0 += W[c, j] * X[q, j]
-    return (a0 + a1) + (a2 + a3)
+    return lambda W, c, X, q, r: (
+        four_sum_dot(W, c, X, q, None, 0, X.shape[1]),
+        four_sum_dot(W, c, X, r, None, 0, X.shape[1]),
+    )
 
 
 def _row_pointer(context, builder, arytype, ary, row):

@@ -18,13 +18,7 @@ the same model up to rounding, not bit for bit.
 
 import numpy as np
 
-from obliquetrees._core._jit import jit_numpy_errors as jit
-from obliquetrees._training.leaf_models import empty_statistics, m_step
-from obliquetrees.e2edt._kernels import (
-    stump_adam_step,
-    stump_coefficients,
-    stump_e_step,
-)
+from obliquetrees.e2edt._kernels import fit_stump as fit_stump_kernel
 
 
 class StandardizedCSR:
@@ -60,13 +54,18 @@ class StandardizedCSR:
         """Restriction to ``features`` (local column indices 0..k-1)."""
         return StandardizedCSR(self.X[:, features], self.mean[features], self.inv_scale[features])
 
-    def csr_arrays(self):
-        """``(indptr, indices, data)`` as int64, int64, float64 (the kernels' types)."""
+    def kernel_rows(self):
+        """The CSR tuple ``(indptr, indices, data, mean, inv_scale)`` of the stump kernel.
+
+        int64, int64, float64 (:mod:`obliquetrees.e2edt._stump_rows`).
+        """
         X = self.X
         return (
             X.indptr.astype(np.int64, copy=False),
             X.indices.astype(np.int64, copy=False),
             X.data.astype(np.float64, copy=False),
+            self.mean,
+            self.inv_scale,
         )
 
     def csc_columns(self):
@@ -109,156 +108,16 @@ class StandardizedCSR:
             out *= mask
 
 
-def fit_stump(Zs, y, sw, w, b, pi, gamma0, dgamma, n_epochs, order, *args):
+def fit_stump(Zs, *args):
     """:func:`~obliquetrees.e2edt._kernels.fit_stump` on a :class:`StandardizedCSR`.
 
     Same arguments (``Zs`` for the dense ``X``) and the same schedule; the
-    products with ``w`` run on the CSR entries (:func:`fit_stump_csr`).
+    products with ``w`` run on the CSR entries (:meth:`StandardizedCSR.kernel_rows`).
     """
-    return fit_stump_csr(
-        *Zs.csr_arrays(),
-        Zs.mean,
-        Zs.inv_scale,
-        y,
-        sw,
-        w,
-        b,
-        pi,
-        gamma0,
-        dgamma,
-        n_epochs,
-        order,
-        *args,
-    )
+    return fit_stump_kernel(Zs.kernel_rows(), *args)
 
 
 def count_right(Zs, w, b):
     """Number of rows with ``z . w + b > 0`` and the boolean mask (as the dense kernel)."""
     right = Zs.dot(w) + b > 0.0
     return int(np.count_nonzero(right)), right
-
-
-@jit
-def _scaled_weights(w, mean, inv_scale, v):
-    """``v = w / scale``; returns ``mean . v`` (the centring offset of ``z . w``)."""
-    off = 0.0
-    for j in range(w.shape[0]):
-        v[j] = w[j] * inv_scale[j]
-        off += v[j] * mean[j]
-    return off
-
-
-@jit
-def _row_dot(indptr, indices, data, r, v):
-    acc = 0.0
-    for p in range(indptr[r], indptr[r + 1]):
-        acc += data[p] * v[indices[p]]
-    return acc
-
-
-@jit
-def fit_stump_csr(
-    indptr,
-    indices,
-    data,
-    mean,
-    inv_scale,
-    y,
-    sw,
-    w,
-    b,
-    pi,
-    gamma0,
-    dgamma,
-    n_epochs,
-    order,
-    batch_size,
-    lr,
-    beta1,
-    beta2,
-    eps,
-    lam,
-    nb_indptr,
-    nb_indices,
-):
-    """Train one stump on CSR rows standardised on the fly (in place).
-
-    The schedule of :func:`~obliquetrees.e2edt._kernels.fit_stump`
-    (sharing its E-step, gradient coefficients and Adam step); the node's
-    samples are the CSR rows ``(indptr, indices, data)`` with ``k`` columns,
-    standardised by ``mean`` and ``inv_scale`` (k,). A minibatch costs
-    O(its nnz + k): ``z . w = x . v - mean . v`` and the weight gradient
-    ``(sum_q c_q x_q - (sum_q c_q) mean) * inv_scale``.
-
-    Returns
-    -------
-    gamma : float
-        Steepness after the last epoch.
-    """
-    n = indptr.shape[0] - 1
-    k = w.shape[0]
-    hr = np.empty(n)
-    counts = empty_statistics(pi, y)
-    act = np.empty(n)
-    v = np.empty(k)
-    gx = np.empty(k)
-    gw = np.empty(k)
-    gb = np.zeros(1)
-    bs = min(batch_size, n)
-    act_b = np.empty(bs)
-    coef = np.empty(bs)
-    mw = np.zeros(k)
-    vw = np.zeros(k)
-    mb = np.zeros(1)
-    vb = np.zeros(1)
-    gamma = gamma0
-    step = 0
-    for epoch in range(n_epochs):
-        off = _scaled_weights(w, mean, inv_scale, v)
-        for r in range(n):
-            act[r] = _row_dot(indptr, indices, data, r, v) - off
-        stump_e_step(act, b[0], gamma, pi, y, sw, hr, counts)
-        if epoch >= 1:
-            perm = order[epoch - 1]
-            for start in range(0, n, batch_size):
-                stop = min(start + batch_size, n)
-                total = 0.0
-                for q in range(start, stop):
-                    total += sw[perm[q]]
-                if total <= 0.0:
-                    continue
-                m = stop - start
-                off = _scaled_weights(w, mean, inv_scale, v)
-                for q in range(m):
-                    act_b[q] = _row_dot(indptr, indices, data, perm[start + q], v) - off
-                rows = perm[start:stop]
-                gb[0] = stump_coefficients(act_b[:m], rows, b[0], gamma, hr, sw, total, coef)
-                gx[:] = 0.0
-                for q in range(m):
-                    r = rows[q]
-                    for p in range(indptr[r], indptr[r + 1]):
-                        gx[indices[p]] += coef[q] * data[p]
-                for j in range(k):  # the centring's rank-one correction
-                    gw[j] = (gx[j] - gb[0] * mean[j]) * inv_scale[j]
-                step += 1
-                stump_adam_step(
-                    w,
-                    b,
-                    gw,
-                    gb,
-                    mw,
-                    vw,
-                    mb,
-                    vb,
-                    step,
-                    lr,
-                    beta1,
-                    beta2,
-                    eps,
-                    lam,
-                    nb_indptr,
-                    nb_indices,
-                )
-        m_step(counts, pi, y)
-        gamma += dgamma
-    return gamma

@@ -1,7 +1,7 @@
 """E2EDT's pruned routing: the blocked kernel against the row-wise one, bit for bit.
 
 :func:`PK.pruned_em_batch` (node by node over blocks of samples) must return
-exactly what :func:`PK.pruned_em_batch_rowwise` (sample by sample) returns;
+exactly what its row-wise form (``rowwise=True``, sample by sample) returns;
 the row-wise kernel itself is checked against the plain-numpy reference in
 ``test_e2edt.py`` (through both kernels' shared results).
 """
@@ -86,13 +86,15 @@ def _problem(seed, n, p, dtype, subsets, regression, max_depth=7):
 def _both(X, rows, tree, eps, pi, y, sw, coef, grad=True):
     """Results of the blocked and the row-wise kernel on fresh accumulators."""
     out = []
-    for kernel in (PK.pruned_em_batch, PK.pruned_em_batch_rowwise):
+    for rowwise in (False, True):
         W = tree[0]
         n_stats = pi.shape[1] if y.ndim == 1 else 1 + 2 * y.shape[1]
         counts = np.full((pi.shape[0], n_stats), 0.25)  # accumulated into
         gW = np.full(W.shape, 0.5) if grad else np.empty((0, 0))
         gb = np.full(W.shape[0], -0.5)
-        loglik, visits = kernel(X, rows, *tree, eps, pi, y, sw, coef, counts, gW, gb)
+        loglik, visits = PK.pruned_em_batch(
+            X, rows, *tree, eps, pi, y, sw, coef, counts, gW, gb, rowwise
+        )
         out.append((loglik, visits, counts, gW, gb))
     return out
 

@@ -1,7 +1,7 @@
 """The vector row dot products of E2EDT's pruned kernels against a plain-Python reference.
 
 :func:`block_dot` and :func:`block_dot_pair` must return the bits of the
-scalar four-partial-sum order (the row-wise kernel's ``_row_dot``), for the
+scalar four-partial-sum order (``four_sum_dot``), for the
 vector form (C-contiguous float64) and the scalar fallback (other layouts,
 float32 rows) alike.
 """
@@ -10,7 +10,7 @@ import numba
 import numpy as np
 import pytest
 
-from obliquetrees.e2edt._simd import block_dot, block_dot_pair
+from obliquetrees.e2edt._simd import block_dot, block_dot_pair, four_sum_dot
 
 
 def _reference_dot(w, x):
@@ -66,3 +66,21 @@ def test_block_dots_keep_special_values():
     assert dq == np.inf and single == np.inf
     assert np.isnan(dr)  # inf * 0
     assert np.isnan(_reference_dot(W[0], X[1]))
+
+
+@numba.njit
+def _gather_dot(W, c, X, q, idx, k0, k1):
+    return four_sum_dot(W, c, X, q, idx, k0, k1)
+
+
+@pytest.mark.parametrize("length", [0, 1, 3, 4, 5, 9, 40])
+def test_four_sum_dot_over_a_feature_list(length):
+    """A split's feature list (``idx[k0:k1]``) is summed in the same order as its columns."""
+    rng = np.random.default_rng(length)
+    W, X = _problem(rng, 3, 50)
+    idx = np.concatenate([rng.permutation(50)[:7], np.sort(rng.permutation(50)[:length])])
+    k0, k1 = 7, 7 + length
+    for c in range(W.shape[0]):
+        for q in range(X.shape[0]):
+            cols = idx[k0:k1]
+            assert _gather_dot(W, c, X, q, idx, k0, k1) == _reference_dot(W[c, cols], X[q, cols])
