@@ -45,7 +45,6 @@ Sparse input: explicit NaN entries are missing, implicit zeros are zeros
 import numpy as np
 from scipy import sparse
 
-from obliquetrees._core.tree import ObliqueTree
 from obliquetrees._core.validation import INDEX_DTYPE, VALUE_DTYPE, check_array
 
 #: Rows per chunk when scanning a dense X for NaN (bounds the boolean temporaries).
@@ -384,19 +383,7 @@ class MissingValues:
             terms = {"weight_missing": missing}
         if not np.all(np.isfinite(missing)):
             raise ValueError("a missing-value term overflows float64; rescale X.")
-        return ObliqueTree(
-            tree.children_left,
-            tree.children_right,
-            indptr,
-            index,
-            value,
-            tree.bias,
-            tree.value,
-            tree.n_node_samples,
-            n_features=d,
-            depth=tree.depth,
-            **terms,
-        )
+        return tree.with_splits(indptr, index, value, d, **terms)
 
     def unfold(self, tree):
         """The inverse of :meth:`fold`: a tree on the original features as a tree on the inputs.
@@ -428,18 +415,8 @@ class MissingValues:
         value_all = np.concatenate([value, extra])
         order = np.lexsort((index_all, rows_all))
         counts = np.bincount(rows_all, minlength=tree.node_count)
-        return ObliqueTree(
-            tree.children_left,
-            tree.children_right,
-            np.concatenate([[0], np.cumsum(counts)]),
-            index_all[order],
-            value_all[order],
-            tree.bias,
-            tree.value,
-            tree.n_node_samples,
-            n_features=self.n_inputs,
-            depth=tree.depth,
-        )
+        indptr = np.concatenate([[0], np.cumsum(counts)])
+        return tree.with_splits(indptr, index_all[order], value_all[order], self.n_inputs)
 
     def needed_columns(self, tree):
         """Features whose missing-value term in ``tree`` is not ``w_j * fill_j``.

@@ -17,8 +17,9 @@ and the results are those of the dense rows, bit for bit (see
 
 import numpy as np
 import scipy.sparse as sp
+from numba import types
 
-from obliquetrees._core._jit import jit, jit_inline, jit_parallel, prange
+from obliquetrees._core._jit import jit, jit_inline, jit_overload, jit_parallel, prange
 from obliquetrees._core._math import log_sigmoid_pair
 from obliquetrees._core.validation import check_n_features
 
@@ -30,105 +31,46 @@ CHUNK = 256
 SERIAL_PREDICT_ROWS = 2048
 
 
-@jit_inline
-def _soft_predict_row(
-    X,
-    i,
-    left_child,
-    right_child,
-    indptr,
-    index,
-    weight,
-    missing,
-    bias,
-    steep,
-    value,
-    margin,
-    logp,
-    out,
-):
-    """Soft output of dense row ``i``, added into ``out[i]`` (parents precede children)."""
-    for j in range(left_child.shape[0]):
-        if left_child[j] >= 0:
-            a = bias[j]
-            for q in range(indptr[j], indptr[j + 1]):
-                x = X[i, index[q]]
-                a += weight[q] * x if x == x else missing[q]  # NaN: the missing-value term
-            margin[j] = a
-    _soft_evaluate_row(i, margin, left_child, right_child, steep, value, logp, out)
+def row_margins(X, i, layout, weight, missing, bias, margin):
+    """``w.x + b`` of every node for row ``i`` of ``X``, into ``margin`` (numba only).
 
-
-@jit_parallel
-def soft_predict_parallel(
-    X, left_child, right_child, indptr, index, weight, missing, bias, steep, value
-):
-    """Soft output of a stored tree, ``prange`` over fixed chunks of rows.
-
-    ``value`` is (n_nodes, n_outputs); rows of internal nodes are ignored.
+    ``X`` is a dense array, with ``layout = (weight_indptr, weight_index)``, or
+    a CSR ``(indptr, indices, data)``, with :func:`feature_major_weights`'s
+    layout. Each node sums its terms in storage order, a NaN ``x_j``
+    contributing the missing-value term instead.
     """
-    n = X.shape[0]
-    n_nodes = left_child.shape[0]
-    out = np.zeros((n, value.shape[1]))
-    n_chunks = (n + CHUNK - 1) // CHUNK
-    for c in prange(n_chunks):
-        margin = np.empty(n_nodes)
-        logp = np.empty(n_nodes)
-        for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
-            _soft_predict_row(
-                X,
-                i,
-                left_child,
-                right_child,
-                indptr,
-                index,
-                weight,
-                missing,
-                bias,
-                steep,
-                value,
-                margin,
-                logp,
-                out,
-            )
-    return out
 
 
-@jit
-def soft_predict_serial(
-    X, left_child, right_child, indptr, index, weight, missing, bias, steep, value
-):
-    """:func:`soft_predict_parallel` without threads (small inputs: no pool start-up)."""
-    n = X.shape[0]
-    out = np.zeros((n, value.shape[1]))
-    margin = np.empty(left_child.shape[0])
-    logp = np.empty(left_child.shape[0])
-    for i in range(n):
-        _soft_predict_row(
-            X,
-            i,
-            left_child,
-            right_child,
-            indptr,
-            index,
-            weight,
-            missing,
-            bias,
-            steep,
-            value,
-            margin,
-            logp,
-            out,
-        )
-    return out
+@jit_overload(row_margins, inline="always")
+def _row_margins(X, i, layout, weight, missing, bias, margin):
+    if isinstance(X, types.Array):
+
+        def dense(X, i, layout, weight, missing, bias, margin):
+            indptr, index = layout
+            for j in range(margin.shape[0]):
+                a = bias[j]
+                for q in range(indptr[j], indptr[j + 1]):
+                    x = X[i, index[q]]
+                    a += weight[q] * x if x == x else missing[q]
+                margin[j] = a
+
+        return dense
+
+    def csr(X, i, layout, weight, missing, bias, margin):
+        _csr_margins(X, i, layout, weight, missing, bias, margin)
+
+    return csr
 
 
 @jit_inline
-def _soft_evaluate_row(i, margin, left_child, right_child, steep, value, logp, out):
-    """Soft output of row ``i`` from its split margins ``margin`` (``w.x + b`` of every node).
+def _soft_predict_row(X, i, layout, tree, margin, logp, out):
+    """Soft output of row ``i`` of ``X`` (see :func:`row_margins`), added into ``out[i]``.
 
-    The one sweep of dense (:func:`_soft_predict_row`) and CSR rows
-    (:func:`_soft_predict_csr_row`), which differ only in how they sum the margins.
+    Parents precede children, so one sweep carries every node's log path
+    probability down to the leaves.
     """
+    left_child, right_child, weight, missing, bias, steep, value = tree
+    row_margins(X, i, layout, weight, missing, bias, margin)
     K = value.shape[1]
     logp[0] = 0.0
     for j in range(left_child.shape[0]):
@@ -145,8 +87,10 @@ def _soft_evaluate_row(i, margin, left_child, right_child, steep, value, logp, o
 
 
 @jit_inline
-def _csr_margins(Xptr, Xidx, Xval, i, layout, weight, missing, bias, margin):
-    """``w.x + b`` of every node for CSR row ``i``, summed in each node's storage order.
+def _csr_margins(X, i, layout, weight, missing, bias, margin):
+    """``w.x + b`` of every node for row ``i`` of a CSR ``X = (indptr, indices, data)``.
+
+    Each node's terms are summed in its storage order.
 
     ``layout`` is :func:`feature_major_weights`'s. Terms of features the row
     does not store (``w_j * 0``, a signed zero) are left out: adding a zero
@@ -156,6 +100,7 @@ def _csr_margins(Xptr, Xidx, Xval, i, layout, weight, missing, bias, margin):
     node's storage order. Otherwise each node looks its features up in the
     row (binary search over its sorted column indices), in storage order.
     """
+    Xptr, Xidx, Xval = X
     features, fptr, fweight, node_of, indptr, index, in_order = layout
     for j in range(margin.shape[0]):
         margin[j] = bias[j]
@@ -179,21 +124,14 @@ def _csr_margins(Xptr, Xidx, Xval, i, layout, weight, missing, bias, margin):
                 margin[j] += weight[q] * x if x == x else missing[q]
 
 
-@jit_inline
-def _soft_predict_csr_row(X, i, layout, tree, margin, logp, out):
-    """Soft output of CSR row ``i`` (``X`` its ``(indptr, indices, data)``), into ``out[i]``."""
-    left_child, right_child, weight, missing, bias, steep, value = tree
-    _csr_margins(X[0], X[1], X[2], i, layout, weight, missing, bias, margin)
-    _soft_evaluate_row(i, margin, left_child, right_child, steep, value, logp, out)
-
-
 @jit_parallel
-def soft_predict_csr_parallel(X, n_rows, layout, tree):
-    """:func:`soft_predict_parallel` of a CSR ``X = (indptr, indices, data)``, sorted indices.
+def soft_predict_parallel(X, n_rows, layout, tree):
+    """Soft output of a stored tree, ``prange`` over fixed chunks of rows.
 
-    ``layout`` is :func:`feature_major_weights`'s, ``tree`` the tuple
+    ``X`` and ``layout`` as :func:`row_margins` takes them; ``tree`` is
     ``(children_left, children_right, weight_value, weight_missing, bias,
-    steepness, value)``. Per chunk of rows it holds two arrays of
+    steepness, value)``, ``value`` of shape (n_nodes, n_outputs) (rows of
+    internal nodes are ignored). Per chunk of rows it holds two arrays of
     ``n_nodes`` entries.
     """
     n_nodes = tree[0].shape[0]
@@ -203,19 +141,19 @@ def soft_predict_csr_parallel(X, n_rows, layout, tree):
         margin = np.empty(n_nodes)
         logp = np.empty(n_nodes)
         for i in range(c * CHUNK, min(n_rows, (c + 1) * CHUNK)):
-            _soft_predict_csr_row(X, i, layout, tree, margin, logp, out)
+            _soft_predict_row(X, i, layout, tree, margin, logp, out)
     return out
 
 
 @jit
-def soft_predict_csr_serial(X, n_rows, layout, tree):
-    """:func:`soft_predict_csr_parallel` without threads."""
+def soft_predict_serial(X, n_rows, layout, tree):
+    """:func:`soft_predict_parallel` without threads (small inputs: no pool start-up)."""
     n_nodes = tree[0].shape[0]
     out = np.zeros((n_rows, tree[6].shape[1]))
     margin = np.empty(n_nodes)
     logp = np.empty(n_nodes)
     for i in range(n_rows):
-        _soft_predict_csr_row(X, i, layout, tree, margin, logp, out)
+        _soft_predict_row(X, i, layout, tree, margin, logp, out)
     return out
 
 
@@ -301,22 +239,22 @@ def soft_predict(tree, X, leaf_value, steepness=None):
             np.ascontiguousarray(leaf_value, dtype=np.float64),
         )
     )
+    left, right, indptr, index, weight, missing, bias, steep, value = args
+    tree_args = (left, right, weight, missing, bias, steep, value)
+    n_rows = X.shape[0]
     if not sp.issparse(X):
         X = np.ascontiguousarray(X)
-        if X.shape[0] <= SERIAL_PREDICT_ROWS:
-            return soft_predict_serial(X, *args)
-        return soft_predict_parallel(X, *args)
-    X = X.tocsr()
-    if not X.has_canonical_format:  # sorted indices, duplicates summed (as densifying sums them)
-        X = X.copy()
-        X.sum_duplicates()
-    csr = (X.indptr.astype(np.int64, copy=False), X.indices.astype(np.int64, copy=False), X.data)
-    left, right, _, _, weight, missing, bias, steep, value = args
-    tree_args = (left, right, weight, missing, bias, steep, value)
-    layout = tuple(
-        _read_only(part) if isinstance(part, np.ndarray) else part
-        for part in feature_major_weights(tree)
-    )
-    if X.shape[0] <= SERIAL_PREDICT_ROWS:
-        return soft_predict_csr_serial(csr, X.shape[0], layout, tree_args)
-    return soft_predict_csr_parallel(csr, X.shape[0], layout, tree_args)
+        layout = (indptr, index)
+    else:
+        X = X.tocsr()
+        if not X.has_canonical_format:  # sorted indices, duplicates summed (as densifying sums)
+            X = X.copy()
+            X.sum_duplicates()
+        X = (X.indptr.astype(np.int64, copy=False), X.indices.astype(np.int64, copy=False), X.data)
+        layout = tuple(
+            _read_only(part) if isinstance(part, np.ndarray) else part
+            for part in feature_major_weights(tree)
+        )
+    if n_rows <= SERIAL_PREDICT_ROWS:
+        return soft_predict_serial(X, n_rows, layout, tree_args)
+    return soft_predict_parallel(X, n_rows, layout, tree_args)

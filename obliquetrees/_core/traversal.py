@@ -44,7 +44,6 @@ CSR_BUFFER = 1 << 18
 
 _OP_APPLY = 0
 _OP_VALUE = 1
-_OP_PATH = 2
 
 
 @jit_inline
@@ -87,71 +86,21 @@ def _missing_term(missing, fill, k, weight, feature):
 
 
 @jit
-def _walk(X, r, root, nodes, extra_start, extra_index, weights, missing, fill):
-    """Global id of the leaf that row ``r`` of ``X`` reaches from ``root``."""
-    node = root
-    while True:
-        rec = nodes[node]
-        if rec.left == -1:
-            return node
-        s = _margin(
-            X,
-            r,
-            rec.feature,
-            rec.weight,
-            rec.bias,
-            rec.n_extra,
-            extra_start[node],
-            extra_index[node],
-            weights,
-            missing,
-            fill,
-        )
-        node = rec.right if s > 0.0 else rec.left
-
-
-@jit
-def _walk_path(
-    X, r, root, nodes, extra_start, extra_index, weights, missing, fill, path_indices, cursor
-):
-    """Walk like :func:`_walk`, writing the visited nodes from ``cursor`` on."""
-    node = root
-    pos = cursor
-    while True:
-        path_indices[pos] = node
-        pos += 1
-        rec = nodes[node]
-        if rec.left == -1:
-            return pos
-        s = _margin(
-            X,
-            r,
-            rec.feature,
-            rec.weight,
-            rec.bias,
-            rec.n_extra,
-            extra_start[node],
-            extra_index[node],
-            weights,
-            missing,
-            fill,
-        )
-        node = rec.right if s > 0.0 else rec.left
-
-
-@jit
 def _walk_block(Xb, root, nodes, extra_start, extra_index, weights, missing, fill, leaves):
     """Global id of the leaf every row of ``Xb`` reaches from ``root``, into ``leaves``.
 
     Four rows walk in lockstep, each in its own scalar cursor: their chains
     of dependent loads are independent, so the CPU overlaps their cache
     misses. The four steps are written out: cursors kept in a small array,
-    or a step factored into an inlined function (which reads the record),
-    made the walk 1.5 to 2.5 times slower (numba 0.68, AMD EPYC).
+    rotated through one written step, or a step factored into an inlined
+    function (its array arguments are then reference-counted on every
+    step) made the walk 1.3 to 25 times slower (numba 0.68, AMD EPYC). The
+    last rows of a block that are fewer than four walk in the same lockstep,
+    the block's last row standing in for the missing ones.
     """
-    n_rows = Xb.shape[0]
-    r = 0
-    while r + 4 <= n_rows:
+    last = Xb.shape[0] - 1
+    for r in range(0, last + 1, 4):
+        r1, r2, r3 = min(r + 1, last), min(r + 2, last), min(r + 3, last)
         a0 = a1 = a2 = a3 = root
         moved = True
         while moved:
@@ -167,7 +116,7 @@ def _walk_block(Xb, root, nodes, extra_start, extra_index, weights, missing, fil
             rec = nodes[a1]
             if rec.left != -1:
                 s = _margin(
-                    Xb, r + 1, rec.feature, rec.weight, rec.bias, rec.n_extra,
+                    Xb, r1, rec.feature, rec.weight, rec.bias, rec.n_extra,
                     extra_start[a1], extra_index[a1], weights, missing, fill,
                 )  # fmt: skip
                 a1 = rec.right if s > 0.0 else rec.left
@@ -175,7 +124,7 @@ def _walk_block(Xb, root, nodes, extra_start, extra_index, weights, missing, fil
             rec = nodes[a2]
             if rec.left != -1:
                 s = _margin(
-                    Xb, r + 2, rec.feature, rec.weight, rec.bias, rec.n_extra,
+                    Xb, r2, rec.feature, rec.weight, rec.bias, rec.n_extra,
                     extra_start[a2], extra_index[a2], weights, missing, fill,
                 )  # fmt: skip
                 a2 = rec.right if s > 0.0 else rec.left
@@ -183,21 +132,16 @@ def _walk_block(Xb, root, nodes, extra_start, extra_index, weights, missing, fil
             rec = nodes[a3]
             if rec.left != -1:
                 s = _margin(
-                    Xb, r + 3, rec.feature, rec.weight, rec.bias, rec.n_extra,
+                    Xb, r3, rec.feature, rec.weight, rec.bias, rec.n_extra,
                     extra_start[a3], extra_index[a3], weights, missing, fill,
                 )  # fmt: skip
                 a3 = rec.right if s > 0.0 else rec.left
                 moved = True
-        leaves[r], leaves[r + 1], leaves[r + 2], leaves[r + 3] = a0, a1, a2, a3
-        r += 4
-    for rest in range(r, n_rows):
-        leaves[rest] = _walk(
-            Xb, rest, root, nodes, extra_start, extra_index, weights, missing, fill
-        )
+        leaves[r], leaves[r1], leaves[r2], leaves[r3] = a0, a1, a2, a3
 
 
 @jit
-def _process_block(Xb, row0, forest, op, value, out_leaf, out_value, path_indices, cursor):
+def _process_block(Xb, row0, forest, op, value, out_leaf, out_value):
     """Apply operation ``op`` to the rows ``row0 : row0 + len(Xb)``, tree by tree."""
     roots, nodes, extra_start, extra_index, weight_index, weight_value, missing, fill = forest
     weights = (weight_index, weight_value)
@@ -206,23 +150,6 @@ def _process_block(Xb, row0, forest, op, value, out_leaf, out_value, path_indice
     leaves = np.empty(n_rows, dtype=np.int64)
     for t in range(n_trees):
         root = roots[t]
-        if op == _OP_PATH:
-            for r in range(n_rows):
-                i = row0 + r
-                cursor[i] = _walk_path(
-                    Xb,
-                    r,
-                    root,
-                    nodes,
-                    extra_start,
-                    extra_index,
-                    weights,
-                    missing,
-                    fill,
-                    path_indices,
-                    cursor[i],
-                )
-            continue
         _walk_block(Xb, root, nodes, extra_start, extra_index, weights, missing, fill, leaves)
         if op == _OP_APPLY:
             for r in range(n_rows):
@@ -241,31 +168,18 @@ def _process_block(Xb, row0, forest, op, value, out_leaf, out_value, path_indice
 
 
 @jit_parallel
-def _traverse_dense(X, block_rows, forest, op, value, out_leaf, out_value, path_indices, cursor):
+def _traverse_dense(X, block_rows, forest, op, value, out_leaf, out_value):
     n = X.shape[0]
     n_blocks = (n + block_rows - 1) // block_rows
     for b in prange(n_blocks):
         start = b * block_rows
         stop = min(start + block_rows, n)
-        _process_block(
-            X[start:stop], start, forest, op, value, out_leaf, out_value, path_indices, cursor
-        )
+        _process_block(X[start:stop], start, forest, op, value, out_leaf, out_value)
 
 
 @jit_parallel
 def _traverse_csr(
-    data,
-    indices,
-    indptr,
-    n_features,
-    block_rows,
-    forest,
-    op,
-    value,
-    out_leaf,
-    out_value,
-    path_indices,
-    cursor,
+    data, indices, indptr, n_features, block_rows, forest, op, value, out_leaf, out_value
 ):
     n = indptr.shape[0] - 1
     n_blocks = (n + block_rows - 1) // block_rows
@@ -276,7 +190,34 @@ def _traverse_csr(
         for r in range(stop - start):
             for k in range(indptr[start + r], indptr[start + r + 1]):
                 buf[r, indices[k]] += data[k]  # += sums duplicate entries, as scipy does
-        _process_block(buf, start, forest, op, value, out_leaf, out_value, path_indices, cursor)
+        _process_block(buf, start, forest, op, value, out_leaf, out_value)
+
+
+@jit_parallel
+def _write_paths(leaves, parent, depth, indptr, path_indices):
+    """Root-to-leaf paths of the global ``leaves`` (rows x trees), tree after tree per row.
+
+    A leaf determines its path: written from the leaf up through ``parent``,
+    each path ends where the next tree's begins.
+    """
+    for i in prange(leaves.shape[0]):
+        end = indptr[i]
+        for t in range(leaves.shape[1]):
+            node = leaves[i, t]
+            end += depth[node] + 1
+            for pos in range(end - 1, end - depth[node] - 2, -1):
+                path_indices[pos] = node
+                node = parent[node]
+
+
+def _parents(forest):
+    """Global id of every node's parent (-1 for the roots), from the routing layout."""
+    nodes = forest.routing_arrays()[1]
+    parent = np.full(nodes.shape[0], -1, dtype=np.int64)
+    inner = np.flatnonzero(nodes["left"] != -1)
+    parent[nodes["left"][inner]] = inner
+    parent[nodes["right"][inner]] = inner
+    return parent
 
 
 def _dense_block_rows(X, n_threads):
@@ -292,48 +233,25 @@ def _dense_block_rows(X, n_threads):
     return int(max(BLOCK_ROWS, min(per_thread, cap)))
 
 
-def _run(forest, X, op, n_threads, out_leaf=None, out_value=None, path_indices=None, cursor=None):
-    """Run operation ``op``; the outputs it does not write may be left out (None)."""
-    # the kernels take every output array: empty ones of the same types stand in
+def _run(forest, X, op, n_threads, out_leaf=None, out_value=None):
+    """Run operation ``op``; the output it does not write may be left out (None)."""
+    # the kernels take both output arrays: an empty one of the same type stands in
     if out_leaf is None:
         out_leaf = np.zeros((0, 0), dtype=np.int64)
     if out_value is None:
         out_value = np.zeros((0, 0), dtype=np.float64)
-    if path_indices is None:
-        path_indices = cursor = np.zeros(0, dtype=np.int64)
     check_n_features(X, forest.n_features)  # the kernels index X by stored feature ids
     roots, nodes, extra_start, extra_index, weights, leaf_value = forest.routing_arrays()
     # flat: a parallel kernel's arguments hold arrays, not tuples of tuples
     arrays = (roots, nodes, extra_start, extra_index, *weights, *missing_kernel_arrays(forest))
+    outputs = (op, leaf_value, out_leaf, out_value)
     with numba_threads(n_threads):
         if sp.issparse(X):
             block_rows = int(max(1, min(BLOCK_ROWS, CSR_BUFFER // max(1, X.shape[1]))))
-            _traverse_csr(
-                X.data,
-                X.indices,
-                X.indptr,
-                X.shape[1],
-                block_rows,
-                arrays,
-                op,
-                leaf_value,
-                out_leaf,
-                out_value,
-                path_indices,
-                cursor,
-            )
+            csr = (X.data, X.indices, X.indptr, X.shape[1])
+            _traverse_csr(*csr, block_rows, arrays, *outputs)
         else:
-            _traverse_dense(
-                X,
-                _dense_block_rows(X, n_threads),
-                arrays,
-                op,
-                leaf_value,
-                out_leaf,
-                out_value,
-                path_indices,
-                cursor,
-            )
+            _traverse_dense(X, _dense_block_rows(X, n_threads), arrays, *outputs)
 
 
 def apply(forest, X, n_threads=1):
@@ -363,14 +281,13 @@ def decision_path(forest, X, n_threads=1):
         Column ``forest.node_offset[t] + j`` is node ``j`` of tree ``t``, as in
         scikit-learn's forests (``n_nodes_ptr`` is ``forest.node_offset``).
     """
-    leaves = apply(forest, X, n_threads)
-    global_leaves = leaves + forest.node_offset[:-1][None, :]
-    lengths = (forest.depth[global_leaves] + 1).sum(axis=1)
+    leaves = apply(forest, X, n_threads) + forest.node_offset[:-1][None, :]
+    depth = forest.depth.astype(np.int64, copy=False)
     indptr = np.zeros(X.shape[0] + 1, dtype=np.int64)
-    np.cumsum(lengths, out=indptr[1:])
+    np.cumsum((depth[leaves] + 1).sum(axis=1), out=indptr[1:])
     path_indices = np.empty(indptr[-1], dtype=np.int64)
-    cursor = indptr[:-1].copy()
-    _run(forest, X, _OP_PATH, n_threads, path_indices=path_indices, cursor=cursor)
+    with numba_threads(n_threads):
+        _write_paths(leaves, forest.derived("parents", _parents), depth, indptr, path_indices)
     data = np.ones(path_indices.shape[0], dtype=np.int64)
     shape = (X.shape[0], int(forest.node_offset[-1]))
     return sp.csr_matrix((data, path_indices, indptr), shape=shape)

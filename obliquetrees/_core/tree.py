@@ -316,6 +316,33 @@ class ObliqueTree:
         """Number of stored weights of every node, shape (n_nodes,)."""
         return node_weight_counts(self.weight_indptr)
 
+    def with_splits(self, indptr, index, value, n_features, bias=None, **terms):
+        """A tree of this structure and leaf values with other split weights.
+
+        Parameters
+        ----------
+        indptr, index, value : ndarray
+            The new ``weight_indptr``, ``weight_index`` and ``weight_value``.
+        n_features : int
+        bias : ndarray, optional
+            The new biases (default: this tree's).
+        **terms
+            ``weight_missing`` or ``missing_fill``, as the constructor takes them.
+        """
+        return ObliqueTree(
+            self.children_left,
+            self.children_right,
+            indptr,
+            index,
+            value,
+            self.bias if bias is None else bias,
+            self.value,
+            self.n_node_samples,
+            n_features=n_features,
+            depth=self.depth,
+            **terms,
+        )
+
     def dense_weights(self):
         """Split weights as a dense ``(n_nodes, n_features)`` array."""
         dense = np.zeros((self.node_count, self.n_features), dtype=VALUE_DTYPE)
@@ -665,16 +692,4 @@ def fold_standardization(tree, mean, scale):
         terms = {"missing_fill": mean}
     else:
         terms = {"weight_missing": missing}
-    return ObliqueTree(
-        tree.children_left,
-        tree.children_right,
-        indptr,
-        stored,
-        value,
-        bias,
-        tree.value,
-        tree.n_node_samples,
-        n_features=tree.n_features,
-        depth=tree.depth,
-        **terms,
-    )
+    return tree.with_splits(indptr, stored, value, tree.n_features, bias=bias, **terms)

@@ -14,20 +14,48 @@ from obliquetrees._core._jit import jit, jit_inline
 
 
 @jit_inline
-def _split_score(ss, tot_s, sw, tot_w):
+def _split_score(ss, tot_s, sw, tot_w, x_here, x_next):
     """``sum_k (S_L^2 / W_L + S_R^2 / W_R)``: the SSE reduction plus ``S^2 / W``, or -inf.
 
-    ``ss``/``sw``: the left side's weighted target sums and weight; the right
-    side is the rest of ``tot_s``/``tot_w``. -inf when a side has no weight.
+    Of the split between the values ``x_here`` and ``x_next``: ``ss``/``sw``
+    are the left side's weighted target sums and weight; the right side is
+    the rest of ``tot_s``/``tot_w``. -inf when the values are not
+    increasing or a side has no weight.
     """
     rw = tot_w - sw
-    if sw <= 0.0 or rw <= 0.0:
+    if x_next <= x_here or sw <= 0.0 or rw <= 0.0:
         return -np.inf
     g = 0.0
     for k in range(tot_s.shape[0]):
         rs = tot_s[k] - ss[k]
         g += ss[k] * ss[k] / sw + rs * rs / rw
     return g
+
+
+@jit_inline
+def _node_totals(u, Y, n):
+    """The node's weight ``W``, weighted target sums ``S`` and ``sum_k S_k^2 / W`` (0 if no weight).
+
+    The last is what a split's :func:`_split_score` is compared with: its gain.
+    """
+    K = Y.shape[1]
+    tot_w = 0.0
+    tot_s = np.zeros(K)
+    for i in range(n):
+        tot_w += u[i]
+        for k in range(K):
+            tot_s[k] += u[i] * Y[i, k]
+    base = 0.0
+    if tot_w > 0.0:
+        for k in range(K):
+            base += tot_s[k] * tot_s[k] / tot_w
+    return tot_w, tot_s, base
+
+
+@jit_inline
+def _no_split(K):
+    """What the searches return when no split separates weighted rows."""
+    return -1, 0.0, np.zeros(K), np.zeros(K), 0.0
 
 
 @jit
@@ -52,23 +80,16 @@ def best_axis_split(X, sorted_index, sorted_values, u, Y):
     """
     n, d = X.shape
     K = Y.shape[1]
+    tot_w, tot_s, base = _node_totals(u, Y, n)
     # u_i and u_i y_ik side by side: the scan's one gathered read per row
     uy = np.empty((n, K + 1))
-    tot_w = 0.0
-    tot_s = np.zeros(K)
     for i in range(n):
         uy[i, 0] = u[i]
-        tot_w += u[i]
         for k in range(K):
             uy[i, k + 1] = u[i] * Y[i, k]
-            tot_s[k] += uy[i, k + 1]
     # best gain per feature, then the first maximum
     gains = np.full(d, -np.inf)
     thresholds = np.zeros(d)
-    base = 0.0
-    if tot_w > 0.0:
-        for k in range(K):
-            base += tot_s[k] * tot_s[k] / tot_w
     for f in range(d):
         idx = sorted_index[f]
         values = sorted_values[f]
@@ -83,9 +104,7 @@ def best_axis_split(X, sorted_index, sorted_values, u, Y):
                 ss[k] += uy[i, k + 1]
             x_here = values[q]
             x_next = values[q + 1]
-            if x_next <= x_here:
-                continue
-            g = _split_score(ss, tot_s, sw, tot_w)
+            g = _split_score(ss, tot_s, sw, tot_w, x_here, x_next)
             if g > best:
                 best = g
                 thr = 0.5 * (x_here + x_next)
@@ -97,10 +116,10 @@ def best_axis_split(X, sorted_index, sorted_values, u, Y):
         if gains[f] > best_gain:
             best_gain = gains[f]
             feature = f
+    if feature < 0 or not np.isfinite(best_gain):
+        return _no_split(K)
     left_mean = np.zeros(K)
     right_mean = np.zeros(K)
-    if feature < 0 or not np.isfinite(best_gain):
-        return -1, 0.0, left_mean, right_mean, 0.0
     thr = thresholds[feature]
     lw = 0.0
     rw = 0.0
@@ -136,16 +155,7 @@ def best_axis_split_sparse(columns, u, Y):
     col_ptr, col_row, col_z, zero_z, n = columns
     d = zero_z.shape[0]
     K = Y.shape[1]
-    tot_w = 0.0
-    tot_s = np.zeros(K)
-    for i in range(n):
-        tot_w += u[i]
-        for k in range(K):
-            tot_s[k] += u[i] * Y[i, k]
-    base = 0.0
-    if tot_w > 0.0:
-        for k in range(K):
-            base += tot_s[k] * tot_s[k] / tot_w
+    tot_w, tot_s, base = _node_totals(u, Y, n)
     best_gain = -np.inf
     feature = -1
     best_thr = 0.0
@@ -192,9 +202,7 @@ def best_axis_split_sparse(columns, u, Y):
                 x_next = zero_z[f]
             else:
                 break  # last group: nothing to its right
-            if x_next <= x_here:
-                continue
-            g = _split_score(ss, tot_s, sw, tot_w)
+            g = _split_score(ss, tot_s, sw, tot_w, x_here, x_next)
             if g > best:
                 best = g
                 thr = 0.5 * (x_here + x_next)
@@ -202,10 +210,10 @@ def best_axis_split_sparse(columns, u, Y):
             best_gain = best - base
             feature = f
             best_thr = thr
+    if feature < 0 or not np.isfinite(best_gain):
+        return _no_split(K)
     left_mean = np.zeros(K)
     right_mean = np.zeros(K)
-    if feature < 0 or not np.isfinite(best_gain):
-        return -1, 0.0, left_mean, right_mean, 0.0
     lw = 0.0
     zw = tot_w
     for k in range(K):

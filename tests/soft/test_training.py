@@ -125,27 +125,26 @@ def test_forward_saturated_and_deep_paths_stay_finite(rng):
     assert all(np.all(np.isfinite(o)) for o in out)
 
 
-def _soft_predict_args(tree):
-    """The soft-prediction kernels' arguments after ``X``: ``tree``'s arrays, every split's
-    steepness 1 and its stored leaf values."""
-    return (
+def _soft_predict_args(tree, X):
+    """The soft-prediction kernels' arguments after a dense ``X``: its rows, the weights'
+    layout, ``tree``'s arrays with every split's steepness 1 and its stored leaf values."""
+    arrays = (
         tree.children_left,
         tree.children_right,
-        tree.weight_indptr,
-        tree.weight_index,
         tree.weight_value,
         tree.weight_missing,
         tree.bias,
         np.ones(tree.node_count),
         tree.value,
     )
+    return X.shape[0], (tree.weight_indptr, tree.weight_index), arrays
 
 
 @pytest.mark.parametrize("K_out", [1, 2])
 def test_soft_predict_csr_matches_reference(rng, K_out):
     tree = ref.random_tree(rng, 5, K_out, max_depth=4)
     X = rng.normal(size=(300, 5))
-    out = CS.soft_predict_parallel(X, *_soft_predict_args(tree))
+    out = CS.soft_predict_parallel(X, *_soft_predict_args(tree, X))
     np.testing.assert_allclose(out, ref.soft_predict_stored(tree, X, tree.value), rtol=1e-12)
     out32 = CS.soft_predict(tree, X.astype(np.float32), tree.value)
     want32 = ref.soft_predict_stored(tree, X.astype(np.float32), tree.value)
@@ -481,5 +480,5 @@ def test_train_split_is_thread_count_independent(rng):
 def test_soft_predict_serial_equals_parallel(rng):
     tree = ref.random_tree(rng, 6, 2, max_depth=5)
     X = rng.normal(size=(1000, 6))
-    args = _soft_predict_args(tree)
+    args = _soft_predict_args(tree, X)
     assert np.array_equal(CS.soft_predict_parallel(X, *args), CS.soft_predict_serial(X, *args))
