@@ -38,8 +38,9 @@ Importing this module imports numba; the estimator imports it lazily.
 """
 
 import numpy as np
+from numba import types
 
-from obliquetrees._core._jit import jit, jit_inline
+from obliquetrees._core._jit import jit, jit_inline, jit_overload
 from obliquetrees._core._random import shuffle
 from obliquetrees._training.targets import (
     add_leaf_gradient,
@@ -94,6 +95,103 @@ def partition_settled(n_flipped, m, params):
     (none below ``1 / tol`` rows). See :func:`cccp`.
     """
     return m >= params.batch_size and n_flipped <= params.tol * m
+
+
+@jit_inline
+def epoch_rate(run, tot, prev_run, n_up, eta):
+    """The learning-rate schedule after an epoch: returns ``(eta, run / tot, n_up)``.
+
+    ``run`` is the epoch's weighted sum of the running surrogate over weight
+    ``tot`` (its mean is ``run`` itself when ``tot`` is 0). When the mean is
+    above the previous epoch's (``prev_run``) the oscillation count ``n_up``
+    goes up; at ``OSC_PATIENCE`` the rate ``eta`` is multiplied by
+    ``LR_DECAY`` and the count restarts.
+    """
+    if tot > 0.0:
+        run /= tot
+    if run > prev_run:
+        n_up += 1
+        if n_up >= OSC_PATIENCE:
+            eta *= LR_DECAY
+            n_up = 0
+    return eta, run, n_up
+
+
+@jit_inline
+def first_best(surrogate, b, history):
+    """The best iterate before CCCP's first outer iteration, as :func:`accept` keeps it.
+
+    Records its ``surrogate`` in ``history[0]``; returns ``(surrogate, b, 1)``.
+    """
+    history[0] = surrogate
+    return surrogate, b, 1
+
+
+@jit
+def accept(current, b, best, signs, prev_signs, params, stump, kept, history):
+    """One CCCP outer iteration's verdict on its iterate ``(w, b)``, whose surrogate is ``current``.
+
+    ``best`` is ``(surrogate, bias, n_hist)`` of the best iterate so far, whose
+    other parameters are in ``kept``, and ``n_hist`` the entries of
+    ``history`` written. If ``current`` is below its surrogate, the iterate
+    ``stump = (w, theta0, theta1)`` is copied to ``kept`` and ``current``
+    appended to ``history``. Returns the new ``best`` and whether :func:`cccp`
+    stops: when the iterate did not improve, or improved by at most ``tol``
+    (relative), or the partition has settled (:func:`partition_settled`;
+    ``signs``, ``prev_signs``: the sides after and before the iteration).
+    """
+    m = signs.shape[0]
+    n_flipped = n_changed(signs, prev_signs, m)
+    surrogate, _, n_hist = best
+    if not current < surrogate:
+        return best, True
+    gain = surrogate - current
+    w, theta0, theta1 = stump
+    best_w, best_t0, best_t1 = kept
+    best_w[:] = w
+    best_t0[:] = theta0
+    best_t1[:] = theta1
+    history[n_hist] = current
+    stop = gain <= params.tol * abs(current) or partition_settled(n_flipped, m, params)
+    return (current, b, n_hist + 1), stop
+
+
+@jit
+def restore(stump, kept, best, n_iter):
+    """Copy the best iterate's ``kept`` back to ``stump``; returns :func:`cccp`'s values.
+
+    ``best`` is :func:`accept`'s; returns ``(b, n_iter, n_hist)`` of that iterate.
+    """
+    w, theta0, theta1 = stump
+    best_w, best_t0, best_t1 = kept
+    w[:] = best_w
+    theta0[:] = best_t0
+    theta1[:] = best_t1
+    return best[1], n_iter, best[2]
+
+
+@jit_inline
+def draw_order(perm, m, state):
+    """A uniform random order of ``0 .. m - 1`` in ``perm[:m]`` (``m <= 1`` draws nothing)."""
+    for t in range(m):
+        perm[t] = t
+    shuffle(perm, m, state)
+
+
+def row_at(order, t):
+    """The node's row at position ``t`` of a pass: ``order[t]``, or ``t`` if ``order`` is None.
+
+    Numba only: the dense kernels reorder a node's rows in place (``None``),
+    the sparse ones read them through an order array.
+    """
+    raise NotImplementedError("row_at is only callable from numba kernels")
+
+
+@jit_overload(row_at, inline="always")
+def _row_at(order, t):
+    if isinstance(order, types.NoneType):
+        return lambda order, t: t
+    return lambda order, t: order[t]
 
 
 # ------------------------------------------------------------ surrogate
@@ -161,6 +259,16 @@ def surrogate_z(Xb, yb, wb, m, w, b, theta0, theta1, signs, zs):
     then reads them instead of recomputing the same dot products.
     """
     rows_dot(w, Xb, 0, m, b, zs)
+    return surrogate_of(yb, wb, m, zs, theta0, theta1, signs)
+
+
+@jit
+def surrogate_of(yb, wb, m, zs, theta0, theta1, signs):
+    """:func:`surrogate` of the first ``m`` samples given their ``z = w.x + b`` in ``zs``.
+
+    The dense and the sparse kernels compute ``zs`` each in their way and
+    share this pass.
+    """
     lse0 = leaf_offset(yb, theta0)
     lse1 = leaf_offset(yb, theta1)
     acc = 0.0
@@ -185,6 +293,63 @@ def surrogate_z(Xb, yb, wb, m, w, b, theta0, theta1, signs, zs):
     if tot <= 0.0:
         return 0.0, 0.0
     return acc / tot, emp / tot
+
+
+@jit
+def minibatch_leaves(
+    yc, wc, order, lo, hi, zs, signs, theta0, theta1, g0, g1, prob0, prob1, cbuf, rbuf
+):
+    """The per-row pass of a minibatch's subgradient of the CCCP objective (Eq. 11).
+
+    The minibatch is the positions ``lo <= t < hi`` of a node's rows: row
+    ``i = row_at(order, t)``, whose ``z = w.x + b`` the caller has written to
+    ``zs[t]`` and whose sign is ``signs[i]``. Writes the leaves'
+    ``softmax(theta)`` to ``prob0``/``prob1`` (classes) and their gradient
+    sums (:func:`~obliquetrees._training.targets.add_leaf_gradient`, before
+    ``finish_leaf_gradient``) to ``g0``/``g1``, and lists each row whose
+    ``x`` enters the weight gradient: ``cbuf[u] = wt * coef``, ``rbuf[u] = i``
+    (``coef`` the coefficient of ``x`` in the row's subgradient, listed when
+    nonzero). Returns ``(gb, n0, n1, wsum, run, na)``: the bias gradient
+    sum, the weight reaching each leaf, the total weight, the weighted sum of
+    the surrogate (Eq. 10) and the number of rows listed.
+    """
+    n_classes = theta0.shape[0]
+    lse0 = leaf_prepare(yc, theta0, prob0)
+    lse1 = leaf_prepare(yc, theta1, prob1)
+    for k in range(n_classes):
+        g0[k] = 0.0
+        g1[k] = 0.0
+    gb = 0.0
+    n0 = 0.0
+    n1 = 0.0
+    wsum = 0.0
+    run = 0.0
+    na = 0
+    for t in range(lo, hi):
+        i = row_at(order, t)
+        wt = wc[i]
+        z = zs[t]
+        a0 = side_arg(-z, yc, i, lse0, theta0)
+        a1 = side_arg(z, yc, i, lse1, theta1)
+        s = signs[i]
+        # branch-free: the active leaf is data dependent and unpredictable
+        left = a0 >= a1
+        w0 = wt if left else 0.0
+        w1 = wt - w0
+        coef = -(1.0 + s) if left else 1.0 - s
+        top = a0 if left else a1
+        n0 += w0
+        n1 += w1
+        add_leaf_gradient(g0, yc, i, w0, theta0)
+        add_leaf_gradient(g1, yc, i, w1, theta1)
+        run += wt * (top - abs(z))
+        wsum += wt
+        cw = wt * coef
+        cbuf[na] = cw
+        rbuf[na] = i
+        na += coef != 0.0
+        gb += cw
+    return gb, n0, n1, wsum, run, na
 
 
 @jit
@@ -215,7 +380,9 @@ def descend(
     samples in batch order for each feature, sixteen features at a time
     (register accumulators instead of a read-modify-write of ``gw`` per sample;
     four independent vector addition chains), then eight, then one. The rows'
-    ``z`` come from :func:`rows_dot` (two rows at a time) into ``zs``.
+    ``z`` come from :func:`rows_dot` (two rows at a time) into ``zs``; the per-row
+    pass over them is :func:`minibatch_leaves`, one call per minibatch, shared
+    with the sparse kernel.
 
     Returns
     -------
@@ -233,52 +400,18 @@ def descend(
     nu = params.nu
     n_batches = (m + params.batch_size - 1) // params.batch_size
     for _ in range(params.cccp_epochs):
-        for k in range(n_batches):
-            border[k] = k
-        if n_batches > 1:
-            shuffle(border, n_batches, state)
+        draw_order(border, n_batches, state)
         run_all = 0.0
         tot = 0.0
         for kb in range(n_batches):
             lo = border[kb] * params.batch_size
             hi = min(lo + params.batch_size, m)
             # -- the minibatch's subgradient of Eq. 11
-            lse0 = leaf_prepare(yc, theta0, prob0)
-            lse1 = leaf_prepare(yc, theta1, prob1)
-            for k in range(n_classes):
-                g0[k] = 0.0
-                g1[k] = 0.0
-            gb = 0.0
-            n0 = 0.0
-            n1 = 0.0
-            wsum = 0.0
-            run = 0.0
-            na = 0
             if not cached:  # (zs is rewritten by surrogate_z before it is read again)
                 rows_dot(w, Xc, lo, hi, b, zs)
-            for i in range(lo, hi):
-                wt = wc[i]
-                z = zs[i]
-                a0 = side_arg(-z, yc, i, lse0, theta0)
-                a1 = side_arg(z, yc, i, lse1, theta1)
-                s = signs[i]
-                # branch-free: the active leaf is data dependent and unpredictable
-                left = a0 >= a1
-                w0 = wt if left else 0.0
-                w1 = wt - w0
-                coef = -(1.0 + s) if left else 1.0 - s
-                top = a0 if left else a1
-                n0 += w0
-                n1 += w1
-                add_leaf_gradient(g0, yc, i, w0, theta0)
-                add_leaf_gradient(g1, yc, i, w1, theta1)
-                run += wt * (top - abs(z))
-                wsum += wt
-                cw = wt * coef
-                cbuf[na] = cw
-                rbuf[na] = i
-                na += coef != 0.0
-                gb += cw
+            gb, n0, n1, wsum, run, na = minibatch_leaves(
+                yc, wc, None, lo, hi, zs, signs, theta0, theta1, g0, g1, prob0, prob1, cbuf, rbuf
+            )
             cached = False  # (w, b) move below
             j = 0
             while j + 16 <= p:  # four vector accumulators: independent addition chains
@@ -401,14 +534,7 @@ def descend(
                 for j in range(p):
                     w[j] *= rr
                 b *= rr
-        if tot > 0.0:
-            run_all /= tot
-        if run_all > prev_run:
-            n_up += 1
-            if n_up >= OSC_PATIENCE:
-                eta *= LR_DECAY
-                n_up = 0
-        prev_run = run_all
+        eta, prev_run, n_up = epoch_rate(run_all, tot, prev_run, n_up, eta)
     return b, vb, eta, prev_run, n_up
 
 
@@ -551,14 +677,12 @@ def cccp(
     best_w[:] = w
     best_t0[:] = theta0
     best_t1[:] = theta1
+    stump = (w, theta0, theta1)
+    kept = (best_w, best_t0, best_t1)
     b = project_ball(w, b, params.nu)
-    best_b = b
-    best, _ = surrogate_z(Xc, yc, wc, m, w, b, theta0, theta1, signs, zs)
-    history[0] = best
-    n_hist = 1
-    eta = params.learning_rate
-    prev_run = np.inf
-    n_up = 0
+    first, _ = surrogate_z(Xc, yc, wc, m, w, b, theta0, theta1, signs, zs)
+    best = first_best(first, b, history)
+    eta, prev_run, n_up = params.learning_rate, np.inf, 0  # the schedule's (epoch_rate)
     n_iter = 0
     for _ in range(params.max_cccp_iter):
         n_iter += 1
@@ -566,9 +690,7 @@ def cccp(
         # rows of the surrogate just evaluated, whose z it reuses (bit-identical)
         cached = n_batches == 1
         if n_batches > 1:
-            for t in range(m):
-                perm[t] = t
-            shuffle(perm, m, state)
+            draw_order(perm, m, state)
             permute_rows(perm, m, Xc, yc, wc, signs, seen, xrow, ytmp)
         b, vb, eta, prev_run, n_up = descend(
             Xc, yc, wc, m, signs, zs, cached, w, b, vb, theta0, theta1, vw, v0, v1,
@@ -576,21 +698,7 @@ def cccp(
         )  # fmt: skip
         prev_signs[:] = signs  # the sides at the start of this iteration (rows as permuted)
         current, _ = surrogate_z(Xc, yc, wc, m, w, b, theta0, theta1, signs, zs)
-        n_flipped = n_changed(signs, prev_signs, m)
-        if current < best:
-            gain = best - current
-            best = current
-            best_b = b
-            best_w[:] = w
-            best_t0[:] = theta0
-            best_t1[:] = theta1
-            history[n_hist] = best
-            n_hist += 1
-            if gain <= params.tol * abs(best) or partition_settled(n_flipped, m, params):
-                break
-        else:
+        best, stop = accept(current, b, best, signs, prev_signs, params, stump, kept, history)
+        if stop:
             break
-    w[:] = best_w
-    theta0[:] = best_t0
-    theta1[:] = best_t1
-    return best_b, n_iter, n_hist
+    return restore(stump, kept, best, n_iter)
