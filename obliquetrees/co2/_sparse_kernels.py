@@ -49,7 +49,7 @@ from obliquetrees.co2._kernels import (
     row_at,
     surrogate_of,
 )
-from obliquetrees.co2._node import cccp_rows, splittable
+from obliquetrees.co2._node import cccp_rows, partition_by_side, splittable
 
 
 @jit_inline
@@ -372,24 +372,19 @@ def split_node_sparse(data, start, end, node, tree_seed, table, params):
     b, n_iter, _ = cccp_sparse(sub, s, w, -threshold, theta0, theta1, params, state, history)
     for j in range(p):
         b -= w[j] * mu[j]  # bias on u, no longer centred
+    # the side of each row (row t of the local CSR is rows[start + t], its stored entries
+    # in the same order: the bits of reading it from source), then the dense kernel's partition
+    right = np.empty(m, dtype=np.bool_)
     n_right = 0
     for t in range(m):
-        n_right += sparse_dot(w, lptr, lidx, lval, t, b) > 0.0
+        right[t] = sparse_dot(w, lptr, lidx, lval, t, b) > 0.0
+        n_right += right[t]
     oblique = min(n_right, m - n_right) >= max(params.min_samples_leaf, 1)
     if not oblique:
         w[:] = 0.0
         w[feature] = 1.0
         b = -threshold - mu[feature]
+        for t in range(m):
+            right[t] = sparse_dot(w, lptr, lidx, lval, t, b) > 0.0
     bias[node] = b
-    indptr, indices, u = source
-    lo = start
-    hi = end - 1
-    while lo <= hi:
-        r = rows[lo]
-        if sparse_dot(w, indptr, indices, u, r, b) > 0.0:
-            rows[lo] = rows[hi]
-            rows[hi] = r
-            hi -= 1
-        else:
-            lo += 1
-    return lo - start, n_iter, oblique
+    return partition_by_side(rows, start, right), n_iter, oblique
