@@ -40,7 +40,7 @@ LONG_KERNELS = {
         "split, each sample's paths would be walked twice"
     ),
     "obliquetrees/e2edt/_pruned_kernels.py:_pruned_rows": (
-        "the row-wise form of the same pass (pruned_em_batch_rowwise), sample by sample"
+        "the row-wise form of the same pass (pruned_em_batch with rowwise=True), sample by sample"
     ),
     "obliquetrees/soft/_axis_split.py:best_axis_split_sparse": (
         "one merge per feature of its sorted stored entries with the block of implicit "

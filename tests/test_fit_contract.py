@@ -65,47 +65,34 @@ def test_training_code_never_rederives_weights_from_none():
     assert [line for path in files for line in _weight_none_tests(path)] == []
 
 
-#: Each method's training entry, and how it runs in parallel: ``n_jobs`` (joblib
-#: workers over trees, resolved by ``parallel_map``) or ``n_threads`` (numba threads,
-#: the estimator's ``_n_threads()``).
-ENTRIES = {
-    "obliquetrees.co2.training:fit_co2": "n_jobs",
-    "obliquetrees.e2edt.training:fit_e2edt": "n_jobs",
-    "obliquetrees.soft.training:fit_soft_tree": "n_threads",
-    "obliquetrees.hinge.training:fit_hinge": "n_threads",
+#: Each method folder's training module: its entry, how the entry runs in parallel
+#: (``n_jobs``: joblib workers over trees, resolved by ``parallel_map``; ``n_threads``:
+#: numba threads, the estimator's ``_n_threads()``) and its params class.
+TRAINING = {
+    "co2": ("fit_co2", "n_jobs", "CO2Params"),
+    "e2edt": ("fit_e2edt", "n_jobs", "E2EDTParams"),
+    "soft": ("fit_soft_tree", "n_threads", "SoftTreeParams"),
+    "hinge": ("fit_hinge", "n_threads", "HingeParams"),
 }
 
 
-@pytest.mark.parametrize("entry", sorted(ENTRIES))
-def test_training_entries_share_one_signature(entry):
-    module, name = entry.split(":")
-    parameters = inspect.signature(getattr(importlib.import_module(module), name)).parameters
+def _training_module(folder):
+    return importlib.import_module(f"obliquetrees.{folder}.training")
+
+
+@pytest.mark.parametrize("folder", sorted(TRAINING))
+def test_training_entries_share_one_signature(folder):
+    entry, parallel, _ = TRAINING[folder]
+    parameters = inspect.signature(getattr(_training_module(folder), entry)).parameters
     positional = [p.name.lower() for p in parameters.values() if p.kind == p.POSITIONAL_OR_KEYWORD]
     assert positional == ["x", "y", "sample_weight", "params", "seeds"]
-    parallel = {"n_jobs", "n_threads"} & set(parameters)
-    assert parallel == {ENTRIES[entry]}
-    assert parameters[ENTRIES[entry]].kind == inspect.Parameter.KEYWORD_ONLY
+    assert {"n_jobs", "n_threads"} & set(parameters) == {parallel}
+    assert parameters[parallel].kind == inspect.Parameter.KEYWORD_ONLY
 
 
-def test_every_method_folder_with_training_has_its_entry_listed():
-    listed = {entry.split(":")[0].split(".")[1] for entry in ENTRIES}
-    folders = {p.parent.name for p in PACKAGE.glob("*/training.py")}
-    assert folders == listed
-
-
-#: Each method's params class: built by the estimator's ``_training_params``.
-PARAMS = {
-    "obliquetrees.co2.training:CO2Params": "CO2ForestClassifier",
-    "obliquetrees.e2edt.training:E2EDTParams": "E2EDTClassifier",
-    "obliquetrees.soft.training:SoftTreeParams": "SoftTreeClassifier",
-    "obliquetrees.hinge.training:HingeParams": "HingeForestClassifier",
-}
-
-
-@pytest.mark.parametrize("entry", sorted(PARAMS))
-def test_params_classes_have_no_defaults_of_their_own(entry):
-    module, name = entry.split(":")
-    params_class = getattr(importlib.import_module(module), name)
+@pytest.mark.parametrize("folder", sorted(TRAINING))
+def test_params_classes_have_no_defaults_of_their_own(folder):
+    params_class = getattr(_training_module(folder), TRAINING[folder][2])
     assert dataclasses.is_dataclass(params_class)
     assert params_class.__dataclass_params__.frozen
     defaulted = [
@@ -115,6 +102,10 @@ def test_params_classes_have_no_defaults_of_their_own(entry):
         or field.default_factory is not dataclasses.MISSING
     ]
     assert defaulted == []
+
+
+def test_every_method_folder_with_training_is_listed():
+    assert {p.parent.name for p in PACKAGE.glob("*/training.py")} == set(TRAINING)
 
 
 def test_training_params_names_what_it_cannot_fill():

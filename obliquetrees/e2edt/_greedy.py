@@ -10,7 +10,7 @@ routing; a stump that sends all of them one way is retried up to
 ``max_attempts`` times, then the node stays a leaf. Each node's samples are a
 contiguous slice of the grower's row array, partitioned in place; the slice
 is gathered once per stump and the whole stump schedule runs in one numba
-call (:func:`~obliquetrees.e2edt._kernels.fit_stump`, or its CSR twin), with the leaf
+call (:func:`~obliquetrees.e2edt._kernels.fit_stump`, dense or CSR rows), with the leaf
 model of ``y`` (:mod:`obliquetrees._training.leaf_models`). For regression targets (ours) the
 node then takes its best axis-aligned split instead when that split reduces
 the squared error more than the stump (:func:`best_axis_split`, CO2's
@@ -249,7 +249,7 @@ class _StumpSplitter:
         """EM-train a stump from the split ``(w, b)`` on the node's rows ``Xs``.
 
         Its leaves start as :meth:`stump_leaves` of the node's value, the
-        schedule is :func:`~obliquetrees.e2edt._kernels.fit_stump`'s (or its CSR twin's)
+        schedule is :func:`~obliquetrees.e2edt._kernels.fit_stump`'s (dense or CSR)
         with row orders drawn from the generator. Returns the
         :meth:`_candidate`, or None.
         """
