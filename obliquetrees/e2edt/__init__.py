@@ -6,5 +6,6 @@
 - ``_greedy``: the stump phase (one split per leaf);
 - ``_kernels``, ``_pruned_kernels``, ``_simd``: EM over the whole tree, and
   over each sample's paths of non-negligible probability;
-- ``_sparse``: the products for CSR input.
+- ``_stump_rows``, ``_sparse``: a stump's products with dense or CSR rows, and
+  the products for CSR input.
 """
