@@ -35,6 +35,10 @@ MAX_FUNCTION_LINES = 120
 MAX_COMPLEXITY = 25
 #: Compiled kernels over the limits, and why they stay one function.
 LONG_KERNELS = {
+    "obliquetrees/co2/_kernels.py:descend": (
+        "CCCP's epochs x minibatches loop, whose momentum, step size and cached margins "
+        "every step reads and writes: split, that state would pass through every call"
+    ),
     "obliquetrees/e2edt/_pruned_kernels.py:pruned_em_batch": (
         "a minibatch's E-step and gradient in one pass per sample over its kept paths: "
         "split, each sample's paths would be walked twice"

@@ -38,9 +38,8 @@ Importing this module imports numba; the estimator imports it lazily.
 """
 
 import numpy as np
-from numba import types
 
-from obliquetrees._core._jit import jit, jit_inline, jit_overload
+from obliquetrees._core._jit import jit, jit_inline
 from obliquetrees._core._random import shuffle
 from obliquetrees._training.targets import (
     add_leaf_gradient,
@@ -53,7 +52,6 @@ from obliquetrees._training.targets import (
     side_arg,
     softmax_lse,  # noqa: F401  (re-exported: the sparse kernels and tests import it from here)
 )
-from obliquetrees.co2._column_sums import column_sums
 
 #: Learning-rate schedule (the paper: "when it oscillates for more than a
 #: number of iterations we reduce the learning rate"). After every epoch the
@@ -96,103 +94,6 @@ def partition_settled(n_flipped, m, params):
     (none below ``1 / tol`` rows). See :func:`cccp`.
     """
     return m >= params.batch_size and n_flipped <= params.tol * m
-
-
-@jit_inline
-def epoch_rate(run, tot, prev_run, n_up, eta):
-    """The learning-rate schedule after an epoch: returns ``(eta, run / tot, n_up)``.
-
-    ``run`` is the epoch's weighted sum of the running surrogate over weight
-    ``tot`` (its mean is ``run`` itself when ``tot`` is 0). When the mean is
-    above the previous epoch's (``prev_run``) the oscillation count ``n_up``
-    goes up; at ``OSC_PATIENCE`` the rate ``eta`` is multiplied by
-    ``LR_DECAY`` and the count restarts.
-    """
-    if tot > 0.0:
-        run /= tot
-    if run > prev_run:
-        n_up += 1
-        if n_up >= OSC_PATIENCE:
-            eta *= LR_DECAY
-            n_up = 0
-    return eta, run, n_up
-
-
-@jit_inline
-def first_best(surrogate, b, history):
-    """The best iterate before CCCP's first outer iteration, as :func:`accept` keeps it.
-
-    Records its ``surrogate`` in ``history[0]``; returns ``(surrogate, b, 1)``.
-    """
-    history[0] = surrogate
-    return surrogate, b, 1
-
-
-@jit
-def accept(current, b, best, signs, prev_signs, params, stump, kept, history):
-    """One CCCP outer iteration's verdict on its iterate ``(w, b)``, whose surrogate is ``current``.
-
-    ``best`` is ``(surrogate, bias, n_hist)`` of the best iterate so far, whose
-    other parameters are in ``kept``, and ``n_hist`` the entries of
-    ``history`` written. If ``current`` is below its surrogate, the iterate
-    ``stump = (w, theta0, theta1)`` is copied to ``kept`` and ``current``
-    appended to ``history``. Returns the new ``best`` and whether :func:`cccp`
-    stops: when the iterate did not improve, or improved by at most ``tol``
-    (relative), or the partition has settled (:func:`partition_settled`;
-    ``signs``, ``prev_signs``: the sides after and before the iteration).
-    """
-    m = signs.shape[0]
-    n_flipped = n_changed(signs, prev_signs, m)
-    surrogate, _, n_hist = best
-    if not current < surrogate:
-        return best, True
-    gain = surrogate - current
-    w, theta0, theta1 = stump
-    best_w, best_t0, best_t1 = kept
-    best_w[:] = w
-    best_t0[:] = theta0
-    best_t1[:] = theta1
-    history[n_hist] = current
-    stop = gain <= params.tol * abs(current) or partition_settled(n_flipped, m, params)
-    return (current, b, n_hist + 1), stop
-
-
-@jit
-def restore(stump, kept, best, n_iter):
-    """Copy the best iterate's ``kept`` back to ``stump``; returns :func:`cccp`'s values.
-
-    ``best`` is :func:`accept`'s; returns ``(b, n_iter, n_hist)`` of that iterate.
-    """
-    w, theta0, theta1 = stump
-    best_w, best_t0, best_t1 = kept
-    w[:] = best_w
-    theta0[:] = best_t0
-    theta1[:] = best_t1
-    return best[1], n_iter, best[2]
-
-
-@jit_inline
-def draw_order(perm, m, state):
-    """A uniform random order of ``0 .. m - 1`` in ``perm[:m]`` (``m <= 1`` draws nothing)."""
-    for t in range(m):
-        perm[t] = t
-    shuffle(perm, m, state)
-
-
-def row_at(order, t):
-    """The node's row at position ``t`` of a pass: ``order[t]``, or ``t`` if ``order`` is None.
-
-    Numba only: the dense kernels reorder a node's rows in place (``None``),
-    the sparse ones read them through an order array.
-    """
-    raise NotImplementedError("row_at is only callable from numba kernels")
-
-
-@jit_overload(row_at, inline="always")
-def _row_at(order, t):
-    if isinstance(order, types.NoneType):
-        return lambda order, t: t
-    return lambda order, t: order[t]
 
 
 # ------------------------------------------------------------ surrogate
@@ -260,16 +161,6 @@ def surrogate_z(Xb, yb, wb, m, w, b, theta0, theta1, signs, zs):
     then reads them instead of recomputing the same dot products.
     """
     rows_dot(w, Xb, 0, m, b, zs)
-    return surrogate_of(yb, wb, m, zs, theta0, theta1, signs)
-
-
-@jit
-def surrogate_of(yb, wb, m, zs, theta0, theta1, signs):
-    """:func:`surrogate` of the first ``m`` samples given their ``z = w.x + b`` in ``zs``.
-
-    The dense and the sparse kernels compute ``zs`` each in their way and
-    share this pass.
-    """
     lse0 = leaf_offset(yb, theta0)
     lse1 = leaf_offset(yb, theta1)
     acc = 0.0
@@ -297,63 +188,6 @@ def surrogate_of(yb, wb, m, zs, theta0, theta1, signs):
 
 
 @jit
-def minibatch_leaves(
-    yc, wc, order, lo, hi, zs, signs, theta0, theta1, g0, g1, prob0, prob1, cbuf, rbuf
-):
-    """The per-row pass of a minibatch's subgradient of the CCCP objective (Eq. 11).
-
-    The minibatch is the positions ``lo <= t < hi`` of a node's rows: row
-    ``i = row_at(order, t)``, whose ``z = w.x + b`` the caller has written to
-    ``zs[t]`` and whose sign is ``signs[i]``. Writes the leaves'
-    ``softmax(theta)`` to ``prob0``/``prob1`` (classes) and their gradient
-    sums (:func:`~obliquetrees._training.targets.add_leaf_gradient`, before
-    ``finish_leaf_gradient``) to ``g0``/``g1``, and lists each row whose
-    ``x`` enters the weight gradient: ``cbuf[u] = wt * coef``, ``rbuf[u] = i``
-    (``coef`` the coefficient of ``x`` in the row's subgradient, listed when
-    nonzero). Returns ``(gb, n0, n1, wsum, run, na)``: the bias gradient
-    sum, the weight reaching each leaf, the total weight, the weighted sum of
-    the surrogate (Eq. 10) and the number of rows listed.
-    """
-    n_classes = theta0.shape[0]
-    lse0 = leaf_prepare(yc, theta0, prob0)
-    lse1 = leaf_prepare(yc, theta1, prob1)
-    for k in range(n_classes):
-        g0[k] = 0.0
-        g1[k] = 0.0
-    gb = 0.0
-    n0 = 0.0
-    n1 = 0.0
-    wsum = 0.0
-    run = 0.0
-    na = 0
-    for t in range(lo, hi):
-        i = row_at(order, t)
-        wt = wc[i]
-        z = zs[t]
-        a0 = side_arg(-z, yc, i, lse0, theta0)
-        a1 = side_arg(z, yc, i, lse1, theta1)
-        s = signs[i]
-        # branch-free: the active leaf is data dependent and unpredictable
-        left = a0 >= a1
-        w0 = wt if left else 0.0
-        w1 = wt - w0
-        coef = -(1.0 + s) if left else 1.0 - s
-        top = a0 if left else a1
-        n0 += w0
-        n1 += w1
-        add_leaf_gradient(g0, yc, i, w0, theta0)
-        add_leaf_gradient(g1, yc, i, w1, theta1)
-        run += wt * (top - abs(z))
-        wsum += wt
-        cw = wt * coef
-        cbuf[na] = cw
-        rbuf[na] = i
-        na += coef != 0.0
-        gb += cw
-    return gb, n0, n1, wsum, run, na
-
-
-@jit
 def descend(
     Xc, yc, wc, m, signs, zs, cached, w, b, vb, theta0, theta1, vw, v0, v1,
     gw, g0, g1, prob0, prob1, cbuf, rbuf, border, params, state, eta, prev_run, n_up,
@@ -378,14 +212,10 @@ def descend(
     26 arrays per minibatch. On return ``gw``, ``g0`` and ``g1`` hold the last
     minibatch's mean gradients (``prob0``/``prob1``, ``cbuf``/``rbuf`` of
     ``batch_size`` entries are scratch). The weight gradient is summed over
-    samples in batch order for each feature by
-    :func:`~obliquetrees.co2._column_sums.column_sums` (register accumulators,
-    sixteen features per pass, instead of a read-modify-write of ``gw`` per
-    sample; an intrinsic: no call, no reference counting). The rows'
-    ``z`` come from :func:`rows_dot` (two rows at a time) into ``zs``. The per-row
-    pass over them is :func:`minibatch_leaves`'s, written out: called, even
-    inlined, its 13 array arguments made a letter forest's fit about 8 % slower
-    (CPU, interleaved runs, fresh kernel caches).
+    samples in batch order for each feature, sixteen features at a time
+    (register accumulators instead of a read-modify-write of ``gw`` per sample;
+    four independent vector addition chains), then eight, then one. The rows'
+    ``z`` come from :func:`rows_dot` (two rows at a time) into ``zs``.
 
     Returns
     -------
@@ -403,15 +233,16 @@ def descend(
     nu = params.nu
     n_batches = (m + params.batch_size - 1) // params.batch_size
     for _ in range(params.cccp_epochs):
-        draw_order(border, n_batches, state)
+        for k in range(n_batches):
+            border[k] = k
+        if n_batches > 1:
+            shuffle(border, n_batches, state)
         run_all = 0.0
         tot = 0.0
         for kb in range(n_batches):
             lo = border[kb] * params.batch_size
             hi = min(lo + params.batch_size, m)
             # -- the minibatch's subgradient of Eq. 11
-            if not cached:  # (zs is rewritten by surrogate_z before it is read again)
-                rows_dot(w, Xc, lo, hi, b, zs)
             lse0 = leaf_prepare(yc, theta0, prob0)
             lse1 = leaf_prepare(yc, theta1, prob1)
             for k in range(n_classes):
@@ -423,6 +254,8 @@ def descend(
             wsum = 0.0
             run = 0.0
             na = 0
+            if not cached:  # (zs is rewritten by surrogate_z before it is read again)
+                rows_dot(w, Xc, lo, hi, b, zs)
             for i in range(lo, hi):
                 wt = wc[i]
                 z = zs[i]
@@ -447,7 +280,95 @@ def descend(
                 na += coef != 0.0
                 gb += cw
             cached = False  # (w, b) move below
-            column_sums(Xc, cbuf, rbuf, na, gw)
+            j = 0
+            while j + 16 <= p:  # four vector accumulators: independent addition chains
+                s0 = 0.0
+                s1 = 0.0
+                s2 = 0.0
+                s3 = 0.0
+                s4 = 0.0
+                s5 = 0.0
+                s6 = 0.0
+                s7 = 0.0
+                s8 = 0.0
+                s9 = 0.0
+                s10 = 0.0
+                s11 = 0.0
+                s12 = 0.0
+                s13 = 0.0
+                s14 = 0.0
+                s15 = 0.0
+                for u in range(na):
+                    r = rbuf[u]
+                    c = cbuf[u]
+                    s0 += c * Xc[r, j]
+                    s1 += c * Xc[r, j + 1]
+                    s2 += c * Xc[r, j + 2]
+                    s3 += c * Xc[r, j + 3]
+                    s4 += c * Xc[r, j + 4]
+                    s5 += c * Xc[r, j + 5]
+                    s6 += c * Xc[r, j + 6]
+                    s7 += c * Xc[r, j + 7]
+                    s8 += c * Xc[r, j + 8]
+                    s9 += c * Xc[r, j + 9]
+                    s10 += c * Xc[r, j + 10]
+                    s11 += c * Xc[r, j + 11]
+                    s12 += c * Xc[r, j + 12]
+                    s13 += c * Xc[r, j + 13]
+                    s14 += c * Xc[r, j + 14]
+                    s15 += c * Xc[r, j + 15]
+                gw[j] = s0
+                gw[j + 1] = s1
+                gw[j + 2] = s2
+                gw[j + 3] = s3
+                gw[j + 4] = s4
+                gw[j + 5] = s5
+                gw[j + 6] = s6
+                gw[j + 7] = s7
+                gw[j + 8] = s8
+                gw[j + 9] = s9
+                gw[j + 10] = s10
+                gw[j + 11] = s11
+                gw[j + 12] = s12
+                gw[j + 13] = s13
+                gw[j + 14] = s14
+                gw[j + 15] = s15
+                j += 16
+            while j + 8 <= p:
+                s0 = 0.0
+                s1 = 0.0
+                s2 = 0.0
+                s3 = 0.0
+                s4 = 0.0
+                s5 = 0.0
+                s6 = 0.0
+                s7 = 0.0
+                for u in range(na):
+                    r = rbuf[u]
+                    c = cbuf[u]
+                    s0 += c * Xc[r, j]
+                    s1 += c * Xc[r, j + 1]
+                    s2 += c * Xc[r, j + 2]
+                    s3 += c * Xc[r, j + 3]
+                    s4 += c * Xc[r, j + 4]
+                    s5 += c * Xc[r, j + 5]
+                    s6 += c * Xc[r, j + 6]
+                    s7 += c * Xc[r, j + 7]
+                gw[j] = s0
+                gw[j + 1] = s1
+                gw[j + 2] = s2
+                gw[j + 3] = s3
+                gw[j + 4] = s4
+                gw[j + 5] = s5
+                gw[j + 6] = s6
+                gw[j + 7] = s7
+                j += 8
+            while j < p:
+                s0 = 0.0
+                for u in range(na):
+                    s0 += cbuf[u] * Xc[rbuf[u], j]
+                gw[j] = s0
+                j += 1
             run_all += run
             tot += wsum
             if wsum <= 0.0:
@@ -480,7 +401,14 @@ def descend(
                 for j in range(p):
                     w[j] *= rr
                 b *= rr
-        eta, prev_run, n_up = epoch_rate(run_all, tot, prev_run, n_up, eta)
+        if tot > 0.0:
+            run_all /= tot
+        if run_all > prev_run:
+            n_up += 1
+            if n_up >= OSC_PATIENCE:
+                eta *= LR_DECAY
+                n_up = 0
+        prev_run = run_all
     return b, vb, eta, prev_run, n_up
 
 
@@ -623,12 +551,14 @@ def cccp(
     best_w[:] = w
     best_t0[:] = theta0
     best_t1[:] = theta1
-    stump = (w, theta0, theta1)
-    kept = (best_w, best_t0, best_t1)
     b = project_ball(w, b, params.nu)
-    first, _ = surrogate_z(Xc, yc, wc, m, w, b, theta0, theta1, signs, zs)
-    best = first_best(first, b, history)
-    eta, prev_run, n_up = params.learning_rate, np.inf, 0  # the schedule's (epoch_rate)
+    best_b = b
+    best, _ = surrogate_z(Xc, yc, wc, m, w, b, theta0, theta1, signs, zs)
+    history[0] = best
+    n_hist = 1
+    eta = params.learning_rate
+    prev_run = np.inf
+    n_up = 0
     n_iter = 0
     for _ in range(params.max_cccp_iter):
         n_iter += 1
@@ -636,7 +566,9 @@ def cccp(
         # rows of the surrogate just evaluated, whose z it reuses (bit-identical)
         cached = n_batches == 1
         if n_batches > 1:
-            draw_order(perm, m, state)
+            for t in range(m):
+                perm[t] = t
+            shuffle(perm, m, state)
             permute_rows(perm, m, Xc, yc, wc, signs, seen, xrow, ytmp)
         b, vb, eta, prev_run, n_up = descend(
             Xc, yc, wc, m, signs, zs, cached, w, b, vb, theta0, theta1, vw, v0, v1,
@@ -644,7 +576,21 @@ def cccp(
         )  # fmt: skip
         prev_signs[:] = signs  # the sides at the start of this iteration (rows as permuted)
         current, _ = surrogate_z(Xc, yc, wc, m, w, b, theta0, theta1, signs, zs)
-        best, stop = accept(current, b, best, signs, prev_signs, params, stump, kept, history)
-        if stop:
+        n_flipped = n_changed(signs, prev_signs, m)
+        if current < best:
+            gain = best - current
+            best = current
+            best_b = b
+            best_w[:] = w
+            best_t0[:] = theta0
+            best_t1[:] = theta1
+            history[n_hist] = best
+            n_hist += 1
+            if gain <= params.tol * abs(best) or partition_settled(n_flipped, m, params):
+                break
+        else:
             break
-    return restore(stump, kept, best, n_iter)
+    w[:] = best_w
+    theta0[:] = best_t0
+    theta1[:] = best_t1
+    return best_b, n_iter, n_hist

@@ -194,21 +194,6 @@ def node_value(y, row_weight, rows, start, end, node, value, n_node_samples):
 
 
 @jit
-def splittable(data, start, end, node, table, params):
-    """Write a node's leaf value (:func:`node_value`) and say whether the node may be split.
-
-    ``data`` and ``table`` are :func:`split_node`'s (dense or sparse input).
-    False when the node's rows hold at most one class (targets: one value) or
-    are too few for ``min_samples_split`` or for two sides of
-    ``min_samples_leaf``.
-    """
-    y, row_weight, rows = data[1], data[2], data[3]
-    m = end - start
-    n_present = node_value(y, row_weight, rows, start, end, node, table[2], table[3])
-    return n_present > 1 and m >= params.min_samples_split and m >= 2 * params.min_samples_leaf
-
-
-@jit
 def split_node(data, start, end, node, tree_seed, table, params):
     """Fit the CO2 stump of one node and partition its rows in place.
 
@@ -246,9 +231,12 @@ def split_node(data, start, end, node, tree_seed, table, params):
         ``min_samples_leaf``, or empty) and the initial axis-aligned split is
         used instead.
     """
-    if not splittable(data, start, end, node, table, params):
-        return -1, 0, False
+    _, y, row_weight, rows = data
+    weights, bias, value, n_node_samples = table
     m = end - start
+    n_present = node_value(y, row_weight, rows, start, end, node, value, n_node_samples)
+    if n_present <= 1 or m < params.min_samples_split or m < 2 * params.min_samples_leaf:
+        return -1, 0, False
     if 0 <= params.max_cccp_samples < m:
         n_left, n_iter, oblique = split_sampled(data, start, end, node, tree_seed, table, params)
         if n_left != NO_SAMPLE_SPLIT:

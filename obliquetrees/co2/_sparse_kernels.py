@@ -29,7 +29,7 @@ Importing this module imports numba; the estimator imports it lazily.
 import numpy as np
 
 from obliquetrees._core._jit import jit, jit_inline
-from obliquetrees._core._random import node_seed
+from obliquetrees._core._random import node_seed, shuffle
 from obliquetrees._training._optim import momentum_step, momentum_velocity
 from obliquetrees._training.axis_split import (
     THETA_PRIOR,
@@ -37,19 +37,24 @@ from obliquetrees._training.axis_split import (
     init_theta,
     node_column,
 )
-from obliquetrees._training.targets import copy_target, empty_targets, finish_leaf_gradient
-from obliquetrees.co2._kernels import (
-    accept,
-    draw_order,
-    epoch_rate,
-    first_best,
-    minibatch_leaves,
-    project_ball,
-    restore,
-    row_at,
-    surrogate_of,
+from obliquetrees._training.targets import (
+    add_leaf_gradient,
+    copy_target,
+    empty_targets,
+    finish_leaf_gradient,
+    leaf_loss,
+    leaf_offset,
+    leaf_prepare,
+    side_arg,
 )
-from obliquetrees.co2._node import cccp_rows, partition_by_side, splittable
+from obliquetrees.co2._kernels import (
+    LR_DECAY,
+    OSC_PATIENCE,
+    n_changed,
+    partition_settled,
+    project_ball,
+)
+from obliquetrees.co2._node import cccp_rows, node_value
 
 
 @jit_inline
@@ -121,47 +126,88 @@ def transpose(lptr, lidx, lval, m, n_features):
 
 
 @jit
-def sparse_margins(block, order, lo, hi, w, c, zs):
-    """``zs[t] = c + w . u`` of the row at position ``t`` (:func:`row_at`), ``lo <= t < hi``.
-
-    ``block`` is :func:`gather_node`'s; ``c`` is the bias on ``u`` (``b - w.mu``).
-    """
-    lptr, lidx, lval = block[0], block[1], block[2]
-    for t in range(lo, hi):
-        zs[t] = sparse_dot(w, lptr, lidx, lval, row_at(order, t), c)
-
-
-@jit
-def surrogate_sparse(block, m, w, c, theta0, theta1, signs, zs):
+def surrogate_sparse(block, m, w, c, theta0, theta1, signs):
     """:func:`~obliquetrees.co2._kernels.surrogate` on a sparse node.
 
-    ``c`` is the bias on ``u`` (``b - w.mu``). Writes the signs of ``z`` (and
-    each row's ``z`` to ``zs``) and returns the weighted means of the
-    surrogate and of the empirical loss.
+    ``c`` is the bias on ``u`` (``b - w.mu``). Writes the signs of ``z`` and
+    returns the weighted means of the surrogate and of the empirical loss.
     """
-    sparse_margins(block, None, 0, m, w, c, zs)
-    return surrogate_of(block[4], block[5], m, zs, theta0, theta1, signs)
+    lptr, lidx, lval, _, yb, wb = block
+    lse0 = leaf_offset(yb, theta0)
+    lse1 = leaf_offset(yb, theta1)
+    acc = 0.0
+    emp = 0.0
+    tot = 0.0
+    for i in range(m):
+        z = sparse_dot(w, lptr, lidx, lval, i, c)
+        l0 = leaf_loss(yb, i, lse0, theta0)
+        l1 = leaf_loss(yb, i, lse1, theta1)
+        a0 = -z + l0
+        a1 = z + l1
+        top = a0 if a0 >= a1 else a1
+        wt = wb[i]
+        acc += wt * (top - abs(z))
+        if z > 0.0:
+            signs[i] = 1.0
+            emp += wt * l1
+        else:
+            signs[i] = -1.0
+            emp += wt * l0
+        tot += wt
+    if tot <= 0.0:
+        return 0.0, 0.0
+    return acc / tot, emp / tot
 
 
 @jit_inline
 def minibatch_gradient_sparse(block, order, lo, hi, w, c, theta0, theta1, signs, grads, bufs):
-    """:func:`~obliquetrees.co2._kernels.minibatch_leaves` and the weight gradient on a sparse node.
+    """:func:`~obliquetrees.co2._kernels.minibatch_gradient` on a sparse node.
 
     The minibatch is ``order[lo:hi]``; ``c`` is the bias on ``u``. ``grads``
     is ``(acc, g0, g1, prob0, prob1)``: the weighted sum of ``coef_i u_i``
     is scattered into ``acc`` (which must be zero on entry; the caller's
-    step zeroes it), the theta gradients go to ``g0``/``g1``. ``bufs`` is
-    scratch ``(cbuf, rbuf, zs)``. Returns ``(gb, run, wsum)``: the mean bias
-    gradient, the weighted sum of the surrogate and the total weight; the
-    weight gradient is ``acc / wsum - mu * gb``.
+    step zeroes it), the theta gradients go to ``g0``/``g1``. Returns
+    ``(gb, run, wsum)`` as the dense kernel; the weight gradient is
+    ``acc / wsum - mu * gb``.
     """
     lptr, lidx, lval, _, yb, wb = block
     acc, g0, g1, prob0, prob1 = grads
-    cbuf, rbuf, zs = bufs
-    sparse_margins(block, order, lo, hi, w, c, zs)
-    gb, n0, n1, wsum, run, na = minibatch_leaves(
-        yb, wb, order, lo, hi, zs, signs, theta0, theta1, g0, g1, prob0, prob1, cbuf, rbuf
-    )
+    cbuf, rbuf = bufs
+    n_classes = theta0.shape[0]
+    lse0 = leaf_prepare(yb, theta0, prob0)
+    lse1 = leaf_prepare(yb, theta1, prob1)
+    for k in range(n_classes):
+        g0[k] = 0.0
+        g1[k] = 0.0
+    gb = 0.0
+    n0 = 0.0
+    n1 = 0.0
+    wsum = 0.0
+    run = 0.0
+    na = 0
+    for t in range(lo, hi):
+        i = order[t]
+        wt = wb[i]
+        z = sparse_dot(w, lptr, lidx, lval, i, c)
+        a0 = side_arg(-z, yb, i, lse0, theta0)
+        a1 = side_arg(z, yb, i, lse1, theta1)
+        s = signs[i]
+        left = a0 >= a1
+        w0 = wt if left else 0.0
+        w1 = wt - w0
+        coef = -(1.0 + s) if left else 1.0 - s
+        top = a0 if left else a1
+        n0 += w0
+        n1 += w1
+        add_leaf_gradient(g0, yb, i, w0, theta0)
+        add_leaf_gradient(g1, yb, i, w1, theta1)
+        run += wt * (top - abs(z))
+        wsum += wt
+        cw = wt * coef
+        cbuf[na] = cw
+        rbuf[na] = i
+        na += coef != 0.0
+        gb += cw
     for u in range(na):
         r = rbuf[u]
         cw = cbuf[u]
@@ -213,13 +259,12 @@ def cccp_sparse(block, m, w, b, theta0, theta1, params, state, history):
     order = np.arange(m)  # row of the node at each position of the current order
     reordered = np.empty(m, dtype=np.int64)
     n_batches = (m + params.batch_size - 1) // params.batch_size
-    border = np.empty(n_batches, dtype=np.int64)
+    border = np.arange(n_batches)
     acc = np.zeros(p)
     per_class = np.empty((4, n_classes))
     grads = (acc, per_class[0], per_class[1], per_class[2], per_class[3])
     g0, g1 = per_class[0], per_class[1]
-    zs = np.empty(m)  # z of the rows of the last pass, by position
-    bufs = (np.empty(params.batch_size), np.empty(params.batch_size, dtype=np.int64), zs)
+    bufs = (np.empty(params.batch_size), np.empty(params.batch_size, dtype=np.int64))
     vw = np.zeros(p)
     v0 = np.zeros(n_classes)
     v1 = np.zeros(n_classes)
@@ -227,27 +272,34 @@ def cccp_sparse(block, m, w, b, theta0, theta1, params, state, history):
     best_w = w.copy()
     best_t0 = theta0.copy()
     best_t1 = theta1.copy()
-    stump = (w, theta0, theta1)
-    kept = (best_w, best_t0, best_t1)
     b = project_ball(w, b, params.nu)
     wmu = 0.0
     for j in range(p):
         wmu += w[j] * mu[j]
-    first, _ = surrogate_sparse(block, m, w, b - wmu, theta0, theta1, signs, zs)
-    best = first_best(first, b, history)
-    eta, prev_run, n_up = params.learning_rate, np.inf, 0  # the schedule's (epoch_rate)
+    best_b = b
+    best, _ = surrogate_sparse(block, m, w, b - wmu, theta0, theta1, signs)
+    history[0] = best
+    n_hist = 1
+    eta = params.learning_rate
+    prev_run = np.inf
+    n_up = 0
     n_iter = 0
     for _ in range(params.max_cccp_iter):
         n_iter += 1
         if n_batches > 1:
             # the dense kernel reorders its copy of the rows by each new shuffle:
             # compose the shuffles so that the minibatches hold the same rows
-            draw_order(perm, m, state)
+            for t in range(m):
+                perm[t] = t
+            shuffle(perm, m, state)
             for t in range(m):
                 reordered[t] = order[perm[t]]
             order, reordered = reordered, order
         for _ in range(params.cccp_epochs):
-            draw_order(border, n_batches, state)
+            if n_batches > 1:
+                for k in range(n_batches):
+                    border[k] = k
+                shuffle(border, n_batches, state)
             run = 0.0
             tot = 0.0
             for kb in range(n_batches):
@@ -272,13 +324,34 @@ def cccp_sparse(block, m, w, b, theta0, theta1, params, state, history):
                         w[j] *= ratio
                     b *= ratio
                     wmu *= ratio
-            eta, prev_run, n_up = epoch_rate(run, tot, prev_run, n_up, eta)
+            if tot > 0.0:
+                run /= tot
+            if run > prev_run:
+                n_up += 1
+                if n_up >= OSC_PATIENCE:
+                    eta *= LR_DECAY
+                    n_up = 0
+            prev_run = run
         prev_signs[:] = signs
-        current, _ = surrogate_sparse(block, m, w, b - wmu, theta0, theta1, signs, zs)
-        best, stop = accept(current, b, best, signs, prev_signs, params, stump, kept, history)
-        if stop:
+        current, _ = surrogate_sparse(block, m, w, b - wmu, theta0, theta1, signs)
+        n_flipped = n_changed(signs, prev_signs, m)
+        if current < best:
+            gain = best - current
+            best = current
+            best_b = b
+            best_w[:] = w
+            best_t0[:] = theta0
+            best_t1[:] = theta1
+            history[n_hist] = best
+            n_hist += 1
+            if gain <= params.tol * abs(best) or partition_settled(n_flipped, m, params):
+                break
+        else:
             break
-    return restore(stump, kept, best, n_iter)
+    w[:] = best_w
+    theta0[:] = best_t0
+    theta1[:] = best_t1
+    return best_b, n_iter, n_hist
 
 
 @jit
@@ -338,11 +411,12 @@ def split_node_sparse(data, start, end, node, tree_seed, table, params):
     ``rows[start:end]`` (left rows first) and returns ``(n_left, n_iter,
     oblique)`` as the dense kernel; a leaf leaves ``w`` as it was.
     """
-    if not splittable(data, start, end, node, table, params):
-        return -1, 0, False
     source, y, row_weight, rows = data
-    w, bias, value = table[0], table[1], table[2]
+    w, bias, value, n_node_samples = table
     m = end - start
+    n_present = node_value(y, row_weight, rows, start, end, node, value, n_node_samples)
+    if n_present <= 1 or m < params.min_samples_split or m < 2 * params.min_samples_leaf:
+        return -1, 0, False
     n_classes = value.shape[1]
     p = w.shape[0]
     block = gather_node(source, y, row_weight, rows, start, end, p)
@@ -372,19 +446,24 @@ def split_node_sparse(data, start, end, node, tree_seed, table, params):
     b, n_iter, _ = cccp_sparse(sub, s, w, -threshold, theta0, theta1, params, state, history)
     for j in range(p):
         b -= w[j] * mu[j]  # bias on u, no longer centred
-    # the side of each row (row t of the local CSR is rows[start + t], its stored entries
-    # in the same order: the bits of reading it from source), then the dense kernel's partition
-    right = np.empty(m, dtype=np.bool_)
     n_right = 0
     for t in range(m):
-        right[t] = sparse_dot(w, lptr, lidx, lval, t, b) > 0.0
-        n_right += right[t]
+        n_right += sparse_dot(w, lptr, lidx, lval, t, b) > 0.0
     oblique = min(n_right, m - n_right) >= max(params.min_samples_leaf, 1)
     if not oblique:
         w[:] = 0.0
         w[feature] = 1.0
         b = -threshold - mu[feature]
-        for t in range(m):
-            right[t] = sparse_dot(w, lptr, lidx, lval, t, b) > 0.0
     bias[node] = b
-    return partition_by_side(rows, start, right), n_iter, oblique
+    indptr, indices, u = source
+    lo = start
+    hi = end - 1
+    while lo <= hi:
+        r = rows[lo]
+        if sparse_dot(w, indptr, indices, u, r, b) > 0.0:
+            rows[lo] = rows[hi]
+            rows[hi] = r
+            hi -= 1
+        else:
+            lo += 1
+    return lo - start, n_iter, oblique
