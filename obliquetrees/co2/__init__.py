@@ -5,6 +5,5 @@
 - ``training``: ``CO2Params``, ``CO2KernelParams`` and ``fit_co2``;
 - ``_grow``: one tree's breadth-first growth in one compiled call;
 - ``_node``, ``_kernels``: a node's split (best axis-aligned start, CCCP);
-- ``_column_sums``: the dense descent's weight-gradient column sums;
 - ``_sparse_kernels``: the same on a node kept as CSR.
 """
