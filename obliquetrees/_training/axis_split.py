@@ -5,7 +5,10 @@ gain, or for targets by squared error, among ``max_features`` random
 features, as scikit-learn's splitter draws them) and from leaf parameters fit
 to each side of it (:func:`init_theta`: log class frequencies, or mean
 targets). The CCCP then optimises the stump
-(:mod:`obliquetrees.co2._kernels`).
+(:mod:`obliquetrees.co2._kernels`). :func:`ranked_axis_split` also scores
+every candidate (the split's support is chosen from them), and
+:func:`split_gain` measures an oblique split against the start (the
+axis-or-oblique test).
 
 Importing this module imports numba; the estimator imports it lazily.
 """
@@ -337,7 +340,26 @@ def best_axis_split(Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, st
         Weighted entropy ``N_L H_L + N_R H_R`` (nats) of the best split
         (targets: :func:`scan_feature_squared`'s criterion).
     """
+    no_scores = np.empty(0)
+    return ranked_axis_split(
+        Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, state, no_scores
+    )
+
+
+@jit
+def ranked_axis_split(Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, state, scores):
+    """:func:`best_axis_split`, writing each candidate feature's own best impurity to ``scores``.
+
+    ``scores`` has one entry per feature, or none (nothing is written). A
+    feature drawn and scanned gets the impurity of its best split (``inf``
+    when it is constant or has no split leaving ``min_samples_leaf`` on each
+    side); the entries of features not drawn are left as they were. The same
+    draws, and the same split returned, as without ``scores``: a feature's
+    scan is the same whatever impurity it has to beat, which only decides
+    whether its best counts.
+    """
     p = n_columns(Xb)
+    ranking = scores.shape[0] > 0
     feats = np.arange(p)
     vals = np.empty(m)
     start = axis_scan_start(yb, wb, m, n_classes)
@@ -350,8 +372,11 @@ def best_axis_split(Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, st
             break
         f = draw_feature(feats, k, state)
         node_column(Xb, f, m, vals)
-        visited, imp, thr = axis_scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp)
+        bound = np.inf if ranking else best_imp
+        visited, imp, thr = axis_scan_feature(vals, m, yb, wb, start, min_samples_leaf, bound)
         n_visited += visited
+        if ranking:
+            scores[f] = imp
         if imp < best_imp:
             best_f = f
             best_imp = imp
@@ -365,3 +390,80 @@ def init_theta(Xb, yb, wb, m, feature, threshold, n_classes, prior):
     (``prior`` pseudo-counts) or, for targets, mean targets
     (:func:`~obliquetrees._training.targets.init_leaves`)."""
     return init_leaves(Xb, yb, wb, m, feature, threshold, n_classes, prior)
+
+
+# ------------------------------------------- an oblique split against the axis start
+@jit
+def _entropy_of_sides(yb, wb, m, right, n_classes):
+    """Weighted entropy ``N_L H_L + N_R H_R`` (nats) of the classes on the sides ``right[:m]``."""
+    counts = np.zeros((2, n_classes))
+    for i in range(m):
+        counts[int(right[i]), yb[i]] += wb[i]
+    imp = 0.0
+    for side in range(2):
+        total = 0.0
+        for c in range(n_classes):
+            total += counts[side, c]
+            imp -= xlogx(counts[side, c])
+        imp += xlogx(total)
+    return imp
+
+
+@jit
+def _squared_error_of_sides(yb, wb, m, right):
+    """Weighted squared error of the targets about the mean of their side (``right[:m]``)."""
+    n_outputs = yb.shape[1]
+    sums = np.zeros((2, n_outputs))
+    totals = np.zeros(2)
+    for i in range(m):
+        side = int(right[i])
+        totals[side] += wb[i]
+        for k in range(n_outputs):
+            sums[side, k] += wb[i] * yb[i, k]
+    for side in range(2):
+        if totals[side] > 0.0:
+            for k in range(n_outputs):
+                sums[side, k] /= totals[side]
+    sse = 0.0  # about each side's mean (two passes: no cancellation on large targets)
+    for i in range(m):
+        side = int(right[i])
+        for k in range(n_outputs):
+            d = yb[i, k] - sums[side, k]
+            sse += wb[i] * d * d
+    return sse
+
+
+split_gain = _stub("split_gain")
+
+
+@_by_target(split_gain)
+def _split_gain(yb, wb, m, right_from, right_to, n_classes):
+    """Log-likelihood gained (nats) by the sides ``right_to`` over the sides ``right_from``.
+
+    Classes: the drop of the weighted entropy of the sides, which is the negative
+    log-likelihood of the labels under each side's class frequencies.
+    Targets: ``N / 2 log(SSE_from / SSE_to)``, the same ratio for a Gaussian
+    per side with the sides' maximum-likelihood variance (``N`` the total
+    weight); ``inf`` when ``right_to`` fits exactly and ``right_from`` does not,
+    0 when both do.
+    """
+    if _is_classes(yb):
+
+        def classes(yb, wb, m, right_from, right_to, n_classes):
+            return _entropy_of_sides(yb, wb, m, right_from, n_classes) - _entropy_of_sides(
+                yb, wb, m, right_to, n_classes
+            )
+
+        return classes
+
+    def targets(yb, wb, m, right_from, right_to, n_classes):
+        sse_from = _squared_error_of_sides(yb, wb, m, right_from)
+        sse_to = _squared_error_of_sides(yb, wb, m, right_to)
+        if sse_to <= 0.0:
+            return 0.0 if sse_from <= 0.0 else np.inf
+        total = 0.0
+        for i in range(m):
+            total += wb[i]
+        return 0.5 * total * (np.log(sse_from) - np.log(sse_to)) if sse_from > 0.0 else -np.inf
+
+    return targets
