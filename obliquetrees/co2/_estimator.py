@@ -51,6 +51,8 @@ class _BaseCO2Forest(BaseObliqueForest):
         "max_cccp_iter": integers(0),
         "tol": reals(0),
         "max_cccp_samples": integers(1, none=True),
+        "max_split_features": MAX_FEATURES,
+        "oblique_penalty": [None, *reals(0)],
         "bootstrap": ["boolean"],
         "max_samples": [None, *reals(0, closed="neither", not_int=True), *integers(1)],
         "oob_score": ["boolean", callable],
@@ -113,6 +115,7 @@ class _BaseCO2Forest(BaseObliqueForest):
         # NaN: trees train on indicator-augmented inputs and are folded back
         missing = MissingValues.from_data(X, sample_weight, y, is_classifier(self))
         self.max_features_ = resolve_max_features(self.max_features, missing.n_inputs)
+        self.max_split_features_ = resolve_max_features(self.max_split_features, missing.n_inputs)
         seeds = draw_seeds(self.random_state, self.n_estimators)
         if old_seeds is not None:  # random_state=None draws new seeds each fit
             seeds[: len(old_trees)] = old_seeds
@@ -124,7 +127,10 @@ class _BaseCO2Forest(BaseObliqueForest):
             )
             return self
         params = self._training_params(
-            co2.CO2Params, max_features=self.max_features_, max_samples=n_draws
+            co2.CO2Params,
+            max_features=self.max_features_,
+            max_split_features=self.max_split_features_,
+            max_samples=n_draws,
         )
         trees, info = co2.fit_co2(
             missing.augment(X),
@@ -286,6 +292,7 @@ class CO2ForestClassifier(ObliqueClassifierMixin, _BaseCO2Forest):
         the cost of a node (large nodes near the root dominated the fit time
         on large data). None fits every node on all its samples, as the
         paper does. See Notes.
+    %(co2_split_support)s
     bootstrap : bool, default=True
         Grow each tree on a bootstrap sample (drawn as integer weights; X is
         never copied per tree). If False every tree sees all samples.
@@ -347,11 +354,15 @@ class CO2ForestClassifier(ObliqueClassifierMixin, _BaseCO2Forest):
     %(feature_importances)s
     max_features_ : int
         The resolved ``q``.
+    max_split_features_ : int
+        The resolved ``max_split_features`` (``n_features`` when None).
     n_cccp_iter_ : ndarray of int64, shape (n_estimators,)
         Total CCCP outer iterations run in each tree.
     n_axis_fallback_ : ndarray of int64, shape (n_estimators,)
-        Splits per tree where the optimised hyperplane was degenerate (empty
-        or too small side) and the initial axis-aligned split was kept.
+        Splits per tree that kept the initial axis-aligned split: the
+        optimised hyperplane was degenerate (empty or too small side), did
+        not pay its ``oblique_penalty``, or had one feature to weigh
+        (``max_split_features=1``).
     oob_score_ : float
         Score on the out-of-bag samples (``oob_score`` only), over the
         samples that at least one tree left out.
@@ -564,6 +575,8 @@ class CO2ForestClassifier(ObliqueClassifierMixin, _BaseCO2Forest):
         max_cccp_iter=15,
         tol=1e-3,
         max_cccp_samples=1024,
+        max_split_features=None,
+        oblique_penalty=None,
         bootstrap=True,
         max_samples=None,
         oob_score=False,

@@ -35,7 +35,12 @@ import numpy as np
 from obliquetrees._core._jit import jit, jit_inline, jit_numpy_errors
 from obliquetrees._core._random import node_seed, random_int
 from obliquetrees._training._prefetch import prefetch
-from obliquetrees._training.axis_split import THETA_PRIOR, best_axis_split, init_theta
+from obliquetrees._training.axis_split import (
+    THETA_PRIOR,
+    init_theta,
+    ranked_axis_split,
+    split_gain,
+)
 from obliquetrees._training.targets import copy_target, empty_targets, leaf_value
 from obliquetrees.co2._kernels import cccp
 
@@ -194,6 +199,164 @@ def node_value(y, row_weight, rows, start, end, node, value, n_node_samples):
 
 
 @jit
+def candidate_scores(p, params):
+    """Room for the candidates' axis-split impurities when the split's support is chosen.
+
+    ``p`` entries (``inf``: not a candidate) when ``params.max_split_features``
+    is below ``p``; none otherwise (every feature is in the support, nothing
+    to rank).
+    """
+    if 0 <= params.max_split_features < p:
+        return np.full(p, np.inf)
+    return np.empty(0)
+
+
+@jit
+def split_support(scores, feature, p, params):
+    """The features the node's oblique split may weigh, the axis-aligned start's ``feature`` first.
+
+    Every feature, in order, when ``scores`` is empty (:func:`candidate_scores`);
+    otherwise ``feature`` and the candidates of the next best impurities
+    (``scores``, from :func:`~obliquetrees._training.axis_split.ranked_axis_split`;
+    ties in feature order), at most ``params.max_split_features`` in all.
+    """
+    if scores.shape[0] == 0:
+        return np.arange(p)
+    k = max(params.max_split_features, 1)
+    support = np.empty(k, dtype=np.int64)
+    support[0] = feature
+    n = 1
+    for f in np.argsort(scores, kind="mergesort"):
+        if n >= k or not scores[f] < np.inf:
+            break
+        if f != feature:
+            support[n] = f
+            n += 1
+    return support[:n]
+
+
+@jit
+def support_rows(Xc, yc, wc, s, support):
+    """Copies of the fit rows' columns ``support`` (in that order), targets and weights."""
+    k = support.shape[0]
+    Xs = np.empty((s, k))
+    ys = empty_targets(yc, s)
+    ws = np.empty(s)
+    for t in range(s):
+        for j in range(k):
+            Xs[t, j] = Xc[t, support[j]]
+        copy_target(ys, t, yc, t)
+        ws[t] = wc[t]
+    return Xs, ys, ws
+
+
+@jit
+def fit_support(Xs, ys, ws, s, threshold, theta0, theta1, n_classes, params, state, history):
+    """The stump on a chosen support: the CCCP on the support's columns ``Xs`` of the fit rows.
+
+    Column 0 of ``Xs`` is the axis-aligned start's feature (threshold
+    ``threshold``); ``Xs``, ``ys`` and ``ws`` are the caller's copies, which
+    :func:`~obliquetrees.co2._kernels.cccp` reorders together. A support of
+    one feature is the start itself (no CCCP).
+
+    Returns
+    -------
+    wk : ndarray of shape (k,)
+        The split's weights on the support's features.
+    b : float
+        Its bias on the centred rows.
+    n_iter : int
+        CCCP outer iterations run.
+    pays : bool
+        Whether the split beats the start (:func:`dense_oblique_pays`).
+    """
+    k = Xs.shape[1]
+    wk = np.zeros(k)
+    wk[0] = 1.0
+    if k == 1:
+        return wk, -threshold, 0, False
+    b, n_iter, _ = cccp(Xs, ys, ws, s, wk, -threshold, theta0, theta1, params, state, history)
+    pays = dense_oblique_pays(Xs, ys, ws, s, wk, b, 0, threshold, n_classes, params)
+    return wk, b, n_iter, pays
+
+
+@jit
+def fit_stump(
+    Xc, yc, wc, s, w, scores, feature, threshold, theta0, theta1, n_classes, params, state, history
+):
+    """The node's stump on its ``s`` centred fit rows ``Xc``: CCCP on every feature or a support.
+
+    ``w`` holds the axis-aligned start (the unit vector on ``feature``) and
+    receives the stump's weights on every feature (0 off the support). With
+    every feature in the support (:func:`split_support`) this is the paper's
+    stump on the block itself, whose rows the CCCP reorders in place with
+    ``yc`` and ``wc``; otherwise :func:`fit_support` on a copy of the
+    support's columns, and the rows keep their order.
+
+    Returns ``(b, n_iter, pays)``: the bias on the centred rows, the CCCP's
+    outer iterations and whether the split beats the start
+    (:func:`dense_oblique_pays`; False for a support of one feature).
+    """
+    p = w.shape[0]
+    support = split_support(scores, feature, p, params)
+    if support.shape[0] == p:
+        b, n_iter, _ = cccp(Xc, yc, wc, s, w, -threshold, theta0, theta1, params, state, history)
+        pays = dense_oblique_pays(Xc, yc, wc, s, w, b, feature, threshold, n_classes, params)
+        return b, n_iter, pays
+    Xs, ys, ws = support_rows(Xc, yc, wc, s, support)
+    wk, b, n_iter, pays = fit_support(
+        Xs, ys, ws, s, threshold, theta0, theta1, n_classes, params, state, history
+    )
+    w[:] = 0.0
+    for j in range(support.shape[0]):
+        w[support[j]] = wk[j]
+    return b, n_iter, pays
+
+
+@jit
+def oblique_pays(yc, wc, s, right_axis, right, k_used, n_classes, params):
+    """Whether the oblique split beats the axis-aligned start by ``params.oblique_penalty``.
+
+    ``right`` and ``right_axis`` are the sides of the node's ``s`` fit rows
+    (targets ``yc``, weights ``wc``) under the oblique split, of ``k_used``
+    nonzero weights, and under the axis-aligned start. The oblique split is
+    kept when the log-likelihood it gains over the start
+    (:func:`~obliquetrees._training.axis_split.split_gain`, nats) exceeds
+    ``oblique_penalty`` per weight beyond the first. Always True when
+    ``oblique_penalty`` is negative (None: the paper's rule, the oblique
+    split is always taken).
+    """
+    if params.oblique_penalty < 0.0:
+        return True
+    penalty = params.oblique_penalty * (k_used - 1)
+    return split_gain(yc, wc, s, right_axis, right, n_classes) > penalty
+
+
+@jit
+def dense_oblique_pays(X, yc, wc, s, w, b, feature, threshold, n_classes, params):
+    """:func:`oblique_pays` of the split ``(w, b)`` on the centred fit rows ``X[:s]``.
+
+    The axis-aligned start sends a row right when its column ``feature``
+    exceeds ``threshold``.
+    """
+    if params.oblique_penalty < 0.0:
+        return True
+    right = np.empty(s, dtype=np.bool_)
+    right_axis = np.empty(s, dtype=np.bool_)
+    k = X.shape[1]
+    for t in range(s):
+        z = b
+        for j in range(k):
+            z += w[j] * X[t, j]
+        right[t] = z > 0.0
+        right_axis[t] = X[t, feature] > threshold
+    k_used = 0
+    for j in range(k):
+        k_used += w[j] != 0.0
+    return oblique_pays(yc, wc, s, right_axis, right, k_used, n_classes, params)
+
+
+@jit
 def split_node(data, start, end, node, tree_seed, table, params):
     """Fit the CO2 stump of one node and partition its rows in place.
 
@@ -308,8 +471,9 @@ def split_sampled(data, start, end, node, tree_seed, table, params):
         standardized_row(source, r, xr)
         for j in range(p):
             Xc[t, j] = xr[j] - mu[j]
-    feature, threshold, _ = best_axis_split(
-        Xc, yc, wc, s, n_classes, params.max_features, params.min_samples_leaf, state
+    scores = candidate_scores(p, params)
+    feature, threshold, _ = ranked_axis_split(
+        Xc, yc, wc, s, n_classes, params.max_features, params.min_samples_leaf, state, scores
     )
     if feature < 0:
         return NO_SAMPLE_SPLIT, 0, False
@@ -318,7 +482,10 @@ def split_sampled(data, start, end, node, tree_seed, table, params):
     w[feature] = 1.0
     theta0, theta1 = init_theta(Xc, yc, wc, s, feature, threshold, n_classes, THETA_PRIOR)
     history = np.empty(params.max_cccp_iter + 1)
-    b, n_iter, _ = cccp(Xc, yc, wc, s, w, -threshold, theta0, theta1, params, state, history)
+    b, n_iter, pays = fit_stump(
+        Xc, yc, wc, s, w, scores, feature, threshold, theta0, theta1, n_classes, params, state,
+        history,
+    )  # fmt: skip
     for j in range(p):
         b -= w[j] * mu[j]  # back to uncentred inputs
     right = np.empty(m, dtype=np.bool_)
@@ -331,7 +498,7 @@ def split_sampled(data, start, end, node, tree_seed, table, params):
             z += w[j] * xr[j]
         right[t] = z > 0.0
         n_right += right[t]
-    oblique = min(n_right, m - n_right) >= max(params.min_samples_leaf, 1)
+    oblique = pays and min(n_right, m - n_right) >= max(params.min_samples_leaf, 1)
     if not oblique:  # the axis-aligned split, on the uncentred rows
         w[:] = 0.0
         w[feature] = 1.0
@@ -394,8 +561,9 @@ def split_block(data, start, end, node, tree_seed, table, params):
                 Xb[t, j] -= mu[j]
     state = np.empty(1, dtype=np.uint64)
     state[0] = node_seed(tree_seed, node)
-    feature, threshold, _ = best_axis_split(
-        Xb, yb, wb, m, n_classes, params.max_features, params.min_samples_leaf, state
+    scores = candidate_scores(p, params)
+    feature, threshold, _ = ranked_axis_split(
+        Xb, yb, wb, m, n_classes, params.max_features, params.min_samples_leaf, state, scores
     )
     if feature < 0:
         return -1, 0, False
@@ -410,19 +578,11 @@ def split_block(data, start, end, node, tree_seed, table, params):
         Xc, yc, wc = take_block(Xb, yb, wb, pick)
     else:
         Xc, yc, wc = Xb, yb, wb
-    b, n_iter, _ = cccp(
-        Xc,
-        yc,
-        wc,
-        pick.shape[0],
-        w,
-        -threshold,
-        theta0,
-        theta1,
-        params,
-        state,
+    s = pick.shape[0]
+    b, n_iter, pays = fit_stump(
+        Xc, yc, wc, s, w, scores, feature, threshold, theta0, theta1, n_classes, params, state,
         history,
-    )
+    )  # fmt: skip
     n_right = 0
     for t in range(m):
         z = b
@@ -430,7 +590,7 @@ def split_block(data, start, end, node, tree_seed, table, params):
             z += w[j] * Xb[t, j]
         if z > 0.0:
             n_right += 1
-    oblique = min(n_right, m - n_right) >= max(params.min_samples_leaf, 1)
+    oblique = pays and min(n_right, m - n_right) >= max(params.min_samples_leaf, 1)
     if not oblique:
         w[:] = 0.0
         w[feature] = 1.0

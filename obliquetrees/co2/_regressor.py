@@ -2,8 +2,10 @@
 
 from obliquetrees.base import ObliqueRegressorMixin
 from obliquetrees.co2._estimator import _BaseCO2Forest
+from obliquetrees.utils._docstrings import fill_doc
 
 
+@fill_doc
 class CO2ForestRegressor(ObliqueRegressorMixin, _BaseCO2Forest):
     """CO2 Forest regressor: bagged trees whose oblique splits are optimised by CCCP.
 
@@ -77,6 +79,7 @@ class CO2ForestRegressor(ObliqueRegressorMixin, _BaseCO2Forest):
         and CCCP) on this many of them, drawn uniformly without replacement
         (the partition uses all of them); None fits every node on all its
         samples.
+    %(co2_split_support)s
     bootstrap : bool, default=True
         Grow each tree on a bootstrap sample (drawn as integer weights; X is
         never copied per tree). If False every tree sees all samples.
@@ -125,11 +128,15 @@ class CO2ForestRegressor(ObliqueRegressorMixin, _BaseCO2Forest):
         ``|w_j| * std(x_j)``. Computed on access.
     max_features_ : int
         The resolved ``q``.
+    max_split_features_ : int
+        The resolved ``max_split_features`` (``n_features`` when None).
     n_cccp_iter_ : ndarray of int64, shape (n_estimators,)
         Total CCCP outer iterations run in each tree.
     n_axis_fallback_ : ndarray of int64, shape (n_estimators,)
-        Splits per tree where the optimised hyperplane was degenerate and the
-        initial axis-aligned split was kept.
+        Splits per tree that kept the initial axis-aligned split: the
+        optimised hyperplane was degenerate (empty or too small side), did
+        not pay its ``oblique_penalty``, or had one feature to weigh
+        (``max_split_features=1``).
     oob_score_ : float
         Score on the out-of-bag samples (``oob_score`` only), over the
         samples that at least one tree left out.
@@ -220,6 +227,8 @@ class CO2ForestRegressor(ObliqueRegressorMixin, _BaseCO2Forest):
         max_cccp_iter=20,
         tol=1e-3,
         max_cccp_samples=2048,
+        max_split_features=None,
+        oblique_penalty=None,
         bootstrap=True,
         max_samples=None,
         oob_score=False,

@@ -33,9 +33,9 @@ from obliquetrees._core._random import node_seed, shuffle
 from obliquetrees._training._optim import momentum_step, momentum_velocity
 from obliquetrees._training.axis_split import (
     THETA_PRIOR,
-    best_axis_split,
     init_theta,
     node_column,
+    ranked_axis_split,
 )
 from obliquetrees._training.targets import (
     add_leaf_gradient,
@@ -54,7 +54,14 @@ from obliquetrees.co2._kernels import (
     partition_settled,
     project_ball,
 )
-from obliquetrees.co2._node import cccp_rows, node_value
+from obliquetrees.co2._node import (
+    candidate_scores,
+    cccp_rows,
+    fit_support,
+    node_value,
+    oblique_pays,
+    split_support,
+)
 
 
 @jit_inline
@@ -380,21 +387,82 @@ def take_block_sparse(block, pick):
 
 
 @jit
-def stump_start(block, m, n_classes, p, params, state):
+def stump_start(block, m, n_classes, p, params, state, scores):
     """The initial axis-aligned split of :func:`gather_node`'s ``block`` and its leaf parameters.
 
     Returns ``(feature, threshold, theta0, theta1)``; ``feature`` is -1 (and the
-    leaves meaningless) when the block has no valid split.
+    leaves meaningless) when the block has no valid split. The candidates'
+    impurities go to ``scores`` (:func:`~obliquetrees.co2._node.candidate_scores`).
     """
     lptr, lidx, lval, mu, yb, wb = block
     node_columns = (transpose(lptr, lidx, lval, m, p), mu)
-    feature, threshold, _ = best_axis_split(
-        node_columns, yb, wb, m, n_classes, params.max_features, params.min_samples_leaf, state
+    feature, threshold, _ = ranked_axis_split(
+        node_columns,
+        yb,
+        wb,
+        m,
+        n_classes,
+        params.max_features,
+        params.min_samples_leaf,
+        state,
+        scores,
     )
     column = np.empty((m, 1))
     node_column(node_columns, max(feature, 0), m, column[:, 0])
     theta0, theta1 = init_theta(column, yb, wb, m, 0, threshold, n_classes, THETA_PRIOR)
     return feature, threshold, theta0, theta1
+
+
+@jit
+def support_rows_sparse(block, s, support):
+    """:func:`~obliquetrees.co2._node.support_rows` of :func:`gather_node`'s ``block``.
+
+    The dense ``(s, k)`` node-centred columns ``support`` of its rows (a row
+    without an entry holds ``-mu``), and copies of its targets and weights.
+    """
+    lptr, lidx, lval, mu, yb, wb = block
+    k = support.shape[0]
+    slot = np.full(mu.shape[0], -1, dtype=np.int64)
+    for j in range(k):
+        slot[support[j]] = j
+    Xs = np.empty((s, k))
+    ys = empty_targets(yb, s)
+    ws = np.empty(s)
+    for t in range(s):
+        for j in range(k):
+            Xs[t, j] = -mu[support[j]]
+        for e in range(lptr[t], lptr[t + 1]):
+            j = slot[lidx[e]]
+            if j >= 0:
+                Xs[t, j] += lval[e]
+        copy_target(ys, t, yb, t)
+        ws[t] = wb[t]
+    return Xs, ys, ws
+
+
+@jit
+def sparse_oblique_pays(block, s, w, b, feature, threshold, n_classes, params):
+    """:func:`~obliquetrees.co2._node.oblique_pays` of ``(w, b)`` (on centred rows) on ``block``."""
+    if params.oblique_penalty < 0.0:
+        return True
+    lptr, lidx, lval, mu, yb, wb = block
+    p = w.shape[0]
+    shift = b  # z = w.(u - mu) + b
+    for j in range(p):
+        shift -= w[j] * mu[j]
+    right = np.empty(s, dtype=np.bool_)
+    right_axis = np.empty(s, dtype=np.bool_)
+    for t in range(s):
+        right[t] = sparse_dot(w, lptr, lidx, lval, t, shift) > 0.0
+        v = -mu[feature]
+        for e in range(lptr[t], lptr[t + 1]):
+            if lidx[e] == feature:
+                v += lval[e]
+        right_axis[t] = v > threshold
+    k_used = 0
+    for j in range(p):
+        k_used += w[j] != 0.0
+    return oblique_pays(yb, wb, s, right_axis, right, k_used, n_classes, params)
 
 
 @jit
@@ -431,10 +499,14 @@ def split_node_sparse(data, start, end, node, tree_seed, table, params):
         pick = cccp_rows(m, params.max_cccp_samples, state)
         sub = take_block_sparse(block, pick)
         s = pick.shape[0]
-    feature, threshold, theta0, theta1 = stump_start(sub, s, n_classes, p, params, state)
+    scores = candidate_scores(p, params)
+    feature, threshold, theta0, theta1 = stump_start(sub, s, n_classes, p, params, state, scores)
     if feature < 0 and s < m:  # (dense: split_block)
         state[0] = node_seed(tree_seed, node)
-        feature, threshold, theta0, theta1 = stump_start(block, m, n_classes, p, params, state)
+        scores = candidate_scores(p, params)
+        feature, threshold, theta0, theta1 = stump_start(
+            block, m, n_classes, p, params, state, scores
+        )
         if feature >= 0:  # (no split: a leaf, nothing more to draw)
             pick = cccp_rows(m, params.max_cccp_samples, state)
             sub = take_block_sparse(block, pick)
@@ -443,13 +515,24 @@ def split_node_sparse(data, start, end, node, tree_seed, table, params):
     w[:] = 0.0
     w[feature] = 1.0
     history = np.empty(params.max_cccp_iter + 1)
-    b, n_iter, _ = cccp_sparse(sub, s, w, -threshold, theta0, theta1, params, state, history)
+    support = split_support(scores, feature, p, params)
+    if support.shape[0] == p:  # the paper's stump, on every feature
+        b, n_iter, _ = cccp_sparse(sub, s, w, -threshold, theta0, theta1, params, state, history)
+        pays = sparse_oblique_pays(sub, s, w, b, feature, threshold, n_classes, params)
+    else:
+        Xs, ys, ws = support_rows_sparse(sub, s, support)
+        wk, b, n_iter, pays = fit_support(
+            Xs, ys, ws, s, threshold, theta0, theta1, n_classes, params, state, history
+        )
+        w[:] = 0.0
+        for j in range(support.shape[0]):
+            w[support[j]] = wk[j]
     for j in range(p):
         b -= w[j] * mu[j]  # bias on u, no longer centred
     n_right = 0
     for t in range(m):
         n_right += sparse_dot(w, lptr, lidx, lval, t, b) > 0.0
-    oblique = min(n_right, m - n_right) >= max(params.min_samples_leaf, 1)
+    oblique = pays and min(n_right, m - n_right) >= max(params.min_samples_leaf, 1)
     if not oblique:
         w[:] = 0.0
         w[feature] = 1.0

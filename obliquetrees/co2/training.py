@@ -67,27 +67,40 @@ class CO2Params:
     bootstrap: bool
     max_samples: int | None
     max_cccp_samples: int | None
+    max_split_features: int | None
+    oblique_penalty: float | None
 
     def __post_init__(self):
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             if field.type in (int, float, bool):
                 value = field.type(value)
-            elif value is not None:  # growth limits, max_samples, max_cccp_samples: None or int
+            elif field.name == "oblique_penalty":
+                value = None if value is None else float(value)
+            elif value is not None:  # growth limits, max_samples, ...: None or int
                 value = int(value)
             object.__setattr__(self, field.name, value)
 
     def kernel_args(self):
         """These parameters as one :class:`CO2KernelParams` record for the numba kernels.
 
-        The growth limits, ``max_samples`` and ``max_cccp_samples`` ``None`` become
-        -1 (:func:`limit`); every other value keeps its type, so the kernels see
-        int64, float64 and bool scalars under the estimator's names.
+        The growth limits, ``max_samples``, ``max_cccp_samples`` and
+        ``max_split_features`` ``None`` become -1 (:func:`limit`), an
+        ``oblique_penalty`` of None -1.0 (no test); every other value keeps its
+        type, so the kernels see int64, float64 and bool scalars under the
+        estimator's names.
         """
         limits = {
             name: limit(getattr(self, name))
-            for name in ("max_depth", "max_leaf_nodes", "max_samples", "max_cccp_samples")
+            for name in (
+                "max_depth",
+                "max_leaf_nodes",
+                "max_samples",
+                "max_cccp_samples",
+                "max_split_features",
+            )
         }
+        limits["oblique_penalty"] = -1.0 if self.oblique_penalty is None else self.oblique_penalty
         return CO2KernelParams(**(dataclasses.asdict(self) | limits))
 
 

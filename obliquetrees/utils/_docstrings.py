@@ -78,6 +78,28 @@ feature_importances_ : ndarray of shape (n_features_in_,)
     "created_regressor_sections": _CREATED.format(
         forest=_FOREST, task="n_outputs_ : int", source=_SOURCE
     ),
+    "co2_split_support": """\
+max_split_features : {"sqrt", "log2"}, int, float or None, default=None
+    Most features an oblique split weighs (ours; the paper's splits weigh
+    every feature). The split's support is chosen at each node: the
+    axis-aligned start's feature and the candidates (of the
+    ``max_features`` scanned for the start) whose own best axis-aligned
+    splits are next best; the CCCP then runs on those columns only, and
+    the stored weights, and so the prediction cost, follow the support.
+    ``"sqrt"``, ``"log2"``, an int, a fraction of ``n_features`` or every
+    feature (None: the paper's stump). One feature keeps the axis-aligned
+    start (no CCCP).
+oblique_penalty : float or None, default=None
+    The axis-or-oblique choice (ours): a node keeps its oblique split only
+    when it fits the node's rows better than the axis-aligned start by more
+    than this many nats of log-likelihood per weight beyond the first
+    (classes: the drop of the weighted entropy of the two sides; targets:
+    ``N / 2 log(SSE_axis / SSE_oblique)``, Gaussian sides); else the start
+    is kept. 0 keeps the better fit, 1 is AIC's price. None always keeps
+    the oblique split (the paper). On the validation splits of
+    ``benchmarks/results/defaults_validation.md`` no value beat None: the
+    test helps where few features matter (madelon, poker, spambase) and
+    costs accuracy on letter, usps and pendigits.""",
     "relaxed_parameters": """\
 temperature, eps, sigma
     As in :meth:`DecisionMachine.relaxed_weights`.

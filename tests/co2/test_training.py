@@ -538,6 +538,8 @@ def _co2_params(**kw):
         bootstrap=True,
         max_samples=None,
         max_cccp_samples=None,
+        max_split_features=None,
+        oblique_penalty=None,
     )
     return co2.CO2Params(**{**params, **kw})
 
@@ -659,10 +661,14 @@ def test_kernel_args_are_scalars_of_the_kernel_types():
         "max_leaf_nodes": -1,
         "max_samples": -1,
         "max_cccp_samples": -1,
+        "max_split_features": -1,
+        "oblique_penalty": -1.0,  # None: no axis-or-oblique test
     }
     for name, value in params._asdict().items():
         field_type = co2.CO2Params.__dataclass_fields__[name].type
-        assert type(value) is (field_type if field_type in (float, bool) else int), name
+        kernel_type = float if field_type == float | None else field_type
+        assert type(value) is (kernel_type if kernel_type in (float, bool) else int), name
+    assert _co2_params(oblique_penalty=2).kernel_args().oblique_penalty == 2.0
 
 
 def test_params_cast_to_the_kernel_types():
