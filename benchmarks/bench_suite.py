@@ -54,7 +54,7 @@ from benchmarks.common import (
     run_python,
     write_results,
 )
-from benchmarks.datasets import DATA_DIR, load
+from benchmarks.datasets import DATA_DIR, PACKAGE_SETS, load, package_sets
 from benchmarks.estimators import every_estimator_labelled
 
 N_RUNS = 5
@@ -131,13 +131,15 @@ for run in json.loads(runs):
 
 
 def data_sets():
-    """Every data set of the shared data directory, sorted by name."""
-    return sorted(path.stem for path in DATA_DIR.glob("*.npz"))
+    """Every data set of the shared data directory and of the installed packages, sorted."""
+    return sorted([path.stem for path in DATA_DIR.glob("*.npz")] + package_sets())
 
 
 @functools.cache
 def task_of(name):
     """``"classification"`` or ``"regression"``, as the data directory's MANIFEST.md states."""
+    if name in PACKAGE_SETS:
+        return PACKAGE_SETS[name][0]
     for line in (DATA_DIR / "MANIFEST.md").read_text().splitlines():
         cells = [c.strip() for c in line.split("|")]
         if len(cells) > 3 and cells[1] == name and cells[2] in ("classification", "regression"):
