@@ -55,3 +55,10 @@ def fit_peak_memory(estimator, X, y):
     finally:
         tracemalloc.stop()
     return peak
+
+
+def kernel_state(seed):
+    """A random state as the numba kernels take it: one uint64 in an array (updated in place)."""
+    state = np.empty(1, dtype=np.uint64)
+    state[0] = np.uint64(seed)
+    return state

@@ -11,16 +11,11 @@ from sklearn.datasets import make_classification
 
 from obliquetrees import CO2ForestClassifier, CO2ForestRegressor
 from tests import reference as ref
+from tests._helpers import kernel_state as _state
 
 A = pytest.importorskip("obliquetrees._training.axis_split")
 N = pytest.importorskip("obliquetrees.co2._node")
 co2 = pytest.importorskip("obliquetrees.co2.training")
-
-
-def _state(seed):
-    s = np.empty(1, dtype=np.uint64)
-    s[0] = np.uint64(seed)
-    return s
 
 
 def _problem(seed, m=80, p=7, n_classes=3, targets=False):

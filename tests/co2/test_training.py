@@ -8,18 +8,13 @@ import pytest
 import scipy.sparse as sp
 
 from tests import reference as ref
+from tests._helpers import kernel_state as _state
 
 K = pytest.importorskip("obliquetrees.co2._kernels")
 N = pytest.importorskip("obliquetrees.co2._node")
 A = pytest.importorskip("obliquetrees._training.axis_split")
 co2 = pytest.importorskip("obliquetrees.co2.training")
 R = pytest.importorskip("obliquetrees._core._random")
-
-
-def _state(seed):
-    s = np.empty(1, dtype=np.uint64)
-    s[0] = np.uint64(seed)
-    return s
 
 
 def _problem(rng, m=120, p=5, n_classes=4, integer_weights=True):
