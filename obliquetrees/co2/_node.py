@@ -333,13 +333,15 @@ def dense_oblique_pays(X, yc, wc, s, w, b, feature, threshold, n_classes, params
 def split_node(data, start, end, node, tree_seed, table, params):
     """Fit the CO2 stump of one node and partition its rows in place.
 
-    ``data`` is ``(source, y, row_weight, rows)``: the node's rows are
+    ``data`` is ``(source, y, row_weight, rows, oob)``: the node's rows are
     ``rows[start:end]`` of the standardised input ``source``
     (:func:`dense_source`'s ``(X, mean, scale)``) with labels ``y`` and weights
-    ``row_weight``. ``table`` is the node table's payload ``(weights, bias,
-    value, n_node_samples)``. Writes the node's class distribution
-    (:func:`node_value`) and, for a split, its hyperplane to
-    ``weights[node]`` and ``bias[node]``; reorders ``rows[start:end]`` so
+    ``row_weight``; ``oob`` its out-of-bag rows, which
+    ``oblique_test="out_of_bag"`` judges the oblique split on
+    (:func:`~obliquetrees.co2._oob.oob_keeps`). ``table`` is the node
+    table's payload ``(weights, bias, value, n_node_samples)``. Writes the
+    node's class distribution (:func:`node_value`) and, for a split, its
+    hyperplane to ``weights[node]`` and ``bias[node]``; reorders ``rows[start:end]`` so
     that the left child's rows come first. The node's random numbers are
     drawn from ``node_seed(tree_seed, node)``. ``params`` is the fit's
     :class:`~obliquetrees.co2.training.CO2KernelParams` (the estimator's

@@ -462,7 +462,7 @@ def sparse_oblique_pays(block, s, w, b, feature, threshold, n_classes, params):
 def split_node_sparse(data, start, end, node, tree_seed, table, params):
     """:func:`~obliquetrees.co2._node.split_node` for CSR input.
 
-    ``data`` is ``((indptr, indices, u), y, row_weight, rows)`` with ``u``
+    ``data`` is ``((indptr, indices, u), y, row_weight, rows, oob)`` with ``u``
     the stored entries divided by the feature scale (see the module
     docstring). ``table`` is ``(w, bias, value, n_node_samples)`` with ``w``
     the grower's scratch row of ``n_features`` weights, not a row per node
