@@ -65,7 +65,8 @@ def grow_tree_python(Xs, y, row_weight, n_classes, seed, params):
     stats = [0, 0, 0]
 
     def split(node):
-        data = (Xs, y, row_weight, grower.rows)
+        no_oob = (np.empty(0, dtype=np.int64), np.empty(0), 0, 0)  # oblique_test="fit"
+        data = (Xs, y, row_weight, grower.rows, no_oob)
         table = (grower.weights, grower.bias, grower.value, grower.n_node_samples)
         node_range = (grower.start[node], grower.end[node])
         n_left, n_iter, oblique = split_node(

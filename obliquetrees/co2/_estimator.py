@@ -53,6 +53,7 @@ class _BaseCO2Forest(BaseObliqueForest):
         "max_cccp_samples": integers(1, none=True),
         "max_split_features": MAX_FEATURES,
         "oblique_penalty": [None, *reals(0)],
+        "oblique_test": options("fit", "out_of_bag"),
         "bootstrap": ["boolean"],
         "max_samples": [None, *reals(0, closed="neither", not_int=True), *integers(1)],
         "oob_score": ["boolean", callable],
@@ -68,6 +69,11 @@ class _BaseCO2Forest(BaseObliqueForest):
 
         if self.oob_score and not self.bootstrap:
             raise ValueError("Out-of-bag estimation needs bootstrap=True.")
+        if self.oblique_test == "out_of_bag" and not self.bootstrap:
+            raise ValueError(
+                'oblique_test="out_of_bag" needs bootstrap=True (without bootstrap no '
+                'row is out of bag); set bootstrap=True or oblique_test="fit".'
+            )
         self._check_forest_size()
         if self.max_samples is not None and not self.bootstrap:
             raise ValueError(
@@ -593,6 +599,7 @@ class CO2ForestClassifier(ObliqueClassifierMixin, _BaseCO2Forest):
         max_cccp_samples=1024,
         max_split_features=None,
         oblique_penalty=None,
+        oblique_test="fit",
         bootstrap=True,
         max_samples=None,
         oob_score=False,

@@ -46,6 +46,8 @@ from obliquetrees._training.grower import (
 )
 from obliquetrees._training.targets import impurity_decrease
 from obliquetrees.co2._node import node_value, split_node
+from obliquetrees.co2._oob import grow_oob, node_oob, split_oob
+from obliquetrees.co2._rows import is_dense
 from obliquetrees.co2._sparse_kernels import split_node_sparse
 
 
@@ -56,19 +58,13 @@ def split_any(data, start, end, node, tree_seed, table, params):
 
 @jit_overload(split_any)
 def _split_any(data, start, end, node, tree_seed, table, params):
-    if _is_dense(data[0]):  # X (2-D) of (X, mean, scale), or the CSR's indptr (1-D)
+    if is_dense(data[0]):  # X (2-D) of (X, mean, scale), or the CSR's indptr (1-D)
         return lambda data, start, end, node, tree_seed, table, params: split_node(
             data, start, end, node, tree_seed, table, params
         )
     return lambda data, start, end, node, tree_seed, table, params: split_node_sparse(
         data, start, end, node, tree_seed, table, params
     )
-
-
-def _is_dense(source):
-    """Whether a growth source type is dense ``(X, mean, scale)`` (X 2-D), not a CSR triple."""
-    first = source.types[0]
-    return isinstance(first, types.Array) and first.ndim == 2
 
 
 #: Stored weights the CSR of a tree on sparse input starts with room for (it grows by half).
@@ -87,7 +83,7 @@ def new_weights(source, capacity, n_features):
 
 @jit_overload(new_weights)
 def _new_weights(source, capacity, n_features):
-    if _is_dense(source):
+    if is_dense(source):
         return lambda source, capacity, n_features: np.zeros((capacity, n_features))
 
     def sparse(source, capacity, n_features):
@@ -111,6 +107,21 @@ def _split_weights(weights):
     if isinstance(weights, types.Array):
         return lambda weights: weights
     return lambda weights: weights[0]
+
+
+def node_split_weights(weights, node):
+    """The weights the split kernel wrote for ``node``: its table row, or the scratch row.
+
+    Numba only.
+    """
+    raise NotImplementedError("node_split_weights is only callable from numba kernels")
+
+
+@jit_overload(node_split_weights)
+def _node_split_weights(weights, node):
+    if isinstance(weights, types.Array):
+        return lambda weights, node: weights[node]
+    return lambda weights, node: weights[0]
 
 
 def clear_split(weights, node):
@@ -210,7 +221,7 @@ def _finished_weights(weights, n_nodes):
 
 
 @jit
-def grow_tree(source, y, row_weight, rows, n_features, tree_seed, n_classes, params, capacity):
+def grow_tree(source, y, row_weight, rows, n_features, tree_seed, n_classes, params, capacity, oob):
     """Grow one CO2 tree breadth-first on the rows ``rows`` of ``source``, in one kernel.
 
     ``y`` holds class indices (1-D int64; ``n_classes`` of them) or targets
@@ -239,6 +250,10 @@ def grow_tree(source, y, row_weight, rows, n_features, tree_seed, n_classes, par
     tree's memory on dense input (one row of ``n_features`` weights per
     node; on CSR input the weights are stored sparse, see the module
     docstring). The capacity changes no result.
+
+    ``oob`` holds the tree's out-of-bag rows and their slices
+    (:mod:`obliquetrees.co2._oob`): each node's are handed to its split
+    kernel, and partitioned into its children's by the split it keeps.
     """
     cap = max(capacity, INITIAL_CAPACITY)
     children_left = np.full(cap, -1, dtype=np.int64)
@@ -252,6 +267,7 @@ def grow_tree(source, y, row_weight, rows, n_features, tree_seed, n_classes, par
     n_node_samples = np.zeros(cap)
     stats = np.zeros(3, dtype=np.int64)
     end[0] = rows.shape[0]
+    oob = grow_oob(oob, cap)
     n_nodes = 1
     n_leaves = 1
     node = 0
@@ -261,7 +277,7 @@ def grow_tree(source, y, row_weight, rows, n_features, tree_seed, n_classes, par
             weights = keep_split(weights, node, False)
             node += 1
             continue
-        data = (source, y, row_weight, rows)
+        data = (source, y, row_weight, rows, node_oob(oob, node))
         table = (split_weights(weights), bias, value, n_node_samples)
         n_left, n_iter, oblique = split_any(
             data, start[node], end[node], node, tree_seed, table, params
@@ -300,6 +316,8 @@ def grow_tree(source, y, row_weight, rows, n_features, tree_seed, n_classes, par
                 bias = grow_capacity(bias, cap, 0.0)
                 value = grow_capacity(value, cap, 0.0)
                 n_node_samples = grow_capacity(n_node_samples, cap, 0.0)
+                oob = grow_oob(oob, cap)
+            split_oob(oob, source, node_split_weights(weights, node), bias[node], node, n_nodes)
             link_children(children_left, children_right, depth, start, end, node, n_nodes, n_left)
             n_nodes += 2
             n_leaves += 1

@@ -43,28 +43,8 @@ from obliquetrees._training.axis_split import (
 )
 from obliquetrees._training.targets import copy_target, empty_targets, leaf_value
 from obliquetrees.co2._kernels import cccp
-
-
-@jit_inline
-def standardized_row(source, r, out):
-    """Write row ``r`` of the standardised input to ``out`` (its ``p`` entries).
-
-    ``source`` is :func:`dense_source`'s ``(X, mean, scale)``; each entry is
-    ``(X[r, j] - mean[j]) / scale[j]``, the very operations (and so the bits) of
-    a standardised copy ``(X - mean) / scale`` made once (NaN stays NaN, a
-    constant feature's infinite scale gives 0). The row is written to a
-    buffer first so the divisions of one row run as one loop, which LLVM
-    vectorises in the kernels that inline this one with numpy's error model
-    (``jit_numpy_errors``: no zero test per division; a scale is never 0;
-    with the test, the divisions are scalar and about 30 % slower). The
-    divisions are what reading ``X`` in place costs: a pass of ``w.x + b`` over
-    63k shuffled rows of 40 features took 11.6 ms against 7.2 ms on a
-    standardised copy (AMD EPYC, load about 5).
-    """
-    X, mean, scale = source
-    for j in range(out.shape[0]):
-        out[j] = (X[r, j] - mean[j]) / scale[j]
-
+from obliquetrees.co2._oob import oob_keeps, tests_out_of_bag
+from obliquetrees.co2._rows import standardized, standardized_row
 
 #: How many rows ahead :func:`prefetch_ahead` asks the cache for the row a pass will read.
 PREFETCH_DISTANCE = 16
@@ -105,13 +85,6 @@ def standardized_row_at(source, r, out, t):
     X, mean, scale = source
     for j in range(out.shape[1]):
         out[t, j] = (X[r, j] - mean[j]) / scale[j]
-
-
-@jit_inline
-def standardized(source, r, j):
-    """Entry ``(r, j)`` of the standardised input (see :func:`standardized_row`)."""
-    X, mean, scale = source
-    return (X[r, j] - mean[j]) / scale[j]
 
 
 def dense_source(X, mean=None, scale=None):
@@ -339,7 +312,7 @@ def dense_oblique_pays(X, yc, wc, s, w, b, feature, threshold, n_classes, params
     The axis-aligned start sends a row right when its column ``feature``
     exceeds ``threshold``.
     """
-    if params.oblique_penalty < 0.0:
+    if params.oblique_penalty < 0.0 or tests_out_of_bag(params):
         return True
     right = np.empty(s, dtype=np.bool_)
     right_axis = np.empty(s, dtype=np.bool_)
@@ -360,13 +333,15 @@ def dense_oblique_pays(X, yc, wc, s, w, b, feature, threshold, n_classes, params
 def split_node(data, start, end, node, tree_seed, table, params):
     """Fit the CO2 stump of one node and partition its rows in place.
 
-    ``data`` is ``(source, y, row_weight, rows)``: the node's rows are
+    ``data`` is ``(source, y, row_weight, rows, oob)``: the node's rows are
     ``rows[start:end]`` of the standardised input ``source``
     (:func:`dense_source`'s ``(X, mean, scale)``) with labels ``y`` and weights
-    ``row_weight``. ``table`` is the node table's payload ``(weights, bias,
-    value, n_node_samples)``. Writes the node's class distribution
-    (:func:`node_value`) and, for a split, its hyperplane to
-    ``weights[node]`` and ``bias[node]``; reorders ``rows[start:end]`` so
+    ``row_weight``; ``oob`` its out-of-bag rows, which
+    ``oblique_test="out_of_bag"`` judges the oblique split on
+    (:func:`~obliquetrees.co2._oob.oob_keeps`). ``table`` is the node
+    table's payload ``(weights, bias, value, n_node_samples)``. Writes the
+    node's class distribution (:func:`node_value`) and, for a split, its
+    hyperplane to ``weights[node]`` and ``bias[node]``; reorders ``rows[start:end]`` so
     that the left child's rows come first. The node's random numbers are
     drawn from ``node_seed(tree_seed, node)``. ``params`` is the fit's
     :class:`~obliquetrees.co2.training.CO2KernelParams` (the estimator's
@@ -394,7 +369,7 @@ def split_node(data, start, end, node, tree_seed, table, params):
         ``min_samples_leaf``, or empty) and the initial axis-aligned split is
         used instead.
     """
-    _, y, row_weight, rows = data
+    _, y, row_weight, rows, _ = data
     weights, bias, value, n_node_samples = table
     m = end - start
     n_present = node_value(y, row_weight, rows, start, end, node, value, n_node_samples)
@@ -445,7 +420,7 @@ def split_sampled(data, start, end, node, tree_seed, table, params):
     axis-aligned split (e.g. ``min_samples_leaf`` above half the sample), else
     :func:`split_node`'s values.
     """
-    source, y, row_weight, rows = data
+    source, y, row_weight, rows, _ = data
     # indexed, not unpacked: with ``weights, bias, value, _ = table`` numba 0.68's dead-code
     # elimination dropped the store to ``bias`` in this kernel (its alias analysis lost the
     # argument behind the unpacked name; test_grown_tree_partitions_as_stored pins it)
@@ -486,6 +461,7 @@ def split_sampled(data, start, end, node, tree_seed, table, params):
         Xc, yc, wc, s, w, scores, feature, threshold, theta0, theta1, n_classes, params, state,
         history,
     )  # fmt: skip
+    pays = pays and oob_keeps(data, w, b, mu, feature, threshold, n_classes, params)
     for j in range(p):
         b -= w[j] * mu[j]  # back to uncentred inputs
     right = np.empty(m, dtype=np.bool_)
@@ -523,7 +499,7 @@ def split_block(data, start, end, node, tree_seed, table, params):
     partition, which then needs no division (the same bits as standardising
     them again).
     """
-    source, y, row_weight, rows = data
+    source, y, row_weight, rows, _ = data
     weights, bias, value, _ = table
     m = end - start
     n_classes = value.shape[1]
@@ -583,6 +559,7 @@ def split_block(data, start, end, node, tree_seed, table, params):
         Xc, yc, wc, s, w, scores, feature, threshold, theta0, theta1, n_classes, params, state,
         history,
     )  # fmt: skip
+    pays = pays and oob_keeps(data, w, b, mu, feature, threshold, n_classes, params)
     n_right = 0
     for t in range(m):
         z = b

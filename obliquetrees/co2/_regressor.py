@@ -229,6 +229,7 @@ class CO2ForestRegressor(ObliqueRegressorMixin, _BaseCO2Forest):
         max_cccp_samples=2048,
         max_split_features=None,
         oblique_penalty=None,
+        oblique_test="fit",
         bootstrap=True,
         max_samples=None,
         oob_score=False,

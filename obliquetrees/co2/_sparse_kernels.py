@@ -62,15 +62,8 @@ from obliquetrees.co2._node import (
     oblique_pays,
     split_support,
 )
-
-
-@jit_inline
-def sparse_dot(w, indptr, indices, data, i, b):
-    """``b + w . u_i`` over the stored entries of row ``i``."""
-    s = b
-    for k in range(indptr[i], indptr[i + 1]):
-        s += w[indices[k]] * data[k]
-    return s
+from obliquetrees.co2._oob import oob_keeps, tests_out_of_bag
+from obliquetrees.co2._rows import sparse_dot
 
 
 @jit
@@ -443,7 +436,7 @@ def support_rows_sparse(block, s, support):
 @jit
 def sparse_oblique_pays(block, s, w, b, feature, threshold, n_classes, params):
     """:func:`~obliquetrees.co2._node.oblique_pays` of ``(w, b)`` (on centred rows) on ``block``."""
-    if params.oblique_penalty < 0.0:
+    if params.oblique_penalty < 0.0 or tests_out_of_bag(params):
         return True
     lptr, lidx, lval, mu, yb, wb = block
     p = w.shape[0]
@@ -469,7 +462,7 @@ def sparse_oblique_pays(block, s, w, b, feature, threshold, n_classes, params):
 def split_node_sparse(data, start, end, node, tree_seed, table, params):
     """:func:`~obliquetrees.co2._node.split_node` for CSR input.
 
-    ``data`` is ``((indptr, indices, u), y, row_weight, rows)`` with ``u``
+    ``data`` is ``((indptr, indices, u), y, row_weight, rows, oob)`` with ``u``
     the stored entries divided by the feature scale (see the module
     docstring). ``table`` is ``(w, bias, value, n_node_samples)`` with ``w``
     the grower's scratch row of ``n_features`` weights, not a row per node
@@ -479,7 +472,7 @@ def split_node_sparse(data, start, end, node, tree_seed, table, params):
     ``rows[start:end]`` (left rows first) and returns ``(n_left, n_iter,
     oblique)`` as the dense kernel; a leaf leaves ``w`` as it was.
     """
-    source, y, row_weight, rows = data
+    source, y, row_weight, rows, _ = data
     w, bias, value, n_node_samples = table
     m = end - start
     n_present = node_value(y, row_weight, rows, start, end, node, value, n_node_samples)
@@ -527,6 +520,7 @@ def split_node_sparse(data, start, end, node, tree_seed, table, params):
         w[:] = 0.0
         for j in range(support.shape[0]):
             w[support[j]] = wk[j]
+    pays = pays and oob_keeps(data, w, b, mu, feature, threshold, n_classes, params)
     for j in range(p):
         b -= w[j] * mu[j]  # bias on u, no longer centred
     n_right = 0

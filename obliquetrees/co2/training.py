@@ -36,6 +36,7 @@ from obliquetrees._training.grower import limit
 from obliquetrees.co2._grow import fold_split_weights
 from obliquetrees.co2._grow import grow_tree as _grow_tree
 from obliquetrees.co2._node import dense_source
+from obliquetrees.co2._oob import OUT_OF_BAG, no_out_of_bag, out_of_bag
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -69,6 +70,7 @@ class CO2Params:
     max_cccp_samples: int | None
     max_split_features: int | None
     oblique_penalty: float | None
+    oblique_test: str
 
     def __post_init__(self):
         for field in dataclasses.fields(self):
@@ -77,18 +79,26 @@ class CO2Params:
                 value = field.type(value)
             elif field.name == "oblique_penalty":
                 value = None if value is None else float(value)
+            elif field.name == "oblique_test":
+                value = str(value)
             elif value is not None:  # growth limits, max_samples, ...: None or int
                 value = int(value)
             object.__setattr__(self, field.name, value)
+
+    @property
+    def tests_out_of_bag(self):
+        """Whether the axis-or-oblique choice is made on each tree's out-of-bag rows."""
+        return self.oblique_test == "out_of_bag" and self.oblique_penalty is not None
 
     def kernel_args(self):
         """These parameters as one :class:`CO2KernelParams` record for the numba kernels.
 
         The growth limits, ``max_samples``, ``max_cccp_samples`` and
         ``max_split_features`` ``None`` become -1 (:func:`limit`), an
-        ``oblique_penalty`` of None -1.0 (no test); every other value keeps its
-        type, so the kernels see int64, float64 and bool scalars under the
-        estimator's names.
+        ``oblique_penalty`` of None -1.0 (no test), ``oblique_test`` 0
+        (``"fit"``) or :data:`~obliquetrees.co2._oob.OUT_OF_BAG`; every other
+        value keeps its type, so the kernels see int64, float64 and bool
+        scalars under the estimator's names.
         """
         limits = {
             name: limit(getattr(self, name))
@@ -101,6 +111,7 @@ class CO2Params:
             )
         }
         limits["oblique_penalty"] = -1.0 if self.oblique_penalty is None else self.oblique_penalty
+        limits["oblique_test"] = OUT_OF_BAG if self.oblique_test == "out_of_bag" else 0
         return CO2KernelParams(**(dataclasses.asdict(self) | limits))
 
 
@@ -133,7 +144,7 @@ def tree_bootstrap_counts(n_samples, seed, n_draws=None):
     return bootstrap_counts(n_samples, _tree_seeds(seed)[0], n_draws)
 
 
-def grow_tree(Xs, y, row_weight, n_classes, seed, params, capacity=0):
+def grow_tree(Xs, y, row_weight, n_classes, seed, params, capacity=0, oob_weight=None):
     """Grow one tree breadth-first on the standardised input ``Xs`` with per-row weights.
 
     Rows with zero weight are left out. The growth runs in one numba kernel
@@ -161,6 +172,10 @@ def grow_tree(Xs, y, row_weight, n_classes, seed, params, capacity=0):
     capacity : int, default=0
         Nodes the growth table is first allocated for (a guess: it grows as
         needed; the result does not depend on it).
+    oob_weight : ndarray of float64, shape (n_samples,), default=None
+        The weights of the tree's out-of-bag rows (0 for the others), which
+        ``params.oblique_test="out_of_bag"`` tests the oblique splits on
+        (:mod:`obliquetrees.co2._oob`); None (or the test off): none.
 
     Returns
     -------
@@ -183,6 +198,8 @@ def grow_tree(Xs, y, row_weight, n_classes, seed, params, capacity=0):
         CCCP outer iterations, oblique splits, axis-aligned fallbacks.
     """
     rows = np.flatnonzero(row_weight > 0)
+    tested = oob_weight is not None and params.tests_out_of_bag
+    oob = out_of_bag(oob_weight) if tested else no_out_of_bag()
     if isinstance(Xs, tuple) and len(Xs) == 4:  # CSR
         source, n_features = Xs[:3], Xs[3]
     else:
@@ -198,6 +215,7 @@ def grow_tree(Xs, y, row_weight, n_classes, seed, params, capacity=0):
         n_classes,
         params.kernel_args(),
         int(capacity),
+        oob,
     )
 
 
@@ -233,7 +251,9 @@ def _fit_one_tree(
     ``node_counts``, a list shared by the fit's tasks (threads), holds the
     node counts of the trees grown so far: the growth table starts at the
     largest plus an eighth (see :func:`grow_tree`'s ``capacity``), and this
-    tree's count is appended.
+    tree's count is appended. With ``params.tests_out_of_bag`` the rows the
+    bootstrap left out are grown along, weighted by ``sample_weight`` times
+    ``class_weight`` (the tree's, for ``"balanced_subsample"``).
     """
     n = y.shape[0]
     boot_seed, grow_seed = _tree_seeds(seed)
@@ -241,11 +261,15 @@ def _fit_one_tree(
         row_weight = bootstrap_counts(n, boot_seed, params.max_samples)
     else:
         row_weight = np.ones(n)
+    oob_weight = (row_weight == 0) * sample_weight if params.tests_out_of_bag else None
     if class_weight is not None:
         if isinstance(class_weight, str):  # "balanced_subsample"
-            row_weight = row_weight * balanced_class_weight(y, row_weight, n_classes)[y]
+            per_row = balanced_class_weight(y, row_weight, n_classes)[y]
         else:
-            row_weight = row_weight * class_weight[y]
+            per_row = class_weight[y]
+        row_weight = row_weight * per_row
+        if oob_weight is not None:  # the out-of-bag rows weigh as the tree's classes do
+            oob_weight = oob_weight * per_row
     row_weight = row_weight * sample_weight
     # a dense X comes alone (joblib's dask backend scatters a top-level array once, not
     # one inside a tuple) and is standardised by the kernels as they read it
@@ -254,9 +278,16 @@ def _fit_one_tree(
     # reallocated and holds few spare rows
     largest = max(node_counts, default=0) if node_counts is not None else 0
     left, right, weights, bias, value, nns, depth, stats = grow_tree(
-        source, y, row_weight, n_classes, grow_seed, params, largest + largest // 8
+        source,
+        y,
+        row_weight,
+        n_classes,
+        grow_seed,
+        params,
+        largest + largest // 8,
+        oob_weight=oob_weight,
     )
-    del row_weight
+    del row_weight, oob_weight
     if node_counts is not None:
         node_counts.append(left.shape[0])
     _fill_empty_nodes(left, right, value, nns, prior)

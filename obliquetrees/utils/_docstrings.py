@@ -99,7 +99,17 @@ oblique_penalty : float or None, default=None
     the oblique split (the paper). On the validation splits of
     ``benchmarks/results/defaults_validation.md`` no value beat None: the
     test helps where few features matter (madelon, poker, spambase) and
-    costs accuracy on letter, usps and pendigits.""",
+    costs accuracy on letter, usps and pendigits.
+oblique_test : {"fit", "out_of_bag"}, default="fit"
+    The rows ``oblique_penalty`` judges a node's oblique split on (ours).
+    ``"fit"``: the node's training rows, priced per extra weight as above.
+    ``"out_of_bag"``: the node's out-of-bag rows, those of the tree's
+    bootstrap left out (positive ``sample_weight``, drawn no time) routed
+    down the tree's splits; the oblique split is kept only when its gain
+    in log-likelihood over the axis-aligned start on those rows exceeds
+    ``oblique_penalty`` nats (a margin, no price per weight: the rows are
+    held out), and a node without out-of-bag rows keeps the start. Needs
+    ``bootstrap=True``; no effect when ``oblique_penalty`` is None.""",
     "relaxed_parameters": """\
 temperature, eps, sigma
     As in :meth:`DecisionMachine.relaxed_weights`.

@@ -154,9 +154,9 @@ def test_fit_forest_sizes_the_tables_after_the_trees_grown_so_far(monkeypatch):
     capacities = []
     grow = co2.grow_tree
 
-    def spy(*args):
+    def spy(*args, **kwargs):
         capacities.append(args[-1])
-        return grow(*args)
+        return grow(*args, **kwargs)
 
     monkeypatch.setattr(co2, "grow_tree", spy)
     trees, _ = co2.fit_co2(

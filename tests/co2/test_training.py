@@ -14,6 +14,10 @@ K = pytest.importorskip("obliquetrees.co2._kernels")
 N = pytest.importorskip("obliquetrees.co2._node")
 A = pytest.importorskip("obliquetrees._training.axis_split")
 co2 = pytest.importorskip("obliquetrees.co2.training")
+
+#: A split kernel's out-of-bag rows outside ``oblique_test="out_of_bag"``: none.
+NO_OOB = (np.empty(0, dtype=np.int64), np.empty(0), 0, 0)
+
 R = pytest.importorskip("obliquetrees._core._random")
 
 
@@ -434,7 +438,7 @@ def test_sampled_split_matches_reference(seed, min_samples_leaf):
     bias, value, nns = np.zeros(3), np.zeros((3, 4)), np.zeros(3)
     source = N.dense_source(raw, mean, scale)
     n_left, n_iter, oblique = N.split_node(
-        (source, y, rw, rows),
+        (source, y, rw, rows, NO_OOB),
         start,
         end,
         2,
@@ -473,14 +477,15 @@ def test_sampled_split_falls_back_to_all_rows_without_a_sample_split():
     table = (np.zeros((1, X.shape[1])), np.zeros(1), np.zeros((1, 4)), np.zeros(1))
     rows = np.arange(200)
     source = N.dense_source(X)
-    out = N.split_sampled((source, y, rw, rows), 0, 200, 0, np.uint64(3), table, kernel_params)
+    data = (source, y, rw, rows, NO_OOB)
+    out = N.split_sampled(data, 0, 200, 0, np.uint64(3), table, kernel_params)
     assert out[0] == N.NO_SAMPLE_SPLIT and np.array_equal(rows, np.arange(200))
-    got = N.split_node((source, y, rw, rows), 0, 200, 0, np.uint64(3), table, kernel_params)
+    got = N.split_node(data, 0, 200, 0, np.uint64(3), table, kernel_params)
     block_table = (np.zeros((1, X.shape[1])), np.zeros(1), np.zeros((1, 4)), np.zeros(1))
     block_rows = np.arange(200)
     N.node_value(y, rw, block_rows, 0, 200, 0, block_table[2], block_table[3])
     expected = N.split_block(
-        (source, y, rw, block_rows), 0, 200, 0, np.uint64(3), block_table, kernel_params
+        (source, y, rw, block_rows, NO_OOB), 0, 200, 0, np.uint64(3), block_table, kernel_params
     )
     assert got == expected and got[0] >= 25
     for a, b in zip(table, block_table, strict=True):
@@ -535,6 +540,7 @@ def _co2_params(**kw):
         max_cccp_samples=None,
         max_split_features=None,
         oblique_penalty=None,
+        oblique_test="fit",
     )
     return co2.CO2Params(**{**params, **kw})
 
@@ -658,6 +664,7 @@ def test_kernel_args_are_scalars_of_the_kernel_types():
         "max_cccp_samples": -1,
         "max_split_features": -1,
         "oblique_penalty": -1.0,  # None: no axis-or-oblique test
+        "oblique_test": 0,  # "fit"
     }
     for name, value in params._asdict().items():
         field_type = co2.CO2Params.__dataclass_fields__[name].type
