@@ -106,10 +106,11 @@ oblique_test : {"fit", "out_of_bag"}, default="fit"
     ``"out_of_bag"``: the node's out-of-bag rows, those of the tree's
     bootstrap left out (positive ``sample_weight``, drawn no time) routed
     down the tree's splits; the oblique split is kept only when its gain
-    in log-likelihood over the axis-aligned start on those rows exceeds
-    ``oblique_penalty`` nats (a margin, no price per weight: the rows are
-    held out), and a node without out-of-bag rows keeps the start. Needs
-    ``bootstrap=True``; no effect when ``oblique_penalty`` is None.""",
+    in log-likelihood over the axis-aligned start on those rows is at
+    least ``oblique_penalty`` nats (a margin, no price per weight: the rows
+    are held out; a tie keeps the oblique split, as does a node without
+    out-of-bag rows at margin 0). Needs ``bootstrap=True``; no effect when
+    ``oblique_penalty`` is None.""",
     "relaxed_parameters": """\
 temperature, eps, sigma
     As in :meth:`DecisionMachine.relaxed_weights`.

@@ -87,10 +87,10 @@ def test_oob_keeps_is_the_gain_on_the_out_of_bag_rows(seed, penalty):
     axis = Xs[:, feature] - mu[feature] > threshold
     yn, wn = y[node], weight[node]
     gain = ref.co2_weighted_entropy(yn, wn, axis, 3) - ref.co2_weighted_entropy(yn, wn, oblique, 3)
-    assert got == (gain > penalty)
-    # no out-of-bag rows, or the test off: the start, or no say
+    assert got == (gain >= penalty)  # a tie keeps the oblique split
+    # no out-of-bag rows: no gain, the oblique split kept at margin 0 only; the test off: no say
     empty = (source, y, weight, rows, (rows, weight, 4, 4))
-    assert not O.oob_keeps(empty, w, b, mu, feature, threshold, 3, params)
+    assert O.oob_keeps(empty, w, b, mu, feature, threshold, 3, params) == (penalty == 0.0)
     fit = _co2_params(oblique_penalty=penalty).kernel_args()
     assert O.oob_keeps(data, w, b, mu, feature, threshold, 3, fit)
 
@@ -143,7 +143,8 @@ def test_a_node_tests_on_the_out_of_bag_rows_routed_to_it(seed):
     X = np.ascontiguousarray((X - X.mean(axis=0)) / X.std(axis=0))
     counts = rng.poisson(1.0, size=400).astype(np.float64)
     oob_weight = np.where((counts == 0) & (rng.random(400) < 0.4), 1.0, 0.0)
-    params = _co2_params(oblique_test="out_of_bag", oblique_penalty=0.0, max_features=6)
+    # a margin above 0: a kept oblique split gained on its out-of-bag rows
+    params = _co2_params(oblique_test="out_of_bag", oblique_penalty=1e-9, max_features=6)
     left, right, weights, bias, *_ = co2.grow_tree(X, y, counts, 3, seed, params, 0, oob_weight)
     weights = np.asarray(weights)
     X_oob, y_oob = X[oob_weight > 0], y[oob_weight > 0]
