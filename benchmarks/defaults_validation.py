@@ -39,7 +39,9 @@ Families and why each candidate is there:
   nats per weight) was measured too, at 38be420+dirty: 3/7/8 against the
   default, average rank 5.28, below the AIC price's 4/8/6 and 4.97; the
   option was dropped and its cells (``oblique_penalty="bic"``) stay in the
-  json.
+  json. Then the test on held-out rows (``oblique_test="out_of_bag"``: the
+  node's out-of-bag rows, margin 0), with the candidates drawn as today or
+  scanned among all features.
 - ``CO2ForestRegressor``: it lost to RF(30) on the low-dimensional sets
   (puma8nm, puma8nh: 8 features). scikit-learn's forest regressors consider
   all features (``max_features=1.0``) since 1.1 for this reason, ours the
@@ -115,6 +117,17 @@ FAMILIES = {
                 "n_estimators": 30,
                 "max_features": None,
                 "oblique_penalty": 1.0,
+            },
+            'oblique_test="out_of_bag", oblique_penalty=0': {
+                "n_estimators": 30,
+                "oblique_test": "out_of_bag",
+                "oblique_penalty": 0.0,
+            },
+            'max_features=None, oblique_test="out_of_bag", oblique_penalty=0': {
+                "n_estimators": 30,
+                "max_features": None,
+                "oblique_test": "out_of_bag",
+                "oblique_penalty": 0.0,
             },
         },
     ),
