@@ -4,6 +4,9 @@
   :class:`~obliquetrees.CO2ForestRegressor`;
 - ``training``: ``CO2Params``, ``CO2KernelParams`` and ``fit_co2``;
 - ``_grow``: one tree's breadth-first growth in one compiled call;
-- ``_node``, ``_kernels``: a node's split (best axis-aligned start, CCCP);
-- ``_sparse_kernels``: the same on a node kept as CSR.
+- ``_node``, ``_kernels``: a node's split (best axis-aligned start, its
+  support, CCCP, the axis-or-oblique test on the node's rows);
+- ``_sparse_kernels``: the same on a node kept as CSR;
+- ``_rows``: one row's standardised values and side, dense or CSR;
+- ``_oob``: the out-of-bag rows a tree carries down for the held-out test.
 """
