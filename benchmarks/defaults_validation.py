@@ -275,6 +275,35 @@ def _score(summary, data, label):
     return s["status"] if s["status"] != "ok" else f"{s['mean']:.4f} ± {s['sd']:.4f}"
 
 
+#: The suite's scikit-learn estimators the choices are read against (``results/suite.json``).
+PEERS = ("RF(30)", "RF(100)", "ET(100)", "HGB()")
+
+
+def _against_peers(summary, held_out, in_sample):
+    """W/T/L of the held-out and the in-sample choices against :data:`PEERS`, from the suite.
+
+    The suite's cells of the same data sets under the same test protocol (same
+    splits and seeds run by run), so the comparison is paired as in the suite;
+    data sets the suite has not run for a peer are left out of its counts.
+    """
+    suite_cells = read_runs(results_path("suite.json"))
+    suite = summarize(suite_cells)
+    rows = []
+    for peer in PEERS:
+        row = {"peer": peer}
+        for kind in ("held out", "in sample"):
+            counts = [0, 0, 0]
+            for data, chosen in held_out.items():
+                a = summary.get((data, chosen if kind == "held out" else in_sample))
+                b = suite.get((data, peer))
+                if a and b and a["status"] == b["status"] == "ok":
+                    counts[1 - compare(a, b)] += 1
+            row[f"{kind} choice W/T/L"] = "/".join(map(str, counts))
+            row[f"{kind}: data sets"] = sum(counts)
+        rows.append(row)
+    return [row for row in rows if row["held out: data sets"] or row["in sample: data sets"]]
+
+
 def lodo_report(cells, test_cells):
     """Per family: each data set's held-out choice and test score beside the in-sample choice's."""
     tables = []
@@ -311,6 +340,9 @@ def lodo_report(cells, test_cells):
                 ],
             )
         )
+        peers = _against_peers(summary, held_out, in_sample)
+        if peers:
+            tables.append((f"{family}: against the suite's peers on the same test parts", peers))
     loads = [x for c in test_cells for x in c["load"]]
     notes = (
         "Each default chosen leave one data set out: for every data set of a family, the rule "
@@ -320,7 +352,8 @@ def lodo_report(cells, test_cells):
         "scored on the held-out data set's *test* part (the suite's test protocol, 5 runs). "
         "Beside it, the choice the rule makes from all data sets' validation scores (in "
         "sample: it saw the held-out set's validation split) and the default, on the same "
-        "test parts. W/T/L paired as in the suite."
+        "test parts. W/T/L paired as in the suite; against the suite's scikit-learn peers, "
+        "from their cells in ``suite.json`` (same splits and seeds)."
         + f"\n\nCells: {len(test_cells)}; CPU {', '.join(sorted({c['CPU'] for c in test_cells}))}; "
         f"revisions {', '.join(sorted({c['revision'] for c in test_cells}))}; 1-minute load "
         f"average at the pairs' starts and ends {min(loads):.1f}-{max(loads):.1f}."
