@@ -253,6 +253,14 @@ def fit_support(Xs, ys, ws, s, threshold, theta0, theta1, n_classes, params, sta
     return wk, b, n_iter, pays
 
 
+@jit_inline
+def place_support(w, support, wk):
+    """Write the support's weights ``wk`` to ``w`` (every feature; 0 off the support)."""
+    w[:] = 0.0
+    for j in range(support.shape[0]):
+        w[support[j]] = wk[j]
+
+
 @jit
 def fit_stump(
     Xc, yc, wc, s, w, scores, feature, threshold, theta0, theta1, n_classes, params, state, history
@@ -280,9 +288,7 @@ def fit_stump(
     wk, b, n_iter, pays = fit_support(
         Xs, ys, ws, s, threshold, theta0, theta1, n_classes, params, state, history
     )
-    w[:] = 0.0
-    for j in range(support.shape[0]):
-        w[support[j]] = wk[j]
+    place_support(w, support, wk)
     return b, n_iter, pays
 
 
@@ -323,10 +329,7 @@ def dense_oblique_pays(X, yc, wc, s, w, b, feature, threshold, n_classes, params
             z += w[j] * X[t, j]
         right[t] = z > 0.0
         right_axis[t] = X[t, feature] > threshold
-    k_used = 0
-    for j in range(k):
-        k_used += w[j] != 0.0
-    return oblique_pays(yc, wc, s, right_axis, right, k_used, n_classes, params)
+    return oblique_pays(yc, wc, s, right_axis, right, np.count_nonzero(w), n_classes, params)
 
 
 @jit

@@ -60,10 +60,11 @@ from obliquetrees.co2._node import (
     fit_support,
     node_value,
     oblique_pays,
+    place_support,
     split_support,
 )
 from obliquetrees.co2._oob import oob_keeps, tests_out_of_bag
-from obliquetrees.co2._rows import sparse_dot
+from obliquetrees.co2._rows import row_side, row_value, sparse_dot
 
 
 @jit
@@ -439,23 +440,17 @@ def sparse_oblique_pays(block, s, w, b, feature, threshold, n_classes, params):
     if params.oblique_penalty < 0.0 or tests_out_of_bag(params):
         return True
     lptr, lidx, lval, mu, yb, wb = block
-    p = w.shape[0]
+    rows = (lptr, lidx, lval)  # the block's rows as a CSR source of u
     shift = b  # z = w.(u - mu) + b
-    for j in range(p):
+    for j in range(w.shape[0]):
         shift -= w[j] * mu[j]
     right = np.empty(s, dtype=np.bool_)
     right_axis = np.empty(s, dtype=np.bool_)
+    no_buffer = np.empty(0)  # (CSR rows are read in place)
     for t in range(s):
-        right[t] = sparse_dot(w, lptr, lidx, lval, t, shift) > 0.0
-        v = -mu[feature]
-        for e in range(lptr[t], lptr[t + 1]):
-            if lidx[e] == feature:
-                v += lval[e]
-        right_axis[t] = v > threshold
-    k_used = 0
-    for j in range(p):
-        k_used += w[j] != 0.0
-    return oblique_pays(yb, wb, s, right_axis, right, k_used, n_classes, params)
+        right[t] = row_side(rows, t, w, shift, no_buffer)
+        right_axis[t] = row_value(rows, t, feature) - mu[feature] > threshold
+    return oblique_pays(yb, wb, s, right_axis, right, np.count_nonzero(w), n_classes, params)
 
 
 @jit
@@ -517,9 +512,7 @@ def split_node_sparse(data, start, end, node, tree_seed, table, params):
         wk, b, n_iter, pays = fit_support(
             Xs, ys, ws, s, threshold, theta0, theta1, n_classes, params, state, history
         )
-        w[:] = 0.0
-        for j in range(support.shape[0]):
-            w[support[j]] = wk[j]
+        place_support(w, support, wk)
     pays = pays and oob_keeps(data, w, b, mu, feature, threshold, n_classes, params)
     for j in range(p):
         b -= w[j] * mu[j]  # bias on u, no longer centred

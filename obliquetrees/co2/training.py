@@ -100,7 +100,7 @@ class CO2Params:
         value keeps its type, so the kernels see int64, float64 and bool
         scalars under the estimator's names.
         """
-        limits = {
+        kernel_values = {
             name: limit(getattr(self, name))
             for name in (
                 "max_depth",
@@ -110,9 +110,11 @@ class CO2Params:
                 "max_split_features",
             )
         }
-        limits["oblique_penalty"] = -1.0 if self.oblique_penalty is None else self.oblique_penalty
-        limits["oblique_test"] = OUT_OF_BAG if self.oblique_test == "out_of_bag" else 0
-        return CO2KernelParams(**(dataclasses.asdict(self) | limits))
+        kernel_values["oblique_penalty"] = (
+            -1.0 if self.oblique_penalty is None else self.oblique_penalty
+        )
+        kernel_values["oblique_test"] = OUT_OF_BAG if self.oblique_test == "out_of_bag" else 0
+        return CO2KernelParams(**(dataclasses.asdict(self) | kernel_values))
 
 
 #: :class:`CO2Params` as the numba kernels take it (:meth:`CO2Params.kernel_args`):
