@@ -52,6 +52,7 @@ class _BaseCO2Forest(BaseObliqueForest):
         "tol": reals(0),
         "max_cccp_samples": integers(1, none=True),
         "max_split_features": MAX_FEATURES,
+        "min_samples_oblique": integers(1),
         "oblique_penalty": [None, *reals(0)],
         "oblique_test": options("fit", "out_of_bag"),
         "bootstrap": ["boolean"],
@@ -367,8 +368,8 @@ class CO2ForestClassifier(ObliqueClassifierMixin, _BaseCO2Forest):
     n_axis_fallback_ : ndarray of int64, shape (n_estimators,)
         Splits per tree that kept the initial axis-aligned split: the
         optimised hyperplane was degenerate (empty or too small side), did
-        not pay its ``oblique_penalty``, or had one feature to weigh
-        (``max_split_features=1``).
+        not pay its ``oblique_penalty``, had one feature to weigh
+        (``max_split_features=1``) or fewer rows than ``min_samples_oblique``.
     oob_score_ : float
         Score on the out-of-bag samples (``oob_score`` only), over the
         samples that at least one tree left out.
@@ -606,6 +607,7 @@ class CO2ForestClassifier(ObliqueClassifierMixin, _BaseCO2Forest):
         tol=1e-3,
         max_cccp_samples=1024,
         max_split_features=None,
+        min_samples_oblique=1,
         oblique_penalty=None,
         oblique_test="fit",
         bootstrap=True,

@@ -185,14 +185,18 @@ def candidate_scores(p, params):
 
 
 @jit
-def split_support(scores, feature, p, params):
-    """The features the node's oblique split may weigh, the axis-aligned start's ``feature`` first.
+def split_support(scores, feature, p, m, params):
+    """The features the oblique split of a node of ``m`` rows may weigh, ``feature`` first.
 
-    Every feature, in order, when ``scores`` is empty (:func:`candidate_scores`);
-    otherwise ``feature`` and the candidates of the next best impurities
+    None (an empty support) when ``m`` is below ``params.min_samples_oblique``:
+    the node keeps its axis-aligned start, of ``feature``. Otherwise every
+    feature, in order, when ``scores`` is empty (:func:`candidate_scores`);
+    else the start's ``feature`` and the candidates of the next best impurities
     (``scores``, from :func:`~obliquetrees._training.axis_split.ranked_axis_split`;
     ties in feature order), at most ``params.max_split_features`` in all.
     """
+    if m < params.min_samples_oblique:
+        return np.empty(0, dtype=np.int64)
     if scores.shape[0] == 0:
         return np.arange(p)
     k = max(params.max_split_features, 1)
@@ -263,23 +267,25 @@ def place_support(w, support, wk):
 
 @jit
 def fit_stump(
-    Xc, yc, wc, s, w, scores, feature, threshold, theta0, theta1, n_classes, params, state, history
+    Xc, yc, wc, s, w, support, feature, threshold, theta0, theta1, n_classes, params, state, history
 ):
     """The node's stump on its ``s`` centred fit rows ``Xc``: CCCP on every feature or a support.
 
     ``w`` holds the axis-aligned start (the unit vector on ``feature``) and
-    receives the stump's weights on every feature (0 off the support). With
-    every feature in the support (:func:`split_support`) this is the paper's
+    receives the stump's weights on every feature (0 off the ``support``,
+    :func:`split_support`; an empty one keeps the start, no CCCP). With
+    every feature in the support this is the paper's
     stump on the block itself, whose rows the CCCP reorders in place with
     ``yc`` and ``wc``; otherwise :func:`fit_support` on a copy of the
     support's columns, and the rows keep their order.
 
     Returns ``(b, n_iter, pays)``: the bias on the centred rows, the CCCP's
     outer iterations and whether the split beats the start
-    (:func:`dense_oblique_pays`; False for a support of one feature).
+    (:func:`dense_oblique_pays`; False for a support of at most one feature).
     """
     p = w.shape[0]
-    support = split_support(scores, feature, p, params)
+    if support.shape[0] == 0:
+        return -threshold, 0, False
     if support.shape[0] == p:
         b, n_iter, _ = cccp(Xc, yc, wc, s, w, -threshold, theta0, theta1, params, state, history)
         pays = dense_oblique_pays(Xc, yc, wc, s, w, b, feature, threshold, n_classes, params)
@@ -460,8 +466,9 @@ def split_sampled(data, start, end, node, tree_seed, table, params):
     w[feature] = 1.0
     theta0, theta1 = init_theta(Xc, yc, wc, s, feature, threshold, n_classes, THETA_PRIOR)
     history = np.empty(params.max_cccp_iter + 1)
+    support = split_support(scores, feature, p, m, params)
     b, n_iter, pays = fit_stump(
-        Xc, yc, wc, s, w, scores, feature, threshold, theta0, theta1, n_classes, params, state,
+        Xc, yc, wc, s, w, support, feature, threshold, theta0, theta1, n_classes, params, state,
         history,
     )  # fmt: skip
     pays = pays and oob_keeps(data, w, b, mu, feature, threshold, n_classes, params)
@@ -558,8 +565,9 @@ def split_block(data, start, end, node, tree_seed, table, params):
     else:
         Xc, yc, wc = Xb, yb, wb
     s = pick.shape[0]
+    support = split_support(scores, feature, p, m, params)
     b, n_iter, pays = fit_stump(
-        Xc, yc, wc, s, w, scores, feature, threshold, theta0, theta1, n_classes, params, state,
+        Xc, yc, wc, s, w, support, feature, threshold, theta0, theta1, n_classes, params, state,
         history,
     )  # fmt: skip
     pays = pays and oob_keeps(data, w, b, mu, feature, threshold, n_classes, params)

@@ -135,8 +135,8 @@ class CO2ForestRegressor(ObliqueRegressorMixin, _BaseCO2Forest):
     n_axis_fallback_ : ndarray of int64, shape (n_estimators,)
         Splits per tree that kept the initial axis-aligned split: the
         optimised hyperplane was degenerate (empty or too small side), did
-        not pay its ``oblique_penalty``, or had one feature to weigh
-        (``max_split_features=1``).
+        not pay its ``oblique_penalty``, had one feature to weigh
+        (``max_split_features=1``) or fewer rows than ``min_samples_oblique``.
     oob_score_ : float
         Score on the out-of-bag samples (``oob_score`` only), over the
         samples that at least one tree left out.
@@ -228,6 +228,7 @@ class CO2ForestRegressor(ObliqueRegressorMixin, _BaseCO2Forest):
         tol=1e-3,
         max_cccp_samples=2048,
         max_split_features=None,
+        min_samples_oblique=1,
         oblique_penalty=None,
         oblique_test="fit",
         bootstrap=True,

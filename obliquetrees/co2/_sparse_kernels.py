@@ -503,8 +503,10 @@ def split_node_sparse(data, start, end, node, tree_seed, table, params):
     w[:] = 0.0
     w[feature] = 1.0
     history = np.empty(params.max_cccp_iter + 1)
-    support = split_support(scores, feature, p, params)
-    if support.shape[0] == p:  # the paper's stump, on every feature
+    support = split_support(scores, feature, p, m, params)
+    if support.shape[0] == 0:  # a node below min_samples_oblique keeps its start
+        b, n_iter, pays = -threshold, 0, False
+    elif support.shape[0] == p:  # the paper's stump, on every feature
         b, n_iter, _ = cccp_sparse(sub, s, w, -threshold, theta0, theta1, params, state, history)
         pays = sparse_oblique_pays(sub, s, w, b, feature, threshold, n_classes, params)
     else:

@@ -69,6 +69,7 @@ class CO2Params:
     max_samples: int | None
     max_cccp_samples: int | None
     max_split_features: int | None
+    min_samples_oblique: int
     oblique_penalty: float | None
     oblique_test: str
 

@@ -89,6 +89,13 @@ max_split_features : {"sqrt", "log2"}, int, float or None, default=None
     ``"sqrt"``, ``"log2"``, an int, a fraction of ``n_features`` or every
     feature (None: the paper's stump). One feature keeps the axis-aligned
     start (no CCCP).
+min_samples_oblique : int, default=1
+    Fewest distinct training rows a node needs to fit an oblique split
+    (ours): a smaller node keeps its axis-aligned start, without CCCP
+    (rows drawn more than once by the bootstrap count once). Small nodes
+    hold most of a tree's nodes and, with about 20 CCCP iterations each,
+    much of its fit time, while an oblique split fit on a few rows is the
+    likeliest to overfit. 1: every node (the paper).
 oblique_penalty : float or None, default=None
     The axis-or-oblique choice (ours): a node keeps its oblique split only
     when it fits the node's rows better than the axis-aligned start by more

@@ -138,13 +138,17 @@ def test_split_support_is_the_start_and_the_next_best_candidates():
     scores = np.array([3.0, np.inf, 1.0, 2.0, 2.0, 0.5, np.inf])
     params = _kernel_params(max_split_features=3)
     # the start first even when another candidate scores as well; ties in feature order
-    np.testing.assert_array_equal(N.split_support(scores, 2, 7, params), [2, 5, 3])
-    np.testing.assert_array_equal(N.split_support(scores, 5, 7, params), [5, 2, 3])
+    np.testing.assert_array_equal(N.split_support(scores, 2, 7, 100, params), [2, 5, 3])
+    np.testing.assert_array_equal(N.split_support(scores, 5, 7, 100, params), [5, 2, 3])
     wide = _kernel_params(max_split_features=6)  # no more than the finite candidates
-    np.testing.assert_array_equal(N.split_support(scores, 5, 7, wide), [5, 2, 3, 4, 0])
+    np.testing.assert_array_equal(N.split_support(scores, 5, 7, 100, wide), [5, 2, 3, 4, 0])
     everything = _kernel_params(max_split_features=None)
     assert N.candidate_scores(7, everything).shape == (0,)
-    np.testing.assert_array_equal(N.split_support(np.empty(0), 4, 7, everything), np.arange(7))
+    np.testing.assert_array_equal(N.split_support(np.empty(0), 4, 7, 100, everything), np.arange(7))
+    # a node below min_samples_oblique: no support, it keeps its start
+    few = _kernel_params(max_split_features=3, min_samples_oblique=20)
+    assert N.split_support(scores, 2, 7, 19, few).shape == (0,)
+    np.testing.assert_array_equal(N.split_support(scores, 2, 7, 20, few), [2, 5, 3])
     assert N.candidate_scores(7, params).shape == (7,)
 
 
@@ -187,11 +191,12 @@ def test_every_split_weighs_at_most_max_split_features(sparse, Estimator):
 
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("Estimator", [CO2ForestClassifier, CO2ForestRegressor])
-def test_an_unpayable_penalty_keeps_every_axis_aligned_start(sparse, Estimator):
+@pytest.mark.parametrize("never_kw", [dict(oblique_penalty=1e12), dict(min_samples_oblique=301)])
+def test_an_unpayable_penalty_keeps_every_axis_aligned_start(sparse, Estimator, never_kw):
     X, y = make_classification(300, 12, n_informative=6, random_state=1)
     X = sp.csr_matrix(np.where(np.abs(X) > 0.5, X, 0.0)) if sparse else X
     kw = dict(n_estimators=3, max_depth=6, random_state=0)
-    never = Estimator(oblique_penalty=1e12, **kw).fit(X, y)
+    never = Estimator(**never_kw, **kw).fit(X, y)
     starts = Estimator(max_split_features=1, **kw).fit(X, y)
     assert _n_weights(never).max() == 1
     n_splits = sum(int((t.children_left != -1).sum()) for t in never.trees_)
@@ -204,7 +209,31 @@ def test_an_unpayable_penalty_keeps_every_axis_aligned_start(sparse, Estimator):
     np.testing.assert_array_equal(never.predict(X), starts.predict(X))
 
 
-@pytest.mark.parametrize("kw", [dict(max_split_features=4), dict(oblique_penalty=0.0)])
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("Estimator", [CO2ForestClassifier, CO2ForestRegressor])
+def test_nodes_below_min_samples_oblique_keep_their_axis_aligned_start(sparse, Estimator):
+    X, y = make_classification(400, 12, n_informative=6, random_state=3)
+    X = sp.csr_matrix(np.where(np.abs(X) > 0.5, X, 0.0)) if sparse else X
+    # no bootstrap: a node's sample count is its number of distinct rows
+    kw = dict(n_estimators=2, max_depth=8, bootstrap=False, random_state=0)
+    model = Estimator(min_samples_oblique=60, **kw).fit(X, y)
+    paper = Estimator(**kw).fit(X, y)
+    for tree in model.trees_:
+        split = tree.children_left != -1
+        n_weights = np.diff(tree.weight_indptr)
+        small = split & (tree.n_node_samples < 60)
+        assert small.any() and (n_weights[small] == 1).all()
+        assert (n_weights[split & ~small] > 1).mean() > 0.5
+    # the first splits, on every row, are the paper's
+    for a, b in zip(model.trees_, paper.trees_, strict=True):
+        np.testing.assert_array_equal(
+            a.weight_value[: a.weight_indptr[1]], b.weight_value[: b.weight_indptr[1]]
+        )
+
+
+@pytest.mark.parametrize(
+    "kw", [dict(max_split_features=4), dict(oblique_penalty=0.0), dict(min_samples_oblique=40)]
+)
 def test_sparse_matches_dense_with_a_support_or_a_test(kw):
     rng = np.random.RandomState(0)
     X = sp.random(250, 25, density=0.3, format="csr", random_state=0)
@@ -237,6 +266,8 @@ def test_defaults_are_the_papers_stump():
         (dict(oblique_penalty=-1.0), "oblique_penalty"),
         (dict(max_split_features=0), "max_split_features"),
         (dict(max_split_features="all"), "max_split_features"),
+        (dict(min_samples_oblique=0), "min_samples_oblique"),
+        (dict(min_samples_oblique=2.5), "min_samples_oblique"),
     ],
 )
 def test_bad_support_parameters_are_named(kw, match):

@@ -539,6 +539,7 @@ def _co2_params(**kw):
         max_samples=None,
         max_cccp_samples=None,
         max_split_features=None,
+        min_samples_oblique=1,
         oblique_penalty=None,
         oblique_test="fit",
     )
