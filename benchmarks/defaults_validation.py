@@ -13,6 +13,13 @@ a mean per-run difference within one sd of the differences, as in the
 suite) and its average rank among the family's candidates is better; of
 several that pass, the best-ranked.
 
+Cost rule, for a family that starts from an accuracy choice and looks for
+a cheaper model (``rule="cost"``; fixed before its runs, issue 39's cost
+acceptance): a candidate replaces the family's first label only if,
+against it, it wins at least as many data sets as it loses and its fit
+time is at most 0.8 of the first label's (the median over data sets of the
+per-set ratio of median fit times); of several that pass, the cheapest.
+
 Families and why each candidate is there:
 
 - ``HingeForestRegressor``: on the suite's regression sets 30 trees scored
@@ -42,6 +49,15 @@ Families and why each candidate is there:
   json. Then the test on held-out rows (``oblique_test="out_of_bag"``: the
   node's out-of-bag rows, margin 0), with the candidates drawn as today or
   scanned among all features.
+- ``co2-classifier-cost`` (cost rule): the accuracy choice above
+  (all features scanned, out-of-bag test at margin 0) costs 1.5x the old
+  default's fit, which was already 5x ExtraTrees(100)'s on the median
+  suite set. Nodes of fewer than 50 rows take 40 % of a tree's fit time
+  (letter, ``results/co2_profile.md``), about 19 CCCP iterations each.
+  Candidates: no oblique split below 20, 50 or 200 rows
+  (``min_samples_oblique``), a support of ``sqrt(n_features)`` (CCCP and
+  prediction on fewer columns), both, and the candidates drawn as today
+  (``max_features="sqrt"``).
 - ``CO2ForestRegressor``: it lost to RF(30) on the low-dimensional sets
   (puma8nm, puma8nh: 8 features). scikit-learn's forest regressors consider
   all features (``max_features=1.0``) since 1.1 for this reason, ours the
@@ -63,6 +79,8 @@ protocol), beside the in-sample choice and the default on the same parts:
     python -m benchmarks defaults-validation --lodo          # then the held-out test scores
 """
 
+from typing import NamedTuple
+
 import numpy as np
 
 from benchmarks.bench_suite import (
@@ -76,9 +94,26 @@ from benchmarks.bench_suite import (
 )
 from benchmarks.common import read_runs, results_path, write_results
 
-#: family -> (task, dotted class, {label: parameters}); the first label is the default.
+
+class Family(NamedTuple):
+    """A family of candidates: the first label is the default (or the accuracy choice)."""
+
+    task: str
+    dotted: str  # the estimator class
+    candidates: dict  # label -> parameters
+    rule: str = "accuracy"  # or "cost" (module docstring)
+
+
+#: The accuracy choice of co2-classifier, where co2-classifier-cost starts.
+_CO2_CHOICE = {
+    "n_estimators": 30,
+    "max_features": None,
+    "oblique_test": "out_of_bag",
+    "oblique_penalty": 0.0,
+}
+
 FAMILIES = {
-    "hinge-regressor": (
+    "hinge-regressor": Family(
         "regression",
         "obliquetrees.HingeForestRegressor",
         {
@@ -88,12 +123,12 @@ FAMILIES = {
             'head="linear"': {"head": "linear"},
         },
     ),
-    "hinge-classifier": (
+    "hinge-classifier": Family(
         "classification",
         "obliquetrees.HingeForestClassifier",
         {"default": {}, 'head="linear"': {"head": "linear"}},
     ),
-    "co2-classifier": (
+    "co2-classifier": Family(
         "classification",
         "obliquetrees.CO2ForestClassifier",
         {
@@ -131,7 +166,22 @@ FAMILIES = {
             },
         },
     ),
-    "co2-regressor": (
+    "co2-classifier-cost": Family(
+        "classification",
+        "obliquetrees.CO2ForestClassifier",
+        {
+            "accuracy choice": _CO2_CHOICE,
+            "min_samples_oblique=20": _CO2_CHOICE | {"min_samples_oblique": 20},
+            "min_samples_oblique=50": _CO2_CHOICE | {"min_samples_oblique": 50},
+            "min_samples_oblique=200": _CO2_CHOICE | {"min_samples_oblique": 200},
+            'max_split_features="sqrt"': _CO2_CHOICE | {"max_split_features": "sqrt"},
+            'min_samples_oblique=50, max_split_features="sqrt"': _CO2_CHOICE
+            | {"min_samples_oblique": 50, "max_split_features": "sqrt"},
+            'max_features="sqrt"': _CO2_CHOICE | {"max_features": "sqrt"},
+        },
+        rule="cost",
+    ),
+    "co2-regressor": Family(
         "regression",
         "obliquetrees.CO2ForestRegressor",
         {
@@ -145,13 +195,26 @@ FAMILIES = {
 RESULTS = "defaults_validation.json"
 
 
-def decide(summary, names, labels):
+def fit_time_ratios(summary, names, label, default):
+    """Per data set of ``names`` run by both: ``label``'s median fit time over ``default``'s."""
+    return [
+        summary[(d, label)]["fit s"] / summary[(d, default)]["fit s"]
+        for d in names
+        if summary.get((d, label), {}).get("status")
+        == summary.get((d, default), {}).get("status")
+        == "ok"
+    ]
+
+
+def decide(summary, names, labels, rule="accuracy"):
     """The rule over the data sets ``names``: per candidate its counts and rank; the choice.
 
     Returns ``(rows, chosen)``: for each candidate (``labels[1:]``) its
     W/T/L against the default (``labels[0]``), both average ranks among all
-    ``labels`` and whether it passes the rule; ``chosen`` is the best-ranked
-    candidate that passes, else the default.
+    ``labels``, its fit time ratio to the default (median over data sets) and
+    whether it passes ``rule`` (module docstring); ``chosen`` is the
+    best-ranked candidate that passes (``"cost"``: the cheapest), else the
+    default.
     """
     default = labels[0]
     mean_rank, _ = ranks(summary, names, labels)
@@ -163,24 +226,33 @@ def decide(summary, names, labels):
             if a and b and a["status"] == b["status"] == "ok":
                 counts[1 - compare(a, b)] += 1
         better_rank = mean_rank.get(label, np.inf) < mean_rank.get(default, np.inf)
+        ratios = fit_time_ratios(summary, names, label, default)
+        time_ratio = float(np.median(ratios)) if ratios else np.inf
+        passes = (
+            counts[0] >= counts[2] and time_ratio <= 0.8
+            if rule == "cost"
+            else counts[0] > counts[2] and better_rank
+        )
         rows.append(
             {
                 "candidate": label,
                 "counts": counts,
                 "rank": mean_rank.get(label, float("nan")),
                 "default rank": mean_rank.get(default, float("nan")),
-                "passes": counts[0] > counts[2] and better_rank,
+                "time ratio": time_ratio,
+                "passes": passes,
             }
         )
     passed = [row for row in rows if row["passes"]]
-    chosen = min(passed, key=lambda row: row["rank"])["candidate"] if passed else default
+    best = (lambda row: row["time ratio"]) if rule == "cost" else (lambda row: row["rank"])
+    chosen = min(passed, key=best)["candidate"] if passed else default
     return rows, chosen
 
 
 def report(cells):
     """Per family: scores per data set, W/T/L against the default, average rank, decision."""
     tables = []
-    for family, (_, _, candidates) in FAMILIES.items():
+    for family, (_, _, candidates, rule) in FAMILIES.items():
         mine = [c for c in cells if c["family"] == family]
         if not mine:
             continue
@@ -203,17 +275,11 @@ def report(cells):
         tables.append((f"{family}: validation score, mean ± sd over {N_RUNS} runs", rows))
         default = labels[0]
         _, n_ranked = ranks(summary, names, labels)
-        rows, chosen = decide(summary, names, labels)
+        rows, chosen = decide(summary, names, labels, rule)
         decision = []
         for row in rows:
             label = row["candidate"]
-            time_ratio = [
-                summary[(d, label)]["fit s"] / summary[(d, default)]["fit s"]
-                for d in names
-                if summary.get((d, label), {}).get("status")
-                == summary.get((d, default), {}).get("status")
-                == "ok"
-            ]
+            time_ratio = fit_time_ratios(summary, names, label, default)
             passes = "yes: chosen" if label == chosen else "yes" if row["passes"] else "no"
             decision.append(
                 {
@@ -258,12 +324,13 @@ def choices(cells, family):
     the validation scores of all the family's data sets, and a dict data set
     -> the label it picks from the other data sets' (leave one data set out).
     """
-    labels = list(FAMILIES[family][2])
+    labels = list(FAMILIES[family].candidates)
+    rule = FAMILIES[family].rule
     mine = [c for c in cells if c["family"] == family]
     summary = summarize(mine)
     names = sorted({c["data"] for c in mine})
-    _, in_sample = decide(summary, names, labels)
-    held_out = {d: decide(summary, [n for n in names if n != d], labels)[1] for d in names}
+    _, in_sample = decide(summary, names, labels, rule)
+    held_out = {d: decide(summary, [n for n in names if n != d], labels, rule)[1] for d in names}
     return in_sample, held_out
 
 
@@ -307,7 +374,7 @@ def _against_peers(summary, held_out, in_sample):
 def lodo_report(cells, test_cells):
     """Per family: each data set's held-out choice and test score beside the in-sample choice's."""
     tables = []
-    for family, (_, _, candidates) in FAMILIES.items():
+    for family, (_, _, candidates, _) in FAMILIES.items():
         if not any(c["family"] == family for c in cells):
             continue
         default = next(iter(candidates))
@@ -372,7 +439,7 @@ def lodo(cells, args):
     path = results_path(LODO_RESULTS)
     test_cells = read_runs(path)
     for family in [] if args.report else args.family or list(FAMILIES):
-        _, dotted, candidates = FAMILIES[family]
+        _, dotted, candidates, _ = FAMILIES[family]
         if not any(c["family"] == family for c in cells):
             continue
         in_sample, held_out = choices(cells, family)
@@ -413,7 +480,7 @@ def main(args):
         lodo(cells, args)
         return
     for family in [] if args.report else args.family or list(FAMILIES):
-        task, dotted, candidates = FAMILIES[family]
+        task, dotted, candidates, _ = FAMILIES[family]
         for data in [d for d in args.data or data_sets() if task_of(d) == task]:
             for label, params in candidates.items():
                 spec = (dotted, params)
