@@ -43,6 +43,7 @@ SUBCOMMANDS = {
     "onnx": "benchmarks.bench_onnx",
     "scale": "benchmarks.bench_scale",
     "suite": "benchmarks.bench_suite",
+    "cost": "benchmarks.bench_cost",
     "defaults-validation": "benchmarks.defaults_validation",
     "run": "benchmarks.run",
 }
