@@ -79,7 +79,7 @@ class CO2ForestRegressor(ObliqueRegressorMixin, _BaseCO2Forest):
         and CCCP) on this many of them, drawn uniformly without replacement
         (the partition uses all of them); None fits every node on all its
         samples.
-    %(co2_split_support)s
+    %(co2_split_support_regressor)s
     bootstrap : bool, default=True
         Grow each tree on a bootstrap sample (drawn as integer weights; X is
         never copied per tree). If False every tree sees all samples.

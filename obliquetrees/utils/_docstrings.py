@@ -48,6 +48,49 @@ Attributes
 {task}
 {source}"""
 
+
+def _co2_split_support(penalty, test, why):
+    """The CO2 estimators' split-support parameters, with one class's defaults and reason."""
+    return f"""\
+max_split_features : {{"sqrt", "log2"}}, int, float or None, default=None
+    Most features an oblique split weighs (ours; the paper's splits weigh
+    every feature). The split's support is chosen at each node: the
+    axis-aligned start's feature and the candidates (of the
+    ``max_features`` scanned for the start) whose own best axis-aligned
+    splits are next best; the CCCP then runs on those columns only, and
+    the stored weights, and so the prediction cost, follow the support.
+    ``"sqrt"``, ``"log2"``, an int, a fraction of ``n_features`` or every
+    feature (None: the paper's stump). One feature keeps the axis-aligned
+    start (no CCCP).
+min_samples_oblique : int, default=1
+    Fewest distinct training rows a node needs to fit an oblique split
+    (ours): a smaller node keeps its axis-aligned start, without CCCP
+    (rows drawn more than once by the bootstrap count once). Small nodes
+    are most of a tree's nodes, and an oblique split fit on a few rows the
+    likeliest to overfit: a larger value helps where few features matter
+    and costs accuracy where many combine (CO2ForestClassifier's Notes).
+    1: every node (the paper).
+oblique_penalty : float or None, default={penalty}
+    The axis-or-oblique choice (ours): a node keeps its oblique split only
+    when it beats the axis-aligned start by this many nats of
+    log-likelihood, judged on the rows ``oblique_test`` names (classes: the
+    drop of the weighted entropy of the two sides; targets:
+    ``N / 2 log(SSE_axis / SSE_oblique)``, Gaussian sides). None always
+    keeps the oblique split (the paper).
+oblique_test : {{"fit", "out_of_bag"}}, default={test}
+    The rows ``oblique_penalty`` judges a node's oblique split on (ours).
+    ``"fit"``: the node's training rows, the penalty a price per weight
+    beyond the first (0 keeps the better fit, 1 is AIC's price).
+    ``"out_of_bag"``: the node's out-of-bag rows, those of the tree's
+    bootstrap left out (positive ``sample_weight``, drawn no time) routed
+    down the tree's splits; the penalty is a margin the oblique split's
+    gain over the start must reach (no price per weight: the rows are held
+    out); a tie keeps the oblique split, as does a node without out-of-bag
+    rows at margin 0, so without bootstrap margin 0 is the paper's stump
+    (a positive margin then raises a ``ValueError``). No effect when
+    ``oblique_penalty`` is None. {why}"""
+
+
 _SECTIONS = {
     "predict_parameters": """\
 Parameters
@@ -78,48 +121,19 @@ feature_importances_ : ndarray of shape (n_features_in_,)
     "created_regressor_sections": _CREATED.format(
         forest=_FOREST, task="n_outputs_ : int", source=_SOURCE
     ),
-    "co2_split_support": """\
-max_split_features : {"sqrt", "log2"}, int, float or None, default=None
-    Most features an oblique split weighs (ours; the paper's splits weigh
-    every feature). The split's support is chosen at each node: the
-    axis-aligned start's feature and the candidates (of the
-    ``max_features`` scanned for the start) whose own best axis-aligned
-    splits are next best; the CCCP then runs on those columns only, and
-    the stored weights, and so the prediction cost, follow the support.
-    ``"sqrt"``, ``"log2"``, an int, a fraction of ``n_features`` or every
-    feature (None: the paper's stump). One feature keeps the axis-aligned
-    start (no CCCP).
-min_samples_oblique : int, default=1
-    Fewest distinct training rows a node needs to fit an oblique split
-    (ours): a smaller node keeps its axis-aligned start, without CCCP
-    (rows drawn more than once by the bootstrap count once). Small nodes
-    hold most of a tree's nodes and, with about 20 CCCP iterations each,
-    much of its fit time, while an oblique split fit on a few rows is the
-    likeliest to overfit. 1: every node (the paper).
-oblique_penalty : float or None, default=None
-    The axis-or-oblique choice (ours): a node keeps its oblique split only
-    when it fits the node's rows better than the axis-aligned start by more
-    than this many nats of log-likelihood per weight beyond the first
-    (classes: the drop of the weighted entropy of the two sides; targets:
-    ``N / 2 log(SSE_axis / SSE_oblique)``, Gaussian sides); else the start
-    is kept. 0 keeps the better fit, 1 is AIC's price. None always keeps
-    the oblique split (the paper). On the validation splits of the suite's
-    classification sets (``benchmarks/results/defaults_validation.md``)
-    no value beat None on the training rows (``oblique_test="fit"``): that
-    test helps where few features matter (madelon, poker, spambase) and
-    costs accuracy on letter, usps and pendigits. On out-of-bag rows, 0
-    won 4 sets of 20 and lost none against None.
-oblique_test : {"fit", "out_of_bag"}, default="fit"
-    The rows ``oblique_penalty`` judges a node's oblique split on (ours).
-    ``"fit"``: the node's training rows, priced per extra weight as above.
-    ``"out_of_bag"``: the node's out-of-bag rows, those of the tree's
-    bootstrap left out (positive ``sample_weight``, drawn no time) routed
-    down the tree's splits; the oblique split is kept only when its gain
-    in log-likelihood over the axis-aligned start on those rows is at
-    least ``oblique_penalty`` nats (a margin, no price per weight: the rows
-    are held out; a tie keeps the oblique split, as does a node without
-    out-of-bag rows at margin 0). Needs ``bootstrap=True``; no effect when
-    ``oblique_penalty`` is None.""",
+    "co2_split_support_classifier": _co2_split_support(
+        penalty="0.0",
+        test='"out_of_bag"',
+        why="The classifier's defaults, the out-of-bag test at margin 0, were "
+        "chosen on validation splits across the suite's classification sets "
+        "(class Notes).",
+    ),
+    "co2_split_support_regressor": _co2_split_support(
+        penalty="None",
+        test='"fit"',
+        why="The regressor keeps the paper's rule: the test is not yet validated "
+        "on regression sets.",
+    ),
     "relaxed_parameters": """\
 temperature, eps, sigma
     As in :meth:`DecisionMachine.relaxed_weights`.

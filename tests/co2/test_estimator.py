@@ -408,7 +408,7 @@ def test_class_weight_helps_minority_recall_only_when_growth_is_limited():
                 score[i] += balanced_accuracy_score(y_te, y_pred) / 5
         return recall, score
 
-    recall, score = means()  # fully grown: 0.31 -> 0.16, balanced accuracy 0.655 -> 0.580
+    recall, score = means()  # fully grown: 0.28 -> 0.16, balanced accuracy 0.64 -> 0.58
     assert recall[1] <= recall[0]
-    recall, score = means(min_impurity_decrease=0.005)  # 0.11 -> 0.36, 0.555 -> 0.677
+    recall, score = means(max_depth=4)  # 0.20 -> 0.45, 0.60 -> 0.71
     assert recall[1] >= recall[0] + 0.15 and score[1] >= score[0] + 0.05

@@ -28,27 +28,42 @@ def _data(sparse=False, seed=0):
     return (sp.csr_matrix(np.where(np.abs(X) > 0.5, X, 0.0)) if sparse else X), y
 
 
-# ------------------------------------------------------------- defaults unchanged
-@pytest.mark.parametrize("Estimator", [CO2ForestClassifier, CO2ForestRegressor])
+# ------------------------------------------------------------------- defaults
+def _same_trees(a, b):
+    for s, t in zip(a.trees_, b.trees_, strict=True):
+        np.testing.assert_array_equal(s.weight_value, t.weight_value)
+        np.testing.assert_array_equal(s.bias, t.bias)
+
+
 @pytest.mark.parametrize("penalty", [None, 0.5])
-def test_the_fit_test_is_the_default(Estimator, penalty):
+def test_the_fit_test_is_the_regressors_default(penalty):
     X, y = _data()
     kw = dict(n_estimators=3, max_depth=6, random_state=0, oblique_penalty=penalty)
-    default = Estimator(**kw).fit(X, y)
-    fit = Estimator(oblique_test="fit", **kw).fit(X, y)
-    assert Estimator().oblique_test == "fit"
-    for a, b in zip(default.trees_, fit.trees_, strict=True):
-        np.testing.assert_array_equal(a.weight_value, b.weight_value)
-        np.testing.assert_array_equal(a.bias, b.bias)
+    default = CO2ForestRegressor(**kw).fit(X, y)
+    fit = CO2ForestRegressor(oblique_test="fit", **kw).fit(X, y)
+    assert CO2ForestRegressor().oblique_test == "fit"
+    _same_trees(default, fit)
     np.testing.assert_array_equal(default.predict(X), fit.predict(X))
+
+
+def test_the_out_of_bag_test_at_margin_zero_is_the_classifiers_default():
+    X, y = _data()
+    kw = dict(n_estimators=3, max_depth=6, random_state=0)
+    default = CO2ForestClassifier(**kw).fit(X, y)
+    chosen = dict(max_features=None, oblique_test="out_of_bag", oblique_penalty=0.0)
+    explicit = CO2ForestClassifier(**chosen, **kw).fit(X, y)
+    _same_trees(default, explicit)
+    # the test does act: some nodes keep their axis-aligned start
+    paper = CO2ForestClassifier(max_features=None, oblique_penalty=None, **kw).fit(X, y)
+    assert default.n_axis_fallback_.sum() > paper.n_axis_fallback_.sum()
 
 
 def test_without_a_penalty_the_out_of_bag_test_changes_nothing():
     X, y = _data()
-    kw = dict(n_estimators=3, max_depth=6, random_state=0)
-    default = CO2ForestClassifier(**kw).fit(X, y)
+    kw = dict(n_estimators=3, max_depth=6, random_state=0, oblique_penalty=None)
+    fit = CO2ForestClassifier(oblique_test="fit", **kw).fit(X, y)
     oob = CO2ForestClassifier(oblique_test="out_of_bag", **kw).fit(X, y)
-    np.testing.assert_array_equal(default.predict_proba(X), oob.predict_proba(X))
+    np.testing.assert_array_equal(fit.predict_proba(X), oob.predict_proba(X))
 
 
 def test_kernel_args_encode_the_test():
@@ -218,18 +233,30 @@ def test_class_weight_and_sample_weight_weigh_the_out_of_bag_rows():
         assert model.score(X, y) > 0.9
 
 
+@pytest.mark.parametrize("Estimator", [CO2ForestClassifier, CO2ForestRegressor])
+def test_without_bootstrap_margin_zero_keeps_every_oblique_split(Estimator):
+    # no row is out of bag: every node keeps its oblique split, the paper's stump
+    X, y = _data()
+    kw = dict(n_estimators=2, random_state=0, bootstrap=False, max_depth=6)
+    tested = Estimator(oblique_test="out_of_bag", oblique_penalty=0.0, **kw).fit(X, y)
+    paper = Estimator(oblique_penalty=None, **kw).fit(X, y)
+    for a, b in zip(tested.trees_, paper.trees_, strict=True):
+        np.testing.assert_array_equal(a.weight_value, b.weight_value)
+        np.testing.assert_array_equal(a.bias, b.bias)
+
+
 # ---------------------------------------------------------------------- errors
-def test_without_bootstrap_the_out_of_bag_test_is_an_error():
+def test_without_bootstrap_a_positive_margin_is_an_error():
     X, y = _data()
     model = CO2ForestClassifier(n_estimators=2, random_state=0).fit(X, y)
     before = model.predict_proba(X)
     state = set(vars(model))
-    model.set_params(bootstrap=False, oblique_test="out_of_bag")
-    with pytest.raises(ValueError, match="oblique_test.*bootstrap"):
+    model.set_params(bootstrap=False, oblique_test="out_of_bag", oblique_penalty=0.5)
+    with pytest.raises(ValueError, match="oblique_test.*oblique_penalty=0.5.*bootstrap"):
         model.fit(X, y)
     assert set(vars(model)) == state
     np.testing.assert_array_equal(model.predict_proba(X), before)
-    fresh = CO2ForestRegressor(bootstrap=False, oblique_test="out_of_bag")
+    fresh = CO2ForestRegressor(bootstrap=False, oblique_test="out_of_bag", oblique_penalty=1.0)
     with pytest.raises(ValueError, match="oblique_test.*bootstrap"):
         clone(fresh).fit(X, y)
     with pytest.raises(ValueError, match="oblique_test"):

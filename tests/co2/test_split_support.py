@@ -247,12 +247,13 @@ def test_sparse_matches_dense_with_a_support_or_a_test(kw):
     np.testing.assert_array_equal(dense.predict(X.toarray()), sparse.predict(X))
 
 
-def test_defaults_are_the_papers_stump():
+@pytest.mark.parametrize("Estimator", [CO2ForestClassifier, CO2ForestRegressor])
+def test_a_support_of_every_feature_is_the_papers_stump(Estimator):
     X, y = make_classification(200, 10, random_state=2)
-    kw = dict(n_estimators=2, random_state=0)
-    default = CO2ForestClassifier(**kw).fit(X, y)
-    explicit = CO2ForestClassifier(max_split_features=None, oblique_penalty=None, **kw).fit(X, y)
-    everything = CO2ForestClassifier(max_split_features=10, **kw).fit(X, y)
+    kw = dict(n_estimators=2, random_state=0, oblique_penalty=None)
+    default = Estimator(**kw).fit(X, y)
+    explicit = Estimator(max_split_features=None, min_samples_oblique=1, **kw).fit(X, y)
+    everything = Estimator(max_split_features=10, **kw).fit(X, y)
     for a, b, c in zip(default.trees_, explicit.trees_, everything.trees_, strict=True):
         for other in (b, c):
             np.testing.assert_array_equal(a.weight_value, other.weight_value)
