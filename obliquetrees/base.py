@@ -703,7 +703,8 @@ class ObliqueRegressorMixin(RegressorMixin):
         super()._fit(X, y, sample_weight)
         self.__dict__.pop("_leaf_targets", None)  # the rows of an earlier fit
         if getattr(self, "store_leaf_targets", False):
-            self._leaf_targets = self._leaf_targets_from(X, y, sample_weight, self._tree_row_counts)
+            rows = self._validated_rows(X, y, sample_weight)
+            self._leaf_targets = self._leaf_targets_from(*rows, self._tree_row_counts)
         return self
 
     def _tree_row_counts(self, n_samples):
@@ -713,8 +714,15 @@ class ObliqueRegressorMixin(RegressorMixin):
         """
         return [None] * self._forest().n_trees
 
+    def _validated_rows(self, X, y, sample_weight):
+        """``X`` as ``predict`` takes it, ``y`` as (n_samples, n_outputs) and the row weights."""
+        X = self._validate_X_predict(X)
+        return X, *validate_leaf_rows(X, y, sample_weight, self._forest().n_outputs)
+
     def _leaf_targets_from(self, X, y, sample_weight, tree_row_counts=None):
         """The :class:`LeafTargets` of the rows ``(X, y)``, weighted ``sample_weight`` times counts.
+
+        ``X``, ``y`` and ``sample_weight`` are validated (:meth:`_validated_rows`).
 
         ``tree_row_counts(n_samples)`` gives, per tree, its count of each row
         (None: every row once); None: every tree every row once. Each tree
@@ -724,8 +732,6 @@ class ObliqueRegressorMixin(RegressorMixin):
         from obliquetrees._core import traversal  # numba is imported on first use
         from obliquetrees._core.leaf_targets import LeafTargets
 
-        X = self._validate_X_predict(X)
-        y, sample_weight = validate_leaf_rows(X, y, sample_weight, self._forest().n_outputs)
         forest, n_threads = self._forest(), self._n_threads()
 
         def leaves():
@@ -767,7 +773,7 @@ class ObliqueRegressorMixin(RegressorMixin):
         """
         check_is_fitted(self)
         self._refuse_quantiles()
-        self._leaf_targets = self._leaf_targets_from(X, y, sample_weight)
+        self._leaf_targets = self._leaf_targets_from(*self._validated_rows(X, y, sample_weight))
         return self
 
     def _check_fitted_state(self):
