@@ -725,23 +725,24 @@ class ObliqueRegressorMixin(RegressorMixin):
         ``X``, ``y`` and ``sample_weight`` are validated (:meth:`_validated_rows`).
 
         ``tree_row_counts(n_samples)`` gives, per tree, its count of each row
-        (None: every row once); None: every tree every row once. Each tree
-        routes ``X`` on its own, so the memory beyond the result is a few
-        arrays of ``n_samples``.
+        (None: every row once); None: every tree every row once.
         """
-        from obliquetrees._core import traversal  # numba is imported on first use
         from obliquetrees._core.leaf_targets import LeafTargets
+        from obliquetrees._core.quantiles import reached_leaves  # numba: on first use
 
-        forest, n_threads = self._forest(), self._n_threads()
-
-        def leaves():
-            for tree in forest.trees:
-                one_tree = ObliqueForest.from_trees([tree], validate=False)
-                yield traversal.apply(one_tree, X, n_threads)[:, 0]
-
+        # routed on a sibling sharing the arrays (its own routing layout, dropped after):
+        # recording leaves the model's derived data as it was, e.g. not yet built
+        forest = ObliqueForest.__new__(ObliqueForest)
+        forest.__dict__.update(self._forest().__getstate__())
+        # local leaf ids fit int32 (the routing layout's global ids do): 4 bytes per row
+        # and tree, less than half of what the targets of the in-bag rows take
+        leaves = np.empty((X.shape[0], forest.n_trees), dtype=np.int32)
+        for rows, part in reached_leaves(forest, X, self._n_threads()):
+            leaves[rows] = part
         counts = [None] * forest.n_trees if tree_row_counts is None else tree_row_counts(len(y))
         weights = (sample_weight if c is None else sample_weight * c for c in counts)
-        return LeafTargets.from_rows(leaves(), forest.node_offset, y, weights)
+        tree_leaves = (leaves[:, t] for t in range(forest.n_trees))
+        return LeafTargets.from_rows(tree_leaves, forest.node_offset, y, weights)
 
     @fill_doc
     def record_leaf_targets(self, X, y, sample_weight=None):

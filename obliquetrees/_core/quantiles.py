@@ -104,6 +104,18 @@ def _forest_quantiles(nodes, leaf_ptr, targets, weights, quantiles, out):
         _row_quantiles(nodes[i], leaf_ptr, targets, weights, quantiles, values, share, cum, out[i])
 
 
+def reached_leaves(forest, X, n_threads=1):
+    """``(rows, leaves)`` for consecutive slices of :data:`CHUNK_ROWS` rows of ``X``.
+
+    ``leaves`` is :func:`traversal.apply` of the rows (local leaf ids, rows x
+    trees): the leaf ids of a whole batch are never held at once.
+    """
+    n = X.shape[0]
+    for start in range(0, n, CHUNK_ROWS):
+        rows = slice(start, min(start + CHUNK_ROWS, n))
+        yield rows, traversal.apply(forest, X[rows], n_threads)
+
+
 def forest_quantiles(forest, leaf_targets, X, quantiles, n_threads=1):
     """Weighted quantiles of the training targets sharing a leaf with each row of ``X``.
 
@@ -121,12 +133,10 @@ def forest_quantiles(forest, leaf_targets, X, quantiles, n_threads=1):
     -------
     out : ndarray of float64, shape (n_samples, n_outputs, n_quantiles)
     """
-    n = X.shape[0]
-    out = np.empty((n, leaf_targets.n_outputs, quantiles.shape[0]))
+    out = np.empty((X.shape[0], leaf_targets.n_outputs, quantiles.shape[0]))
     offset = forest.node_offset[:-1][None, :]
-    for start in range(0, n, CHUNK_ROWS):
-        rows = slice(start, min(start + CHUNK_ROWS, n))
-        nodes = traversal.apply(forest, X[rows], n_threads) + offset
+    for rows, leaves in reached_leaves(forest, X, n_threads):
+        nodes = leaves + offset
         with numba_threads(n_threads):
             _forest_quantiles(
                 nodes,
