@@ -52,7 +52,15 @@ from sklearn.metrics import mean_pinball_loss
 from threadpoolctl import threadpool_limits
 
 import obliquetrees
-from benchmarks.bench_regression import DATASETS, QUICK_MAX_TRAIN, is_done, read_cells, split
+from benchmarks.bench_regression import (
+    DATASETS,
+    QUICK_MAX_TRAIN,
+    is_done,
+    measure_and_store,
+    measured_cell,
+    read_cells,
+    split,
+)
 from benchmarks.bench_regression import store_cell as store
 from benchmarks.common import load_average, provenance, run_child_row, write_results
 
@@ -170,20 +178,16 @@ def run_seed(key, seed, data, n_jobs):
 
 
 def run_cell(name, key, splits, settings):
-    load_before, started = load_average(), time.perf_counter()
-    cell = {"dataset": name, "estimator": key, "settings": settings, "rows": [], "error": None}
-    try:
+    """All seeds of one data set and estimator: the cell to store."""
+
+    def measure(cell):
         warm = splits[0]  # compile (numba) outside the timings: a fit on a few rows
         small = (warm[0][:200], warm[1][:200], warm[2][:20], warm[3][:20])
         _fit_predict(key, 0, small, settings["n_jobs"])
         for seed, data in zip(settings["seeds"], splits, strict=True):
             cell["rows"].append(run_seed(key, seed, data, settings["n_jobs"]))
-    except Exception as exc:  # noqa: BLE001 - the report says which cell failed and why
-        cell["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
-    cell["seconds"] = time.perf_counter() - started
-    cell["load before"], cell["load after"] = load_before, load_average()
-    cell["provenance"] = provenance(load=f"{load_before} before, {cell['load after']} after")
-    return cell
+
+    return measured_cell(name, key, settings, measure)
 
 
 #: A CO2 fit in a fresh process: its peak RSS with the leaf targets stored or not.
@@ -431,6 +435,16 @@ def add_arguments(parser):
     parser.add_argument("--report-only", action="store_true", help="rebuild the markdown")
 
 
+def _print_cell(cell):
+    coverage = " ".join(f"{r['coverage']:.3f}" for r in cell["rows"])
+    pinball = " ".join(f"{r['mean_pinball']:.4f}" for r in cell["rows"])
+    print(
+        f"{cell['dataset']} {cell['estimator']}: coverage {coverage} pinball {pinball} "
+        f"({cell['seconds']:.0f} s) {cell['error'] or ''}",
+        flush=True,
+    )
+
+
 def main(args):
     if args.quick:
         out = Path(tempfile.gettempdir(), "obliquetrees-bench", "quantiles.md")
@@ -453,20 +467,13 @@ def main(args):
                 "n_jobs": args.n_jobs,
                 "estimator": ESTIMATORS[key][0],
             }
-            if not args.fresh and is_done(read_cells(path).get(f"{name}/{key}"), settings):
+            if args.fresh or not is_done(read_cells(path).get(f"{name}/{key}"), settings):
+                splits = splits or [split(name, seed, max_train) for seed in seeds]
+                cells, cell = measure_and_store(path, run_cell, name, key, splits, settings)
+                _print_cell(cell)
+                report(cells, out, names)
+            else:
                 print(f"{name} {key}: stored, skipped", flush=True)
-                continue
-            splits = splits or [split(name, seed, max_train) for seed in seeds]
-            cell = run_cell(name, key, splits, settings)
-            cells = store(path, cell)
-            coverage = " ".join(f"{r['coverage']:.3f}" for r in cell["rows"])
-            pinball = " ".join(f"{r['mean_pinball']:.4f}" for r in cell["rows"])
-            print(
-                f"{name} {key}: coverage {coverage} pinball {pinball} "
-                f"({cell['seconds']:.0f} s) {cell['error'] or ''}",
-                flush=True,
-            )
-            report(cells, out, names)
         if args.memory and (args.fresh or f"{name}/memory" not in read_cells(path)):
             report(store(path, run_memory(name)), out, names)
     written, summary = report(read_cells(path), out, names)
