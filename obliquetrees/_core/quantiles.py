@@ -136,10 +136,10 @@ def forest_quantiles(forest, leaf_targets, X, quantiles, n_threads=1):
     out = np.empty((X.shape[0], leaf_targets.n_outputs, quantiles.shape[0]))
     offset = forest.node_offset[:-1][None, :]
     for rows, leaves in reached_leaves(forest, X, n_threads):
-        nodes = leaves + offset
+        leaves += offset  # global node ids, in place: one (rows, trees) array per chunk
         with numba_threads(n_threads):
             _forest_quantiles(
-                nodes,
+                leaves,
                 leaf_targets.leaf_ptr,
                 leaf_targets.targets,
                 leaf_targets.weights,
