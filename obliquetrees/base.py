@@ -719,21 +719,20 @@ class ObliqueRegressorMixin(RegressorMixin):
         X = self._validate_X_predict(X)
         return X, *validate_leaf_rows(X, y, sample_weight, self._forest().n_outputs)
 
-    def _leaf_targets_from(self, X, y, sample_weight, tree_row_counts=None):
+    def _leaf_targets_from(self, X, y, sample_weight, tree_row_counts=None, forest=None):
         """The :class:`LeafTargets` of the rows ``(X, y)``, weighted ``sample_weight`` times counts.
 
         ``X``, ``y`` and ``sample_weight`` are validated (:meth:`_validated_rows`).
 
         ``tree_row_counts(n_samples)`` gives, per tree, its count of each row
-        (None: every row once); None: every tree every row once.
+        (None: every row once); None: every tree every row once. ``forest``
+        routes the rows: the model's own (None), or a sibling sharing its
+        arrays, whose derived data (routing layout) is not kept.
         """
         from obliquetrees._core.leaf_targets import LeafTargets
         from obliquetrees._core.quantiles import reached_leaves  # numba: on first use
 
-        # routed on a sibling sharing the arrays (its own routing layout, dropped after):
-        # recording leaves the model's derived data as it was, e.g. not yet built
-        forest = ObliqueForest.__new__(ObliqueForest)
-        forest.__dict__.update(self._forest().__getstate__())
+        forest = self._forest() if forest is None else forest
         # local leaf ids fit int32 (the routing layout's global ids do): 4 bytes per row
         # and tree, less than half of what the targets of the in-bag rows take
         leaves = np.empty((X.shape[0], forest.n_trees), dtype=np.int32)

@@ -440,8 +440,11 @@ def _new_model(source, trees, history, n_jobs, rows):
     model.history_ = history
     model._set_trees(trees)
     if not is_classifier(source):
-        X, y, sample_weight = rows
-        model._leaf_targets = model._leaf_targets_from(X, y, sample_weight)
+        # routed on a sibling sharing the arrays: the model builds its routing layout
+        # when it first predicts, as models returned before they held leaf targets did
+        sibling = ObliqueForest.__new__(ObliqueForest)
+        sibling.__setstate__(model._forest().__getstate__())
+        model._leaf_targets = model._leaf_targets_from(*rows, forest=sibling)
     return model
 
 
