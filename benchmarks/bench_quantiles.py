@@ -362,7 +362,9 @@ Cost columns (ours): wall time of `predict` and of `predict_quantiles` (3 levels
 part, median of 3; the peak of the memory tracemalloc sees during each call (numpy arrays: the
 leaf ids of a chunk of at most 8192 rows and the output; numba's per-row buffers are not
 traced: a few arrays of the entries of one row's leaves); the bytes of the stored leaf targets
-against the training part's `X.nbytes` and the pickled model. Load average (1 min) per cell
+against the training part's `X.nbytes` and the pickled model. Peak RSS (`--memory`): a fit that
+stores routes its training rows, so it builds the routing layout that `predict` otherwise builds
+on its first call; the "not stored" column is before any prediction. Load average (1 min) per cell
 before/after: {", ".join(f"{a.split()[0]}/{b.split()[0]}" for a, b in loads) or "—"}.
 
 Acceptance (issue 43):
@@ -428,7 +430,9 @@ Acceptance (issue 43):
     ]
     tables = [(h, rows) for h, rows in tables if rows]
     title = "Quantiles: 90 % intervals and pinball loss of quantile regression forests"
-    return write_results(path, title, tables, notes), summary
+    # the commands that measured the stored cells (a --report-only run measures none)
+    command = "; ".join(sorted({c["provenance"]["command"] for c in cells.values()}))
+    return write_results(path, title, tables, notes, command=command or None), summary
 
 
 # ------------------------------------------------------------------ runner
