@@ -27,6 +27,7 @@ SUBCOMMANDS = {
     "parallel": "benchmarks.bench_parallel",
     "missing": "benchmarks.bench_missing",
     "regression": "benchmarks.bench_regression",
+    "quantiles": "benchmarks.bench_quantiles",
     "e2edt-regression-validation": "benchmarks.e2edt_regression_validation",
     "e2edt-finetune-budget": "benchmarks.e2edt_finetune_budget",
     "e2edt-finetune-epochs": "benchmarks.e2edt_finetune_epochs",

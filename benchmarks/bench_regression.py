@@ -216,12 +216,26 @@ def warm_up(key, data, n_jobs):
 
 def run_cell(name, key, splits, settings):
     """All seeds of one data set and estimator: the cell to store."""
-    load_before, started = load_average(), time.perf_counter()
-    cell = {"dataset": name, "estimator": key, "settings": settings, "rows": [], "error": None}
-    try:
+
+    def measure(cell):
         cell["warm-up s"] = warm_up(key, splits[0], settings["n_jobs"])
         for seed, data in zip(settings["seeds"], splits, strict=True):
             cell["rows"].append(run_seed(key, seed, data, settings["n_jobs"]))
+
+    return measured_cell(name, key, settings, measure)
+
+
+def measured_cell(name, key, settings, measure):
+    """The cell of data set ``name`` and estimator ``key`` that ``measure(cell)`` fills.
+
+    ``measure`` appends its rows to ``cell["rows"]``; the cell also states
+    its error (if ``measure`` raised), seconds, load before and after, and
+    provenance.
+    """
+    load_before, started = load_average(), time.perf_counter()
+    cell = {"dataset": name, "estimator": key, "settings": settings, "rows": [], "error": None}
+    try:
+        measure(cell)
     except Exception as exc:  # noqa: BLE001 - the report says which cell failed and why
         cell["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
     cell["seconds"] = time.perf_counter() - started
@@ -245,6 +259,12 @@ def store_cell(path, cell):
         data = {"provenance": provenance(), "cells": cells}
         path.write_text(json.dumps(data, indent=1, default=float))
     return cells
+
+
+def measure_and_store(path, run, name, key, splits, settings):
+    """``run(name, key, splits, settings)``'s cell, stored in ``path``: (all cells, the cell)."""
+    cell = run(name, key, splits, settings)
+    return store_cell(path, cell), cell
 
 
 def is_done(cell, settings):
@@ -545,8 +565,7 @@ def main(args):
                 print(f"{name} {ESTIMATORS[key][0]}: stored, skipped", flush=True)
                 continue
             splits = splits or [split(name, seed, max_train) for seed in seeds]
-            cell = run_cell(name, key, splits, settings)
-            cells = store_cell(store, cell)
+            cells, cell = measure_and_store(store, run_cell, name, key, splits, settings)
             r2 = " ".join(f"{r['r2']:.4f}" for r in cell["rows"])
             fit = np.mean([r["fit_s"] for r in cell["rows"]]) if cell["rows"] else float("nan")
             print(

@@ -74,6 +74,13 @@ def run_predictions(model, X):
     for X_in in (X, X.astype(np.float32), sparse.csr_matrix(X), *read_only):
         model.apply(X_in)
         model.decision_path(X_in)
+        if _has_quantiles(model):
+            model.predict_quantiles(X_in)
+
+
+def _has_quantiles(model):
+    """Whether ``model`` holds leaf targets (regressors fitted with ``store_leaf_targets``)."""
+    return vars(model).get("_leaf_targets") is not None
 
 
 def run_served(model, X):
@@ -90,6 +97,8 @@ def run_served(model, X):
             for method in ("predict", "predict_proba", "apply", "decision_path"):
                 if hasattr(served, method):
                     getattr(served, method)(X_in)
+            if _has_quantiles(served):  # its leaf targets are read-only memory maps too
+                served.predict_quantiles(X_in)
         del served  # before the directory goes: the memory map holds the file open
 
 

@@ -42,6 +42,7 @@ CONTAINERS = {
     "ObliqueForest": "obliquetrees._core.forest",
     "MissingValues": "obliquetrees._core.missing",
     "HingeModel": "obliquetrees.hinge.training",
+    "LeafTargets": "obliquetrees._core.leaf_targets",
 }
 
 #: Modules of the layout before each method had a folder, by their present

@@ -31,6 +31,7 @@ from numbers import Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.exceptions import NotFittedError
 
 from obliquetrees._core.forest import ObliqueForest
 from obliquetrees._core.importances import feature_importances
@@ -45,6 +46,7 @@ from obliquetrees.utils.validation import (
     bounded_weights,
     check_is_fitted,
     validate_fit_data,
+    validate_leaf_rows,
     validate_more_fit_data,
     validate_predict_data,
 )
@@ -682,11 +684,188 @@ class ObliqueClassifierMixin(ClassifierMixin):
 
 
 class ObliqueRegressorMixin(RegressorMixin):
-    """``predict`` for regressors."""
+    """``predict`` and ``predict_quantiles`` for regressors.
+
+    Quantiles (:meth:`predict_quantiles`) weigh the training targets that
+    share a leaf with each sample (:mod:`obliquetrees._core.quantiles`). A fit
+    of an estimator whose ``store_leaf_targets`` is True records them (each
+    tree's rows, weighted by its bootstrap counts: :meth:`_tree_row_counts`);
+    :meth:`record_leaf_targets` records them from given data on any
+    hard-routed regressor. Every fit drops the targets of the previous one.
+    """
 
     def _training_weight(self, y, sample_weight):
         """The weights training sees: ``sample_weight``."""
         return sample_weight
+
+    def _fit(self, X, y, sample_weight):
+        """The method's fit, then the leaf targets of its training rows (``store_leaf_targets``)."""
+        super()._fit(X, y, sample_weight)
+        self.__dict__.pop("_leaf_targets", None)  # the rows of an earlier fit
+        if getattr(self, "store_leaf_targets", False):
+            rows = self._validated_rows(X, y, sample_weight)
+            self._leaf_targets = self._leaf_targets_from(*rows, self._tree_row_counts)
+        return self
+
+    def _tree_row_counts(self, n_samples):
+        """How many times each tree drew each training row (None: once each), tree by tree.
+
+        Forests with a bootstrap override it with their draws.
+        """
+        return [None] * self._forest().n_trees
+
+    def _validated_rows(self, X, y, sample_weight):
+        """``X`` as ``predict`` takes it, ``y`` as (n_samples, n_outputs) and the row weights."""
+        X = self._validate_X_predict(X)
+        return X, *validate_leaf_rows(X, y, sample_weight, self._forest().n_outputs)
+
+    def _leaf_targets_from(self, X, y, sample_weight, tree_row_counts=None, forest=None):
+        """The :class:`LeafTargets` of the rows ``(X, y)``, weighted ``sample_weight`` times counts.
+
+        ``X``, ``y`` and ``sample_weight`` are validated (:meth:`_validated_rows`).
+
+        ``tree_row_counts(n_samples)`` gives, per tree, its count of each row
+        (None: every row once); None: every tree every row once. ``forest``
+        routes the rows: the model's own (None), or a sibling sharing its
+        arrays, whose derived data (routing layout) is not kept.
+        """
+        from obliquetrees._core.leaf_targets import LeafTargets
+        from obliquetrees._core.quantiles import reached_leaves  # numba: on first use
+
+        forest = self._forest() if forest is None else forest
+        # local leaf ids fit int32 (the routing layout's global ids do): 4 bytes per row
+        # and tree, less than half of what the targets of the in-bag rows take
+        leaves = np.empty((X.shape[0], forest.n_trees), dtype=np.int32)
+        for rows, part in reached_leaves(forest, X, self._n_threads()):
+            leaves[rows] = part
+        counts = [None] * forest.n_trees if tree_row_counts is None else tree_row_counts(len(y))
+        weights = (sample_weight if c is None else sample_weight * c for c in counts)
+        tree_leaves = (leaves[:, t] for t in range(forest.n_trees))
+        return LeafTargets.from_rows(tree_leaves, forest.node_offset, y, weights)
+
+    @fill_doc
+    def record_leaf_targets(self, X, y, sample_weight=None):
+        """Record the targets of ``(X, y)`` in the leaves the rows reach, for quantiles.
+
+        Replaces the leaf targets the fit stored (if any): afterwards
+        :meth:`predict_quantiles` weighs these rows, every one in every tree
+        (no bootstrap counts). The way to give quantiles to a model that has
+        no training rows (``obliquetrees.convert.from_sklearn``, a fit with
+        ``store_leaf_targets=False``, a hard-routed soft tree), or to weigh
+        held-out rows instead of the training ones (their quantiles are then
+        not fitted on the rows the trees were grown on). The trees are not
+        changed.
+
+        %(fit_parameters_multioutput)s
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the rows (None: all 1).
+
+        Returns
+        -------
+        self : object
+            The model, with the leaf targets of ``(X, y)``.
+
+        Raises
+        ------
+        TypeError
+            For a model whose prediction is not an average of leaf values
+            (hinge forests).
+        """
+        check_is_fitted(self)
+        self._refuse_quantiles()
+        self._leaf_targets = self._leaf_targets_from(*self._validated_rows(X, y, sample_weight))
+        return self
+
+    def _check_fitted_state(self):
+        """The estimator's checks, and the leaf targets (if any) against its trees."""
+        from obliquetrees._core.leaf_targets import LeafTargets
+
+        super()._check_fitted_state()
+        store = self.__dict__.get("_leaf_targets")
+        if store is not None:
+            if not isinstance(store, LeafTargets):
+                raise ValueError(f"the leaf targets are a {type(store).__name__}.")
+            store.check_forest(self._forest())
+
+    def _refuse_quantiles(self):
+        """Raise if leaf co-membership does not describe this model's prediction."""
+        if not self._predicts_leaf_values:
+            raise TypeError(
+                f"{type(self).__name__} has no quantiles: its output is not an average of "
+                "its leaves' values (a hinge tree's output scales with its smallest margin), "
+                "so the training targets sharing its leaves describe another model."
+            )
+
+    def _leaf_target_store(self):
+        """The recorded :class:`LeafTargets`, or a clear error saying how to get them."""
+        self._refuse_quantiles()
+        if getattr(self, "routing", "hard") != "hard":
+            raise ValueError(
+                f"predict_quantiles weighs the training targets of the leaves each sample "
+                f"reaches by hard routing; this {type(self).__name__} predicts with "
+                f"routing={self.routing!r}. Use set_params(routing='hard') (no refit needed)."
+            )
+        store = self.__dict__.get("_leaf_targets")
+        if store is not None:
+            return store
+        if getattr(self, "store_leaf_targets", None) is False:
+            how = "it was fitted with store_leaf_targets=False: refit with store_leaf_targets=True"
+        else:
+            how = "it has no training rows (converted, created before quantiles, or not stored)"
+        raise NotFittedError(
+            f"{type(self).__name__} holds no leaf targets for predict_quantiles: {how}, or "
+            "call record_leaf_targets(X_train, y_train)."
+        )
+
+    @fill_doc
+    def predict_quantiles(self, X, quantiles=(0.05, 0.5, 0.95)):
+        """Quantiles of the target given ``X``: a quantile regression forest (Meinshausen, 2006).
+
+        Each tree gives weight ``1 / n_trees`` to the leaf a sample reaches
+        (hard routing, as ``predict``), shared among the training rows of
+        that leaf in proportion to their weights (``sample_weight`` times the
+        tree's bootstrap count: the in-bag rows, which also set the leaf's
+        value); the quantiles are those of the training targets under these
+        weights. Interpolation: the averaged inverse of the weighted
+        empirical distribution function (numpy's
+        ``method="averaged_inverted_cdf"`` for unit weights): the first
+        target whose cumulative weight reaches ``q``, or the midpoint of two
+        targets where the cumulative weight equals ``q`` exactly, so the
+        0.5-quantile of one tree is its leaf's median. Details:
+        :mod:`obliquetrees._core.quantiles`. A sample whose leaves hold no
+        weighted row gets NaN. The result does not depend on ``n_jobs``.
+
+        %(predict_parameters)s
+        quantiles : float or array-like of shape (n_quantiles,), default=(0.05, 0.5, 0.95)
+            Levels in [0, 1].
+
+        Returns
+        -------
+        y : ndarray
+            Shape (n_samples, n_quantiles), or (n_samples, n_outputs,
+            n_quantiles) for several outputs; without the quantile axis for
+            a scalar ``quantiles``.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            If the model holds no leaf targets (``store_leaf_targets=False``,
+            a converted model): :meth:`record_leaf_targets` gives them.
+        ValueError
+            For quantiles that are not finite levels in [0, 1], and for a
+            soft-routed model (``routing="soft"``).
+        TypeError
+            For hinge forests.
+        """
+        from obliquetrees._core.quantiles import forest_quantiles  # numba: on first use
+
+        X = self._validate_X_predict(X)
+        levels = _check_quantiles(quantiles)
+        store = self._leaf_target_store()
+        out = forest_quantiles(self._forest(), store, X, levels.ravel(), self._n_threads())
+        if levels.ndim == 0:
+            out = out[:, :, 0]
+        return out[:, 0] if out.shape[1] == 1 else out
 
     @fill_doc
     def predict(self, X):
@@ -700,6 +879,24 @@ class ObliqueRegressorMixin(RegressorMixin):
         """
         output = self._predict_output(self._validate_X_predict(X))
         return output[:, 0] if output.shape[1] == 1 else output
+
+
+def _check_quantiles(quantiles):
+    """``quantiles`` as a float64 array of levels in [0, 1] (0-D for a scalar), or ValueError."""
+    try:
+        levels = np.asarray(quantiles, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"quantiles must be a number or a 1-D sequence of numbers; got {quantiles!r}."
+        ) from None
+    if np.asarray(quantiles).dtype.kind not in "iuf" or levels.ndim > 1 or levels.size == 0:
+        raise ValueError(
+            f"quantiles must be a number or a non-empty 1-D sequence of numbers in [0, 1]; "
+            f"got {quantiles!r}."
+        )
+    if not np.all((levels >= 0) & (levels <= 1)):  # NaN fails both
+        raise ValueError(f"quantiles must lie in [0, 1] (NaN is not a level); got {quantiles!r}.")
+    return levels
 
 
 class CreatedFittedMixin:

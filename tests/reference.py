@@ -1082,3 +1082,37 @@ def grow_order(children_of, order, max_depth=None, max_leaf_nodes=None):
             n_leaves += 1
             pending += [left, right] if order == "breadth" else [right, left]
     return visited
+
+
+# ---- quantile regression forests ----
+
+
+def forest_quantiles(nodes, leaf_ptr, targets, weights, quantiles, tie_tolerance):
+    """Quantiles of the leaf co-membership mixture, row by row (``_core.quantiles``).
+
+    ``nodes``: global leaf ids (rows x trees). Each tree's reached leaf weighs
+    1 in total, shared by its entries' weights; the ``q``-quantile is the
+    first sorted target whose cumulative weight reaches ``q`` times the
+    total, or the midpoint with the next where it equals it (within the
+    tolerance). NaN where no reached leaf holds an entry.
+    """
+    n, n_outputs = nodes.shape[0], targets.shape[0]
+    out = np.full((n, n_outputs, len(quantiles)), np.nan)
+    for i in range(n):
+        for o in range(n_outputs):
+            parts = [slice(leaf_ptr[g], leaf_ptr[g + 1]) for g in nodes[i]]
+            parts = [p for p in parts if p.stop > p.start]
+            if not parts:
+                continue
+            values = np.concatenate([targets[o, p] for p in parts])
+            share = np.concatenate([weights[o, p] / weights[o, p].sum() for p in parts])
+            order = np.argsort(values, kind="stable")
+            values, cum = values[order], np.cumsum(share[order])
+            for j, q in enumerate(quantiles):
+                tol = tie_tolerance * cum[-1]
+                k = min(int(np.argmax(cum >= q * cum[-1] - tol)), len(values) - 1)
+                if not cum[k] >= q * cum[-1] - tol:
+                    k = len(values) - 1
+                tie = abs(cum[k] - q * cum[-1]) <= tol and k + 1 < len(values)
+                out[i, o, j] = 0.5 * (values[k] + values[k + 1]) if tie else values[k]
+    return out

@@ -107,6 +107,13 @@ class CO2ForestRegressor(ObliqueRegressorMixin, _BaseCO2Forest):
         ``n_estimators``; the result equals a cold fit with the same
         ``random_state`` and data. The features, number of outputs and
         bootstrap size must be those of the previous fit.
+    store_leaf_targets : bool, default=True
+        Keep each tree's in-bag training targets and weights, grouped by
+        leaf, for :meth:`predict_quantiles` (a quantile regression forest).
+        They take 16 bytes per output and distinct in-bag row of each tree
+        (about ``0.63 * n_samples`` of them with the default bootstrap), and
+        no copy of ``X``; False keeps none (``predict_quantiles`` then
+        raises, :meth:`record_leaf_targets` can add them later).
 
     Attributes
     ----------
@@ -238,8 +245,22 @@ class CO2ForestRegressor(ObliqueRegressorMixin, _BaseCO2Forest):
         random_state=None,
         verbose=0,
         warm_start=False,
+        store_leaf_targets=True,
     ):
         self._store_init_parameters(locals())
+
+    _parameter_constraints = {
+        **_BaseCO2Forest._parameter_constraints,
+        "store_leaf_targets": ["boolean"],
+    }
+
+    def _tree_row_counts(self, n_samples):
+        """Each tree's bootstrap counts of the training rows (None: no bootstrap)."""
+        if not self.bootstrap:
+            return super()._tree_row_counts(n_samples)
+        from obliquetrees.co2.training import tree_bootstrap_counts
+
+        return (tree_bootstrap_counts(n_samples, seed, self._n_draws) for seed in self._tree_seeds)
 
     def _class_weight_vector(self, y):
         return None

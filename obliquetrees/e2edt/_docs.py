@@ -489,6 +489,16 @@ ROUTING_REGRESSOR = """
         and ``decision_path`` are always hard. Switching needs no refit.
 """
 
+STORE_LEAF_TARGETS = """
+    store_leaf_targets : bool, default=True
+        Keep each tree's training targets and weights (``sample_weight``
+        times the bootstrap counts), grouped by leaf, for
+        :meth:`predict_quantiles`: 16 bytes per output and distinct training
+        row of each tree, no copy of ``X``. False keeps none
+        (``predict_quantiles`` then raises, :meth:`record_leaf_targets` can
+        add them later).
+"""
+
 REGRESSOR_ATTRIBUTES = """
     Attributes
     ----------
@@ -638,6 +648,7 @@ def regressor(learning_rate, batch_size, tuning):
         PARAMETERS_HEAD,
         ROUTING_REGRESSOR,
         PARAMETERS_TAIL,
+        STORE_LEAF_TARGETS,
         REGRESSOR_ATTRIBUTES,
         ATTRIBUTES_COMMON,
         REGRESSOR_OOB,

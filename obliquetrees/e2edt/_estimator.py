@@ -523,7 +523,10 @@ class E2EDTRegressor(ObliqueRegressorMixin, _BaseE2EDT):
       between 0.731 and 0.766 over the nine sets, 256 the highest.""",
     )
 
-    _parameter_constraints = _constraints({"hard", "soft"})
+    _parameter_constraints = {
+        **_constraints({"hard", "soft"}),
+        "store_leaf_targets": ["boolean"],
+    }
     _fit_multi_output = True
     _oob_attribute = "oob_prediction_"
 
@@ -555,8 +558,18 @@ class E2EDTRegressor(ObliqueRegressorMixin, _BaseE2EDT):
         n_jobs=None,
         random_state=None,
         verbose=0,
+        store_leaf_targets=True,
     ):
         self._store_init_parameters(locals())
+
+    def _tree_row_counts(self, n_samples):
+        """Each tree's bootstrap counts of the training rows (None: the tree saw every row)."""
+        from obliquetrees.e2edt.training import bootstrap_counts
+
+        return (
+            bootstrap_counts(n_samples, seed) if boot else None
+            for seed, boot in zip(self._tree_seeds, self._tree_bootstrap, strict=True)
+        )
 
     def _training_targets(self, y, sample_weight, old):
         """Targets as (n_samples, n_outputs), no classes (Gaussian leaves); sets ``n_outputs_``."""

@@ -342,7 +342,9 @@ class FinetunedForestRegressor(_CreatedByFinetune, ObliqueRegressorMixin, BaseOb
     """A fine-tuned regressor forest (hard routing), as returned by :func:`finetune`.
 
     Created fitted; it predicts the mean over its trees of the value of the
-    reached leaf (like every hard-routed model of the package).
+    reached leaf (like every hard-routed model of the package). It holds the
+    targets of the rows it was tuned or refitted on, every row once in every
+    tree, for :meth:`predict_quantiles`.
 
     %(created_regressor_sections)s
     history_ : dict
@@ -419,7 +421,9 @@ def _class_codes(model, forest, X, y):
     return (code.astype(np.int64),)
 
 
-def _new_model(source, trees, history, n_jobs):
+def _new_model(source, trees, history, n_jobs, rows):
+    """The fitted model of ``trees``; a regressor records ``rows`` (X, y, weights) as its
+    leaf targets, for ``predict_quantiles``: every row of the data it was tuned on, once."""
     from sklearn.base import is_classifier
 
     n_jobs = getattr(source, "n_jobs", None) if n_jobs is None else n_jobs
@@ -434,7 +438,14 @@ def _new_model(source, trees, history, n_jobs):
     if hasattr(source, "feature_names_in_"):
         model.feature_names_in_ = source.feature_names_in_
     model.history_ = history
-    return model._set_trees(trees)
+    model._set_trees(trees)
+    if not is_classifier(source):
+        # routed on a sibling sharing the arrays: the model builds its routing layout
+        # when it first predicts, as models returned before they held leaf targets did
+        sibling = ObliqueForest.__new__(ObliqueForest)
+        sibling.__setstate__(model._forest().__getstate__())
+        model._leaf_targets = model._leaf_targets_from(*rows, forest=sibling)
+    return model
 
 
 @validate_params(
@@ -615,13 +626,14 @@ def finetune(
     # every feature with NaN, not only informative ones: the fold would give a
     # feature without indicator the mean rule, discarding the model's own term
     missing = MissingValues.from_data(X, sw)
+    rows = (X, y, sw)
     if missing.columns.size:  # tune on indicator-augmented inputs, fold back
         forest = ObliqueForest.from_trees([missing.unfold(tree) for tree in forest.trees])
         X = missing.augment(X)
     trees, history = _finetune.fit_finetune(forest, X, y, sw, regression, config)
     if missing.columns.size:
         trees = [missing.fold(tree) for tree in trees]
-    return _new_model(source, trees, history, n_jobs)
+    return _new_model(source, trees, history, n_jobs, rows)
 
 
 @validate_params(
@@ -661,4 +673,4 @@ def refit_leaves(model, X, y, *, sample_weight=None, n_iter=10, n_jobs=None):
     """
     source, forest, task, X, y, sw = _model_inputs(model, X, y, sample_weight)
     trees = _finetune.refit_leaf_values(forest, X, y, sw, task == "regression", int(n_iter))
-    return _new_model(source, trees, {"loss": [], "temperature": []}, n_jobs)
+    return _new_model(source, trees, {"loss": [], "temperature": []}, n_jobs, (X, y, sw))

@@ -7,7 +7,12 @@ including the private ``_check_sample_weight``.
 import numpy as np
 from scipy import sparse
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    check_array,
+    check_is_fitted,
+    validate_data,
+)
 
 from obliquetrees._core.missing import nan_columns, observed_moments
 from obliquetrees._core.tree import feature_moments
@@ -16,6 +21,7 @@ __all__ = [
     "bounded_weights",
     "check_is_fitted",
     "validate_fit_data",
+    "validate_leaf_rows",
     "validate_more_fit_data",
     "validate_predict_data",
 ]
@@ -230,6 +236,40 @@ def _validate_training_arrays(
             raise ValueError("sample_weight must not be all zero (sum must be > 0).")
         sample_weight = bounded_weights(sample_weight)
     return X, y, sample_weight
+
+
+def validate_leaf_rows(X, y, sample_weight, n_outputs):
+    """Targets and weights of the rows of a validated ``X``, to record in the leaves they reach.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix, shape (n_samples, n_features), already validated
+    y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        Finite targets.
+    sample_weight : array-like of shape (n_samples,) or None
+        Finite, non-negative, not all zero (None: all 1).
+    n_outputs : int
+        The model's number of outputs.
+
+    Returns
+    -------
+    y : ndarray of float64, shape (n_samples, n_outputs)
+    sample_weight : ndarray of float64, shape (n_samples,)
+    """
+    y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
+    if y.ndim > 2 or y.shape[0] != X.shape[0]:
+        raise ValueError(f"y has shape {y.shape}; X has {X.shape[0]} rows.")
+    y = y.reshape(X.shape[0], -1)
+    if y.shape[1] != n_outputs:
+        raise ValueError(f"y has {y.shape[1]} outputs; the model has {n_outputs}.")
+    if sample_weight is None:
+        return y, np.ones(X.shape[0])
+    sample_weight = _check_sample_weight(
+        sample_weight, X, dtype=np.float64, ensure_non_negative=True
+    )
+    if not np.any(sample_weight > 0):
+        raise ValueError("sample_weight must not be all zero (sum must be > 0).")
+    return y, sample_weight
 
 
 def validate_predict_data(estimator, X, dtype=(np.float64, np.float32)):
