@@ -62,16 +62,14 @@ class _BaseCO2Forest(BaseObliqueForest):
         **RUN_CONSTRAINTS,
     }
 
-    def _fit(self, X, y, sample_weight):
-        """Grow the forest on ``(X, y)`` (:meth:`fit`, its parameters validated)."""
-        from obliquetrees._core.forest import return_freed_memory
-        from obliquetrees.co2 import training as co2  # numba is imported on first use
-        from obliquetrees.utils.seeds import draw_seeds
-
-        if self.oob_score and not self.bootstrap:
+    def _check_bootstrap_parameters(self):
+        """Raise ``ValueError`` for a parameter that needs ``bootstrap=True`` without it."""
+        if self.bootstrap:
+            return
+        if self.oob_score:
             raise ValueError("Out-of-bag estimation needs bootstrap=True.")
         margin = self.oblique_penalty
-        if self.oblique_test == "out_of_bag" and not self.bootstrap and margin:
+        if self.oblique_test == "out_of_bag" and margin:
             # at margin 0 a node without out-of-bag rows keeps its oblique split (the paper)
             raise ValueError(
                 f'oblique_test="out_of_bag" with oblique_penalty={margin!r} needs '
@@ -79,13 +77,21 @@ class _BaseCO2Forest(BaseObliqueForest):
                 "split could gain a positive margin; set bootstrap=True, "
                 'oblique_penalty=0 or oblique_test="fit".'
             )
-        self._check_forest_size()
-        if self.max_samples is not None and not self.bootstrap:
+        if self.max_samples is not None:
             raise ValueError(
                 f"max_samples={self.max_samples!r} needs bootstrap=True (without "
                 "bootstrap every tree sees all samples); set bootstrap=True or "
                 "max_samples=None."
             )
+
+    def _fit(self, X, y, sample_weight):
+        """Grow the forest on ``(X, y)`` (:meth:`fit`, its parameters validated)."""
+        from obliquetrees._core.forest import return_freed_memory
+        from obliquetrees.co2 import training as co2  # numba is imported on first use
+        from obliquetrees.utils.seeds import draw_seeds
+
+        self._check_bootstrap_parameters()
+        self._check_forest_size()
         old_trees = []
         old_stats = np.zeros((0, 2), dtype=np.int64)
         old_seeds = None
