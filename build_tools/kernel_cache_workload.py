@@ -79,8 +79,9 @@ def run_predictions(model, X):
 
 
 def _has_quantiles(model):
-    """Whether ``model`` holds leaf targets (regressors fitted with ``store_leaf_targets``)."""
-    return vars(model).get("_leaf_targets") is not None
+    """Whether ``model`` gives quantiles: leaf targets stored, hard routing."""
+    stored = vars(model).get("_leaf_targets") is not None
+    return stored and getattr(model, "routing", "hard") == "hard"
 
 
 def run_served(model, X):
