@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.base import clone
 from sklearn.datasets import make_friedman1
 from sklearn.ensemble import RandomForestRegressor
 from sklearn.exceptions import NotFittedError
@@ -207,6 +208,17 @@ def test_results_do_not_depend_on_n_jobs(data):
     two = CO2ForestRegressor(**CO2, n_jobs=2).fit(X, y)
     assert_array_equal(one._leaf_targets.targets, two._leaf_targets.targets)
     assert_array_equal(one.predict_quantiles(X), two.predict_quantiles(X))
+
+
+def test_weights_whose_total_overflows_are_rescaled_as_in_training(data, co2):
+    # equal weights of 1e308 sum to infinity in a leaf: unscaled, every share was 0
+    # and every quantile the leaf's smallest target; the quantiles read only ratios
+    X, y = data
+    plain = clone(co2).fit(X, y).record_leaf_targets(X, y)
+    huge = clone(co2).fit(X, y).record_leaf_targets(X, y, sample_weight=np.full(len(y), 1e308))
+    weights = huge._leaf_targets.weights  # rescaled by a power of two: equal, finite
+    assert np.isfinite(weights).all() and (weights == weights[0, 0]).all()
+    assert_array_equal(huge.predict_quantiles(X), plain.predict_quantiles(X))
 
 
 def test_store_matches_the_in_bag_rows(data, co2):

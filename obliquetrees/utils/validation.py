@@ -226,16 +226,23 @@ def _validate_training_arrays(
         y = np.ascontiguousarray(y, dtype=np.float64)
         if not np.all(np.isfinite(y)):
             raise ValueError("Input y contains NaN or infinity.")
+    return X, y, _row_weights(sample_weight, X)
+
+
+def _row_weights(sample_weight, X):
+    """``sample_weight`` of the rows of ``X`` validated, its total bounded; None: all ones.
+
+    Finite, non-negative and not all zero, else ``ValueError``; rescaled by
+    :func:`bounded_weights` (so sums of them cannot overflow).
+    """
     if sample_weight is None:  # one form downstream: every row weighs one
-        sample_weight = np.ones(X.shape[0])
-    else:
-        sample_weight = _check_sample_weight(
-            sample_weight, X, dtype=np.float64, ensure_non_negative=True
-        )
-        if not np.any(sample_weight > 0):
-            raise ValueError("sample_weight must not be all zero (sum must be > 0).")
-        sample_weight = bounded_weights(sample_weight)
-    return X, y, sample_weight
+        return np.ones(X.shape[0])
+    sample_weight = _check_sample_weight(
+        sample_weight, X, dtype=np.float64, ensure_non_negative=True
+    )
+    if not np.any(sample_weight > 0):
+        raise ValueError("sample_weight must not be all zero (sum must be > 0).")
+    return bounded_weights(sample_weight)
 
 
 def validate_leaf_rows(X, y, sample_weight, n_outputs):
@@ -247,7 +254,9 @@ def validate_leaf_rows(X, y, sample_weight, n_outputs):
     y : array-like of shape (n_samples,) or (n_samples, n_outputs)
         Finite targets.
     sample_weight : array-like of shape (n_samples,) or None
-        Finite, non-negative, not all zero (None: all 1).
+        Finite, non-negative, not all zero (None: all 1); rescaled as
+        training rescales it (:func:`bounded_weights`), so a leaf's total
+        weight cannot overflow (the quantiles read only their ratios).
     n_outputs : int
         The model's number of outputs.
 
@@ -262,14 +271,7 @@ def validate_leaf_rows(X, y, sample_weight, n_outputs):
     y = y.reshape(X.shape[0], -1)
     if y.shape[1] != n_outputs:
         raise ValueError(f"y has {y.shape[1]} outputs; the model has {n_outputs}.")
-    if sample_weight is None:
-        return y, np.ones(X.shape[0])
-    sample_weight = _check_sample_weight(
-        sample_weight, X, dtype=np.float64, ensure_non_negative=True
-    )
-    if not np.any(sample_weight > 0):
-        raise ValueError("sample_weight must not be all zero (sum must be > 0).")
-    return y, sample_weight
+    return y, _row_weights(sample_weight, X)
 
 
 def validate_predict_data(estimator, X, dtype=(np.float64, np.float32)):
