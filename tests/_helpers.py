@@ -62,3 +62,43 @@ def kernel_state(seed):
     state = np.empty(1, dtype=np.uint64)
     state[0] = np.uint64(seed)
     return state
+
+
+def monotone_violations(
+    predict, X, monotonic_cst, *, n_lines, n_steps=25, nan_fraction=0.0, seed=0
+):
+    """Largest move against ``monotonic_cst`` of ``predict`` along lines in constrained features.
+
+    Each line starts at a row of ``X`` drawn at random (with a fraction
+    ``nan_fraction`` of its *other* features set to NaN) and sweeps one
+    constrained feature over ``n_steps`` increasing values spanning beyond the
+    feature's range in ``X`` (so splits at either end are crossed). Returns
+    the largest ``-c * (f(t_{k+1}) - f(t_k))`` over every line and step: at
+    most 0 (or a rounding error) when the model is monotone as constrained.
+
+    Parameters
+    ----------
+    predict : callable
+        ``X -> ndarray of shape (n,)``: a regressor's predictions or a binary
+        classifier's probability of ``classes_[1]``.
+    X : ndarray of shape (n_samples, n_features), NaN-free
+    monotonic_cst : array-like of int of shape (n_features,)
+    n_lines : int
+        Lines per constrained feature.
+    """
+    rng = np.random.default_rng(seed)
+    cst = np.asarray(monotonic_cst)
+    worst = -np.inf
+    for j in np.flatnonzero(cst):
+        low, high = X[:, j].min(), X[:, j].max()
+        pad = 0.25 * (high - low) + 1.0
+        steps = np.linspace(low - pad, high + pad, n_steps)
+        base = X[rng.integers(len(X), size=n_lines)].copy()
+        others = np.arange(X.shape[1]) != j
+        hidden = (rng.random(base.shape) < nan_fraction) & others
+        base[hidden] = np.nan
+        lines = np.repeat(base, n_steps, axis=0)
+        lines[:, j] = np.tile(steps, n_lines)
+        values = np.asarray(predict(lines), dtype=np.float64).reshape(n_lines, n_steps)
+        worst = max(worst, float((-cst[j] * np.diff(values, axis=1)).max()))
+    return worst

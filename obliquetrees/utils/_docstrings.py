@@ -134,6 +134,15 @@ feature_importances_ : ndarray of shape (n_features_in_,)
         why="The regressor keeps the paper's rule: the test is not yet validated "
         "on regression sets.",
     ),
+    "monotonic_cst": """\
+monotonic_cst : array-like of int of shape (n_features,), dict or None, default=None
+    Monotonicity constraint per feature: 1 the prediction may only rise with
+    the feature, -1 only fall, 0 (or None for all) unconstrained; a dict
+    maps feature names to constraints, as in scikit-learn. The prediction
+    is a regressor's output or a binary classifier's probability of
+    ``classes_[1]``; multiclass and multi-output fits raise a
+    ``ValueError``, as in scikit-learn. Holds for every input, NaN in any
+    feature included (class Notes: how the method enforces it).""",
     "relaxed_parameters": """\
 temperature, eps, sigma
     As in :meth:`DecisionMachine.relaxed_weights`.

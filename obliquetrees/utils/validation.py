@@ -1,13 +1,14 @@
 """Input validation shared by every estimator (wraps scikit-learn's helpers).
 
 This is the one module that imports scikit-learn's validation helpers,
-including the private ``_check_sample_weight``.
+including the private ``_check_sample_weight`` and ``_check_monotonic_cst``.
 """
 
 import numpy as np
 from scipy import sparse
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
+    _check_monotonic_cst,
     _check_sample_weight,
     check_array,
     check_is_fitted,
@@ -20,6 +21,7 @@ from obliquetrees._core.tree import feature_moments
 __all__ = [
     "bounded_weights",
     "check_is_fitted",
+    "check_monotonic_cst",
     "validate_fit_data",
     "validate_leaf_rows",
     "validate_more_fit_data",
@@ -295,3 +297,40 @@ def validate_predict_data(estimator, X, dtype=(np.float64, np.float32)):
         order="C",
         ensure_all_finite="allow-nan",
     )
+
+
+def check_monotonic_cst(estimator, monotonic_cst):
+    """``monotonic_cst`` checked as scikit-learn checks it, or None when it constrains nothing.
+
+    Call after :func:`validate_fit_data` (it reads ``n_features_in_``,
+    ``feature_names_in_`` and, for classifiers, ``n_classes_``). The errors are
+    scikit-learn's: values other than -1, 0 and 1, a length other than
+    ``n_features_in_``, a dict without feature names or with unknown names, and
+    multiclass or multi-output targets all raise a ``ValueError``.
+
+    Parameters
+    ----------
+    estimator : BaseEstimator
+        The estimator being fitted.
+    monotonic_cst : array-like of int of shape (n_features,), dict or None
+        1: the prediction (a regressor's output, a binary classifier's
+        probability of ``classes_[1]``) may only rise with the feature; -1:
+        only fall; 0: no constraint. A dict maps feature names to those values
+        (features it leaves out are unconstrained).
+
+    Returns
+    -------
+    monotonic_cst : ndarray of int8 of shape (n_features_in_,) or None
+        None when no feature is constrained, so an estimator trains exactly
+        as without the parameter.
+    """
+    if monotonic_cst is None:
+        return None
+    if getattr(estimator, "n_classes_", 2) > 2:
+        raise ValueError(
+            "Monotonicity constraints are not supported with multiclass classification"
+        )
+    if getattr(estimator, "n_outputs_", 1) > 1:
+        raise ValueError("Monotonicity constraints are not supported with multiple outputs.")
+    checked = _check_monotonic_cst(estimator, monotonic_cst)
+    return checked if checked.any() else None
