@@ -181,6 +181,18 @@ FAMILIES = {
         },
         rule="cost",
     ),
+    "co2-regressor-oob": Family(
+        "regression",
+        "obliquetrees.CO2ForestRegressor",
+        {
+            "default (30 trees)": {"n_estimators": 30, "oblique_penalty": None},
+            'oblique_test="out_of_bag", oblique_penalty=0': {
+                "n_estimators": 30,
+                "oblique_test": "out_of_bag",
+                "oblique_penalty": 0.0,
+            },
+        },
+    ),
     "co2-regressor": Family(
         "regression",
         "obliquetrees.CO2ForestRegressor",
