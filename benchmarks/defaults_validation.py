@@ -62,6 +62,11 @@ Families and why each candidate is there:
   (puma8nm, puma8nh: 8 features). scikit-learn's forest regressors consider
   all features (``max_features=1.0``) since 1.1 for this reason, ours the
   classifier's ``"sqrt"``. Candidates: all features, a third of them.
+- ``co2-regressor-oob``: whether the classifier's chosen axis-or-oblique
+  test (the node's out-of-bag rows, margin 0) also pays on regression,
+  where an oblique split's extra weights fit noise in the targets as they
+  fit noise in the classes; the regressor's default (the paper's stump
+  over all features) against it.
 
 Results in ``results/defaults_validation.md`` (cells in the json beside it,
 resumable like the suite). A family's first label is the default when the

@@ -35,15 +35,16 @@ def _same_trees(a, b):
         np.testing.assert_array_equal(s.bias, t.bias)
 
 
-@pytest.mark.parametrize("penalty", [None, 0.5])
-def test_the_fit_test_is_the_regressors_default(penalty):
+def test_the_out_of_bag_test_at_margin_zero_is_the_regressors_default():
     X, y = _data()
-    kw = dict(n_estimators=3, max_depth=6, random_state=0, oblique_penalty=penalty)
+    kw = dict(n_estimators=3, max_depth=6, random_state=0)
     default = CO2ForestRegressor(**kw).fit(X, y)
-    fit = CO2ForestRegressor(oblique_test="fit", **kw).fit(X, y)
-    assert CO2ForestRegressor().oblique_test == "fit"
-    _same_trees(default, fit)
-    np.testing.assert_array_equal(default.predict(X), fit.predict(X))
+    chosen = dict(max_features=None, oblique_test="out_of_bag", oblique_penalty=0.0)
+    explicit = CO2ForestRegressor(**chosen, **kw).fit(X, y)
+    _same_trees(default, explicit)
+    np.testing.assert_array_equal(default.predict(X), explicit.predict(X))
+    paper = CO2ForestRegressor(oblique_penalty=None, **kw).fit(X, y)
+    assert default.n_axis_fallback_.sum() > paper.n_axis_fallback_.sum()
 
 
 def test_the_out_of_bag_test_at_margin_zero_is_the_classifiers_default():
