@@ -42,6 +42,7 @@ from obliquetrees.base import (
 )
 from obliquetrees.utils._docstrings import fill_doc
 from obliquetrees.utils._param_validation import Integral, validate_params
+from obliquetrees.utils.validation import check_monotonic_cst
 
 __all__ = ["ConvertedForestClassifier", "ConvertedForestRegressor", "from_sklearn"]
 
@@ -69,6 +70,11 @@ class ConvertedForestClassifier(_ConvertedMixin, ObliqueClassifierMixin, BaseObl
     Build it with :func:`from_sklearn`; it is already fitted.
 
     %(created_classifier_sections)s
+    monotonic_cst_ : ndarray of int8 of shape (n_features_in_,) or None
+        The source's ``monotonic_cst`` (the probability of ``classes_[1]``
+        only rises with features at 1, only falls with those at -1), which
+        :func:`obliquetrees.machine.finetune` keeps by default; None:
+        unconstrained.
     """
 
 
@@ -79,6 +85,11 @@ class ConvertedForestRegressor(_ConvertedMixin, ObliqueRegressorMixin, BaseObliq
     Build it with :func:`from_sklearn`; it is already fitted.
 
     %(created_regressor_sections)s
+    monotonic_cst_ : ndarray of int8 of shape (n_features_in_,) or None
+        The source's ``monotonic_cst`` (the prediction only rises with
+        features at 1, only falls with those at -1), which
+        :func:`obliquetrees.machine.finetune` keeps by default; None:
+        unconstrained.
     """
 
 
@@ -155,7 +166,9 @@ def from_sklearn(model, n_jobs=None):
         Fitted; a single tree becomes a forest of one tree. It predicts what
         ``model`` predicts (inputs are cast to float32 like scikit-learn;
         NaN input is rejected, so models relying on scikit-learn's missing
-        value support are routed only on complete rows).
+        value support are routed only on complete rows). ``monotonic_cst_``
+        holds the source's ``monotonic_cst`` (int8, or None when it
+        constrains nothing).
 
     Raises
     ------
@@ -183,4 +196,5 @@ def from_sklearn(model, n_jobs=None):
     converted.n_features_in_ = model.n_features_in_
     if hasattr(model, "feature_names_in_"):
         converted.feature_names_in_ = model.feature_names_in_
+    converted.monotonic_cst_ = check_monotonic_cst(converted, getattr(model, "monotonic_cst", None))
     return converted._set_trees(trees)

@@ -92,15 +92,16 @@ CLASS_WEIGHT = """    class_weight : "balanced", dict or None, default=None
         forest does not bag (see Notes).
 """
 
-PARAMETERS_TAIL = """    warm_start : bool, default=False
+PARAMETERS_TAIL = """    %(monotonic_cst)s
+    warm_start : bool, default=False
         Reuse the fitted forest, its batch-norm statistics and optimiser
         state, and train ``max_epochs`` more epochs (on a copy: a failed
         fit keeps the fitted model). Unlike scikit-learn's forests, it does
         not add trees: all trees are trained jointly, so ``n_estimators``
         (like ``max_depth``, ``tree_type``, ``head`` and
         ``n_hinge_features``) must stay the same, and continuing means more
-        epochs for every tree. The data must have the same features and, for
-        classifiers, the same classes.
+        epochs for every tree. The data must have the same features, the
+        same ``monotonic_cst`` and, for classifiers, the same classes.
     n_jobs : int or None, default=None
         Threads of the numba kernels in training (the forward pass runs
         over a minibatch's samples, the backward pass over the trees) and in
@@ -205,4 +206,33 @@ NOTES = """
     algebraically; prediction densifies blocks of at most 2**21 values. Dense
     and sparse fits agree to rounding, not bit for bit (sums over stored
     entries only; ``tests/hinge/test_sparse.py``).
+
+    Monotonic constraints (``monotonic_cst``). Exact: a hinge tree is
+    continuous (its output is 0 on every decision boundary) and inside a
+    leaf's cell it is ``w_leaf`` times the smallest of the path's margins
+    ``|r_d|``; each hinge feature moves linearly along a constrained input.
+    So the forest is monotone as asked if, for every leaf and every decision
+    on its path whose hinge feature moves with a constrained input, the leaf
+    weight has the sign of the direction in which that decision's ``|r_d|``
+    moves, and the linear head (``head="linear"``) weighs every tree
+    non-negatively (for two classes: the difference of the classes'
+    weights). The prediction (regression output, probability of
+    ``classes_[1]``) is then monotone for every input, NaN in any other
+    feature included (a NaN input takes a fixed value). Ours: that condition
+    zeroes every leaf whose path turns both ways at such decisions, so the
+    hinge features are split in two. Half of the learnt features
+    (``n_hinge_features // 2``) form a monotone pool, each kept non-decreasing
+    in every constrained input (the sign of its weight on a constrained
+    input is fixed, ``c_j A_hj >= 0``); the other half have no weight on
+    constrained inputs. The first decision of every tree (fern) tests a pool
+    feature and the others a free feature, so the leaves under the first
+    decision's right child are kept ``>= 0`` and those under its left child
+    ``<= 0``: constrained inputs act through the trees' first margins, free
+    inputs everywhere. Without the linear layer (``n_hinge_features=None``)
+    the pool is the constrained inputs themselves. Every optimiser step
+    (Adam, lazy Adam, AdaGrad, SGD) is followed by the Euclidean projection
+    of the parameters it moved onto these sign constraints (two classes:
+    leaf and head weight pairs move to their mean when their difference has
+    the wrong sign). Multiclass and multi-output fits raise a
+    ``ValueError``; without constraints training is unchanged.
 """

@@ -31,6 +31,12 @@ from obliquetrees.utils._param_validation import (
     reals,
 )
 from obliquetrees.utils.seeds import draw_seeds
+from obliquetrees.utils.validation import check_monotonic_cst
+
+
+def _same_constraints(a, b):
+    """Whether two resolved constraint vectors (or None) are the same."""
+    return (a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
 
 
 class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
@@ -57,6 +63,7 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
         "early_stopping": ["boolean"],
         "validation_fraction": reals(0, 1, closed="neither", not_int=True),
         "n_iter_no_change": integers(1),
+        "monotonic_cst": ["array-like", dict, None],
         "warm_start": ["boolean"],
         **RUN_CONSTRAINTS,
     }
@@ -88,14 +95,21 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
         self._check_model_size(self._missing.n_inputs, self._n_model_outputs(), explicit)
         self.n_iter_ = 0
 
-    def _check_warm_model(self, n_features, old_classes=None):
-        """Raise unless the fitted model can continue training on the new data."""
+    def _check_warm_model(self, n_features, cst, old_classes=None):
+        """Raise unless the fitted model can continue training on the new data.
+
+        ``cst``: the checked ``monotonic_cst`` of this call (None: unconstrained);
+        returns it per model input (see :meth:`_missing_free`).
+        """
         model = self._model
         if self._missing.n_features != n_features:
             raise ValueError(
                 f"X has {n_features} features, but the fitted model was trained on "
                 f"{self._missing.n_features} (warm_start/partial_fit)."
             )
+        monotonic = self._missing_free(cst)
+        if not _same_constraints(model.monotonic_cst, monotonic):
+            raise ValueError("warm_start/partial_fit need the monotonic_cst of the fitted model.")
         structure = (
             model.n_trees == self.n_estimators
             and model.depth == self.max_depth
@@ -113,6 +127,7 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
                 f"warm_start=True needs the same classes as the previous fit "
                 f"({old_classes.tolist()}); got {self.classes_.tolist()}."
             )
+        return monotonic
 
     def _validation_split(self, T):
         """Sorted (train, validation) row indices, or None when too few rows to hold out."""
@@ -130,11 +145,16 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
             tr, va = train_test_split(idx, test_size=n_val, random_state=seed)
         return np.sort(tr), np.sort(va)
 
-    def _train(self, X, T, sample_weight, model, *, max_epochs, validate):
-        """Train (``model`` None: a new model) and set the fitted attributes."""
+    def _train(self, X, T, sample_weight, model, *, max_epochs, validate, monotonic):
+        """Train (``model`` None: a new model) and set the fitted attributes.
+
+        ``monotonic``: the constraints per model input (:meth:`_missing_free`).
+        """
         from obliquetrees.hinge.training import HingeParams, fit_hinge
 
-        params = self._training_params(HingeParams, task=self._task, max_epochs=max_epochs)
+        params = self._training_params(
+            HingeParams, task=self._task, max_epochs=max_epochs, monotonic_cst=monotonic
+        )
         try:
             model, info = fit_hinge(
                 self._missing.augment(X),
@@ -175,13 +195,21 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
         X, y, sample_weight = self._validate_fit_data(X, y, sample_weight)
         T = self._encode_targets(y, fit=True)
         train_weight = self._training_weight(y, sample_weight)
+        cst = check_monotonic_cst(self, self.monotonic_cst)
         if warm:
-            self._check_warm_model(X.shape[1], old_classes)
+            monotonic = self._check_warm_model(X.shape[1], cst, old_classes)
         else:  # missing indicators are tested with sample_weight alone
             self._start(X, y, sample_weight)
+            monotonic = self._missing_free(cst)
         model = self._model if warm else None
         self._train(
-            X, T, train_weight, model, max_epochs=self.max_epochs, validate=self.early_stopping
+            X,
+            T,
+            train_weight,
+            model,
+            max_epochs=self.max_epochs,
+            validate=self.early_stopping,
+            monotonic=monotonic,
         )
         return self
 
@@ -200,19 +228,28 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
                 y = np.searchsorted(self.classes_, self._raw_y)
             T = self._encode_targets(y, fit=True)
             train_weight = self._training_weight(y, sample_weight)
+            cst = check_monotonic_cst(self, self.monotonic_cst)
             self._start(X, y, sample_weight)
+            monotonic = self._missing_free(cst)
         else:
             X, y, sample_weight = self._validate_more_fit_data(X, y, sample_weight)
             y = self._index_y(y)
             T = self._encode_targets(y, fit=False)
-            self._check_warm_model(X.shape[1])
+            cst = check_monotonic_cst(self, self.monotonic_cst)
+            monotonic = self._check_warm_model(X.shape[1], cst)
             train_weight = self._training_weight(y, sample_weight)
         model = None if first else self._model
-        self._train(X, T, train_weight, model, max_epochs=1, validate=False)
+        self._train(X, T, train_weight, model, max_epochs=1, validate=False, monotonic=monotonic)
         return self
 
     def _index_y(self, y):
         return y
+
+    def _missing_free(self, cst):
+        """Constraints per model input: ``cst`` and the missing indicators' zeros, or None."""
+        if cst is None:
+            return None
+        return np.concatenate([cst, np.zeros(self._missing.n_inputs - cst.shape[0], np.int8)])
 
     # ------------------------------------------------------------- pickle
     def _fitted_container_names(self):
@@ -320,6 +357,7 @@ class HingeForestClassifier(ObliqueClassifierMixin, _BaseHingeForest):
         validation_fraction=0.1,
         n_iter_no_change=5,
         class_weight=None,
+        monotonic_cst=None,
         warm_start=False,
         n_jobs=None,
         random_state=None,
@@ -479,6 +517,7 @@ class HingeForestRegressor(ObliqueRegressorMixin, _BaseHingeForest):
         early_stopping=True,
         validation_fraction=0.1,
         n_iter_no_change=5,
+        monotonic_cst=None,
         warm_start=False,
         n_jobs=None,
         random_state=None,

@@ -459,6 +459,78 @@ def _bn_update(Hc, bn_mean, bn_var, counters, init):
         counters[0] = i + 1
 
 
+# --------------------------------------------------------------- monotonic
+#: Sign rules of a constrained parameter (see :mod:`obliquetrees.hinge._monotonic`):
+#: free, kept >= 0, kept <= 0, kept at 0.
+RULE_FREE = 2
+RULE_UP = 1
+RULE_DOWN = -1
+RULE_ZERO = 0
+
+
+@jit
+def _project_effective(v, rule):
+    """Project ``v`` (1 or 2 entries) so its effective value obeys ``rule``, in place.
+
+    The effective value is ``v[0]`` (one output), or ``v[1] - v[0]`` (two
+    outputs: the logit difference of a binary classifier), whose Euclidean
+    projection onto a sign constraint moves both entries to their mean.
+    """
+    if rule == RULE_FREE:
+        return
+    if v.shape[0] == 1:
+        if rule == RULE_ZERO or rule * v[0] < 0.0:
+            v[0] = 0.0
+        return
+    if rule == RULE_ZERO or rule * (v[1] - v[0]) < 0.0:
+        mid = 0.5 * (v[0] + v[1])
+        v[0] = mid
+        v[1] = mid
+
+
+@jit
+def project_leaves(W, m, leaves, n, leaf_rule):
+    """Project the leaf weights ``W[m, leaves[:n]]`` onto their rules ``leaf_rule[m]``."""
+    for i in range(n):
+        lf = leaves[i]
+        _project_effective(W[m, lf], leaf_rule[m, lf])
+
+
+@jit
+def project_dense(W, Q, A, mono, linear_head, learn_A):
+    """Project every leaf weight, the linear head and the linear layer (``mono`` as in
+    :func:`train_epoch`)."""
+    leaf_rule, a_rule = mono[1], mono[2]
+    every = np.arange(W.shape[1])
+    for m in range(W.shape[0]):
+        project_leaves(W, m, every, every.shape[0], leaf_rule)
+    _project_head_and_layer(Q, A, a_rule, linear_head, learn_A)
+
+
+@jit
+def _project_head_and_layer(Q, A, a_rule, linear_head, learn_A):
+    """The linear head's effective weight of every tree ``>= 0``; ``A`` by ``a_rule``."""
+    if linear_head:
+        for m in range(Q.shape[1]):
+            _project_effective(Q[:, m], RULE_UP)
+    if learn_A:
+        for h in range(A.shape[0]):
+            for j in range(A.shape[1]):
+                _project_effective(A[h, j : j + 1], a_rule[h, j])
+
+
+@jit
+def _project_step(W, Q, A, mono, grads, Bc, dense, linear_head, learn_A):
+    """Projected step: the leaves a step moved (all under dense Adam), the head, the layer."""
+    if dense:
+        project_dense(W, Q, A, mono, linear_head, learn_A)
+        return
+    touched_w = grads[2]
+    for m in range(W.shape[0]):
+        project_leaves(W, m, touched_w[m], touched_w[m, Bc], mono[1])
+    _project_head_and_layer(Q, A, mono[2], linear_head, learn_A)
+
+
 # -------------------------------------------------------------------- epoch
 @jit
 def _head_and_loss(loss, i, wi, target, classification, linear_head, out, Q, q, Yf, F, G):
@@ -571,6 +643,7 @@ def train_epoch(
     state,
     scratch,
     batch_loss,
+    mono,
 ):
     """One epoch of minibatch training over ``Z[order]`` (standardised inputs).
 
@@ -587,13 +660,17 @@ def train_epoch(
     ``(moments, (A_1, A_2), (Q_1, Q_2), (q_1, q_2))``. ``scratch`` =
     ``(Zb, U, out, F, G, Gt, walk, grads, gU, slots)``, sized for
     ``batch_size`` rows (``slots``: see :func:`backward_update`). Writes the
-    mean loss of each batch to ``batch_loss``.
+    mean loss of each batch to ``batch_loss``. ``mono = (constrained,
+    leaf_rule, a_rule)``: with ``constrained``, every step ends with the
+    projections of :mod:`obliquetrees.hinge._monotonic` (the leaf weights a
+    step moved, the linear head, the linear layer); otherwise the rules are
+    never read.
 
     Per batch: gather, ``H = Zb A^T`` (BLAS), ``U = (H - mean) / sd``,
     :func:`forward`, loss and ``G = dL/dF``, head gradients,
     :func:`backward_update` (per-tree gradients and step), input gradient,
-    ``gA = (gU / sd)^T Zb`` (BLAS), dense steps of A and the head, statistics
-    update.
+    ``gA = (gU / sd)^T Zb`` (BLAS), dense steps of A and the head, the
+    monotonic projections, statistics update.
     """
     Z, Yi, Yf, w, order = data
     sparse, rows = csr
@@ -687,5 +764,7 @@ def train_epoch(
             _dense_step(
                 A.reshape(-1), A_m[0].reshape(-1), A_m[1].reshape(-1), gA.reshape(-1), opt, hp
             )
+        if mono[0]:
+            _project_step(W, Q, A, mono, grads, Bc, opt == OPT_ADAM, linear_head, learn_A)
         counters[1] = t
         _bn_update(Hc, bn_mean, bn_var, counters, False)

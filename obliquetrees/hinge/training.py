@@ -50,6 +50,7 @@ from obliquetrees._training._optim import ADAGRAD_EPS, ADAM_BETA1, ADAM_BETA2, A
 from obliquetrees._training._progress import Progress
 from obliquetrees._training._rows import sparse_rows
 from obliquetrees.hinge import _kernels as K
+from obliquetrees.hinge import _monotonic as mono
 from obliquetrees.hinge._forward import (
     decision_values_in_limits,
     leaf_counts,
@@ -75,7 +76,8 @@ class HingeParams:
     meaning); ``task`` is ``"classification"`` (softmax cross-entropy, targets
     are class indices) or ``"regression"`` (mean squared error over outputs).
     ``max_epochs`` is 1 for ``partial_fit``; ``n_iter_no_change`` applies only
-    with validation data.
+    with validation data. ``monotonic_cst`` is resolved: one constraint per
+    model input (the missing-value indicators unconstrained), or None.
     """
 
     task: str
@@ -90,6 +92,7 @@ class HingeParams:
     max_epochs: int
     n_iter_no_change: int
     verbose: int
+    monotonic_cst: object = None  # int8 per input (missing indicators 0), or None
 
 
 class HingeModel:
@@ -169,6 +172,11 @@ class HingeModel:
             raise ValueError("x_scale must be positive.")
         check_int(self.step, "step")
         check_int(self.bn_count, "bn_count")
+        if self.monotonic_cst is not None:
+            check_array(self.monotonic_cst, "monotonic_cst", np.int8, 1, (p,))
+            check_array(self.monotone_dir, "monotone_dir", np.int8, 1, (H,))
+            if not np.all(np.isin(self.monotonic_cst, (-1, 0, 1))) or not self.monotone_dir.any():
+                raise ValueError("monotonic_cst must hold -1, 0, 1 and monotone_dir a direction.")
         if self.opt_state is not None:
             self._check_opt_state()
 
@@ -207,6 +215,8 @@ class HingeModel:
             # (:class:`_EpochScratch`) carry per-leaf step marks nothing reads
             opt_state = {k: v for k, v in opt_state.items() if k not in _OLD_MARKS}
             state = dict(state, opt_state=opt_state)
+        # models pickled before monotonic constraints are unconstrained
+        state = {"monotonic_cst": None, "monotone_dir": None, **state}
         self.__dict__.update(state)
         self.check_invariants()  # the kernels trust these arrays
 
@@ -271,6 +281,11 @@ def init_model(n_inputs, n_outputs, params, x_mean, x_scale, seed, zero_output=F
     zero_output : bool, default=False
         Start with zero leaf weights and head bias (see above).
 
+    With ``params.monotonic_cst``, the same draws are made, then the
+    decisions' features are redrawn from the monotone pool (first
+    decisions) and the free features (the others), and every parameter is
+    projected (:mod:`obliquetrees.hinge._monotonic`).
+
     Returns
     -------
     model : HingeModel
@@ -311,6 +326,8 @@ def init_model(n_inputs, n_outputs, params, x_mean, x_scale, seed, zero_output=F
         step=0,
         opt_state=None,
         optimizer=None,
+        monotonic_cst=None,
+        monotone_dir=None,
     )
     if params.head == "linear":
         bound = 1.0 / np.sqrt(n_trees)
@@ -318,6 +335,11 @@ def init_model(n_inputs, n_outputs, params, x_mean, x_scale, seed, zero_output=F
         model.q = rng.uniform(-bound, bound, size=n_outputs)
         if zero_output:
             model.q[:] = 0.0
+    if params.monotonic_cst is not None:
+        model.monotonic_cst = np.asarray(params.monotonic_cst, dtype=np.int8)
+        model.monotone_dir = mono.monotone_directions(model.monotonic_cst, H, learn_A)
+        mono.draw_structure(model.feat, model.monotone_dir, rng)
+        mono.project(model)
     return model
 
 
@@ -470,6 +492,7 @@ def run_epoch(model, Z, Yi, Yf, w, order, params, scratch=None):
         _opt_state_args(model),
         scratch.arrays,
         batch_loss,
+        mono.kernel_rules(model),
     )
     model.bn_count = int(counters[0])
     model.step = int(counters[1])

@@ -334,6 +334,10 @@ class FinetunedForestClassifier(_CreatedByFinetune, ObliqueClassifierMixin, Base
         ``"loss"`` (relaxed negative log-likelihood per epoch),
         ``"temperature"`` per epoch, ``"weight_density"`` (stored weights per
         split after fine-tuning).
+    monotonic_cst_ : ndarray of int8 of shape (n_features_in_,) or None
+        The constraints :func:`finetune` kept (the probability of
+        ``classes_[1]`` only rises with features at 1, only falls with those
+        at -1); None: unconstrained.
     """
 
 
@@ -353,6 +357,10 @@ class FinetunedForestRegressor(_CreatedByFinetune, ObliqueRegressorMixin, BaseOb
         deviation),
         ``"temperature"`` per epoch, ``"weight_density"`` (stored weights per
         split after fine-tuning).
+    monotonic_cst_ : ndarray of int8 of shape (n_features_in_,) or None
+        The constraints :func:`finetune` kept (the prediction only rises
+        with features at 1, only falls with those at -1); None:
+        unconstrained.
     """
 
 
@@ -421,9 +429,10 @@ def _class_codes(model, forest, X, y):
     return (code.astype(np.int64),)
 
 
-def _new_model(source, trees, history, n_jobs, rows):
+def _new_model(source, trees, history, n_jobs, rows, monotonic_cst=None):
     """The fitted model of ``trees``; a regressor records ``rows`` (X, y, weights) as its
-    leaf targets, for ``predict_quantiles``: every row of the data it was tuned on, once."""
+    leaf targets, for ``predict_quantiles``: every row of the data it was tuned on, once.
+    ``monotonic_cst``: the checked constraints the trees keep (or None)."""
     from sklearn.base import is_classifier
 
     n_jobs = getattr(source, "n_jobs", None) if n_jobs is None else n_jobs
@@ -438,6 +447,7 @@ def _new_model(source, trees, history, n_jobs, rows):
     if hasattr(source, "feature_names_in_"):
         model.feature_names_in_ = source.feature_names_in_
     model.history_ = history
+    model.monotonic_cst_ = monotonic_cst
     model._set_trees(trees)
     if not is_classifier(source):
         # routed on a sibling sharing the arrays: the model builds its routing layout
@@ -466,6 +476,7 @@ def _new_model(source, trees, history, n_jobs, rows):
         "random_state": [_NON_NEGATIVE_INT, None],
         "n_jobs": [Integral, None],
         "verbose": ["verbose"],
+        "monotonic_cst": ["array-like", dict, None],
     },
     prefer_skip_nested_validation=True,
 )
@@ -487,6 +498,7 @@ def finetune(
     random_state=0,
     n_jobs=None,
     verbose=0,
+    monotonic_cst=None,
 ):
     """Fine-tune a fitted tree/forest end to end, structure kept.
 
@@ -562,6 +574,15 @@ def finetune(
         Threads of the numba kernels during training and ``n_jobs`` of the
         returned model. Results do not depend on it.
     verbose : int, default=0
+    monotonic_cst : array-like of int of shape (n_features,), dict or None, default=None
+        Monotonicity constraints the returned model keeps (1: the prediction,
+        or a binary classifier's probability of ``classes_[1]``, only rises
+        with the feature; -1: only falls; 0: free; a dict maps feature names
+        to them), checked as scikit-learn checks them (multiclass and
+        multi-output models raise a ``ValueError``). None: the source's
+        (a scikit-learn model's ``monotonic_cst``, a converted or fine-tuned
+        model's ``monotonic_cst_``, an obliquetrees estimator's
+        ``monotonic_cst``); all zeros: unconstrained. See Notes.
 
     Returns
     -------
@@ -592,6 +613,26 @@ def finetune(
     missing-value term and is tuned with the split (as in training, see
     :mod:`obliquetrees._core.missing`); the tuned model treats a NaN in a
     feature without NaN in ``X`` as that feature's mean over ``X``.
+
+    Monotonic constraints: each split keeps the orientation it starts with,
+    ``d``, the sign of ``sum_j c_j w_j`` over the constrained features
+    ``j`` (a converted scikit-learn split ``x_j <= t`` has ``w_j = 1``, so
+    ``d = c_j``; 0 without constrained weights). Every Adam step on the
+    splits is followed by the projection onto ``d c_j w_j >= 0`` (the
+    weight is zeroed where the sign is wrong, and every constrained weight
+    of a split with ``d = 0``), so along a constrained feature a sample can
+    only cross a split one way. The leaf values (regression values, the
+    probability of ``classes_[1]``) are clipped after every epoch and after
+    the final hard refit to bounds passed top down as scikit-learn passes
+    them: a split with ``d != 0`` gives its lower child the bounds below a
+    value ``mid`` and its upper child those above it (``mid`` between the
+    two subtrees' values when they are already ordered; otherwise the value
+    that moves the leaves out of order least, in squares weighted by their
+    training samples). The returned model is then exactly monotone, for every
+    input, NaN in other features included (a NaN adds a constant to a
+    margin). The relaxed (soft) model trained in between is not constrained
+    to be monotone; only the hard-routed result is. The missing-value
+    indicator inputs are free. Without constraints nothing changes.
     """
     if isinstance(temperature, Real):
         temperature = (float(temperature), float(temperature))
@@ -601,6 +642,7 @@ def finetune(
         )
     n_threads = n_threads_from_jobs(n_jobs)
     source, forest, task, X, y, sw = _model_inputs(model, X, y, sample_weight)
+    cst = _source_constraints(source, monotonic_cst)
     regression = task == "regression"
     if objective is None:
         objective = "trees" if regression else "forest"
@@ -609,6 +651,9 @@ def finetune(
             "objective='trees' is for regressors; classifiers fine-tune the "
             "forest's likelihood (objective='forest')."
         )
+    # every feature with NaN, not only informative ones: the fold would give a
+    # feature without indicator the mean rule, discarding the model's own term
+    missing = MissingValues.from_data(X, sw)
     config = FinetuneConfig(
         epochs=int(epochs),
         batch_size=int(batch_size),
@@ -622,10 +667,9 @@ def finetune(
         random_state=random_state,
         n_threads=n_threads,
         verbose=verbose,
+        # the missing-value indicators appended below are free
+        monotonic_cst=None if cst is None else np.pad(cst, (0, missing.columns.size)),
     )
-    # every feature with NaN, not only informative ones: the fold would give a
-    # feature without indicator the mean rule, discarding the model's own term
-    missing = MissingValues.from_data(X, sw)
     rows = (X, y, sw)
     if missing.columns.size:  # tune on indicator-augmented inputs, fold back
         forest = ObliqueForest.from_trees([missing.unfold(tree) for tree in forest.trees])
@@ -633,7 +677,22 @@ def finetune(
     trees, history = _finetune.fit_finetune(forest, X, y, sw, regression, config)
     if missing.columns.size:
         trees = [missing.fold(tree) for tree in trees]
-    return _new_model(source, trees, history, n_jobs, rows)
+    return _new_model(source, trees, history, n_jobs, rows, cst)
+
+
+def _source_constraints(source, monotonic_cst):
+    """``monotonic_cst`` checked against ``source``; None: the source's own.
+
+    A converted or fine-tuned model's ``monotonic_cst_`` (already checked), or
+    the ``monotonic_cst`` parameter of an estimator that has one.
+    """
+    from obliquetrees.utils.validation import check_monotonic_cst
+
+    if monotonic_cst is None:
+        if hasattr(source, "monotonic_cst_"):
+            return source.monotonic_cst_
+        monotonic_cst = getattr(source, "monotonic_cst", None)
+    return check_monotonic_cst(source, monotonic_cst)
 
 
 @validate_params(

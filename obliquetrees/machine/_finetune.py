@@ -20,6 +20,7 @@ import numpy as np
 from obliquetrees._core.forest import ObliqueForest
 from obliquetrees._core.machine import apply_sigma, machine_of
 from obliquetrees._core.tree import ARRAY_NAMES, ObliqueTree, fold_standardization
+from obliquetrees.machine import _monotonic as mono
 
 #: BLAS threads inside fine-tuning: fixed, so the result never depends on the
 #: machine or on n_jobs (DESIGN.md decision 8).
@@ -35,7 +36,8 @@ class FinetuneConfig:
 
     ``temperature`` is the pair (first epoch, last epoch); ``objective`` is
     resolved (``"forest"`` or ``"trees"``); ``n_threads`` is the numba thread
-    count (results do not depend on it).
+    count (results do not depend on it); ``monotonic_cst`` is resolved per
+    input column or None (:mod:`obliquetrees.machine._monotonic`).
     """
 
     epochs: int = 20
@@ -50,6 +52,7 @@ class FinetuneConfig:
     random_state: object = 0
     n_threads: int = 1
     verbose: int = 0
+    monotonic_cst: object = None  # int8 per input (missing indicators 0), or None
 
 
 # ============================================================== relaxation
@@ -248,6 +251,8 @@ def fit_finetune(forest, X, y, sw, regression, config):
     mask = _support_mask(c, S, Z, gradients)
     if mask is not None:
         W *= mask
+    cst = c.monotonic_cst  # split orientations fixed here, then projected steps
+    direction = None if cst is None else mono.orient_splits(W, cst)
 
     mW, vW = np.zeros_like(W), np.zeros_like(W)
     mb, vb = np.zeros_like(b), np.zeros_like(b)
@@ -277,6 +282,8 @@ def fit_finetune(forest, X, y, sw, regression, config):
                 adam_update(
                     W.reshape(-1), gW.reshape(-1), mW.reshape(-1), vW.reshape(-1), step, lr, *_ADAM
                 )
+                if cst is not None:
+                    mono.project_splits(W, direction, cst)
                 adam_update(b, gb, mb, vb, step, lr, *_ADAM)
                 if regression:
                     leaves /= total
@@ -293,6 +300,8 @@ def fit_finetune(forest, X, y, sw, regression, config):
                     counts += leaves
             if not regression:
                 leaf_m_step(counts, V)
+            if cst is not None:
+                mono.project_leaf_values(forest, machine, V, direction, not regression)
             _check_finite(W, b, V, when=f"at epoch {epoch + 1}")
             history["loss"].append(loss / sw.sum())
             history["temperature"].append(tau)
@@ -308,7 +317,7 @@ def fit_finetune(forest, X, y, sw, regression, config):
     if regression:
         V = V * y_scale + y_mean
     means = regression and objective == "trees"
-    trees = _refit(tuned, machine, V, X, y, sw, regression, int(c.refit_iter), means)
+    trees = _refit(tuned, machine, V, X, y, sw, regression, int(c.refit_iter), means, direction)
     _check_finite(
         *(getattr(t, name) for t in trees for name in ("weight_value", "bias", "value")),
         when="in the final leaf refit",
@@ -398,30 +407,40 @@ def refit_leaf_values(forest, X, y, sw, regression, n_iter):
     return _refit(forest, machine, machine.V, X, y, sw, regression, n_iter, n_iter == 0)
 
 
-def _refit(forest, machine, V, X, y, sw, regression, n_iter, means):
+def _refit(forest, machine, V, X, y, sw, regression, n_iter, means, monotone=None):
     """Hard leaf refit from leaf values ``V``, then hard-routed node statistics.
 
     Regressors: per-leaf mean targets if ``means``, else ``n_iter``
     backfitting sweeps; classifiers: :func:`_hard_em` with ``n_iter``.
+    ``monotone``: the split orientations of a constrained fit, whose refitted
+    leaf values are then clipped to their bounds (None: unconstrained).
     """
     rows = _leaf_rows_hard(forest, machine, X)
+    project = None
+    if monotone is not None:  # also inside the iterations: projected sweeps
+
+        def project(V, trees=None):
+            mono.project_leaf_values(forest, machine, V, monotone, not regression, trees)
+
     if regression and means:
         V = _hard_leaf_means(V, rows, y, sw)
     elif regression:
-        V = _hard_backfit(V, rows, machine.leaf_offset, y, sw, n_iter)
+        V = _hard_backfit(V, rows, machine.leaf_offset, y, sw, n_iter, project)
     else:
-        V = _hard_em(V, rows, y, sw, n_iter)
+        V = _hard_em(V, rows, y, sw, n_iter, project)
+    if project is not None:
+        project(V)
     return _node_statistics(_with_values(forest, machine, V), X, sw)
 
 
-def _hard_em(V, leaf_rows, y, sw, n_iter):
+def _hard_em(V, leaf_rows, y, sw, n_iter, project=None):
     """Leaf class distributions of the forest mixture under hard routing (EM).
 
     ``leaf_rows`` (n, n_trees) are global leaf rows. ``n_iter=0``: per-leaf
     weighted class frequencies (each tree on its own). ``n_iter>0``: EM
     iterations on the forest likelihood ``mean_t V[leaf_t(x), y]`` from ``V``;
     responsibilities split each sample between the trees. Leaves reached by
-    no sample keep their value.
+    no sample keep their value. ``project(V)``, if given, follows every M-step.
     """
     from obliquetrees._training.leaf_models import leaf_m_step  # numba on first use
 
@@ -441,6 +460,8 @@ def _hard_em(V, leaf_rows, y, sw, n_iter):
         counts = np.zeros((n_leaves, n_classes))
         np.add.at(counts, (flat, yy), R.ravel())
         leaf_m_step(counts, V)
+        if project is not None:
+            project(V)
     return V
 
 
@@ -468,7 +489,7 @@ def _hard_leaf_means(V, leaf_rows, Y, sw):
     return V
 
 
-def _hard_backfit(V, leaf_rows, leaf_offset, Y, sw, n_iter):
+def _hard_backfit(V, leaf_rows, leaf_offset, Y, sw, n_iter, project=None):
     """Leaf values under hard routing for the squared error of the forest mean.
 
     ``n_iter`` backfitting sweeps (Gauss-Seidel over the trees, from ``V``) on
@@ -476,7 +497,7 @@ def _hard_backfit(V, leaf_rows, leaf_offset, Y, sw, n_iter):
     the weighted mean of what the other trees leave unexplained.
     ``leaf_rows`` (n, n_trees) are global leaf rows, tree ``t``'s leaves the
     rows ``leaf_offset[t]:leaf_offset[t + 1]``. Leaves reached by no sample
-    keep their value.
+    keep their value. ``project(V, (t,))``, if given, follows every tree's update.
     """
     n_trees = leaf_rows.shape[1]
     V = V.copy()
@@ -487,6 +508,8 @@ def _hard_backfit(V, leaf_rows, leaf_offset, Y, sw, n_iter):
             a, c = leaf_offset[t], leaf_offset[t + 1]
             own = V[rows]
             V[a:c] = _hard_leaf_means(V[a:c], (rows - a)[:, None], n_trees * Y - (total - own), sw)
+            if project is not None:
+                project(V, (t,))
             total += V[rows] - own
     return V
 

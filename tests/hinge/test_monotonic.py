@@ -1,0 +1,160 @@
+"""``monotonic_cst`` of the hinge forests: the property, the checks, warm starts and pickles.
+
+Every fitted model is swept along random lines of each constrained feature
+(:func:`tests._helpers.monotone_violations`): the regressor's output and the
+binary classifier's probability of ``classes_[1]`` never move against the
+constraint, for both heads, trees and ferns, with and without the linear
+layer, NaN-free and with NaN in the other features (also after training on
+rows with NaN).
+"""
+
+import pickle
+
+import numpy as np
+import pytest
+
+from obliquetrees import HingeForestClassifier, HingeForestRegressor
+from tests._helpers import monotone_violations
+
+SMALL = dict(n_estimators=8, max_depth=4, n_hinge_features=12, max_epochs=8, batch_size=32)
+
+
+def _data(seed, n=300, p=5, nan_fraction=0.0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    y = X[:, 0] - np.sin(2 * X[:, 1]) + X[:, 2] * X[:, 3] + 0.3 * rng.normal(size=n)
+    if nan_fraction:
+        X[rng.random(X.shape) < nan_fraction] = np.nan
+    return X, y
+
+
+def _constraints(seed, p=5):
+    rng = np.random.default_rng(seed + 100)
+    cst = rng.integers(-1, 2, size=p)
+    cst[rng.integers(p)] = rng.choice([-1, 1])  # at least one constrained feature
+    return cst
+
+
+CASES = [
+    (head, tree_type, n_hinge)
+    for head in ("sum", "linear")
+    for tree_type in ("tree", "fern")
+    for n_hinge in (12, None)
+]
+
+
+def _positive_class(clf):
+    def predict(Z):
+        return clf.predict_proba(Z)[:, 1]
+
+    return predict
+
+
+@pytest.mark.parametrize("classifier", [False, True])
+@pytest.mark.parametrize("head, tree_type, n_hinge", CASES)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_predictions_are_monotone(classifier, head, tree_type, n_hinge, seed):
+    # seed 1 trains on rows with NaN; every model is swept with NaN in other features too
+    X, y = _data(seed, nan_fraction=0.05 * seed)
+    cst = _constraints(seed)
+    params = {**SMALL, "n_hinge_features": n_hinge}
+    Estimator = HingeForestClassifier if classifier else HingeForestRegressor
+    model = Estimator(
+        head=head, tree_type=tree_type, monotonic_cst=cst, random_state=seed, **params
+    ).fit(X, np.where(y > 0, "yes", "no") if classifier else y)
+    predict = _positive_class(model) if classifier else model.predict
+    grid = np.nan_to_num(X)
+    for nan_fraction in (0.0, 0.3):
+        worst = monotone_violations(
+            predict, grid, cst, n_lines=60, nan_fraction=nan_fraction, seed=seed
+        )
+        assert worst <= 1e-12
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "adagrad", "sgd"])
+def test_every_optimiser_keeps_the_constraint(optimizer):
+    X, y = _data(3)
+    cst = [1, -1, 0, 0, 1]
+    reg = HingeForestRegressor(
+        optimizer=optimizer, monotonic_cst=cst, random_state=0, learning_rate=0.02, **SMALL
+    ).fit(X, y)
+    assert monotone_violations(reg.predict, X, cst, n_lines=100) <= 1e-12
+
+
+def test_the_constraint_binds():
+    # y falls with x0: constrained to rise, the fit can only flatten it
+    X, y = _data(4)
+    y = -3 * X[:, 0] + 0.1 * y
+    free = HingeForestRegressor(random_state=0, **SMALL).fit(X, y)
+    held = HingeForestRegressor(monotonic_cst=[1, 0, 0, 0, 0], random_state=0, **SMALL).fit(X, y)
+    assert monotone_violations(free.predict, X, [1, 0, 0, 0, 0], n_lines=50) > 0.1
+    assert monotone_violations(held.predict, X, [1, 0, 0, 0, 0], n_lines=50) <= 1e-12
+    assert held.score(X, y) < free.score(X, y)
+
+
+@pytest.mark.parametrize("cst", [None, [0, 0, 0, 0, 0]])
+def test_no_constraint_changes_nothing(cst):
+    X, y = _data(5)
+    plain = HingeForestRegressor(random_state=0, **SMALL).fit(X, y)
+    same = HingeForestRegressor(monotonic_cst=cst, random_state=0, **SMALL).fit(X, y)
+    np.testing.assert_array_equal(plain.predict(X), same.predict(X))
+
+
+def test_constraints_by_feature_name():
+    pd = pytest.importorskip("pandas")
+    X, y = _data(6)
+    frame = pd.DataFrame(X, columns=list("abcde"))
+    named = HingeForestRegressor(monotonic_cst={"a": 1, "d": -1}, random_state=0, **SMALL)
+    by_position = HingeForestRegressor(monotonic_cst=[1, 0, 0, -1, 0], random_state=0, **SMALL)
+    np.testing.assert_array_equal(
+        named.fit(frame, y).predict(frame), by_position.fit(X, y).predict(X)
+    )
+    with pytest.raises(ValueError, match="unexpected feature names"):
+        HingeForestRegressor(monotonic_cst={"z": 1}, **SMALL).fit(frame, y)
+
+
+def test_scikit_learns_errors():
+    X, y = _data(7)
+    three_classes = np.digitize(y, [-1, 1])
+    with pytest.raises(ValueError, match="not supported with multiclass classification"):
+        HingeForestClassifier(monotonic_cst=[1, 0, 0, 0, 0], **SMALL).fit(X, three_classes)
+    with pytest.raises(ValueError, match=r"Observed values: \[2\]"):
+        HingeForestRegressor(monotonic_cst=[2, 0, 0, 0, 0], **SMALL).fit(X, y)
+    with pytest.raises(ValueError, match="has 5 features"):
+        HingeForestRegressor(monotonic_cst=[1, 0], **SMALL).fit(X, y)
+
+
+def test_warm_start_and_partial_fit_keep_the_constraint():
+    X, y = _data(8)
+    cst = [0, 1, 0, -1, 0]
+    reg = HingeForestRegressor(monotonic_cst=cst, warm_start=True, random_state=0, **SMALL)
+    reg.fit(X, y).fit(X, y)
+    assert reg.n_iter_ > SMALL["max_epochs"]
+    assert monotone_violations(reg.predict, X, cst, n_lines=100) <= 1e-12
+    reg.set_params(monotonic_cst=[1, 0, 0, 0, 0])
+    with pytest.raises(ValueError, match="the monotonic_cst of the fitted model"):
+        reg.fit(X, y)
+    online = HingeForestRegressor(monotonic_cst=cst, random_state=0, **SMALL)
+    for part in np.array_split(np.arange(len(X)), 3):
+        online.partial_fit(X[part], y[part])
+    assert monotone_violations(online.predict, X, cst, n_lines=100) <= 1e-12
+
+
+def test_sparse_input_keeps_the_constraint():
+    sparse = pytest.importorskip("scipy.sparse")
+    X, y = _data(9)
+    X[np.abs(X) < 0.7] = 0.0
+    cst = [1, 0, 0, 0, -1]
+    reg = HingeForestRegressor(monotonic_cst=cst, random_state=0, **SMALL)
+    reg.fit(sparse.csr_matrix(X), y)
+    assert monotone_violations(reg.predict, X, cst, n_lines=100) <= 1e-12
+
+
+def test_pickled_constrained_model():
+    X, y = _data(10)
+    cst = [-1, 0, 1, 0, 0]
+    reg = HingeForestRegressor(monotonic_cst=cst, random_state=0, **SMALL).fit(X, y)
+    back = pickle.loads(pickle.dumps(reg))
+    np.testing.assert_array_equal(back.predict(X), reg.predict(X))
+    assert back._model.monotonic_cst.tolist() == cst
+    assert monotone_violations(back.predict, X, cst, n_lines=50) <= 1e-12
