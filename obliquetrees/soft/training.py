@@ -156,14 +156,16 @@ def presort(X):
     return np.ascontiguousarray(order.T), values
 
 
-def _initial_point(X, presorted, R, P, sw, loss, seed):
+def _initial_point(X, presorted, R, P, sw, loss, seed, direction=None):
     """Starting point ``(w, b, zL, zR)`` of a new split at a node reached with probability P.
 
     ``presorted``: :func:`presort` of a dense X, :func:`obliquetrees._training._rows.sorted_columns`
     of sparse rows. The best hard axis-aligned split of the data weighted by the node's soft
     membership, when that membership sums to more than one sample; small random
     values otherwise (the paper's lines 3-6). None when no split separates two
-    distinct values that carry weight.
+    distinct values that carry weight. ``direction``: the monotonic
+    constraints of the inputs (stored orientation), or None; the hard split
+    is then one whose sides agree with its feature's constraint.
     """
     d = _n_features(X)
     K = R.shape[1]
@@ -175,10 +177,11 @@ def _initial_point(X, presorted, R, P, sw, loss, seed):
             noise[d : d + K] * RANDOM_INIT,
             noise[d + K :] * RANDOM_INIT,
         )
-    if isinstance(X, np.ndarray):
-        split = _axis.best_axis_split(X, *presorted, P * sw, R)
-    else:
-        split = _axis.best_axis_split_sparse(presorted, P * sw, R)
+    dense = isinstance(X, np.ndarray)
+    args = ((X, *presorted) if dense else (presorted,)) + (P * sw, R)
+    if direction is not None:  # the kernels compile without it when it is not given
+        args += (direction,)
+    split = (_axis.best_axis_split if dense else _axis.best_axis_split_sparse)(*args)
     feature, threshold, left_mean, right_mean, _ = split
     if feature < 0:
         return None
@@ -279,7 +282,8 @@ def grow_soft_tree(X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed, sign=No
         A = F - P[:, None] * Z[m]  # the output of every other leaf
         Av = Fv - Pv[:, None] * Z[m]
         err_before = _k.mean_error(Fv, Rv, swv, loss, metric)
-        start = _initial_point(X, presorted, R, P, sw, loss, node_seed)
+        direction = None if sign is None else -sign  # the stored orientation's
+        start = _initial_point(X, presorted, R, P, sw, loss, node_seed, direction)
         active = np.flatnonzero(P > ACTIVE_MIN)
         if start is None or active.size == 0:
             return  # no two distinct values carry weight, or no sample reaches m

@@ -51,3 +51,19 @@ def test_constraints_cost_little_where_the_truth_is_monotone():
 def test_scikit_learn_semantics():
     X, y, labels, cst = monotone_problem(9, n=200)
     check_monotonic_api(_make, X, y, labels, cst)
+
+
+def test_the_initial_hard_split_agrees_with_its_feature_constraint():
+    from obliquetrees.soft import _axis_split as A
+    from obliquetrees.soft.training import presort
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 2))
+    Y = (-3 * X[:, :1] + 0.1 * X[:, 1:]).copy()  # falls with x0, rises a little with x1
+    u = np.ones(200)
+    dense = (X, *presort(X), u, Y)
+    assert A.best_axis_split(*dense)[0] == 0
+    feature, _, left, right, _ = A.best_axis_split(*dense, np.array([1.0, 0.0]))
+    assert feature == 1 or left[0] <= right[0]
+    feature, _, left, right, _ = A.best_axis_split(*dense, np.array([-1.0, 0.0]))
+    assert feature == 0 and left[0] >= right[0]
