@@ -58,7 +58,10 @@ CHECK_LINES = 500
 
 
 def default_estimators(n_jobs=1):
-    """This package's gradient-trained estimators, defaults, as ``(name, factory)`` pairs."""
+    """This package's gradient-trained estimators as ``(name, factory)`` pairs.
+
+    Their defaults, E2EDT's soft routing, and the soft tree with joint finetuning.
+    """
 
     def factory(cls, **params):
         def make(monotonic_cst, seed):
@@ -70,6 +73,11 @@ def default_estimators(n_jobs=1):
         ("E2EDTRegressor", factory(obliquetrees.E2EDTRegressor)),
         ("E2EDTRegressor(soft)", factory(obliquetrees.E2EDTRegressor, routing="soft")),
         ("SoftTreeRegressor", factory(obliquetrees.SoftTreeRegressor)),
+        # joint finetuning moves every leaf at once (projected): the growth freezes them
+        (
+            "SoftTreeRegressor(finetune_epochs=10)",
+            factory(obliquetrees.SoftTreeRegressor, finetune_epochs=10),
+        ),
     ]
 
 
