@@ -170,3 +170,23 @@ def check_monotonic_api(make, X, y, labels, cst):
         assert np.array_equal(getattr(zeros, output)(X), getattr(free, output)(X))
     with pytest.raises(ValueError, match="monotonic_cst has shape"):
         make(False, monotonic_cst=[1]).fit(X, y)
+
+
+def monotone_cost(make, seed=8):
+    """Held-out R^2 lost to the constraints by the regressors ``make(False, **params)`` builds.
+
+    On :func:`monotone_problem` (600 rows: 400 to train, 200 to score).
+    """
+    X, y, _, cst = monotone_problem(seed, n=600)
+    train, test = np.arange(400), np.arange(400, 600)
+    free = make(False).fit(X[train], y[train]).score(X[test], y[test])
+    return free - make(False, monotonic_cst=cst).fit(X[train], y[train]).score(X[test], y[test])
+
+
+def sparse_monotone_violation(make, classifier, seed=7, **params):
+    """:func:`model_violation` of ``make(classifier, **params)`` fitted on CSR input."""
+    X, y, labels, cst = monotone_problem(seed)
+    X[np.abs(X) < 0.5] = 0.0
+    model = make(classifier, monotonic_cst=cst, **params)
+    model.fit(sp.csr_matrix(X), labels if classifier else y)
+    return model_violation(model, X, cst, n_lines=200)

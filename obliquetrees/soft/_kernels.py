@@ -495,25 +495,8 @@ def train_split(
         zL = zL_init.copy()
         zR = zR_init.copy()
         lr = learning_rate / 2.0**t
-        b0, ok = sgd_split(
-            X,
-            R,
-            P,
-            A,
-            sw,
-            w,
-            b_init,
-            zL,
-            zR,
-            loss,
-            lr,
-            max_epochs,
-            batch_size,
-            momentum,
-            decay,
-            state,
-            cst,
-        )
+        schedule = (loss, lr, max_epochs, batch_size, momentum, decay, state)
+        b0, ok = sgd_split(X, R, P, A, sw, w, b_init, zL, zR, *schedule, cst)
         Ws[t] = w
         bs[t] = b0
         Ls[t] = zL
