@@ -363,12 +363,19 @@ MONOTONIC_NOTE = """
     split, each leaf under the left child is at most each leaf under the
     right child; a forest averages such trees.
 
-    - Greedy phase: each stump is trained as without constraints, then
-      oriented the constrained way (the same stump with its children
+    - Greedy phase (scikit-learn's rule on oblique stumps): each stump is
+      trained as without constraints (ours: its own EM is not constrained),
+      then oriented the constrained way (the same stump with its children
       swapped) and its wrong-signed constrained weights set to 0; it is
       ordered if a constrained weight is left, *free* otherwise (its
-      constrained weights are then pinned at 0, e.g. an axis-aligned split
-      on a free feature). The stumps' own training is not constrained (ours).
+      constrained weights are then pinned at 0 for good, e.g. an
+      axis-aligned split on a free feature). An ordered stump whose
+      hard-routed sides contradict the constraints (left mean above right)
+      loses its constrained weights and becomes free. Its leaves are its
+      sides' hard-routed values clipped to the node's bounds, and an ordered
+      node passes ``[lo, mid]`` and ``[mid, hi]`` to its children, ``mid``
+      the mean of their values (scikit-learn's bounds): the greedy tree
+      satisfies the constraints.
     - Finetune: projected Adam (every step is followed by the projection of
       the weights, the Euclidean one); every M-step is followed by the
       ordering of the leaves weighted by their responsibility mass: when
@@ -376,8 +383,11 @@ MONOTONIC_NOTE = """
       in-order, which is the exact constrained M-step of class
       distributions (binary) and of Gaussian means; the shared variance
       stays the pooled one about the unconstrained means (ours). With free
-      splits, scikit-learn's bound propagation (feasible, not the exact
-      projection).
+      splits, bound propagation whose thresholds move the leaves least in
+      weighted squares (ours; feasible and the identity on feasible leaves,
+      not the exact projection). Projected gradient: the guarantee is exact
+      because the final parameters satisfy the constraints, whatever the
+      path.
     - Stored leaves (the regressor's hard-routed means, the classifier's
       distributions) are ordered once more, weighted by their hard-routed
       training weight: for the regressor this is the exact constrained

@@ -163,21 +163,28 @@ _COMMON_NOTES = """
     (the model's output, a regressor's prediction or the positive class's
     logit, is a convex combination of leaves passed through increasing maps):
 
-    - a new split is oriented so that its children are the constrained way
-      round (the same gate with its children swapped); it is *ordered* when
-      its initialising hard split is on a constrained feature, *free*
-      otherwise;
+    - the hard split that initialises a new split skips candidates whose
+      sides contradict their feature's constraint (scikit-learn's rule);
+      the new split is oriented so that its children are the constrained
+      way round (the same gate with its children swapped); it is *ordered*
+      when its largest initial weight (the hard split's feature) is on a
+      constrained feature, *free* otherwise;
     - after every step its weights are projected onto ``c_j w_j >= 0`` for
       constrained features ``j`` in the stored orientation (free splits:
       ``w_j = 0``), and its two leaves onto ``left <= right`` (ordered) and
       into the interval the rest of the tree leaves them (every leaf under an
       ordered node's left child at most every leaf under its right child):
       exact Euclidean projections, the rest of the tree being frozen;
-    - finetuning projects every weight the same way and the leaves by
-      scikit-learn's bound propagation (the exact projection, weighted
-      isotonic regression of the leaves in in-order, when every split is
-      ordered), which keeps a feasible tree unchanged but is not the
-      Euclidean projection otherwise (ours);
+    - finetuning projects every weight the same way and the leaves by bound
+      propagation whose thresholds move the leaves least (ours: it keeps a
+      feasible tree unchanged but is not the Euclidean projection), or by
+      the exact projection, isotonic regression of the leaves in in-order,
+      when every split is ordered;
+    - growth freezes the other leaves, so the first subtree grown can use
+      the interval up to its sibling's value and leave the sibling's subtree
+      little room: constrained trees grow smaller, and joint finetuning
+      (``finetune_epochs``) recovers most of the accuracy (on the synthetic
+      set of ``benchmarks/results/monotonic.md``);
     - a NaN adds a constant to a gate's input and the missing-value
       indicators are free, so NaN in other features keeps the guarantee."""
 
