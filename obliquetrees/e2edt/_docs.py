@@ -363,19 +363,20 @@ MONOTONIC_NOTE = """
     split, each leaf under the left child is at most each leaf under the
     right child; a forest averages such trees.
 
-    - Greedy phase (scikit-learn's rule on oblique stumps): each stump is
-      trained as without constraints (ours: its own EM is not constrained),
-      then oriented the constrained way (the same stump with its children
-      swapped) and its wrong-signed constrained weights set to 0; it is
-      ordered if a constrained weight is left, *free* otherwise (its
-      constrained weights are then pinned at 0 for good, e.g. an
-      axis-aligned split on a free feature). An ordered stump whose
-      hard-routed sides contradict the constraints (left mean above right)
-      loses its constrained weights and becomes free. Its leaves are its
-      sides' hard-routed values clipped to the node's bounds, and an ordered
-      node passes ``[lo, mid]`` and ``[mid, hi]`` to its children, ``mid``
-      the mean of their values (scikit-learn's bounds): the greedy tree
-      satisfies the constraints.
+    - Greedy phase (scikit-learn's rule on oblique stumps: a split on
+      constrained features orders its subtrees, one on free features does
+      not): each stump is trained as without constraints (ours: its own EM
+      is not constrained), oriented the constrained way (the same stump with
+      its children swapped), then split in two versions: *ordered*, its
+      constrained weights alone with the wrong-signed ones set to 0 (if its
+      hard-routed sides agree with the constraints), and *free*, its free
+      weights alone (its constrained weights then stay 0 for good); the
+      version whose leaves fit the node's rows better is kept. Its leaves
+      are its sides' hard-routed values clipped to the node's bounds, and an
+      ordered node passes ``[lo, mid]`` and ``[mid, hi]`` to its children,
+      ``mid`` the mean of their values (scikit-learn's bounds): the greedy
+      tree satisfies the constraints. The finetune may give ordered splits
+      free weights again.
     - Finetune: projected Adam (every step is followed by the projection of
       the weights, the Euclidean one); every M-step is followed by the
       ordering of the leaves weighted by their responsibility mass: when
