@@ -26,6 +26,7 @@ SUBCOMMANDS = {
     "memory": "benchmarks.bench_memory",
     "parallel": "benchmarks.bench_parallel",
     "missing": "benchmarks.bench_missing",
+    "monotonic": "benchmarks.bench_monotonic",
     "regression": "benchmarks.bench_regression",
     "quantiles": "benchmarks.bench_quantiles",
     "e2edt-regression-validation": "benchmarks.e2edt_regression_validation",

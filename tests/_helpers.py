@@ -102,3 +102,91 @@ def monotone_violations(
         values = np.asarray(predict(lines), dtype=np.float64).reshape(n_lines, n_steps)
         worst = max(worst, float((-cst[j] * np.diff(values, axis=1)).max()))
     return worst
+
+
+def monotone_problem(seed, n=300, d=5, nan_rows=0.0):
+    """Random data, a random constraint vector and targets that follow it, plus noise.
+
+    At least one feature is constrained; the target rises with the features
+    constrained +1, falls with those constrained -1 and varies freely with the
+    others. Returns ``X`` (NaN in a fraction ``nan_rows`` of the rows, one
+    random feature each), the regression target, binary labels and ``cst``.
+    """
+    rng = np.random.default_rng(seed)
+    cst = rng.integers(-1, 2, size=d)
+    cst[rng.integers(d)] = rng.choice([-1, 1])
+    X = rng.normal(size=(n, d))
+    free = cst == 0
+    y = X @ (cst * rng.uniform(0.5, 2.0, size=d)) + np.sin(2 * X[:, free]).sum(axis=1)
+    y += 0.3 * rng.normal(size=n)
+    hidden = rng.random(n) < nan_rows
+    X[hidden, rng.integers(d, size=hidden.sum())] = np.nan
+    return X, y, (y > np.median(y)).astype(int), cst
+
+
+def model_violation(model, X, cst, *, n_lines, seed=0):
+    """:func:`monotone_violations` of a fitted regressor or binary classifier (P(classes_[1])).
+
+    Lines start at NaN-free rows of ``X``, with and without NaN (30 %) in the
+    features other than the swept one.
+    """
+    if hasattr(model, "predict_proba"):
+        predict = lambda Z: model.predict_proba(Z)[:, 1]  # noqa: E731
+    else:
+        predict = model.predict
+    X = X[~np.isnan(X).any(axis=1)]
+    return max(
+        monotone_violations(predict, X, cst, n_lines=n_lines, nan_fraction=f, seed=seed)
+        for f in (0.0, 0.3)
+    )
+
+
+def check_monotonic_api(make, X, y, labels, cst):
+    """scikit-learn's behaviour of ``monotonic_cst`` on the estimators ``make(**params)`` builds.
+
+    ``make(classifier, **params)``: multiclass is refused with scikit-learn's
+    message, a dict by feature name (DataFrame input) equals the array, all
+    zeros equal None (bit for bit), and a constrained model pickles.
+    """
+    import pickle
+
+    import pandas as pd
+    import pytest
+
+    with pytest.raises(ValueError, match="not supported with multiclass"):
+        make(True, monotonic_cst=cst).fit(X, np.arange(len(y)) % 3)
+    names = [f"f{j}" for j in range(X.shape[1])]
+    frame = pd.DataFrame(X, columns=names)
+    by_name = {name: int(c) for name, c in zip(names, cst, strict=True) if c}
+    for classifier, target in ((False, y), (True, labels)):
+        array = make(classifier, monotonic_cst=cst).fit(X, target)
+        named = make(classifier, monotonic_cst=by_name).fit(frame, target)
+        output = "predict_proba" if classifier else "predict"
+        want = getattr(array, output)(X)
+        assert np.array_equal(getattr(named, output)(frame), want)
+        assert np.array_equal(getattr(pickle.loads(pickle.dumps(array)), output)(X), want)
+        zeros = make(classifier, monotonic_cst=[0] * X.shape[1]).fit(X, target)
+        free = make(classifier).fit(X, target)
+        assert np.array_equal(getattr(zeros, output)(X), getattr(free, output)(X))
+    with pytest.raises(ValueError, match="monotonic_cst has shape"):
+        make(False, monotonic_cst=[1]).fit(X, y)
+
+
+def monotone_cost(make, seed=8):
+    """Held-out R^2 lost to the constraints by the regressors ``make(False, **params)`` builds.
+
+    On :func:`monotone_problem` (600 rows: 400 to train, 200 to score).
+    """
+    X, y, _, cst = monotone_problem(seed, n=600)
+    train, test = np.arange(400), np.arange(400, 600)
+    free = make(False).fit(X[train], y[train]).score(X[test], y[test])
+    return free - make(False, monotonic_cst=cst).fit(X[train], y[train]).score(X[test], y[test])
+
+
+def sparse_monotone_violation(make, classifier, seed=7, **params):
+    """:func:`model_violation` of ``make(classifier, **params)`` fitted on CSR input."""
+    X, y, labels, cst = monotone_problem(seed)
+    X[np.abs(X) < 0.5] = 0.0
+    model = make(classifier, monotonic_cst=cst, **params)
+    model.fit(sp.csr_matrix(X), labels if classifier else y)
+    return model_violation(model, X, cst, n_lines=200)

@@ -128,6 +128,7 @@ PARAMETERS_TAIL = """
         Keep the trees of the previous fit and add new ones up to
         ``n_estimators``; with the same ``random_state`` and data the result
         equals a fit of all trees at once.
+    %(monotonic_cst)s
     n_jobs : int or None, default=None
         Trees trained in parallel (joblib threads) and prediction threads.
     random_state : int, RandomState instance or None, default=None
@@ -353,6 +354,53 @@ SPARSE_NOTE = """
 
 """
 
+MONOTONIC_NOTE = """
+    ``monotonic_cst`` (ours; :mod:`obliquetrees._training.monotonic`) is
+    enforced in both phases by projection, so every stored tree satisfies it
+    exactly, for hard and soft routing alike (outputs are convex combinations
+    of leaves): every split has ``c_j w_j >= 0`` on each constrained feature
+    ``j`` (the right child takes the larger values) and, at every *ordered*
+    split, each leaf under the left child is at most each leaf under the
+    right child; a forest averages such trees.
+
+    - Greedy phase (scikit-learn's rule on oblique stumps: a split on
+      constrained features orders its subtrees, one on free features does
+      not): each stump is trained as without constraints (ours: its own EM
+      is not constrained), oriented the constrained way (the same stump with
+      its children swapped), then split in two versions: *ordered*, its
+      constrained weights alone with the wrong-signed ones set to 0 (if its
+      hard-routed sides agree with the constraints), and *free*, its free
+      weights alone (its constrained weights then stay 0 for good); the
+      version whose leaves fit the node's rows better is kept. Its leaves
+      are its sides' hard-routed values clipped to the node's bounds, and an
+      ordered node passes ``[lo, mid]`` and ``[mid, hi]`` to its children,
+      ``mid`` the mean of their values (scikit-learn's bounds): the greedy
+      tree satisfies the constraints. The finetune may give ordered splits
+      free weights again.
+    - Finetune: projected Adam (every step is followed by the projection of
+      the weights, the Euclidean one); every M-step is followed by the
+      ordering of the leaves weighted by their responsibility mass: when
+      every split is ordered, weighted isotonic regression of the leaves in
+      in-order, which is the exact constrained M-step of class
+      distributions (binary) and of Gaussian means; the shared variance
+      stays the pooled one about the unconstrained means (ours). With free
+      splits, bound propagation whose thresholds move the leaves least in
+      weighted squares (ours; feasible and the identity on feasible leaves,
+      not the exact projection). Projected gradient: the guarantee is exact
+      because the final parameters satisfy the constraints, whatever the
+      path.
+    - Stored leaves (the regressor's hard-routed means, the classifier's
+      distributions) are ordered once more, weighted by their hard-routed
+      training weight: for the regressor this is the exact constrained
+      least-squares fit of the deterministic tree's partition when every
+      split is ordered.
+    - A NaN adds a constant to a split's margin and the missing-value
+      indicators are free, so NaN in other features keeps the guarantee.
+      ``predict_quantiles`` (the leaves' recorded targets) is not
+      constrained.
+
+"""
+
 REFERENCES = """
     References
     ----------
@@ -437,6 +485,7 @@ CLASSIFIER = compose(
     CLASS_WEIGHT_NOTE,
     PROBABILITIES_NOTE,
     SPARSE_NOTE,
+    MONOTONIC_NOTE,
     REFERENCES,
     CLASSIFIER_EXAMPLES,
     forest_output="class\n        distributions (eq. 20)",
@@ -653,6 +702,7 @@ def regressor(learning_rate, batch_size, tuning):
         ATTRIBUTES_COMMON,
         REGRESSOR_OOB,
         REGRESSOR_NOTES,
+        MONOTONIC_NOTE,
         REFERENCES,
         REGRESSOR_EXAMPLES,
         forest_output="predictions\n        (eq. 20 with the leaf means)",

@@ -30,6 +30,7 @@ from obliquetrees.utils._param_validation import (
     reals,
 )
 from obliquetrees.utils.seeds import draw_seeds
+from obliquetrees.utils.validation import check_monotonic_cst
 
 #: E2EDTClassifier's default path-probability threshold of pruned finetune routing, which
 #: ``prune_threshold="auto"`` also takes on at most ``max_finetune_samples`` rows (Notes) ...
@@ -99,6 +100,7 @@ def _constraints(routings):
         "bootstrap": ["boolean"],
         "oob_score": ["boolean", callable],
         "warm_start": ["boolean"],
+        "monotonic_cst": ["array-like", dict, None],
         **RUN_CONSTRAINTS,
     }
 
@@ -237,6 +239,7 @@ class _BaseE2EDT(BaseObliqueForest):
                 f"fit; X has {X.shape[1]}."
             )
         targets, n_classes, sample_weight = self._training_targets(y, sample_weight, old)
+        monotonic_cst = check_monotonic_cst(self, self.monotonic_cst)
         seeds = draw_seeds(self.random_state, self.n_estimators)
         n_old = len(old["trees"])
         if old["seeds"] is not None:  # random_state=None draws new seeds each fit
@@ -270,6 +273,7 @@ class _BaseE2EDT(BaseObliqueForest):
                 n_jobs=self.n_jobs,
                 verbose=self.verbose,
                 name=type(self).__name__,
+                monotonic_cst=monotonic_cst,
             )
         self._set_trees(old["trees"] + [missing.fold(tree) for tree in trees])
         self.steepness_ = old["steepness"] + info["steepness"]
@@ -439,6 +443,7 @@ class E2EDTClassifier(ObliqueClassifierMixin, _BaseE2EDT):
         bootstrap=False,
         oob_score=False,
         warm_start=False,
+        monotonic_cst=None,
         n_jobs=None,
         random_state=None,
         verbose=0,
@@ -555,6 +560,7 @@ class E2EDTRegressor(ObliqueRegressorMixin, _BaseE2EDT):
         bootstrap=False,
         oob_score=False,
         warm_start=False,
+        monotonic_cst=None,
         n_jobs=None,
         random_state=None,
         verbose=0,

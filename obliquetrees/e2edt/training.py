@@ -48,6 +48,7 @@ from obliquetrees._training._parallel import parallel_map
 from obliquetrees._training._progress import Progress
 from obliquetrees._training._weights import balanced_class_weight
 from obliquetrees._training.leaf_models import as_leaf_model, leaf_model
+from obliquetrees._training.monotonic import constraint_signs, order_leaves, project_weights
 from obliquetrees.e2edt import _kernels as K
 from obliquetrees.e2edt import _pruned_kernels as PK
 from obliquetrees.e2edt import _sparse as S
@@ -109,7 +110,17 @@ class E2EDTParams:
 
 # ------------------------------------------------------------------ driver
 def fit_e2edt(
-    X, y, sample_weight, params, seeds, *, n_classes, n_jobs=None, verbose=0, name="E2EDT"
+    X,
+    y,
+    sample_weight,
+    params,
+    seeds,
+    *,
+    n_classes,
+    n_jobs=None,
+    verbose=0,
+    name="E2EDT",
+    monotonic_cst=None,
 ):
     """Fit one E2EDT tree per seed (joblib over trees).
 
@@ -140,6 +151,10 @@ def fit_e2edt(
     n_jobs, verbose, name
         How the trees are trained in parallel and reported: see
         :func:`~obliquetrees._training._parallel.parallel_map`.
+    monotonic_cst : ndarray of int8 or None, default=None
+        The checked constraints of the first ``len(monotonic_cst)`` inputs
+        (the others, missing-value indicators, are free), enforced by
+        projection (:class:`TrainingTree`); None: none.
 
     Returns
     -------
@@ -162,6 +177,7 @@ def fit_e2edt(
         Z = _standardized_float32(X, mean, scale)
     leaves = leaf_model(y, n_classes, sample_weight)
     y = leaves.training_targets(y)
+    sign = constraint_signs(monotonic_cst, n_features)
     # epoch lines: at verbose=1 for a single tree, at verbose=2 for a forest's trees
     per_epoch = verbose >= (1 if len(seeds) == 1 else 2)
     labels = [
@@ -179,6 +195,7 @@ def fit_e2edt(
             params,
             int(seed),
             label if per_epoch else None,
+            sign,
         )
         for seed, label in zip(seeds, labels, strict=True)
     ]
@@ -202,7 +219,9 @@ def _standardized_float32(X, mean, scale, block=4096):
     return Z
 
 
-def _fit_one_tree(X, Z, y, sample_weight, leaves, mean, scale, params, seed, progress_label=None):
+def _fit_one_tree(
+    X, Z, y, sample_weight, leaves, mean, scale, params, seed, progress_label=None, sign=None
+):
     """Grow and finetune one tree (module level: picklable for joblib/dask).
 
     Parameters
@@ -224,6 +243,9 @@ def _fit_one_tree(X, Z, y, sample_weight, leaves, mean, scale, params, seed, pro
     progress_label : str or None
         When given, a line after greedy growth and after every finetune
         epoch (:class:`Progress`), prefixed with it.
+    sign : ndarray (p,) or None
+        Monotonic constraints of the inputs
+        (:func:`~obliquetrees._training.monotonic.constraint_signs`), or None.
 
     Returns
     -------
@@ -245,11 +267,12 @@ def _fit_one_tree(X, Z, y, sample_weight, leaves, mean, scale, params, seed, pro
     growth = Progress(progress_label, 1, unit="greedy growth", verbose=verbose)
     grow = growth_rows(Z.shape[0], params.max_finetune_samples, seed)
     if grow is None:
-        greedy = grow_greedy(Z, y, row_weight, leaves, params, rng, adjacency)
+        greedy = grow_greedy(Z, y, row_weight, leaves, params, rng, adjacency, sign)
     else:  # above the row budget: the stumps see the budget's rows
-        greedy = grow_greedy(Z[grow], y[grow], row_weight[grow], leaves, params, rng, adjacency)
+        rows = (Z[grow], y[grow], row_weight[grow])
+        greedy = grow_greedy(*rows, leaves, params, rng, adjacency, sign)
     band_width = params.image_shape[1] if params.patch_size is not None else None
-    tt = TrainingTree(greedy, Z.shape[1], band_width)
+    tt = TrainingTree(greedy, Z.shape[1], band_width, sign)
     growth.update(detail=f"{tt.n_splits} splits")
     epochs = Progress(
         progress_label, params.finetune_epochs, unit="finetune epoch", verbose=verbose
@@ -318,9 +341,15 @@ class TrainingTree:
     band_width : int or None
         Splits whose first feature falls in the same block of ``band_width``
         columns (an image row, for patches) form a band; None: one band.
+    sign : ndarray (n_features,) or None
+        Monotonic constraints of the inputs (None: none). They are kept by
+        projection (:mod:`obliquetrees._training.monotonic`): the weights
+        after every Adam step (:meth:`project_weights`), the leaves after
+        every M-step and when stored (:meth:`order_leaves`), with the greedy
+        phase's ``ordered`` flag of every split.
     """
 
-    def __init__(self, greedy, n_features, band_width=None):
+    def __init__(self, greedy, n_features, band_width=None, sign=None):
         self.left = np.array(greedy.children_left, dtype=np.int64)
         self.right = np.array(greedy.children_right, dtype=np.int64)
         n_nodes = self.left.shape[0]
@@ -362,6 +391,37 @@ class TrainingTree:
         self.b = greedy.bias[self.split_nodes]
         self.gamma = greedy.gamma[self.split_nodes]
         self.pi = greedy.value[self.leaf_nodes]  # a copy (fancy indexing)
+        self.sign = sign
+        #: per node: whether the split is ordered (monotonic constraints)
+        self.ordered = np.zeros(n_nodes, dtype=bool)
+        self.ordered[self.split_nodes] = [greedy.ordered[i] for i in self.split_nodes]
+
+    def project_weights(self):
+        """Project the split weights onto the monotonic constraints (none: nothing to do)."""
+        if self.sign is not None:
+            project_weights(self.W, self.sign, self.ordered[self.split_nodes])
+
+    def order_leaves(self, values, weight, classes):
+        """Project leaf values onto the ordering of the monotonic constraints, in place.
+
+        ``values`` (n_leaves, width): a binary classifier's class distributions
+        (``classes``: column 1 projected, column 0 its complement) or Gaussian
+        rows / raw leaf values (column 0: the mean); ``weight`` (n_leaves,) weighs the
+        projection (:func:`~obliquetrees._training.monotonic.order_leaves`:
+        weighted isotonic regression when every split is ordered). Nothing
+        to do without constraints.
+        """
+        if self.sign is None or self.n_splits == 0:
+            return
+        column = 1 if classes else 0
+        value = np.zeros(self.left.shape[0])
+        value[self.leaf_nodes] = values[:, column]
+        mass = np.zeros(self.left.shape[0])
+        mass[self.leaf_nodes] = weight
+        order_leaves(self.left, self.right, self.ordered, value, mass)
+        values[:, column] = value[self.leaf_nodes]
+        if classes:
+            values[:, 0] = 1.0 - values[:, 1]
 
     def em_args(self, A):
         """The leading arguments of the EM kernels for activations ``A``."""
@@ -479,13 +539,29 @@ def finetune(tt, Z, y, row_weight, params, rng, adjacency, progress=None):
                     K.add_laplacian_grad(tt.W, mask, adjacency[0], adjacency[1], lam, gW)
                 step += 1
                 _adam_step(tt, gW, gb, mW, vW, mb, vb, step, lr)
-        K.update_leaves(counts, tt.pi, y)
+                tt.project_weights()
+        _update_leaves(tt, counts, y)
         tt.gamma += increase
         if progress is not None:
             progress.update()
     if capped and p.finetune_epochs > 1:  # the leaves from every row at the final splits
-        K.update_leaves(leaf_statistics(), tt.pi, y)
+        _update_leaves(tt, leaf_statistics(), y)
     return tt
+
+
+def _update_leaves(tt, counts, y):
+    """The M-step of the leaves from their statistics ``counts``, then their ordering.
+
+    Under monotonic constraints the new leaves are projected with the
+    leaves' weights (:meth:`TrainingTree.order_leaves`): when every split is
+    ordered this is the exact constrained M-step of Bernoulli leaves and of
+    the means of Gaussian leaves (weighted isotonic regression); the shared
+    variance stays the pooled one about the unconstrained means (ours).
+    """
+    K.update_leaves(counts, tt.pi, y)
+    if tt.sign is not None:
+        classes = y.ndim == 1
+        tt.order_leaves(tt.pi, counts.sum(axis=1) if classes else counts[:, 0], classes)
 
 
 def _leaf_statistics(tt, Z, y, row_weight, rows, route, gb):
@@ -620,7 +696,10 @@ def to_oblique_tree(tt, X, y, row_weight, leaves, mean, scale):
     weight, sums = leaves.node_sums(np.ascontiguousarray(reached), parent, y, row_weight)
     tree.n_node_samples = np.ascontiguousarray(weight)
     leaf = tt.leaf_nodes
-    tree.value[leaf] = leaves.leaf_values(tt.pi, weight[leaf], sums[leaf])
+    values = leaves.leaf_values(tt.pi, weight[leaf], sums[leaf])
+    # monotonic constraints: the stored leaves ordered, weighted by their hard-routed rows
+    tt.order_leaves(values, weight[leaf], leaves.n_classes is not None)
+    tree.value[leaf] = values
     for node in tt.split_nodes:  # parents come first
         total = weight[node]
         if total > 0:

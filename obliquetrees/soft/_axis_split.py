@@ -53,13 +53,25 @@ def _node_totals(u, Y, n):
 
 
 @jit_inline
+def _against(direction, ss, tot_s, sw, tot_w):
+    """Whether the split's side means go against ``direction`` (+1: left above right; -1: below).
+
+    Monotonic constraints (one output): scikit-learn's rule, a split whose
+    children contradict the constraint of its feature is not a candidate.
+    """
+    if direction == 0.0 or sw <= 0.0 or tot_w - sw <= 0.0:
+        return False
+    return direction * ((tot_s[0] - ss[0]) / (tot_w - sw) - ss[0] / sw) < 0.0
+
+
+@jit_inline
 def _no_split(K):
     """What the searches return when no split separates weighted rows."""
     return -1, 0.0, np.zeros(K), np.zeros(K), 0.0
 
 
 @jit
-def best_axis_split(X, sorted_index, sorted_values, u, Y):
+def best_axis_split(X, sorted_index, sorted_values, u, Y, direction=None):
     """Best hard axis-aligned split of the weighted data by weighted SSE.
 
     Parameters
@@ -69,6 +81,10 @@ def best_axis_split(X, sorted_index, sorted_values, u, Y):
     them in sequence rather than gathering ``X[i, f]`` row by row);
     u : (n,) non-negative sample weights (soft membership x sample weight);
     Y : (n, K) targets (regression values or one-hot classes).
+    direction : (d,) or None
+        Monotonic constraints (K = 1): splits of feature ``f`` whose left
+        mean is above (``direction[f] = 1``) or below (-1) the right one are
+        skipped; None: none.
 
     Returns
     -------
@@ -104,6 +120,9 @@ def best_axis_split(X, sorted_index, sorted_values, u, Y):
                 ss[k] += uy[i, k + 1]
             x_here = values[q]
             x_next = values[q + 1]
+            if direction is not None:
+                if _against(direction[f], ss, tot_s, sw, tot_w):
+                    continue
             g = _split_score(ss, tot_s, sw, tot_w, x_here, x_next)
             if g > best:
                 best = g
@@ -139,8 +158,8 @@ def best_axis_split(X, sorted_index, sorted_values, u, Y):
 
 
 @jit
-def best_axis_split_sparse(columns, u, Y):
-    """:func:`best_axis_split` of sparse input, from its sorted columns.
+def best_axis_split_sparse(columns, u, Y, direction=None):
+    """:func:`best_axis_split` of sparse input, from its sorted columns (and ``direction``).
 
     The columns are :func:`~obliquetrees._training._rows.sorted_columns`'s.
 
@@ -202,6 +221,9 @@ def best_axis_split_sparse(columns, u, Y):
                 x_next = zero_z[f]
             else:
                 break  # last group: nothing to its right
+            if direction is not None:
+                if _against(direction[f], ss, tot_s, sw, tot_w):
+                    continue
             g = _split_score(ss, tot_s, sw, tot_w, x_here, x_next)
             if g > best:
                 best = g

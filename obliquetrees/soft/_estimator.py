@@ -20,6 +20,7 @@ from obliquetrees.base import (
 )
 from obliquetrees.utils._docstrings import fill_doc
 from obliquetrees.utils._param_validation import RUN_CONSTRAINTS, integers, options, reals
+from obliquetrees.utils.validation import check_monotonic_cst
 
 _COMMON_DOC = """
     Parameters
@@ -68,6 +69,7 @@ _COMMON_DOC = """
         leaf, keeping the parameters with the lowest validation error (three
         step sizes ``learning_rate / 2**t``, t = 4, 6, 8, are tried).
         0 disables it.{class_weight}
+    %(monotonic_cst)s
     n_jobs : int or None, default=None
         Threads of the numba kernels in training (the SGD restarts of a
         split run in parallel) and in prediction. None means 1 unless in a
@@ -153,7 +155,38 @@ _COMMON_NOTES = """
       algebraically. Dense and sparse fits agree to rounding, not bit for
       bit; with the default online SGD a one-ulp change of an input can
       already change the grown tree, so they can differ as much as two dense
-      fits of slightly perturbed data (``tests/soft/test_sparse.py``)."""
+      fits of slightly perturbed data (``tests/soft/test_sparse.py``).
+
+    ``monotonic_cst`` (ours; :mod:`obliquetrees._training.monotonic`) is
+    enforced inside the SGD, by projection after every step (projected SGD),
+    so the stored tree satisfies it exactly, for soft and hard routing alike
+    (the model's output, a regressor's prediction or the positive class's
+    logit, is a convex combination of leaves passed through increasing maps):
+
+    - the hard split that initialises a new split skips candidates whose
+      sides contradict their feature's constraint (scikit-learn's rule);
+      the new split is oriented so that its children are the constrained
+      way round (the same gate with its children swapped); it is *ordered*
+      when its largest initial weight (the hard split's feature) is on a
+      constrained feature, *free* otherwise;
+    - after every step its weights are projected onto ``c_j w_j >= 0`` for
+      constrained features ``j`` in the stored orientation (free splits:
+      ``w_j = 0``), and its two leaves onto ``left <= right`` (ordered) and
+      into the interval the rest of the tree leaves them (every leaf under an
+      ordered node's left child at most every leaf under its right child):
+      exact Euclidean projections, the rest of the tree being frozen;
+    - finetuning projects every weight the same way and the leaves by bound
+      propagation whose thresholds move the leaves least (ours: it keeps a
+      feasible tree unchanged but is not the Euclidean projection), or by
+      the exact projection, isotonic regression of the leaves in in-order,
+      when every split is ordered;
+    - growth freezes the other leaves, so the first subtree grown can use
+      the interval up to its sibling's value and leave the sibling's subtree
+      little room: constrained trees grow smaller, and joint finetuning
+      (``finetune_epochs``) recovers most of the accuracy (on the synthetic
+      set of ``benchmarks/results/monotonic.md``);
+    - a NaN adds a constant to a gate's input and the missing-value
+      indicators are free, so NaN in other features keeps the guarantee."""
 
 
 def _base_constraints():
@@ -169,6 +202,7 @@ def _base_constraints():
         "tol": reals(0.0),
         "routing": options("soft", "hard"),
         "finetune_epochs": integers(0),
+        "monotonic_cst": ["array-like", dict, None],
         **RUN_CONSTRAINTS,
     }
 
@@ -194,6 +228,7 @@ class _BaseSoftTree(BaseObliqueTree):
         from obliquetrees.utils.seeds import draw_seeds
 
         X, y, sample_weight = self._validate_fit_data(X, y, sample_weight)
+        monotonic_cst = check_monotonic_cst(self, self.monotonic_cst)
         n_classes = self.n_classes_ if isinstance(self, ObliqueClassifierMixin) else None
         train_weight = self._training_weight(y, sample_weight)
         # the training parameters carry the estimator's names
@@ -204,7 +239,14 @@ class _BaseSoftTree(BaseObliqueTree):
         missing = MissingValues.from_data(X, sample_weight, y, n_classes is not None)
         inputs = missing.augment(X)
         tree, info = fit_soft_tree(
-            inputs, y, train_weight, params, seeds, n_classes=n_classes, n_threads=self._n_threads()
+            inputs,
+            y,
+            train_weight,
+            params,
+            seeds,
+            n_classes=n_classes,
+            n_threads=self._n_threads(),
+            monotonic_cst=monotonic_cst,
         )
         tree = missing.fold(tree)
         self.growth_log_ = info["growth_log"]
@@ -296,6 +338,7 @@ class SoftTreeRegressor(ObliqueRegressorMixin, _BaseSoftTree):
         tol=1e-2,
         routing="soft",
         finetune_epochs=0,
+        monotonic_cst=None,
         n_jobs=None,
         random_state=None,
         verbose=0,
@@ -401,6 +444,7 @@ class SoftTreeClassifier(ObliqueClassifierMixin, _BaseSoftTree):
         routing="soft",
         finetune_epochs=0,
         class_weight=None,
+        monotonic_cst=None,
         n_jobs=None,
         random_state=None,
         verbose=0,

@@ -13,6 +13,7 @@ from obliquetrees._core._math import log_sigmoid_pair, sigmoid
 from obliquetrees._core._random import make_state, shuffle
 from obliquetrees._training._optim import momentum_step, momentum_velocity
 from obliquetrees._training._rows import add_row, finish_rows, n_rows, node_shifts
+from obliquetrees._training.monotonic import project_tree
 from obliquetrees.soft._kernels import (
     LOSS_SQUARED,
     bounded,
@@ -141,6 +142,7 @@ def finetune_tree(
     momentum,
     decay,
     seed,
+    cst=None,
 ):
     """Joint SGD on all parameters of a grown tree (beyond the paper).
 
@@ -149,6 +151,10 @@ def finetune_tree(
     once; after every epoch the validation error is measured and the best
     parameters seen (including the starting point) are kept in W, b, Z.
     Returns (best validation error, epochs run, best epoch; 0 = unchanged).
+    ``cst = (sign, ordered)``: monotonic constraints (None: none), enforced by
+    :func:`~obliquetrees._training.monotonic.project_tree` after every step
+    (projected SGD; ``sign``: the required signs of the gates' weights,
+    ``ordered``: per node).
     """
     n = n_rows(X)
     cl, cr = children_left, children_right
@@ -184,6 +190,8 @@ def finetune_tree(
                     bc[j] += vb[j]
                 else:
                     momentum_step(Zc[j], vZ[j], gZ[j], momentum, scale)
+            if cst is not None:
+                project_tree(cl, cr, Wc, Zc, cst[0], cst[1])
             node_shifts(X, Wc, n_nodes, scratch[4])  # sparse: O(nodes x d), as the step
             for _ in range(start, stop):
                 eta *= decay

@@ -45,6 +45,7 @@ from obliquetrees._training._rows import (
     row_shift,
     shifts_of,
 )
+from obliquetrees._training.monotonic import project_pair, project_weight_row
 
 #: A restart stops once the decayed step size falls below this fraction of its
 #: initial value, within an epoch if need be (with the per-sample decay 0.9999
@@ -361,7 +362,23 @@ def apply_split(X, P, A, w, b0, zL, zR, F):
 
 @jit
 def sgd_split(
-    X, R, P, A, sw, w, b0, zL, zR, loss, lr, max_epochs, batch_size, momentum, decay, state
+    X,
+    R,
+    P,
+    A,
+    sw,
+    w,
+    b0,
+    zL,
+    zR,
+    loss,
+    lr,
+    max_epochs,
+    batch_size,
+    momentum,
+    decay,
+    state,
+    cst=None,
 ):
     """Gradient descent on the new split's parameters (in place).
 
@@ -376,6 +393,13 @@ def sgd_split(
     less than ``ETA_STOP / (1 - decay)``, 1 % of one initial step). Returns
     (b0, ok): ``ok`` is False if the parameters diverged (they are then left
     as they were when divergence was detected).
+
+    ``cst = (sign, ordered, lo, hi)``: monotonic constraints (None: none),
+    enforced by projection after every step (projected SGD): ``w``
+    by :func:`~obliquetrees._training.monotonic.project_weight_row` with the
+    required signs of the gate P(left) (minus the stored ones), the leaves by
+    :func:`~obliquetrees._training.monotonic.project_pair` into the interval
+    ``[lo, hi]`` the rest of the tree leaves them (one output).
     """
     n, d = n_rows(X), n_cols(X)
     K = A.shape[1]
@@ -397,11 +421,15 @@ def sgd_split(
             )
             scale = eta / (stop - start)
             momentum_step(w, vw, gw, momentum, scale)
+            if cst is not None:
+                project_weight_row(w, cst[0], cst[1])
             ws = row_shift(X, w)  # sparse: O(d), as the step itself
             vb = momentum_velocity(vb, gb, momentum, scale)
             b0 += vb
             momentum_step(zL, vL, gL, momentum, scale)
             momentum_step(zR, vR, gR, momentum, scale)
+            if cst is not None:
+                zL[0], zR[0] = project_pair(zL[0], zR[0], cst[1], cst[2], cst[3])
             for _ in range(start, stop):
                 eta *= decay
             if eta < lr * ETA_STOP:
@@ -439,6 +467,7 @@ def train_split(
     decay,
     seed,
     select_on_validation,
+    cst=None,
 ):
     """Train one new split with ``n_restarts`` step sizes ``learning_rate / 2**t``.
 
@@ -449,7 +478,8 @@ def train_split(
     independent and run in parallel (``prange``); the winner is picked
     sequentially afterwards, so the result does not depend on the thread
     count. Returns (w, b, zL, zR, val_error, restart); ``restart`` is -1 (and
-    val_error inf) if every restart diverged.
+    val_error inf) if every restart diverged. ``cst``: the monotonic
+    constraints of :func:`sgd_split` (the initial point satisfies them).
     """
     d = n_cols(X)
     K = zL_init.shape[0]
@@ -465,24 +495,8 @@ def train_split(
         zL = zL_init.copy()
         zR = zR_init.copy()
         lr = learning_rate / 2.0**t
-        b0, ok = sgd_split(
-            X,
-            R,
-            P,
-            A,
-            sw,
-            w,
-            b_init,
-            zL,
-            zR,
-            loss,
-            lr,
-            max_epochs,
-            batch_size,
-            momentum,
-            decay,
-            state,
-        )
+        schedule = (loss, lr, max_epochs, batch_size, momentum, decay, state)
+        b0, ok = sgd_split(X, R, P, A, sw, w, b_init, zL, zR, *schedule, cst)
         Ws[t] = w
         bs[t] = b0
         Ls[t] = zL

@@ -43,6 +43,13 @@ from obliquetrees._core.tree import (
 )
 from obliquetrees._training._rows import sorted_columns, sparse_rows, take_rows
 from obliquetrees._training.grower import Grower
+from obliquetrees._training.monotonic import (
+    constraint_signs,
+    leaf_interval,
+    orientation,
+    project_pair,
+    project_weight_row,
+)
 from obliquetrees.soft import _axis_split as _axis
 from obliquetrees.soft import _finetune as _ft
 from obliquetrees.soft import _kernels as _k
@@ -111,7 +118,9 @@ def new_tree(n_features, n_outputs, params):
     """An unsplit soft tree in the training convention, as a depth-first :class:`Grower`.
 
     Besides the grower's node table it holds per node the gate ``W`` (dense,
-    ``n_features``), ``b`` and the leaf value ``Z`` (``n_outputs``). Soft
+    ``n_features``), ``b``, the leaf value ``Z`` (``n_outputs``) and
+    ``ordered``, whether the split is ordered under monotonic constraints
+    (:mod:`obliquetrees._training.monotonic`; unread without them). Soft
     trees do not partition rows (every row reaches every node with its path
     probability): the grower holds no rows and children get ``n_left=0``.
     """
@@ -119,6 +128,7 @@ def new_tree(n_features, n_outputs, params):
         "W": ((n_features,), np.float64, 0.0),
         "b": ((), np.float64, 0.0),
         "Z": ((n_outputs,), np.float64, 0.0),
+        "ordered": ((), np.bool_, True),
     }
     limits = dict(max_depth=params.max_depth, max_leaf_nodes=params.max_leaf_nodes)
     return Grower(0, order="depth", payload=payload, **limits)
@@ -146,14 +156,16 @@ def presort(X):
     return np.ascontiguousarray(order.T), values
 
 
-def _initial_point(X, presorted, R, P, sw, loss, seed):
+def _initial_point(X, presorted, R, P, sw, loss, seed, direction=None):
     """Starting point ``(w, b, zL, zR)`` of a new split at a node reached with probability P.
 
     ``presorted``: :func:`presort` of a dense X, :func:`obliquetrees._training._rows.sorted_columns`
     of sparse rows. The best hard axis-aligned split of the data weighted by the node's soft
     membership, when that membership sums to more than one sample; small random
     values otherwise (the paper's lines 3-6). None when no split separates two
-    distinct values that carry weight.
+    distinct values that carry weight. ``direction``: the monotonic
+    constraints of the inputs (stored orientation), or None; the hard split
+    is then one whose sides agree with its feature's constraint.
     """
     d = _n_features(X)
     K = R.shape[1]
@@ -165,10 +177,11 @@ def _initial_point(X, presorted, R, P, sw, loss, seed):
             noise[d : d + K] * RANDOM_INIT,
             noise[d + K :] * RANDOM_INIT,
         )
-    if isinstance(X, np.ndarray):
-        split = _axis.best_axis_split(X, *presorted, P * sw, R)
-    else:
-        split = _axis.best_axis_split_sparse(presorted, P * sw, R)
+    dense = isinstance(X, np.ndarray)
+    args = ((X, *presorted) if dense else (presorted,)) + (P * sw, R)
+    if direction is not None:  # the kernels compile without it when it is not given
+        args += (direction,)
+    split = (_axis.best_axis_split if dense else _axis.best_axis_split_sparse)(*args)
     feature, threshold, left_mean, right_mean, _ = split
     if feature < 0:
         return None
@@ -177,7 +190,33 @@ def _initial_point(X, presorted, R, P, sw, loss, seed):
     return w0, INIT_SLOPE * threshold, _leaf_init(left_mean, loss), _leaf_init(right_mean, loss)
 
 
-def grow_soft_tree(X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed):
+def _constrained_start(tree, m, start, sign):
+    """The initial point of a split of leaf ``m`` under monotonic constraints, and its ``cst``.
+
+    ``sign``: the required signs of the gate P(left)'s weights. The split is
+    oriented the constrained way (:func:`~obliquetrees._training.monotonic.orientation`:
+    the same gate with its children swapped), *ordered* when its largest
+    weight is on a constrained input (the hard split's feature, when it
+    initialises the split) and free otherwise (constrained weights pinned at
+    0), then projected: the weights onto the signs, the leaves into the
+    interval the rest of the tree leaves leaf ``m`` (ordered: ``zL <= zR``).
+    Returns the start and the ``cst`` of :func:`~obliquetrees.soft._kernels.sgd_split`.
+    """
+    w, b, zL, zR = start
+    if orientation(w, sign) < 0:
+        w, b, zL, zR = -w, -b, zR, zL
+    ordered = bool(sign[np.argmax(np.abs(w))] != 0.0)
+    w = np.array(w, dtype=np.float64)
+    project_weight_row(w, sign, ordered)
+    a = tree.arrays()
+    lo, hi = leaf_interval(
+        a["children_left"], a["children_right"], a["ordered"], a["Z"][:, 0].copy(), m
+    )
+    zL, zR = project_pair(float(zL[0]), float(zR[0]), ordered, lo, hi)
+    return (w, float(b), np.array([zL]), np.array([zR])), (sign, ordered, lo, hi)
+
+
+def grow_soft_tree(X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed, sign=None):
     """Grow a soft tree on standardised data (the paper's Fig. 2).
 
     Depth-first from the root: each node the limits allow is tried (one seed
@@ -205,6 +244,10 @@ def grow_soft_tree(X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed):
         ``max_epochs``, ``batch_size``, ``restart_selection``, ``tol`` and
         ``verbose`` are used.
     seed : int
+    sign : ndarray (d,) or None, default=None
+        Monotonic constraints: the required sign of every gate weight (of
+        P(left): minus the stored one), 0 for free inputs; None: none. Every
+        split's SGD is projected (:func:`_constrained_start`).
 
     Returns
     -------
@@ -239,10 +282,14 @@ def grow_soft_tree(X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed):
         A = F - P[:, None] * Z[m]  # the output of every other leaf
         Av = Fv - Pv[:, None] * Z[m]
         err_before = _k.mean_error(Fv, Rv, swv, loss, metric)
-        start = _initial_point(X, presorted, R, P, sw, loss, node_seed)
+        direction = None if sign is None else -sign  # the stored orientation's
+        start = _initial_point(X, presorted, R, P, sw, loss, node_seed, direction)
         active = np.flatnonzero(P > ACTIVE_MIN)
         if start is None or active.size == 0:
             return  # no two distinct values carry weight, or no sample reaches m
+        cst = None
+        if sign is not None:
+            start, cst = _constrained_start(tree, m, start, sign)
         if active.size < n:
             Xa = np.ascontiguousarray(X[active]) if dense else take_rows(X, active)
             Ra, Pa, Aa, swa = R[active], P[active], A[active], sw[active]
@@ -264,6 +311,7 @@ def grow_soft_tree(X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed):
             decay,
             node_seed,
             select_on_validation,
+            cst,
         )
         accepted = restart >= 0 and err_before - err_after > params.tol
         depth = int(tree.depth[m])
@@ -289,21 +337,25 @@ def grow_soft_tree(X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed):
             _k.apply_split(Xv, Pv, Av, w, b, zL, zR, Fv)
             left, right = tree.add_children(m, n_left=0)
             tree.W[m], tree.b[m], tree.Z[left], tree.Z[right] = w, b, zL, zR
+            if cst is not None:
+                tree.ordered[m] = cst[1]
 
     tree.grow(split)
     return tree, log
 
 
-def finetune(tree, X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed):
+def finetune(tree, X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed, sign=None):
     """Joint SGD of all parameters after growth, keeping the best validation state.
 
     Each step size ``params.learning_rate / 2**t`` (t in ``FINETUNE_RESTARTS``)
     is run for ``params.finetune_epochs`` from the grown tree; the run (and
     epoch) with the lowest validation error wins; if none beats the grown
     tree, the tree is unchanged. Modifies ``tree`` (a grown :class:`Grower`)
-    in place; returns a dict describing what happened.
+    in place; returns a dict describing what happened. ``sign``: the monotonic
+    constraints of :func:`grow_soft_tree`, enforced by projected SGD.
     """
     cl, cr, W, b, Z, n_nodes = dense_arrays(tree)
+    cst = None if sign is None else (sign, tree.arrays()["ordered"])
     base = _k.tree_error(Xv, Rv, swv, cl, cr, W, b, Z, n_nodes, loss, metric)
     best = (base, None, 0, W.copy(), b.copy(), Z.copy())
     rates = [params.learning_rate / 2.0**t for t in FINETUNE_RESTARTS]
@@ -320,6 +372,7 @@ def finetune(tree, X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed):
             MOMENTUM,
             1.0,
             seed + 104729 * t,
+            cst,
         )
         if epoch > 0 and err < best[0]:
             best = (err, lr, epoch, W1, b1, Z1)
@@ -417,7 +470,9 @@ def _encode_targets(y, n_classes, train, sw_tr):
     return R, _k.LOSS_SOFTMAX, 1, None, None
 
 
-def fit_soft_tree(X, y, sample_weight, params, seeds, *, n_classes, n_threads=1):
+def fit_soft_tree(
+    X, y, sample_weight, params, seeds, *, n_classes, n_threads=1, monotonic_cst=None
+):
     """Standardise, split, grow (and optionally finetune) a soft tree.
 
     Parameters
@@ -440,6 +495,9 @@ def fit_soft_tree(X, y, sample_weight, params, seeds, *, n_classes, n_threads=1)
     n_threads : int, default=1
         Threads of the numba kernels (the restarts of a split run in
         parallel); the tree does not depend on it.
+    monotonic_cst : ndarray of int8 or None, default=None
+        The checked constraints of the first ``len(monotonic_cst)`` inputs
+        (the others, missing-value indicators, are free); None: none.
 
     Returns
     -------
@@ -476,12 +534,14 @@ def fit_soft_tree(X, y, sample_weight, params, seeds, *, n_classes, n_threads=1)
         R, loss, metric, y_mean, y_scale = _encode_targets(y, n_classes, train, sw_tr)
         R_tr, R_va = np.ascontiguousarray(R[train]), np.ascontiguousarray(R[val])
         data = (X_tr, R_tr, sw_tr, X_va, R_va, sw_va)
-        tree, log = grow_soft_tree(
-            *data, loss=loss, metric=metric, params=params, seed=int(seeds[1])
-        )
+        sign = constraint_signs(monotonic_cst, d)
+        if sign is not None:  # the gate is P(left): minus the stored split's signs
+            sign = -sign
+        rules = dict(loss=loss, metric=metric, params=params, sign=sign)
+        tree, log = grow_soft_tree(*data, seed=int(seeds[1]), **rules)
         ft = None
         if params.finetune_epochs > 0 and tree.n_nodes > 1:
-            ft = finetune(tree, *data, loss=loss, metric=metric, params=params, seed=int(seeds[2]))
+            ft = finetune(tree, *data, seed=int(seeds[2]), **rules)
             if params.verbose:
                 print(
                     f"[SoftTree] finetune: validation error {ft['error_before']:.5f} -> "

@@ -1,0 +1,60 @@
+"""``monotonic_cst`` of E2EDT: projected greedy growth, Adam and M-steps keep the model monotone.
+
+On random problems with random constraint vectors (NaN-free and with NaN in
+training rows), the property of :func:`tests._helpers.monotone_violations`
+holds for every routing and through every training path (forests on
+feature subsets with bootstrap, best-first growth, pruned routing, the row
+budget, no finetune, sparse input): thousands of random lines in all.
+"""
+
+import pytest
+
+from obliquetrees import E2EDTClassifier, E2EDTRegressor
+from tests._helpers import (
+    check_monotonic_api,
+    model_violation,
+    monotone_cost,
+    monotone_problem,
+    sparse_monotone_violation,
+)
+
+#: A short schedule (the property does not depend on it).
+FAST = dict(max_depth=4, max_epochs=4, finetune_epochs=4, batch_size=64, random_state=0)
+#: The training paths, one per fit.
+PATHS = [
+    {},
+    dict(n_estimators=3, max_features=2, bootstrap=True),
+    dict(max_leaf_nodes=8),
+    dict(prune_threshold=1e-2),
+    dict(max_finetune_samples=100),
+    dict(finetune_epochs=0),
+]
+
+
+def _make(classifier, **params):
+    return (E2EDTClassifier if classifier else E2EDTRegressor)(**{**FAST, **params})
+
+
+@pytest.mark.parametrize("path", range(len(PATHS)))
+@pytest.mark.parametrize("classifier", [False, True])
+def test_monotone_along_random_lines(path, classifier):
+    X, y, labels, cst = monotone_problem(path, nan_rows=0.1 if path % 2 else 0.0)
+    model = _make(classifier, monotonic_cst=cst, **PATHS[path])
+    model.fit(X, labels if classifier else y)
+    assert model.trees_[0].node_count >= 3
+    for routing in ("hybrid", "hard", "soft") if classifier else ("hard", "soft"):
+        model.set_params(routing=routing)
+        assert model_violation(model, X, cst, n_lines=100, seed=path) <= 1e-12
+
+
+def test_monotone_on_sparse_input():
+    assert sparse_monotone_violation(_make, True) <= 1e-12
+
+
+def test_constraints_cost_little_where_the_truth_is_monotone():
+    assert monotone_cost(_make) < 0.05
+
+
+def test_scikit_learn_semantics():
+    X, y, labels, cst = monotone_problem(9, n=200)
+    check_monotonic_api(_make, X, y, labels, cst)
