@@ -45,25 +45,29 @@ from obliquetrees._training.grower import (
     may_split,
 )
 from obliquetrees._training.targets import impurity_decrease
+from obliquetrees.co2._monotone import (
+    clip_value,
+    grow_bounds,
+    set_child_bounds,
+    split_order,
+    value_bounds,
+)
 from obliquetrees.co2._node import node_value, split_node
 from obliquetrees.co2._oob import grow_oob, node_oob, split_oob
 from obliquetrees.co2._rows import is_dense
 from obliquetrees.co2._sparse_kernels import split_node_sparse
 
 
-def split_any(data, start, end, node, tree_seed, table, params):
+def split_any(data, start, end, node, tree_seed, table, params, cst):
     """Split one node with the kernel for ``data[0]``'s kind (numba only)."""
     raise NotImplementedError("split_any is only callable from numba kernels")
 
 
 @jit_overload(split_any)
-def _split_any(data, start, end, node, tree_seed, table, params):
-    if is_dense(data[0]):  # X (2-D) of (X, mean, scale), or the CSR's indptr (1-D)
-        return lambda data, start, end, node, tree_seed, table, params: split_node(
-            data, start, end, node, tree_seed, table, params
-        )
-    return lambda data, start, end, node, tree_seed, table, params: split_node_sparse(
-        data, start, end, node, tree_seed, table, params
+def _split_any(data, start, end, node, tree_seed, table, params, cst):
+    kernel = split_node if is_dense(data[0]) else split_node_sparse  # X 2-D, or CSR's indptr
+    return lambda data, start, end, node, tree_seed, table, params, cst: kernel(
+        data, start, end, node, tree_seed, table, params, cst
     )
 
 
@@ -221,7 +225,9 @@ def _finished_weights(weights, n_nodes):
 
 
 @jit
-def grow_tree(source, y, row_weight, rows, n_features, tree_seed, n_classes, params, capacity, oob):
+def grow_tree(
+    source, y, row_weight, rows, n_features, tree_seed, n_classes, params, capacity, oob, cst=None
+):
     """Grow one CO2 tree breadth-first on the rows ``rows`` of ``source``, in one kernel.
 
     ``y`` holds class indices (1-D int64; ``n_classes`` of them) or targets
@@ -254,6 +260,14 @@ def grow_tree(source, y, row_weight, rows, n_features, tree_seed, n_classes, par
     ``oob`` holds the tree's out-of-bag rows and their slices
     (:mod:`obliquetrees.co2._oob`): each node's are handed to its split
     kernel, and partitioned into its children's by the split it keeps.
+
+    ``cst`` holds the monotonic constraint of each input (int8; None: an
+    unconstrained fit, grown as before the parameter existed). The split
+    kernels then keep each split compatible with it, and the grower bounds
+    the nodes' values (:mod:`obliquetrees.co2._monotone`): a split that
+    weighs a constrained input with its sides' values out of order is undone
+    (the node stays a leaf), and every node's value is clipped into the
+    bounds its ancestors' splits give it.
     """
     cap = max(capacity, INITIAL_CAPACITY)
     children_left = np.full(cap, -1, dtype=np.int64)
@@ -268,34 +282,39 @@ def grow_tree(source, y, row_weight, rows, n_features, tree_seed, n_classes, par
     stats = np.zeros(3, dtype=np.int64)
     end[0] = rows.shape[0]
     oob = grow_oob(oob, cap)
+    mono = value_bounds(cst, cap)
     n_nodes = 1
     n_leaves = 1
     node = 0
     while node < n_nodes:  # node ids in creation order: breadth first
         if not may_split(depth[node], n_leaves, params.max_depth, params.max_leaf_nodes):
             node_value(y, row_weight, rows, start[node], end[node], node, value, n_node_samples)
+            clip_value(mono, value, node)
             weights = keep_split(weights, node, False)
             node += 1
             continue
         data = (source, y, row_weight, rows, node_oob(oob, node))
         table = (split_weights(weights), bias, value, n_node_samples)
         n_left, n_iter, oblique = split_any(
-            data, start[node], end[node], node, tree_seed, table, params
+            data, start[node], end[node], node, tree_seed, table, params, cst
         )
-        if n_left >= 0 and params.min_impurity_decrease > 0.0:
-            # the split as stored (optimised or axis-aligned fallback) on the rows it
-            # partitioned; node 0 is the first node split, so its weight is known
-            decrease = impurity_decrease(
-                y,
-                row_weight,
-                rows,
-                start[node],
-                start[node] + n_left,
-                end[node],
-                n_classes,
-                n_node_samples[0],
-            )
-            if decrease + EPSILON < params.min_impurity_decrease:
+        clip_value(mono, value, node)
+        mid = np.nan
+        if n_left >= 0:
+            middle = start[node] + n_left
+            keep, mid = split_order(
+                mono, y, row_weight, rows, start[node], middle, end[node],
+                node_split_weights(weights, node), node,
+            )  # fmt: skip
+            if keep and params.min_impurity_decrease > 0.0:
+                # the split as stored (optimised or axis-aligned fallback) on the rows it
+                # partitioned; node 0 is the first node split, so its weight is known
+                decrease = impurity_decrease(
+                    y, row_weight, rows, start[node], middle, end[node], n_classes,
+                    n_node_samples[0],
+                )  # fmt: skip
+                keep = not decrease + EPSILON < params.min_impurity_decrease
+            if not keep:
                 stats[0] += n_iter  # the CCCP iterations were run all the same
                 clear_split(weights, node)
                 bias[node] = 0.0
@@ -317,8 +336,10 @@ def grow_tree(source, y, row_weight, rows, n_features, tree_seed, n_classes, par
                 value = grow_capacity(value, cap, 0.0)
                 n_node_samples = grow_capacity(n_node_samples, cap, 0.0)
                 oob = grow_oob(oob, cap)
+                mono = grow_bounds(mono, cap)
             split_oob(oob, source, node_split_weights(weights, node), bias[node], node, n_nodes)
             link_children(children_left, children_right, depth, start, end, node, n_nodes, n_left)
+            set_child_bounds(mono, node, n_nodes, mid)
             n_nodes += 2
             n_leaves += 1
         weights = keep_split(weights, node, n_left >= 0)
