@@ -612,49 +612,63 @@ class CO2ForestClassifier(ObliqueClassifierMixin, _BaseCO2Forest):
       global mean; a feature whose mean is many standard deviations away
       from 0 (unusual in sparse data) loses some precision to cancellation.
     - Monotonic constraints (``monotonic_cst``; the paper has none, all of
-      this is ours, with scikit-learn's bounds). The value constrained is
-      what a leaf stores: its fraction of ``classes_[1]`` (weighted by
-      ``sample_weight``, ``class_weight`` and the bootstrap counts; binary
-      classes only) or its mean target. A hard tree is monotone when (a)
-      every split is *compatible*: the right child (``w.x + b > 0``) holds
-      the larger values and ``c_j * w_j >= 0`` for every constrained input
-      ``j`` (``c_j`` its constraint), so raising ``c_j x_j`` can only move a
-      row from left to right; and (b) at every split that weighs a
-      constrained input, every value under its left child is at most every
-      value under its right child. (b) is kept as scikit-learn keeps it:
-      each node has bounds ``[lo, hi]`` (the root none); a split weighing a
-      constrained input, whose children's means ``v_L <= v_R``, bounds its
-      children by ``[lo, mid]`` and ``[mid, hi]`` with ``mid = (v_L +
-      v_R) / 2`` (clipped into ``[lo, hi]``; scikit-learn rejects a split
-      whose means leave the bounds instead), a split of free inputs passes
-      ``[lo, hi]`` on, and every node's value is clipped into its bounds.
-      The forest averages monotone trees, so it is monotone too, exactly (a
-      floating-point sum of terms that each move one way moves that way),
-      for any input: a NaN in another feature adds a constant to ``w.x``
-      (``weight_missing``) and the missing-value indicators trained on are
-      free inputs. How growth keeps (a) and orders (b): the axis-aligned
-      start is the best among the thresholds whose sides' means are in the
-      order their feature's constraint asks (scikit-learn's splitter rule),
-      oriented (on a feature constrained to fall, ``w = -e_j``, its leaf
-      parameters swapped); each stochastic subgradient step of the CCCP
-      is projected on the cone ``c_j w_j >= 0`` (a wrong-signed weight set
-      to 0, its momentum with it) and then on the ``nu``-ball, which is the
-      projection on their intersection (the ball's projection scales,
-      which keeps a cone's points in it): each convex subproblem (Eq. 11)
-      is solved by projected subgradient descent over the feasible set,
-      and the CCCP's bound argument holds over any convex set, so the
-      surrogate still decreases over the compatible splits. The leaf
-      parameters ``theta`` of the surrogate stay free (only the stored
-      values are bounded). An optimised split whose sides' means, on all
+      this is ours). The value constrained is what a leaf stores: its
+      fraction of ``classes_[1]`` (weighted by ``sample_weight``,
+      ``class_weight`` and the bootstrap counts; binary classes only) or
+      its mean target. A hard tree is monotone when (a) every split is
+      *compatible*: the right child (``w.x + b > 0``) holds the larger
+      values and ``c_j * w_j >= 0`` for every constrained input ``j``
+      (``c_j`` its constraint), so raising ``c_j x_j`` can only move a row
+      from left to right; and (b) at every split that weighs a constrained
+      input, every leaf value under its left child is at most every leaf
+      value under its right child. The forest averages monotone trees, so
+      it is monotone too, exactly (a floating-point sum of terms that each
+      move one way moves that way), for any input: a NaN in another feature
+      adds a constant to ``w.x`` (``weight_missing``), and the
+      missing-value indicators trained on are free inputs.
+      Growth keeps (a): the axis-aligned start is the best among the
+      thresholds whose sides' means are in the order their feature's
+      constraint asks (scikit-learn's splitter rule), oriented (on a feature
+      constrained to fall, ``w = -e_j``, its leaf parameters swapped). A node
+      whose start is on a constrained feature runs the CCCP on every input,
+      each stochastic subgradient step projected on the cone ``c_j w_j >=
+      0`` (a wrong-signed weight set to 0, its momentum with it) and then on
+      the ``nu``-ball, which is the projection on their intersection (the
+      ball's projection scales, which keeps a cone's points in it): each
+      convex subproblem (Eq. 11) is solved by projected subgradient descent
+      over the compatible splits, and CCCP's bound argument holds over any
+      convex set. A node whose start is on a free feature holds the
+      constrained weights at 0 (a projection on a subspace): its split needs
+      no order, as a split on a free feature in scikit-learn (without this
+      the CCCP gives nearly every split a small constrained weight, and
+      every node would be ordered). The leaf parameters ``theta`` of the
+      surrogate stay free. An optimised split whose sides' means, on all
       the node's rows, are out of order falls back to the start (as a
-      degenerate one does); a kept split whose sides are still out of
-      order (a start searched on a sample, ``max_cccp_samples``) is undone
-      and the node becomes a leaf. ``max_split_features``,
-      ``min_samples_oblique``, the out-of-bag test (it chooses between two
-      compatible splits), ``class_weight`` and sparse input work as without
-      constraints. ``monotonic_cst=None`` (or all zeros) runs the kernels
-      compiled without any of this: the trees are those of earlier
-      versions, bit for bit.
+      degenerate one does); a kept split whose sides are still out of order
+      (a start searched on a sample, ``max_cccp_samples``) is undone and
+      the node becomes a leaf. (b) is then made exact on the grown tree,
+      deepest split first: a constrained split whose left leaves reach above
+      its right leaves clamps them to ``<= t`` and ``>= t``, ``t`` the
+      value between that changes the leaves least (weighted squared
+      change); a clamp is a monotone map of a subtree, so the splits below
+      stay in order, and splits already in order change nothing.
+      scikit-learn instead bounds each constrained split's children by the
+      middle of their means while growing (``[lo, mid]``, ``[mid, hi]``),
+      clipping leaves that were in order too. On ``y = 2 x0 - sin(3 x0) -
+      x2 + x1 x3 + N(0, 0.25)`` (``x ~ N(0, 1)^4``, 2250 training rows,
+      constraints ``[1, 0, -1, 0]``, 20 trees) that scheme gave a test R^2 of
+      0.826, the clamps 0.835 (unconstrained: 0.902; the growth rules alone,
+      leaves left unordered: 0.909; RandomForestRegressor(100): 0.851, with
+      the constraints 0.803). The cost is
+      that of condition (b), which asks every leaf of a side to be below
+      every leaf of the other, also those that no move of a constrained
+      input connects (an exact per-pair test of oblique cells is left
+      open). ``max_split_features``, ``min_samples_oblique``, the
+      out-of-bag test (it chooses between two compatible splits),
+      ``class_weight`` and sparse input work as without constraints.
+      ``monotonic_cst=None`` (or all zeros) runs the kernels compiled
+      without any of this: the trees are those of earlier versions, bit for
+      bit.
 
     References
     ----------

@@ -45,13 +45,7 @@ from obliquetrees._training.grower import (
     may_split,
 )
 from obliquetrees._training.targets import impurity_decrease
-from obliquetrees.co2._monotone import (
-    clip_value,
-    grow_bounds,
-    set_child_bounds,
-    split_order,
-    value_bounds,
-)
+from obliquetrees.co2._monotone import free_type, keeps_order, order_leaves
 from obliquetrees.co2._node import node_value, split_node
 from obliquetrees.co2._oob import grow_oob, node_oob, split_oob
 from obliquetrees.co2._rows import is_dense
@@ -224,6 +218,34 @@ def _finished_weights(weights, n_nodes):
     return sparse
 
 
+def order_tree(cst, children_left, children_right, weights, value, n_node_samples):
+    """Order a grown tree's leaf values by its constrained splits (numba only).
+
+    :func:`~obliquetrees.co2._monotone.order_leaves` of the splits whose
+    weights (:func:`finished_weights`) weigh an input ``cst`` constrains;
+    nothing when ``cst`` is None.
+    """
+    raise NotImplementedError("order_tree is only callable from numba kernels")
+
+
+@jit_overload(order_tree)
+def _order_tree(cst, children_left, children_right, weights, value, n_node_samples):
+    if free_type(cst):
+        return lambda cst, children_left, children_right, weights, value, n_node_samples: None
+
+    def order(cst, children_left, children_right, weights, value, n_node_samples):
+        constrained = np.zeros(children_left.shape[0], dtype=np.bool_)
+        for node in range(children_left.shape[0]):
+            if children_left[node] >= 0:
+                lo, hi = node_weights(weights, node)
+                for t in range(lo, hi):
+                    j, w = node_weight(weights, node, t)
+                    constrained[node] |= w != 0.0 and cst[j] != 0
+        order_leaves(constrained, children_left, children_right, value, n_node_samples)
+
+    return order
+
+
 @jit
 def grow_tree(
     source, y, row_weight, rows, n_features, tree_seed, n_classes, params, capacity, oob, cst=None
@@ -263,11 +285,11 @@ def grow_tree(
 
     ``cst`` holds the monotonic constraint of each input (int8; None: an
     unconstrained fit, grown as before the parameter existed). The split
-    kernels then keep each split compatible with it, and the grower bounds
-    the nodes' values (:mod:`obliquetrees.co2._monotone`): a split that
-    weighs a constrained input with its sides' values out of order is undone
-    (the node stays a leaf), and every node's value is clipped into the
-    bounds its ancestors' splits give it.
+    kernels then keep each split compatible with it
+    (:mod:`obliquetrees.co2._monotone`), a split that weighs a constrained
+    input with its sides' values out of order is undone (the node stays a
+    leaf), and the grown tree's leaf values are made to keep every
+    constrained split's order (:func:`order_tree`).
     """
     cap = max(capacity, INITIAL_CAPACITY)
     children_left = np.full(cap, -1, dtype=np.int64)
@@ -282,14 +304,12 @@ def grow_tree(
     stats = np.zeros(3, dtype=np.int64)
     end[0] = rows.shape[0]
     oob = grow_oob(oob, cap)
-    mono = value_bounds(cst, cap)
     n_nodes = 1
     n_leaves = 1
     node = 0
     while node < n_nodes:  # node ids in creation order: breadth first
         if not may_split(depth[node], n_leaves, params.max_depth, params.max_leaf_nodes):
             node_value(y, row_weight, rows, start[node], end[node], node, value, n_node_samples)
-            clip_value(mono, value, node)
             weights = keep_split(weights, node, False)
             node += 1
             continue
@@ -298,13 +318,11 @@ def grow_tree(
         n_left, n_iter, oblique = split_any(
             data, start[node], end[node], node, tree_seed, table, params, cst
         )
-        clip_value(mono, value, node)
-        mid = np.nan
         if n_left >= 0:
             middle = start[node] + n_left
-            keep, mid = split_order(
-                mono, y, row_weight, rows, start[node], middle, end[node],
-                node_split_weights(weights, node), node,
+            keep = keeps_order(
+                cst, y, row_weight, rows, start[node], middle, end[node],
+                node_split_weights(weights, node),
             )  # fmt: skip
             if keep and params.min_impurity_decrease > 0.0:
                 # the split as stored (optimised or axis-aligned fallback) on the rows it
@@ -336,14 +354,16 @@ def grow_tree(
                 value = grow_capacity(value, cap, 0.0)
                 n_node_samples = grow_capacity(n_node_samples, cap, 0.0)
                 oob = grow_oob(oob, cap)
-                mono = grow_bounds(mono, cap)
             split_oob(oob, source, node_split_weights(weights, node), bias[node], node, n_nodes)
             link_children(children_left, children_right, depth, start, end, node, n_nodes, n_left)
-            set_child_bounds(mono, node, n_nodes, mid)
             n_nodes += 2
             n_leaves += 1
         weights = keep_split(weights, node, n_left >= 0)
         node += 1
+    order_tree(
+        cst, children_left[:n_nodes], children_right[:n_nodes],
+        finished_weights(weights, n_nodes), value, n_node_samples,
+    )  # fmt: skip
     # the split weights stay a view of the growth table: :func:`fold_split_weights` reads
     # them once into the stored CSR, so a trimmed dense copy would only add to the peak
     return (

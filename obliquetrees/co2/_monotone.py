@@ -13,10 +13,10 @@ larger values. A split is *compatible* when ``cst[j] * w[j] >= 0`` for every
 input: then raising an input constrained 1 (or lowering one constrained
 -1) can only move a row from left to right. A split that weighs a
 constrained input (:func:`constrained_split`) is *ordered* when the mean
-value of its left rows is at most that of its right rows; its children's
-values are then bounded as scikit-learn bounds them (:func:`split_order`,
-:func:`set_child_bounds`, :func:`clip_value`), which makes each tree, and
-so the forest's average, monotone.
+value of its left rows is at most that of its right rows (:func:`ordered`,
+:func:`keeps_order`); once the tree is grown its leaf values are made to
+keep every such split's order (:func:`order_leaves`), which makes each tree,
+and so the forest's average, monotone.
 
 The value constrained is what a leaf predicts: a binary classifier's
 fraction of class 1 (``value[node, 1]``, its probability of ``classes_[1]``),
@@ -30,11 +30,10 @@ import numpy as np
 from numba import types
 
 from obliquetrees._core._jit import jit, jit_overload
-from obliquetrees._training.grower import grow_capacity
 from obliquetrees._training.targets import _by_target, _is_classes, _stub
 
 
-def _free(cst):
+def free_type(cst):
     """Whether the numba type ``cst`` is None (an unconstrained fit)."""
     return isinstance(cst, (types.NoneType, types.Omitted))
 
@@ -46,9 +45,43 @@ start_sign = _stub("start_sign")
 def _start_sign(cst, f):
     """The sign of the axis-aligned start's weight on ``f``: -1.0 if ``f`` is constrained
     to fall (its right child is then the smaller values), else 1.0."""
-    if _free(cst):
+    if free_type(cst):
         return lambda cst, f: 1.0
     return lambda cst, f: -1.0 if cst[f] < 0 else 1.0
+
+
+#: The entry of :func:`node_constraints` that holds its input's weight at 0.
+PINNED = 2
+
+node_constraints = _stub("node_constraints")
+
+
+@jit_overload(node_constraints)
+def _node_constraints(cst, feature):
+    """The constraints of the CCCP of a node whose axis-aligned start is on ``feature``.
+
+    ``cst`` itself when ``feature`` is constrained: the split may weigh every
+    input, the constrained ones with their signs, and its children are
+    ordered. When ``feature`` is free, every constrained input is
+    :data:`PINNED` (its weight held at 0): the split weighs free inputs only,
+    needs no order and passes its bounds on, as scikit-learn's split on a
+    free feature does. (Else the CCCP gives nearly every split a small weight
+    on some constrained input, which would bound every node's children.)
+    None for None.
+    """
+    if free_type(cst):
+        return lambda cst, feature: None
+
+    def per_node(cst, feature):
+        if cst[feature] != 0:
+            return cst
+        pinned = np.zeros_like(cst)
+        for j in range(cst.shape[0]):
+            if cst[j] != 0:
+                pinned[j] = PINNED
+        return pinned
+
+    return per_node
 
 
 project_signs = _stub("project_signs")
@@ -58,20 +91,21 @@ project_signs = _stub("project_signs")
 def _project_signs(w, vw, cst):
     """Project ``w`` on the compatible set ``cst[j] * w[j] >= 0``, in place; True if it moved.
 
-    The set is a closed convex cone (an orthant in the constrained inputs), so
-    the Euclidean projection sets each wrong-signed constrained weight to 0;
-    its momentum velocity ``vw[j]`` is zeroed too (it pointed out of the set).
+    The set is a closed convex cone (an orthant in the constrained inputs, a
+    subspace in the :data:`PINNED` ones), so the Euclidean projection sets
+    each wrong-signed constrained weight, and every pinned one, to 0; its
+    momentum velocity ``vw[j]`` is zeroed too (it pointed out of the set).
     Composed with the projection on the ``nu``-ball after it, this is the
     projection on their intersection: the ball's projection is a scaling,
     which keeps a cone's points in it.
     """
-    if _free(cst):
+    if free_type(cst):
         return lambda w, vw, cst: False
 
     def project(w, vw, cst):
         moved = False
         for j in range(w.shape[0]):
-            if cst[j] * w[j] < 0.0:
+            if cst[j] * w[j] < 0.0 or (cst[j] == PINNED and w[j] != 0.0):
                 w[j] = 0.0
                 vw[j] = 0.0
                 moved = True
@@ -86,7 +120,7 @@ on_support = _stub("on_support")
 @jit_overload(on_support)
 def _on_support(cst, support):
     """The constraints of the features ``support`` (in that order), None for None."""
-    if _free(cst):
+    if free_type(cst):
         return lambda cst, support: None
     return lambda cst, support: cst[support]
 
@@ -135,7 +169,7 @@ ordered = _stub("ordered")
 def _ordered(cst, w, y, weight, rows, start, right):
     """Whether the split ``w`` with sides ``right`` keeps the order its constraints ask
     (:func:`side_means`; True for a split of free inputs, or without constraints)."""
-    if _free(cst):
+    if free_type(cst):
         return lambda cst, w, y, weight, rows, start, right: True
 
     def check(cst, w, y, weight, rows, start, right):
@@ -147,108 +181,120 @@ def _ordered(cst, w, y, weight, rows, start, right):
     return check
 
 
-# ------------------------------------------------------------ the grower's value bounds
-value_bounds = _stub("value_bounds")
+# ------------------------------------------------------------ the grown tree's leaf values
+keeps_order = _stub("keeps_order")
 
 
-@jit_overload(value_bounds)
-def _value_bounds(cst, capacity):
-    """The growth's monotone state: ``(cst, bounds)``, ``bounds[node]`` the node's
-    ``[low, high]`` (the root's unbounded); None without constraints."""
-    if _free(cst):
-        return lambda cst, capacity: None
+@jit_overload(keeps_order)
+def _keeps_order(cst, y, row_weight, rows, start, middle, end, w):
+    """Whether a split ``w`` with left rows ``rows[start:middle]`` and right rows
+    ``rows[middle:end]`` keeps its order (:func:`ordered`), as the grower checks it."""
+    if free_type(cst):
+        return lambda cst, y, row_weight, rows, start, middle, end, w: True
 
-    def new(cst, capacity):
-        bounds = np.empty((capacity, 2))
-        bounds[:, 0] = -np.inf
-        bounds[:, 1] = np.inf
-        return cst, bounds
-
-    return new
-
-
-grow_bounds = _stub("grow_bounds")
-
-
-@jit_overload(grow_bounds)
-def _grow_bounds(mono, capacity):
-    """``mono`` with bounds for ``capacity`` nodes."""
-    if _free(mono):
-        return lambda mono, capacity: mono
-    return lambda mono, capacity: (mono[0], grow_capacity(mono[1], capacity, 0.0))
-
-
-clip_value = _stub("clip_value")
-
-
-@jit_overload(clip_value)
-def _clip_value(mono, value, node):
-    """Clip ``node``'s constrained value into its bounds (classes: ``value[node, 0]``
-    follows as ``1 - value[node, 1]``)."""
-    if _free(mono):
-        return lambda mono, value, node: None
-
-    def clip(mono, value, node):
-        k = 1 if value.shape[1] == 2 else 0  # binary classes: class 1; targets: the output
-        low, high = mono[1][node, 0], mono[1][node, 1]
-        v = value[node, k]
-        if v < low or v > high:
-            value[node, k] = low if v < low else high
-            if k == 1:
-                value[node, 0] = 1.0 - value[node, 1]
-
-    return clip
-
-
-split_order = _stub("split_order")
-
-
-@jit_overload(split_order)
-def _split_order(mono, y, row_weight, rows, start, middle, end, w, node):
-    """``(keep, mid)`` of ``node``'s split ``w``: left rows ``rows[start:middle]``, right
-    ``rows[middle:end]``.
-
-    A split of free inputs is kept and its children inherit the node's bounds
-    (``mid`` NaN). A split weighing a constrained input is dropped (``keep``
-    False) when its left rows' mean value is above its right rows'; else its
-    children are bounded at ``mid``, the middle of the two means clipped into
-    the node's bounds (scikit-learn rejects a split whose means leave the
-    bounds instead; clipping keeps it and is as safe).
-    """
-    if _free(mono):
-        return lambda mono, y, row_weight, rows, start, middle, end, w, node: (True, np.nan)
-
-    def order(mono, y, row_weight, rows, start, middle, end, w, node):
-        cst, bounds = mono
-        if not constrained_split(cst, w):
-            return True, np.nan
+    def check(cst, y, row_weight, rows, start, middle, end, w):
         right = np.arange(end - start) >= middle - start
-        left_mean, right_mean = side_means(y, row_weight, rows, start, right)
-        if not left_mean <= right_mean:
-            return False, np.nan
-        mid = 0.5 * (left_mean + right_mean)
-        return True, min(max(mid, bounds[node, 0]), bounds[node, 1])
+        return ordered(cst, w, y, row_weight, rows, start, right)
 
-    return order
+    return check
 
 
-set_child_bounds = _stub("set_child_bounds")
+@jit
+def _subtree_leaves(children_left, children_right, node, stack):
+    """The leaves under ``node`` (``stack``: scratch of one entry per node)."""
+    leaves = np.empty(stack.shape[0], dtype=np.int64)
+    n_leaves = 0
+    stack[0] = node
+    top = 1
+    while top > 0:
+        top -= 1
+        t = stack[top]
+        if children_left[t] < 0:
+            leaves[n_leaves] = t
+            n_leaves += 1
+        else:
+            stack[top] = children_left[t]
+            stack[top + 1] = children_right[t]
+            top += 2
+    return leaves[:n_leaves]
 
 
-@jit_overload(set_child_bounds)
-def _set_child_bounds(mono, node, left, mid):
-    """Bound ``node``'s children ``left`` and ``left + 1``: ``[low, mid]`` and ``[mid, high]``
-    of the node's ``[low, high]``, or the node's own bounds when ``mid`` is NaN."""
-    if _free(mono):
-        return lambda mono, node, left, mid: None
+@jit
+def _excess(value, weight, k, left, right, t):
+    """How much the left leaves above ``t`` outweigh the right leaves below it:
+    ``sum_L w (v - t)_+ - sum_R w (t - v)_+``, decreasing in ``t``."""
+    g = 0.0
+    for leaf in left:
+        g += weight[leaf] * max(value[leaf, k] - t, 0.0)
+    for leaf in right:
+        g -= weight[leaf] * max(t - value[leaf, k], 0.0)
+    return g
 
-    def bound(mono, node, left, mid):
-        bounds = mono[1]
-        low, high = bounds[node, 0], bounds[node, 1]
-        split = not np.isnan(mid)
-        bounds[left, 0] = low
-        bounds[left, 1] = mid if split else high
-        bounds[left + 1, 0] = mid if split else low
-        bounds[left + 1, 1] = high
 
-    return bound
+@jit
+def meeting_value(value, weight, k, left, right, low, high):
+    """The ``t`` in ``[low, high]`` that clamps the ``left`` leaves to ``<= t`` and the
+    ``right`` ones to ``>= t`` at the least weighted squared change: the root of
+    :func:`_excess` (the derivative of that change, halved), by bisection."""
+    for _ in range(100):
+        t = 0.5 * (low + high)
+        if not low < t < high:
+            break
+        if _excess(value, weight, k, left, right, t) > 0.0:
+            low = t
+        else:
+            high = t
+    return 0.5 * (low + high)
+
+
+@jit
+def _clamp(value, k, leaves, low, high):
+    """Clamp the constrained value of ``leaves`` into ``[low, high]``."""
+    for leaf in leaves:
+        v = value[leaf, k]
+        if v < low or v > high:
+            value[leaf, k] = low if v < low else high
+            if k == 1:  # binary classes: the distribution stays one
+                value[leaf, 0] = 1.0 - value[leaf, 1]
+
+
+@jit
+def order_leaves(constrained, children_left, children_right, value, weight):
+    """Make a grown tree's leaf values keep the order of its ``constrained`` splits, in place.
+
+    At every split weighing a constrained input every leaf under its left child
+    must be at most every leaf under its right child (the tree is then
+    monotone: :mod:`obliquetrees.co2._monotone`). The splits are visited from
+    the deepest (ids decrease from child to parent); one whose left leaves
+    reach above its right leaves (``max_L > min_R``) clamps the left leaves to
+    ``<= t`` and the right ones to ``>= t``, with ``t`` in ``[min_R, max_L]``
+    changing their values least (weighted by ``weight``, the leaves' training
+    weight; :func:`meeting_value`). A clamp is a monotone map of a whole
+    subtree, so it keeps the order of the splits below, visited before;
+    splits that are already in order change nothing. ``value[:, 1]`` (binary
+    classes, ``value[:, 0]`` following) or ``value[:, 0]`` (targets) is
+    constrained; internal nodes keep their values.
+    """
+    n_nodes = children_left.shape[0]
+    k = 1 if value.shape[1] == 2 else 0
+    low = np.empty(n_nodes)  # the smallest and largest leaf value under each node
+    high = np.empty(n_nodes)
+    stack = np.empty(n_nodes + 1, dtype=np.int64)
+    for node in range(n_nodes - 1, -1, -1):
+        left = children_left[node]
+        if left < 0:
+            low[node] = high[node] = value[node, k]
+            continue
+        right = children_right[node]
+        if constrained[node] and high[left] > low[right]:
+            lefts = _subtree_leaves(children_left, children_right, left, stack)
+            rights = _subtree_leaves(children_left, children_right, right, stack)
+            t = meeting_value(value, weight, k, lefts, rights, low[right], high[left])
+            _clamp(value, k, lefts, -np.inf, t)
+            _clamp(value, k, rights, t, np.inf)
+            low[left] = min(low[left], t)
+            high[left] = t
+            low[right] = t
+            high[right] = max(high[right], t)
+        low[node] = min(low[left], low[right])
+        high[node] = max(high[left], high[right])

@@ -43,7 +43,7 @@ from obliquetrees._training.axis_split import (
 )
 from obliquetrees._training.targets import copy_target, empty_targets, leaf_value
 from obliquetrees.co2._kernels import cccp
-from obliquetrees.co2._monotone import on_support, ordered, start_sign
+from obliquetrees.co2._monotone import node_constraints, on_support, ordered, start_sign
 from obliquetrees.co2._oob import oob_keeps, tests_out_of_bag
 from obliquetrees.co2._rows import standardized, standardized_row
 
@@ -319,7 +319,8 @@ def fit_stump(
     support's columns, and the rows keep their order.
 
     The CCCP keeps the split compatible with the monotonic constraints ``cst``
-    (None: none; :func:`~obliquetrees.co2._kernels.cccp`).
+    (None: none; :func:`~obliquetrees.co2._kernels.cccp`), on the inputs
+    :func:`~obliquetrees.co2._monotone.node_constraints` leaves it.
 
     Returns ``(b, n_iter, pays)``: the bias on the centred rows, the CCCP's
     outer iterations and whether the split beats the start
@@ -327,18 +328,19 @@ def fit_stump(
     """
     p = w.shape[0]
     sign = w[feature]
+    fit_cst = node_constraints(cst, feature)
     if support.shape[0] == 0:
         return -threshold * sign, 0, False
     if support.shape[0] == p:
         b, n_iter, _ = cccp(
-            Xc, yc, wc, s, w, -threshold * sign, theta0, theta1, params, state, history, cst
+            Xc, yc, wc, s, w, -threshold * sign, theta0, theta1, params, state, history, fit_cst
         )
         pays = dense_oblique_pays(Xc, yc, wc, s, w, b, feature, threshold, n_classes, params)
         return b, n_iter, pays
     Xs, ys, ws = support_rows(Xc, yc, wc, s, support)
     wk, b, n_iter, pays = fit_support(
         Xs, ys, ws, s, sign, threshold, theta0, theta1, n_classes, params, state, history,
-        on_support(cst, support),
+        on_support(fit_cst, support),
     )  # fmt: skip
     place_support(w, support, wk)
     return b, n_iter, pays

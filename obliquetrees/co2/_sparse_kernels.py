@@ -54,7 +54,7 @@ from obliquetrees.co2._kernels import (
     partition_settled,
     project_ball,
 )
-from obliquetrees.co2._monotone import on_support, ordered, project_signs
+from obliquetrees.co2._monotone import node_constraints, on_support, ordered, project_signs
 from obliquetrees.co2._node import (
     NO_ROWS,
     axis_split_weights,
@@ -527,20 +527,21 @@ def split_node_sparse(data, start, end, node, tree_seed, table, params, cst=None
         return -1, 0, False
     theta0, theta1 = oriented_start(w, feature, cst, theta0, theta1)
     sign = w[feature]
+    fit_cst = node_constraints(cst, feature)
     history = np.empty(params.max_cccp_iter + 1)
     support = split_support(scores, feature, p, m, params)
     if support.shape[0] == 0:  # a node below min_samples_oblique keeps its start
         b, n_iter, pays = -threshold * sign, 0, False
     elif support.shape[0] == p:  # the paper's stump, on every feature
         b, n_iter, _ = cccp_sparse(
-            sub, s, w, -threshold * sign, theta0, theta1, params, state, history, cst
+            sub, s, w, -threshold * sign, theta0, theta1, params, state, history, fit_cst
         )
         pays = sparse_oblique_pays(sub, s, w, b, feature, threshold, n_classes, params)
     else:
         Xs, ys, ws = support_rows_sparse(sub, s, support)
         wk, b, n_iter, pays = fit_support(
             Xs, ys, ws, s, sign, threshold, theta0, theta1, n_classes, params, state, history,
-            on_support(cst, support),
+            on_support(fit_cst, support),
         )  # fmt: skip
         place_support(w, support, wk)
     pays = pays and oob_keeps(data, w, b, mu, feature, threshold, n_classes, params)
