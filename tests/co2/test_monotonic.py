@@ -189,3 +189,22 @@ def test_warm_start_keeps_the_constraints_of_the_first_fit():
     model.set_params(n_estimators=8, monotonic_cst=None)
     with pytest.raises(ValueError, match="needs the monotonic_cst of the previous fit"):
         model.fit(X, y)
+
+
+def test_leaves_are_clamped_only_where_a_constrained_split_is_out_of_order():
+    from obliquetrees.co2._monotone import order_leaves
+
+    # node 0 splits on a constrained input into 1 and 2; node 1 (free) into leaves 3 and 4,
+    # node 2 (constrained, in order) into leaves 5 and 6
+    left = np.array([1, 3, 5, -1, -1, -1, -1])
+    right = np.array([2, 4, 6, -1, -1, -1, -1])
+    constrained = np.array([True, False, True, False, False, False, False])
+    value = np.array([[0.0], [0.0], [0.0], [5.0], [1.0], [2.0], [6.0]])
+    weight = np.array([0, 0, 0, 1.0, 1.0, 3.0, 1.0])
+    order_leaves(constrained, left, right, value, weight)
+    # only leaf 3 (5.0) reaches above leaf 5 (2.0): they meet at the least squared change,
+    # t = (1 * 5 + 3 * 2) / 4 = 2.75; leaves 4 and 6 keep their values
+    np.testing.assert_allclose(value[3:, 0], [2.75, 1.0, 2.75, 6.0])
+    value[3:, 0] = [0.0, 1.0, 2.0, 6.0]  # in order: nothing moves
+    order_leaves(constrained, left, right, value, weight)
+    np.testing.assert_array_equal(value[3:, 0], [0.0, 1.0, 2.0, 6.0])
