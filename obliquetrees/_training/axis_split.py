@@ -371,6 +371,31 @@ def best_axis_split(Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, st
     )
 
 
+#: The most rows (of the sample it is searched on) of a node whose axis-aligned split may
+#: be on a monotonically constrained feature while a free feature can split it
+#: (:func:`ranked_axis_split`).
+MAX_CONSTRAINED_START_ROWS = 150
+
+
+def has_free(cst):
+    """Whether ``cst`` leaves a column free (``cst[j] == 0``); False for None (numba only)."""
+    raise NotImplementedError("has_free is only callable from numba kernels")
+
+
+@jit_overload(has_free)
+def _has_free(cst):
+    if isinstance(cst, (types.NoneType, types.Omitted)):
+        return lambda cst: False
+
+    def any_free(cst):
+        for j in range(cst.shape[0]):
+            if cst[j] == 0:
+                return True
+        return False
+
+    return any_free
+
+
 @jit
 def ranked_axis_split(
     Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, state, scores, cst=None
@@ -388,8 +413,28 @@ def ranked_axis_split(
     ``cst``, the monotonic constraint of each column (int8; None: none),
     leaves out the thresholds of a constrained feature whose sides' values
     (binary classes: the fraction of class 1; targets: the mean) are out
-    of its order, as scikit-learn's splitter does (:func:`wrong_order`).
+    of its order, as scikit-learn's splitter does (:func:`wrong_order`). A
+    node of more than :data:`MAX_CONSTRAINED_START_ROWS` rows is split on a
+    free feature (constrained ones are drawn but not scanned) unless none
+    splits it; then the features are drawn again, all of them candidates.
     """
+    defer = m > MAX_CONSTRAINED_START_ROWS and has_free(cst)
+    found = _draw_and_scan(
+        Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, state, scores, cst, defer
+    )
+    if found[0] < 0 and defer:
+        found = _draw_and_scan(
+            Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, state, scores, cst, False
+        )
+    return found
+
+
+@jit
+def _draw_and_scan(
+    Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, state, scores, cst, defer
+):
+    """The draws and scans of :func:`ranked_axis_split`; constrained features skipped if
+    ``defer``. Returns ``(feature, threshold, impurity)``."""
     p = n_columns(Xb)
     ranking = scores.shape[0] > 0
     feats = np.arange(p)
@@ -403,9 +448,11 @@ def ranked_axis_split(
         if n_visited >= max_features:
             break
         f = draw_feature(feats, k, state)
+        direction = scan_direction(cst, f)
+        if defer and direction != 0:
+            continue
         node_column(Xb, f, m, vals)
         bound = np.inf if ranking else best_imp
-        direction = scan_direction(cst, f)
         visited, imp, thr = axis_scan_feature(
             vals, m, yb, wb, start, min_samples_leaf, bound, direction
         )
