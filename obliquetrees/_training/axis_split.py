@@ -114,11 +114,13 @@ def draw_feature(feats, k, state):
 
 
 @jit
-def scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp):
+def scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp, direction):
     """Best threshold of one feature whose node values are ``vals[:m]``.
 
     ``start`` is :func:`scan_start`'s result. Only a split whose impurity is
-    below ``best_imp`` (the best of the features scanned before) counts.
+    below ``best_imp`` (the best of the features scanned before) counts, and
+    with a monotonic ``direction`` (1 or -1; 0: none) only a split whose
+    sides' fractions of class 1 are in that order (:func:`wrong_order`).
 
     Returns
     -------
@@ -166,11 +168,35 @@ def scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp):
             continue
         if t + 1 < min_samples_leaf or m - t - 1 < min_samples_leaf:
             continue
+        if direction != 0 and wrong_order(direction, cl[1], n_l, cr[1], n_r):
+            continue
         imp = (xlogx_lookup(n_l, table) - s_l) + (xlogx_lookup(n_r, table) - s_r)
         if imp < best_imp:
             best_imp = imp
             best_thr = midpoint(vals[i], v_next)
     return 1, best_imp, best_thr
+
+
+@jit_inline
+def wrong_order(direction, left_sum, left_weight, right_sum, right_weight):
+    """Whether the sides' means ``left_sum / left_weight`` and ``right_sum / right_weight``
+    are out of the monotonic ``direction`` (1: the left, smaller values, must not be above).
+
+    Compared as products, without a division (weights are positive).
+    """
+    return direction * (left_sum * right_weight - right_sum * left_weight) > 0.0
+
+
+def scan_direction(cst, f):
+    """The monotonic direction of feature ``f``: ``cst[f]``, 0 when ``cst`` is None (numba only)."""
+    raise NotImplementedError("scan_direction is only callable from numba kernels")
+
+
+@jit_overload(scan_direction, inline="always")
+def _scan_direction(cst, f):
+    if isinstance(cst, (types.NoneType, types.Omitted)):
+        return lambda cst, f: 0
+    return lambda cst, f: int(cst[f])
 
 
 @jit_inline
@@ -209,7 +235,7 @@ def scan_start_squared(yb, wb, m, n_outputs):
 
 
 @jit
-def scan_feature_squared(vals, m, yb, wb, start, min_samples_leaf, best_imp):
+def scan_feature_squared(vals, m, yb, wb, start, min_samples_leaf, best_imp, direction):
     """:func:`scan_feature` for targets: the squared-error criterion.
 
     The impurity compared is ``-(||S_L||^2 / N_L + ||S_R||^2 / N_R)`` (``S``:
@@ -243,6 +269,8 @@ def scan_feature_squared(vals, m, yb, wb, start, min_samples_leaf, best_imp):
             continue
         if not (n_l > 0.0 and n_r > 0.0):
             continue
+        if direction != 0 and wrong_order(direction, sl[0], n_l, sr[0], n_r):
+            continue
         ql = 0.0
         qr = 0.0
         for k in range(n_outputs):
@@ -267,13 +295,10 @@ def _axis_scan_start(yb, wb, m, n_outputs):
 
 
 @_by_target(axis_scan_feature)
-def _axis_scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp):
-    if _is_classes(yb):
-        return lambda vals, m, yb, wb, start, min_samples_leaf, best_imp: scan_feature(
-            vals, m, yb, wb, start, min_samples_leaf, best_imp
-        )
-    return lambda vals, m, yb, wb, start, min_samples_leaf, best_imp: scan_feature_squared(
-        vals, m, yb, wb, start, min_samples_leaf, best_imp
+def _axis_scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp, direction):
+    scan = scan_feature if _is_classes(yb) else scan_feature_squared
+    return lambda vals, m, yb, wb, start, min_samples_leaf, best_imp, direction: scan(
+        vals, m, yb, wb, start, min_samples_leaf, best_imp, direction
     )
 
 
@@ -346,8 +371,35 @@ def best_axis_split(Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, st
     )
 
 
+#: The most rows (of the sample it is searched on) of a node whose axis-aligned split may
+#: be on a monotonically constrained feature while a free feature can split it
+#: (:func:`ranked_axis_split`).
+MAX_CONSTRAINED_START_ROWS = 150
+
+
+def has_free(cst):
+    """Whether ``cst`` leaves a column free (``cst[j] == 0``); False for None (numba only)."""
+    raise NotImplementedError("has_free is only callable from numba kernels")
+
+
+@jit_overload(has_free)
+def _has_free(cst):
+    if isinstance(cst, (types.NoneType, types.Omitted)):
+        return lambda cst: False
+
+    def any_free(cst):
+        for j in range(cst.shape[0]):
+            if cst[j] == 0:
+                return True
+        return False
+
+    return any_free
+
+
 @jit
-def ranked_axis_split(Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, state, scores):
+def ranked_axis_split(
+    Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, state, scores, cst=None
+):
     """:func:`best_axis_split`, writing each candidate feature's own best impurity to ``scores``.
 
     ``scores`` has one entry per feature, or none (nothing is written). A
@@ -357,7 +409,32 @@ def ranked_axis_split(Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, 
     draws, and the same split returned, as without ``scores``: a feature's
     scan is the same whatever impurity it has to beat, which only decides
     whether its best counts.
+
+    ``cst``, the monotonic constraint of each column (int8; None: none),
+    leaves out the thresholds of a constrained feature whose sides' values
+    (binary classes: the fraction of class 1; targets: the mean) are out
+    of its order, as scikit-learn's splitter does (:func:`wrong_order`). A
+    node of more than :data:`MAX_CONSTRAINED_START_ROWS` rows is split on a
+    free feature (constrained ones are drawn but not scanned) unless none
+    splits it; then the features are drawn again, all of them candidates.
     """
+    defer = m > MAX_CONSTRAINED_START_ROWS and has_free(cst)
+    found = _draw_and_scan(
+        Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, state, scores, cst, defer
+    )
+    if found[0] < 0 and defer:
+        found = _draw_and_scan(
+            Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, state, scores, cst, False
+        )
+    return found
+
+
+@jit
+def _draw_and_scan(
+    Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, state, scores, cst, defer
+):
+    """The draws and scans of :func:`ranked_axis_split`; constrained features skipped if
+    ``defer``. Returns ``(feature, threshold, impurity)``."""
     p = n_columns(Xb)
     ranking = scores.shape[0] > 0
     feats = np.arange(p)
@@ -371,9 +448,14 @@ def ranked_axis_split(Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, 
         if n_visited >= max_features:
             break
         f = draw_feature(feats, k, state)
+        direction = scan_direction(cst, f)
+        if defer and direction != 0:
+            continue
         node_column(Xb, f, m, vals)
         bound = np.inf if ranking else best_imp
-        visited, imp, thr = axis_scan_feature(vals, m, yb, wb, start, min_samples_leaf, bound)
+        visited, imp, thr = axis_scan_feature(
+            vals, m, yb, wb, start, min_samples_leaf, bound, direction
+        )
         n_visited += visited
         if ranking:
             scores[f] = imp

@@ -45,25 +45,23 @@ from obliquetrees._training.grower import (
     may_split,
 )
 from obliquetrees._training.targets import impurity_decrease
+from obliquetrees.co2._monotone import free_type, keeps_order, order_leaves
 from obliquetrees.co2._node import node_value, split_node
 from obliquetrees.co2._oob import grow_oob, node_oob, split_oob
 from obliquetrees.co2._rows import is_dense
 from obliquetrees.co2._sparse_kernels import split_node_sparse
 
 
-def split_any(data, start, end, node, tree_seed, table, params):
+def split_any(data, start, end, node, tree_seed, table, params, cst):
     """Split one node with the kernel for ``data[0]``'s kind (numba only)."""
     raise NotImplementedError("split_any is only callable from numba kernels")
 
 
 @jit_overload(split_any)
-def _split_any(data, start, end, node, tree_seed, table, params):
-    if is_dense(data[0]):  # X (2-D) of (X, mean, scale), or the CSR's indptr (1-D)
-        return lambda data, start, end, node, tree_seed, table, params: split_node(
-            data, start, end, node, tree_seed, table, params
-        )
-    return lambda data, start, end, node, tree_seed, table, params: split_node_sparse(
-        data, start, end, node, tree_seed, table, params
+def _split_any(data, start, end, node, tree_seed, table, params, cst):
+    kernel = split_node if is_dense(data[0]) else split_node_sparse  # X 2-D, or CSR's indptr
+    return lambda data, start, end, node, tree_seed, table, params, cst: kernel(
+        data, start, end, node, tree_seed, table, params, cst
     )
 
 
@@ -220,8 +218,38 @@ def _finished_weights(weights, n_nodes):
     return sparse
 
 
+def order_tree(cst, children_left, children_right, weights, value, n_node_samples):
+    """Order a grown tree's leaf values by its constrained splits (numba only).
+
+    :func:`~obliquetrees.co2._monotone.order_leaves` of the splits whose
+    weights (:func:`finished_weights`) weigh an input ``cst`` constrains;
+    nothing when ``cst`` is None.
+    """
+    raise NotImplementedError("order_tree is only callable from numba kernels")
+
+
+@jit_overload(order_tree)
+def _order_tree(cst, children_left, children_right, weights, value, n_node_samples):
+    if free_type(cst):
+        return lambda cst, children_left, children_right, weights, value, n_node_samples: None
+
+    def order(cst, children_left, children_right, weights, value, n_node_samples):
+        constrained = np.zeros(children_left.shape[0], dtype=np.bool_)
+        for node in range(children_left.shape[0]):
+            if children_left[node] >= 0:
+                lo, hi = node_weights(weights, node)
+                for t in range(lo, hi):
+                    j, w = node_weight(weights, node, t)
+                    constrained[node] |= w != 0.0 and cst[j] != 0
+        order_leaves(constrained, children_left, children_right, value, n_node_samples)
+
+    return order
+
+
 @jit
-def grow_tree(source, y, row_weight, rows, n_features, tree_seed, n_classes, params, capacity, oob):
+def grow_tree(
+    source, y, row_weight, rows, n_features, tree_seed, n_classes, params, capacity, oob, cst=None
+):
     """Grow one CO2 tree breadth-first on the rows ``rows`` of ``source``, in one kernel.
 
     ``y`` holds class indices (1-D int64; ``n_classes`` of them) or targets
@@ -254,6 +282,14 @@ def grow_tree(source, y, row_weight, rows, n_features, tree_seed, n_classes, par
     ``oob`` holds the tree's out-of-bag rows and their slices
     (:mod:`obliquetrees.co2._oob`): each node's are handed to its split
     kernel, and partitioned into its children's by the split it keeps.
+
+    ``cst`` holds the monotonic constraint of each input (int8; None: an
+    unconstrained fit, grown as before the parameter existed). The split
+    kernels then keep each split compatible with it
+    (:mod:`obliquetrees.co2._monotone`), a split that weighs a constrained
+    input with its sides' values out of order is undone (the node stays a
+    leaf), and the grown tree's leaf values are made to keep every
+    constrained split's order (:func:`order_tree`).
     """
     cap = max(capacity, INITIAL_CAPACITY)
     children_left = np.full(cap, -1, dtype=np.int64)
@@ -280,22 +316,23 @@ def grow_tree(source, y, row_weight, rows, n_features, tree_seed, n_classes, par
         data = (source, y, row_weight, rows, node_oob(oob, node))
         table = (split_weights(weights), bias, value, n_node_samples)
         n_left, n_iter, oblique = split_any(
-            data, start[node], end[node], node, tree_seed, table, params
+            data, start[node], end[node], node, tree_seed, table, params, cst
         )
-        if n_left >= 0 and params.min_impurity_decrease > 0.0:
-            # the split as stored (optimised or axis-aligned fallback) on the rows it
-            # partitioned; node 0 is the first node split, so its weight is known
-            decrease = impurity_decrease(
-                y,
-                row_weight,
-                rows,
-                start[node],
-                start[node] + n_left,
-                end[node],
-                n_classes,
-                n_node_samples[0],
-            )
-            if decrease + EPSILON < params.min_impurity_decrease:
+        if n_left >= 0:
+            middle = start[node] + n_left
+            keep = keeps_order(
+                cst, y, row_weight, rows, start[node], middle, end[node],
+                node_split_weights(weights, node),
+            )  # fmt: skip
+            if keep and params.min_impurity_decrease > 0.0:
+                # the split as stored (optimised or axis-aligned fallback) on the rows it
+                # partitioned; node 0 is the first node split, so its weight is known
+                decrease = impurity_decrease(
+                    y, row_weight, rows, start[node], middle, end[node], n_classes,
+                    n_node_samples[0],
+                )  # fmt: skip
+                keep = not decrease + EPSILON < params.min_impurity_decrease
+            if not keep:
                 stats[0] += n_iter  # the CCCP iterations were run all the same
                 clear_split(weights, node)
                 bias[node] = 0.0
@@ -323,6 +360,10 @@ def grow_tree(source, y, row_weight, rows, n_features, tree_seed, n_classes, par
             n_leaves += 1
         weights = keep_split(weights, node, n_left >= 0)
         node += 1
+    order_tree(
+        cst, children_left[:n_nodes], children_right[:n_nodes],
+        finished_weights(weights, n_nodes), value, n_node_samples,
+    )  # fmt: skip
     # the split weights stay a view of the growth table: :func:`fold_split_weights` reads
     # them once into the stored CSR, so a trimmed dense copy would only add to the peak
     return (

@@ -52,6 +52,7 @@ from obliquetrees._training.targets import (
     side_arg,
     softmax_lse,  # noqa: F401  (re-exported: the sparse kernels and tests import it from here)
 )
+from obliquetrees.co2._monotone import project_signs
 
 #: Learning-rate schedule (the paper: "when it oscillates for more than a
 #: number of iterations we reduce the learning rate"). After every epoch the
@@ -190,7 +191,7 @@ def surrogate_z(Xb, yb, wb, m, w, b, theta0, theta1, signs, zs):
 @jit
 def descend(
     Xc, yc, wc, m, signs, zs, cached, w, b, vb, theta0, theta1, vw, v0, v1,
-    gw, g0, g1, prob0, prob1, cbuf, rbuf, border, params, state, eta, prev_run, n_up,
+    gw, g0, g1, prob0, prob1, cbuf, rbuf, border, params, state, eta, prev_run, n_up, cst=None,
 ):  # fmt: skip
     """The ``cccp_epochs`` epochs of one CCCP outer iteration (the descent on Eq. 11).
 
@@ -205,6 +206,9 @@ def descend(
     (:func:`surrogate_z`'s, at this ``(w, b)``: the same bits). After each
     epoch the learning rate ``eta`` is halved once the running surrogate
     (``prev_run``) has gone up ``OSC_PATIENCE`` times (``n_up`` counts).
+    With monotonic constraints ``cst`` (one per column; None: none) each
+    step is projected on the compatible weights before the ball
+    (:func:`~obliquetrees.co2._monotone.project_signs`).
 
     The gradient, the momentum step and the projection are written out here,
     not called: an inlined helper copies each array argument into a variable
@@ -392,6 +396,7 @@ def descend(
             for k in range(n_classes):
                 v1[k] = momentum * v1[k] - eta * g1[k]
                 theta1[k] += v1[k]
+            project_signs(w, vw, cst)  # (nothing without constraints)
             # -- projection on the nu-ball (project_ball, written out)
             sq = b * b
             for j in range(p):
@@ -468,6 +473,7 @@ def cccp(
     params,
     state,
     history,
+    cst=None,
 ):
     """Minimise the surrogate of one stump by CCCP (Alg. 1 with minibatches).
 
@@ -485,6 +491,13 @@ def cccp(
     if it did not improve at all, the previous iterate is restored, so the
     returned parameters are the best seen and the recorded sequence is
     non-increasing.
+
+    ``cst`` (int8, one per column of ``Xb``; None: none) are monotonic
+    constraints: each step is projected on the weights with
+    ``cst[j] * w[j] >= 0`` (:func:`descend`), so every iterate, and the
+    split returned, keeps them if the start ``w`` does (a projected
+    subgradient method on the convex subproblem, Eq. 11, over the
+    intersection of the cone and the ``nu``-ball).
 
     The loop also stops, keeping the improved iterate, when the partition
     has settled (:func:`partition_settled`, ours): the node has at least
@@ -573,6 +586,7 @@ def cccp(
         b, vb, eta, prev_run, n_up = descend(
             Xc, yc, wc, m, signs, zs, cached, w, b, vb, theta0, theta1, vw, v0, v1,
             gw, g0, g1, prob0, prob1, cbuf, rbuf, border, params, state, eta, prev_run, n_up,
+            cst,
         )  # fmt: skip
         prev_signs[:] = signs  # the sides at the start of this iteration (rows as permuted)
         current, _ = surrogate_z(Xc, yc, wc, m, w, b, theta0, theta1, signs, zs)

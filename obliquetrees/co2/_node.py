@@ -43,6 +43,7 @@ from obliquetrees._training.axis_split import (
 )
 from obliquetrees._training.targets import copy_target, empty_targets, leaf_value
 from obliquetrees.co2._kernels import cccp
+from obliquetrees.co2._monotone import node_constraints, on_support, ordered, start_sign
 from obliquetrees.co2._oob import oob_keeps, tests_out_of_bag
 from obliquetrees.co2._rows import standardized, standardized_row
 
@@ -115,6 +116,10 @@ def dense_source(X, mean=None, scale=None):
 #: standardised, uncentred rows for its partition (8 MB), which then divides
 #: nothing; a larger one standardises its rows again as it partitions them.
 MAX_KEPT_BLOCK = 1 << 20
+
+#: The ``rows`` of :func:`~obliquetrees.co2._monotone.ordered` for a node's own block (row
+#: ``t`` of the block is ``t``).
+NO_ROWS = np.empty(0, dtype=np.int64)
 
 #: What :func:`split_sampled` returns as ``n_left`` when the sample has no
 #: axis-aligned split (the node is then split on all its rows).
@@ -228,13 +233,17 @@ def support_rows(Xc, yc, wc, s, support):
 
 
 @jit
-def fit_support(Xs, ys, ws, s, threshold, theta0, theta1, n_classes, params, state, history):
+def fit_support(
+    Xs, ys, ws, s, sign, threshold, theta0, theta1, n_classes, params, state, history, cst
+):
     """The stump on a chosen support: the CCCP on the support's columns ``Xs`` of the fit rows.
 
     Column 0 of ``Xs`` is the axis-aligned start's feature (threshold
-    ``threshold``); ``Xs``, ``ys`` and ``ws`` are the caller's copies, which
-    :func:`~obliquetrees.co2._kernels.cccp` reorders together. A support of
-    one feature is the start itself (no CCCP).
+    ``threshold``, weight ``sign``: :func:`oriented_start`); ``Xs``, ``ys``
+    and ``ws`` are the caller's copies, which
+    :func:`~obliquetrees.co2._kernels.cccp` reorders together; ``cst`` the
+    support's monotonic constraints (None: none). A support of one feature
+    is the start itself (no CCCP).
 
     Returns
     -------
@@ -249,10 +258,12 @@ def fit_support(Xs, ys, ws, s, threshold, theta0, theta1, n_classes, params, sta
     """
     k = Xs.shape[1]
     wk = np.zeros(k)
-    wk[0] = 1.0
+    wk[0] = sign
     if k == 1:
-        return wk, -threshold, 0, False
-    b, n_iter, _ = cccp(Xs, ys, ws, s, wk, -threshold, theta0, theta1, params, state, history)
+        return wk, -threshold * sign, 0, False
+    b, n_iter, _ = cccp(
+        Xs, ys, ws, s, wk, -threshold * sign, theta0, theta1, params, state, history, cst
+    )
     pays = dense_oblique_pays(Xs, ys, ws, s, wk, b, 0, threshold, n_classes, params)
     return wk, b, n_iter, pays
 
@@ -266,12 +277,40 @@ def place_support(w, support, wk):
 
 
 @jit
+def oriented_start(w, feature, cst, theta0, theta1):
+    """Write the axis-aligned start on ``feature`` to ``w``; its leaf parameters, oriented.
+
+    The start sends a row right when ``sign * (x[feature] - threshold) > 0``,
+    ``sign`` 1 unless ``feature`` is constrained to fall (-1: the right child
+    holds the smaller values, which then predict more, the orientation every
+    split of a constrained fit keeps; :mod:`obliquetrees.co2._monotone`).
+    ``w`` is zero but ``w[feature] = sign``; ``theta0, theta1`` (fit left and
+    right of ``x[feature] <= threshold``) are returned swapped when ``sign``
+    is -1. Returns ``(theta0, theta1)``.
+    """
+    sign = axis_split_weights(w, feature, cst)
+    if sign < 0.0:
+        return theta1, theta0
+    return theta0, theta1
+
+
+@jit_inline
+def axis_split_weights(w, feature, cst):
+    """``w`` the axis-aligned split on ``feature`` (:func:`oriented_start`); returns its sign."""
+    sign = start_sign(cst, feature)
+    w[:] = 0.0
+    w[feature] = sign
+    return sign
+
+
+@jit
 def fit_stump(
-    Xc, yc, wc, s, w, support, feature, threshold, theta0, theta1, n_classes, params, state, history
-):
+    Xc, yc, wc, s, w, support, feature, threshold, theta0, theta1, n_classes, params, state,
+    history, cst,
+):  # fmt: skip
     """The node's stump on its ``s`` centred fit rows ``Xc``: CCCP on every feature or a support.
 
-    ``w`` holds the axis-aligned start (the unit vector on ``feature``) and
+    ``w`` holds the axis-aligned start (:func:`oriented_start`) and
     receives the stump's weights on every feature (0 off the ``support``,
     :func:`split_support`; an empty one keeps the start, no CCCP). With
     every feature in the support this is the paper's
@@ -279,21 +318,30 @@ def fit_stump(
     ``yc`` and ``wc``; otherwise :func:`fit_support` on a copy of the
     support's columns, and the rows keep their order.
 
+    The CCCP keeps the split compatible with the monotonic constraints ``cst``
+    (None: none; :func:`~obliquetrees.co2._kernels.cccp`), on the inputs
+    :func:`~obliquetrees.co2._monotone.node_constraints` leaves it.
+
     Returns ``(b, n_iter, pays)``: the bias on the centred rows, the CCCP's
     outer iterations and whether the split beats the start
     (:func:`dense_oblique_pays`; False for a support of at most one feature).
     """
     p = w.shape[0]
+    sign = w[feature]
+    fit_cst = node_constraints(cst, feature)
     if support.shape[0] == 0:
-        return -threshold, 0, False
+        return -threshold * sign, 0, False
     if support.shape[0] == p:
-        b, n_iter, _ = cccp(Xc, yc, wc, s, w, -threshold, theta0, theta1, params, state, history)
+        b, n_iter, _ = cccp(
+            Xc, yc, wc, s, w, -threshold * sign, theta0, theta1, params, state, history, fit_cst
+        )
         pays = dense_oblique_pays(Xc, yc, wc, s, w, b, feature, threshold, n_classes, params)
         return b, n_iter, pays
     Xs, ys, ws = support_rows(Xc, yc, wc, s, support)
     wk, b, n_iter, pays = fit_support(
-        Xs, ys, ws, s, threshold, theta0, theta1, n_classes, params, state, history
-    )
+        Xs, ys, ws, s, sign, threshold, theta0, theta1, n_classes, params, state, history,
+        on_support(fit_cst, support),
+    )  # fmt: skip
     place_support(w, support, wk)
     return b, n_iter, pays
 
@@ -339,7 +387,7 @@ def dense_oblique_pays(X, yc, wc, s, w, b, feature, threshold, n_classes, params
 
 
 @jit
-def split_node(data, start, end, node, tree_seed, table, params):
+def split_node(data, start, end, node, tree_seed, table, params, cst=None):
     """Fit the CO2 stump of one node and partition its rows in place.
 
     ``data`` is ``(source, y, row_weight, rows, oob)``: the node's rows are
@@ -363,6 +411,13 @@ def split_node(data, start, end, node, tree_seed, table, params):
     and the partition use all of them. Otherwise, or when the sample has no
     axis-aligned split, the stump is fit on all rows (:func:`split_block`).
 
+    ``cst``, the monotonic constraint of each input (int8; None: none), keeps
+    the split compatible (:mod:`obliquetrees.co2._monotone`): the
+    axis-aligned start among the thresholds whose sides are in order,
+    oriented (:func:`oriented_start`), the CCCP projected on the compatible
+    weights, and an optimised split whose sides are out of order falls back
+    to the start.
+
     The stump is optimised on the node's rows centred on their weighted mean
     (the homogeneous coordinate relative to the node's centre; see the
     estimator's notes); the centring is folded into the stored bias.
@@ -385,10 +440,12 @@ def split_node(data, start, end, node, tree_seed, table, params):
     if n_present <= 1 or m < params.min_samples_split or m < 2 * params.min_samples_leaf:
         return -1, 0, False
     if 0 <= params.max_cccp_samples < m:
-        n_left, n_iter, oblique = split_sampled(data, start, end, node, tree_seed, table, params)
+        n_left, n_iter, oblique = split_sampled(
+            data, start, end, node, tree_seed, table, params, cst
+        )
         if n_left != NO_SAMPLE_SPLIT:
             return n_left, n_iter, oblique
-    return split_block(data, start, end, node, tree_seed, table, params)
+    return split_block(data, start, end, node, tree_seed, table, params, cst)
 
 
 @jit_numpy_errors  # vectorised standardisation (standardized_row); its weight sum is > 0
@@ -415,7 +472,7 @@ def node_mean(source, row_weight, rows, start, end):
 
 
 @jit_numpy_errors  # vectorised standardisation (standardized_row); node weight > 0
-def split_sampled(data, start, end, node, tree_seed, table, params):
+def split_sampled(data, start, end, node, tree_seed, table, params, cst=None):
     """:func:`split_node` for a node above ``params.max_cccp_samples`` rows.
 
     The stump (initial axis-aligned split, leaf parameters and CCCP) is fit
@@ -457,19 +514,20 @@ def split_sampled(data, start, end, node, tree_seed, table, params):
             Xc[t, j] = xr[j] - mu[j]
     scores = candidate_scores(p, params)
     feature, threshold, _ = ranked_axis_split(
-        Xc, yc, wc, s, n_classes, params.max_features, params.min_samples_leaf, state, scores
-    )
+        Xc, yc, wc, s, n_classes, params.max_features, params.min_samples_leaf, state, scores,
+        cst,
+    )  # fmt: skip
     if feature < 0:
         return NO_SAMPLE_SPLIT, 0, False
     w = weights[node]
-    w[:] = 0.0
-    w[feature] = 1.0
-    theta0, theta1 = init_theta(Xc, yc, wc, s, feature, threshold, n_classes, THETA_PRIOR)
+    theta0, theta1 = oriented_start(
+        w, feature, cst, *init_theta(Xc, yc, wc, s, feature, threshold, n_classes, THETA_PRIOR)
+    )
     history = np.empty(params.max_cccp_iter + 1)
     support = split_support(scores, feature, p, m, params)
     b, n_iter, pays = fit_stump(
         Xc, yc, wc, s, w, support, feature, threshold, theta0, theta1, n_classes, params, state,
-        history,
+        history, cst,
     )  # fmt: skip
     pays = pays and oob_keeps(data, w, b, mu, feature, threshold, n_classes, params)
     for j in range(p):
@@ -485,18 +543,18 @@ def split_sampled(data, start, end, node, tree_seed, table, params):
         right[t] = z > 0.0
         n_right += right[t]
     oblique = pays and min(n_right, m - n_right) >= max(params.min_samples_leaf, 1)
+    oblique = oblique and ordered(cst, w, y, row_weight, rows, start, right)
     if not oblique:  # the axis-aligned split, on the uncentred rows
-        w[:] = 0.0
-        w[feature] = 1.0
-        b = -threshold - mu[feature]
+        sign = axis_split_weights(w, feature, cst)
+        b = sign * (-threshold - mu[feature])
         for t in range(m):
-            right[t] = b + standardized(source, rows[start + t], feature) > 0.0
+            right[t] = b + sign * standardized(source, rows[start + t], feature) > 0.0
     bias[node] = b
     return partition_by_side(rows, start, right), n_iter, oblique
 
 
 @jit_numpy_errors  # vectorised standardisation (standardized_row); node weight > 0
-def split_block(data, start, end, node, tree_seed, table, params):
+def split_block(data, start, end, node, tree_seed, table, params, cst=None):
     """:func:`split_node` on a gathered, centred copy of all the node's rows.
 
     The caller has written the node's value and made the leaf tests. A node
@@ -549,15 +607,16 @@ def split_block(data, start, end, node, tree_seed, table, params):
     state[0] = node_seed(tree_seed, node)
     scores = candidate_scores(p, params)
     feature, threshold, _ = ranked_axis_split(
-        Xb, yb, wb, m, n_classes, params.max_features, params.min_samples_leaf, state, scores
-    )
+        Xb, yb, wb, m, n_classes, params.max_features, params.min_samples_leaf, state, scores,
+        cst,
+    )  # fmt: skip
     if feature < 0:
         return -1, 0, False
-    # initial stump: unit vector on the feature, bias = -threshold
+    # initial stump: unit vector on the feature (oriented), bias = -threshold
     w = weights[node]
-    w[:] = 0.0
-    w[feature] = 1.0
-    theta0, theta1 = init_theta(Xb, yb, wb, m, feature, threshold, n_classes, THETA_PRIOR)
+    theta0, theta1 = oriented_start(
+        w, feature, cst, *init_theta(Xb, yb, wb, m, feature, threshold, n_classes, THETA_PRIOR)
+    )
     history = np.empty(params.max_cccp_iter + 1)
     pick = cccp_rows(m, params.max_cccp_samples, state)
     if pick.shape[0] < m:  # a large node: the CCCP fits on a uniform subsample of its rows
@@ -568,21 +627,21 @@ def split_block(data, start, end, node, tree_seed, table, params):
     support = split_support(scores, feature, p, m, params)
     b, n_iter, pays = fit_stump(
         Xc, yc, wc, s, w, support, feature, threshold, theta0, theta1, n_classes, params, state,
-        history,
+        history, cst,
     )  # fmt: skip
     pays = pays and oob_keeps(data, w, b, mu, feature, threshold, n_classes, params)
     n_right = 0
+    right = np.empty(m, dtype=np.bool_)
     for t in range(m):
         z = b
         for j in range(p):
             z += w[j] * Xb[t, j]
-        if z > 0.0:
-            n_right += 1
+        right[t] = z > 0.0
+        n_right += right[t]
     oblique = pays and min(n_right, m - n_right) >= max(params.min_samples_leaf, 1)
+    oblique = oblique and ordered(cst, w, yb, wb, NO_ROWS, 0, right)
     if not oblique:
-        w[:] = 0.0
-        w[feature] = 1.0
-        b = -threshold
+        b = -threshold * axis_split_weights(w, feature, cst)
     for j in range(p):
         b -= w[j] * mu[j]  # back to uncentred inputs
     bias[node] = b

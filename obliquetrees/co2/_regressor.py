@@ -91,6 +91,7 @@ class CO2ForestRegressor(ObliqueRegressorMixin, _BaseCO2Forest):
         Score the forest on the out-of-bag samples after fitting (needs
         ``bootstrap=True``). True uses R^2 (averaged over outputs); a
         callable is called as ``score(y_true, y_pred)``.
+    %(monotonic_cst)s
     n_jobs : int or None, default=None
         Trees grown in parallel (joblib threads; the kernels release the GIL)
         and threads of prediction. None means 1 unless in a
@@ -204,6 +205,11 @@ class CO2ForestRegressor(ObliqueRegressorMixin, _BaseCO2Forest):
     ``benchmarks/results/regression.md`` compares this estimator with
     scikit-learn's forests on nine regression data sets.
 
+    ``monotonic_cst`` constrains ``predict`` (the trees' mean targets) as in
+    :class:`CO2ForestClassifier` (its Notes give the derivation), for one
+    output; :meth:`predict_quantiles` reads the leaves' training targets,
+    which the constraints do not order, so its quantiles are not monotone.
+
     References
     ----------
     M. Norouzi, M. D. Collins, D. J. Fleet and P. Kohli, "CO2 Forest:
@@ -248,6 +254,7 @@ class CO2ForestRegressor(ObliqueRegressorMixin, _BaseCO2Forest):
         bootstrap=True,
         max_samples=None,
         oob_score=False,
+        monotonic_cst=None,
         n_jobs=None,
         random_state=None,
         verbose=0,

@@ -54,12 +54,16 @@ from obliquetrees.co2._kernels import (
     partition_settled,
     project_ball,
 )
+from obliquetrees.co2._monotone import node_constraints, on_support, ordered, project_signs
 from obliquetrees.co2._node import (
+    NO_ROWS,
+    axis_split_weights,
     candidate_scores,
     cccp_rows,
     fit_support,
     node_value,
     oblique_pays,
+    oriented_start,
     place_support,
     split_support,
 )
@@ -241,13 +245,25 @@ def weight_step(w, vw, acc, mu, gb, inv, momentum, step_size):
     return sq, wmu
 
 
+@jit_inline
+def norm_and_shift(w, mu):
+    """``(||w||^2, w.mu)``."""
+    sq = 0.0
+    wmu = 0.0
+    for j in range(w.shape[0]):
+        sq += w[j] * w[j]
+        wmu += w[j] * mu[j]
+    return sq, wmu
+
+
 @jit
-def cccp_sparse(block, m, w, b, theta0, theta1, params, state, history):
+def cccp_sparse(block, m, w, b, theta0, theta1, params, state, history, cst=None):
     """:func:`~obliquetrees.co2._kernels.cccp` on a sparse node.
 
     ``block`` is :func:`gather_node`'s result; ``(w, b)`` act on the
     node-centred ``u - mu``. Same iterations, random draws, learning-rate
-    schedule and stopping rule as the dense kernel; minibatches are read
+    schedule, stopping rule and projection on monotonic constraints ``cst``
+    as the dense kernel; minibatches are read
     through the (composed) shuffled row order instead of a reordered copy. Returns
     ``(b, n_iter, n_hist)``.
     """
@@ -314,6 +330,8 @@ def cccp_sparse(block, m, w, b, theta0, theta1, params, state, history):
                 if ws <= 0.0:
                     continue
                 sq, wmu = weight_step(w, vw, acc, mu, gb, 1.0 / ws, params.momentum, eta)
+                if project_signs(w, vw, cst):  # (never without constraints)
+                    sq, wmu = norm_and_shift(w, mu)
                 vb = momentum_velocity(vb, gb, params.momentum, eta)
                 b += vb
                 momentum_step(theta0, v0, g0, params.momentum, eta)
@@ -381,12 +399,15 @@ def take_block_sparse(block, pick):
 
 
 @jit
-def stump_start(block, m, n_classes, p, params, state, scores):
+def stump_start(block, m, n_classes, p, params, state, scores, cst):
     """The initial axis-aligned split of :func:`gather_node`'s ``block`` and its leaf parameters.
 
     Returns ``(feature, threshold, theta0, theta1)``; ``feature`` is -1 (and the
     leaves meaningless) when the block has no valid split. The candidates'
     impurities go to ``scores`` (:func:`~obliquetrees.co2._node.candidate_scores`).
+    ``cst`` (monotonic constraints, None: none) as in the dense kernel: the
+    thetas are those of the oriented start
+    (:func:`~obliquetrees.co2._node.oriented_start`, which the caller applies).
     """
     lptr, lidx, lval, mu, yb, wb = block
     node_columns = (transpose(lptr, lidx, lval, m, p), mu)
@@ -400,6 +421,7 @@ def stump_start(block, m, n_classes, p, params, state, scores):
         params.min_samples_leaf,
         state,
         scores,
+        cst,
     )
     column = np.empty((m, 1))
     node_column(node_columns, max(feature, 0), m, column[:, 0])
@@ -454,7 +476,7 @@ def sparse_oblique_pays(block, s, w, b, feature, threshold, n_classes, params):
 
 
 @jit
-def split_node_sparse(data, start, end, node, tree_seed, table, params):
+def split_node_sparse(data, start, end, node, tree_seed, table, params, cst=None):
     """:func:`~obliquetrees.co2._node.split_node` for CSR input.
 
     ``data`` is ``((indptr, indices, u), y, row_weight, rows, oob)`` with ``u``
@@ -465,7 +487,8 @@ def split_node_sparse(data, start, end, node, tree_seed, table, params):
     entries). Writes the node's distribution, for a split its hyperplane on
     ``u`` to ``w`` (zeroed first) and ``bias[node]``, partitions
     ``rows[start:end]`` (left rows first) and returns ``(n_left, n_iter,
-    oblique)`` as the dense kernel; a leaf leaves ``w`` as it was.
+    oblique)`` as the dense kernel; a leaf leaves ``w`` as it was. Monotonic
+    constraints ``cst`` are kept as by the dense kernel.
     """
     source, y, row_weight, rows, _ = data
     w, bias, value, n_node_samples = table
@@ -488,44 +511,51 @@ def split_node_sparse(data, start, end, node, tree_seed, table, params):
         sub = take_block_sparse(block, pick)
         s = pick.shape[0]
     scores = candidate_scores(p, params)
-    feature, threshold, theta0, theta1 = stump_start(sub, s, n_classes, p, params, state, scores)
+    feature, threshold, theta0, theta1 = stump_start(
+        sub, s, n_classes, p, params, state, scores, cst
+    )
     if feature < 0 and s < m:  # (dense: split_block)
         state[0] = node_seed(tree_seed, node)
         scores = candidate_scores(p, params)
         feature, threshold, theta0, theta1 = stump_start(
-            block, m, n_classes, p, params, state, scores
+            block, m, n_classes, p, params, state, scores, cst
         )
         if feature >= 0:  # (no split: a leaf, nothing more to draw)
             pick = cccp_rows(m, params.max_cccp_samples, state)
             sub = take_block_sparse(block, pick)
     if feature < 0:
         return -1, 0, False
-    w[:] = 0.0
-    w[feature] = 1.0
+    theta0, theta1 = oriented_start(w, feature, cst, theta0, theta1)
+    sign = w[feature]
+    fit_cst = node_constraints(cst, feature)
     history = np.empty(params.max_cccp_iter + 1)
     support = split_support(scores, feature, p, m, params)
     if support.shape[0] == 0:  # a node below min_samples_oblique keeps its start
-        b, n_iter, pays = -threshold, 0, False
+        b, n_iter, pays = -threshold * sign, 0, False
     elif support.shape[0] == p:  # the paper's stump, on every feature
-        b, n_iter, _ = cccp_sparse(sub, s, w, -threshold, theta0, theta1, params, state, history)
+        b, n_iter, _ = cccp_sparse(
+            sub, s, w, -threshold * sign, theta0, theta1, params, state, history, fit_cst
+        )
         pays = sparse_oblique_pays(sub, s, w, b, feature, threshold, n_classes, params)
     else:
         Xs, ys, ws = support_rows_sparse(sub, s, support)
         wk, b, n_iter, pays = fit_support(
-            Xs, ys, ws, s, threshold, theta0, theta1, n_classes, params, state, history
-        )
+            Xs, ys, ws, s, sign, threshold, theta0, theta1, n_classes, params, state, history,
+            on_support(fit_cst, support),
+        )  # fmt: skip
         place_support(w, support, wk)
     pays = pays and oob_keeps(data, w, b, mu, feature, threshold, n_classes, params)
     for j in range(p):
         b -= w[j] * mu[j]  # bias on u, no longer centred
     n_right = 0
+    right = np.empty(m, dtype=np.bool_)
     for t in range(m):
-        n_right += sparse_dot(w, lptr, lidx, lval, t, b) > 0.0
+        right[t] = sparse_dot(w, lptr, lidx, lval, t, b) > 0.0
+        n_right += right[t]
     oblique = pays and min(n_right, m - n_right) >= max(params.min_samples_leaf, 1)
+    oblique = oblique and ordered(cst, w, yb, wb, NO_ROWS, 0, right)
     if not oblique:
-        w[:] = 0.0
-        w[feature] = 1.0
-        b = -threshold - mu[feature]
+        b = axis_split_weights(w, feature, cst) * (-threshold - mu[feature])
     bias[node] = b
     indptr, indices, u = source
     lo = start

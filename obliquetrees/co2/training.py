@@ -147,7 +147,7 @@ def tree_bootstrap_counts(n_samples, seed, n_draws=None):
     return bootstrap_counts(n_samples, _tree_seeds(seed)[0], n_draws)
 
 
-def grow_tree(Xs, y, row_weight, n_classes, seed, params, capacity=0, oob_weight=None):
+def grow_tree(Xs, y, row_weight, n_classes, seed, params, capacity=0, oob_weight=None, cst=None):
     """Grow one tree breadth-first on the standardised input ``Xs`` with per-row weights.
 
     Rows with zero weight are left out. The growth runs in one numba kernel
@@ -179,6 +179,9 @@ def grow_tree(Xs, y, row_weight, n_classes, seed, params, capacity=0, oob_weight
         The weights of the tree's out-of-bag rows (0 for the others), which
         ``params.oblique_test="out_of_bag"`` tests the oblique splits on
         (:mod:`obliquetrees.co2._oob`); None (or the test off): none.
+    cst : ndarray of int8, shape (n_features,), default=None
+        Monotonic constraints of the inputs (:mod:`obliquetrees.co2._monotone`;
+        None: none, the tree grown as without the parameter).
 
     Returns
     -------
@@ -219,6 +222,7 @@ def grow_tree(Xs, y, row_weight, n_classes, seed, params, capacity=0, oob_weight
         params.kernel_args(),
         int(capacity),
         oob,
+        cst,
     )
 
 
@@ -245,6 +249,7 @@ def _fit_one_tree(
     scale,
     target,
     node_counts=None,
+    cst=None,
 ):
     """Bootstrap, grow and package one tree (module level for joblib/dask).
 
@@ -256,7 +261,8 @@ def _fit_one_tree(
     largest plus an eighth (see :func:`grow_tree`'s ``capacity``), and this
     tree's count is appended. With ``params.tests_out_of_bag`` the rows the
     bootstrap left out are grown along, weighted by ``sample_weight`` times
-    ``class_weight`` (the tree's, for ``"balanced_subsample"``).
+    ``class_weight`` (the tree's, for ``"balanced_subsample"``). ``cst``: the
+    monotonic constraints of :func:`grow_tree`.
     """
     n = y.shape[0]
     boot_seed, grow_seed = _tree_seeds(seed)
@@ -289,6 +295,7 @@ def _fit_one_tree(
         params,
         largest + largest // 8,
         oob_weight=oob_weight,
+        cst=cst,
     )
     del row_weight, oob_weight
     if node_counts is not None:
@@ -430,6 +437,7 @@ def fit_co2(
     *,
     n_classes,
     class_weight=None,
+    monotonic_cst=None,
     n_jobs=None,
     verbose=0,
     name="CO2",
@@ -457,6 +465,10 @@ def fit_co2(
     n_classes : int or None
         None for regression targets.
     class_weight : None, ndarray of shape (n_classes,) or "balanced_subsample"
+    monotonic_cst : None or ndarray of int8, shape (n_features,)
+        Monotonic constraint of each column of ``X`` (None: none); with
+        constraints, ``y`` must be binary classes (the constrained value is
+        the fraction of class 1) or one regression output.
     n_jobs, verbose, name
         How the trees are grown in parallel and reported: see
         :func:`~obliquetrees._training._parallel.parallel_map`.
@@ -506,6 +518,7 @@ def fit_co2(
                 scale,
                 target,
                 node_counts,
+                monotonic_cst,
             )
             for s in seeds
         ],
