@@ -30,7 +30,7 @@ Estimators are given to :func:`run_benchmark` as ``(name, factory)`` pairs,
 ``factory(monotonic_cst, seed)`` returning an unfitted estimator (``None``:
 unconstrained), so other methods' estimators can be added to the same table.
 
-    python -m benchmarks monotonic                       # E2EDT, soft trees; 3 seeds
+    python -m benchmarks monotonic                       # every method; 3 seeds
     python -m benchmarks monotonic --datasets synthetic --seeds 5
 """
 
@@ -58,7 +58,7 @@ CHECK_LINES = 500
 
 
 def default_estimators(n_jobs=1):
-    """This package's gradient-trained estimators as ``(name, factory)`` pairs.
+    """This package's estimators as ``(name, factory)`` pairs.
 
     Their defaults, E2EDT's soft routing, and the soft tree with joint finetuning.
     """
@@ -70,6 +70,8 @@ def default_estimators(n_jobs=1):
         return make
 
     return [
+        ("CO2ForestRegressor(100)", factory(obliquetrees.CO2ForestRegressor)),
+        ("HingeForestRegressor", factory(obliquetrees.HingeForestRegressor)),
         ("E2EDTRegressor", factory(obliquetrees.E2EDTRegressor)),
         ("E2EDTRegressor(soft)", factory(obliquetrees.E2EDTRegressor, routing="soft")),
         ("SoftTreeRegressor", factory(obliquetrees.SoftTreeRegressor)),

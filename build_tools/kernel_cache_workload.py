@@ -8,8 +8,9 @@ first fits with its defaults on a whole data set (digits, diabetes), as a new
 user's first fit does; then small models take the other paths with the types
 of real use: dense float64 and float32 prediction, CSR, missing values,
 sample weights, multi-output targets, several threads, the options that
-select other kernels (E2EDT routing, soft-tree variants), and the
-scikit-learn conversion, decision-machine and fine-tuning paths. A path not
+select other kernels (E2EDT routing, soft-tree variants, monotonic
+constraints), and the scikit-learn conversion, decision-machine and
+fine-tuning paths. A path not
 run here still works: its kernels compile on first use, as without the
 shipped cache.
 """
@@ -125,6 +126,11 @@ def run_estimator(cls, X, y):
         cls(random_state=0, **params).fit(X, np.c_[y, -y]).predict(X)
     for variant in VARIANTS.get(cls.__name__, []):
         run_predictions(cls(random_state=0, **{**params, **variant}).fit(X, y), X)
+    # monotonic constraints train through kernels of their own (a regressor or two classes)
+    cst = np.zeros(X.shape[1], dtype=np.int8)
+    cst[[2, 3]] = (1, -1)
+    y_mono = (y > np.median(y)).astype(int) if is_classifier(cls()) else y
+    cls(random_state=0, monotonic_cst=cst, **params).fit(X, y_mono).predict(X)
 
 
 def run_conversions(Xc, yc, Xr, yr):
@@ -142,6 +148,11 @@ def run_conversions(Xc, yc, Xr, yr):
         tuned = finetune(converted, X, y, epochs=1)
         tuned.predict(X)
         refit_leaves(converted, X, y, n_iter=1)
+    # fine-tuning under the monotonic constraints of a constrained source
+    cst = np.zeros(Xr.shape[1], dtype=np.int8)
+    cst[2] = 1
+    forest = RandomForestRegressor(n_estimators=3, max_depth=4, monotonic_cst=cst, random_state=0)
+    finetune(from_sklearn(forest.fit(Xr, yr)), Xr, yr, epochs=1).predict(Xr)
 
 
 #: The parts of the workload, by method, in the order they are dealt to the build's
