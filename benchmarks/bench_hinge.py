@@ -143,6 +143,7 @@ def bench_speed(quick):
             max_epochs=1,
             n_iter_no_change=20,
             verbose=0,
+            monotonic_cst=None,
         )
 
     def new_model(tree_type):

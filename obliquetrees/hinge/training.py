@@ -92,7 +92,7 @@ class HingeParams:
     max_epochs: int
     n_iter_no_change: int
     verbose: int
-    monotonic_cst: object = None  # int8 per input (missing indicators 0), or None
+    monotonic_cst: object  # int8 per input (missing indicators 0), or None
 
 
 class HingeModel:

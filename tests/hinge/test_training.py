@@ -127,6 +127,7 @@ def _params(**changes):
         max_epochs=1,
         n_iter_no_change=20,
         verbose=0,
+        monotonic_cst=None,
     )
     return H.HingeParams(**{**params, **changes})
 
