@@ -1,0 +1,588 @@
+"""Forests that train where the data live: CO2 and E2EDT forests on dask collections.
+
+``DaskCO2ForestClassifier``, ``DaskCO2ForestRegressor``, ``DaskE2EDTClassifier``
+and ``DaskE2EDTRegressor`` are the ordinary estimators with two more
+parameters, ``rows_per_tree`` and ``client`` (as ``lightgbm.DaskLGBMClassifier``
+and ``xgboost.dask.DaskXGBClassifier`` take a ``client``). Their ``fit`` takes
+a ``dask.array`` (2-D, partitioned by rows) or a ``dask.dataframe``, with
+``y`` and ``sample_weight`` partitioned alike, and no process ever holds all
+of ``X``:
+
+1. One pass over the partitions, on the workers, validates every partition
+   as the in-memory ``fit`` validates its data (dtype, finite values, NaN as
+   missing values, the number of features, labels or targets, weights) and
+   returns small summaries: the rows of each partition, its class labels (so
+   every tree knows all classes), the weighted moments of the features.
+2. Each tree's rows: ``rows_per_tree`` rows drawn uniformly without
+   replacement from all rows, as per-partition counts (a multivariate
+   hypergeometric draw from the tree's seed), then the rows within each
+   partition from the seed of (tree, partition). Only those rows move, to the
+   worker that trains the tree.
+3. That worker runs the ordinary per-tree training step (the in-memory
+   estimator's ``_grow_trees``: missing-value plan, standardisation,
+   bootstrap of ``max_samples`` draws, growth, folding) on the tree's rows;
+   the client assembles the trees as the in-memory ``fit`` does.
+
+A tree is thus the in-memory forest's tree fitted on its rows: with
+``rows_per_tree=None`` (every row; each tree then gathers all of ``X``), the
+model equals the in-memory fit bit for bit. The same ``random_state`` and the
+same partitioning give the same model. At most one tree per worker thread is
+in flight, so a worker holds the partitions it computes plus the rows of the
+trees it trains. The result is the ordinary fitted estimator
+(:meth:`DaskCO2ForestClassifier.to_local`); ``predict``, ``predict_proba``
+and ``apply`` of a dask collection return lazy dask arrays computed
+blockwise on the workers.
+
+In-memory input (numpy, pandas, scipy.sparse) is fitted in this process by
+the ordinary ``fit``. Out-of-bag scores, ``warm_start`` and the leaf targets
+of quantile regression need every training row and are not available on dask
+input (``record_leaf_targets`` gives quantiles from in-memory rows).
+
+Hinge forests and soft trees have no dask route: they train all their trees
+jointly by minibatch gradient steps over the whole data set, which would
+need synchronous gradient averaging across workers; fit them in memory
+(``X.compute()``).
+"""
+
+import copy
+import inspect
+from numbers import Integral
+
+import numpy as np
+from sklearn.base import is_classifier
+from sklearn.utils.validation import _check_sample_weight
+
+from obliquetrees.co2._estimator import CO2ForestClassifier
+from obliquetrees.co2._regressor import CO2ForestRegressor
+from obliquetrees.e2edt._estimator import E2EDTClassifier, E2EDTRegressor
+from obliquetrees.utils._param_validation import integers, reals
+from obliquetrees.utils.seeds import draw_seeds
+from obliquetrees.utils.validation import (
+    bounded_weights,
+    check_is_fitted,
+    is_dask_collection,
+    validate_more_fit_data,
+)
+
+__all__ = [
+    "DaskCO2ForestClassifier",
+    "DaskCO2ForestRegressor",
+    "DaskE2EDTClassifier",
+    "DaskE2EDTRegressor",
+]
+
+#: Default ``rows_per_tree``: a tree's rows take 100,000 x n_features x 8 bytes
+#: (32 MB at 40 features) on the worker that trains it.
+ROWS_PER_TREE = 100_000
+
+#: Second entropy word of the row draws (the first is the tree's seed).
+_ROWS_STREAM = 3
+
+#: Parameters the dask estimators add to the ordinary ones.
+_DASK_PARAMS = ("rows_per_tree", "client")
+
+_NO_DASK_ROUTE = {
+    "DaskHingeForestClassifier": "HingeForestClassifier",
+    "DaskHingeForestRegressor": "HingeForestRegressor",
+    "DaskSoftTreeClassifier": "SoftTreeClassifier",
+    "DaskSoftTreeRegressor": "SoftTreeRegressor",
+}
+
+
+def __getattr__(name):
+    if name in _NO_DASK_ROUTE:
+        raise AttributeError(
+            f"obliquetrees.dask has no {name}: {_NO_DASK_ROUTE[name]} trains all its trees "
+            "jointly by gradient steps over the whole data set (no data-parallel route is "
+            f"implemented); fit obliquetrees.{_NO_DASK_ROUTE[name]} in memory on X.compute(), "
+            "or use a CO2 or E2EDT forest of obliquetrees.dask."
+        )
+    raise AttributeError(f"module 'obliquetrees.dask' has no attribute {name!r}")
+
+
+# ------------------------------------------------------------------ the workers' side
+def _validated_rows(template, X, y, sample_weight):
+    """``(X, labels or targets, weights)`` of rows, checked as the in-memory ``fit`` checks them.
+
+    ``template`` carries ``n_features_in_`` (and ``feature_names_in_``).
+    Weights are checked without the in-memory fit's "not all zero", which
+    holds for the whole data set (checked by the client), not for a partition.
+    """
+    classifier = is_classifier(template)
+    X, y, _ = validate_more_fit_data(template, X, y, None, classifier=classifier)
+    if not classifier and y.ndim == 2 and not template._fit_multi_output:
+        raise ValueError(f"{type(template).__name__} takes a 1-D y; got {y.shape[1]} columns.")
+    if sample_weight is None:
+        return X, y, np.ones(X.shape[0])
+    weights = _check_sample_weight(
+        np.asarray(sample_weight), X, dtype=np.float64, ensure_non_negative=True
+    )
+    return X, y, weights
+
+
+def _summarize(template, X, y, sample_weight):
+    """One partition's summary: rows, labels (classifier) or outputs, weight total, moments."""
+    if X.shape[0] == 0:
+        return {"n_rows": 0}
+    X, y, weights = _validated_rows(template, X, y, sample_weight)
+    observed = ~np.isnan(X)
+    w = weights[:, None] * observed
+    total = w.sum(axis=0)
+    sums = (w * np.where(observed, X, 0.0)).sum(axis=0)
+    mean = np.divide(sums, total, out=np.zeros_like(total), where=total > 0)
+    m2 = (w * np.where(observed, X - mean, 0.0) ** 2).sum(axis=0)
+    return {
+        "n_rows": X.shape[0],
+        "labels": np.unique(y) if is_classifier(template) else None,
+        "n_outputs": 1 if y.ndim == 1 else y.shape[1],
+        "weight": float(weights.sum()),
+        "moments": (total, mean, m2),
+    }
+
+
+def _take_rows(X, y, sample_weight, seed, partition, n_draw):
+    """``n_draw`` rows of one partition, drawn without replacement from ``(seed, partition)``."""
+    n_rows = X.shape[0]
+    rng = np.random.default_rng([int(seed), _ROWS_STREAM, int(partition)])
+    rows = np.sort(rng.choice(n_rows, size=n_draw, replace=False))
+    pick = (lambda a: a.iloc[rows]) if hasattr(X, "iloc") else (lambda a: a[rows])
+    return pick(X), pick(y), None if sample_weight is None else pick(sample_weight)
+
+
+def _train_tree(template, seed, *parts):
+    """Validate one tree's rows (``parts``: :func:`_take_rows`'s) and train the tree on them."""
+    X, y, weights = (_concat([part[i] for part in parts]) for i in range(3))
+    X, y, weights = _validated_rows(template, X, y, weights)
+    if not np.any(weights > 0):
+        raise ValueError(
+            "every row drawn for a tree has sample_weight 0: raise rows_per_tree, "
+            "or leave out the rows of zero weight."
+        )
+    estimator = copy.copy(template)
+    if is_classifier(estimator):
+        y = np.searchsorted(estimator.classes_, y).astype(np.int64)
+    return estimator._grow_tree(X, y, bounded_weights(weights), seed)
+
+
+def _concat(parts):
+    if parts[0] is None:
+        return None
+    if hasattr(parts[0], "iloc"):
+        import pandas as pd
+
+        return pd.concat(parts)
+    return np.concatenate(parts)
+
+
+def _predict_rows(X, estimator, method):
+    """``estimator.method(X)`` of one partition."""
+    return getattr(estimator, method)(X)
+
+
+# ------------------------------------------------------------------ the client's side
+def _dask_init(local_class):
+    """``__init__`` of the dask class of ``local_class``: its parameters, then ours.
+
+    The signature is built (``__signature__``, which scikit-learn's
+    ``get_params`` and ``clone`` read) rather than written out, so the dask
+    classes take every parameter the ordinary ones take, with their defaults.
+    """
+    signature = inspect.signature(local_class.__init__)
+    extra = [
+        inspect.Parameter("rows_per_tree", inspect.Parameter.KEYWORD_ONLY, default=ROWS_PER_TREE),
+        inspect.Parameter("client", inspect.Parameter.KEYWORD_ONLY, default=None),
+    ]
+    signature = signature.replace(parameters=[*signature.parameters.values(), *extra])
+
+    def __init__(self, *args, **kwargs):
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        self._store_init_parameters(bound.arguments)
+
+    __init__.__signature__ = signature
+    __init__.__doc__ = local_class.__init__.__doc__
+    return __init__
+
+
+_EXTRA_PARAMETER_DOCS = """    rows_per_tree : int, float or None, default=100_000
+        Rows each tree is trained on, drawn uniformly without replacement
+        from all rows of the dask input and gathered on the worker that
+        trains the tree (an int is capped at the number of rows, a float is
+        a fraction of them, None takes every row). The tree is then the
+        ordinary fit of one tree on these rows (its bootstrap draws
+        ``max_samples`` of them). The default bounds a tree's rows at
+        100,000 x n_features x 8 bytes on its worker; see
+        ``benchmarks/results/dask.md`` for its accuracy against the
+        in-memory fit. In-memory input ignores it.
+    client : distributed.Client or None, default=None
+        The dask client whose cluster fits the trees; None: the default
+        client (``distributed.default_client()``). Not saved with the model.
+"""
+
+
+def _dask_doc(local_class):
+    """The docstring of the dask class: its summary, then ``local_class``'s sections plus ours."""
+    doc = inspect.cleandoc(local_class.__doc__)
+    body = doc[doc.index("\nParameters\n") :]
+    body = "\n".join("    " + line if line else line for line in body.splitlines())
+    cut = body.index("\n    Attributes\n")
+    summary = (
+        f"{local_class.__name__} trained on dask collections, where the data live.\n\n"
+        f"    ``fit`` takes a ``dask.array`` or ``dask.dataframe`` (``y`` and\n"
+        f"    ``sample_weight`` partitioned alike) and trains every tree on a worker\n"
+        f"    from ``rows_per_tree`` rows drawn from the partitions (details:\n"
+        f"    :mod:`obliquetrees.dask`); in-memory input is fitted as\n"
+        f"    :class:`~obliquetrees.{local_class.__name__}` fits it. ``predict``,\n"
+        f"    ``predict_proba`` and ``apply`` of a dask collection return lazy dask\n"
+        f"    arrays; :meth:`to_local` gives the ordinary fitted estimator.\n"
+    )
+    return summary + body[:cut] + "\n" + _EXTRA_PARAMETER_DOCS.rstrip("\n") + body[cut:]
+
+
+class _DaskForest:
+    """The dask ``fit`` and lazy prediction shared by the four dask classes (mixin)."""
+
+    _local_class = None
+
+    # ---------------------------------------------------------------- fit
+    def _fit(self, X, y, sample_weight):
+        """The dask fit for dask input, the ordinary one for in-memory input."""
+        inputs = {"X": X, "y": y, "sample_weight": sample_weight}
+        lazy = [name for name, value in inputs.items() if is_dask_collection(value)]
+        if not lazy:
+            return super()._fit(X, y, sample_weight)
+        if "X" not in lazy or "y" not in lazy or (sample_weight is not None and len(lazy) < 3):
+            eager = sorted(set(inputs) - set(lazy) - ({"sample_weight"} - set(lazy)))
+            raise TypeError(
+                f"{type(self).__name__}.fit takes X, y and sample_weight all as dask "
+                f"collections or all in memory; {', '.join(lazy)} are dask collections, "
+                f"{', '.join(eager)} not."
+            )
+        self._refuse_whole_set_options()
+        self._check_forest_size()
+        client = self._get_client()
+        template, parts = self._template(X, y, sample_weight)
+        summaries = client.gather(
+            client.compute([_delayed(_summarize)(template, *part) for part in parts])
+        )
+        self._set_data_attributes(template, summaries)
+        lengths = np.array([s["n_rows"] for s in summaries], dtype=np.int64)
+        seeds = draw_seeds(self.random_state, self.n_estimators)
+        results = self._train_trees(client, template, parts, lengths, seeds)
+        self._store_dask_trees(results)
+        for name in ("oob_score_", "oob_decision_function_", "oob_prediction_", "_leaf_targets"):
+            self.__dict__.pop(name, None)
+        return self
+
+    def _refuse_whole_set_options(self):
+        for name in ("oob_score", "warm_start"):
+            if getattr(self, name, False):
+                raise ValueError(
+                    f"{name}=True needs every training row in one process; on dask input "
+                    f"set {name}=False (or fit {self._local_class.__name__} in memory)."
+                )
+
+    def _get_client(self):
+        if self.client is not None:
+            return self.client
+        from distributed import default_client
+
+        try:
+            return default_client()
+        except ValueError:
+            raise ValueError(
+                f"{type(self).__name__} fits on a dask cluster: start a distributed.Client "
+                "(the default client) or pass client=."
+            ) from None
+
+    def _template(self, X, y, sample_weight):
+        """An unfitted copy of this estimator that knows the features, and the partitions.
+
+        Returns ``(template, parts)``: ``parts`` holds one ``(X, y,
+        sample_weight)`` triple of delayed partitions per partition.
+        """
+        # without the client (not picklable); each worker thread trains one tree
+        template = type(self)(**self.get_params(deep=False))
+        template.set_params(client=None, n_jobs=1, verbose=0)
+        if hasattr(X, "columns"):  # a dask DataFrame
+            names = np.asarray(X.columns, dtype=object)
+            template.n_features_in_ = len(names)
+            if all(isinstance(name, str) for name in names):
+                template.feature_names_in_ = names
+        elif X.ndim != 2:
+            raise ValueError(f"X must be 2-D (samples, features); got {X.ndim} dimensions.")
+        else:
+            template.n_features_in_ = int(X.shape[1])
+        blocks = [_partitions(a) for a in (X, y, sample_weight)]
+        counts = {len(b) for b in blocks if b is not None}
+        row_chunks = [getattr(a, "chunks", (None,))[0] for a in (X, y, sample_weight)]
+        known = [c for c in row_chunks if c is not None and not np.isnan(sum(c))]
+        if len(counts) > 1 or len({tuple(c) for c in known}) > 1:
+            raise ValueError(
+                "X, y and sample_weight must be partitioned alike (the same rows in each "
+                f"partition): {len(blocks[0])} partitions of X, {len(blocks[1])} of y"
+                + (f", {len(blocks[2])} of sample_weight" if blocks[2] is not None else "")
+                + "; rechunk or repartition them to X's."
+            )
+        weights = blocks[2] or [None] * len(blocks[0])
+        return template, list(zip(blocks[0], blocks[1], weights, strict=True))
+
+    def _set_data_attributes(self, template, summaries):
+        """Fitted attributes of the whole data from the partitions' summaries."""
+        n_rows = sum(s["n_rows"] for s in summaries)
+        if n_rows == 0:
+            raise ValueError("X has no rows.")
+        if not sum(s["weight"] for s in summaries) > 0:
+            raise ValueError("sample_weight must not be all zero (sum must be > 0).")
+        for name in ("n_features_in_", "feature_names_in_"):
+            if name in template.__dict__:
+                setattr(self, name, getattr(template, name))
+            else:
+                self.__dict__.pop(name, None)
+        if is_classifier(self):
+            labels = [s["labels"] for s in summaries if s["n_rows"]]
+            self.classes_ = np.unique(np.concatenate(labels))
+            self.n_classes_ = len(self.classes_)
+            template.classes_, template.n_classes_ = self.classes_, self.n_classes_
+        else:
+            outputs = {s["n_outputs"] for s in summaries if s["n_rows"]}
+            if len(outputs) > 1:
+                raise ValueError(f"y has {sorted(outputs)} outputs in different partitions.")
+            self.n_outputs_ = outputs.pop()
+            template.n_outputs_ = self.n_outputs_
+        self._feature_std = _combined_std([s["moments"] for s in summaries if s["n_rows"]])
+
+    def _rows_per_tree(self, n_rows):
+        if self.rows_per_tree is None:
+            return n_rows
+        if isinstance(self.rows_per_tree, Integral):
+            return min(int(self.rows_per_tree), n_rows)
+        return min(max(int(self.rows_per_tree * n_rows), 1), n_rows)
+
+    def _train_trees(self, client, template, parts, lengths, seeds):
+        """Every tree's result, in seed order; at most one tree per worker thread in flight."""
+        from distributed import as_completed
+
+        n_rows = self._rows_per_tree(int(lengths.sum()))
+        slots = max(1, sum(client.nthreads().values()))
+        results = [None] * len(seeds)
+        pending = list(enumerate(seeds))
+        running = as_completed()
+        keys = {}
+
+        def submit():
+            t, seed = pending.pop(0)
+            rng = np.random.default_rng([int(seed), _ROWS_STREAM])
+            counts = rng.multivariate_hypergeometric(lengths, n_rows)
+            taken = [
+                _delayed(_take_rows)(*parts[p], seed, p, int(counts[p]))
+                for p in np.flatnonzero(counts)
+            ]
+            future = client.compute(_delayed(_train_tree)(template, int(seed), *taken))
+            keys[future.key] = t
+            running.add(future)
+
+        for _ in range(min(slots, len(pending))):
+            submit()
+        for future in running:
+            results[keys.pop(future.key)] = future.result()
+            future.release()
+            if pending:
+                submit()
+        return results
+
+    def to_local(self):
+        """The ordinary fitted estimator (no dask parameters), sharing this model's arrays.
+
+        Returns
+        -------
+        estimator : CO2ForestClassifier, CO2ForestRegressor, E2EDTClassifier or E2EDTRegressor
+            Pickles, exports to ONNX and predicts exactly as this model does.
+        """
+        local = self._local_class.__new__(self._local_class)
+        local.__dict__.update({k: v for k, v in self.__dict__.items() if k not in _DASK_PARAMS})
+        return local
+
+    def __getstate__(self):
+        """The saved state, without the client (which belongs to this session)."""
+        state = super().__getstate__()
+        state["client"] = None
+        return state
+
+    # ------------------------------------------------------------ predict
+    def _blockwise(self, method, X, columns, dtype):
+        """``method`` of every partition of the dask collection ``X``, as a lazy dask array.
+
+        ``columns``: None for one value per row, else the number of columns.
+        """
+        import dask
+        import dask.array as da
+
+        check_is_fitted(self)
+        model = dask.delayed(self.to_local(), pure=True)  # one copy in the graph
+        if hasattr(X, "columns"):  # a dask DataFrame: whole partitions, feature names kept
+            shape = (np.nan,) if columns is None else (np.nan, columns)
+            parts = [_delayed(_predict_rows)(part, model, method) for part in X.to_delayed()]
+            return da.concatenate([da.from_delayed(p, shape, dtype=dtype) for p in parts])
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D (samples, features); got {X.ndim} dimensions.")
+        X = X.rechunk({1: -1})  # whole rows per block (a no-op when they are)
+        if columns is None:
+            meta = np.empty(0, dtype=dtype)
+            return X.map_blocks(_predict_rows, model, method, drop_axis=1, meta=meta)
+        chunks, meta = (X.chunks[0], (columns,)), np.empty((0, 0), dtype=dtype)
+        return X.map_blocks(_predict_rows, model, method, chunks=chunks, meta=meta)
+
+    def predict(self, X):
+        """Predictions of ``X``: a lazy dask array for a dask collection, else an ndarray.
+
+        Parameters
+        ----------
+        X : dask array, dask DataFrame, array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y : dask array or ndarray
+            Computed blockwise on the workers when ``X`` is a dask collection.
+        """
+        if not is_dask_collection(X):
+            return super().predict(X)
+        check_is_fitted(self)
+        if is_classifier(self):
+            return self._blockwise("predict", X, None, self.classes_.dtype)
+        outputs = getattr(self, "n_outputs_", 1)
+        return self._blockwise("predict", X, None if outputs == 1 else outputs, np.float64)
+
+    def apply(self, X):
+        """Leaf reached in every tree: a lazy dask array for a dask collection.
+
+        Parameters
+        ----------
+        X : dask array, dask DataFrame, array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        leaves : dask array or ndarray
+            As the ordinary class's ``apply``, computed blockwise for dask input.
+        """
+        if not is_dask_collection(X):
+            return super().apply(X)
+        check_is_fitted(self)
+        trees = None if self._is_single_tree() else self._forest().n_trees
+        return self._blockwise("apply", X, trees, np.int64)
+
+
+def _delayed(func):
+    import dask
+
+    return dask.delayed(func, pure=True)
+
+
+def _partitions(collection):
+    """The delayed partitions (row blocks) of a dask collection; None for None."""
+    if collection is None:
+        return None
+    if not hasattr(collection, "chunks"):  # a dask DataFrame or Series
+        return list(collection.to_delayed())
+    if collection.ndim == 2:
+        return list(collection.rechunk({1: -1}).to_delayed()[:, 0])
+    return list(collection.to_delayed().ravel())
+
+
+def _combined_std(moments):
+    """Weighted standard deviation of every feature from the partitions' (total, mean, M2).
+
+    Chan et al.'s pairwise update, in partition order (deterministic).
+    """
+    total, mean, m2 = (np.array(a, dtype=np.float64) for a in moments[0])
+    for w_b, mean_b, m2_b in moments[1:]:
+        new_total = total + w_b
+        share = np.divide(w_b, new_total, out=np.zeros_like(total), where=new_total > 0)
+        delta = mean_b - mean
+        mean = mean + delta * share
+        m2 = m2 + m2_b + delta**2 * total * share
+        total = new_total
+    return np.sqrt(np.divide(m2, total, out=np.zeros_like(total), where=total > 0))
+
+
+class _DaskClassifier(_DaskForest):
+    def predict_proba(self, X):
+        """Class probabilities: a lazy dask array for a dask collection.
+
+        Parameters
+        ----------
+        X : dask array, dask DataFrame, array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : dask array or ndarray of shape (n_samples, n_classes)
+            Columns follow ``classes_``; computed blockwise for dask input.
+        """
+        if not is_dask_collection(X):
+            return super().predict_proba(X)
+        check_is_fitted(self)
+        return self._blockwise("predict_proba", X, len(self.classes_), np.float64)
+
+
+_DASK_CONSTRAINTS = {
+    "rows_per_tree": [None, *reals(0, 1, closed="right", not_int=True), *integers(1)],
+    "client": "no_validation",
+}
+
+
+class _CO2Trees:
+    """How a CO2 forest trains one tree on a worker and stores the trees (dask fit)."""
+
+    def _grow_tree(self, X, y, sample_weight, seed):
+        missing = self._missing_plan(X, y, sample_weight)
+        trees, stats = self._grow_trees(
+            missing, X, y, sample_weight, [seed], self._n_bootstrap_draws(X.shape[0])
+        )
+        return trees[0], stats[0], (self.max_features_, self.max_split_features_)
+
+    def _store_dask_trees(self, results):
+        # the first tree's resolution (a tree's missing-value indicators may differ)
+        self.max_features_, self.max_split_features_ = results[0][2]
+        stats = np.array([r[1] for r in results], dtype=np.int64).reshape(-1, 2)
+        self._store_trees([r[0] for r in results], stats, None, None)
+
+
+class _E2EDTTrees:
+    """How an E2EDT forest trains one tree on a worker and stores the trees (dask fit)."""
+
+    def _grow_tree(self, X, y, sample_weight, seed):
+        targets, n_classes, sample_weight = self._training_targets(y, sample_weight, {"trees": []})
+        trees, info = self._grow_trees(X, y, targets, sample_weight, n_classes, [seed])
+        return trees[0], info["steepness"][0]
+
+    def _store_dask_trees(self, results):
+        info = {"steepness": [r[1] for r in results], "bootstrap": self.bootstrap}
+        none = {"trees": [], "steepness": [], "bootstrap": []}
+        self._store_trees(none, [r[0] for r in results], info, None)
+
+
+def _dask_class(name, local_class, family, classifier):
+    mixins = (_DaskClassifier if classifier else _DaskForest, family)
+    cls = type(
+        name,
+        (*mixins, local_class),
+        {
+            "__init__": _dask_init(local_class),
+            "__doc__": _dask_doc(local_class),
+            "__module__": __name__,
+            "_local_class": local_class,
+            "_parameter_constraints": {**local_class._parameter_constraints, **_DASK_CONSTRAINTS},
+        },
+    )
+    cls.__init__.__qualname__ = f"{name}.__init__"
+    return cls
+
+
+DaskCO2ForestClassifier = _dask_class(
+    "DaskCO2ForestClassifier", CO2ForestClassifier, _CO2Trees, classifier=True
+)
+DaskCO2ForestRegressor = _dask_class(
+    "DaskCO2ForestRegressor", CO2ForestRegressor, _CO2Trees, classifier=False
+)
+DaskE2EDTClassifier = _dask_class("DaskE2EDTClassifier", E2EDTClassifier, _E2EDTTrees, True)
+DaskE2EDTRegressor = _dask_class("DaskE2EDTRegressor", E2EDTRegressor, _E2EDTTrees, False)
