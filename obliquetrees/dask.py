@@ -26,11 +26,11 @@ of ``X``:
 A tree is thus the in-memory forest's tree fitted on its rows: with
 ``rows_per_tree=None`` (every row; each tree then gathers all of ``X``), the
 model equals the in-memory fit bit for bit. The same ``random_state`` and the
-same partitioning give the same model. At most one tree per worker thread is
-in flight, so a worker holds the partitions it computes plus the rows of the
-trees it trains. The result is the ordinary fitted estimator
-(:meth:`DaskCO2ForestClassifier.to_local`); ``predict``, ``predict_proba``
-and ``apply`` of a dask collection return lazy dask arrays computed
+same partitioning give the same model. Trees go in waves of one tree per
+worker thread; a wave reads every partition once, and a worker holds the
+partitions it reads plus the rows of the trees it trains. The result is the
+ordinary fitted estimator (:meth:`DaskCO2ForestClassifier.to_local`);
+``predict``, ``predict_proba`` and ``apply`` of a dask collection return lazy dask arrays computed
 blockwise on the workers.
 
 In-memory input (numpy, pandas, scipy.sparse) is fitted in this process by
@@ -360,35 +360,27 @@ class _DaskForest:
         return min(max(int(self.rows_per_tree * n_rows), 1), n_rows)
 
     def _train_trees(self, client, template, parts, lengths, seeds):
-        """Every tree's result, in seed order; at most one tree per worker thread in flight."""
-        from distributed import as_completed
+        """Every tree's result, in seed order.
 
+        Trees go in waves of as many trees as the cluster has worker threads:
+        one wave computes each partition once (a partition that is not
+        persisted is read, or generated, once per wave) and holds the rows of
+        its trees only.
+        """
         n_rows = self._rows_per_tree(int(lengths.sum()))
-        slots = max(1, sum(client.nthreads().values()))
-        results = [None] * len(seeds)
-        pending = list(enumerate(seeds))
-        running = as_completed()
-        keys = {}
-
-        def submit():
-            t, seed = pending.pop(0)
-            rng = np.random.default_rng([int(seed), _ROWS_STREAM])
-            counts = rng.multivariate_hypergeometric(lengths, n_rows)
-            taken = [
-                _delayed(_take_rows)(*parts[p], seed, p, int(counts[p]))
-                for p in np.flatnonzero(counts)
-            ]
-            future = client.compute(_delayed(_train_tree)(template, int(seed), *taken))
-            keys[future.key] = t
-            running.add(future)
-
-        for _ in range(min(slots, len(pending))):
-            submit()
-        for future in running:
-            results[keys.pop(future.key)] = future.result()
-            future.release()
-            if pending:
-                submit()
+        wave = max(1, sum(client.nthreads().values()))
+        results = []
+        for start in range(0, len(seeds), wave):
+            trees = []
+            for seed in seeds[start : start + wave]:
+                rng = np.random.default_rng([int(seed), _ROWS_STREAM])
+                counts = rng.multivariate_hypergeometric(lengths, n_rows)
+                taken = [
+                    _delayed(_take_rows)(*parts[p], seed, p, int(counts[p]))
+                    for p in np.flatnonzero(counts)
+                ]
+                trees.append(_delayed(_train_tree)(template, int(seed), *taken))
+            results += client.gather(client.compute(trees))
         return results
 
     def to_local(self):
