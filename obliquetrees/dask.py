@@ -52,6 +52,7 @@ import numpy as np
 from sklearn.base import is_classifier
 from sklearn.utils.validation import _check_sample_weight
 
+from obliquetrees._core._random import generator
 from obliquetrees.co2._estimator import CO2ForestClassifier
 from obliquetrees.co2._regressor import CO2ForestRegressor
 from obliquetrees.e2edt._estimator import E2EDTClassifier, E2EDTRegressor
@@ -75,8 +76,10 @@ __all__ = [
 #: (32 MB at 40 features) on the worker that trains it.
 ROWS_PER_TREE = 100_000
 
-#: Second entropy word of the row draws (the first is the tree's seed).
-_ROWS_STREAM = 3
+#: Stream of a tree's seed (:func:`~obliquetrees._core._random.generator`) that draws
+#: its rows per partition; partition ``p`` draws its rows from stream
+#: ``_ROWS_STREAM + 1 + p``. Far above the methods' own streams (1, 2, ...).
+_ROWS_STREAM = 1 << 20
 
 #: Parameters the dask estimators add to the ordinary ones.
 _DASK_PARAMS = ("rows_per_tree", "client")
@@ -143,7 +146,7 @@ def _summarize(template, X, y, sample_weight):
 def _take_rows(X, y, sample_weight, seed, partition, n_draw):
     """``n_draw`` rows of one partition, drawn without replacement from ``(seed, partition)``."""
     n_rows = X.shape[0]
-    rng = np.random.default_rng([int(seed), _ROWS_STREAM, int(partition)])
+    rng = generator(int(seed), _ROWS_STREAM + 1 + int(partition))
     rows = np.sort(rng.choice(n_rows, size=n_draw, replace=False))
     pick = (lambda a: a.iloc[rows]) if hasattr(X, "iloc") else (lambda a: a[rows])
     return pick(X), pick(y), None if sample_weight is None else pick(sample_weight)
@@ -237,6 +240,24 @@ def _dask_doc(local_class):
         f"    arrays; :meth:`to_local` gives the ordinary fitted estimator.\n"
     )
     return summary + body[:cut] + "\n" + _EXTRA_PARAMETER_DOCS.rstrip("\n") + body[cut:]
+
+
+def _lazy_doc(method, summary, returns):
+    """Set the docstring of a prediction method that is lazy on dask input."""
+    method.__doc__ = f"""{summary}
+
+        A dask collection gives a lazy dask array, computed blockwise on the
+        workers (no gather); other input gives an ndarray, as the ordinary
+        class does.
+
+        Parameters
+        ----------
+        {_X_DOC}
+
+        Returns
+        -------
+        {returns}
+        """
 
 
 class _DaskForest:
@@ -373,7 +394,7 @@ class _DaskForest:
         for start in range(0, len(seeds), wave):
             trees = []
             for seed in seeds[start : start + wave]:
-                rng = np.random.default_rng([int(seed), _ROWS_STREAM])
+                rng = generator(int(seed), _ROWS_STREAM)
                 counts = rng.multivariate_hypergeometric(lengths, n_rows)
                 taken = [
                     _delayed(_take_rows)(*parts[p], seed, p, int(counts[p]))
@@ -402,6 +423,27 @@ class _DaskForest:
         return state
 
     # ------------------------------------------------------------ predict
+    def _lazy(self, method, X):
+        """``method`` of ``X``: lazy and blockwise for a dask collection, else the ordinary one."""
+        if not is_dask_collection(X):
+            return getattr(super(), method)(X)
+        check_is_fitted(self)
+        if method == "apply":
+            trees = None if self._is_single_tree() else self._forest().n_trees
+            return self._blockwise(method, X, trees, np.dtype(np.int64))
+        if method == "predict_proba":
+            return self._blockwise(method, X, len(self.classes_), np.dtype(np.float64))
+        if is_classifier(self):
+            return self._blockwise(method, X, None, self.classes_.dtype)
+        outputs = getattr(self, "n_outputs_", 1)
+        return self._blockwise(method, X, None if outputs == 1 else outputs, np.dtype(np.float64))
+
+    def predict(self, X):
+        return self._lazy("predict", X)
+
+    def apply(self, X):
+        return self._lazy("apply", X)
+
     def _blockwise(self, method, X, columns, dtype):
         """``method`` of every partition of the dask collection ``X``, as a lazy dask array.
 
@@ -424,44 +466,6 @@ class _DaskForest:
             return X.map_blocks(_predict_rows, model, method, drop_axis=1, meta=meta)
         chunks, meta = (X.chunks[0], (columns,)), np.empty((0, 0), dtype=dtype)
         return X.map_blocks(_predict_rows, model, method, chunks=chunks, meta=meta)
-
-    def predict(self, X):
-        """Predictions of ``X``: a lazy dask array for a dask collection, else an ndarray.
-
-        Parameters
-        ----------
-        X : dask array, dask DataFrame, array-like or sparse matrix of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y : dask array or ndarray
-            Computed blockwise on the workers when ``X`` is a dask collection.
-        """
-        if not is_dask_collection(X):
-            return super().predict(X)
-        check_is_fitted(self)
-        if is_classifier(self):
-            return self._blockwise("predict", X, None, self.classes_.dtype)
-        outputs = getattr(self, "n_outputs_", 1)
-        return self._blockwise("predict", X, None if outputs == 1 else outputs, np.float64)
-
-    def apply(self, X):
-        """Leaf reached in every tree: a lazy dask array for a dask collection.
-
-        Parameters
-        ----------
-        X : dask array, dask DataFrame, array-like or sparse matrix of shape (n_samples, n_features)
-
-        Returns
-        -------
-        leaves : dask array or ndarray
-            As the ordinary class's ``apply``, computed blockwise for dask input.
-        """
-        if not is_dask_collection(X):
-            return super().apply(X)
-        check_is_fitted(self)
-        trees = None if self._is_single_tree() else self._forest().n_trees
-        return self._blockwise("apply", X, trees, np.int64)
 
 
 def _delayed(func):
@@ -499,22 +503,25 @@ def _combined_std(moments):
 
 class _DaskClassifier(_DaskForest):
     def predict_proba(self, X):
-        """Class probabilities: a lazy dask array for a dask collection.
+        return self._lazy("predict_proba", X)
 
-        Parameters
-        ----------
-        X : dask array, dask DataFrame, array-like or sparse matrix of shape (n_samples, n_features)
 
-        Returns
-        -------
-        proba : dask array or ndarray of shape (n_samples, n_classes)
-            Columns follow ``classes_``; computed blockwise for dask input.
-        """
-        if not is_dask_collection(X):
-            return super().predict_proba(X)
-        check_is_fitted(self)
-        return self._blockwise("predict_proba", X, len(self.classes_), np.float64)
-
+_X_DOC = (
+    "X : dask array, dask DataFrame, array-like or sparse matrix of shape (n_samples, n_features)"
+)
+_lazy_doc(
+    _DaskForest.predict, "Predicted class or target of each sample.", "y : dask array or ndarray"
+)
+_lazy_doc(
+    _DaskForest.apply,
+    "Leaf reached in each tree (as the ordinary ``apply``).",
+    "leaves : dask array or ndarray",
+)
+_lazy_doc(
+    _DaskClassifier.predict_proba,
+    "Class probabilities (columns follow ``classes_``).",
+    "proba : dask array or ndarray of shape (n_samples, n_classes)",
+)
 
 _DASK_CONSTRAINTS = {
     "rows_per_tree": [None, *reals(0, 1, closed="right", not_int=True), *integers(1)],
