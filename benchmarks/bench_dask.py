@@ -179,12 +179,14 @@ def main(args):
         )
         print(rows[-1], flush=True)
     moved = result["bytes between workers"]
+    drawn = args.trees * args.rows_per_tree * (args.features + 1) * 8  # X and y rows
     facts = [
         ("X", f"{args.rows} x {args.features} float64, {x_bytes / 1e6:.0f} MB"),
         ("partitions", f"{-(-args.rows // args.chunk_rows)} of {args.chunk_rows} rows"),
         ("worker memory limit", f"{result['memory limit MB']:.0f} MB (x2 workers)"),
         ("peak worker memory (scheduler)", _mb(result["peak worker memory MB (scheduler)"])),
         ("peak worker memory (monitor)", _mb(result["peak worker memory MB (worker monitor)"])),
+        ("rows drawn for the trees (all of them)", f"{drawn / 1e6:.1f} MB"),
         ("bytes received from other workers", f"{moved['incoming'] / 1e6:.1f} MB"),
         ("bytes sent by workers (to workers, client)", f"{moved['outgoing'] / 1e6:.1f} MB"),
         ("lazy predict: graph built in", f"{result['lazy predict build s']:.3f} s"),
@@ -212,13 +214,18 @@ hyperplanes); test set: {test} rows of another seed. `DaskCO2ForestClassifier(
 n_estimators={trees}, rows_per_tree={rows_per_tree}, random_state=0)`, the other
 parameters CO2ForestClassifier's defaults. The workers load the kernels before the
 timed fit (`client.run`); the fit time includes the validation pass and one pass over
-the partitions per wave of 2 trees (X regenerated each pass). Peak memory: the largest
+the partitions per wave of 2 trees (X regenerated each pass). Each pass reads a block of
+X and its y in one task (one blockwise graph), so blocks of X never move: what moves is
+the drawn rows of each tree from the partitions on the other worker (about half of them
+here; "rows drawn" counts all). Peak memory: the largest
 process memory the scheduler reported for each worker while the fit ran (polled every
 0.2 s; it refreshes on the workers' heartbeats) and the largest of each worker's own
 monitor (every 0.5 s). Bytes: the workers' transfer counters (`transfer_incoming_log`,
 `transfer_outgoing_bytes_total`) over the fit; outgoing includes the fitted trees sent
 to the client. The in-memory fits run afterwards in the client process (the cluster
-closed) on all of X, n_jobs=2.
+closed) on all of X, n_jobs=2: the same forest with max_samples=rows_per_tree (each tree
+draws as many rows as a dask tree is given, from all of X; its out-of-bag rows are the
+rest of X), and with `--every-row-in-memory` the default max_samples=None.
 
 Projection, 100 workers x 1e9 rows x 40 features (320 GB): what moves per tree is its
 rows, rows_per_tree x (40 x 8 + 16) bytes (34 MB at 100,000 rows), from every partition

@@ -46,6 +46,7 @@ need synchronous gradient averaging across workers; fit them in memory
 
 import copy
 import inspect
+import operator
 from numbers import Integral
 
 import numpy as np
@@ -123,7 +124,7 @@ def _validated_rows(template, X, y, sample_weight):
     return X, y, weights
 
 
-def _summarize(template, X, y, sample_weight):
+def _summarize(X, y, sample_weight, partition, template):
     """One partition's summary: rows, labels (classifier) or outputs, weight total, moments."""
     if X.shape[0] == 0:
         return {"n_rows": 0}
@@ -143,17 +144,29 @@ def _summarize(template, X, y, sample_weight):
     }
 
 
-def _take_rows(X, y, sample_weight, seed, partition, n_draw):
-    """``n_draw`` rows of one partition, drawn without replacement from ``(seed, partition)``."""
-    n_rows = X.shape[0]
-    rng = generator(int(seed), _ROWS_STREAM + 1 + int(partition))
-    rows = np.sort(rng.choice(n_rows, size=n_draw, replace=False))
-    pick = (lambda a: a.iloc[rows]) if hasattr(X, "iloc") else (lambda a: a[rows])
-    return pick(X), pick(y), None if sample_weight is None else pick(sample_weight)
+def _take_rows(X, y, sample_weight, partition, wave):
+    """The rows of one partition drawn for each tree of a wave (None: none drawn).
+
+    ``wave`` lists ``(seed, counts)`` per tree: ``counts[partition]`` rows
+    drawn without replacement from stream ``_ROWS_STREAM + 1 + partition`` of
+    the tree's seed.
+    """
+    pick = (lambda a, rows: a.iloc[rows]) if hasattr(X, "iloc") else (lambda a, rows: a[rows])
+    taken = []
+    for seed, counts in wave:
+        n_draw = int(counts[partition])
+        if not n_draw:
+            taken.append(None)
+            continue
+        rng = generator(int(seed), _ROWS_STREAM + 1 + int(partition))
+        rows = np.sort(rng.choice(X.shape[0], size=n_draw, replace=False))
+        weights = None if sample_weight is None else pick(sample_weight, rows)
+        taken.append((pick(X, rows), pick(y, rows), weights))
+    return taken
 
 
 def _train_tree(template, seed, *parts):
-    """Validate one tree's rows (``parts``: :func:`_take_rows`'s) and train the tree on them."""
+    """Validate one tree's rows (``parts``: its part of :func:`_take_rows`) and train the tree."""
     X, y, weights = (_concat([part[i] for part in parts]) for i in range(3))
     X, y, weights = _validated_rows(template, X, y, weights)
     if not np.any(weights > 0):
@@ -283,9 +296,7 @@ class _DaskForest:
         self._check_forest_size()
         client = self._get_client()
         template, parts = self._template(X, y, sample_weight)
-        summaries = client.gather(
-            client.compute([_delayed(_summarize)(template, *part) for part in parts])
-        )
+        summaries = client.gather(client.compute(parts.map(_summarize, template)))
         self._set_data_attributes(template, summaries)
         lengths = np.array([s["n_rows"] for s in summaries], dtype=np.int64)
         seeds = draw_seeds(self.random_state, self.n_estimators)
@@ -319,8 +330,7 @@ class _DaskForest:
     def _template(self, X, y, sample_weight):
         """An unfitted copy of this estimator that knows the features, and the partitions.
 
-        Returns ``(template, parts)``: ``parts`` holds one ``(X, y,
-        sample_weight)`` triple of delayed partitions per partition.
+        Returns ``(template, partitions)``, a :class:`_Partitions`.
         """
         # without the client (not picklable); each worker thread trains one tree
         template = type(self)(**self.get_params(deep=False))
@@ -334,19 +344,7 @@ class _DaskForest:
             raise ValueError(f"X must be 2-D (samples, features); got {X.ndim} dimensions.")
         else:
             template.n_features_in_ = int(X.shape[1])
-        blocks = [_partitions(a) for a in (X, y, sample_weight)]
-        counts = {len(b) for b in blocks if b is not None}
-        row_chunks = [getattr(a, "chunks", (None,))[0] for a in (X, y, sample_weight)]
-        known = [c for c in row_chunks if c is not None and not np.isnan(sum(c))]
-        if len(counts) > 1 or len({tuple(c) for c in known}) > 1:
-            raise ValueError(
-                "X, y and sample_weight must be partitioned alike (the same rows in each "
-                f"partition): {len(blocks[0])} partitions of X, {len(blocks[1])} of y"
-                + (f", {len(blocks[2])} of sample_weight" if blocks[2] is not None else "")
-                + "; rechunk or repartition them to X's."
-            )
-        weights = blocks[2] or [None] * len(blocks[0])
-        return template, list(zip(blocks[0], blocks[1], weights, strict=True))
+        return template, _Partitions(X, y, sample_weight)
 
     def _set_data_attributes(self, template, summaries):
         """Fitted attributes of the whole data from the partitions' summaries."""
@@ -384,23 +382,28 @@ class _DaskForest:
         """Every tree's result, in seed order.
 
         Trees go in waves of as many trees as the cluster has worker threads:
-        one wave computes each partition once (a partition that is not
-        persisted is read, or generated, once per wave) and holds the rows of
-        its trees only.
+        one task per partition reads it (once per wave: a partition that is
+        not persisted is read, or generated, once per wave) and draws the rows
+        of every tree of the wave; each tree's task receives its own rows.
         """
         n_rows = self._rows_per_tree(int(lengths.sum()))
-        wave = max(1, sum(client.nthreads().values()))
+        wave_size = max(1, sum(client.nthreads().values()))
         results = []
-        for start in range(0, len(seeds), wave):
-            trees = []
-            for seed in seeds[start : start + wave]:
-                rng = generator(int(seed), _ROWS_STREAM)
-                counts = rng.multivariate_hypergeometric(lengths, n_rows)
-                taken = [
-                    _delayed(_take_rows)(*parts[p], seed, p, int(counts[p]))
-                    for p in np.flatnonzero(counts)
-                ]
-                trees.append(_delayed(_train_tree)(template, int(seed), *taken))
+        for start in range(0, len(seeds), wave_size):
+            wave = seeds[start : start + wave_size]
+            counts = [
+                generator(int(seed), _ROWS_STREAM).multivariate_hypergeometric(lengths, n_rows)
+                for seed in wave
+            ]
+            taken = parts.map(_take_rows, list(zip(map(int, wave), counts, strict=True)))
+            trees = [
+                _delayed(_train_tree)(
+                    template,
+                    int(seed),
+                    *(_delayed(operator.getitem)(taken[p], t) for p in np.flatnonzero(counts[t])),
+                )
+                for t, seed in enumerate(wave)
+            ]
             results += client.gather(client.compute(trees))
         return results
 
@@ -474,15 +477,70 @@ def _delayed(func):
     return dask.delayed(func, pure=True)
 
 
-def _partitions(collection):
-    """The delayed partitions (row blocks) of a dask collection; None for None."""
-    if collection is None:
-        return None
-    if not hasattr(collection, "chunks"):  # a dask DataFrame or Series
-        return list(collection.to_delayed())
-    if collection.ndim == 2:
-        return list(collection.rechunk({1: -1}).to_delayed()[:, 0])
-    return list(collection.to_delayed().ravel())
+class _Partitions:
+    """The row partitions of ``(X, y, sample_weight)``, and tasks that read them.
+
+    :meth:`map` runs a function on every partition in one task that computes
+    the partition of ``X``, ``y`` and ``sample_weight`` together: a dask
+    array's blocks come from one blockwise graph (``y`` computed from ``X``,
+    say, reads the block of ``X`` it was computed from on the same worker,
+    and no block of ``X`` is moved to meet its ``y``); a dask DataFrame's
+    partitions come from their delayed objects.
+
+    Raises
+    ------
+    ValueError
+        When the collections are not partitioned alike.
+    """
+
+    def __init__(self, X, y, sample_weight):
+        inputs = [X, y, sample_weight]
+        n_parts = [
+            a.numblocks[0] if hasattr(a, "numblocks") else a.npartitions
+            for a in inputs
+            if a is not None
+        ]
+        rows = [tuple(a.chunks[0]) for a in inputs if hasattr(a, "chunks")]
+        if len(set(n_parts)) > 1 or len(set(rows)) > 1:
+            raise ValueError(
+                "X, y and sample_weight must be partitioned alike (the same rows in each "
+                f"partition): {n_parts} partitions; rechunk or repartition them to X's."
+            )
+        self.inputs = inputs
+        self.arrays = all(hasattr(a, "chunks") for a in inputs if a is not None)
+
+    def map(self, func, *args):
+        """``func(X, y, sample_weight, partition, *args)`` of every partition: a list of Delayed."""
+        if not self.arrays:
+            parts = [None if a is None else a.to_delayed() for a in self.inputs]
+            weights = parts[2] or [None] * len(parts[0])
+            return [
+                _delayed(func)(x, y, w, p, *args)
+                for p, (x, y, w) in enumerate(zip(parts[0], parts[1], weights, strict=True))
+            ]
+        X, y, weights = self.inputs
+        # three dimensions, so that blocks of X, y (1-D or 2-D) and the weights line up by rows
+        blocks = [X.rechunk({1: -1})[:, :, None], y.reshape(y.shape[0], 1, -1).rechunk({2: -1})]
+        if weights is not None:
+            blocks.append(weights[:, None, None])
+        meta = np.empty((0, 0, 0), dtype=object)
+        out = da_map_blocks(
+            _on_block, *blocks, task=func, args=args, y_1d=y.ndim == 1, dtype=object, meta=meta
+        )
+        return list(out.to_delayed().ravel())
+
+
+def _on_block(X, y, weights=None, *, task, args, y_1d, block_id):
+    """:meth:`_Partitions.map`'s task on one row block of the three-dimensional views."""
+    y = y[:, 0, 0] if y_1d else y[:, 0, :]
+    return task(X[:, :, 0], y, None if weights is None else weights[:, 0, 0], block_id[0], *args)
+
+
+def da_map_blocks(*args, **kwargs):
+    """``dask.array.map_blocks`` (dask is imported on first use)."""
+    import dask.array as da
+
+    return da.map_blocks(*args, **kwargs)
 
 
 def _combined_std(moments):
