@@ -112,10 +112,10 @@ def _validated_rows(template, X, y, sample_weight):
     Weights are checked without the in-memory fit's "not all zero", which
     holds for the whole data set (checked by the client), not for a partition.
     """
-    classifier = is_classifier(template)
-    X, y, _ = validate_more_fit_data(template, X, y, None, classifier=classifier)
-    if not classifier and y.ndim == 2 and not template._fit_multi_output:
-        raise ValueError(f"{type(template).__name__} takes a 1-D y; got {y.shape[1]} columns.")
+    classifier, multi_output = is_classifier(template), template._fit_multi_output
+    X, y, _ = validate_more_fit_data(
+        template, X, y, None, classifier=classifier, multi_output=multi_output
+    )
     if sample_weight is None:
         return X, y, np.ones(X.shape[0])
     weights = _check_sample_weight(

@@ -205,3 +205,15 @@ def test_routes_that_have_no_dask_fit_say_so(client):
 def test_sklearn_checks_on_in_memory_input():
     estimator = DaskCO2ForestClassifier(n_estimators=2, max_cccp_iter=2, max_depth=4)
     check_estimator(estimator, expected_failed_checks=expected_failed_checks(estimator))
+
+
+def test_several_outputs(client):
+    X, y = make_regression(300, 5, n_targets=2, random_state=0)
+    Xd, yd = da.from_array(X, chunks=100), da.from_array(y, chunks=(100, 1))
+    params = dict(FAST[DaskCO2ForestRegressor], random_state=0)
+    model = DaskCO2ForestRegressor(rows_per_tree=None, **params).fit(Xd, yd)
+    local = CO2ForestRegressor(**params).fit(X, y)
+    np.testing.assert_array_equal(model.predict(X), local.predict(X))
+    lazy = model.predict(Xd)
+    assert lazy.shape == (300, 2)
+    np.testing.assert_array_equal(lazy.compute(), local.predict(X))

@@ -129,12 +129,16 @@ def validate_fit_data(
     return X, y, sample_weight
 
 
-def validate_more_fit_data(estimator, X, y, sample_weight, *, classifier, accept_sparse=False):
+def validate_more_fit_data(
+    estimator, X, y, sample_weight, *, classifier, accept_sparse=False, multi_output=False
+):
     """Validate another batch of training data for a fitted estimator (``partial_fit``).
 
     The checks of :func:`validate_fit_data`, against the features seen at the
     first fit (``reset=False``); class labels are returned as given, for the
-    caller to map onto its ``classes_``.
+    caller to map onto its ``classes_``. ``multi_output`` accepts 2-D
+    regression targets, as in :func:`validate_fit_data` (a partition of a
+    dask fit, :mod:`obliquetrees.dask`).
 
     Returns
     -------
@@ -151,6 +155,7 @@ def validate_more_fit_data(estimator, X, y, sample_weight, *, classifier, accept
         classifier=classifier,
         reset=False,
         accept_sparse=accept_sparse,
+        multi_output=multi_output,
     )
 
 
