@@ -11,7 +11,7 @@ machine, :mod:`obliquetrees.dask` fits on a dask array where its partitions
 live: each tree is trained on a worker from ``rows_per_tree`` rows drawn from
 the partitions, and predictions of a dask array are lazy dask arrays.
 
-    pip install ".[test]"   # or: pip install "dask[distributed]"
+    pip install ".[dask]"   # dask.array, dask.dataframe and distributed
     python examples/scale_out_with_dask.py
 """
 
