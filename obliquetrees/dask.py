@@ -463,7 +463,7 @@ class _DaskForest:
             return da.concatenate([da.from_delayed(p, shape, dtype=dtype) for p in parts])
         if X.ndim != 2:
             raise ValueError(f"X must be 2-D (samples, features); got {X.ndim} dimensions.")
-        X = X.rechunk({1: -1})  # whole rows per block (a no-op when they are)
+        X = _whole_rows(X)
         if columns is None:
             meta = np.empty(0, dtype=dtype)
             return X.map_blocks(_predict_rows, model, method, drop_axis=1, meta=meta)
@@ -500,7 +500,10 @@ class _Partitions:
             for a in inputs
             if a is not None
         ]
+        # row counts of every partition, where dask knows them (not after a dataframe's
+        # to_dask_array(): NaN; the validation pass then finds rows that do not line up)
         rows = [tuple(a.chunks[0]) for a in inputs if hasattr(a, "chunks")]
+        rows = [r for r in rows if not np.isnan(sum(r))]
         if len(set(n_parts)) > 1 or len(set(rows)) > 1:
             raise ValueError(
                 "X, y and sample_weight must be partitioned alike (the same rows in each "
@@ -520,7 +523,8 @@ class _Partitions:
             ]
         X, y, weights = self.inputs
         # three dimensions, so that blocks of X, y (1-D or 2-D) and the weights line up by rows
-        blocks = [X.rechunk({1: -1})[:, :, None], y.reshape(y.shape[0], 1, -1).rechunk({2: -1})]
+        blocks = [_whole_rows(X)[:, :, None], y[:, None, None] if y.ndim == 1 else y[:, None, :]]
+        blocks[1] = _whole_rows(blocks[1])
         if weights is not None:
             blocks.append(weights[:, None, None])
         meta = np.empty((0, 0, 0), dtype=object)
@@ -528,6 +532,13 @@ class _Partitions:
             _on_block, *blocks, task=func, args=args, y_1d=y.ndim == 1, dtype=object, meta=meta
         )
         return list(out.to_delayed().ravel())
+
+
+def _whole_rows(array):
+    """``array`` with one block across its columns (a row partition holds whole rows)."""
+    if all(n == 1 for n in array.numblocks[1:]):
+        return array  # also keeps unknown row sizes, which rechunk refuses
+    return array.rechunk({axis: -1 for axis in range(1, array.ndim)})
 
 
 def _on_block(X, y, weights=None, *, task, args, y_1d, block_id):

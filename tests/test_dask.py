@@ -217,3 +217,15 @@ def test_several_outputs(client):
     lazy = model.predict(Xd)
     assert lazy.shape == (300, 2)
     np.testing.assert_array_equal(lazy.compute(), local.predict(X))
+
+
+def test_partitions_of_unknown_size(client):
+    # a boolean mask leaves dask without the partitions' row counts
+    X, y = _data(DaskCO2ForestClassifier, n=300)
+    Xd, yd = da.from_array(X, chunks=100), da.from_array(y, chunks=100)
+    keep = Xd[:, 0] > -np.inf
+    params = dict(FAST[DaskCO2ForestClassifier], random_state=0)
+    model = DaskCO2ForestClassifier(rows_per_tree=None, **params).fit(Xd[keep], yd[keep])
+    local = CO2ForestClassifier(**params).fit(X, y)
+    np.testing.assert_array_equal(model.predict_proba(X), local.predict_proba(X))
+    np.testing.assert_array_equal(model.predict(Xd[keep]).compute(), local.predict(X))
