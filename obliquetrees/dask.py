@@ -419,6 +419,16 @@ class _DaskForest:
         local.__dict__.update({k: v for k, v in self.__dict__.items() if k not in _DASK_PARAMS})
         return local
 
+    def __sklearn_clone__(self):
+        """scikit-learn's ``clone``, sharing the client (a client cannot be deep-copied)."""
+        client, self.client = self.client, None
+        try:
+            new = super().__sklearn_clone__()
+        finally:
+            self.client = client
+        new.client = client
+        return new
+
     def __getstate__(self):
         """The saved state, without the client (which belongs to this session)."""
         state = super().__getstate__()

@@ -16,7 +16,7 @@ distributed = pytest.importorskip(
 )
 da = pytest.importorskip("dask.array", reason="dask collections come from dask.array")
 
-from sklearn.base import is_classifier  # noqa: E402
+from sklearn.base import clone, is_classifier  # noqa: E402
 from sklearn.datasets import make_classification, make_regression  # noqa: E402
 from sklearn.utils.estimator_checks import check_estimator  # noqa: E402
 
@@ -159,6 +159,7 @@ def test_pickle_and_numpy_fit(client):
     model.fit(da.from_array(X, chunks=150), da.from_array(y, chunks=150))
     loaded = pickle.loads(pickle.dumps(model))
     assert loaded.client is None and model.client is client
+    assert clone(model).client is client  # shared, not copied
     np.testing.assert_array_equal(loaded.predict_proba(X), model.predict_proba(X))
     local = pickle.loads(pickle.dumps(model.to_local()))
     np.testing.assert_array_equal(local.predict_proba(X), model.predict_proba(X))
