@@ -286,7 +286,7 @@ class _DaskForest:
         if not lazy:
             return super()._fit(X, y, sample_weight)
         if "X" not in lazy or "y" not in lazy or (sample_weight is not None and len(lazy) < 3):
-            eager = sorted(set(inputs) - set(lazy) - ({"sample_weight"} - set(lazy)))
+            eager = [name for name, v in inputs.items() if v is not None and name not in lazy]
             raise TypeError(
                 f"{type(self).__name__}.fit takes X, y and sample_weight all as dask "
                 f"collections or all in memory; {', '.join(lazy)} are dask collections, "
@@ -307,6 +307,7 @@ class _DaskForest:
         return self
 
     def _refuse_whole_set_options(self):
+        self._check_parameters()
         for name in ("oob_score", "warm_start"):
             if getattr(self, name, False):
                 raise ValueError(
@@ -611,6 +612,9 @@ _DASK_CONSTRAINTS = {
 class _CO2Trees:
     """How a CO2 forest trains one tree on a worker and stores the trees (dask fit)."""
 
+    def _check_parameters(self):
+        self._check_bootstrap_parameters()
+
     def _grow_tree(self, X, y, sample_weight, seed):
         missing = self._missing_plan(X, y, sample_weight)
         trees, stats = self._grow_trees(
@@ -627,6 +631,9 @@ class _CO2Trees:
 
 class _E2EDTTrees:
     """How an E2EDT forest trains one tree on a worker and stores the trees (dask fit)."""
+
+    def _check_parameters(self):
+        """Nothing beyond :meth:`_DaskForest._refuse_whole_set_options` (``oob_score``)."""
 
     def _grow_tree(self, X, y, sample_weight, seed):
         targets, n_classes, sample_weight = self._training_targets(y, sample_weight, {"trees": []})

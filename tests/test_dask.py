@@ -187,6 +187,10 @@ def test_clear_errors_leave_the_estimator_unchanged(client):
         model.fit(Xd, da.from_array(y, chunks=150))
     with pytest.raises(TypeError, match="all as dask collections"):
         model.fit(Xd, y)
+    with pytest.raises(TypeError, match="sample_weight not"):
+        model.fit(Xd, yd, sample_weight=np.ones(len(y)))
+    with pytest.raises(ValueError, match="needs bootstrap=True"):
+        DaskCO2ForestRegressor(bootstrap=False, max_samples=10).fit(Xd, yd)
     with pytest.raises(ValueError, match="oob_score=True"):
         DaskCO2ForestRegressor(oob_score=True).fit(Xd, yd)
     np.testing.assert_array_equal(model.predict(X), before)
