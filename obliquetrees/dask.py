@@ -147,28 +147,40 @@ def _summarize(X, y, sample_weight, partition, template):
 def _take_rows(X, y, sample_weight, partition, wave):
     """The rows of one partition drawn for each tree of a wave (None: none drawn).
 
-    ``wave`` lists ``(seed, counts)`` per tree: ``counts[partition]`` rows
-    drawn without replacement from stream ``_ROWS_STREAM + 1 + partition`` of
-    the tree's seed.
+    ``wave`` lists ``(seed, counts, replace)`` per tree: ``counts[partition]``
+    draws from the partition's rows, with replacement (a bootstrap) or without,
+    from stream ``_ROWS_STREAM + 1 + partition`` of the tree's seed. Each
+    drawn row comes once, with the number of times it was drawn.
     """
     pick = (lambda a, rows: a.iloc[rows]) if hasattr(X, "iloc") else (lambda a, rows: a[rows])
     taken = []
-    for seed, counts in wave:
+    for seed, counts, replace in wave:
         n_draw = int(counts[partition])
         if not n_draw:
             taken.append(None)
             continue
         rng = generator(int(seed), _ROWS_STREAM + 1 + int(partition))
-        rows = np.sort(rng.choice(X.shape[0], size=n_draw, replace=False))
+        if replace:
+            times = np.bincount(rng.integers(0, X.shape[0], n_draw), minlength=X.shape[0])
+            rows = np.flatnonzero(times)
+            times = times[rows].astype(np.float64)
+        else:
+            rows = np.sort(rng.choice(X.shape[0], size=n_draw, replace=False))
+            times = np.ones(n_draw)
         weights = None if sample_weight is None else pick(sample_weight, rows)
-        taken.append((pick(X, rows), pick(y, rows), weights))
+        taken.append((pick(X, rows), pick(y, rows), weights, times))
     return taken
 
 
 def _train_tree(template, seed, *parts):
-    """Validate one tree's rows (``parts``: its part of :func:`_take_rows`) and train the tree."""
-    X, y, weights = (_concat([part[i] for part in parts]) for i in range(3))
+    """Validate one tree's rows (``parts``: its part of :func:`_take_rows`) and train the tree.
+
+    ``template`` has ``bootstrap=False``: the rows were drawn already, and
+    weigh their number of draws.
+    """
+    X, y, weights, times = (_concat([part[i] for part in parts]) for i in range(4))
     X, y, weights = _validated_rows(template, X, y, weights)
+    weights = weights * times  # the bootstrap's counts, as the in-memory fit weighs rows
     if not np.any(weights > 0):
         raise ValueError(
             "every row drawn for a tree has sample_weight 0: raise rows_per_tree, "
@@ -335,7 +347,10 @@ class _DaskForest:
         """
         # without the client (not picklable); each worker thread trains one tree
         template = type(self)(**self.get_params(deep=False))
-        template.set_params(client=None, n_jobs=1, verbose=0)
+        # the rows come drawn (and weighted by their draws) from the partitions
+        template.set_params(client=None, n_jobs=1, verbose=0, bootstrap=False)
+        if "max_samples" in template.get_params():
+            template.set_params(max_samples=None)
         if hasattr(X, "columns"):  # a dask DataFrame
             names = np.asarray(X.columns, dtype=object)
             template.n_features_in_ = len(names)
@@ -372,12 +387,16 @@ class _DaskForest:
             template.n_outputs_ = self.n_outputs_
         self._feature_std = _combined_std([s["moments"] for s in summaries if s["n_rows"]])
 
-    def _rows_per_tree(self, n_rows):
+    def _draws_per_tree(self, n_rows):
+        """Draws of each tree's rows (``rows_per_tree`` resolved); capped at ``n_rows`` without
+        replacement (``bootstrap=False``)."""
         if self.rows_per_tree is None:
-            return n_rows
-        if isinstance(self.rows_per_tree, Integral):
-            return min(int(self.rows_per_tree), n_rows)
-        return min(max(int(self.rows_per_tree * n_rows), 1), n_rows)
+            draws = n_rows
+        elif isinstance(self.rows_per_tree, Integral):
+            draws = int(self.rows_per_tree)
+        else:
+            draws = max(int(self.rows_per_tree * n_rows), 1)
+        return draws if self.bootstrap else min(draws, n_rows)
 
     def _train_trees(self, client, template, parts, lengths, seeds):
         """Every tree's result, in seed order.
@@ -387,16 +406,14 @@ class _DaskForest:
         not persisted is read, or generated, once per wave) and draws the rows
         of every tree of the wave; each tree's task receives its own rows.
         """
-        n_rows = self._rows_per_tree(int(lengths.sum()))
+        n_draws = self._draws_per_tree(int(lengths.sum()))
         wave_size = max(1, sum(client.nthreads().values()))
         results = []
         for start in range(0, len(seeds), wave_size):
             wave = seeds[start : start + wave_size]
-            counts = [
-                generator(int(seed), _ROWS_STREAM).multivariate_hypergeometric(lengths, n_rows)
-                for seed in wave
-            ]
-            taken = parts.map(_take_rows, list(zip(map(int, wave), counts, strict=True)))
+            counts = [_partition_draws(seed, lengths, n_draws, self.bootstrap) for seed in wave]
+            plan = [(int(seed), c, self.bootstrap) for seed, c in zip(wave, counts, strict=True)]
+            taken = parts.map(_take_rows, plan)
             trees = [
                 _delayed(_train_tree)(
                     template,
@@ -486,6 +503,19 @@ def _delayed(func):
     import dask
 
     return dask.delayed(func, pure=True)
+
+
+def _partition_draws(seed, lengths, n_draws, replace):
+    """How many of a tree's ``n_draws`` draws fall in each partition (``lengths`` rows each).
+
+    With replacement (a bootstrap of all rows): multinomial; without: multivariate
+    hypergeometric. Drawn from the tree's seed, so the same seed and the same
+    partitioning give the same rows.
+    """
+    rng = generator(int(seed), _ROWS_STREAM)
+    if replace:
+        return rng.multinomial(n_draws, lengths / lengths.sum())
+    return rng.multivariate_hypergeometric(lengths, n_draws)
 
 
 class _Partitions:
@@ -614,6 +644,18 @@ class _CO2Trees:
 
     def _check_parameters(self):
         self._check_bootstrap_parameters()
+        if self.max_samples is not None:
+            raise ValueError(
+                f"max_samples={self.max_samples!r}: on dask input rows_per_tree gives the "
+                "rows each tree draws; leave max_samples=None."
+            )
+        if self.oblique_test == "out_of_bag" and self.oblique_penalty:
+            raise ValueError(
+                f'oblique_test="out_of_bag" with oblique_penalty={self.oblique_penalty!r}: a '
+                "tree of a dask fit receives only the rows it drew, none out of bag, so no "
+                "oblique split could gain a positive margin; set oblique_penalty=0 or "
+                'oblique_test="fit".'
+            )
 
     def _grow_tree(self, X, y, sample_weight, seed):
         missing = self._missing_plan(X, y, sample_weight)

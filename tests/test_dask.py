@@ -1,9 +1,10 @@
 """obliquetrees.dask: CO2 and E2EDT forests fitted on dask collections, on a small LocalCluster.
 
-With ``rows_per_tree=None`` every tree gathers all rows, and the model must be
-the in-memory fit bit for bit (the dask fit runs the same training step on
-the same rows with the same seeds); with fewer rows, the same
-``random_state`` and partitioning must give the same model.
+With ``bootstrap=False`` and ``rows_per_tree=None`` every tree gathers all
+rows, and the model must be the in-memory fit bit for bit (the dask fit runs
+the same training step on the same rows with the same seeds); with a
+bootstrap of fewer rows, the same ``random_state`` and partitioning must give
+the same model.
 """
 
 import pickle
@@ -86,13 +87,13 @@ def _record_block(block):
 
 
 @pytest.mark.parametrize("cls", list(FAST))
-def test_every_row_per_tree_is_the_in_memory_fit(cls, client):
+def test_every_row_without_bootstrap_is_the_in_memory_fit(cls, client):
     X, y = _data(cls, nan=True)
     weight = np.random.default_rng(1).uniform(0.5, 2.0, X.shape[0])
     chunks = 130  # uneven partitions, and X split over its columns too
     Xd, yd = da.from_array(X, chunks=(chunks, 4)), da.from_array(y, chunks=chunks)
     wd = da.from_array(weight, chunks=chunks)
-    params = dict(FAST[cls], random_state=0)
+    params = dict(FAST[cls], random_state=0, bootstrap=False)
     model = cls(rows_per_tree=None, **params).fit(Xd, yd, sample_weight=wd)
     local = LOCAL[cls](**params).fit(X, y, sample_weight=weight)
     np.testing.assert_array_equal(_output(model, X), _output(local, X))
@@ -112,6 +113,9 @@ def test_same_random_state_and_partitioning_give_the_same_model(client):
     assert first.score(X, y) > 0.6
     # every class known to every tree, whichever rows it drew
     assert first.forest_.n_outputs == 3
+    # each tree's root weighs its 150 draws with replacement (a bootstrap of all rows)
+    roots = first.forest_.n_node_samples[first.forest_.node_offset[:-1]]
+    np.testing.assert_array_equal(roots, 150.0)
 
 
 def test_predictions_are_lazy_blockwise_and_equal_numpy(client):
@@ -143,7 +147,7 @@ def test_dataframe_input_keeps_feature_names(client):
     frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
     Xd = dd.from_pandas(frame, npartitions=3)
     yd = dd.from_pandas(pd.Series(y), npartitions=3)
-    params = dict(FAST[DaskCO2ForestRegressor], random_state=0)
+    params = dict(FAST[DaskCO2ForestRegressor], random_state=0, bootstrap=False)
     model = DaskCO2ForestRegressor(rows_per_tree=None, **params).fit(Xd, yd)
     local = CO2ForestRegressor(**params).fit(frame, y)
     assert list(model.feature_names_in_) == list(frame.columns)
@@ -191,6 +195,10 @@ def test_clear_errors_leave_the_estimator_unchanged(client):
         model.fit(Xd, yd, sample_weight=np.ones(len(y)))
     with pytest.raises(ValueError, match="needs bootstrap=True"):
         DaskCO2ForestRegressor(bootstrap=False, max_samples=10).fit(Xd, yd)
+    with pytest.raises(ValueError, match="rows_per_tree gives"):
+        DaskCO2ForestRegressor(max_samples=10).fit(Xd, yd)
+    with pytest.raises(ValueError, match="none out of bag"):
+        DaskCO2ForestRegressor(oblique_penalty=1.0, oblique_test="out_of_bag").fit(Xd, yd)
     with pytest.raises(ValueError, match="oob_score=True"):
         DaskCO2ForestRegressor(oob_score=True).fit(Xd, yd)
     np.testing.assert_array_equal(model.predict(X), before)
@@ -215,7 +223,7 @@ def test_sklearn_checks_on_in_memory_input():
 def test_several_outputs(client):
     X, y = make_regression(300, 5, n_targets=2, random_state=0)
     Xd, yd = da.from_array(X, chunks=100), da.from_array(y, chunks=(100, 1))
-    params = dict(FAST[DaskCO2ForestRegressor], random_state=0)
+    params = dict(FAST[DaskCO2ForestRegressor], random_state=0, bootstrap=False)
     model = DaskCO2ForestRegressor(rows_per_tree=None, **params).fit(Xd, yd)
     local = CO2ForestRegressor(**params).fit(X, y)
     np.testing.assert_array_equal(model.predict(X), local.predict(X))
@@ -229,7 +237,7 @@ def test_partitions_of_unknown_size(client):
     X, y = _data(DaskCO2ForestClassifier, n=300)
     Xd, yd = da.from_array(X, chunks=100), da.from_array(y, chunks=100)
     keep = Xd[:, 0] > -np.inf
-    params = dict(FAST[DaskCO2ForestClassifier], random_state=0)
+    params = dict(FAST[DaskCO2ForestClassifier], random_state=0, bootstrap=False)
     model = DaskCO2ForestClassifier(rows_per_tree=None, **params).fit(Xd[keep], yd[keep])
     local = CO2ForestClassifier(**params).fit(X, y)
     np.testing.assert_array_equal(model.predict_proba(X), local.predict_proba(X))
