@@ -13,25 +13,44 @@ of ``X``:
    missing values, the number of features, labels or targets, weights) and
    returns small summaries: the rows of each partition, its class labels (so
    every tree knows all classes), the weighted moments of the features.
-2. Each tree's rows: ``rows_per_tree`` rows drawn uniformly without
-   replacement from all rows, as per-partition counts (a multivariate
-   hypergeometric draw from the tree's seed), then the rows within each
-   partition from the seed of (tree, partition). Only those rows move, to the
-   worker that trains the tree.
+2. Each tree's rows are its bootstrap: ``rows_per_tree`` draws with
+   replacement from all rows (without replacement for ``bootstrap=False``),
+   as per-partition counts (multinomial, or multivariate hypergeometric,
+   from the tree's seed), then the rows within each partition from the seed
+   of (tree, partition). Each drawn row moves once, with its number of
+   draws, to the worker that trains the tree; one task per partition reads
+   the partition's ``X``, ``y`` and weights together (one blockwise graph),
+   so no block of ``X`` moves.
 3. That worker runs the ordinary per-tree training step (the in-memory
-   estimator's ``_grow_trees``: missing-value plan, standardisation,
-   bootstrap of ``max_samples`` draws, growth, folding) on the tree's rows;
-   the client assembles the trees as the in-memory ``fit`` does.
+   estimator's ``_grow_trees``: missing-value plan, standardisation, growth,
+   folding) with ``bootstrap=False`` on the tree's rows, each weighing
+   ``sample_weight`` times its draws, which is the weight the in-memory
+   bootstrap gives it; the client assembles the trees as the in-memory
+   ``fit`` does.
 
-A tree is thus the in-memory forest's tree fitted on its rows: with
-``rows_per_tree=None`` (every row; each tree then gathers all of ``X``), the
-model equals the in-memory fit bit for bit. The same ``random_state`` and the
-same partitioning give the same model. Trees go in waves of one tree per
+A tree is thus the in-memory forest's tree fitted on its bootstrap, with two
+differences: the standardisation, the missing-value plan and the class prior
+of empty nodes come from the tree's rows instead of all rows, and no
+out-of-bag rows are shipped, so CO2's out-of-bag test of oblique splits
+(``oblique_test="out_of_bag"``) keeps every oblique split at the default
+``oblique_penalty=0`` and refuses a positive one. With ``bootstrap=False`` and
+``rows_per_tree=None`` (every row once; each tree then gathers all of ``X``)
+the model equals the in-memory fit bit for bit. The same ``random_state`` and
+the same partitioning give the same model. Trees go in waves of one tree per
 worker thread; a wave reads every partition once, and a worker holds the
 partitions it reads plus the rows of the trees it trains. The result is the
 ordinary fitted estimator (:meth:`DaskCO2ForestClassifier.to_local`);
-``predict``, ``predict_proba`` and ``apply`` of a dask collection return lazy dask arrays computed
-blockwise on the workers.
+``predict``, ``predict_proba`` and ``apply`` of a dask collection return lazy
+dask arrays computed blockwise on the workers.
+
+Why a bootstrap of the rows rather than a sample inside which each tree
+bootstraps again (the first version): on data of the benchmark's
+distribution (``benchmarks/bench_dask.py``, 40 features, 3 classes), six
+CO2 trees of 100,000 fresh rows each reached a test accuracy of 0.709 when
+they kept every row once, 0.698 when a second bootstrap left 63 % of them in
+each tree (one run of each). Why rows rather than whole partitions per tree: rows drawn from every
+partition keep a tree's sample uniform however the partitions are ordered
+(by time, by source), at the cost of reading every partition once per wave.
 
 In-memory input (numpy, pandas, scipy.sparse) is fitted in this process by
 the ordinary ``fit``. Out-of-bag scores, ``warm_start`` and the leaf targets
@@ -233,13 +252,15 @@ def _dask_init(local_class):
 
 
 _EXTRA_PARAMETER_DOCS = """    rows_per_tree : int, float or None, default=100_000
-        Rows each tree is trained on, drawn uniformly without replacement
-        from all rows of the dask input and gathered on the worker that
-        trains the tree (an int is capped at the number of rows, a float is
-        a fraction of them, None takes every row). The tree is then the
-        ordinary fit of one tree on these rows (its bootstrap draws
-        ``max_samples`` of them). The default bounds a tree's rows at
-        100,000 x n_features x 8 bytes on its worker; see
+        Rows each tree draws from all rows of the dask input: with
+        ``bootstrap=True`` draws with replacement (the tree's bootstrap, as
+        ``max_samples`` in memory, which must stay None on dask input),
+        else rows without replacement (capped at the number of rows). An int
+        is a number of draws, a float a fraction of the rows, None as many
+        draws as rows. The drawn rows are gathered on the worker that trains
+        the tree, so the default bounds a tree's rows at 100,000 x
+        n_features x 8 bytes there (with 2 workers of 500 MB, of which about
+        300 MB are the runtime's, about the most a tree can take); see
         ``benchmarks/results/dask.md`` for its accuracy against the
         in-memory fit. In-memory input ignores it.
     client : distributed.Client or None, default=None
