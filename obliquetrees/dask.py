@@ -73,6 +73,7 @@ from sklearn.base import is_classifier
 from sklearn.utils.validation import _check_sample_weight
 
 from obliquetrees._core._random import generator
+from obliquetrees._core.forest import return_freed_memory
 from obliquetrees.co2._estimator import CO2ForestClassifier
 from obliquetrees.co2._regressor import CO2ForestRegressor
 from obliquetrees.e2edt._estimator import E2EDTClassifier, E2EDTRegressor
@@ -188,6 +189,7 @@ def _take_rows(X, y, sample_weight, partition, wave):
             times = np.ones(n_draw)
         weights = None if sample_weight is None else pick(sample_weight, rows)
         taken.append((pick(X, rows), pick(y, rows), weights, times))
+    return_freed_memory()  # the partition's temporaries (see _train_tree)
     return taken
 
 
@@ -208,7 +210,13 @@ def _train_tree(template, seed, *parts):
     estimator = copy.copy(template)
     if is_classifier(estimator):
         y = np.searchsorted(estimator.classes_, y).astype(np.int64)
-    return estimator._grow_tree(X, y, bounded_weights(weights), seed)
+    grown = estimator._grow_tree(X, y, bounded_weights(weights), seed)
+    del X, y, weights, times, parts
+    # hand the rows' memory back to the operating system: glibc keeps freed heap pages,
+    # and a worker whose resident size stays above dask's pause threshold (80 % of its
+    # memory limit) runs no further task, so the fit would wait for it forever
+    return_freed_memory()
+    return grown
 
 
 def _concat(parts):
