@@ -43,6 +43,7 @@ SUBCOMMANDS = {
     "profile-co2": "benchmarks.profile_co2",
     "figure-e2edt-spatial": "benchmarks.figure_e2edt_spatial",
     "onnx": "benchmarks.bench_onnx",
+    "dask": "benchmarks.bench_dask",
     "scale": "benchmarks.bench_scale",
     "suite": "benchmarks.bench_suite",
     "cost": "benchmarks.bench_cost",

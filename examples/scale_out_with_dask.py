@@ -1,16 +1,21 @@
-"""Build a forest on a dask.distributed cluster through joblib's dask backend.
+"""Build a forest on a dask.distributed cluster: joblib's dask backend, or obliquetrees.dask.
 
-Forests build their trees with joblib, so any joblib backend applies; with
+Two routes. (1) Forests build their trees with joblib, so any joblib backend applies; with
 dask, trees are built by the cluster's workers. Here a LocalCluster with two
 worker processes stands in for a real cluster (pass its scheduler address to
 ``Client`` instead). The forest is identical to the one built locally: every
 tree's seed is drawn up front from ``random_state``. Large arguments (X, y)
-are scattered to the workers once by joblib, not sent with every tree.
+are scattered to the workers once by joblib, not sent with every tree; every
+worker thus receives the whole training set. (2) For data that do not fit one
+machine, :mod:`obliquetrees.dask` fits on a dask array where its partitions
+live: each tree is trained on a worker from ``rows_per_tree`` rows drawn from
+the partitions, and predictions of a dask array are lazy dask arrays.
 
-    pip install ".[test]"   # or: pip install "dask[distributed]"
+    pip install ".[dask]"   # dask.array, dask.dataframe and distributed
     python examples/scale_out_with_dask.py
 """
 
+import dask.array as da
 import joblib
 import numpy as np
 from distributed import Client, LocalCluster
@@ -18,6 +23,7 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
 from obliquetrees import CO2ForestClassifier
+from obliquetrees.dask import DaskCO2ForestClassifier
 
 
 def main():
@@ -32,11 +38,22 @@ def main():
             print("dask cluster:", client)
             with joblib.parallel_backend("dask"):
                 distributed = CO2ForestClassifier(n_jobs=-1, **params).fit(X_train, y_train)
+            # (2) partitions stay on the workers; each tree draws 500 rows from them
+            X_parts = da.from_array(X_train, chunks=(300, -1))
+            y_parts = da.from_array(y_train, chunks=300)
+            partitioned = DaskCO2ForestClassifier(rows_per_tree=500, **params)
+            partitioned.fit(X_parts, y_parts)
+            lazy = partitioned.predict(da.from_array(X_test, chunks=(150, -1)))
+            partitioned_accuracy = float((lazy.compute() == y_test).mean())
 
     same = np.array_equal(local.predict_proba(X_test), distributed.predict_proba(X_test))
     print(
         f"test accuracy {distributed.score(X_test, y_test):.4f}; "
         f"identical to the local forest: {same}"
+    )
+    print(
+        f"obliquetrees.dask, 500 rows per tree: test accuracy {partitioned_accuracy:.4f} "
+        f"(model: {type(partitioned.to_local()).__name__})"
     )
 
 

@@ -34,7 +34,7 @@ __all__ = [
     "plot_tree",
 ]
 
-_LAZY_SUBMODULES = ("convert", "machine", "onnx")
+_LAZY_SUBMODULES = ("convert", "dask", "machine", "onnx")
 
 # models saved before each method had its folder name the old module paths
 install_moved_modules()

@@ -217,9 +217,11 @@ class ObliqueForest:
         compact = fill is not None and all(
             t.missing_fill is not None and np.array_equal(t.missing_fill, fill) for t in trees
         )
-        names = _NODE_ARRAYS + _WEIGHT_ARRAYS
-        if compact:
-            names = tuple(name for name in names if name != "weight_missing")
+        names = tuple(name for name in _NODE_ARRAYS + _WEIGHT_ARRAYS if name != "weight_missing")
+        if not compact:
+            # first: a tree in the compact form (its own fill) computes its terms from
+            # its weights and ids, which packing with ``consume`` releases
+            names = ("weight_missing", *names)
         # the trees' stored ids are packed as they are when every tree with a
         # full row stores the implicit form (a tree can only keep a full row's
         # ids when that row is not 0 .. n_features - 1: then all go explicit)

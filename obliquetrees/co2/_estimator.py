@@ -87,8 +87,6 @@ class _BaseCO2Forest(BaseObliqueForest):
 
     def _fit(self, X, y, sample_weight):
         """Grow the forest on ``(X, y)`` (:meth:`fit`, its parameters validated)."""
-        from obliquetrees._core.forest import return_freed_memory
-        from obliquetrees.co2 import training as co2  # numba is imported on first use
         from obliquetrees.utils.seeds import draw_seeds
 
         self._check_bootstrap_parameters()
@@ -138,10 +136,7 @@ class _BaseCO2Forest(BaseObliqueForest):
                 f"({self._describe_draws(old_draws)}); bootstrap={self.bootstrap} and "
                 f"max_samples={self.max_samples!r} give {self._describe_draws(n_draws)}."
             )
-        # NaN: trees train on indicator-augmented inputs and are folded back
-        missing = MissingValues.from_data(X, sample_weight, y, is_classifier(self))
-        self.max_features_ = resolve_max_features(self.max_features, missing.n_inputs)
-        self.max_split_features_ = resolve_max_features(self.max_split_features, missing.n_inputs)
+        missing = self._missing_plan(X, y, sample_weight)
         seeds = draw_seeds(self.random_state, self.n_estimators)
         if old_seeds is not None:  # random_state=None draws new seeds each fit
             seeds[: len(old_trees)] = old_seeds
@@ -152,6 +147,66 @@ class _BaseCO2Forest(BaseObliqueForest):
                 stacklevel=2,
             )
             return self
+        trees, stats = self._grow_trees(
+            missing, X, y, sample_weight, seeds[len(old_trees) :], n_draws, cst
+        )
+        self._store_trees(old_trees + trees, np.vstack([old_stats, stats]), seeds, n_draws)
+        self._monotonic_cst = None if cst is None else cst.tolist()
+        del trees
+        if self.oob_score:
+            self._set_oob_score(X, y)
+        else:  # from an earlier fit
+            for name in ("oob_score_", self._oob_output_name):
+                self.__dict__.pop(name, None)
+        return self
+
+    def _store_trees(self, trees, stats, seeds, n_draws):
+        """Set the fitted forest from every tree and its ``stats`` (:meth:`_grow_trees`'s).
+
+        ``seeds`` and ``n_draws`` say how each tree drew its bootstrap from
+        the training rows (None: not recorded, for trees whose rows the model
+        does not know).
+        """
+        from obliquetrees._core.forest import return_freed_memory
+
+        self.n_cccp_iter_ = stats[:, 0].copy()
+        self.n_axis_fallback_ = stats[:, 1].copy()
+        for name, value in (("_tree_seeds", seeds), ("_n_draws", n_draws)):
+            if seeds is None:
+                self.__dict__.pop(name, None)
+            else:
+                setattr(self, name, value)
+        self._set_trees(trees)
+        return_freed_memory()  # the packing's and the check's temporaries
+
+    def _missing_plan(self, X, y, sample_weight):
+        """The :class:`MissingValues` of the validated data; sets ``max_features_`` to match.
+
+        NaN: trees train on indicator-augmented inputs and are folded back.
+        """
+        missing = MissingValues.from_data(X, sample_weight, y, is_classifier(self))
+        self.max_features_ = resolve_max_features(self.max_features, missing.n_inputs)
+        self.max_split_features_ = resolve_max_features(self.max_split_features, missing.n_inputs)
+        return missing
+
+    def _grow_trees(self, missing, X, y, sample_weight, seeds, n_draws, cst):
+        """One tree per seed on validated data, folded back to the raw features.
+
+        The training step of :meth:`_fit`, also run by
+        :mod:`obliquetrees.dask` on each tree's rows. ``y`` holds class
+        indices into ``classes_`` (or targets), ``n_draws`` the resolved
+        bootstrap size (:meth:`_n_bootstrap_draws`), ``cst`` the checked
+        ``monotonic_cst`` (:func:`check_monotonic_cst`; None: unconstrained).
+
+        Returns
+        -------
+        trees : list of ObliqueTree
+        stats : ndarray of int64, shape (n_trees, 2)
+            CCCP iterations and axis-aligned fallbacks of each tree.
+        """
+        from obliquetrees._core.forest import return_freed_memory
+        from obliquetrees.co2 import training as co2  # numba is imported on first use
+
         n_free = missing.n_inputs - X.shape[1]  # the indicators
         params = self._training_params(
             co2.CO2Params,
@@ -164,7 +219,7 @@ class _BaseCO2Forest(BaseObliqueForest):
             y,
             sample_weight,
             params,
-            seeds[len(old_trees) :],
+            seeds,
             n_classes=getattr(self, "n_classes_", None),  # None: regression targets
             class_weight=self._class_weight_vector(y),
             # the missing-value indicators appended to X are free
@@ -173,12 +228,6 @@ class _BaseCO2Forest(BaseObliqueForest):
             verbose=self.verbose,
             name=type(self).__name__,
         )
-        stats = np.vstack([old_stats, info["stats"][:, [0, 2]]])
-        self.n_cccp_iter_ = stats[:, 0].copy()
-        self.n_axis_fallback_ = stats[:, 1].copy()
-        self._tree_seeds = seeds
-        self._n_draws = n_draws
-        self._monotonic_cst = None if cst is None else cst.tolist()
         # no reference to the unfolded trees may survive: they share their arrays with the
         # folded ones, which packing releases tree by tree (else the forest is held twice).
         # Folded in place, one tree at a time: each tree's old missing-value terms are freed
@@ -186,15 +235,7 @@ class _BaseCO2Forest(BaseObliqueForest):
         for i in range(len(trees)):
             trees[i] = missing.fold(trees[i])
             return_freed_memory()  # glibc keeps freed heap pages: hand them back
-        self._set_trees(old_trees + trees)
-        del trees
-        return_freed_memory()  # the packing's and the check's temporaries
-        if self.oob_score:
-            self._set_oob_score(X, y)
-        else:  # from an earlier fit
-            for name in ("oob_score_", self._oob_output_name):
-                self.__dict__.pop(name, None)
-        return self
+        return trees, info["stats"][:, [0, 2]]
 
     def _n_bootstrap_draws(self, n_samples):
         """Rows drawn per tree (``max_samples`` resolved), None without bootstrap."""

@@ -219,10 +219,6 @@ class _BaseE2EDT(BaseObliqueForest):
 
     def _fit(self, X, y, sample_weight):
         """Grow and finetune the tree(s) on ``(X, y)`` (:meth:`fit`, its parameters validated)."""
-        from threadpoolctl import threadpool_limits
-
-        from obliquetrees.e2edt.training import fit_e2edt  # numba is imported on first use
-
         if self.oob_score and not self.bootstrap:
             raise ValueError("Out-of-bag estimation needs bootstrap=True.")
         self._check_forest_size()
@@ -251,6 +247,58 @@ class _BaseE2EDT(BaseObliqueForest):
                 stacklevel=2,
             )
             return self
+        trees, info = self._grow_trees(
+            X, y, targets, sample_weight, n_classes, seeds[n_old:], monotonic_cst
+        )
+        self._store_trees(old, trees, info, seeds)
+        if self.oob_score:
+            self._set_oob_score(X, y)
+        elif "oob_score_" in self.__dict__:  # from an earlier fit
+            del self.oob_score_
+            self.__dict__.pop(self._oob_attribute)
+        return self
+
+    def _store_trees(self, old, trees, info, seeds):
+        """Set the fitted forest: the trees of ``old`` (:meth:`_warm_start_state`), then ``trees``.
+
+        ``info`` is :meth:`_grow_trees`'s; ``seeds`` those of every tree
+        (None: not recorded, for trees whose rows the model does not know).
+        """
+        self._set_trees(old["trees"] + trees)
+        self.steepness_ = old["steepness"] + info["steepness"]
+        if seeds is None:
+            self.__dict__.pop("_tree_seeds", None)
+            self.__dict__.pop("_tree_bootstrap", None)
+        else:
+            self._tree_seeds = seeds
+            self._tree_bootstrap = np.concatenate(
+                [np.asarray(old["bootstrap"], dtype=bool), np.full(len(trees), info["bootstrap"])]
+            )
+        if self.n_estimators == 1:
+            self.tree_ = self.trees_[0]
+        elif "tree_" in self.__dict__:
+            del self.tree_
+
+    def _grow_trees(self, X, y, targets, sample_weight, n_classes, seeds, monotonic_cst):
+        """One tree per seed on validated data, folded back to the raw features.
+
+        The training step of :meth:`_fit`, also run by
+        :mod:`obliquetrees.dask` on each tree's rows. ``targets``,
+        ``n_classes`` and ``sample_weight`` come from
+        :meth:`_training_targets`; ``monotonic_cst`` is the checked
+        constraint (:func:`check_monotonic_cst`; None: unconstrained).
+
+        Returns
+        -------
+        trees : list of ObliqueTree
+        info : dict
+            ``steepness`` (one array per tree) and ``bootstrap`` (whether the
+            trees trained on bootstrap samples).
+        """
+        from threadpoolctl import threadpool_limits
+
+        from obliquetrees.e2edt.training import fit_e2edt  # numba is imported on first use
+
         # NaN: trees train on indicator-augmented inputs and are folded back
         # (image patches need the pixel layout: there a NaN takes the pixel's mean)
         missing = MissingValues.from_data(
@@ -268,29 +316,15 @@ class _BaseE2EDT(BaseObliqueForest):
                 targets,
                 sample_weight,
                 params,
-                seeds[n_old:],
+                seeds,
                 n_classes=n_classes,
                 n_jobs=self.n_jobs,
                 verbose=self.verbose,
                 name=type(self).__name__,
                 monotonic_cst=monotonic_cst,
             )
-        self._set_trees(old["trees"] + [missing.fold(tree) for tree in trees])
-        self.steepness_ = old["steepness"] + info["steepness"]
-        self._tree_seeds = seeds
-        self._tree_bootstrap = np.concatenate(
-            [np.asarray(old["bootstrap"], dtype=bool), np.full(len(trees), params.bootstrap)]
-        )
-        if self.n_estimators == 1:
-            self.tree_ = self.trees_[0]
-        elif "tree_" in self.__dict__:
-            del self.tree_
-        if self.oob_score:
-            self._set_oob_score(X, y)
-        elif "oob_score_" in self.__dict__:  # from an earlier fit
-            del self.oob_score_
-            self.__dict__.pop(self._oob_attribute)
-        return self
+        trees = [missing.fold(tree) for tree in trees]
+        return trees, {"steepness": info["steepness"], "bootstrap": params.bootstrap}
 
     def _warm_start_state(self):
         """What a warm start keeps of the fitted model (nothing when cold)."""

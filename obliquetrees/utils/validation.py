@@ -131,12 +131,16 @@ def validate_fit_data(
     return X, y, sample_weight
 
 
-def validate_more_fit_data(estimator, X, y, sample_weight, *, classifier, accept_sparse=False):
+def validate_more_fit_data(
+    estimator, X, y, sample_weight, *, classifier, accept_sparse=False, multi_output=False
+):
     """Validate another batch of training data for a fitted estimator (``partial_fit``).
 
     The checks of :func:`validate_fit_data`, against the features seen at the
     first fit (``reset=False``); class labels are returned as given, for the
-    caller to map onto its ``classes_``.
+    caller to map onto its ``classes_``. ``multi_output`` accepts 2-D
+    regression targets, as in :func:`validate_fit_data` (a partition of a
+    dask fit, :mod:`obliquetrees.dask`).
 
     Returns
     -------
@@ -153,6 +157,7 @@ def validate_more_fit_data(estimator, X, y, sample_weight, *, classifier, accept
         classifier=classifier,
         reset=False,
         accept_sparse=accept_sparse,
+        multi_output=multi_output,
     )
 
 
@@ -204,9 +209,31 @@ def as_training_csr(X):
     return X
 
 
+def is_dask_collection(obj):
+    """Whether ``obj`` is a dask collection (duck-typed: imports nothing)."""
+    graph = getattr(obj, "__dask_graph__", None)
+    return callable(graph) and graph() is not None
+
+
+def _refuse_dask(estimator, *arrays):
+    """Raise ``TypeError`` for dask collections: the in-memory fit would gather them silently."""
+    if not any(is_dask_collection(a) for a in arrays):
+        return
+    name = type(estimator).__name__
+    if name.startswith(("CO2", "E2EDT")):
+        route = f"or fit obliquetrees.dask.Dask{name}, which trains where the partitions live"
+    else:
+        route = f"{name} has no dask route (it trains its trees jointly on all rows)"
+    raise TypeError(
+        f"{name}.fit trains in memory and got a dask collection: call .compute() on X, y "
+        f"(and sample_weight) if they fit in this process's memory; {route}."
+    )
+
+
 def _validate_training_arrays(
     estimator, X, y, sample_weight, *, classifier, reset, accept_sparse, multi_output=False
 ):
+    _refuse_dask(estimator, X, y, sample_weight)
     check_sparse_structure(X)
     X, y = validate_data(
         estimator,

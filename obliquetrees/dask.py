@@ -1,0 +1,750 @@
+"""Forests that train where the data live: CO2 and E2EDT forests on dask collections.
+
+``DaskCO2ForestClassifier``, ``DaskCO2ForestRegressor``, ``DaskE2EDTClassifier``
+and ``DaskE2EDTRegressor`` are the ordinary estimators with two more
+parameters, ``rows_per_tree`` and ``client`` (as ``lightgbm.DaskLGBMClassifier``
+and ``xgboost.dask.DaskXGBClassifier`` take a ``client``). Their ``fit`` takes
+a ``dask.array`` (2-D, partitioned by rows) or a ``dask.dataframe``, with
+``y`` and ``sample_weight`` partitioned alike, and no process ever holds all
+of ``X``:
+
+1. One pass over the partitions, on the workers, validates every partition
+   as the in-memory ``fit`` validates its data (dtype, finite values, NaN as
+   missing values, the number of features, labels or targets, weights) and
+   returns small summaries: the rows of each partition, its class labels (so
+   every tree knows all classes), the weighted moments of the features.
+2. Each tree's rows are its bootstrap: ``rows_per_tree`` draws with
+   replacement from all rows (without replacement for ``bootstrap=False``),
+   as per-partition counts (multinomial, or multivariate hypergeometric,
+   from the tree's seed), then the rows within each partition from the seed
+   of (tree, partition). Each drawn row moves once, with its number of
+   draws, to the worker that trains the tree; one task per partition reads
+   the partition's ``X``, ``y`` and weights together (one blockwise graph),
+   so no block of ``X`` moves.
+3. That worker runs the ordinary per-tree training step (the in-memory
+   estimator's ``_grow_trees``: missing-value plan, standardisation, growth,
+   folding) with ``bootstrap=False`` on the tree's rows, each weighing
+   ``sample_weight`` times its draws, which is the weight the in-memory
+   bootstrap gives it; the client assembles the trees as the in-memory
+   ``fit`` does.
+
+A tree is thus the in-memory forest's tree fitted on its bootstrap, with two
+differences: the standardisation, the missing-value plan and the class prior
+of empty nodes come from the tree's rows instead of all rows, and no
+out-of-bag rows are shipped, so CO2's out-of-bag test of oblique splits
+(``oblique_test="out_of_bag"``) keeps every oblique split at the default
+``oblique_penalty=0`` and refuses a positive one. With ``bootstrap=False`` and
+``rows_per_tree=None`` (every row once; each tree then gathers all of ``X``)
+the model equals the in-memory fit bit for bit. The same ``random_state`` and
+the same partitioning give the same model. Trees go in waves of one tree per
+worker thread; a wave reads every partition once, and a worker holds the
+partitions it reads plus the rows of the trees it trains. The result is the
+ordinary fitted estimator (:meth:`DaskCO2ForestClassifier.to_local`);
+``predict``, ``predict_proba`` and ``apply`` of a dask collection return lazy
+dask arrays computed blockwise on the workers.
+
+Why a bootstrap of the rows rather than a sample inside which each tree
+bootstraps again (the first version): on data of the benchmark's
+distribution (``benchmarks/bench_dask.py``, 40 features, 3 classes), six
+CO2 trees of 100,000 fresh rows each reached a test accuracy of 0.709 when
+they kept every row once, 0.698 when a second bootstrap left 63 % of them in
+each tree (one run of each). Why rows rather than whole partitions per tree: rows drawn from every
+partition keep a tree's sample uniform however the partitions are ordered
+(by time, by source), at the cost of reading every partition once per wave.
+
+In-memory input (numpy, pandas, scipy.sparse) is fitted in this process by
+the ordinary ``fit``. Out-of-bag scores, ``warm_start`` and the leaf targets
+of quantile regression need every training row and are not available on dask
+input (``record_leaf_targets`` gives quantiles from in-memory rows).
+
+Hinge forests and soft trees have no dask route: they train all their trees
+jointly by minibatch gradient steps over the whole data set, which would
+need synchronous gradient averaging across workers; fit them in memory
+(``X.compute()``).
+"""
+
+import copy
+import inspect
+import operator
+from numbers import Integral
+
+import numpy as np
+from sklearn.base import is_classifier
+from sklearn.utils.validation import _check_sample_weight
+
+from obliquetrees._core._random import generator
+from obliquetrees._core.forest import return_freed_memory
+from obliquetrees.co2._estimator import CO2ForestClassifier
+from obliquetrees.co2._regressor import CO2ForestRegressor
+from obliquetrees.e2edt._estimator import E2EDTClassifier, E2EDTRegressor
+from obliquetrees.utils._param_validation import integers, reals
+from obliquetrees.utils.seeds import draw_seeds
+from obliquetrees.utils.validation import (
+    bounded_weights,
+    check_is_fitted,
+    check_monotonic_cst,
+    is_dask_collection,
+    validate_more_fit_data,
+)
+
+__all__ = [
+    "DaskCO2ForestClassifier",
+    "DaskCO2ForestRegressor",
+    "DaskE2EDTClassifier",
+    "DaskE2EDTRegressor",
+]
+
+#: Default ``rows_per_tree``: a tree's rows take 100,000 x n_features x 8 bytes
+#: (32 MB at 40 features) on the worker that trains it.
+ROWS_PER_TREE = 100_000
+
+#: Stream of a tree's seed (:func:`~obliquetrees._core._random.generator`) that draws
+#: its rows per partition; partition ``p`` draws its rows from stream
+#: ``_ROWS_STREAM + 1 + p``. Far above the methods' own streams (1, 2, ...).
+_ROWS_STREAM = 1 << 20
+
+#: Parameters the dask estimators add to the ordinary ones.
+_DASK_PARAMS = ("rows_per_tree", "client")
+
+_NO_DASK_ROUTE = {
+    "DaskHingeForestClassifier": "HingeForestClassifier",
+    "DaskHingeForestRegressor": "HingeForestRegressor",
+    "DaskSoftTreeClassifier": "SoftTreeClassifier",
+    "DaskSoftTreeRegressor": "SoftTreeRegressor",
+}
+
+
+def __getattr__(name):
+    if name in _NO_DASK_ROUTE:
+        raise AttributeError(
+            f"obliquetrees.dask has no {name}: {_NO_DASK_ROUTE[name]} trains all its trees "
+            "jointly by gradient steps over the whole data set (no data-parallel route is "
+            f"implemented); fit obliquetrees.{_NO_DASK_ROUTE[name]} in memory on X.compute(), "
+            "or use a CO2 or E2EDT forest of obliquetrees.dask."
+        )
+    raise AttributeError(f"module 'obliquetrees.dask' has no attribute {name!r}")
+
+
+# ------------------------------------------------------------------ the workers' side
+def _validated_rows(template, X, y, sample_weight):
+    """``(X, labels or targets, weights)`` of rows, checked as the in-memory ``fit`` checks them.
+
+    ``template`` carries ``n_features_in_`` (and ``feature_names_in_``).
+    Weights are checked without the in-memory fit's "not all zero", which
+    holds for the whole data set (checked by the client), not for a partition.
+    """
+    classifier, multi_output = is_classifier(template), template._fit_multi_output
+    X, y, _ = validate_more_fit_data(
+        template, X, y, None, classifier=classifier, multi_output=multi_output
+    )
+    if sample_weight is None:
+        return X, y, np.ones(X.shape[0])
+    weights = _check_sample_weight(
+        np.asarray(sample_weight), X, dtype=np.float64, ensure_non_negative=True
+    )
+    return X, y, weights
+
+
+def _summarize(X, y, sample_weight, partition, template):
+    """One partition's summary: rows, labels (classifier) or outputs, weight total, moments."""
+    if X.shape[0] == 0:
+        return {"n_rows": 0}
+    X, y, weights = _validated_rows(template, X, y, sample_weight)
+    observed = ~np.isnan(X)
+    w = weights[:, None] * observed
+    total = w.sum(axis=0)
+    sums = (w * np.where(observed, X, 0.0)).sum(axis=0)
+    mean = np.divide(sums, total, out=np.zeros_like(total), where=total > 0)
+    m2 = (w * np.where(observed, X - mean, 0.0) ** 2).sum(axis=0)
+    return {
+        "n_rows": X.shape[0],
+        "labels": np.unique(y) if is_classifier(template) else None,
+        "n_outputs": 1 if y.ndim == 1 else y.shape[1],
+        "weight": float(weights.sum()),
+        "moments": (total, mean, m2),
+    }
+
+
+def _take_rows(X, y, sample_weight, partition, wave):
+    """The rows of one partition drawn for each tree of a wave (None: none drawn).
+
+    ``wave`` lists ``(seed, counts, replace)`` per tree: ``counts[partition]``
+    draws from the partition's rows, with replacement (a bootstrap) or without,
+    from stream ``_ROWS_STREAM + 1 + partition`` of the tree's seed. Each
+    drawn row comes once, with the number of times it was drawn.
+    """
+    pick = (lambda a, rows: a.iloc[rows]) if hasattr(X, "iloc") else (lambda a, rows: a[rows])
+    taken = []
+    for seed, counts, replace in wave:
+        n_draw = int(counts[partition])
+        if not n_draw:
+            taken.append(None)
+            continue
+        rng = generator(int(seed), _ROWS_STREAM + 1 + int(partition))
+        if replace:
+            times = np.bincount(rng.integers(0, X.shape[0], n_draw), minlength=X.shape[0])
+            rows = np.flatnonzero(times)
+            times = times[rows].astype(np.float64)
+        else:
+            rows = np.sort(rng.choice(X.shape[0], size=n_draw, replace=False))
+            times = np.ones(n_draw)
+        weights = None if sample_weight is None else pick(sample_weight, rows)
+        taken.append((pick(X, rows), pick(y, rows), weights, times))
+    return_freed_memory()  # the partition's temporaries (see _train_tree)
+    return taken
+
+
+def _train_tree(template, seed, *parts):
+    """Validate one tree's rows (``parts``: its part of :func:`_take_rows`) and train the tree.
+
+    ``template`` has ``bootstrap=False``: the rows were drawn already, and
+    weigh their number of draws.
+    """
+    X, y, weights, times = (_concat([part[i] for part in parts]) for i in range(4))
+    X, y, weights = _validated_rows(template, X, y, weights)
+    weights = weights * times  # the bootstrap's counts, as the in-memory fit weighs rows
+    if not np.any(weights > 0):
+        raise ValueError(
+            "every row drawn for a tree has sample_weight 0: raise rows_per_tree, "
+            "or leave out the rows of zero weight."
+        )
+    estimator = copy.copy(template)
+    if is_classifier(estimator):
+        y = np.searchsorted(estimator.classes_, y).astype(np.int64)
+    grown = estimator._grow_tree(X, y, bounded_weights(weights), seed)
+    del X, y, weights, times, parts
+    # hand the rows' memory back to the operating system: glibc keeps freed heap pages,
+    # and a worker whose resident size stays above dask's pause threshold (80 % of its
+    # memory limit) runs no further task, so the fit would wait for it forever
+    return_freed_memory()
+    return grown
+
+
+def _concat(parts):
+    if parts[0] is None:
+        return None
+    if hasattr(parts[0], "iloc"):
+        import pandas as pd
+
+        return pd.concat(parts)
+    return np.concatenate(parts)
+
+
+def _predict_rows(X, estimator, method):
+    """``estimator.method(X)`` of one partition."""
+    return getattr(estimator, method)(X)
+
+
+# ------------------------------------------------------------------ the client's side
+def _dask_init(local_class):
+    """``__init__`` of the dask class of ``local_class``: its parameters, then ours.
+
+    The signature is built (``__signature__``, which scikit-learn's
+    ``get_params`` and ``clone`` read) rather than written out, so the dask
+    classes take every parameter the ordinary ones take, with their defaults.
+    """
+    signature = inspect.signature(local_class.__init__)
+    extra = [
+        inspect.Parameter("rows_per_tree", inspect.Parameter.KEYWORD_ONLY, default=ROWS_PER_TREE),
+        inspect.Parameter("client", inspect.Parameter.KEYWORD_ONLY, default=None),
+    ]
+    signature = signature.replace(parameters=[*signature.parameters.values(), *extra])
+
+    def __init__(self, *args, **kwargs):
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        self._store_init_parameters(bound.arguments)
+
+    __init__.__signature__ = signature
+    __init__.__doc__ = local_class.__init__.__doc__
+    return __init__
+
+
+_EXTRA_PARAMETER_DOCS = """    rows_per_tree : int, float or None, default=100_000
+        Rows each tree draws from all rows of the dask input: with
+        ``bootstrap=True`` draws with replacement (the tree's bootstrap, as
+        ``max_samples`` in memory, which must stay None on dask input),
+        else rows without replacement (capped at the number of rows). An int
+        is a number of draws, a float a fraction of the rows, None as many
+        draws as rows. The drawn rows are gathered on the worker that trains
+        the tree, so the default bounds a tree's rows at 100,000 x
+        n_features x 8 bytes there (with 2 workers of 500 MB, of which about
+        300 MB are the runtime's, about the most a tree can take); see
+        ``benchmarks/results/dask.md`` for its accuracy against the
+        in-memory fit. In-memory input ignores it.
+    client : distributed.Client or None, default=None
+        The dask client whose cluster fits the trees; None: the default
+        client (``distributed.default_client()``). Not saved with the model.
+"""
+
+
+def _dask_doc(local_class):
+    """The docstring of the dask class: its summary, then ``local_class``'s sections plus ours."""
+    doc = inspect.cleandoc(local_class.__doc__)
+    body = doc[doc.index("\nParameters\n") :]
+    body = "\n".join("    " + line if line else line for line in body.splitlines())
+    cut = body.index("\n    Attributes\n")
+    summary = (
+        f"{local_class.__name__} trained on dask collections, where the data live.\n\n"
+        f"    ``fit`` takes a ``dask.array`` or ``dask.dataframe`` (``y`` and\n"
+        f"    ``sample_weight`` partitioned alike) and trains every tree on a worker\n"
+        f"    from ``rows_per_tree`` rows drawn from the partitions (details:\n"
+        f"    :mod:`obliquetrees.dask`); in-memory input is fitted as\n"
+        f"    :class:`~obliquetrees.{local_class.__name__}` fits it. ``predict``,\n"
+        f"    ``predict_proba`` and ``apply`` of a dask collection return lazy dask\n"
+        f"    arrays; :meth:`to_local` gives the ordinary fitted estimator.\n"
+    )
+    return summary + body[:cut] + "\n" + _EXTRA_PARAMETER_DOCS.rstrip("\n") + body[cut:]
+
+
+def _lazy_doc(method, summary, returns):
+    """Set the docstring of a prediction method that is lazy on dask input."""
+    method.__doc__ = f"""{summary}
+
+        A dask collection gives a lazy dask array, computed blockwise on the
+        workers (no gather); other input gives an ndarray, as the ordinary
+        class does.
+
+        Parameters
+        ----------
+        {_X_DOC}
+
+        Returns
+        -------
+        {returns}
+        """
+
+
+class _DaskForest:
+    """The dask ``fit`` and lazy prediction shared by the four dask classes (mixin)."""
+
+    _local_class = None
+
+    # ---------------------------------------------------------------- fit
+    def _fit(self, X, y, sample_weight):
+        """The dask fit for dask input, the ordinary one for in-memory input."""
+        inputs = {"X": X, "y": y, "sample_weight": sample_weight}
+        lazy = [name for name, value in inputs.items() if is_dask_collection(value)]
+        if not lazy:
+            return super()._fit(X, y, sample_weight)
+        if "X" not in lazy or "y" not in lazy or (sample_weight is not None and len(lazy) < 3):
+            eager = [name for name, v in inputs.items() if v is not None and name not in lazy]
+            raise TypeError(
+                f"{type(self).__name__}.fit takes X, y and sample_weight all as dask "
+                f"collections or all in memory; {', '.join(lazy)} are dask collections, "
+                f"{', '.join(eager)} not."
+            )
+        self._refuse_whole_set_options()
+        self._check_forest_size()
+        client = self._get_client()
+        template, parts = self._template(X, y, sample_weight)
+        summaries = client.gather(client.compute(parts.map(_summarize, template)))
+        self._set_data_attributes(template, summaries)
+        check_monotonic_cst(self, self.monotonic_cst)  # its errors before any tree is trained
+        lengths = np.array([s["n_rows"] for s in summaries], dtype=np.int64)
+        seeds = draw_seeds(self.random_state, self.n_estimators)
+        results = self._train_trees(client, template, parts, lengths, seeds)
+        self._store_dask_trees(results)
+        for name in ("oob_score_", "oob_decision_function_", "oob_prediction_", "_leaf_targets"):
+            self.__dict__.pop(name, None)
+        return self
+
+    def _refuse_whole_set_options(self):
+        self._check_parameters()
+        for name in ("oob_score", "warm_start"):
+            if getattr(self, name, False):
+                raise ValueError(
+                    f"{name}=True needs every training row in one process; on dask input "
+                    f"set {name}=False (or fit {self._local_class.__name__} in memory)."
+                )
+
+    def _get_client(self):
+        if self.client is not None:
+            return self.client
+        from distributed import default_client
+
+        try:
+            return default_client()
+        except ValueError:
+            raise ValueError(
+                f"{type(self).__name__} fits on a dask cluster: start a distributed.Client "
+                "(the default client) or pass client=."
+            ) from None
+
+    def _template(self, X, y, sample_weight):
+        """An unfitted copy of this estimator that knows the features, and the partitions.
+
+        Returns ``(template, partitions)``, a :class:`_Partitions`.
+        """
+        # without the client (not picklable); each worker thread trains one tree
+        template = type(self)(**self.get_params(deep=False))
+        # the rows come drawn (and weighted by their draws) from the partitions
+        template.set_params(client=None, n_jobs=1, verbose=0, bootstrap=False)
+        if "max_samples" in template.get_params():
+            template.set_params(max_samples=None)
+        if hasattr(X, "columns"):  # a dask DataFrame
+            names = np.asarray(X.columns, dtype=object)
+            template.n_features_in_ = len(names)
+            if all(isinstance(name, str) for name in names):
+                template.feature_names_in_ = names
+        elif X.ndim != 2:
+            raise ValueError(f"X must be 2-D (samples, features); got {X.ndim} dimensions.")
+        else:
+            template.n_features_in_ = int(X.shape[1])
+        return template, _Partitions(X, y, sample_weight)
+
+    def _set_data_attributes(self, template, summaries):
+        """Fitted attributes of the whole data from the partitions' summaries."""
+        n_rows = sum(s["n_rows"] for s in summaries)
+        if n_rows == 0:
+            raise ValueError("X has no rows.")
+        if not sum(s["weight"] for s in summaries) > 0:
+            raise ValueError("sample_weight must not be all zero (sum must be > 0).")
+        for name in ("n_features_in_", "feature_names_in_"):
+            if name in template.__dict__:
+                setattr(self, name, getattr(template, name))
+            else:
+                self.__dict__.pop(name, None)
+        if is_classifier(self):
+            labels = [s["labels"] for s in summaries if s["n_rows"]]
+            self.classes_ = np.unique(np.concatenate(labels))
+            self.n_classes_ = len(self.classes_)
+            template.classes_, template.n_classes_ = self.classes_, self.n_classes_
+        else:
+            outputs = {s["n_outputs"] for s in summaries if s["n_rows"]}
+            if len(outputs) > 1:
+                raise ValueError(f"y has {sorted(outputs)} outputs in different partitions.")
+            self.n_outputs_ = outputs.pop()
+            template.n_outputs_ = self.n_outputs_
+        self._feature_std = _combined_std([s["moments"] for s in summaries if s["n_rows"]])
+
+    def _draws_per_tree(self, n_rows):
+        """Draws of each tree's rows (``rows_per_tree`` resolved); capped at ``n_rows`` without
+        replacement (``bootstrap=False``)."""
+        if self.rows_per_tree is None:
+            draws = n_rows
+        elif isinstance(self.rows_per_tree, Integral):
+            draws = int(self.rows_per_tree)
+        else:
+            draws = max(int(self.rows_per_tree * n_rows), 1)
+        return draws if self.bootstrap else min(draws, n_rows)
+
+    def _train_trees(self, client, template, parts, lengths, seeds):
+        """Every tree's result, in seed order.
+
+        Trees go in waves of as many trees as the cluster has worker threads:
+        one task per partition reads it (once per wave: a partition that is
+        not persisted is read, or generated, once per wave) and draws the rows
+        of every tree of the wave; each tree's task receives its own rows.
+        """
+        n_draws = self._draws_per_tree(int(lengths.sum()))
+        wave_size = max(1, sum(client.nthreads().values()))
+        results = []
+        for start in range(0, len(seeds), wave_size):
+            wave = seeds[start : start + wave_size]
+            counts = [_partition_draws(seed, lengths, n_draws, self.bootstrap) for seed in wave]
+            plan = [(int(seed), c, self.bootstrap) for seed, c in zip(wave, counts, strict=True)]
+            taken = parts.map(_take_rows, plan)
+            trees = [
+                _delayed(_train_tree)(
+                    template,
+                    int(seed),
+                    *(_delayed(operator.getitem)(taken[p], t) for p in np.flatnonzero(counts[t])),
+                )
+                for t, seed in enumerate(wave)
+            ]
+            results += client.gather(client.compute(trees))
+        return results
+
+    def to_local(self):
+        """The ordinary fitted estimator (no dask parameters), sharing this model's arrays.
+
+        Returns
+        -------
+        estimator : CO2ForestClassifier, CO2ForestRegressor, E2EDTClassifier or E2EDTRegressor
+            Pickles, exports to ONNX and predicts exactly as this model does.
+        """
+        local = self._local_class.__new__(self._local_class)
+        local.__dict__.update({k: v for k, v in self.__dict__.items() if k not in _DASK_PARAMS})
+        return local
+
+    def __sklearn_clone__(self):
+        """scikit-learn's ``clone``, sharing the client (a client cannot be deep-copied)."""
+        client, self.client = self.client, None
+        try:
+            new = super().__sklearn_clone__()
+        finally:
+            self.client = client
+        new.client = client
+        return new
+
+    def __getstate__(self):
+        """The saved state, without the client (which belongs to this session)."""
+        state = super().__getstate__()
+        state["client"] = None
+        return state
+
+    # ------------------------------------------------------------ predict
+    def _lazy(self, method, X):
+        """``method`` of ``X``: lazy and blockwise for a dask collection, else the ordinary one."""
+        if not is_dask_collection(X):
+            return getattr(super(), method)(X)
+        check_is_fitted(self)
+        if method == "apply":
+            trees = None if self._is_single_tree() else self._forest().n_trees
+            return self._blockwise(method, X, trees, np.dtype(np.int64))
+        if method == "predict_proba":
+            return self._blockwise(method, X, len(self.classes_), np.dtype(np.float64))
+        if is_classifier(self):
+            return self._blockwise(method, X, None, self.classes_.dtype)
+        outputs = getattr(self, "n_outputs_", 1)
+        return self._blockwise(method, X, None if outputs == 1 else outputs, np.dtype(np.float64))
+
+    def predict(self, X):
+        return self._lazy("predict", X)
+
+    def apply(self, X):
+        return self._lazy("apply", X)
+
+    def _blockwise(self, method, X, columns, dtype):
+        """``method`` of every partition of the dask collection ``X``, as a lazy dask array.
+
+        ``columns``: None for one value per row, else the number of columns.
+        """
+        import dask
+        import dask.array as da
+
+        check_is_fitted(self)
+        model = dask.delayed(self.to_local(), pure=True)  # one copy in the graph
+        if hasattr(X, "columns"):  # a dask DataFrame: whole partitions, feature names kept
+            shape = (np.nan,) if columns is None else (np.nan, columns)
+            parts = [_delayed(_predict_rows)(part, model, method) for part in X.to_delayed()]
+            return da.concatenate([da.from_delayed(p, shape, dtype=dtype) for p in parts])
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D (samples, features); got {X.ndim} dimensions.")
+        X = _whole_rows(X)
+        if columns is None:
+            meta = np.empty(0, dtype=dtype)
+            return X.map_blocks(_predict_rows, model, method, drop_axis=1, meta=meta)
+        chunks, meta = (X.chunks[0], (columns,)), np.empty((0, 0), dtype=dtype)
+        return X.map_blocks(_predict_rows, model, method, chunks=chunks, meta=meta)
+
+
+def _delayed(func):
+    import dask
+
+    return dask.delayed(func, pure=True)
+
+
+def _partition_draws(seed, lengths, n_draws, replace):
+    """How many of a tree's ``n_draws`` draws fall in each partition (``lengths`` rows each).
+
+    With replacement (a bootstrap of all rows): multinomial; without: multivariate
+    hypergeometric. Drawn from the tree's seed, so the same seed and the same
+    partitioning give the same rows.
+    """
+    rng = generator(int(seed), _ROWS_STREAM)
+    if replace:
+        return rng.multinomial(n_draws, lengths / lengths.sum())
+    return rng.multivariate_hypergeometric(lengths, n_draws)
+
+
+class _Partitions:
+    """The row partitions of ``(X, y, sample_weight)``, and tasks that read them.
+
+    :meth:`map` runs a function on every partition in one task that computes
+    the partition of ``X``, ``y`` and ``sample_weight`` together: a dask
+    array's blocks come from one blockwise graph (``y`` computed from ``X``,
+    say, reads the block of ``X`` it was computed from on the same worker,
+    and no block of ``X`` is moved to meet its ``y``); a dask DataFrame's
+    partitions come from their delayed objects.
+
+    Raises
+    ------
+    ValueError
+        When the collections are not partitioned alike.
+    """
+
+    def __init__(self, X, y, sample_weight):
+        inputs = [X, y, sample_weight]
+        n_parts = [
+            a.numblocks[0] if hasattr(a, "numblocks") else a.npartitions
+            for a in inputs
+            if a is not None
+        ]
+        # row counts of every partition, where dask knows them (not after a dataframe's
+        # to_dask_array(): NaN; the validation pass then finds rows that do not line up)
+        rows = [tuple(a.chunks[0]) for a in inputs if hasattr(a, "chunks")]
+        rows = [r for r in rows if not np.isnan(sum(r))]
+        if len(set(n_parts)) > 1 or len(set(rows)) > 1:
+            raise ValueError(
+                "X, y and sample_weight must be partitioned alike (the same rows in each "
+                f"partition): {n_parts} partitions; rechunk or repartition them to X's."
+            )
+        self.inputs = inputs
+        self.arrays = all(hasattr(a, "chunks") for a in inputs if a is not None)
+
+    def map(self, func, *args):
+        """``func(X, y, sample_weight, partition, *args)`` of every partition: a list of Delayed."""
+        if not self.arrays:
+            parts = [None if a is None else a.to_delayed() for a in self.inputs]
+            weights = parts[2] or [None] * len(parts[0])
+            return [
+                _delayed(func)(x, y, w, p, *args)
+                for p, (x, y, w) in enumerate(zip(parts[0], parts[1], weights, strict=True))
+            ]
+        X, y, weights = self.inputs
+        # three dimensions, so that blocks of X, y (1-D or 2-D) and the weights line up by rows
+        blocks = [_whole_rows(X)[:, :, None], y[:, None, None] if y.ndim == 1 else y[:, None, :]]
+        blocks[1] = _whole_rows(blocks[1])
+        if weights is not None:
+            blocks.append(weights[:, None, None])
+        meta = np.empty((0, 0, 0), dtype=object)
+        out = da_map_blocks(
+            _on_block, *blocks, task=func, args=args, y_1d=y.ndim == 1, dtype=object, meta=meta
+        )
+        return list(out.to_delayed().ravel())
+
+
+def _whole_rows(array):
+    """``array`` with one block across its columns (a row partition holds whole rows)."""
+    if all(n == 1 for n in array.numblocks[1:]):
+        return array  # also keeps unknown row sizes, which rechunk refuses
+    return array.rechunk({axis: -1 for axis in range(1, array.ndim)})
+
+
+def _on_block(X, y, weights=None, *, task, args, y_1d, block_id):
+    """:meth:`_Partitions.map`'s task on one row block of the three-dimensional views."""
+    y = y[:, 0, 0] if y_1d else y[:, 0, :]
+    return task(X[:, :, 0], y, None if weights is None else weights[:, 0, 0], block_id[0], *args)
+
+
+def da_map_blocks(*args, **kwargs):
+    """``dask.array.map_blocks`` (dask is imported on first use)."""
+    import dask.array as da
+
+    return da.map_blocks(*args, **kwargs)
+
+
+def _combined_std(moments):
+    """Weighted standard deviation of every feature from the partitions' (total, mean, M2).
+
+    Chan et al.'s pairwise update, in partition order (deterministic).
+    """
+    total, mean, m2 = (np.array(a, dtype=np.float64) for a in moments[0])
+    for w_b, mean_b, m2_b in moments[1:]:
+        new_total = total + w_b
+        share = np.divide(w_b, new_total, out=np.zeros_like(total), where=new_total > 0)
+        delta = mean_b - mean
+        mean = mean + delta * share
+        m2 = m2 + m2_b + delta**2 * total * share
+        total = new_total
+    return np.sqrt(np.divide(m2, total, out=np.zeros_like(total), where=total > 0))
+
+
+class _DaskClassifier(_DaskForest):
+    def predict_proba(self, X):
+        return self._lazy("predict_proba", X)
+
+
+_X_DOC = (
+    "X : dask array, dask DataFrame, array-like or sparse matrix of shape (n_samples, n_features)"
+)
+_lazy_doc(
+    _DaskForest.predict, "Predicted class or target of each sample.", "y : dask array or ndarray"
+)
+_lazy_doc(
+    _DaskForest.apply,
+    "Leaf reached in each tree (as the ordinary ``apply``).",
+    "leaves : dask array or ndarray",
+)
+_lazy_doc(
+    _DaskClassifier.predict_proba,
+    "Class probabilities (columns follow ``classes_``).",
+    "proba : dask array or ndarray of shape (n_samples, n_classes)",
+)
+
+_DASK_CONSTRAINTS = {
+    "rows_per_tree": [None, *reals(0, 1, closed="right", not_int=True), *integers(1)],
+    "client": "no_validation",
+}
+
+
+class _CO2Trees:
+    """How a CO2 forest trains one tree on a worker and stores the trees (dask fit)."""
+
+    def _check_parameters(self):
+        self._check_bootstrap_parameters()
+        if self.max_samples is not None:
+            raise ValueError(
+                f"max_samples={self.max_samples!r}: on dask input rows_per_tree gives the "
+                "rows each tree draws; leave max_samples=None."
+            )
+        if self.oblique_test == "out_of_bag" and self.oblique_penalty:
+            raise ValueError(
+                f'oblique_test="out_of_bag" with oblique_penalty={self.oblique_penalty!r}: a '
+                "tree of a dask fit receives only the rows it drew, none out of bag, so no "
+                "oblique split could gain a positive margin; set oblique_penalty=0 or "
+                'oblique_test="fit".'
+            )
+
+    def _grow_tree(self, X, y, sample_weight, seed):
+        missing = self._missing_plan(X, y, sample_weight)
+        cst = check_monotonic_cst(self, self.monotonic_cst)
+        trees, stats = self._grow_trees(
+            missing, X, y, sample_weight, [seed], self._n_bootstrap_draws(X.shape[0]), cst
+        )
+        return trees[0], stats[0], (self.max_features_, self.max_split_features_)
+
+    def _store_dask_trees(self, results):
+        # the first tree's resolution (a tree's missing-value indicators may differ)
+        self.max_features_, self.max_split_features_ = results[0][2]
+        stats = np.array([r[1] for r in results], dtype=np.int64).reshape(-1, 2)
+        self._store_trees([r[0] for r in results], stats, None, None)
+        cst = check_monotonic_cst(self, self.monotonic_cst)
+        self._monotonic_cst = None if cst is None else cst.tolist()
+
+
+class _E2EDTTrees:
+    """How an E2EDT forest trains one tree on a worker and stores the trees (dask fit)."""
+
+    def _check_parameters(self):
+        """Nothing beyond :meth:`_DaskForest._refuse_whole_set_options` (``oob_score``)."""
+
+    def _grow_tree(self, X, y, sample_weight, seed):
+        targets, n_classes, sample_weight = self._training_targets(y, sample_weight, {"trees": []})
+        cst = check_monotonic_cst(self, self.monotonic_cst)
+        trees, info = self._grow_trees(X, y, targets, sample_weight, n_classes, [seed], cst)
+        return trees[0], info["steepness"][0]
+
+    def _store_dask_trees(self, results):
+        info = {"steepness": [r[1] for r in results], "bootstrap": self.bootstrap}
+        none = {"trees": [], "steepness": [], "bootstrap": []}
+        self._store_trees(none, [r[0] for r in results], info, None)
+
+
+def _dask_class(name, local_class, family, classifier):
+    mixins = (_DaskClassifier if classifier else _DaskForest, family)
+    cls = type(
+        name,
+        (*mixins, local_class),
+        {
+            "__init__": _dask_init(local_class),
+            "__doc__": _dask_doc(local_class),
+            "__module__": __name__,
+            "_local_class": local_class,
+            "_parameter_constraints": {**local_class._parameter_constraints, **_DASK_CONSTRAINTS},
+        },
+    )
+    cls.__init__.__qualname__ = f"{name}.__init__"
+    return cls
+
+
+DaskCO2ForestClassifier = _dask_class(
+    "DaskCO2ForestClassifier", CO2ForestClassifier, _CO2Trees, classifier=True
+)
+DaskCO2ForestRegressor = _dask_class(
+    "DaskCO2ForestRegressor", CO2ForestRegressor, _CO2Trees, classifier=False
+)
+DaskE2EDTClassifier = _dask_class("DaskE2EDTClassifier", E2EDTClassifier, _E2EDTTrees, True)
+DaskE2EDTRegressor = _dask_class("DaskE2EDTRegressor", E2EDTRegressor, _E2EDTTrees, False)

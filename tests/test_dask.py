@@ -1,0 +1,259 @@
+"""obliquetrees.dask: CO2 and E2EDT forests fitted on dask collections, on a small LocalCluster.
+
+With ``bootstrap=False`` and ``rows_per_tree=None`` every tree gathers all
+rows, and the model must be the in-memory fit bit for bit (the dask fit runs
+the same training step on the same rows with the same seeds); with a
+bootstrap of fewer rows, the same ``random_state`` and partitioning must give
+the same model.
+"""
+
+import pickle
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip(
+    "distributed", reason="the dask estimators fit on dask.distributed (the test extra has it)"
+)
+da = pytest.importorskip("dask.array", reason="dask collections come from dask.array")
+
+from sklearn.base import clone, is_classifier  # noqa: E402
+from sklearn.datasets import make_classification, make_regression  # noqa: E402
+from sklearn.utils.estimator_checks import check_estimator  # noqa: E402
+
+import obliquetrees  # noqa: E402
+from obliquetrees import (  # noqa: E402
+    CO2ForestClassifier,
+    CO2ForestRegressor,
+    E2EDTClassifier,
+    E2EDTRegressor,
+    HingeForestClassifier,
+)
+from obliquetrees.dask import (  # noqa: E402
+    DaskCO2ForestClassifier,
+    DaskCO2ForestRegressor,
+    DaskE2EDTClassifier,
+    DaskE2EDTRegressor,
+)
+from obliquetrees.utils.estimator_checks import expected_failed_checks  # noqa: E402
+
+FAST = {
+    DaskCO2ForestClassifier: dict(n_estimators=3, max_cccp_iter=5),
+    DaskCO2ForestRegressor: dict(n_estimators=3, max_cccp_iter=5),
+    DaskE2EDTClassifier: dict(n_estimators=2, bootstrap=True, max_depth=3, max_epochs=3),
+    DaskE2EDTRegressor: dict(n_estimators=2, bootstrap=True, max_depth=3, max_epochs=3),
+}
+LOCAL = {
+    DaskCO2ForestClassifier: CO2ForestClassifier,
+    DaskCO2ForestRegressor: CO2ForestRegressor,
+    DaskE2EDTClassifier: E2EDTClassifier,
+    DaskE2EDTRegressor: E2EDTRegressor,
+}
+
+
+@pytest.fixture(scope="module")
+def client():
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster) as dask_client,
+    ):
+        yield dask_client
+
+
+def _data(cls, n=400, nan=False):
+    if is_classifier(cls()):
+        X, y = make_classification(n, 6, n_informative=4, n_classes=3, random_state=0)
+    else:
+        X, y = make_regression(n, 6, noise=1.0, random_state=0)
+    if nan:
+        X[np.random.default_rng(0).random(X.shape) < 0.1] = np.nan
+    return X, y
+
+
+def _output(model, X):
+    return model.predict_proba(X) if hasattr(model, "predict_proba") else model.predict(X)
+
+
+#: Rows of every block of X computed (in-process workers: the module is shared).
+_COMPUTED = []
+
+
+def _record_block(block):
+    if block.size:  # not dask's meta probe
+        _COMPUTED.append(block.shape[0])
+    return block
+
+
+@pytest.mark.parametrize("cls", list(FAST))
+def test_every_row_without_bootstrap_is_the_in_memory_fit(cls, client):
+    X, y = _data(cls, nan=True)
+    weight = np.random.default_rng(1).uniform(0.5, 2.0, X.shape[0])
+    chunks = 130  # uneven partitions, and X split over its columns too
+    Xd, yd = da.from_array(X, chunks=(chunks, 4)), da.from_array(y, chunks=chunks)
+    wd = da.from_array(weight, chunks=chunks)
+    params = dict(FAST[cls], random_state=0, bootstrap=False)
+    model = cls(rows_per_tree=None, **params).fit(Xd, yd, sample_weight=wd)
+    local = LOCAL[cls](**params).fit(X, y, sample_weight=weight)
+    np.testing.assert_array_equal(_output(model, X), _output(local, X))
+    assert type(model.to_local()) is LOCAL[cls]
+    assert model.to_local().get_params() == local.get_params()
+
+
+def test_same_random_state_and_partitioning_give_the_same_model(client):
+    X, y = _data(DaskCO2ForestClassifier)
+    Xd, yd = da.from_array(X, chunks=(100, 6)), da.from_array(y, chunks=100)
+    params = dict(FAST[DaskCO2ForestClassifier], rows_per_tree=150)
+    first = DaskCO2ForestClassifier(random_state=3, **params).fit(Xd, yd)
+    second = DaskCO2ForestClassifier(random_state=3, **params).fit(Xd, yd)
+    other = DaskCO2ForestClassifier(random_state=4, **params).fit(Xd, yd)
+    np.testing.assert_array_equal(first.predict_proba(X), second.predict_proba(X))
+    assert not np.array_equal(first.predict_proba(X), other.predict_proba(X))
+    assert first.score(X, y) > 0.6
+    # every class known to every tree, whichever rows it drew
+    assert first.forest_.n_outputs == 3
+    # each tree's root weighs its 150 draws with replacement (a bootstrap of all rows)
+    roots = first.forest_.n_node_samples[first.forest_.node_offset[:-1]]
+    np.testing.assert_array_equal(roots, 150.0)
+
+
+def test_predictions_are_lazy_blockwise_and_equal_numpy(client):
+    X, y = _data(DaskCO2ForestClassifier)
+    model = DaskCO2ForestClassifier(random_state=0, **FAST[DaskCO2ForestClassifier])
+    model.fit(da.from_array(X, chunks=100), da.from_array(y, chunks=100))
+    computed = _COMPUTED
+    computed.clear()
+    Xd = da.from_array(X, chunks=(100, 6)).map_blocks(_record_block, dtype=X.dtype)
+    local = model.to_local()
+    lazy = {
+        "predict": model.predict(Xd),
+        "predict_proba": model.predict_proba(Xd),
+        "apply": model.apply(Xd),
+    }
+    assert not computed  # nothing ran: the results are graphs
+    for method, result in lazy.items():
+        assert isinstance(result, da.Array), method
+        np.testing.assert_array_equal(result.compute(), getattr(local, method)(X))
+    assert computed and max(computed) == 100  # block by block
+    # in-memory input: numpy out, as the ordinary class
+    np.testing.assert_array_equal(model.predict(X), local.predict(X))
+
+
+def test_dataframe_input_keeps_feature_names(client):
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe", reason="dask.dataframe needs pyarrow")
+    X, y = _data(DaskCO2ForestRegressor)
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    Xd = dd.from_pandas(frame, npartitions=3)
+    yd = dd.from_pandas(pd.Series(y), npartitions=3)
+    params = dict(FAST[DaskCO2ForestRegressor], random_state=0, bootstrap=False)
+    model = DaskCO2ForestRegressor(rows_per_tree=None, **params).fit(Xd, yd)
+    local = CO2ForestRegressor(**params).fit(frame, y)
+    assert list(model.feature_names_in_) == list(frame.columns)
+    np.testing.assert_array_equal(model.predict(frame), local.predict(frame))
+    lazy = model.predict(Xd)
+    assert isinstance(lazy, da.Array)
+    np.testing.assert_array_equal(lazy.compute(), local.predict(frame))
+
+
+def test_pickle_and_numpy_fit(client):
+    X, y = _data(DaskE2EDTClassifier)
+    model = DaskE2EDTClassifier(random_state=0, client=client, **FAST[DaskE2EDTClassifier])
+    model.fit(da.from_array(X, chunks=150), da.from_array(y, chunks=150))
+    loaded = pickle.loads(pickle.dumps(model))
+    assert loaded.client is None and model.client is client
+    assert clone(model).client is client  # shared, not copied
+    np.testing.assert_array_equal(loaded.predict_proba(X), model.predict_proba(X))
+    local = pickle.loads(pickle.dumps(model.to_local()))
+    np.testing.assert_array_equal(local.predict_proba(X), model.predict_proba(X))
+    # numpy input: the ordinary in-memory fit
+    params = dict(FAST[DaskE2EDTClassifier], random_state=0)
+    in_memory = DaskE2EDTClassifier(**params).fit(X, y)
+    ordinary = E2EDTClassifier(**params).fit(X, y)
+    np.testing.assert_array_equal(in_memory.predict_proba(X), ordinary.predict_proba(X))
+
+
+def test_clear_errors_leave_the_estimator_unchanged(client):
+    X, y = _data(DaskCO2ForestRegressor)
+    Xd, yd = da.from_array(X, chunks=100), da.from_array(y, chunks=100)
+    model = DaskCO2ForestRegressor(random_state=0, **FAST[DaskCO2ForestRegressor]).fit(Xd, yd)
+    before = model.predict(X)
+    bad_y = y.copy()
+    bad_y[350] = np.nan  # in the last partition only: found by the worker that reads it
+    with pytest.raises(ValueError, match="y contains NaN"):
+        model.fit(Xd, da.from_array(bad_y, chunks=100))
+    bad_X = X.copy()
+    bad_X[5, 2] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        model.fit(da.from_array(bad_X, chunks=100), yd)
+    with pytest.raises(ValueError, match="partitioned alike"):
+        model.fit(Xd, da.from_array(y, chunks=150))
+    with pytest.raises(TypeError, match="all as dask collections"):
+        model.fit(Xd, y)
+    with pytest.raises(TypeError, match="sample_weight not"):
+        model.fit(Xd, yd, sample_weight=np.ones(len(y)))
+    with pytest.raises(ValueError, match="needs bootstrap=True"):
+        DaskCO2ForestRegressor(bootstrap=False, max_samples=10).fit(Xd, yd)
+    with pytest.raises(ValueError, match="rows_per_tree gives"):
+        DaskCO2ForestRegressor(max_samples=10).fit(Xd, yd)
+    with pytest.raises(ValueError, match="none out of bag"):
+        DaskCO2ForestRegressor(oblique_penalty=1.0, oblique_test="out_of_bag").fit(Xd, yd)
+    with pytest.raises(ValueError, match="oob_score=True"):
+        DaskCO2ForestRegressor(oob_score=True).fit(Xd, yd)
+    np.testing.assert_array_equal(model.predict(X), before)
+
+
+def test_routes_that_have_no_dask_fit_say_so(client):
+    X, y = _data(DaskCO2ForestClassifier, n=60)
+    Xd, yd = da.from_array(X, chunks=30), da.from_array(y, chunks=30)
+    with pytest.raises(AttributeError, match="in memory on X.compute"):
+        obliquetrees.dask.DaskHingeForestClassifier  # noqa: B018
+    with pytest.raises(TypeError, match="no dask route"):
+        HingeForestClassifier().fit(Xd, yd)
+    with pytest.raises(TypeError, match="obliquetrees.dask.DaskCO2ForestClassifier"):
+        CO2ForestClassifier().fit(Xd, yd)
+
+
+def test_sklearn_checks_on_in_memory_input():
+    estimator = DaskCO2ForestClassifier(n_estimators=2, max_cccp_iter=2, max_depth=4)
+    check_estimator(estimator, expected_failed_checks=expected_failed_checks(estimator))
+
+
+def test_several_outputs(client):
+    X, y = make_regression(300, 5, n_targets=2, random_state=0)
+    Xd, yd = da.from_array(X, chunks=100), da.from_array(y, chunks=(100, 1))
+    params = dict(FAST[DaskCO2ForestRegressor], random_state=0, bootstrap=False)
+    model = DaskCO2ForestRegressor(rows_per_tree=None, **params).fit(Xd, yd)
+    local = CO2ForestRegressor(**params).fit(X, y)
+    np.testing.assert_array_equal(model.predict(X), local.predict(X))
+    lazy = model.predict(Xd)
+    assert lazy.shape == (300, 2)
+    np.testing.assert_array_equal(lazy.compute(), local.predict(X))
+
+
+def test_partitions_of_unknown_size(client):
+    # a boolean mask leaves dask without the partitions' row counts
+    X, y = _data(DaskCO2ForestClassifier, n=300)
+    Xd, yd = da.from_array(X, chunks=100), da.from_array(y, chunks=100)
+    keep = Xd[:, 0] > -np.inf
+    params = dict(FAST[DaskCO2ForestClassifier], random_state=0, bootstrap=False)
+    model = DaskCO2ForestClassifier(rows_per_tree=None, **params).fit(Xd[keep], yd[keep])
+    local = CO2ForestClassifier(**params).fit(X, y)
+    np.testing.assert_array_equal(model.predict_proba(X), local.predict_proba(X))
+    np.testing.assert_array_equal(model.predict(Xd[keep]).compute(), local.predict(X))
+
+
+@pytest.mark.parametrize("cls", [DaskCO2ForestRegressor, DaskE2EDTRegressor])
+def test_monotonic_constraints_hold_on_the_dask_route(client, cls):
+    from tests._helpers import monotone_violations
+
+    X, y = make_regression(400, 6, noise=1.0, random_state=0)
+    cst = [1, 0, -1, 0, 0, 0]
+    model = cls(monotonic_cst=cst, random_state=0, **FAST[cls])
+    model.fit(da.from_array(X, chunks=100), da.from_array(y, chunks=100))
+    assert monotone_violations(model.to_local().predict, X, cst, n_lines=200) <= 1e-12
+    with pytest.raises(ValueError, match="monotonic_cst has shape"):
+        clone(model).set_params(monotonic_cst=[1, 0]).fit(
+            da.from_array(X, chunks=100), da.from_array(y, chunks=100)
+        )
