@@ -46,9 +46,15 @@ _spent_seconds = 0.0  # time taken by this process's numpy walks so far
 
 
 def kernels_loaded():
-    """Whether the numba traversal kernels already run in this process."""
+    """Whether the numba traversal kernels already run in this process.
+
+    False while another thread is still importing the kernels' module: it is
+    in ``sys.modules`` before its kernels are defined (two dask worker
+    threads predicting at once in a fresh process met it).
+    """
     module = sys.modules.get("obliquetrees._core.traversal")
-    return module is not None and bool(module._traverse_dense.signatures)
+    kernel = getattr(module, "_traverse_dense", None)
+    return kernel is not None and bool(kernel.signatures)
 
 
 def use_for_batch(forest, X):

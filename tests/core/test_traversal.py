@@ -1,5 +1,8 @@
 """Traversal kernels against the plain-numpy references in tests/reference.py."""
 
+import sys
+import types
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -117,6 +120,13 @@ def test_numpy_walk_only_for_small_dense_batches_before_the_kernels_load():
     traversal.apply(forest, np.zeros((1, 4)))
     assert traversal_numpy.kernels_loaded()
     assert not traversal_numpy.use_for_batch(forest, np.zeros((1, 4)))
+
+
+def test_kernels_being_imported_by_another_thread_are_not_loaded(monkeypatch):
+    # what sys.modules holds while another thread runs the module's first lines
+    partial = types.ModuleType("obliquetrees._core.traversal")
+    monkeypatch.setitem(sys.modules, "obliquetrees._core.traversal", partial)
+    assert not traversal_numpy.kernels_loaded()
 
 
 def test_numpy_walk_size_rule(monkeypatch):
