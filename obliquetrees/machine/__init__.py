@@ -683,15 +683,18 @@ def finetune(
 def _source_constraints(source, monotonic_cst):
     """``monotonic_cst`` checked against ``source``; None: the source's own.
 
-    A converted or fine-tuned model's ``monotonic_cst_`` (already checked), or
-    the ``monotonic_cst`` parameter of an estimator that has one.
+    A converted or fine-tuned model's ``monotonic_cst_``, or the
+    ``monotonic_cst`` parameter of an estimator that has one. A stored
+    ``monotonic_cst_`` is checked again: an unpickled model's could have any
+    length, and it indexes the features in the fine-tuning kernels.
     """
     from obliquetrees.utils.validation import check_monotonic_cst
 
     if monotonic_cst is None:
         if hasattr(source, "monotonic_cst_"):
-            return source.monotonic_cst_
-        monotonic_cst = getattr(source, "monotonic_cst", None)
+            monotonic_cst = source.monotonic_cst_
+        else:
+            monotonic_cst = getattr(source, "monotonic_cst", None)
     return check_monotonic_cst(source, monotonic_cst)
 
 

@@ -180,3 +180,14 @@ def test_refit_leaves_does_not_claim_constraints():
         n_estimators=2, max_depth=3, monotonic_cst=[1, 0, 0, 0], random_state=0
     ).fit(X, y)
     assert refit_leaves(rf, X, y).monotonic_cst_ is None
+
+
+@pytest.mark.parametrize("stored", [[1, 0], [2, 0, 0, 0]])
+def test_a_stored_constraint_is_checked_again(stored):
+    # an unpickled model's monotonic_cst_ reaches the fine-tuning kernels: any length could come
+    X, _, y = _data(9)
+    rf = RandomForestRegressor(n_estimators=2, max_depth=3, monotonic_cst=[1, 0, 0, 0])
+    converted = from_sklearn(rf.fit(X, y))
+    converted.monotonic_cst_ = np.array(stored)
+    with pytest.raises(ValueError, match="monotonic_cst"):
+        finetune(converted, X, y, **TUNE)
