@@ -70,7 +70,6 @@ from numbers import Integral
 
 import numpy as np
 from sklearn.base import is_classifier
-from sklearn.utils.validation import _check_sample_weight
 
 from obliquetrees._core._random import generator
 from obliquetrees._core.forest import return_freed_memory
@@ -85,6 +84,7 @@ from obliquetrees.utils.validation import (
     check_monotonic_cst,
     is_dask_collection,
     validate_more_fit_data,
+    validate_part_weights,
 )
 
 __all__ = [
@@ -139,10 +139,7 @@ def _validated_rows(template, X, y, sample_weight):
     )
     if sample_weight is None:
         return X, y, np.ones(X.shape[0])
-    weights = _check_sample_weight(
-        np.asarray(sample_weight), X, dtype=np.float64, ensure_non_negative=True
-    )
-    return X, y, weights
+    return X, y, validate_part_weights(sample_weight, X)
 
 
 def _summarize(X, y, sample_weight, partition, template):

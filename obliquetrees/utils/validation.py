@@ -25,6 +25,7 @@ __all__ = [
     "validate_fit_data",
     "validate_leaf_rows",
     "validate_more_fit_data",
+    "validate_part_weights",
     "validate_predict_data",
 ]
 
@@ -207,6 +208,17 @@ def as_training_csr(X):
         X = sparse.csr_matrix(X.shape, dtype=np.float64)
         X.data, X.indices, X.indptr = data, indices, indptr
     return X
+
+
+def validate_part_weights(sample_weight, X):
+    """Weights of one part of the training rows: float64, non-negative, one per row of ``X``.
+
+    The checks of :func:`validate_fit_data` but "not all zero", which holds
+    for the whole data set, not for each part of it (a dask partition).
+    """
+    return _check_sample_weight(
+        np.asarray(sample_weight), X, dtype=np.float64, ensure_non_negative=True
+    )
 
 
 def is_dask_collection(obj):
