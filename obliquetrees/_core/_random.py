@@ -86,14 +86,16 @@ def uniform_noise(seed, n, half_width):
     return out
 
 
-def generator(seed, stream=None):
+def generator(seed, stream=None, *keys):
     """numpy ``Generator`` (PCG64) of ``seed``, or of its stream number ``stream``.
 
     Streams of one seed are independent: a tree's growth rows and its
     bootstrap, say, are drawn from two streams of the tree's seed, so turning
-    one off leaves the other's draws as they were.
+    one off leaves the other's draws as they were. ``keys``, non-negative
+    integers of any size, pick independent sub-streams of a stream (a node
+    of a tree, a partition of the data).
     """
-    return np.random.default_rng(seed if stream is None else [seed, stream])
+    return np.random.default_rng(seed if stream is None else [seed, stream, *keys])
 
 
 def spawned_seeds(seed):
