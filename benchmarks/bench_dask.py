@@ -39,19 +39,14 @@ def add_arguments(parser):
     parser.add_argument("--features", type=int, default=40)
     parser.add_argument("--chunk-rows", type=int, default=50_000)
     parser.add_argument("--trees", type=int, default=10)
-    parser.add_argument("--rows-per-tree", type=int, default=100_000)
+    parser.add_argument("--rows-per-task", type=int, default=100_000)
     parser.add_argument("--memory-limit", default="500MB")
     parser.add_argument(
-        "--pause", type=float, default=0.9, help="dask's worker pause threshold (default 0.8)"
+        "--pause", type=float, default=0.8, help="dask's worker pause threshold (dask's default)"
     )
     parser.add_argument("--test-rows", type=int, default=200_000)
     parser.add_argument(
         "--seeds", type=int, default=1, help="random_state 0, 1, ... of the accuracy figures"
-    )
-    parser.add_argument(
-        "--every-row-in-memory",
-        action="store_true",
-        help="also fit the in-memory forest whose trees draw as many rows as X has (slow)",
     )
     parser.add_argument("--out", default="dask")
 
@@ -107,7 +102,7 @@ def _warm_up():
     from sklearn.datasets import make_classification
 
     X, y = make_classification(300, 6, n_classes=3, n_informative=4, random_state=0)
-    CO2ForestClassifier(n_estimators=1, random_state=0).fit(X, y)  # load the kernels
+    CO2ForestClassifier(n_estimators=1, random_state=0).fit(X, y).apply(X)  # load the kernels
     return True
 
 
@@ -120,6 +115,9 @@ def _dask_fit(args, X, y, X_test):
     # the runtime (numpy, scikit-learn, numba's kernels, dask) takes about 300 MB of a
     # worker: dask's default pause at 80 % of 500 MB left a worker paused for good
     config = {"distributed.worker.memory.pause": args.pause}
+    # compile (and cache on disk) the kernels here first: compiling them takes a worker
+    # of 500 MB past its limit, loading them from the cache does not
+    _warm_up()
     with (
         dask.config.set(config),
         LocalCluster(
@@ -135,7 +133,7 @@ def _dask_fit(args, X, y, X_test):
         before = client.run(_transfers)
         started = time.time()
         model = DaskCO2ForestClassifier(
-            n_estimators=args.trees, rows_per_tree=args.rows_per_tree, random_state=0
+            n_estimators=args.trees, rows_per_task=args.rows_per_task, random_state=0
         )
         with _MemoryPoll(client) as poll, _MemoryPoll(client) as poll_all:
             model.fit(X, y)
@@ -179,23 +177,17 @@ def main(args):
     lazy_equal = bool(np.array_equal(result.pop("lazy prediction"), dask_model.predict(X_test)))
     print(result, dask_accuracy, flush=True)
     X_mem, y_mem = X.compute(), y.compute()  # the in-memory comparison, in this process
-    rows = [_row(f"dask, rows_per_tree={args.rows_per_tree}", result["fit s"], dask_accuracy)]
-    in_memory = [(f"in memory, max_samples={args.rows_per_tree}", args.rows_per_tree)]
-    if args.every_row_in_memory:
-        in_memory.append(("in memory, max_samples=None (each tree draws len(X) rows)", None))
-    for label, max_samples in in_memory:
-        accuracy, times = [], []
-        for seed in range(args.seeds if max_samples is not None else 1):
-            started = time.time()
-            local = CO2ForestClassifier(
-                n_estimators=args.trees, max_samples=max_samples, random_state=seed, n_jobs=2
-            ).fit(X_mem, y_mem)
-            times.append(time.time() - started)
-            accuracy.append(float(np.mean(local.predict(X_test) == y_test)))
-        rows.append(_row(label, times[0], accuracy))
-        print(rows[-1], flush=True)
+    rows = [_row(f"dask, rows_per_task={args.rows_per_task}", result["fit s"], dask_accuracy)]
+    accuracy, times = [], []
+    for seed in range(args.seeds):
+        started = time.time()
+        local = CO2ForestClassifier(n_estimators=args.trees, random_state=seed, n_jobs=2)
+        local.fit(X_mem, y_mem)
+        times.append(time.time() - started)
+        accuracy.append(float(np.mean(local.predict(X_test) == y_test)))
+    rows.append(_row("in memory, the same forest (n_jobs=2)", times[0], accuracy))
+    print(rows[-1], flush=True)
     moved = result["bytes between workers"]
-    drawn = args.trees * args.rows_per_tree * (args.features + 1) * 8  # X and y rows
     facts = [
         ("X", f"{args.rows} x {args.features} float64, {x_bytes / 1e6:.0f} MB"),
         ("partitions", f"{-(-args.rows // args.chunk_rows)} of {args.chunk_rows} rows"),
@@ -203,7 +195,6 @@ def main(args):
         ("peak worker memory (scheduler)", _mb(result["peak worker memory MB (scheduler)"])),
         ("peak worker memory (monitor)", _mb(result["peak worker memory MB (worker monitor)"])),
         ("peak over all fits and the prediction", _mb(result[_ALL])),
-        ("rows drawn for the trees (all of them)", f"{drawn / 1e6:.1f} MB"),
         ("bytes received from other workers", f"{moved['incoming'] / 1e6:.1f} MB"),
         ("bytes sent by workers (to workers, client)", f"{moved['outgoing'] / 1e6:.1f} MB"),
         ("lazy predict: graph built in", f"{result['lazy predict build s']:.3f} s"),
@@ -216,9 +207,9 @@ def main(args):
         [("The dask fit", facts), ("Accuracy and fit time", rows)],
         _NOTES.format(
             trees=args.trees,
-            rows_per_tree=args.rows_per_tree,
+            rows_per_task=args.rows_per_task,
+            pause=args.pause,
             test=args.test_rows,
-            drawn_mb=drawn / 1e6,
             moved_mb=moved["incoming"] / 1e6,
         ),
     )
@@ -243,45 +234,45 @@ def _mb(peaks):
 
 _NOTES = """\
 LocalCluster(n_workers=2, threads_per_worker=1, memory_limit per worker below the size
-of X), with dask's worker pause threshold at 90 % of the limit instead of 80 %: the
-runtime alone (numpy, scikit-learn, numba's kernels, dask) holds about 300 MB of a
-worker, a tree of 100,000 rows about 100 MB more while it trains, and at 80 % a worker
-that settled just above 400 MB after a tree paused for good (seen twice), leaving the fit
-waiting; dask's memory limit itself (terminate at 95 %) is unchanged.
+of X), dask's worker pause threshold at {pause:.0%} of the limit (dask's default is 80 %).
 X is `da.random.default_rng(0).standard_normal`, generated chunk by chunk on the
 workers and never persisted, y = `X.map_blocks(labels)` (3 classes from two oblique
 hyperplanes); test set: {test} rows of another seed. `DaskCO2ForestClassifier(
-n_estimators={trees}, rows_per_tree={rows_per_tree}, random_state=0)`, the other
-parameters CO2ForestClassifier's defaults. The workers load the kernels before the
-timed fit (`client.run`); the fit time includes the validation pass and one pass over
-the partitions per wave of 2 trees (X regenerated each pass). Each pass reads a block of
-X and its y in one task (one blockwise graph), so blocks of X never move: what moves is
-the drawn rows of each tree from the partitions on the other worker (about half of them
-here; "rows drawn" counts all). Peak memory: the largest
+n_estimators={trees}, rows_per_task={rows_per_task}, random_state=0)`, the other
+parameters CO2ForestClassifier's defaults: every tree draws a bootstrap of len(X) rows,
+as in memory, and is grown node by node (`obliquetrees.dask`): a node of more than
+rows_per_task draws is split on a sample of rows_per_task // 4 of its rows gathered from
+the partitions, a smaller one gathered whole on one worker, which grows the ordinary tree
+below it. The workers load the kernels before the timed fit (`client.run`); the fit time
+includes the validation pass and every pass over the partitions (X regenerated each
+pass). Each pass reads a block of X and its y in one task (one blockwise graph), so
+blocks of X never move: what moves is the rows kept for the nodes served, from the
+partitions on the other worker (about half of them here). Peak memory: the largest
 process memory the scheduler reported for each worker while the fit ran (polled every
 0.2 s; it refreshes on the workers' heartbeats) and the largest of each worker's own
 monitor (every 0.5 s). Bytes: the workers' transfer counters (`transfer_incoming_log`,
 `transfer_outgoing_bytes_total`) over the fit; outgoing includes the fitted trees sent
 to the client. "Peak over all fits and the prediction": the same two sources over the
-fits of every random_state and the lazy prediction of the test set (the model, about
-80 MB, goes to every worker). The in-memory fits run afterwards in the client process (the cluster
-closed) on all of X, n_jobs=2: the same forest with max_samples=rows_per_tree (each tree
-draws as many rows as a dask tree is given, from all of X; its out-of-bag rows are the
-rest of X), and with `--every-row-in-memory` the default max_samples=None (one
-random_state). Accuracy: mean over random_state 0 .. --seeds - 1 (memory, bytes and
-times: random_state=0).
+fits of every random_state and the lazy prediction of the test set (the model goes to
+every worker). The in-memory fits run afterwards in the client process (the cluster
+closed) on all of X, n_jobs=2: the same forest (CO2ForestClassifier(n_estimators={trees}),
+each tree drawing len(X) rows). Accuracy: mean over random_state 0 .. --seeds - 1
+(memory, bytes and times: random_state=0).
 
-Projection, 100 workers x 1e9 rows x 40 features (320 GB): what moves per tree is its
-rows, rows_per_tree x (40 x 8 + 16) bytes (34 MB at 100,000 rows), from every partition
-to the tree's worker, whatever the number of rows; a wave of 100 trees (one per worker
-thread) moves 3.4 GB in all, 34 MB into each worker, and the trees (a few MB each) to the
-client (measured here: {drawn_mb:.0f} MB of drawn rows, of which {moved_mb:.0f} MB came from
-the other worker; no block of X moved). Nothing else of X moves. The other cost is reading: each
-wave reads every partition once (the validation pass once more), so a forest of T trees
-reads X 1 + T / 100 times: persist X across the cluster (3.2 GB per worker) or accept a
-re-read from storage per wave. Memory per worker: about 300 MB of runtime, its share of
-the partitions being read, plus one tree's rows and training temporaries (about 100 MB
-at 100,000 x 40, measured above), whatever the number of rows.
+Projection, 100 workers x 1e9 rows x 40 features (320 GB): a tree's bootstrap holds
+about 63 % of the rows once or more, and each of them moves once, to the task that grows
+its node's subtree (99 % of them from another worker); the nodes above those subtrees,
+about 2 x 1e9 / rows_per_task of them, move a sample of 25,000 rows each (about 63 %
+of them distinct). Per tree that is about (0.63 x 1e9 + 2e4 x 0.63 x 25,000) rows x
+(40 x 8 + 24) bytes, about 330 GB, 3.3 GB into each worker: O(rows) per tree, not
+O(rows_per_tree) as when each tree trained on a sample of its own (the version this
+replaced, 34 MB per tree, whose trees lost 2.4 points here). Each pass serves about
+rows_per_task rows per worker thread, so a tree takes about 1e9 x 1.1 / (1e5 x 100) = 110
+passes, each reading X once: persist X across the cluster (3.2 GB per worker) rather
+than re-read it from storage per pass. Measured here: {moved_mb:.0f} MB came from the
+other worker. Memory per worker: about 300 MB of runtime, its share of the partitions
+being read, plus the rows of the node it is deciding and their training temporaries
+(about 130 MB at 100,000 x 40), whatever the number of rows.
 """
 
 

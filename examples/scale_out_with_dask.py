@@ -8,8 +8,9 @@ tree's seed is drawn up front from ``random_state``. Large arguments (X, y)
 are scattered to the workers once by joblib, not sent with every tree; every
 worker thus receives the whole training set. (2) For data that do not fit one
 machine, :mod:`obliquetrees.dask` fits on a dask array where its partitions
-live: each tree is trained on a worker from ``rows_per_tree`` rows drawn from
-the partitions, and predictions of a dask array are lazy dask arrays.
+live: each tree draws its bootstrap from the partitions and grows node by node,
+no task holding more than ``rows_per_task`` rows, and predictions of a dask
+array are lazy dask arrays.
 
     pip install ".[dask]"   # dask.array, dask.dataframe and distributed
     python examples/scale_out_with_dask.py
@@ -38,10 +39,10 @@ def main():
             print("dask cluster:", client)
             with joblib.parallel_backend("dask"):
                 distributed = CO2ForestClassifier(n_jobs=-1, **params).fit(X_train, y_train)
-            # (2) partitions stay on the workers; each tree draws 500 rows from them
+            # (2) partitions stay on the workers; tasks of at most 500 rows grow each tree
             X_parts = da.from_array(X_train, chunks=(300, -1))
             y_parts = da.from_array(y_train, chunks=300)
-            partitioned = DaskCO2ForestClassifier(rows_per_tree=500, **params)
+            partitioned = DaskCO2ForestClassifier(rows_per_task=500, **params)
             partitioned.fit(X_parts, y_parts)
             lazy = partitioned.predict(da.from_array(X_test, chunks=(150, -1)))
             partitioned_accuracy = float((lazy.compute() == y_test).mean())
@@ -52,7 +53,7 @@ def main():
         f"identical to the local forest: {same}"
     )
     print(
-        f"obliquetrees.dask, 500 rows per tree: test accuracy {partitioned_accuracy:.4f} "
+        f"obliquetrees.dask, 500 rows per task: test accuracy {partitioned_accuracy:.4f} "
         f"(model: {type(partitioned.to_local()).__name__})"
     )
 

@@ -1,56 +1,68 @@
 """Forests that train where the data live: CO2 and E2EDT forests on dask collections.
 
 ``DaskCO2ForestClassifier``, ``DaskCO2ForestRegressor``, ``DaskE2EDTClassifier``
-and ``DaskE2EDTRegressor`` are the ordinary estimators with two more
-parameters, ``rows_per_tree`` and ``client`` (as ``lightgbm.DaskLGBMClassifier``
-and ``xgboost.dask.DaskXGBClassifier`` take a ``client``). Their ``fit`` takes
-a ``dask.array`` (2-D, partitioned by rows) or a ``dask.dataframe``, with
-``y`` and ``sample_weight`` partitioned alike, and no process ever holds all
-of ``X``:
+and ``DaskE2EDTRegressor`` are the ordinary estimators with a few more
+parameters: ``rows_per_tree``, ``client`` (as ``lightgbm.DaskLGBMClassifier``
+and ``xgboost.dask.DaskXGBClassifier`` take a ``client``) and, for CO2,
+``rows_per_task``. Their ``fit`` takes a ``dask.array`` (2-D, partitioned by
+rows) or a ``dask.dataframe``, with ``y`` and ``sample_weight`` partitioned
+alike, and no process ever holds all of ``X``:
 
 1. One pass over the partitions, on the workers, validates every partition
    as the in-memory ``fit`` validates its data (dtype, finite values, NaN as
    missing values, the number of features, labels or targets, weights) and
-   returns small summaries: the rows of each partition, its class labels (so
-   every tree knows all classes), the weighted moments of the features.
+   returns small summaries: the rows of each partition, its class labels and
+   their counts (so every tree knows all classes), the weighted moments of
+   the features.
 2. Each tree's rows are its bootstrap: ``rows_per_tree`` draws with
    replacement from all rows (without replacement for ``bootstrap=False``),
    as per-partition counts (multinomial, or multivariate hypergeometric,
    from the tree's seed), then the rows within each partition from the seed
-   of (tree, partition). Each drawn row moves once, with its number of
-   draws, to the worker that trains the tree; one task per partition reads
-   the partition's ``X``, ``y`` and weights together (one blockwise graph),
-   so no block of ``X`` moves.
-3. That worker runs the ordinary per-tree training step (the in-memory
-   estimator's ``_grow_trees``: missing-value plan, standardisation, growth,
-   folding) with ``bootstrap=False`` on the tree's rows, each weighing
-   ``sample_weight`` times its draws, which is the weight the in-memory
-   bootstrap gives it; the client assembles the trees as the in-memory
-   ``fit`` does.
+   of (tree, partition), drawn again by each task that reads the partition.
+   One task per partition reads the partition's ``X``, ``y`` and weights
+   together (one blockwise graph), so no block of ``X`` moves.
+3. **CO2 trees grow node by node** (:class:`_CO2Trees`,
+   :mod:`obliquetrees.co2._distributed`): a node whose draws are at most
+   ``rows_per_task`` has its rows gathered on one worker, which runs the
+   ordinary per-tree training step (the in-memory estimator's
+   ``_grow_trees``: missing-value plan, standardisation, growth, folding)
+   on them, each weighing ``sample_weight`` times its draws, which is the
+   weight the in-memory bootstrap gives it; a larger node (the root of a
+   tree of more than ``rows_per_task`` draws) is split by that step, at
+   depth 1, on a sample of its rows, and its children are decided in later
+   passes over the partitions, which route the rows through the splits so
+   far. Every node stores the exact weight and value of its rows. A tree of
+   at most ``rows_per_task`` draws (the default ``rows_per_tree=None`` on up
+   to 100,000 rows) is gathered whole: the in-memory step on its bootstrap.
+   **E2EDT trees** are trained whole (EM over all of a tree's rows), each on
+   one worker from ``rows_per_tree`` draws (default 100,000).
 
-A tree is thus the in-memory forest's tree fitted on its bootstrap, with two
-differences: the standardisation, the missing-value plan and the class prior
-of empty nodes come from the tree's rows instead of all rows, and no
-out-of-bag rows are shipped, so CO2's out-of-bag test of oblique splits
-(``oblique_test="out_of_bag"``) keeps every oblique split at the default
-``oblique_penalty=0`` and refuses a positive one. With ``bootstrap=False`` and
-``rows_per_tree=None`` (every row once; each tree then gathers all of ``X``)
-the model equals the in-memory fit bit for bit. The same ``random_state`` and
-the same partitioning give the same model. Trees go in waves of one tree per
-worker thread; a wave reads every partition once, and a worker holds the
-partitions it reads plus the rows of the trees it trains. The result is the
-ordinary fitted estimator (:meth:`DaskCO2ForestClassifier.to_local`);
-``predict``, ``predict_proba`` and ``apply`` of a dask collection return lazy
-dask arrays computed blockwise on the workers.
+A tree differs from the in-memory forest's tree in this: the
+standardisation, the missing-value plan and the class prior of empty nodes
+come from the rows of its gathered node (or tree) instead of all rows; a
+CO2 node larger than one task chooses its split on a sample of its rows;
+and no out-of-bag rows are shipped, so CO2's out-of-bag test of oblique
+splits (``oblique_test="out_of_bag"``) keeps every oblique split at the
+default ``oblique_penalty=0`` and refuses a positive one. With
+``bootstrap=False`` and ``rows_per_tree=None`` (every row once) on data of
+at most ``rows_per_task`` rows the model equals the in-memory fit bit for
+bit. The same ``random_state`` and the same partitioning give the same
+model, whatever the cluster's size. The result is the ordinary fitted
+estimator (:meth:`DaskCO2ForestClassifier.to_local`); ``predict``,
+``predict_proba`` and ``apply`` of a dask collection return lazy dask arrays
+computed blockwise on the workers.
 
-Why a bootstrap of the rows rather than a sample inside which each tree
-bootstraps again (the first version): on data of the benchmark's
-distribution (``benchmarks/bench_dask.py``, 40 features, 3 classes), six
-CO2 trees of 100,000 fresh rows each reached a test accuracy of 0.709 when
-they kept every row once, 0.698 when a second bootstrap left 63 % of them in
-each tree (one run of each). Why rows rather than whole partitions per tree: rows drawn from every
+Why node growth for CO2 rather than a sample of ``rows_per_tree`` rows per
+tree (the previous version): on the benchmark's 2,000,000 x 40 data set
+(``benchmarks/results/dask.md``), 10 trees of 100,000 rows each reached a
+test accuracy of 0.743 against 0.767 for the in-memory forest, whose trees
+draw every row. Why a bootstrap of the rows rather than a sample inside
+which each tree bootstraps again (the first version): six CO2 trees of
+100,000 fresh rows each reached 0.709 when they kept every row once, 0.698
+when a second bootstrap left 63 % of them in each tree (one run of each).
+Why rows rather than whole partitions per tree: rows drawn from every
 partition keep a tree's sample uniform however the partitions are ordered
-(by time, by source), at the cost of reading every partition once per wave.
+(by time, by source), at the cost of reading every partition once per pass.
 
 In-memory input (numpy, pandas, scipy.sparse) is fitted in this process by
 the ordinary ``fit``. Out-of-bag scores, ``warm_start`` and the leaf targets
@@ -103,8 +115,20 @@ ROWS_PER_TREE = 100_000
 #: ``_ROWS_STREAM + 1 + p``. Far above the methods' own streams (1, 2, ...).
 _ROWS_STREAM = 1 << 20
 
+#: Default ``rows_per_task`` of the CO2 classes: the most rows one task gathers (a
+#: node's rows, or a sample of them), 100,000 x n_features x 8 bytes (32 MB at 40 features).
+ROWS_PER_TASK = 100_000
+#: A node of more than ``rows_per_task`` draws is split on a sample of about
+#: ``rows_per_task // SPLIT_SAMPLE_SHARE`` of its rows (see :class:`_CO2Trees`).
+SPLIT_SAMPLE_SHARE = 4
+
 #: Parameters the dask estimators add to the ordinary ones.
-_DASK_PARAMS = ("rows_per_tree", "client")
+_DASK_PARAMS = ("rows_per_tree", "rows_per_task", "client")
+
+_ALL_ZERO_WEIGHT = (
+    "every row drawn for a tree has sample_weight 0: raise rows_per_tree, "
+    "or leave out the rows of zero weight."
+)
 
 _NO_DASK_ROUTE = {
     "DaskHingeForestClassifier": "HingeForestClassifier",
@@ -155,20 +179,32 @@ def _summarize(X, y, sample_weight, partition, template):
     m2 = (w * np.where(observed, X - mean, 0.0) ** 2).sum(axis=0)
     return {
         "n_rows": X.shape[0],
-        "labels": np.unique(y) if is_classifier(template) else None,
+        # labels and their counts (class_weight="balanced" of all rows)
+        "labels": np.unique(y, return_counts=True) if is_classifier(template) else None,
         "n_outputs": 1 if y.ndim == 1 else y.shape[1],
         "weight": float(weights.sum()),
         "moments": (total, mean, m2),
     }
 
 
+def _drawn_rows(seed, partition, n_draw, replace, n_rows):
+    """``(rows, times)``: the rows of a partition of ``n_rows`` that a tree's ``n_draw`` draws
+    hit, in order, and how many times each, from stream ``_ROWS_STREAM + 1 + partition`` of the
+    tree's seed (with replacement: a bootstrap; without: each once)."""
+    rng = generator(int(seed), _ROWS_STREAM + 1 + int(partition))
+    if replace:
+        times = np.bincount(rng.integers(0, n_rows, n_draw), minlength=n_rows)
+        rows = np.flatnonzero(times)
+        return rows, times[rows].astype(np.float64)
+    return np.sort(rng.choice(n_rows, size=n_draw, replace=False)), np.ones(n_draw)
+
+
 def _take_rows(X, y, sample_weight, partition, wave):
     """The rows of one partition drawn for each tree of a wave (None: none drawn).
 
     ``wave`` lists ``(seed, counts, replace)`` per tree: ``counts[partition]``
-    draws from the partition's rows, with replacement (a bootstrap) or without,
-    from stream ``_ROWS_STREAM + 1 + partition`` of the tree's seed. Each
-    drawn row comes once, with the number of times it was drawn.
+    draws from the partition's rows (:func:`_drawn_rows`). Each drawn row
+    comes once, with the number of times it was drawn.
     """
     pick = (lambda a, rows: a.iloc[rows]) if hasattr(X, "iloc") else (lambda a, rows: a[rows])
     taken = []
@@ -177,18 +213,117 @@ def _take_rows(X, y, sample_weight, partition, wave):
         if not n_draw:
             taken.append(None)
             continue
-        rng = generator(int(seed), _ROWS_STREAM + 1 + int(partition))
-        if replace:
-            times = np.bincount(rng.integers(0, X.shape[0], n_draw), minlength=X.shape[0])
-            rows = np.flatnonzero(times)
-            times = times[rows].astype(np.float64)
-        else:
-            rows = np.sort(rng.choice(X.shape[0], size=n_draw, replace=False))
-            times = np.ones(n_draw)
+        rows, times = _drawn_rows(seed, partition, n_draw, replace, X.shape[0])
         weights = None if sample_weight is None else pick(sample_weight, rows)
         taken.append((pick(X, rows), pick(y, rows), weights, times))
     return_freed_memory()  # the partition's temporaries (see _train_tree)
     return taken
+
+
+def _node_pass(X, y, sample_weight, partition, template, plan):
+    """One partition's share of a pass of node growth (:mod:`obliquetrees.co2._distributed`).
+
+    ``plan`` lists ``(seed, counts, replace, routing, requests)`` per tree
+    served by the pass: the partition is validated, each tree's rows drawn
+    (:func:`_drawn_rows`) and handed to
+    :func:`~obliquetrees.co2._distributed.node_rows`. Returns one dict per tree.
+    """
+    from obliquetrees.co2._distributed import node_rows
+
+    n_outputs = len(template.classes_) if is_classifier(template) else template.n_outputs_
+    empty = (0.0, 0.0, np.zeros(n_outputs))
+    if X.shape[0] == 0:
+        return [{path: (empty, None) for path in tree[4]} for tree in plan]
+    X, y, weights = _validated_rows(template, X, y, sample_weight)
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    if is_classifier(template):
+        y = np.searchsorted(template.classes_, y).astype(np.int64)
+        per_class = template._dask_class_weight
+    out = []
+    for seed, counts, replace, routing, requests in plan:
+        n_draw = int(counts[partition])
+        if not n_draw:
+            out.append({path: (empty, None) for path in requests})
+            continue
+        rows, times = _drawn_rows(seed, partition, n_draw, replace, X.shape[0])
+        stat_weights = weights[rows] * times
+        if is_classifier(template) and per_class is not None:
+            stat_weights = stat_weights * per_class[y[rows]]
+        out.append(
+            node_rows(
+                X[rows],
+                y[rows],
+                weights[rows],
+                stat_weights,
+                times,
+                routing,
+                requests,
+                seed,
+                partition,
+                n_outputs,
+            )  # fmt: skip
+        )
+    return_freed_memory()  # see _train_tree
+    return out
+
+
+def _grow_node(template, seed, path, depth, request, sizes, *pieces):
+    """Decide one node of a tree's node growth from its partitions' ``pieces`` (of
+    :func:`_node_pass`).
+
+    ``request`` is ``(keep, final)``: the probability with which the rows
+    were kept, and whether that was computed from the node's exact draws;
+    ``sizes`` is ``(rows_per_task, split_rows)``. Returns ``(kind, stats,
+    ...)``: ``("leaf", stats)``; ``("retry", stats)`` when the kept rows are
+    not what the node needs (all of them for a small node, about
+    ``split_rows`` for a large one) because the draws were estimated;
+    ``("subtree", stats, tree, growth)`` for a node whose every row came,
+    grown as the in-memory training step grows a tree (``max_depth`` less the
+    node's depth); ``("split", stats, stump, (left, right), growth)`` for a
+    node split as the root of a tree of depth 1 fitted on (a subsample of
+    ``split_rows`` of) its rows, with the draws each child is expected to
+    hold. ``growth`` is ``(stats, resolution)`` of :meth:`_CO2Trees._grow_tree`.
+    """
+    from obliquetrees.co2._distributed import node_seed, subsample
+
+    keep, final = request
+    rows_per_task, split_rows = sizes
+    draws = sum(piece[0][0] for piece in pieces)
+    weight = sum(piece[0][1] for piece in pieces)
+    stats = (draws, weight, sum(piece[0][2] for piece in pieces))
+    taken = [piece[1] for piece in pieces if piece[1] is not None]
+    if keep == 0 or not taken:
+        return ("leaf", stats)
+    n_kept = sum(t[0].shape[0] for t in taken)
+    if not final and keep < 1 and (draws <= rows_per_task or n_kept < split_rows // 4):
+        return ("retry", stats)
+    X, y, weights, times = (np.concatenate([t[i] for t in taken]) for i in range(4))
+    del taken, pieces
+    weights = weights * times  # the bootstrap's counts, as the in-memory fit weighs rows
+    if not np.any(weights > 0):
+        if path == 1:
+            raise ValueError(_ALL_ZERO_WEIGHT)
+        return ("leaf", stats)
+    estimator = copy.copy(template)
+    if keep >= 1 and X.shape[0] <= rows_per_task:  # every row: grow the subtree
+        if template.max_depth is not None:
+            estimator.max_depth = template.max_depth - depth
+        tree, *growth = estimator._grow_tree(X, y, bounded_weights(weights), node_seed(seed, path))
+        return_freed_memory()  # see _train_tree
+        return ("subtree", stats, tree, growth)
+    if X.shape[0] > split_rows:
+        rows = subsample(seed, path, X.shape[0], split_rows)
+        X, y, weights, times = X[rows], y[rows], weights[rows], times[rows]
+    estimator.max_depth = 1
+    stump, *growth = estimator._grow_tree(X, y, bounded_weights(weights), node_seed(seed, path))
+    if stump.node_count == 1:
+        return ("leaf", stats, growth)
+    from obliquetrees._core.forest import ObliqueForest
+    from obliquetrees._core.traversal import apply
+
+    left = apply(ObliqueForest.from_trees([stump]), X)[:, 0] == stump.children_left[0]
+    share = times[left].sum() / times.sum()
+    return ("split", stats, stump, (draws * share, draws * (1.0 - share)), growth)
 
 
 def _train_tree(template, seed, *parts):
@@ -201,10 +336,7 @@ def _train_tree(template, seed, *parts):
     X, y, weights = _validated_rows(template, X, y, weights)
     weights = weights * times  # the bootstrap's counts, as the in-memory fit weighs rows
     if not np.any(weights > 0):
-        raise ValueError(
-            "every row drawn for a tree has sample_weight 0: raise rows_per_tree, "
-            "or leave out the rows of zero weight."
-        )
+        raise ValueError(_ALL_ZERO_WEIGHT)
     estimator = copy.copy(template)
     if is_classifier(estimator):
         y = np.searchsorted(estimator.classes_, y).astype(np.int64)
@@ -233,17 +365,18 @@ def _predict_rows(X, estimator, method):
 
 
 # ------------------------------------------------------------------ the client's side
-def _dask_init(local_class):
-    """``__init__`` of the dask class of ``local_class``: its parameters, then ours.
+def _dask_init(local_class, extra):
+    """``__init__`` of the dask class of ``local_class``: its parameters, then ``extra``.
 
-    The signature is built (``__signature__``, which scikit-learn's
-    ``get_params`` and ``clone`` read) rather than written out, so the dask
-    classes take every parameter the ordinary ones take, with their defaults.
+    ``extra`` maps our parameters to their defaults. The signature is built
+    (``__signature__``, which scikit-learn's ``get_params`` and ``clone``
+    read) rather than written out, so the dask classes take every parameter
+    the ordinary ones take, with their defaults.
     """
     signature = inspect.signature(local_class.__init__)
     extra = [
-        inspect.Parameter("rows_per_tree", inspect.Parameter.KEYWORD_ONLY, default=ROWS_PER_TREE),
-        inspect.Parameter("client", inspect.Parameter.KEYWORD_ONLY, default=None),
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
+        for name, default in extra.items()
     ]
     signature = signature.replace(parameters=[*signature.parameters.values(), *extra])
 
@@ -257,25 +390,51 @@ def _dask_init(local_class):
     return __init__
 
 
-_EXTRA_PARAMETER_DOCS = """    rows_per_tree : int, float or None, default=100_000
+_CLIENT_DOC = """    client : distributed.Client or None, default=None
+        The dask client whose cluster fits the trees; None: the default
+        client (``distributed.default_client()``). Not saved with the model.
+"""
+
+_CO2_PARAMETER_DOCS = (
+    """    rows_per_tree : int, float or None, default=None
+        Draws of each tree's bootstrap from all rows of the dask input (as
+        ``max_samples`` in memory, which must stay None on dask input); with
+        ``bootstrap=False`` rows without replacement (capped at the number
+        of rows). An int is a number of draws, a float a fraction of the
+        rows, None as many draws as rows (the in-memory forest's bootstrap).
+        In-memory input ignores it.
+    rows_per_task : int, default=100_000
+        The most rows any one task gathers. A node of a tree (the root
+        first) whose draws are at most this is gathered whole on one worker,
+        which grows the ordinary CO2 tree below it; a larger node is split
+        on a sample of about ``rows_per_task // 4`` of its rows gathered
+        from the partitions, the split is sent back to the partitions, and
+        its children are decided in turn (:mod:`obliquetrees.dask`). Memory
+        on a worker is bounded by this many rows of ``n_features x 8`` bytes
+        plus their training temporaries (about 130 MB at 100,000 x 40).
+        In-memory input ignores it.
+"""
+    + _CLIENT_DOC
+)
+
+_E2EDT_PARAMETER_DOCS = (
+    """    rows_per_tree : int, float or None, default=100_000
         Rows each tree draws from all rows of the dask input: with
         ``bootstrap=True`` draws with replacement (the tree's bootstrap, as
         ``max_samples`` in memory, which must stay None on dask input),
         else rows without replacement (capped at the number of rows). An int
         is a number of draws, a float a fraction of the rows, None as many
         draws as rows. The drawn rows are gathered on the worker that trains
-        the tree, so the default bounds a tree's rows at 100,000 x
-        n_features x 8 bytes there (with 2 workers of 500 MB, of which about
-        300 MB are the runtime's, about the most a tree can take); see
-        ``benchmarks/results/dask.md`` for its accuracy against the
-        in-memory fit. In-memory input ignores it.
-    client : distributed.Client or None, default=None
-        The dask client whose cluster fits the trees; None: the default
-        client (``distributed.default_client()``). Not saved with the model.
+        the tree (an E2EDT tree is trained as a whole, not node by node), so
+        the default bounds a tree's rows at 100,000 x n_features x 8 bytes
+        there (with 2 workers of 500 MB, of which about 300 MB are the
+        runtime's, about the most a tree can take). In-memory input ignores it.
 """
+    + _CLIENT_DOC
+)
 
 
-def _dask_doc(local_class):
+def _dask_doc(local_class, parameter_docs):
     """The docstring of the dask class: its summary, then ``local_class``'s sections plus ours."""
     doc = inspect.cleandoc(local_class.__doc__)
     body = doc[doc.index("\nParameters\n") :]
@@ -284,14 +443,15 @@ def _dask_doc(local_class):
     summary = (
         f"{local_class.__name__} trained on dask collections, where the data live.\n\n"
         f"    ``fit`` takes a ``dask.array`` or ``dask.dataframe`` (``y`` and\n"
-        f"    ``sample_weight`` partitioned alike) and trains every tree on a worker\n"
-        f"    from ``rows_per_tree`` rows drawn from the partitions (details:\n"
-        f"    :mod:`obliquetrees.dask`); in-memory input is fitted as\n"
-        f"    :class:`~obliquetrees.{local_class.__name__}` fits it. ``predict``,\n"
-        f"    ``predict_proba`` and ``apply`` of a dask collection return lazy dask\n"
-        f"    arrays; :meth:`to_local` gives the ordinary fitted estimator.\n"
+        f"    ``sample_weight`` partitioned alike) and trains every tree on the\n"
+        f"    workers from rows drawn from the partitions, no process holding all\n"
+        f"    of ``X`` (details: :mod:`obliquetrees.dask`); in-memory input is\n"
+        f"    fitted as :class:`~obliquetrees.{local_class.__name__}` fits it.\n"
+        f"    ``predict``, ``predict_proba`` and ``apply`` of a dask collection\n"
+        f"    return lazy dask arrays; :meth:`to_local` gives the ordinary fitted\n"
+        f"    estimator.\n"
     )
-    return summary + body[:cut] + "\n" + _EXTRA_PARAMETER_DOCS.rstrip("\n") + body[cut:]
+    return summary + body[:cut] + "\n" + parameter_docs.rstrip("\n") + body[cut:]
 
 
 def _lazy_doc(method, summary, returns):
@@ -403,7 +563,8 @@ class _DaskForest:
             else:
                 self.__dict__.pop(name, None)
         if is_classifier(self):
-            labels = [s["labels"] for s in summaries if s["n_rows"]]
+            template._class_counts = [s["labels"] for s in summaries if s["n_rows"]]
+            labels = [labels for labels, _ in template._class_counts]
             self.classes_ = np.unique(np.concatenate(labels))
             self.n_classes_ = len(self.classes_)
             template.classes_, template.n_classes_ = self.classes_, self.n_classes_
@@ -426,8 +587,8 @@ class _DaskForest:
             draws = max(int(self.rows_per_tree * n_rows), 1)
         return draws if self.bootstrap else min(draws, n_rows)
 
-    def _train_trees(self, client, template, parts, lengths, seeds):
-        """Every tree's result, in seed order.
+    def _train_whole_trees(self, client, template, parts, lengths, seeds):
+        """Every tree's result, in seed order, each tree trained whole on one worker.
 
         Trees go in waves of as many trees as the cluster has worker threads:
         one task per partition reads it (once per wave: a partition that is
@@ -663,12 +824,187 @@ _lazy_doc(
 
 _DASK_CONSTRAINTS = {
     "rows_per_tree": [None, *reals(0, 1, closed="right", not_int=True), *integers(1)],
+    "rows_per_task": [*integers(SPLIT_SAMPLE_SHARE)],
     "client": "no_validation",
 }
 
 
+def _piece(taken, tree, path):
+    """A partition's ``(statistics, rows)`` of node ``path`` of the pass's tree ``tree``."""
+    return taken[tree][path]
+
+
+class _Growth:
+    """One tree's node growth as the client follows it: its seed, its draws per partition,
+    its :class:`~obliquetrees.co2._distributed.NodeTree`, and its training statistics."""
+
+    def __init__(self, seed, counts, tree):
+        self.seed, self.counts, self.tree = seed, counts, tree
+        self.stats = np.zeros(2, dtype=np.int64)  # CCCP iterations, axis-aligned fallbacks
+        self.resolution = None  # (max_features_, max_split_features_) of the training step
+
+    def record(self, path, result):
+        """Take the result of :func:`_grow_node` for node ``path``."""
+        kind, stats, *rest = result
+        if kind == "retry":  # the exact draws are known now: ask again
+            self.tree.nodes[path].update(estimate=stats[0], final=True)
+            return
+        if kind == "leaf":
+            self.tree.set_leaf(path, stats)
+        elif kind == "subtree":
+            self.tree.set_subtree(path, stats, rest[0])
+        else:
+            self.tree.set_split(path, stats, rest[0], rest[1])
+        if rest:  # the training step ran: (stats, resolution)
+            growth_stats, resolution = rest[-1]
+            self.stats += np.asarray(growth_stats, dtype=np.int64).reshape(-1)[:2]
+            self.resolution = self.resolution or resolution
+
+    def result(self, cst):
+        """``(tree, stats, resolution)`` of the grown tree (as :meth:`_CO2Trees._grow_tree`)."""
+        return self.tree.assemble(cst), self.stats, self.resolution
+
+
 class _CO2Trees:
-    """How a CO2 forest trains one tree on a worker and stores the trees (dask fit)."""
+    """How a CO2 forest grows its trees node by node on the workers and stores them (dask fit).
+
+    Node growth (:mod:`obliquetrees.co2._distributed`): every tree starts as
+    one pending node, its root, expected to hold all of its draws. Each
+    *pass* serves pending nodes of the trees in order, as many as hold about
+    ``rows_per_task`` rows per worker thread in all: one task per partition
+    (:func:`_node_pass`) routes each served tree's drawn rows through its
+    splits so far, sums each served node's weight and outputs exactly, and
+    keeps all of a node's rows when its draws are at most ``rows_per_task``,
+    else each with a probability that keeps about ``rows_per_task //
+    SPLIT_SAMPLE_SHARE``; one task per node (:func:`_grow_node`) then
+    gathers those rows and grows the subtree, or fits the split, or finds a
+    leaf, or asks again when the node's draws, estimated from its parent's
+    sample, were wrong. So a task never holds more than about
+    ``rows_per_task`` rows, and nothing but the kept rows and the splits
+    move. A tree whose draws are at most ``rows_per_task`` is gathered whole
+    at its root: the tree the in-memory training step grows from those rows.
+
+    Why split a large node on a sample of a quarter of ``rows_per_task``
+    rows: CO2's CCCP fits on at most ``max_cccp_samples`` rows of a node
+    (1,024 by default) whatever it holds, so only the axis-aligned start and
+    the oblique test see more; a sample of 25,000 rows places a threshold
+    within about 1 / sqrt(25,000) of a quantile of the node's rows, and four
+    nodes' samples fit in one task's budget. This is ours, not the paper's:
+    in memory the start scans every row of the node.
+    """
+
+    _dask_params = {"rows_per_tree": None, "rows_per_task": ROWS_PER_TASK, "client": None}
+    _dask_parameter_docs = _CO2_PARAMETER_DOCS
+
+    def _train_trees(self, client, template, parts, lengths, seeds):
+        """Every tree's ``(tree, stats, resolution)``, in seed order, grown node by node."""
+        from obliquetrees.co2._distributed import NodeTree
+
+        n_draws = self._draws_per_tree(int(lengths.sum()))
+        if n_draws > self.rows_per_task:
+            self._check_node_growth()
+        self._resolve_class_weight(template)
+        classifier = is_classifier(self)
+        n_outputs = self.n_classes_ if classifier else self.n_outputs_
+        n_features = self.n_features_in_
+        growths = [
+            _Growth(
+                int(seed),
+                _partition_draws(seed, lengths, n_draws, self.bootstrap),
+                NodeTree(n_features, n_outputs, classifier, self.max_depth),
+            )
+            for seed in seeds
+        ]
+        for growth in growths:
+            growth.tree.nodes[1].update(estimate=n_draws, final=True)
+        sizes = (self.rows_per_task, self.rows_per_task // SPLIT_SAMPLE_SHARE)
+        budget = self.rows_per_task * max(1, sum(client.nthreads().values()))
+        while True:
+            served = self._next_requests(growths, sizes, budget)
+            if not served:
+                break
+            plan = [
+                (g.seed, g.counts, self.bootstrap, g.tree.routing_tree(), requests)
+                for g, requests in served
+            ]
+            taken = parts.map(_node_pass, template, plan)
+            tasks, where = [], []
+            for t, (growth, requests) in enumerate(served):
+                for path, keep in requests.items():
+                    node = growth.tree.nodes[path]
+                    pieces = [_delayed(_piece)(taken[p], t, path) for p in range(len(taken))]
+                    request = (keep, node.get("final", False))
+                    tasks.append(
+                        _delayed(_grow_node)(
+                            template, growth.seed, path, node["depth"], request, sizes, *pieces
+                        )
+                    )
+                    where.append((growth, path))
+            for (growth, path), result in zip(
+                where, client.gather(client.compute(tasks)), strict=True
+            ):
+                growth.record(path, result)
+        cst = check_monotonic_cst(self, self.monotonic_cst)
+        return [g.result(cst) for g in growths]
+
+    @staticmethod
+    def _next_requests(growths, sizes, budget):
+        """``[(growth, {path: keep})]`` of the next pass: pending nodes in tree order, as many
+        as keep about ``budget`` rows (at least one node)."""
+        rows_per_task, split_rows = sizes
+        served, spent = [], 0.0
+        for growth in growths:
+            requests = {}
+            for path in growth.tree.pending():
+                node = growth.tree.nodes[path]
+                estimate = node["estimate"]
+                if growth.tree.at_max_depth(path):
+                    keep = 0.0  # a leaf: its statistics only
+                elif estimate <= rows_per_task:
+                    keep = 1.0
+                else:
+                    keep = split_rows / estimate
+                cost = keep * estimate
+                if spent and spent + cost > budget:
+                    break
+                requests[path] = keep
+                spent += cost
+            if requests:
+                served.append((growth, requests))
+            if spent >= budget:
+                break
+        return served
+
+    def _check_node_growth(self):
+        """Refuse what node growth cannot do (a tree larger than one task)."""
+        for name, bad in (("max_leaf_nodes", None), ("class_weight", "balanced_subsample")):
+            value = getattr(self, name, None)
+            if value is not None and (bad is None or value == bad):
+                raise ValueError(
+                    f"{name}={value!r} needs each tree's rows in one task, and a tree here draws "
+                    f"more than rows_per_task={self.rows_per_task}: raise rows_per_task, lower "
+                    f"rows_per_tree, or leave {name} at its default."
+                )
+
+    def _resolve_class_weight(self, template):
+        """The class weights of every tree's node statistics, set on ``template``.
+
+        ``"balanced"`` weighs the classes by their counts over all rows, as
+        in memory; it is given to the trees' growth as that dict.
+        """
+        weight = None
+        if is_classifier(self) and self.class_weight is not None:
+            if self.class_weight == "balanced":
+                counts = np.zeros(self.n_classes_)
+                for labels, n in template._class_counts:
+                    counts[np.searchsorted(self.classes_, labels)] += n
+                weight = counts.sum() / (self.n_classes_ * np.maximum(counts, 1))
+                template.class_weight = dict(
+                    zip(self.classes_.tolist(), weight.tolist(), strict=True)
+                )
+            elif self.class_weight != "balanced_subsample":
+                weight = self._class_weight_vector(None)
+        template._dask_class_weight = weight
 
     def _check_parameters(self):
         self._check_bootstrap_parameters()
@@ -694,8 +1030,8 @@ class _CO2Trees:
         return trees[0], stats[0], (self.max_features_, self.max_split_features_)
 
     def _store_dask_trees(self, results):
-        # the first tree's resolution (a tree's missing-value indicators may differ)
-        self.max_features_, self.max_split_features_ = results[0][2]
+        # the first resolution (a tree's missing-value indicators may differ)
+        self.max_features_, self.max_split_features_ = next(r[2] for r in results if r[2])
         stats = np.array([r[1] for r in results], dtype=np.int64).reshape(-1, 2)
         self._store_trees([r[0] for r in results], stats, None, None)
         cst = check_monotonic_cst(self, self.monotonic_cst)
@@ -704,6 +1040,13 @@ class _CO2Trees:
 
 class _E2EDTTrees:
     """How an E2EDT forest trains one tree on a worker and stores the trees (dask fit)."""
+
+    _dask_params = {"rows_per_tree": ROWS_PER_TREE, "client": None}
+    _dask_parameter_docs = _E2EDT_PARAMETER_DOCS
+
+    def _train_trees(self, client, template, parts, lengths, seeds):
+        """An E2EDT tree is trained as a whole (EM over all its rows): on one worker each."""
+        return self._train_whole_trees(client, template, parts, lengths, seeds)
 
     def _check_parameters(self):
         """Nothing beyond :meth:`_DaskForest._refuse_whole_set_options` (``oob_score``)."""
@@ -726,11 +1069,14 @@ def _dask_class(name, local_class, family, classifier):
         name,
         (*mixins, local_class),
         {
-            "__init__": _dask_init(local_class),
-            "__doc__": _dask_doc(local_class),
+            "__init__": _dask_init(local_class, family._dask_params),
+            "__doc__": _dask_doc(local_class, family._dask_parameter_docs),
             "__module__": __name__,
             "_local_class": local_class,
-            "_parameter_constraints": {**local_class._parameter_constraints, **_DASK_CONSTRAINTS},
+            "_parameter_constraints": {
+                **local_class._parameter_constraints,
+                **{name: _DASK_CONSTRAINTS[name] for name in family._dask_params},
+            },
         },
     )
     cls.__init__.__qualname__ = f"{name}.__init__"

@@ -253,7 +253,91 @@ def test_monotonic_constraints_hold_on_the_dask_route(client, cls):
     model = cls(monotonic_cst=cst, random_state=0, **FAST[cls])
     model.fit(da.from_array(X, chunks=100), da.from_array(y, chunks=100))
     assert monotone_violations(model.to_local().predict, X, cst, n_lines=200) <= 1e-12
+    if cls is DaskCO2ForestRegressor:  # grown node by node: the joined tree is ordered
+        model.set_params(rows_per_task=60).fit(
+            da.from_array(X, chunks=100), da.from_array(y, chunks=100)
+        )
+        assert model.trees_[0].max_depth > 3
+        assert monotone_violations(model.to_local().predict, X, cst, n_lines=200) <= 1e-12
     with pytest.raises(ValueError, match="monotonic_cst has shape"):
         clone(model).set_params(monotonic_cst=[1, 0]).fit(
             da.from_array(X, chunks=100), da.from_array(y, chunks=100)
         )
+
+
+def _bootstrap_times(model, lengths):
+    """Each tree's draws of every row, recomputed from its seed and the partitions' lengths."""
+    from obliquetrees.dask import _drawn_rows, _partition_draws
+    from obliquetrees.utils.seeds import draw_seeds
+
+    lengths = np.asarray(lengths)
+    starts = np.r_[0, np.cumsum(lengths)[:-1]]
+    for seed in draw_seeds(model.random_state, model.n_estimators):
+        counts = _partition_draws(seed, lengths, int(lengths.sum()), True)
+        times = np.zeros(lengths.sum())
+        for p, (start, length) in enumerate(zip(starts, lengths, strict=True)):
+            rows, drawn = _drawn_rows(seed, p, int(counts[p]), True, int(length))
+            times[start + rows] = drawn
+        yield times
+
+
+@pytest.mark.parametrize("cls", [DaskCO2ForestClassifier, DaskCO2ForestRegressor])
+def test_node_growth_stores_what_its_rows_hold(client, cls):
+    # trees of 1,200 draws, tasks of at most 150 rows: every tree is grown node by node,
+    # and every node (above the gathered subtrees and within them) holds the weight and
+    # the value of the drawn rows that the fitted model routes to it
+    X, y = _data(cls, n=1200, nan=True)
+    chunks = (300, 250, 350, 300)
+    Xd, yd = da.from_array(X, chunks=(chunks, 6)), da.from_array(y, chunks=(chunks,))
+    model = cls(rows_per_task=150, random_state=0, **FAST[cls]).fit(Xd, yd)
+    again = cls(rows_per_task=150, random_state=0, **FAST[cls]).fit(Xd, yd)
+    np.testing.assert_array_equal(_output(model, X), _output(again, X))
+    indicator, offsets = model.to_local().decision_path(X)
+    outputs = np.eye(3)[y] if is_classifier(model) else y[:, None]
+    for t, times in enumerate(_bootstrap_times(model, chunks)):
+        tree = model.trees_[t]
+        assert tree.max_depth > 2 and tree.node_count > 20
+        paths = indicator[:, offsets[t] : offsets[t + 1]].T.tocsr()
+        weight = paths @ times
+        np.testing.assert_allclose(tree.n_node_samples, weight, rtol=1e-12)
+        value = (paths @ (times[:, None] * outputs)) / np.maximum(weight, 1e-300)[:, None]
+        np.testing.assert_allclose(tree.value, value, rtol=1e-9, atol=1e-9)
+
+
+def test_node_growth_is_as_accurate_as_the_in_memory_forest(client):
+    X, y = _data(DaskCO2ForestClassifier, n=2400)
+    test, train = slice(0, 800), slice(800, None)
+    Xd, yd = da.from_array(X[train], chunks=400), da.from_array(y[train], chunks=400)
+    params = dict(n_estimators=8, max_cccp_iter=5, random_state=0)
+    nodes = DaskCO2ForestClassifier(rows_per_task=400, **params).fit(Xd, yd)
+    local = CO2ForestClassifier(**params).fit(X[train], y[train])
+    # the trees are not the in-memory ones (standardisation, missing values and the
+    # large nodes' splits come from samples), but they learn as much
+    assert abs(nodes.score(X[test], y[test]) - local.score(X[test], y[test])) < 0.03
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        (dict(max_leaf_nodes=20), "max_leaf_nodes=20 needs each tree's rows in one task"),
+        (dict(class_weight="balanced_subsample"), "class_weight='balanced_subsample' needs"),
+    ],
+)
+def test_what_node_growth_cannot_do_is_refused(client, params, match):
+    X, y = _data(DaskCO2ForestClassifier)
+    Xd, yd = da.from_array(X, chunks=100), da.from_array(y, chunks=100)
+    model = DaskCO2ForestClassifier(rows_per_task=100, **FAST[DaskCO2ForestClassifier], **params)
+    with pytest.raises(ValueError, match=match):
+        model.fit(Xd, yd)
+    assert not hasattr(model, "classes_")
+    model.set_params(rows_per_task=1000).fit(Xd, yd)  # one task per tree: allowed
+
+
+def test_balanced_class_weight_counts_every_row(client):
+    X, y = _data(DaskCO2ForestClassifier)
+    y[:300] = 0  # unbalanced
+    Xd, yd = da.from_array(X, chunks=100), da.from_array(y, chunks=100)
+    params = dict(FAST[DaskCO2ForestClassifier], random_state=0, bootstrap=False)
+    model = DaskCO2ForestClassifier(class_weight="balanced", rows_per_tree=None, **params)
+    local = CO2ForestClassifier(class_weight="balanced", **params).fit(X, y)
+    np.testing.assert_array_equal(model.fit(Xd, yd).predict_proba(X), local.predict_proba(X))
