@@ -110,13 +110,8 @@ class _BaseCO2Forest(BaseObliqueForest):
         if not is_classifier(self):
             self.n_outputs_ = 1 if y.ndim == 1 else y.shape[1]
         cst = check_monotonic_cst(self, self.monotonic_cst)
-        # a model pickled before the parameter existed was fitted without constraints
-        old_cst = self.__dict__.get("_monotonic_cst")
-        if old_trees and not np.array_equal(cst if cst is not None else [], old_cst or []):
-            raise ValueError(
-                "warm_start=True needs the monotonic_cst of the previous fit (its trees "
-                "keep those constraints, not others)."
-            )
+        if old_trees:
+            self._check_warm_constraints(cst)
         if old_trees and X.shape[1] != old_n_features:
             raise ValueError(
                 f"warm_start=True needs the {old_n_features} features of the previous "
@@ -151,7 +146,7 @@ class _BaseCO2Forest(BaseObliqueForest):
             missing, X, y, sample_weight, seeds[len(old_trees) :], n_draws, cst
         )
         self._store_trees(old_trees + trees, np.vstack([old_stats, stats]), seeds, n_draws)
-        self._monotonic_cst = None if cst is None else cst.tolist()
+        self._remember_constraints(cst)
         del trees
         if self.oob_score:
             self._set_oob_score(X, y)
