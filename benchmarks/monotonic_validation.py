@@ -51,11 +51,8 @@ Results: ``results/monotonic_validation.md`` (every cell in
 """
 
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -64,7 +61,7 @@ import numpy as np
 from scipy.stats import rankdata
 
 from benchmarks.bench_monotonic import CONSTRAINTS, DATASETS, load_split
-from benchmarks.common import ROOT, cpu_model, load_average, write_results
+from benchmarks.common import ROOT, cpu_model, load_average, run_python, write_results
 
 #: The constant and the file that defines it.
 CONSTANT = "MAX_CONSTRAINED_START_ROWS"
@@ -157,17 +154,8 @@ def run_candidate(threshold, datasets, seeds, max_train):
     with tempfile.TemporaryDirectory(prefix="monotonic_validation_") as directory:
         patched_copy(threshold, directory)
         code = "import sys; from benchmarks.monotonic_validation import child; child(sys.argv[1:])"
-        # cwd first on sys.path: the copy's obliquetrees; benchmarks from the repository
-        env = dict(os.environ, PYTHONPATH=str(ROOT))
         args = [str(threshold), str(max_train), str(seeds), *datasets]
-        done = subprocess.run(
-            [sys.executable, "-c", code, *args],
-            cwd=directory,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        done = run_python(code, *args, cwd=directory)
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-3000:])
     return [dict(cell, threshold=threshold) for cell in json.loads(done.stdout.splitlines()[-1])]
