@@ -27,6 +27,7 @@ SUBCOMMANDS = {
     "parallel": "benchmarks.bench_parallel",
     "missing": "benchmarks.bench_missing",
     "monotonic": "benchmarks.bench_monotonic",
+    "monotonic-validation": "benchmarks.monotonic_validation",
     "regression": "benchmarks.bench_regression",
     "quantiles": "benchmarks.bench_quantiles",
     "e2edt-regression-validation": "benchmarks.e2edt_regression_validation",

@@ -234,19 +234,21 @@ def _header(prov):
 
 
 # ------------------------------------------------------------------ children
-def run_python(code, *args, timeout=None):
+def run_python(code, *args, timeout=None, cwd=ROOT):
     """Run ``python -c code args...`` from the repository root on its own package.
 
     For benchmarks that measure each fit in a fresh process (its peak memory,
     no state from earlier fits). Returns the :class:`subprocess.CompletedProcess`
     (text output captured, exit status not checked); raises
-    :class:`subprocess.TimeoutExpired` after ``timeout`` seconds.
+    :class:`subprocess.TimeoutExpired` after ``timeout`` seconds. Another
+    ``cwd`` comes first on the child's ``sys.path``: a package there (a
+    patched copy of ``obliquetrees``) is imported instead of the repository's.
     """
     path = [str(ROOT), os.environ.get("PYTHONPATH")]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, path)))
     return subprocess.run(
         [sys.executable, "-c", code, *args],
-        cwd=ROOT,
+        cwd=cwd,
         env=env,
         capture_output=True,
         text=True,

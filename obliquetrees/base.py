@@ -45,6 +45,7 @@ from obliquetrees.utils._param_validation import _fit_context
 from obliquetrees.utils.validation import (
     bounded_weights,
     check_is_fitted,
+    same_constraints,
     validate_fit_data,
     validate_leaf_rows,
     validate_more_fit_data,
@@ -610,6 +611,23 @@ class BaseObliqueForest(BaseObliqueEstimator):
         # the trees come fresh from training: pack them without a second copy
         self.forest_ = ObliqueForest.from_trees(trees, consume=True)
         return self
+
+    def _remember_constraints(self, cst):
+        """Store the checked ``monotonic_cst`` the fitted trees grew under (None: none)."""
+        self._monotonic_cst = None if cst is None else cst.tolist()
+
+    def _check_warm_constraints(self, cst):
+        """Raise unless a warm start's ``cst`` is the one the kept trees grew under.
+
+        ``cst`` is this fit's checked ``monotonic_cst`` (None: unconstrained);
+        a model pickled before :meth:`_remember_constraints` stored them was
+        fitted without constraints.
+        """
+        if not same_constraints(cst, self.__dict__.get("_monotonic_cst")):
+            raise ValueError(
+                "warm_start=True needs the monotonic_cst of the previous fit (its trees "
+                "keep those constraints, not others)."
+            )
 
     def _forest(self):
         return self.forest_

@@ -1034,8 +1034,7 @@ class _CO2Trees:
         self.max_features_, self.max_split_features_ = next(r[2] for r in results if r[2])
         stats = np.array([r[1] for r in results], dtype=np.int64).reshape(-1, 2)
         self._store_trees([r[0] for r in results], stats, None, None)
-        cst = check_monotonic_cst(self, self.monotonic_cst)
-        self._monotonic_cst = None if cst is None else cst.tolist()
+        self._remember_constraints(check_monotonic_cst(self, self.monotonic_cst))
 
 
 class _E2EDTTrees:
@@ -1061,6 +1060,7 @@ class _E2EDTTrees:
         info = {"steepness": [r[1] for r in results], "bootstrap": self.bootstrap}
         none = {"trees": [], "steepness": [], "bootstrap": []}
         self._store_trees(none, [r[0] for r in results], info, None)
+        self._remember_constraints(check_monotonic_cst(self, self.monotonic_cst))
 
 
 def _dask_class(name, local_class, family, classifier):

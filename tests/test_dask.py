@@ -253,6 +253,10 @@ def test_monotonic_constraints_hold_on_the_dask_route(client, cls):
     model = cls(monotonic_cst=cst, random_state=0, **FAST[cls])
     model.fit(da.from_array(X, chunks=100), da.from_array(y, chunks=100))
     assert monotone_violations(model.to_local().predict, X, cst, n_lines=200) <= 1e-12
+    # the trees keep their constraints: a warm start of the local model may not drop them
+    local = model.to_local().set_params(warm_start=True, monotonic_cst=None)
+    with pytest.raises(ValueError, match="needs the monotonic_cst of the previous fit"):
+        local.set_params(n_estimators=local.n_estimators + 1).fit(X, y)
     if cls is DaskCO2ForestRegressor:  # grown node by node: the joined tree is ordered
         model.set_params(rows_per_task=60).fit(
             da.from_array(X, chunks=100), da.from_array(y, chunks=100)

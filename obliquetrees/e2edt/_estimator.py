@@ -236,6 +236,8 @@ class _BaseE2EDT(BaseObliqueForest):
             )
         targets, n_classes, sample_weight = self._training_targets(y, sample_weight, old)
         monotonic_cst = check_monotonic_cst(self, self.monotonic_cst)
+        if old["trees"]:
+            self._check_warm_constraints(monotonic_cst)
         seeds = draw_seeds(self.random_state, self.n_estimators)
         n_old = len(old["trees"])
         if old["seeds"] is not None:  # random_state=None draws new seeds each fit
@@ -251,6 +253,7 @@ class _BaseE2EDT(BaseObliqueForest):
             X, y, targets, sample_weight, n_classes, seeds[n_old:], monotonic_cst
         )
         self._store_trees(old, trees, info, seeds)
+        self._remember_constraints(monotonic_cst)
         if self.oob_score:
             self._set_oob_score(X, y)
         elif "oob_score_" in self.__dict__:  # from an earlier fit

@@ -31,12 +31,7 @@ from obliquetrees.utils._param_validation import (
     reals,
 )
 from obliquetrees.utils.seeds import draw_seeds
-from obliquetrees.utils.validation import check_monotonic_cst
-
-
-def _same_constraints(a, b):
-    """Whether two resolved constraint vectors (or None) are the same."""
-    return (a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
+from obliquetrees.utils.validation import check_monotonic_cst, same_constraints
 
 
 class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
@@ -108,7 +103,7 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
                 f"{self._missing.n_features} (warm_start/partial_fit)."
             )
         monotonic = self._missing_free(cst)
-        if not _same_constraints(model.monotonic_cst, monotonic):
+        if not same_constraints(model.monotonic_cst, monotonic):
             raise ValueError("warm_start/partial_fit need the monotonic_cst of the fitted model.")
         structure = (
             model.n_trees == self.n_estimators

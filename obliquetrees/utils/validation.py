@@ -22,6 +22,7 @@ __all__ = [
     "bounded_weights",
     "check_is_fitted",
     "check_monotonic_cst",
+    "same_constraints",
     "validate_fit_data",
     "validate_leaf_rows",
     "validate_more_fit_data",
@@ -373,3 +374,19 @@ def check_monotonic_cst(estimator, monotonic_cst):
         raise ValueError("Monotonicity constraints are not supported with multiple outputs.")
     checked = _check_monotonic_cst(estimator, monotonic_cst)
     return checked if checked.any() else None
+
+
+def same_constraints(a, b):
+    """Whether two checked constraint vectors are the same (None or empty: no constraint).
+
+    Parameters
+    ----------
+    a, b : array-like of int or None
+        Constraint vectors as :func:`check_monotonic_cst` returns them (or as
+        an estimator stored them: a list, None when unconstrained).
+
+    Returns
+    -------
+    same : bool
+    """
+    return bool(np.array_equal([] if a is None else a, [] if b is None else b))

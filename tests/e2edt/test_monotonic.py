@@ -58,3 +58,21 @@ def test_constraints_cost_little_where_the_truth_is_monotone():
 def test_scikit_learn_semantics():
     X, y, labels, cst = monotone_problem(9, n=200)
     check_monotonic_api(_make, X, y, labels, cst)
+
+
+@pytest.mark.parametrize("classifier", [False, True])
+def test_warm_start_keeps_the_constraints_of_the_first_fit(classifier):
+    X, y, labels, cst = monotone_problem(10, n=200)
+    target = labels if classifier else y
+    model = _make(classifier, monotonic_cst=cst, warm_start=True, n_estimators=1).fit(X, target)
+    model.set_params(n_estimators=2).fit(X, target)
+    assert len(model.trees_) == 2
+    assert model_violation(model, X, cst, n_lines=50) <= 1e-12
+    for other in (None, -cst):
+        model.set_params(n_estimators=3, monotonic_cst=other)
+        with pytest.raises(ValueError, match="needs the monotonic_cst of the previous fit"):
+            model.fit(X, target)
+    # an unconstrained model warm-starts unconstrained (all zeros constrain nothing)
+    model = _make(classifier, warm_start=True, n_estimators=1).fit(X, target)
+    model.set_params(n_estimators=2, monotonic_cst=[0] * X.shape[1]).fit(X, target)
+    assert len(model.trees_) == 2
