@@ -42,6 +42,11 @@ def add_arguments(parser):
     parser.add_argument("--rows-per-task", type=int, default=100_000)
     parser.add_argument("--memory-limit", default="500MB")
     parser.add_argument(
+        "--predict-memory-limit",
+        default="2GB",
+        help="workers of the cluster that predicts when the fit's workers cannot hold the model",
+    )
+    parser.add_argument(
         "--pause", type=float, default=0.8, help="dask's worker pause threshold (dask's default)"
     )
     parser.add_argument("--test-rows", type=int, default=200_000)
@@ -145,11 +150,17 @@ def _dask_fit(args, X, y, X_test):
                 model.__class__(**model.get_params()).set_params(random_state=seed).fit(X, y)
                 for seed in range(1, args.seeds)
             ]
-            predicted = time.time()
-            lazy = model.predict(_data(args, 2, args.test_rows)[0])
-            built = time.time() - predicted
-            lazy_prediction = lazy.compute()
+            try:
+                refused = None
+                predicted = time.time()
+                lazy = model.predict(_data(args, 2, args.test_rows)[0])
+                built = time.time() - predicted
+                lazy_prediction = lazy.compute()
+            except ValueError as error:  # a model no worker of this cluster can hold
+                refused = str(error)
         monitor_all = client.run(_monitor_peak, started)
+    if refused is not None:
+        built, lazy_prediction = _predict_on_larger_workers(args, model)
     moved = {k: sum(after[w][k] - before[w][k] for w in after) for k in ("incoming", "outgoing")}
     return {
         "models": [m.to_local() for m in [model, *others]],
@@ -163,7 +174,28 @@ def _dask_fit(args, X, y, X_test):
         "bytes between workers": moved,
         "lazy predict build s": built,
         "lazy prediction": lazy_prediction,
+        "lazy predict refused": refused,
+        "model MB": model.forest_.nbytes / 1e6,
     }
+
+
+def _predict_on_larger_workers(args, model):
+    """Lazy prediction of the test set on a cluster whose workers can hold the model."""
+    from distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            memory_limit=args.predict_memory_limit,
+            dashboard_address=None,
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        model.set_params(client=client)
+        started = time.time()
+        lazy = model.predict(_data(args, 2, args.test_rows)[0])
+        return time.time() - started, lazy.compute()
 
 
 def main(args):
@@ -197,6 +229,14 @@ def main(args):
         ("peak over all fits and the prediction", _mb(result[_ALL])),
         ("bytes received from other workers", f"{moved['incoming'] / 1e6:.1f} MB"),
         ("bytes sent by workers (to workers, client)", f"{moved['outgoing'] / 1e6:.1f} MB"),
+        ("model (forest arrays)", f"{result['model MB']:.0f} MB"),
+        ("lazy predict on the fit's workers", result["lazy predict refused"] or "ran"),
+        (
+            "lazy predict ran on",
+            "the fit's workers"
+            if result["lazy predict refused"] is None
+            else f"2 workers of {args.predict_memory_limit}",
+        ),
         ("lazy predict: graph built in", f"{result['lazy predict build s']:.3f} s"),
         ("lazy predict equals numpy predict", str(lazy_equal)),
     ]

@@ -9,7 +9,7 @@ are scattered to the workers once by joblib, not sent with every tree; every
 worker thus receives the whole training set. (2) For data that do not fit one
 machine, :mod:`obliquetrees.dask` fits on a dask array where its partitions
 live: each tree draws its bootstrap from the partitions and grows node by node,
-no task holding more than ``rows_per_task`` rows, and predictions of a dask
+no task gathering more than ``rows_per_task`` rows, and predictions of a dask
 array are lazy dask arrays.
 
     pip install ".[dask]"   # dask.array, dask.dataframe and distributed

@@ -77,6 +77,7 @@ need synchronous gradient averaging across workers; fit them in memory
 
 import copy
 import inspect
+import math
 import operator
 from numbers import Integral
 
@@ -224,16 +225,17 @@ def _node_pass(X, y, sample_weight, partition, template, plan):
     """One partition's share of a pass of node growth (:mod:`obliquetrees.co2._distributed`).
 
     ``plan`` lists ``(seed, counts, replace, routing, requests)`` per tree
-    served by the pass: the partition is validated, each tree's rows drawn
-    (:func:`_drawn_rows`) and handed to
-    :func:`~obliquetrees.co2._distributed.node_rows`. Returns one dict per tree.
+    served by the pass (``routing`` and ``requests`` as
+    :func:`~obliquetrees.co2._distributed.node_rows` takes them): the
+    partition is validated, each tree's rows drawn (:func:`_drawn_rows`) and
+    handed to ``node_rows``. Returns one dict per tree.
     """
     from obliquetrees.co2._distributed import node_rows
 
     n_outputs = len(template.classes_) if is_classifier(template) else template.n_outputs_
-    empty = (0.0, 0.0, np.zeros(n_outputs))
+    empty = (0.0, 0.0, np.zeros(n_outputs), 0)
     if X.shape[0] == 0:
-        return [{path: (empty, None) for path in tree[4]} for tree in plan]
+        return [{path: (empty, None) for path, _ in tree[4].values()} for tree in plan]
     X, y, weights = _validated_rows(template, X, y, sample_weight)
     X = np.ascontiguousarray(X, dtype=np.float64)
     if is_classifier(template):
@@ -243,7 +245,7 @@ def _node_pass(X, y, sample_weight, partition, template, plan):
     for seed, counts, replace, routing, requests in plan:
         n_draw = int(counts[partition])
         if not n_draw:
-            out.append({path: (empty, None) for path in requests})
+            out.append({path: (empty, None) for path, _ in requests.values()})
             continue
         rows, times = _drawn_rows(seed, partition, n_draw, replace, X.shape[0])
         stat_weights = weights[rows] * times
@@ -267,63 +269,112 @@ def _node_pass(X, y, sample_weight, partition, template, plan):
     return out
 
 
+def _terms_of_rows(tree, X):
+    """``tree`` with explicit missing-value terms if its rows ``X`` had NaN.
+
+    A tree grown on rows with NaN counted them as its rows' mean (the compact
+    form) and routed them so; it keeps those terms. One grown on rows
+    without NaN keeps the compact form, which the joined tree replaces by
+    the mean of all rows (:class:`~obliquetrees.co2._distributed.NodeTree`).
+    """
+    if tree.missing_fill is not None and np.isnan(X).any():
+        tree.weight_missing = tree.weight_missing  # the products, stored
+        tree.missing_fill = None
+    return tree
+
+
 def _grow_node(template, seed, path, depth, request, sizes, *pieces):
     """Decide one node of a tree's node growth from its partitions' ``pieces`` (of
     :func:`_node_pass`).
 
-    ``request`` is ``(keep, final)``: the probability with which the rows
-    were kept, and whether that was computed from the node's exact draws;
-    ``sizes`` is ``(rows_per_task, split_rows)``. Returns ``(kind, stats,
-    ...)``: ``("leaf", stats)``; ``("retry", stats)`` when the kept rows are
-    not what the node needs (all of them for a small node, about
-    ``split_rows`` for a large one) because the draws were estimated;
-    ``("subtree", stats, tree, growth)`` for a node whose every row came,
-    grown as the in-memory training step grows a tree (``max_depth`` less the
-    node's depth); ``("split", stats, stump, (left, right), growth)`` for a
-    node split as the root of a tree of depth 1 fitted on (a subsample of
-    ``split_rows`` of) its rows, with the draws each child is expected to
-    hold. ``growth`` is ``(stats, resolution)`` of :meth:`_CO2Trees._grow_tree`.
+    ``request`` is ``(keep, final, root_weight)``: the probability with which
+    the rows were kept, whether it was computed from the node's exact rows,
+    and the weight of the tree's root (None for the root itself); ``sizes``
+    is ``(rows_per_task, split_rows)``. Returns ``(kind, stats, ...)``:
+
+    - ``("retry", stats)`` when the kept rows are not what the node needs (all
+      of them for a node of at most ``rows_per_task`` rows, about
+      ``split_rows`` for a larger one) because its rows were estimated;
+    - ``("leaf", stats[, growth])``;
+    - ``("subtree", stats, tree, growth)`` for a node whose every row came,
+      grown as the in-memory training step grows a tree;
+    - ``("split", stats, stump, estimates, growth)`` for a node split as the
+      root of a tree of depth 1 fitted on (a subsample of ``split_rows`` of)
+      its rows, with the rows each child is expected to hold
+      (:meth:`~obliquetrees.co2._distributed.NodeTree.set_split`).
+
+    ``growth`` is ``(stats, resolution)`` of :meth:`_CO2Trees._grow_tree`.
+    ``stats`` are the node's exact statistics (draws, weight, sums, rows).
     """
     from obliquetrees.co2._distributed import node_seed, subsample
 
-    keep, final = request
+    keep, final, root_weight = request
     rows_per_task, split_rows = sizes
-    draws = sum(piece[0][0] for piece in pieces)
-    weight = sum(piece[0][1] for piece in pieces)
-    stats = (draws, weight, sum(piece[0][2] for piece in pieces))
+    stats = tuple(sum(piece[0][i] for piece in pieces) for i in range(4))
     taken = [piece[1] for piece in pieces if piece[1] is not None]
-    if keep == 0 or not taken:
-        return ("leaf", stats)
     n_kept = sum(t[0].shape[0] for t in taken)
-    if not final and keep < 1 and (draws <= rows_per_task or n_kept < split_rows // 4):
+    if not final and keep < 1 and (stats[3] <= rows_per_task or n_kept < split_rows // 4):
         return ("retry", stats)
+    if not stats[1] > 0 and path == 1:
+        raise ValueError(_ALL_ZERO_WEIGHT)
+    if keep == 0 or not taken or not stats[1] > 0:
+        return ("leaf", stats)
     X, y, weights, times = (np.concatenate([t[i] for t in taken]) for i in range(4))
     del taken, pieces
     weights = weights * times  # the bootstrap's counts, as the in-memory fit weighs rows
-    if not np.any(weights > 0):
-        if path == 1:
-            raise ValueError(_ALL_ZERO_WEIGHT)
-        return ("leaf", stats)
-    estimator = copy.copy(template)
     if keep >= 1 and X.shape[0] <= rows_per_task:  # every row: grow the subtree
-        if template.max_depth is not None:
-            estimator.max_depth = template.max_depth - depth
+        estimator = _node_estimator(template, stats, root_weight, depth, X.shape[0])
         tree, *growth = estimator._grow_tree(X, y, bounded_weights(weights), node_seed(seed, path))
         return_freed_memory()  # see _train_tree
-        return ("subtree", stats, tree, growth)
+        return ("subtree", stats, _terms_of_rows(tree, X), growth)
     if X.shape[0] > split_rows:
         rows = subsample(seed, path, X.shape[0], split_rows)
-        X, y, weights, times = X[rows], y[rows], weights[rows], times[rows]
-    estimator.max_depth = 1
+        X, y, weights = X[rows], y[rows], weights[rows]
+    if not np.any(weights > 0):  # a sample of rows of zero weight only (rare): no split
+        return ("leaf", stats)
+    estimator = _node_estimator(template, stats, root_weight, depth, X.shape[0], stump=True)
     stump, *growth = estimator._grow_tree(X, y, bounded_weights(weights), node_seed(seed, path))
+    stump = _terms_of_rows(stump, X)
     if stump.node_count == 1:
         return ("leaf", stats, growth)
+    return ("split", stats, stump, _child_estimates(stump, X, stats[3]), growth)
+
+
+def _node_estimator(template, stats, root_weight, depth, n_rows, stump=False):
+    """The estimator that grows a node's subtree (``n_rows``: all its rows) or its stump
+    (``n_rows``: its sample's), with the node's share of the tree's limits.
+
+    ``max_depth`` is the tree's less the node's depth (1 for a stump);
+    ``min_impurity_decrease``, which the growth weighs by a split's share of
+    its root's weight, is scaled by the tree's root weight over the node's,
+    so a split's decrease counts as a share of the tree's root, as in
+    memory; a stump, fitted on a sample, asks of each child
+    ``min_samples_leaf`` (and of the node ``min_samples_split``) times the
+    sample's share of the node's rows, at least 1 (and 2).
+    """
+    estimator = copy.copy(template)
+    if stump:
+        estimator.max_depth = 1
+        share = n_rows / stats[3]
+        estimator.min_samples_leaf = max(1, math.ceil(template.min_samples_leaf * share))
+        estimator.min_samples_split = max(2, math.ceil(template.min_samples_split * share))
+    elif template.max_depth is not None:
+        estimator.max_depth = template.max_depth - depth
+    if root_weight is not None and template.min_impurity_decrease:
+        estimator.min_impurity_decrease = template.min_impurity_decrease * root_weight / stats[1]
+    return estimator
+
+
+def _child_estimates(stump, X, n_rows):
+    """The rows each child of a stump fitted on the sample ``X`` of a node of ``n_rows``
+    distinct rows is expected to hold, with the standard error: ``((left, se), (right, se))``."""
     from obliquetrees._core.forest import ObliqueForest
     from obliquetrees._core.traversal import apply
 
     left = apply(ObliqueForest.from_trees([stump]), X)[:, 0] == stump.children_left[0]
-    share = times[left].sum() / times.sum()
-    return ("split", stats, stump, (draws * share, draws * (1.0 - share)), growth)
+    share = np.count_nonzero(left) / X.shape[0]
+    error = n_rows * math.sqrt(share * (1.0 - share) / X.shape[0])
+    return (n_rows * share, error), (n_rows * (1.0 - share), error)
 
 
 def _train_tree(template, seed, *parts):
@@ -409,10 +460,11 @@ _CO2_PARAMETER_DOCS = (
         which grows the ordinary CO2 tree below it; a larger node is split
         on a sample of about ``rows_per_task // 4`` of its rows gathered
         from the partitions, the split is sent back to the partitions, and
-        its children are decided in turn (:mod:`obliquetrees.dask`). Memory
-        on a worker is bounded by this many rows of ``n_features x 8`` bytes
-        plus their training temporaries (about 130 MB at 100,000 x 40).
-        In-memory input ignores it.
+        its children are decided in turn (:mod:`obliquetrees.dask`). A task
+        deciding a node holds its rows twice (the partitions' pieces and
+        their concatenation) plus their training temporaries; see
+        ``benchmarks/results/dask.md`` for the peak memory of workers at the
+        default. At least 40. In-memory input ignores it.
 """
     + _CLIENT_DOC
 )
@@ -574,7 +626,10 @@ class _DaskForest:
                 raise ValueError(f"y has {sorted(outputs)} outputs in different partitions.")
             self.n_outputs_ = outputs.pop()
             template.n_outputs_ = self.n_outputs_
-        self._feature_std = _combined_std([s["moments"] for s in summaries if s["n_rows"]])
+        # the mean: what a NaN counts as in the splits of trees grown node by node
+        template._feature_mean, self._feature_std = _combined_moments(
+            [s["moments"] for s in summaries if s["n_rows"]]
+        )
 
     def _draws_per_tree(self, n_rows):
         """Draws of each tree's rows (``rows_per_tree`` resolved); capped at ``n_rows`` without
@@ -664,6 +719,39 @@ class _DaskForest:
     def apply(self, X):
         return self._lazy("apply", X)
 
+    def _check_model_fits_workers(self):
+        """Raise ``ValueError`` when a worker could not hold the model next to what it holds.
+
+        Every worker that predicts a partition receives the model, and holds
+        it about twice while unpickling it: a worker whose memory in use plus
+        twice the model's arrays exceeds its ``memory_limit`` would be killed
+        by its nanny, and dask would retry on the next until all were (as a
+        full-depth forest of 10 trees on 2,000,000 rows, 490 MB, did on
+        workers of 500 MB). Without a distributed client (dask's local
+        schedulers) nothing is checked.
+        """
+        try:
+            client = self.client if self.client is not None else self._get_client()
+        except (ImportError, ValueError):
+            return
+        need = 2 * self._forest().nbytes
+        try:
+            workers = client.scheduler_info(n_workers=-1)["workers"]
+        except TypeError:  # distributed before 2025.1 lists every worker, without n_workers
+            workers = client.scheduler_info()["workers"]
+        for address, worker in workers.items():
+            limit = worker.get("memory_limit") or 0
+            used = worker.get("metrics", {}).get("memory", 0)
+            if limit and used + need > limit:
+                raise ValueError(
+                    f"the model's {need / 2e6:.0f} MB do not fit worker {address}: it holds "
+                    f"{used / 1e6:.0f} MB of its {limit / 1e6:.0f} MB memory limit, and a worker "
+                    f"that predicts holds the model about twice while it receives it. Predict "
+                    f"on workers with more memory, or with to_local().predict(X.compute()) in "
+                    f"a process that can hold X, or fit smaller trees (min_samples_leaf, "
+                    f"max_depth)."
+                )
+
     def _blockwise(self, method, X, columns, dtype):
         """``method`` of every partition of the dask collection ``X``, as a lazy dask array.
 
@@ -673,6 +761,7 @@ class _DaskForest:
         import dask.array as da
 
         check_is_fitted(self)
+        self._check_model_fits_workers()
         model = dask.delayed(self.to_local(), pure=True)  # one copy in the graph
         if hasattr(X, "columns"):  # a dask DataFrame: whole partitions, feature names kept
             shape = (np.nan,) if columns is None else (np.nan, columns)
@@ -784,8 +873,9 @@ def da_map_blocks(*args, **kwargs):
     return da.map_blocks(*args, **kwargs)
 
 
-def _combined_std(moments):
-    """Weighted standard deviation of every feature from the partitions' (total, mean, M2).
+def _combined_moments(moments):
+    """Weighted mean and standard deviation of every feature from the partitions' (total,
+    mean, M2).
 
     Chan et al.'s pairwise update, in partition order (deterministic).
     """
@@ -797,7 +887,7 @@ def _combined_std(moments):
         mean = mean + delta * share
         m2 = m2 + m2_b + delta**2 * total * share
         total = new_total
-    return np.sqrt(np.divide(m2, total, out=np.zeros_like(total), where=total > 0))
+    return mean, np.sqrt(np.divide(m2, total, out=np.zeros_like(total), where=total > 0))
 
 
 class _DaskClassifier(_DaskForest):
@@ -824,9 +914,15 @@ _lazy_doc(
 
 _DASK_CONSTRAINTS = {
     "rows_per_tree": [None, *reals(0, 1, closed="right", not_int=True), *integers(1)],
-    "rows_per_task": [*integers(SPLIT_SAMPLE_SHARE)],
+    "rows_per_task": [*integers(10 * SPLIT_SAMPLE_SHARE)],
     "client": "no_validation",
 }
+
+
+def _gathered_whole(rows, error, rows_per_task):
+    """Whether a node of ``rows`` distinct rows (an estimate with standard error ``error``)
+    surely has at most ``rows_per_task``, so that all its rows are gathered in one task."""
+    return rows + 4.0 * error <= rows_per_task
 
 
 def _piece(taken, tree, path):
@@ -846,8 +942,8 @@ class _Growth:
     def record(self, path, result):
         """Take the result of :func:`_grow_node` for node ``path``."""
         kind, stats, *rest = result
-        if kind == "retry":  # the exact draws are known now: ask again
-            self.tree.nodes[path].update(estimate=stats[0], final=True)
+        if kind == "retry":  # the node's exact rows are known now: ask again
+            self.tree.nodes[path].update(estimate=stats[3], error=0.0, final=True)
             return
         if kind == "leaf":
             self.tree.set_leaf(path, stats)
@@ -869,28 +965,37 @@ class _CO2Trees:
     """How a CO2 forest grows its trees node by node on the workers and stores them (dask fit).
 
     Node growth (:mod:`obliquetrees.co2._distributed`): every tree starts as
-    one pending node, its root, expected to hold all of its draws. Each
-    *pass* serves pending nodes of the trees in order, as many as hold about
-    ``rows_per_task`` rows per worker thread in all: one task per partition
-    (:func:`_node_pass`) routes each served tree's drawn rows through its
-    splits so far, sums each served node's weight and outputs exactly, and
-    keeps all of a node's rows when its draws are at most ``rows_per_task``,
-    else each with a probability that keeps about ``rows_per_task //
-    SPLIT_SAMPLE_SHARE``; one task per node (:func:`_grow_node`) then
-    gathers those rows and grows the subtree, or fits the split, or finds a
-    leaf, or asks again when the node's draws, estimated from its parent's
-    sample, were wrong. So a task never holds more than about
-    ``rows_per_task`` rows, and nothing but the kept rows and the splits
-    move. A tree whose draws are at most ``rows_per_task`` is gathered whole
-    at its root: the tree the in-memory training step grows from those rows.
+    one pending node, its root, expected to hold the distinct rows its draws
+    hit. Each *pass* serves pending nodes of the trees in order, as many as
+    keep about ``rows_per_task`` rows per worker thread in all: one task per
+    partition (:func:`_node_pass`) routes each served tree's drawn rows
+    through its splits so far, sums each served node's weight and outputs
+    exactly, and keeps all of a node's rows when it surely has at most
+    ``rows_per_task`` (:func:`_gathered_whole`: its estimate plus four
+    standard errors), else each with a probability that keeps about
+    ``rows_per_task // SPLIT_SAMPLE_SHARE``; one task per node
+    (:func:`_grow_node`) then gathers those rows and grows the subtree, or
+    fits the split, or finds a leaf, or asks again with the node's exact
+    rows when its estimate (from its parent's sample) was wrong. So a task
+    gathers at most ``rows_per_task`` rows (a test spies on it), and nothing
+    but the kept rows, the splits and the statistics move. A tree whose rows
+    are surely at most ``rows_per_task`` is gathered whole at its root: the
+    tree the in-memory training step grows from those rows.
+
+    The tree's limits hold as in memory: a subtree's ``max_depth`` is the
+    tree's less the node's depth, ``min_impurity_decrease`` is scaled so a
+    split's decrease counts as a share of the tree's root (not the node's),
+    and a stump asks of its sample's children the sample's share of
+    ``min_samples_leaf`` (:func:`_node_estimator`).
 
     Why split a large node on a sample of a quarter of ``rows_per_task``
     rows: CO2's CCCP fits on at most ``max_cccp_samples`` rows of a node
-    (1,024 by default) whatever it holds, so only the axis-aligned start and
-    the oblique test see more; a sample of 25,000 rows places a threshold
-    within about 1 / sqrt(25,000) of a quantile of the node's rows, and four
-    nodes' samples fit in one task's budget. This is ours, not the paper's:
-    in memory the start scans every row of the node.
+    (1,024 for the classifier, 2,048 for the regressor by default) whatever
+    it holds, so only the axis-aligned start and the oblique test see more;
+    25,000 rows place a threshold within about 1 / sqrt(25,000) of a
+    quantile of the node's rows, and four nodes' samples fit in one task's
+    budget. This is ours, not the paper's: in memory the start scans every
+    row of the node.
     """
 
     _dask_params = {"rows_per_tree": None, "rows_per_task": ROWS_PER_TASK, "client": None}
@@ -901,7 +1006,8 @@ class _CO2Trees:
         from obliquetrees.co2._distributed import NodeTree
 
         n_draws = self._draws_per_tree(int(lengths.sum()))
-        if n_draws > self.rows_per_task:
+        root_rows = self._expected_rows(int(lengths.sum()), n_draws)
+        if not _gathered_whole(root_rows, math.sqrt(root_rows), self.rows_per_task):
             self._check_node_growth()
         self._resolve_class_weight(template)
         classifier = is_classifier(self)
@@ -911,29 +1017,31 @@ class _CO2Trees:
             _Growth(
                 int(seed),
                 _partition_draws(seed, lengths, n_draws, self.bootstrap),
-                NodeTree(n_features, n_outputs, classifier, self.max_depth),
+                NodeTree(n_features, n_outputs, classifier, self.max_depth, template._feature_mean),
             )
             for seed in seeds
         ]
         for growth in growths:
-            growth.tree.nodes[1].update(estimate=n_draws, final=True)
+            growth.tree.nodes[1].update(estimate=root_rows, error=math.sqrt(root_rows))
         sizes = (self.rows_per_task, self.rows_per_task // SPLIT_SAMPLE_SHARE)
         budget = self.rows_per_task * max(1, sum(client.nthreads().values()))
         while True:
             served = self._next_requests(growths, sizes, budget)
             if not served:
                 break
-            plan = [
-                (g.seed, g.counts, self.bootstrap, g.tree.routing_tree(), requests)
-                for g, requests in served
-            ]
+            plan = []
+            for growth, requests in served:
+                routing, ids = growth.tree.routing_tree()
+                by_id = {ids[path]: (path, keep) for path, keep in requests.items()}
+                plan.append((growth.seed, growth.counts, self.bootstrap, routing, by_id))
             taken = parts.map(_node_pass, template, plan)
             tasks, where = [], []
             for t, (growth, requests) in enumerate(served):
                 for path, keep in requests.items():
                     node = growth.tree.nodes[path]
                     pieces = [_delayed(_piece)(taken[p], t, path) for p in range(len(taken))]
-                    request = (keep, node.get("final", False))
+                    root_weight = growth.tree.nodes[1].get("weight")
+                    request = (keep, node.get("final", False), root_weight)
                     tasks.append(
                         _delayed(_grow_node)(
                             template, growth.seed, path, node["depth"], request, sizes, *pieces
@@ -960,10 +1068,10 @@ class _CO2Trees:
                 estimate = node["estimate"]
                 if growth.tree.at_max_depth(path):
                     keep = 0.0  # a leaf: its statistics only
-                elif estimate <= rows_per_task:
+                elif _gathered_whole(estimate, node["error"], rows_per_task):
                     keep = 1.0
-                else:
-                    keep = split_rows / estimate
+                else:  # else a sample (a node smaller than estimated asks again)
+                    keep = min(1.0, split_rows / max(estimate, 1.0))
                 cost = keep * estimate
                 if spent and spent + cost > budget:
                     break
@@ -974,6 +1082,12 @@ class _CO2Trees:
             if spent >= budget:
                 break
         return served
+
+    def _expected_rows(self, n_rows, n_draws):
+        """Distinct rows a tree's ``n_draws`` draws from ``n_rows`` are expected to hit."""
+        if not self.bootstrap:
+            return float(n_draws)
+        return n_rows * -math.expm1(-n_draws / n_rows)
 
     def _check_node_growth(self):
         """Refuse what node growth cannot do (a tree larger than one task)."""

@@ -286,25 +286,37 @@ def _bootstrap_times(model, lengths):
 
 
 @pytest.mark.parametrize("cls", [DaskCO2ForestClassifier, DaskCO2ForestRegressor])
-def test_node_growth_stores_what_its_rows_hold(client, cls):
+@pytest.mark.parametrize("weighted", [False, True])
+def test_node_growth_stores_what_its_rows_hold(client, cls, weighted):
     # trees of 1,200 draws, tasks of at most 150 rows: every tree is grown node by node,
     # and every node (above the gathered subtrees and within them) holds the weight and
     # the value of the drawn rows that the fitted model routes to it
     X, y = _data(cls, n=1200, nan=True)
     chunks = (300, 250, 350, 300)
     Xd, yd = da.from_array(X, chunks=(chunks, 6)), da.from_array(y, chunks=(chunks,))
-    model = cls(rows_per_task=150, random_state=0, **FAST[cls]).fit(Xd, yd)
-    again = cls(rows_per_task=150, random_state=0, **FAST[cls]).fit(Xd, yd)
+    params = dict(FAST[cls], rows_per_task=150, random_state=0)
+    sample_weight, row_weight = None, np.ones(X.shape[0])  # what a row weighs in its nodes
+    if weighted:  # sample weights, class weights and a depth limit
+        row_weight = np.random.default_rng(2).uniform(0.5, 2.0, X.shape[0])
+        sample_weight = da.from_array(row_weight, chunks=(chunks,))
+        params["max_depth"] = 6
+        if is_classifier(cls()):
+            params["class_weight"] = {0: 1.0, 1: 2.0, 2: 0.5}
+            row_weight = row_weight * np.array([1.0, 2.0, 0.5])[y]
+    model = cls(**params).fit(Xd, yd, sample_weight=sample_weight)
+    again = cls(**params).fit(Xd, yd, sample_weight=sample_weight)
     np.testing.assert_array_equal(_output(model, X), _output(again, X))
     indicator, offsets = model.to_local().decision_path(X)
     outputs = np.eye(3)[y] if is_classifier(model) else y[:, None]
     for t, times in enumerate(_bootstrap_times(model, chunks)):
         tree = model.trees_[t]
         assert tree.max_depth > 2 and tree.node_count > 20
+        assert tree.max_depth <= params.get("max_depth", np.inf)
         paths = indicator[:, offsets[t] : offsets[t + 1]].T.tocsr()
-        weight = paths @ times
+        weight = paths @ (times * row_weight)
         np.testing.assert_allclose(tree.n_node_samples, weight, rtol=1e-12)
-        value = (paths @ (times[:, None] * outputs)) / np.maximum(weight, 1e-300)[:, None]
+        value = paths @ ((times * row_weight)[:, None] * outputs)
+        value = value / np.maximum(weight, 1e-300)[:, None]
         np.testing.assert_allclose(tree.value, value, rtol=1e-9, atol=1e-9)
 
 
@@ -318,6 +330,10 @@ def test_node_growth_is_as_accurate_as_the_in_memory_forest(client):
     # the trees are not the in-memory ones (standardisation, missing values and the
     # large nodes' splits come from samples), but they learn as much
     assert abs(nodes.score(X[test], y[test]) - local.score(X[test], y[test])) < 0.03
+    # no NaN: every part's missing-value terms are the compact form, joined as the
+    # training mean (what the in-memory forest stores), so the model is no larger
+    assert nodes.forest_.missing_fill is not None
+    np.testing.assert_allclose(nodes.forest_.missing_fill, X[train].mean(axis=0), rtol=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -345,3 +361,66 @@ def test_balanced_class_weight_counts_every_row(client):
     model = DaskCO2ForestClassifier(class_weight="balanced", rows_per_tree=None, **params)
     local = CO2ForestClassifier(class_weight="balanced", **params).fit(X, y)
     np.testing.assert_array_equal(model.fit(Xd, yd).predict_proba(X), local.predict_proba(X))
+
+
+def test_lazy_prediction_refuses_a_model_no_worker_can_hold(client):
+    X, y = _data(DaskCO2ForestClassifier)
+    Xd, yd = da.from_array(X, chunks=100), da.from_array(y, chunks=100)
+    model = DaskCO2ForestClassifier(**FAST[DaskCO2ForestClassifier]).fit(Xd, yd)
+    # an in-process worker reports this whole process's memory, far above 1 MB
+    with (
+        distributed.LocalCluster(
+            n_workers=1, processes=False, memory_limit="1MB", dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster, set_as_default=False) as small,
+    ):
+        model.set_params(client=small)
+        with pytest.raises(ValueError, match="do not fit worker .* memory limit"):
+            model.predict(Xd)
+    model.set_params(client=client)
+    np.testing.assert_array_equal(model.predict(Xd).compute(), model.predict(X))
+
+
+#: Rows gathered by every node task (in-process workers: the module is shared).
+_GATHERED = []
+
+
+def _spy_grow_node(*args):
+    import obliquetrees.dask as dask_module
+
+    pieces = args[6:]
+    _GATHERED.append(sum(p[1][0].shape[0] for p in pieces if p[1] is not None))
+    return dask_module._GROW_NODE(*args)
+
+
+def test_node_growth_keeps_tasks_small_and_honours_the_limits(client, monkeypatch):
+    import obliquetrees.dask as dask_module
+
+    X, y = _data(DaskCO2ForestClassifier, n=2000)
+    Xd, yd = da.from_array(X, chunks=250), da.from_array(y, chunks=250)
+    gathered = _GATHERED
+    monkeypatch.setattr(dask_module, "_GROW_NODE", dask_module._grow_node, raising=False)
+    monkeypatch.setattr(dask_module, "_grow_node", _spy_grow_node)
+    params = dict(n_estimators=2, max_cccp_iter=5, random_state=0)
+    for extra in ({}, {"min_samples_leaf": 20}, {"min_impurity_decrease": 0.01}):
+        gathered.clear()
+        nodes = DaskCO2ForestClassifier(rows_per_task=100, **params, **extra).fit(Xd, yd)
+        assert 0 < max(gathered) <= 100  # no task of node growth gathered more
+        whole = DaskCO2ForestClassifier(rows_per_task=10_000, **params, **extra).fit(Xd, yd)
+        # the limits act on the tree as in memory, not on each node's share of it (unscaled,
+        # min_samples_leaf=20 left one leaf, min_impurity_decrease=0.01 about 160 against
+        # 18); splits chosen on samples of 25 rows take some more leaves
+        leaves = [t.n_leaves for t in nodes.trees_]
+        expected = [t.n_leaves for t in whole.trees_]
+        assert 0.5 * min(expected) <= min(leaves) and max(leaves) <= 2 * max(expected)
+        assert abs(nodes.score(X, y) - whole.score(X, y)) < 0.06
+
+
+def test_node_growth_with_many_draws_per_row(client):
+    # 20 draws per row: most rows are drawn many times, and the samples are of rows
+    X, y = _data(DaskCO2ForestClassifier, n=300)
+    Xd, yd = da.from_array(X, chunks=100), da.from_array(y, chunks=100)
+    params = dict(FAST[DaskCO2ForestClassifier], rows_per_task=100, random_state=0)
+    model = DaskCO2ForestClassifier(rows_per_tree=6000, **params).fit(Xd, yd)
+    assert min(t.node_count for t in model.trees_) > 20
+    assert model.score(X, y) > 0.9

@@ -86,12 +86,13 @@ def node_rows(X, y, weights, stat_weights, times, routing, requests, seed, parti
         growth gives it).
     times : ndarray of float64, shape (n_rows,)
         How many times the tree's bootstrap drew each row.
-    routing : tuple of (ObliqueForest, ndarray of int64)
-        The pending nodes' routing forest of one tree and the path of each of
-        its nodes (:meth:`NodeTree.routing_tree`).
-    requests : dict of int to float
-        Path of each node served by the pass -> probability of keeping each of
-        its rows (0: statistics only; 1: every row).
+    routing : ObliqueForest
+        The tree so far, pending nodes as leaves (:meth:`NodeTree.routing_tree`).
+    requests : dict of int to tuple of (int, float)
+        Node id in ``routing`` of each node served by the pass -> its path and
+        the probability of keeping each of its rows (0: statistics only; 1:
+        every row). Rows are kept by the node's path, not its id, which
+        depends on the nodes decided so far.
     seed, partition : int
     n_outputs : int
         Classes (class indices are counted), or target outputs (summed).
@@ -100,26 +101,28 @@ def node_rows(X, y, weights, stat_weights, times, routing, requests, seed, parti
     -------
     dict of int to tuple
         Per requested path: ``(statistics, rows)``, where statistics is
-        ``(draws, weight, sums)`` (``sums``: weighted class counts or target
-        sums, shape (n_outputs,)) and rows ``(X, y, weights, times)`` of the
-        kept rows (None when none are kept).
+        ``(draws, weight, sums, n_rows)`` (``sums``: weighted class counts or
+        target sums, shape (n_outputs,); ``n_rows``: distinct rows) and rows
+        ``(X, y, weights, times)`` of the kept rows (None when none are kept).
     """
-    forest, paths = routing
-    row_paths = paths[apply(forest, X)[:, 0]]
+    leaves = apply(routing, X)[:, 0] if X.shape[0] else np.zeros(0, np.int64)
+    order = np.argsort(leaves, kind="stable")  # each node's rows, in row order
+    ids = np.fromiter(requests, dtype=np.int64, count=len(requests))
+    starts = np.searchsorted(leaves[order], ids, side="left")
+    stops = np.searchsorted(leaves[order], ids, side="right")
     out = {}
-    for path, keep in requests.items():
-        rows = np.flatnonzero(row_paths == path)
+    for (path, keep), start, stop in zip(requests.values(), starts, stops, strict=True):
+        rows = order[start:stop]
         w = stat_weights[rows]
         if y.dtype.kind == "f":
             sums = (w[:, None] * y[rows].reshape(rows.shape[0], n_outputs)).sum(axis=0)
         else:
             sums = np.bincount(y[rows], weights=w, minlength=n_outputs).astype(np.float64)
-        stats = (float(times[rows].sum()), float(w.sum()), sums)
+        stats = (float(times[rows].sum()), float(w.sum()), sums, int(rows.shape[0]))
+        taken = None
         if keep > 0 and rows.size:
             rows = rows[kept_rows(seed, path, partition, rows.shape[0], keep)]
             taken = (X[rows], y[rows], weights[rows], times[rows]) if rows.size else None
-        else:
-            taken = None
         out[path] = (stats, taken)
     return out
 
@@ -137,18 +140,30 @@ def node_value(sums, weight, classifier):
 class NodeTree:
     """A CO2 tree under construction, node by node (see the module docstring).
 
+    Missing values: a split or subtree comes in the compact form
+    (:class:`~obliquetrees._core.tree.ObliqueTree`: a NaN counts as a
+    per-feature value, its rows' mean) only when its rows had no NaN, so
+    that value played no part in its growth. The joined tree counts a NaN as
+    ``fill``, the weighted mean of every training row (the in-memory
+    forest's rule), for all of those, in routing as in the result, and stays
+    compact unless some part was grown on rows with NaN; those keep the
+    terms they were grown with.
+
     Parameters
     ----------
     n_features, n_outputs : int
     classifier : bool
     max_depth : int or None
+    fill : ndarray of float64, shape (n_features,)
+        The weighted mean of every training row, NaN left out.
     """
 
-    def __init__(self, n_features, n_outputs, classifier, max_depth):
+    def __init__(self, n_features, n_outputs, classifier, max_depth, fill):
         self.n_features, self.n_outputs = int(n_features), int(n_outputs)
         self.classifier, self.max_depth = classifier, max_depth
+        self.fill = np.asarray(fill, dtype=np.float64)
         #: path -> dict(kind, depth, value, weight, ...): every node decided or pending
-        self.nodes = {1: {"kind": "pending", "depth": 0, "estimate": None}}
+        self.nodes = {1: {"kind": "pending", "depth": 0, "estimate": None, "error": 0.0}}
 
     def pending(self):
         """Paths of the pending nodes, shallowest first (then by path)."""
@@ -160,7 +175,7 @@ class NodeTree:
 
     def _decided(self, path, kind, stats, **fields):
         node = self.nodes[path]
-        _, weight, sums = stats
+        _, weight, sums, _ = stats
         value = node_value(sums, weight, self.classifier)
         if value is None:  # a parent's value (the root's: zeros, never read by a prediction)
             parent = self.nodes.get(path // 2)
@@ -176,19 +191,23 @@ class NodeTree:
     def set_split(self, path, stats, stump, estimates):
         """Node ``path`` splits as the root of ``stump`` (an ObliqueTree of depth 1).
 
-        ``estimates``: the draws each child is expected to hold (left, right).
+        ``estimates``: the distinct rows each child is expected to hold, and
+        the standard error of that estimate, ``((left, se), (right, se))``.
         """
         take = np.arange(stump.weight_indptr[0], stump.weight_indptr[1])
+        compact = stump.missing_fill is not None  # its terms: weight x its rows' mean
         split = (
             stump.weight_index[take],
             stump.weight_value[take],
-            missing_terms_at(stump, take),
+            None if compact else missing_terms_at(stump, take),
             float(stump.bias[0]),
         )
         self._decided(path, "split", stats, split=split)
         depth = self.nodes[path]["depth"] + 1
-        for child, estimate in ((2 * path, estimates[0]), (2 * path + 1, estimates[1])):
-            self.nodes[child] = {"kind": "pending", "depth": depth, "estimate": estimate}
+        for child, (estimate, error) in zip((2 * path, 2 * path + 1), estimates, strict=True):
+            self.nodes[child] = {
+                "kind": "pending", "depth": depth, "estimate": estimate, "error": error,
+            }  # fmt: skip
 
     # ------------------------------------------------------------ arrays
     def _top_order(self, with_subtrees):
@@ -197,47 +216,52 @@ class NodeTree:
         return sorted(keep, key=lambda p: (self.nodes[p]["depth"], p))
 
     def _top_arrays(self, order, ids):
-        """Node and weight arrays of the top nodes (``order``), children by ``ids``."""
+        """Node arrays of the top nodes (``order``), children by ``ids``, and their splits.
+
+        Returns ``(left, right, indptr, parts, bias)``; ``parts`` lists each
+        split's ``(features, weights, terms)`` (terms None: compact).
+        """
         n = len(order)
         left, right = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
         counts, bias = np.zeros(n, np.int64), np.zeros(n)
-        index, weight, missing = [], [], []
+        parts = []
         for i, path in enumerate(order):
             node = self.nodes[path]
             if node["kind"] != "split":
                 continue
             left[i], right[i] = ids[2 * path], ids[2 * path + 1]
-            feature, w, terms, bias[i] = node["split"]
+            feature, weight, terms, bias[i] = node["split"]
             counts[i] = feature.shape[0]
-            index.append(feature)
-            weight.append(w)
-            missing.append(terms)
+            parts.append((feature, weight, terms))
         indptr = np.zeros(n + 1, np.int64)
         np.cumsum(counts, out=indptr[1:])
-        join = lambda parts, dtype: np.concatenate(parts) if parts else np.zeros(0, dtype)  # noqa: E731
-        return (
-            left,
-            right,
-            indptr,
-            join(index, np.int32),
-            join(weight, float),
-            join(missing, float),
-            bias,
-        )
+        return left, right, indptr, parts, bias
+
+    def _weights(self, parts):
+        """``(weight_index, weight_value, terms)`` of every part's weights, in order; terms
+        are ``{"missing_fill": fill}`` when every part is compact, else ``weight_missing``
+        (a compact part's: its weights times :attr:`fill`)."""
+        index = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int32)
+        weight = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
+        if all(p[2] is None for p in parts):
+            return index, weight, {"missing_fill": self.fill}
+        terms = [w * self.fill[i] if t is None else t for i, w, t in parts]
+        return index, weight, {"weight_missing": np.concatenate(terms)}
 
     def routing_tree(self):
-        """``(ObliqueForest, paths)``: the splits so far, every other node a leaf, and the path
-        of each of its nodes (what :func:`node_rows` routes rows with)."""
+        """``(ObliqueForest, ids)``: the splits so far, every other node a leaf (what
+        :func:`node_rows` routes rows with), and the node id of each path in it."""
         order = self._top_order(with_subtrees=True)
         ids = {path: i for i, path in enumerate(order)}
-        left, right, indptr, index, weight, missing, bias = self._top_arrays(order, ids)
+        left, right, indptr, parts, bias = self._top_arrays(order, ids)
+        index, weight, terms = self._weights(parts)
         n = len(order)
         depth = np.array([self.nodes[p]["depth"] for p in order], np.int64)
         tree = ObliqueTree(
             left, right, indptr, index, weight, bias, np.zeros((n, 1)), np.zeros(n),
-            n_features=self.n_features, depth=depth, weight_missing=missing,
+            n_features=self.n_features, depth=depth, **terms,
         )  # fmt: skip
-        return ObliqueForest.from_trees([tree]), np.array(order, dtype=np.int64)
+        return ObliqueForest.from_trees([tree]), ids
 
     def assemble(self, cst=None):
         """The grown tree: the top nodes, then each subtree (ids rise from parent to child).
@@ -258,10 +282,9 @@ class NodeTree:
         for path in subtrees:
             ids[path] = start
             start += self.nodes[path]["tree"].node_count
-        left, right, indptr, index, weight, missing, bias = self._top_arrays(order, ids)
+        left, right, indptr, weights, bias = self._top_arrays(order, ids)
         parts = {
-            "left": [left], "right": [right], "indptr": [indptr[:-1]], "index": [index],
-            "weight": [weight], "missing": [missing], "bias": [bias],
+            "left": [left], "right": [right], "indptr": [indptr[:-1]], "bias": [bias],
             "value": [np.array([self.nodes[p]["value"] for p in order])],
             "nns": [np.array([self.nodes[p]["weight"] for p in order])],
             "depth": [np.array([self.nodes[p]["depth"] for p in order], np.int64)],
@@ -274,32 +297,34 @@ class NodeTree:
             parts["right"].append(np.where(inner, tree.children_right + offset, -1))
             parts["indptr"].append(tree.weight_indptr[:-1] + n_weights)
             n_weights += tree.weight_indptr[-1]
-            parts["index"].append(tree.weight_index)
-            parts["weight"].append(tree.weight_value)
-            parts["missing"].append(tree.weight_missing)
+            compact = tree.missing_fill is not None
+            terms = None if compact else tree.weight_missing
+            weights.append((tree.weight_index, tree.weight_value, terms))
             parts["bias"].append(tree.bias)
             parts["value"].append(tree.value)
             parts["nns"].append(tree.n_node_samples)
             parts["depth"].append(tree.depth + self.nodes[path]["depth"])
         parts["indptr"].append(np.array([n_weights]))
         joined = {name: np.concatenate(arrays) for name, arrays in parts.items()}
-        if cst is not None:
-            _order_by_constraints(joined, np.asarray(cst))
-        return ObliqueTree(
+        joined["index"], joined["weight"], terms = self._weights(weights)
+        tree = ObliqueTree(
             joined["left"], joined["right"], joined["indptr"], joined["index"], joined["weight"],
             joined["bias"], joined["value"], joined["nns"], n_features=self.n_features,
-            depth=joined["depth"], weight_missing=joined["missing"],
+            depth=joined["depth"], **terms,
         )  # fmt: skip
+        tree.check_invariants()  # before a kernel reads it (the forest checks it again)
+        if cst is not None:
+            _order_by_constraints(tree, np.asarray(cst))
+        return tree
 
 
-def _order_by_constraints(arrays, cst):
-    """Order the leaves of the assembled arrays by every split weighing a constrained feature."""
+def _order_by_constraints(tree, cst):
+    """Order the leaves of ``tree`` by every split weighing a constrained feature, in place."""
     from obliquetrees.co2._monotone import order_leaves
 
-    n_nodes = arrays["left"].shape[0]
-    hits = (arrays["weight"] != 0) & (cst[arrays["index"]] != 0)
-    node_of = np.repeat(np.arange(n_nodes), np.diff(arrays["indptr"]))
-    constrained = np.bincount(node_of, weights=hits, minlength=n_nodes) > 0
-    value = np.ascontiguousarray(arrays["value"], dtype=np.float64)
-    order_leaves(constrained, arrays["left"], arrays["right"], value, arrays["nns"])
-    arrays["value"] = value
+    hits = (tree.weight_value != 0) & (cst[tree.weight_index] != 0)
+    node_of = np.repeat(np.arange(tree.node_count), tree.weight_counts())
+    constrained = np.bincount(node_of, weights=hits, minlength=tree.node_count) > 0
+    order_leaves(
+        constrained, tree.children_left, tree.children_right, tree.value, tree.n_node_samples
+    )
