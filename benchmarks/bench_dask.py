@@ -39,7 +39,7 @@ def add_arguments(parser):
     parser.add_argument("--features", type=int, default=40)
     parser.add_argument("--chunk-rows", type=int, default=50_000)
     parser.add_argument("--trees", type=int, default=10)
-    parser.add_argument("--rows-per-task", type=int, default=100_000)
+    parser.add_argument("--rows-per-task", type=int, default=50_000)
     parser.add_argument("--memory-limit", default="500MB")
     parser.add_argument(
         "--predict-memory-limit",
@@ -299,20 +299,22 @@ closed) on all of X, n_jobs=2: the same forest (CO2ForestClassifier(n_estimators
 each tree drawing len(X) rows). Accuracy: mean over random_state 0 .. --seeds - 1
 (memory, bytes and times: random_state=0).
 
-Projection, 100 workers x 1e9 rows x 40 features (320 GB): a tree's bootstrap holds
-about 63 % of the rows once or more, and each of them moves once, to the task that grows
-its node's subtree (99 % of them from another worker); the nodes above those subtrees,
-about 2 x 1e9 / rows_per_task of them, move a sample of 25,000 rows each (about 63 %
-of them distinct). Per tree that is about (0.63 x 1e9 + 2e4 x 0.63 x 25,000) rows x
-(40 x 8 + 24) bytes, about 330 GB, 3.3 GB into each worker: O(rows) per tree, not
+Projection, 100 workers x 1e9 rows x 40 features (320 GB), at the default rows_per_task
+= 50,000: a tree's bootstrap hits about 63 % of the rows, and each of them moves once, to
+the task that grows its node's subtree (99 % of them from another worker); the nodes
+above those subtrees, about 2 x 0.63e9 / 50,000 = 25,000 of them, move a sample of
+12,500 distinct rows each. Per tree that is about (0.63e9 + 25,000 x 12,500) = 0.94e9
+rows x (40 x 8 + 24) bytes, about 320 GB, 3.2 GB into each worker: O(rows) per tree, not
 O(rows_per_tree) as when each tree trained on a sample of its own (the version this
-replaced, 34 MB per tree, whose trees lost 2.4 points here). Each pass serves about
-rows_per_task rows per worker thread, so a tree takes about 1e9 x 1.1 / (1e5 x 100) = 110
-passes, each reading X once: persist X across the cluster (3.2 GB per worker) rather
-than re-read it from storage per pass. Measured here: {moved_mb:.0f} MB came from the
-other worker. Memory per worker: about 300 MB of runtime, its share of the partitions
-being read, plus the rows of the node it is deciding and their training temporaries
-(about 130 MB at 100,000 x 40), whatever the number of rows.
+replaced, 34 MB per tree at 100,000 rows, whose trees lost 2.4 points here). Each pass
+serves about rows_per_task rows per worker thread, so a tree takes about 0.94e9 /
+(50,000 x 100) = 190 passes, each reading X once: persist X across the cluster (3.2 GB
+per worker) rather than re-read it from storage per pass. Measured here over the fit
+of 10 trees: {moved_mb:.0f} MB came from the other worker (about half of the rows the
+node tasks gathered). Memory per worker: about 300 MB of runtime, its share of the
+partitions being read, plus the rows of the node it is deciding (twice: the pieces and
+their concatenation) and their training temporaries (measured above), whatever the
+number of rows.
 """
 
 

@@ -33,7 +33,7 @@ alike, and no process ever holds all of ``X``:
    passes over the partitions, which route the rows through the splits so
    far. Every node stores the exact weight and value of its rows. A tree of
    at most ``rows_per_task`` draws (the default ``rows_per_tree=None`` on up
-   to 100,000 rows) is gathered whole: the in-memory step on its bootstrap.
+   to 50,000 rows) is gathered whole: the in-memory step on its bootstrap.
    **E2EDT trees** are trained whole (EM over all of a tree's rows), each on
    one worker from ``rows_per_tree`` draws (default 100,000).
 
@@ -117,8 +117,11 @@ ROWS_PER_TREE = 100_000
 _ROWS_STREAM = 1 << 20
 
 #: Default ``rows_per_task`` of the CO2 classes: the most rows one task gathers (a
-#: node's rows, or a sample of them), 100,000 x n_features x 8 bytes (32 MB at 40 features).
-ROWS_PER_TASK = 100_000
+#: node's rows, or a sample of them), 50,000 x n_features x 8 bytes (16 MB at 40 features).
+#: At 100,000 a task deciding a node held its rows twice plus their training temporaries,
+#: and a worker of 500 MB (300 MB of them the runtime's) passed 95 % of its limit once in
+#: three fits of ``benchmarks/bench_dask.py`` and was restarted by its nanny.
+ROWS_PER_TASK = 50_000
 #: A node of more than ``rows_per_task`` draws is split on a sample of about
 #: ``rows_per_task // SPLIT_SAMPLE_SHARE`` of its rows (see :class:`_CO2Trees`).
 SPLIT_SAMPLE_SHARE = 4
@@ -263,7 +266,7 @@ def _node_pass(X, y, sample_weight, partition, template, plan):
                 seed,
                 partition,
                 n_outputs,
-            )  # fmt: skip
+            )
         )
     return_freed_memory()  # see _train_tree
     return out
@@ -454,7 +457,7 @@ _CO2_PARAMETER_DOCS = (
         of rows). An int is a number of draws, a float a fraction of the
         rows, None as many draws as rows (the in-memory forest's bootstrap).
         In-memory input ignores it.
-    rows_per_task : int, default=100_000
+    rows_per_task : int, default=50_000
         The most rows any one task gathers. A node of a tree (the root
         first) whose draws are at most this is gathered whole on one worker,
         which grows the ordinary CO2 tree below it; a larger node is split
@@ -992,10 +995,10 @@ class _CO2Trees:
     rows: CO2's CCCP fits on at most ``max_cccp_samples`` rows of a node
     (1,024 for the classifier, 2,048 for the regressor by default) whatever
     it holds, so only the axis-aligned start and the oblique test see more;
-    25,000 rows place a threshold within about 1 / sqrt(25,000) of a
-    quantile of the node's rows, and four nodes' samples fit in one task's
-    budget. This is ours, not the paper's: in memory the start scans every
-    row of the node.
+    12,500 rows (the default's quarter) place a threshold within about
+    1 / sqrt(12,500), under 1 %, of a quantile of the node's rows, and four
+    nodes' samples fit in one task's budget. This is ours, not the paper's:
+    in memory the start scans every row of the node.
     """
 
     _dask_params = {"rows_per_tree": None, "rows_per_task": ROWS_PER_TASK, "client": None}
