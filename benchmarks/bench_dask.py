@@ -47,7 +47,11 @@ def add_arguments(parser):
         help="workers of the cluster that predicts when the fit's workers cannot hold the model",
     )
     parser.add_argument(
-        "--pause", type=float, default=0.8, help="dask's worker pause threshold (dask's default)"
+        "--pause",
+        type=float,
+        default=0.9,
+        help="dask's worker pause threshold (dask's default is 0.8, under which these "
+        "workers paused for good; see the notes)",
     )
     parser.add_argument("--test-rows", type=int, default=200_000)
     parser.add_argument(
@@ -274,7 +278,11 @@ def _mb(peaks):
 
 _NOTES = """\
 LocalCluster(n_workers=2, threads_per_worker=1, memory_limit per worker below the size
-of X), dask's worker pause threshold at {pause:.0%} of the limit (dask's default is 80 %).
+of X), dask's worker pause threshold at {pause:.0%} of the limit. At dask's default, 80 %,
+both workers paused for good mid-fit (seen at rows_per_task=50,000; and last session, with
+one tree per worker, twice): the runtime alone holds about 300 MB of a 500 MB worker, and a
+worker paused while holding rows that the other's paused task needed. The fit now fails
+with a clear error in that state instead of waiting (`obliquetrees.dask`).
 X is `da.random.default_rng(0).standard_normal`, generated chunk by chunk on the
 workers and never persisted, y = `X.map_blocks(labels)` (3 classes from two oblique
 hyperplanes); test set: {test} rows of another seed. `DaskCO2ForestClassifier(

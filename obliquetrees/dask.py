@@ -79,6 +79,7 @@ import copy
 import inspect
 import math
 import operator
+import time
 from numbers import Integral
 
 import numpy as np
@@ -550,7 +551,7 @@ class _DaskForest:
         self._check_forest_size()
         client = self._get_client()
         template, parts = self._template(X, y, sample_weight)
-        summaries = client.gather(client.compute(parts.map(_summarize, template)))
+        summaries = _gather(client, parts.map(_summarize, template))
         self._set_data_attributes(template, summaries)
         check_monotonic_cst(self, self.monotonic_cst)  # its errors before any tree is trained
         lengths = np.array([s["n_rows"] for s in summaries], dtype=np.int64)
@@ -669,7 +670,7 @@ class _DaskForest:
                 )
                 for t, seed in enumerate(wave)
             ]
-            results += client.gather(client.compute(trees))
+            results += _gather(client, trees)
         return results
 
     def to_local(self):
@@ -778,6 +779,49 @@ class _DaskForest:
             return X.map_blocks(_predict_rows, model, method, drop_axis=1, meta=meta)
         chunks, meta = (X.chunks[0], (columns,)), np.empty((0, 0), dtype=dtype)
         return X.map_blocks(_predict_rows, model, method, chunks=chunks, meta=meta)
+
+
+#: Seconds every worker may stay paused (at dask's memory pause threshold) while a fit
+#: waits for them, before the fit fails instead of waiting for good.
+PAUSED_PATIENCE = 120.0
+
+
+def _gather(client, tasks):
+    """``client.gather(client.compute(tasks))``, failing when every worker stays paused.
+
+    A dask worker whose process memory passes ``distributed.worker.memory.pause``
+    (80 % of its ``memory_limit`` by default) runs no task until it falls
+    below; if every worker is paused while holding data the others' tasks
+    need, nothing ever runs again. After :data:`PAUSED_PATIENCE` seconds of
+    that the tasks are cancelled and ``MemoryError`` says what to change.
+    """
+    from distributed import wait
+
+    futures = client.compute(tasks)
+    paused_since = None
+    while True:
+        try:
+            wait(futures, timeout=2.0)
+            return client.gather(futures)
+        except TimeoutError:
+            if not _every_worker_paused(client):
+                paused_since = None
+                continue
+            paused_since = paused_since or time.monotonic()
+            if time.monotonic() - paused_since >= PAUSED_PATIENCE:
+                client.cancel(futures)
+                raise MemoryError(
+                    f"every worker of the cluster has been paused for {PAUSED_PATIENCE:.0f} s "
+                    "at its memory pause threshold (distributed.worker.memory.pause, 80 % of "
+                    "memory_limit by default) and the fit cannot go on: give the workers more "
+                    "memory, lower rows_per_task (rows_per_tree for E2EDT), or raise the pause "
+                    "threshold."
+                ) from None
+
+
+def _every_worker_paused(client):
+    statuses = [w.get("status") for w in client.scheduler_info()["workers"].values()]
+    return bool(statuses) and all(status == "paused" for status in statuses)
 
 
 def _delayed(func):
@@ -1051,9 +1095,7 @@ class _CO2Trees:
                         )
                     )
                     where.append((growth, path))
-            for (growth, path), result in zip(
-                where, client.gather(client.compute(tasks)), strict=True
-            ):
+            for (growth, path), result in zip(where, _gather(client, tasks), strict=True):
                 growth.record(path, result)
         cst = check_monotonic_cst(self, self.monotonic_cst)
         return [g.result(cst) for g in growths]

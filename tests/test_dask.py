@@ -424,3 +424,25 @@ def test_node_growth_with_many_draws_per_row(client):
     model = DaskCO2ForestClassifier(rows_per_tree=6000, **params).fit(Xd, yd)
     assert min(t.node_count for t in model.trees_) > 20
     assert model.score(X, y) > 0.9
+
+
+def test_a_cluster_paused_for_good_fails_the_fit_clearly(client, monkeypatch):
+    import obliquetrees.dask as dask_module
+
+    # as if every worker stayed at its memory pause threshold: the fit would wait forever
+    monkeypatch.setattr(dask_module, "_every_worker_paused", lambda client: True)
+    monkeypatch.setattr(dask_module, "PAUSED_PATIENCE", 1.0)
+    X, y = _data(DaskCO2ForestClassifier)
+    Xd, yd = da.from_array(X, chunks=100), da.from_array(y, chunks=100)
+    Xd = Xd.map_blocks(_slow_block, dtype=Xd.dtype)
+    model = DaskCO2ForestClassifier(**FAST[DaskCO2ForestClassifier])
+    with pytest.raises(MemoryError, match="every worker of the cluster has been paused"):
+        model.fit(Xd, yd)
+    assert not hasattr(model, "classes_")
+
+
+def _slow_block(block):
+    import time
+
+    time.sleep(0.0 if block.size == 0 else 5.0)  # still running when the patience ends
+    return block
