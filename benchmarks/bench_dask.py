@@ -14,6 +14,7 @@ the cluster closed).
     python -m benchmarks dask
 """
 
+import contextlib
 import threading
 import time
 
@@ -117,7 +118,6 @@ def _warm_up():
 
 def _dask_fit(args, X, y, X_test):
     import dask
-    from distributed import Client, LocalCluster
 
     from obliquetrees.dask import DaskCO2ForestClassifier
 
@@ -127,16 +127,7 @@ def _dask_fit(args, X, y, X_test):
     # compile (and cache on disk) the kernels here first: compiling them takes a worker
     # of 500 MB past its limit, loading them from the cache does not
     _warm_up()
-    with (
-        dask.config.set(config),
-        LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            memory_limit=args.memory_limit,
-            dashboard_address=None,
-        ) as cluster,
-        Client(cluster) as client,
-    ):
+    with dask.config.set(config), _cluster(args.memory_limit) as client:
         client.run(_warm_up)
         limit = next(iter(client.scheduler_info()["workers"].values()))["memory_limit"]
         before = client.run(_transfers)
@@ -183,19 +174,23 @@ def _dask_fit(args, X, y, X_test):
     }
 
 
-def _predict_on_larger_workers(args, model):
-    """Lazy prediction of the test set on a cluster whose workers can hold the model."""
+@contextlib.contextmanager
+def _cluster(memory_limit):
+    """A client of a LocalCluster of 2 worker processes of 1 thread and ``memory_limit`` each."""
     from distributed import Client, LocalCluster
 
     with (
         LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            memory_limit=args.predict_memory_limit,
-            dashboard_address=None,
+            n_workers=2, threads_per_worker=1, memory_limit=memory_limit, dashboard_address=None
         ) as cluster,
         Client(cluster) as client,
     ):
+        yield client
+
+
+def _predict_on_larger_workers(args, model):
+    """Lazy prediction of the test set on a cluster whose workers can hold the model."""
+    with _cluster(args.predict_memory_limit) as client:
         model.set_params(client=client)
         started = time.time()
         lazy = model.predict(_data(args, 2, args.test_rows)[0])
