@@ -50,7 +50,15 @@ bit. The same ``random_state`` and the same partitioning give the same
 model, whatever the cluster's size. The result is the ordinary fitted
 estimator (:meth:`DaskCO2ForestClassifier.to_local`); ``predict``,
 ``predict_proba`` and ``apply`` of a dask collection return lazy dask arrays
-computed blockwise on the workers.
+computed blockwise on the workers. A model larger than a quarter of what the
+fullest worker can still hold (full-depth trees on millions of rows) is sent
+group of trees by group of trees: every partition adds a group's trees to its
+sum over the trees before them, in tree order, so the result is the in-memory
+prediction bit for bit, and the next group goes out once every partition is
+done with the last, so no worker holds more than one group. This applies to
+the outputs that are means over hard-routed trees (CO2; E2EDT's hard outputs);
+E2EDT's soft and hybrid probabilities need the whole model on the worker, and
+a model that does not fit is refused with a clear error.
 
 Why node growth for CO2 rather than a sample of ``rows_per_tree`` rows per
 tree (the previous version): on the benchmark's 2,000,000 x 40 data set
@@ -515,8 +523,9 @@ def _lazy_doc(method, summary, returns):
     method.__doc__ = f"""{summary}
 
         A dask collection gives a lazy dask array, computed blockwise on the
-        workers (no gather); other input gives an ndarray, as the ordinary
-        class does.
+        workers (no gather), group of trees by group of trees when the model
+        would not fit a worker (see :mod:`obliquetrees.dask`); other input
+        gives an ndarray, as the ordinary class does.
 
         Parameters
         ----------
@@ -723,62 +732,200 @@ class _DaskForest:
     def apply(self, X):
         return self._lazy("apply", X)
 
-    def _check_model_fits_workers(self):
-        """Raise ``ValueError`` when a worker could not hold the model next to what it holds.
-
-        Every worker that predicts a partition receives the model, and holds
-        it about twice while unpickling it: a worker whose memory in use plus
-        twice the model's arrays exceeds its ``memory_limit`` would be killed
-        by its nanny, and dask would retry on the next until all were (as a
-        full-depth forest of 10 trees on 2,000,000 rows, 490 MB, did on
-        workers of 500 MB). Without a distributed client (dask's local
-        schedulers) nothing is checked.
-        """
-        try:
-            client = self.client if self.client is not None else self._get_client()
-        except (ImportError, ValueError):
-            return
-        need = 2 * self._forest().nbytes
-        try:
-            workers = client.scheduler_info(n_workers=-1)["workers"]
-        except TypeError:  # distributed before 2025.1 lists every worker, without n_workers
-            workers = client.scheduler_info()["workers"]
-        for address, worker in workers.items():
-            limit = worker.get("memory_limit") or 0
-            used = worker.get("metrics", {}).get("memory", 0)
-            if limit and used + need > limit:
-                raise ValueError(
-                    f"the model's {need / 2e6:.0f} MB do not fit worker {address}: it holds "
-                    f"{used / 1e6:.0f} MB of its {limit / 1e6:.0f} MB memory limit, and a worker "
-                    f"that predicts holds the model about twice while it receives it. Predict "
-                    f"on workers with more memory, or with to_local().predict(X.compute()) in "
-                    f"a process that can hold X, or fit smaller trees (min_samples_leaf, "
-                    f"max_depth)."
-                )
-
     def _blockwise(self, method, X, columns, dtype):
         """``method`` of every partition of the dask collection ``X``, as a lazy dask array.
 
         ``columns``: None for one value per row, else the number of columns.
+        A model that would not fit a worker next to what it holds is streamed
+        in groups of trees (:func:`_tree_groups`, :func:`_streamed`).
         """
         import dask
         import dask.array as da
 
         check_is_fitted(self)
-        self._check_model_fits_workers()
-        model = dask.delayed(self.to_local(), pure=True)  # one copy in the graph
         if hasattr(X, "columns"):  # a dask DataFrame: whole partitions, feature names kept
-            shape = (np.nan,) if columns is None else (np.nan, columns)
-            parts = [_delayed(_predict_rows)(part, model, method) for part in X.to_delayed()]
-            return da.concatenate([da.from_delayed(p, shape, dtype=dtype) for p in parts])
-        if X.ndim != 2:
+            rows = [np.nan] * X.npartitions
+        elif X.ndim != 2:
             raise ValueError(f"X must be 2-D (samples, features); got {X.ndim} dimensions.")
-        X = _whole_rows(X)
-        if columns is None:
-            meta = np.empty(0, dtype=dtype)
-            return X.map_blocks(_predict_rows, model, method, drop_axis=1, meta=meta)
-        chunks, meta = (X.chunks[0], (columns,)), np.empty((0, 0), dtype=dtype)
-        return X.map_blocks(_predict_rows, model, method, chunks=chunks, meta=meta)
+        else:
+            X = _whole_rows(X)
+            rows = X.chunks[0]
+        local = self.to_local()
+        free = _least_free_memory(self._prediction_client())
+        groups = _tree_groups(self._forest(), free, method)
+        if len(groups) > 1 and not _streams(local, method):
+            raise ValueError(_too_large(self._forest().nbytes, "the model", method))
+        if len(groups) == 1:
+            model = dask.delayed(local, pure=True)  # one copy in the graph
+            parts = [_delayed(_predict_rows)(part, model, method) for part in _partitions(X)]
+        else:
+            parts = _streamed(local, groups, method, X)
+        shapes = [(n,) if columns is None else (n, columns) for n in rows]
+        arrays = [
+            da.from_delayed(p, shape, dtype=dtype) for p, shape in zip(parts, shapes, strict=True)
+        ]
+        return da.concatenate(arrays)
+
+    def _prediction_client(self):
+        """The client that will predict, or None (dask's local schedulers: nothing to check)."""
+        try:
+            return self.client if self.client is not None else self._get_client()
+        except (ImportError, ValueError):
+            return None
+
+
+def _least_free_memory(client):
+    """Bytes the fullest worker can still take below its ``memory_limit`` (None: no limit known)."""
+    if client is None:
+        return None
+    try:
+        workers = client.scheduler_info(n_workers=-1)["workers"]
+    except TypeError:  # distributed before 2025.1 lists every worker, without n_workers
+        workers = client.scheduler_info()["workers"]
+    free = [
+        (w.get("memory_limit") or 0) - w.get("metrics", {}).get("memory", 0)
+        for w in workers.values()
+        if w.get("memory_limit")
+    ]
+    return min(free) if free else None
+
+
+#: A worker predicting a partition holds a group of trees about twice while it receives
+#: it, next to the partition and its output: a group takes at most this share of the
+#: fullest worker's free memory.
+GROUP_SHARE = 4
+
+
+def _tree_groups(forest, free, method):
+    """Consecutive ranges ``(first, stop)`` of the trees, each group's arrays taking at most
+    ``free / GROUP_SHARE`` bytes (one group, the whole forest, when ``free`` is None or it
+    fits). ``ValueError`` when one tree alone cannot be held next to what a worker holds.
+    """
+    if free is None or forest.nbytes * GROUP_SHARE <= free:
+        return [(0, forest.n_trees)]
+    sizes = [_tree_bytes(tree) for tree in forest.trees]
+    if 2 * max(sizes) > free:
+        raise ValueError(_too_large(max(sizes), "its largest tree", method))
+    groups, first, held = [], 0, 0
+    for t, size in enumerate(sizes):
+        if t > first and (held + size) * GROUP_SHARE > free:
+            groups.append((first, t))
+            first, held = t, 0
+        held += size
+    return [*groups, (first, len(sizes))]
+
+
+def _tree_bytes(tree):
+    """Bytes of one tree's arrays, as a forest of it alone stores them."""
+    from obliquetrees._core.forest import ObliqueForest
+
+    return ObliqueForest.from_trees([tree], validate=False).nbytes
+
+
+def _too_large(nbytes, what, method):
+    return (
+        f"{what} ({nbytes / 1e6:.0f} MB) cannot be held by the fullest worker next to what it "
+        f"holds, below its memory limit, for {method}: a worker holds a model about twice "
+        "while it receives it. Predict on workers with more memory, or with "
+        "to_local().predict(X.compute()) in a process that can hold X, or fit smaller trees "
+        "(min_samples_leaf, max_depth)."
+    )
+
+
+def _streams(local, method):
+    """Whether ``method`` of ``local`` reads the hard-routed sum over its trees only (then it
+    can be computed group of trees by group of trees)."""
+    if method == "apply":
+        return True
+    if not hasattr(local, "routing"):  # CO2: hard routing
+        return True
+    if is_classifier(local):
+        return local._rules()[0 if method == "predict_proba" else 1] == "hard"
+    return local.routing == "hard"
+
+
+def _partitions(X):
+    """The row partitions of a dask array (one block across the columns) or DataFrame."""
+    return list(X.to_delayed()) if hasattr(X, "columns") else list(X.to_delayed().ravel())
+
+
+def _streamed(local, groups, method, X):
+    """Delayed outputs of ``method`` for every partition of ``X``, tree group by tree group.
+
+    Group ``g`` adds its trees, in tree order, to the sum over the trees of
+    the groups before it (:func:`~obliquetrees._core.traversal.predict_value`
+    with ``initial``), which gives the whole forest's sum bit for bit; for
+    ``apply`` each group gives its trees' columns. A group's trees, and the
+    blocks of a dask array it reads, are computed only after every
+    partition's output of the group before it (a barrier of tokens): a
+    worker holds one group at a time, and each group reads the array anew
+    (as a pass of the fit does) rather than every block staying in memory
+    from the first group to the last. A DataFrame's partitions are read once
+    and kept (dask spills them to disk under memory pressure):
+    ``dask.graph_manipulation.bind``, which gives the array's blocks new
+    keys that wait for the barrier, fails on dask DataFrames (dask 2026.8).
+    """
+    from dask.graph_manipulation import bind
+
+    from obliquetrees._core.forest import ObliqueForest
+
+    forest, shell = local._forest(), _shell(local)
+    outputs, tokens = [None] * len(_partitions(X)), []
+    for g, (first, stop) in enumerate(groups):
+        trees = ObliqueForest.from_trees(forest.trees[first:stop], validate=False)
+        group = _delayed(_after)(trees, *tokens)
+        again = tokens and not hasattr(X, "columns")
+        read = _partitions(bind(X, tokens, seed=("obliquetrees.dask", g)) if again else X)
+        outputs = [
+            _delayed(_group_output)(shell, group, part, method, previous)
+            for part, previous in zip(read, outputs, strict=True)
+        ]
+        tokens = [_delayed(_token)(output) for output in outputs]
+    return [_delayed(_finish)(shell, output, method, forest.n_trees) for output in outputs]
+
+
+def _shell(local):
+    """``local`` without its trees, once in the graph: what validates a partition and reads
+    the classes."""
+    import dask
+
+    shell = copy.copy(local)
+    for name in ("forest_", "_leaf_targets"):
+        shell.__dict__.pop(name, None)
+    return dask.delayed(shell, pure=True)
+
+
+def _after(trees, *tokens):
+    """``trees``, once every token (the previous group's outputs) is computed."""
+    return trees
+
+
+def _token(output):
+    return None
+
+
+def _group_output(shell, trees, X, method, previous):
+    """``trees``' share of ``method`` of partition ``X``: leaves, or the running sum."""
+    from obliquetrees._core import traversal
+
+    X = shell._validate_X_predict(X)
+    if method == "apply":
+        leaves = traversal.apply(trees, X)
+        return leaves if previous is None else np.hstack([previous, leaves])
+    return traversal.predict_value(trees, X, initial=previous)
+
+
+def _finish(shell, output, method, n_trees):
+    """``method``'s result from a partition's leaves or its sum over all ``n_trees`` trees,
+    as the ordinary estimator computes it from the mean over its trees."""
+    if method == "apply":
+        return output
+    mean = output / n_trees
+    if method == "predict_proba":
+        return mean
+    if is_classifier(shell):
+        return shell.classes_[np.argmax(mean, axis=1)]
+    return mean[:, 0] if mean.shape[1] == 1 else mean
 
 
 #: Seconds every worker may stay paused (at dask's memory pause threshold) while a fit

@@ -140,7 +140,9 @@ def test_predictions_are_lazy_blockwise_and_equal_numpy(client):
     np.testing.assert_array_equal(model.predict(X), local.predict(X))
 
 
-def test_dataframe_input_keeps_feature_names(client):
+def test_dataframe_input_keeps_feature_names(client, monkeypatch):
+    import obliquetrees.dask as dask_module
+
     pd = pytest.importorskip("pandas")
     dd = pytest.importorskip("dask.dataframe", reason="dask.dataframe needs pyarrow")
     X, y = _data(DaskCO2ForestRegressor)
@@ -155,6 +157,10 @@ def test_dataframe_input_keeps_feature_names(client):
     lazy = model.predict(Xd)
     assert isinstance(lazy, da.Array)
     np.testing.assert_array_equal(lazy.compute(), local.predict(frame))
+    # a model streamed group of trees by group of trees reads the frame anew per group
+    largest = max(dask_module._tree_bytes(tree) for tree in model._forest().trees)
+    monkeypatch.setattr(dask_module, "_least_free_memory", lambda client: 5 * largest)
+    np.testing.assert_array_equal(model.predict(Xd).compute(), local.predict(frame))
 
 
 def test_pickle_and_numpy_fit(client):
@@ -375,10 +381,74 @@ def test_lazy_prediction_refuses_a_model_no_worker_can_hold(client):
         distributed.Client(cluster, set_as_default=False) as small,
     ):
         model.set_params(client=small)
-        with pytest.raises(ValueError, match="do not fit worker .* memory limit"):
+        with pytest.raises(ValueError, match="largest tree .* cannot be held by the fullest"):
             model.predict(Xd)
     model.set_params(client=client)
     np.testing.assert_array_equal(model.predict(Xd).compute(), model.predict(X))
+
+
+@pytest.mark.parametrize(
+    "cls, params",
+    [
+        (DaskCO2ForestClassifier, {}),
+        (DaskCO2ForestRegressor, {}),
+        (DaskE2EDTClassifier, {"routing": "hard"}),
+        (DaskE2EDTRegressor, {}),
+    ],
+)
+def test_a_model_larger_than_a_worker_predicts_tree_group_by_group(
+    client, monkeypatch, cls, params
+):
+    import obliquetrees.dask as dask_module
+
+    X, y = _data(cls)
+    Xd, yd = da.from_array(X, chunks=100), da.from_array(y, chunks=100)
+    model = cls(**dict(FAST[cls], n_estimators=5, random_state=0), **params).fit(Xd, yd)
+    forest = model._forest()
+    largest = max(dask_module._tree_bytes(tree) for tree in forest.trees)
+    # the fullest worker can take about 1.5 trees at a time (GROUP_SHARE of them)
+    free = int(1.5 * largest * dask_module.GROUP_SHARE)
+    monkeypatch.setattr(dask_module, "_least_free_memory", lambda client: free)
+    groups = dask_module._tree_groups(forest, free, "predict")
+    assert len(groups) >= 3 and groups[0][0] == 0 and groups[-1][1] == forest.n_trees
+    assert all(a[1] == b[0] for a, b in zip(groups[:-1], groups[1:], strict=True))  # consecutive
+    methods = ["predict", "apply"] + (["predict_proba"] if is_classifier(model) else [])
+    read = Xd.map_blocks(_count_block, dtype=Xd.dtype)
+    for method in methods:
+        lazy = getattr(model, method)(read)
+        assert isinstance(lazy, da.Array)
+        _BLOCKS_READ.clear()
+        # the sum over the trees continues from group to group: the same bits as numpy
+        np.testing.assert_array_equal(lazy.compute(), getattr(model.to_local(), method)(X))
+        # each group reads X anew, after the group before it: no partition is held throughout
+        assert len(_BLOCKS_READ) == len(groups) * Xd.numblocks[0]
+
+
+#: Blocks of X computed (in-process workers: the module is shared).
+_BLOCKS_READ = []
+
+
+def _count_block(block):
+    _BLOCKS_READ.append(block.shape[0])
+    return block
+
+
+def test_tree_groups_refuse_what_cannot_be_streamed(client, monkeypatch):
+    import obliquetrees.dask as dask_module
+
+    X, y = _data(DaskE2EDTClassifier)
+    Xd, yd = da.from_array(X, chunks=100), da.from_array(y, chunks=100)
+    params = dict(FAST[DaskE2EDTClassifier], n_estimators=4, random_state=0)
+    model = DaskE2EDTClassifier(routing="hybrid", **params).fit(Xd, yd)
+    largest = max(dask_module._tree_bytes(tree) for tree in model._forest().trees)
+    monkeypatch.setattr(dask_module, "_least_free_memory", lambda client: 3 * largest)
+    # hybrid routing's probabilities are soft (path probabilities, not a sum of leaf values)
+    with pytest.raises(ValueError, match="the model .* cannot be held .* predict_proba"):
+        model.predict_proba(Xd)
+    np.testing.assert_array_equal(model.predict(Xd).compute(), model.predict(X))  # hard
+    monkeypatch.setattr(dask_module, "_least_free_memory", lambda client: largest)
+    with pytest.raises(ValueError, match="largest tree .* cannot be held"):
+        model.predict(Xd)
 
 
 #: Rows gathered by every node task (in-process workers: the module is shared).

@@ -261,13 +261,23 @@ def apply(forest, X, n_threads=1):
     return out_leaf
 
 
-def predict_value(forest, X, n_threads=1):
+def predict_value(forest, X, n_threads=1, initial=None):
     """Sum over the trees of the ``value`` of the leaf each sample reaches.
 
     A float64 ``(n_samples, n_outputs)`` array; trees are added in tree order
-    (divide by ``forest.n_trees`` for the mean).
+    (divide by ``forest.n_trees`` for the mean), to ``initial`` (a copy of
+    it) when given: the sum of the trees before them, so that a forest
+    summed in consecutive parts gives the whole forest's sum bit for bit.
     """
-    out_value = np.zeros((X.shape[0], forest.n_outputs), dtype=np.float64)
+    shape = (X.shape[0], forest.n_outputs)
+    if initial is None:
+        out_value = np.zeros(shape, dtype=np.float64)
+    elif initial.shape != shape or initial.dtype != np.float64:
+        raise ValueError(
+            f"initial must be float64 of shape {shape}; got {initial.dtype} {initial.shape}."
+        )
+    else:
+        out_value = np.array(initial, order="C")
     _run(forest, X, _OP_VALUE, n_threads, out_value=out_value)
     return out_value
 

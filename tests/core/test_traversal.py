@@ -94,6 +94,22 @@ def test_results_identical_for_any_thread_count(seed, n_samples):
     assert (path1 != path2).nnz == 0
 
 
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n_samples=st.integers(0, 300), cut=st.integers(1, 4))
+def test_a_forest_summed_in_parts_gives_the_whole_sum_bit_for_bit(seed, n_samples, cut):
+    # the dask prediction of a model too large for a worker sums it group of trees by group
+    trees, forest = _random_forest(seed, 5, 6, 3, 6)
+    X = np.random.default_rng(seed).normal(size=(n_samples, 6))
+    first = traversal.predict_value(ObliqueForest.from_trees(trees[:cut]), X)
+    kept = first.copy()
+    whole = traversal.predict_value(ObliqueForest.from_trees(trees[cut:]), X, initial=first)
+    assert whole.tobytes() == traversal.predict_value(forest, X).tobytes()
+    np.testing.assert_array_equal(whole, reference.predict_value(trees, X))
+    assert first.tobytes() == kept.tobytes()  # initial is not written to
+    with pytest.raises(ValueError, match="initial must be float64 of shape"):
+        traversal.predict_value(forest, X, initial=first[:, :2])
+
+
 def test_ties_go_left():
     # root: x0 - 0.5 > 0 goes right; x0 == 0.5 exactly is a tie
     tree = ObliqueTree(
