@@ -19,6 +19,7 @@ import threading
 import time
 
 import numpy as np
+from distributed import WorkerPlugin
 
 from benchmarks.common import write_results
 from obliquetrees import CO2ForestClassifier
@@ -43,11 +44,6 @@ def add_arguments(parser):
     parser.add_argument("--rows-per-task", type=int, default=50_000)
     parser.add_argument("--memory-limit", default="500MB")
     parser.add_argument(
-        "--predict-memory-limit",
-        default="2GB",
-        help="workers of the cluster that predicts when the fit's workers cannot hold the model",
-    )
-    parser.add_argument(
         "--pause",
         type=float,
         default=0.9,
@@ -71,12 +67,21 @@ def _data(args, seed, rows):
 
 
 class _MemoryPoll:
-    """Peak memory of every worker, from the scheduler's reports, polled in a thread."""
+    """Peak memory of every worker, from the scheduler's reports, polled in a thread.
+
+    A worker that its nanny restarts (past 95 % of its limit) comes back at
+    another address: ``restarts`` counts the addresses beyond the first ones.
+    """
 
     def __init__(self, client, every=0.2):
         self.client, self.every, self.peak = client, every, {}
+        self.first = set(client.scheduler_info()["workers"])
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @property
+    def restarts(self):
+        return len(set(self.peak) - self.first)
 
     def _run(self):
         while not self._stop.is_set():
@@ -95,6 +100,51 @@ class _MemoryPoll:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+class _TaskMemory(WorkerPlugin):
+    """A worker plugin: the largest process memory while each kind of task ran.
+
+    A thread samples the worker's resident size every 10 ms; each task's
+    peak is kept per task name (the key's prefix: ``_node_pass`` runs in
+    ``_on_block``, ``_grow_node``, the blocks of X...), with how much it rose
+    above the memory at the task's start.
+    """
+
+    name = "bench-task-memory"
+    idempotent = True
+
+    def setup(self, worker):
+        import psutil
+
+        self.process, self.kinds, self.current = psutil.Process(), {}, None
+        self.peak = 0
+        threading.Thread(target=self._sample, daemon=True).start()
+
+    def _sample(self):
+        while True:
+            self.peak = max(self.peak, self.process.memory_info().rss)
+            time.sleep(0.01)
+
+    def transition(self, key, start, finish, **kwargs):
+        rss = self.process.memory_info().rss
+        if finish == "executing":
+            self.current, self.peak = rss, rss
+        elif start == "executing" and self.current is not None:
+            kind = key[0] if isinstance(key, tuple) else str(key)
+            kind = kind.rsplit("-", 1)[0]
+            count, rise, peak = self.kinds.get(kind, (0, 0, 0))
+            peak_now = max(self.peak, rss)
+            self.kinds[kind] = (count + 1, max(rise, peak_now - self.current), max(peak, peak_now))
+            self.current = None
+
+    def teardown(self, worker):
+        pass
+
+
+def _task_memory(dask_worker):
+    plugin = dask_worker.plugins.get(_TaskMemory.name)
+    return {} if plugin is None else dict(plugin.kinds)
 
 
 def _transfers(dask_worker):
@@ -116,7 +166,7 @@ def _warm_up():
     return True
 
 
-def _dask_fit(args, X, y, X_test):
+def _dask_fit(args, X, y):
     import dask
 
     from obliquetrees.dask import DaskCO2ForestClassifier
@@ -129,6 +179,7 @@ def _dask_fit(args, X, y, X_test):
     _warm_up()
     with dask.config.set(config), _cluster(args.memory_limit) as client:
         client.run(_warm_up)
+        client.register_plugin(_TaskMemory())
         limit = next(iter(client.scheduler_info()["workers"].values()))["memory_limit"]
         before = client.run(_transfers)
         started = time.time()
@@ -145,17 +196,18 @@ def _dask_fit(args, X, y, X_test):
                 model.__class__(**model.get_params()).set_params(random_state=seed).fit(X, y)
                 for seed in range(1, args.seeds)
             ]
+            fits_restarts = poll_all.restarts
             try:
                 refused = None
                 predicted = time.time()
                 lazy = model.predict(_data(args, 2, args.test_rows)[0])
                 built = time.time() - predicted
                 lazy_prediction = lazy.compute()
-            except ValueError as error:  # a model no worker of this cluster can hold
-                refused = str(error)
+                predict_s = time.time() - predicted
+            except ValueError as error:  # a tree no worker of this cluster can hold
+                refused, built, predict_s, lazy_prediction = str(error), None, None, None
         monitor_all = client.run(_monitor_peak, started)
-    if refused is not None:
-        built, lazy_prediction = _predict_on_larger_workers(args, model)
+        tasks = client.run(_task_memory)
     moved = {k: sum(after[w][k] - before[w][k] for w in after) for k in ("incoming", "outgoing")}
     return {
         "models": [m.to_local() for m in [model, *others]],
@@ -163,15 +215,23 @@ def _dask_fit(args, X, y, X_test):
         "memory limit MB": limit / 1e6,
         "peak worker memory MB (scheduler)": {w: m / 1e6 for w, m in poll.peak.items()},
         "peak worker memory MB (worker monitor)": {w: m / 1e6 for w, m in monitor.items()},
-        "peak over every fit and the prediction MB": {
-            w: max(m, poll_all.peak.get(w, 0)) / 1e6 for w, m in monitor_all.items()
-        },
+        _ALL: {w: max(m, poll_all.peak.get(w, 0)) / 1e6 for w, m in monitor_all.items()},
+        "restarts": (poll.restarts, fits_restarts, poll_all.restarts),
+        "task memory": tasks,
         "bytes between workers": moved,
         "lazy predict build s": built,
+        "lazy predict s": predict_s,
         "lazy prediction": lazy_prediction,
         "lazy predict refused": refused,
         "model MB": model.forest_.nbytes / 1e6,
+        "largest tree MB": max(_tree_mb(t) for t in model.forest_.trees),
     }
+
+
+def _tree_mb(tree):
+    from obliquetrees._core.forest import ObliqueForest
+
+    return ObliqueForest.from_trees([tree], validate=False).nbytes / 1e6
 
 
 @contextlib.contextmanager
@@ -188,24 +248,16 @@ def _cluster(memory_limit):
         yield client
 
 
-def _predict_on_larger_workers(args, model):
-    """Lazy prediction of the test set on a cluster whose workers can hold the model."""
-    with _cluster(args.predict_memory_limit) as client:
-        model.set_params(client=client)
-        started = time.time()
-        lazy = model.predict(_data(args, 2, args.test_rows)[0])
-        return time.time() - started, lazy.compute()
-
-
 def main(args):
     X, y = _data(args, 0, args.rows)
     X_test, y_test = (a.compute() for a in _data(args, 2, args.test_rows))
     x_bytes = args.rows * args.features * 8
-    result = _dask_fit(args, X, y, X_test)
+    result = _dask_fit(args, X, y)
     dask_models = result.pop("models")
     dask_model = dask_models[0]
     dask_accuracy = [float(np.mean(m.predict(X_test) == y_test)) for m in dask_models]
-    lazy_equal = bool(np.array_equal(result.pop("lazy prediction"), dask_model.predict(X_test)))
+    lazy = result.pop("lazy prediction")
+    lazy_equal = None if lazy is None else bool(np.array_equal(lazy, dask_model.predict(X_test)))
     print(result, dask_accuracy, flush=True)
     X_mem, y_mem = X.compute(), y.compute()  # the in-memory comparison, in this process
     rows = [_row(f"dask, rows_per_task={args.rows_per_task}", result["fit s"], dask_accuracy)]
@@ -229,21 +281,28 @@ def main(args):
         ("bytes received from other workers", f"{moved['incoming'] / 1e6:.1f} MB"),
         ("bytes sent by workers (to workers, client)", f"{moved['outgoing'] / 1e6:.1f} MB"),
         ("model (forest arrays)", f"{result['model MB']:.0f} MB"),
-        ("lazy predict on the fit's workers", result["lazy predict refused"] or "ran"),
+        ("largest tree", f"{result['largest tree MB']:.0f} MB"),
         (
-            "lazy predict ran on",
-            "the fit's workers"
-            if result["lazy predict refused"] is None
-            else f"2 workers of {args.predict_memory_limit}",
+            "workers restarted by their nanny (first fit; all fits; fits and prediction)",
+            ", ".join(str(n) for n in result["restarts"]),
         ),
-        ("lazy predict: graph built in", f"{result['lazy predict build s']:.3f} s"),
+        ("lazy predict on the fit's workers", result["lazy predict refused"] or "ran"),
+        ("lazy predict: graph built in", _seconds(result["lazy predict build s"])),
+        (
+            f"lazy predict of {args.test_rows} rows: built and computed in",
+            _seconds(result["lazy predict s"]),
+        ),
         ("lazy predict equals numpy predict", str(lazy_equal)),
     ]
     facts = [{"quantity": name, "value": value} for name, value in facts]
     write_results(
         f"{args.out}.md",
         f"CO2 forest of {args.trees} trees on a dask array of {x_bytes / 1e6:.0f} MB",
-        [("The dask fit", facts), ("Accuracy and fit time", rows)],
+        [
+            ("The dask fit", facts),
+            ("Accuracy and fit time", rows),
+            ("Memory by kind of task (every fit and the prediction)", _task_rows(result)),
+        ],
         _NOTES.format(
             trees=args.trees,
             rows_per_task=args.rows_per_task,
@@ -265,6 +324,28 @@ def _row(label, seconds, accuracy):
         "test accuracy (mean)": round(float(np.mean(accuracy)), 4),
         "per random_state": ", ".join(f"{a:.4f}" for a in accuracy),
     }
+
+
+def _seconds(value):
+    return "-" if value is None else f"{value:.3f} s"
+
+
+def _task_rows(result):
+    """Per kind of task, over both workers: tasks run, largest rise during one, largest peak."""
+    kinds = {}
+    for per_worker in result["task memory"].values():
+        for kind, (count, rise, peak) in per_worker.items():
+            n, r, p = kinds.get(kind, (0, 0, 0))
+            kinds[kind] = (n + count, max(r, rise), max(p, peak))
+    return [
+        {
+            "task": kind,
+            "tasks run": n,
+            "largest rise during one task MB": round(r / 1e6),
+            "largest worker memory while one ran MB": round(p / 1e6),
+        }
+        for kind, (n, r, p) in sorted(kinds.items(), key=lambda item: -item[1][2])
+    ]
 
 
 def _mb(peaks):
@@ -296,11 +377,20 @@ process memory the scheduler reported for each worker while the fit ran (polled 
 monitor (every 0.5 s). Bytes: the workers' transfer counters (`transfer_incoming_log`,
 `transfer_outgoing_bytes_total`) over the fit; outgoing includes the fitted trees sent
 to the client. "Peak over all fits and the prediction": the same two sources over the
-fits of every random_state and the lazy prediction of the test set (the model goes to
-every worker). The in-memory fits run afterwards in the client process (the cluster
-closed) on all of X, n_jobs=2: the same forest (CO2ForestClassifier(n_estimators={trees}),
-each tree drawing len(X) rows). Accuracy: mean over random_state 0 .. --seeds - 1
-(memory, bytes and times: random_state=0).
+fits of every random_state and the lazy prediction of the test set. Restarts: a worker
+its nanny restarts (past 95 % of its limit) comes back at a new address; the poll counts
+the addresses it did not see at the start. Memory by kind of task: a worker plugin
+samples each worker's resident size every 10 ms and keeps, per task name, the largest
+rise above the memory at the task's start and the largest memory while one ran
+(`_on_block` is a pass over one partition, `_grow_node` a node's task). The lazy
+prediction runs on the fit's workers: a model that would not fit a worker next to
+what it holds is predicted group of trees by group of trees (`obliquetrees.dask`), each
+group at most a quarter of the fullest worker's free memory, the next group sent once
+every partition has the sum over the trees before it (the same bits as numpy). The
+in-memory fits run afterwards in the client process (the cluster closed) on all of X,
+n_jobs=2: the same forest (CO2ForestClassifier(n_estimators={trees}), each tree drawing
+len(X) rows). Accuracy: mean over random_state 0 .. --seeds - 1 (memory, bytes and
+times: random_state=0).
 
 Projection, 100 workers x 1e9 rows x 40 features (320 GB), at the default rows_per_task
 = 50,000: a tree's bootstrap hits about 63 % of the rows, and each of them moves once, to
@@ -314,10 +404,11 @@ serves about rows_per_task rows per worker thread, so a tree takes about 0.94e9 
 (50,000 x 100) = 190 passes, each reading X once: persist X across the cluster (3.2 GB
 per worker) rather than re-read it from storage per pass. Measured here over the fit
 of 10 trees: {moved_mb:.0f} MB came from the other worker (about half of the rows the
-node tasks gathered). Memory per worker: about 300 MB of runtime, its share of the
-partitions being read, plus the rows of the node it is deciding (twice: the pieces and
-their concatenation) and their training temporaries (measured above), whatever the
-number of rows.
+node tasks gathered). Memory per worker: about 300 MB of runtime when it starts (it
+grows by about 50 MB over the first fits: kernels loaded, dask's records), its share of
+the partitions being read, plus the rows of the node it is deciding (twice: the pieces
+and their concatenation) and their training temporaries (the table above), whatever
+the number of rows.
 """
 
 
