@@ -208,14 +208,23 @@ def _dask_fit(args, X, y):
                 refused, built, predict_s, lazy_prediction = str(error), None, None, None
         monitor_all = client.run(_monitor_peak, started)
         tasks = client.run(_task_memory)
-    moved = {k: sum(after[w][k] - before[w][k] for w in after) for k in ("incoming", "outgoing")}
+    # a worker restarted by its nanny starts its counters at 0, and those of the one it
+    # replaced are lost: the figures then count less than what moved
+    zero = {"incoming": 0, "outgoing": 0}
+    moved = {
+        k: sum(after[w][k] - before.get(w, zero)[k] for w in after)
+        for k in ("incoming", "outgoing")
+    }
     return {
         "models": [m.to_local() for m in [model, *others]],
         "fit s": seconds,
         "memory limit MB": limit / 1e6,
         "peak worker memory MB (scheduler)": {w: m / 1e6 for w, m in poll.peak.items()},
         "peak worker memory MB (worker monitor)": {w: m / 1e6 for w, m in monitor.items()},
-        _ALL: {w: max(m, poll_all.peak.get(w, 0)) / 1e6 for w, m in monitor_all.items()},
+        _ALL: {
+            w: max(monitor_all.get(w, 0), poll_all.peak.get(w, 0)) / 1e6
+            for w in set(monitor_all) | set(poll_all.peak)
+        },
         "restarts": (poll.restarts, fits_restarts, poll_all.restarts),
         "task memory": tasks,
         "bytes between workers": moved,
