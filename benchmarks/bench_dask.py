@@ -19,7 +19,7 @@ import threading
 import time
 
 import numpy as np
-from distributed import WorkerPlugin
+from distributed import KilledWorker, WorkerPlugin
 
 from benchmarks.common import write_results
 from obliquetrees import CO2ForestClassifier
@@ -147,6 +147,16 @@ def _task_memory(dask_worker):
     return {} if plugin is None else dict(plugin.kinds)
 
 
+def _idle_memory():
+    """A worker's resident size with the kernels loaded, and whether pyarrow is imported
+    (pandas imports it when it is installed: about 70 MB of every process)."""
+    import sys
+
+    import psutil
+
+    return psutil.Process().memory_info().rss, "pyarrow" in sys.modules
+
+
 def _transfers(dask_worker):
     incoming = sum(entry["total"] for entry in dask_worker.transfer_incoming_log)
     return {"incoming": incoming, "outgoing": dask_worker.transfer_outgoing_bytes_total}
@@ -180,6 +190,7 @@ def _dask_fit(args, X, y):
     with dask.config.set(config), _cluster(args.memory_limit) as client:
         client.run(_warm_up)
         client.register_plugin(_TaskMemory())
+        idle = client.run(_idle_memory)
         limit = next(iter(client.scheduler_info()["workers"].values()))["memory_limit"]
         before = client.run(_transfers)
         started = time.time()
@@ -204,8 +215,11 @@ def _dask_fit(args, X, y):
                 built = time.time() - predicted
                 lazy_prediction = lazy.compute()
                 predict_s = time.time() - predicted
-            except ValueError as error:  # a tree no worker of this cluster can hold
-                refused, built, predict_s, lazy_prediction = str(error), None, None, None
+            except (ValueError, KilledWorker) as error:
+                # a tree no worker of this cluster can hold (refused), or workers killed by
+                # their nannies over and over while predicting
+                refused = f"{type(error).__name__}: {error}"
+                built, predict_s, lazy_prediction = None, None, None
         monitor_all = client.run(_monitor_peak, started)
         tasks = client.run(_task_memory)
     # a worker restarted by its nanny starts its counters at 0, and those of the one it
@@ -219,6 +233,7 @@ def _dask_fit(args, X, y):
         "models": [m.to_local() for m in [model, *others]],
         "fit s": seconds,
         "memory limit MB": limit / 1e6,
+        "idle": idle,
         "peak worker memory MB (scheduler)": {w: m / 1e6 for w, m in poll.peak.items()},
         "peak worker memory MB (worker monitor)": {w: m / 1e6 for w, m in monitor.items()},
         _ALL: {
@@ -284,6 +299,10 @@ def main(args):
         ("X", f"{args.rows} x {args.features} float64, {x_bytes / 1e6:.0f} MB"),
         ("partitions", f"{-(-args.rows // args.chunk_rows)} of {args.chunk_rows} rows"),
         ("worker memory limit", f"{result['memory limit MB']:.0f} MB (x2 workers)"),
+        (
+            "worker memory before the fit, kernels loaded (pyarrow imported)",
+            ", ".join(f"{m / 1e6:.0f} MB ({arrow})" for m, arrow in result["idle"].values()),
+        ),
         ("peak worker memory (scheduler)", _mb(result["peak worker memory MB (scheduler)"])),
         ("peak worker memory (monitor)", _mb(result["peak worker memory MB (worker monitor)"])),
         ("peak over all fits and the prediction", _mb(result[_ALL])),
