@@ -138,9 +138,6 @@ class _TaskMemory(WorkerPlugin):
             self.kinds[kind] = (count + 1, max(rise, peak_now - self.current), max(peak, peak_now))
             self.current = None
 
-    def teardown(self, worker):
-        pass
-
 
 def _task_memory(dask_worker):
     plugin = dask_worker.plugins.get(_TaskMemory.name)
