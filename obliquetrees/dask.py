@@ -928,47 +928,54 @@ def _finish(shell, output, method, n_trees):
     return mean[:, 0] if mean.shape[1] == 1 else mean
 
 
-#: Seconds every worker may stay paused (at dask's memory pause threshold) while a fit
-#: waits for them, before the fit fails instead of waiting for good.
+#: Seconds a fit waits while a worker stays paused (at dask's memory pause threshold) and
+#: no task finishes, before it fails instead of waiting for good.
 PAUSED_PATIENCE = 120.0
 
 
 def _gather(client, tasks):
-    """``client.gather(client.compute(tasks))``, failing when every worker stays paused.
+    """``client.gather(client.compute(tasks))``, failing when a paused worker stalls the fit.
 
     A dask worker whose process memory passes ``distributed.worker.memory.pause``
     (80 % of its ``memory_limit`` by default) runs no task until it falls
-    below; if every worker is paused while holding data the others' tasks
-    need, nothing ever runs again. After :data:`PAUSED_PATIENCE` seconds of
-    that the tasks are cancelled and ``MemoryError`` says what to change.
+    below, and memory the runtime holds (not data dask can spill) may never
+    fall: if the tasks left wait for such a worker, nothing ever finishes
+    (seen with one worker paused and the other idle, and with both paused).
+    After :data:`PAUSED_PATIENCE` seconds with a worker paused, none running
+    a task and no task finished, the tasks are cancelled and ``MemoryError``
+    says what to change. A long task running elsewhere is not a stall.
     """
     from distributed import wait
 
     futures = client.compute(tasks)
-    paused_since = None
+    stalled_since, finished = None, 0
     while True:
         try:
             wait(futures, timeout=2.0)
             return client.gather(futures)
         except TimeoutError:
-            if not _every_worker_paused(client):
-                paused_since = None
+            done = sum(future.done() for future in futures)
+            if done > finished or not _stalled_by_a_pause(client):
+                stalled_since, finished = None, done
                 continue
-            paused_since = paused_since or time.monotonic()
-            if time.monotonic() - paused_since >= PAUSED_PATIENCE:
+            stalled_since = stalled_since or time.monotonic()
+            if time.monotonic() - stalled_since >= PAUSED_PATIENCE:
                 client.cancel(futures)
                 raise MemoryError(
-                    f"every worker of the cluster has been paused for {PAUSED_PATIENCE:.0f} s "
-                    "at its memory pause threshold (distributed.worker.memory.pause, 80 % of "
-                    "memory_limit by default) and the fit cannot go on: give the workers more "
-                    "memory, lower rows_per_task (rows_per_tree for E2EDT), or raise the pause "
-                    "threshold."
+                    "a worker of the cluster has been paused at its memory pause threshold "
+                    "(distributed.worker.memory.pause, 80 % of memory_limit by default) while "
+                    f"no task ran or finished for {PAUSED_PATIENCE:.0f} s, and the fit cannot "
+                    "go on: give the workers more memory, lower rows_per_task (rows_per_tree "
+                    "for E2EDT), or raise the pause threshold."
                 ) from None
 
 
-def _every_worker_paused(client):
-    statuses = [w.get("status") for w in client.scheduler_info()["workers"].values()]
-    return bool(statuses) and all(status == "paused" for status in statuses)
+def _stalled_by_a_pause(client):
+    """Whether a worker is paused and no worker runs a task (the scheduler's last reports)."""
+    workers = client.scheduler_info()["workers"].values()
+    paused = any(w.get("status") == "paused" for w in workers)
+    running = sum(w.get("metrics", {}).get("task_counts", {}).get("executing", 0) for w in workers)
+    return paused and not running
 
 
 def _delayed(func):
