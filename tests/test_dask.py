@@ -157,7 +157,7 @@ def test_dataframe_input_keeps_feature_names(client, monkeypatch):
     lazy = model.predict(Xd)
     assert isinstance(lazy, da.Array)
     np.testing.assert_array_equal(lazy.compute(), local.predict(frame))
-    # a model streamed group of trees by group of trees reads the frame anew per group
+    # streamed group of trees by group of trees (a frame's partitions are read once, kept)
     largest = max(dask_module._tree_bytes(tree) for tree in model._forest().trees)
     monkeypatch.setattr(dask_module, "_least_free_memory", lambda client: 5 * largest)
     np.testing.assert_array_equal(model.predict(Xd).compute(), local.predict(frame))
