@@ -778,16 +778,21 @@ def _least_free_memory(client):
     """Bytes the fullest worker can still take below its ``memory_limit`` (None: no limit known)."""
     if client is None:
         return None
-    try:
-        workers = client.scheduler_info(n_workers=-1)["workers"]
-    except TypeError:  # distributed before 2025.1 lists every worker, without n_workers
-        workers = client.scheduler_info()["workers"]
     free = [
         (w.get("memory_limit") or 0) - w.get("metrics", {}).get("memory", 0)
-        for w in workers.values()
+        for w in _workers(client)
         if w.get("memory_limit")
     ]
     return min(free) if free else None
+
+
+def _workers(client):
+    """The scheduler's report of every worker (since distributed 2025.1 it lists only the
+    first five unless asked for all)."""
+    try:
+        return list(client.scheduler_info(n_workers=-1)["workers"].values())
+    except TypeError:  # distributed before 2025.1 lists every worker, without n_workers
+        return list(client.scheduler_info()["workers"].values())
 
 
 #: A worker predicting a partition holds a group of trees about twice while it receives
@@ -870,12 +875,13 @@ def _streamed(local, groups, method, X):
     from obliquetrees._core.forest import ObliqueForest
 
     forest, shell = local._forest(), _shell(local)
-    outputs, tokens = [None] * len(_partitions(X)), []
+    parts = _partitions(X)
+    outputs, tokens = [None] * len(parts), []
     for g, (first, stop) in enumerate(groups):
         trees = ObliqueForest.from_trees(forest.trees[first:stop], validate=False)
         group = _delayed(_after)(trees, *tokens)
         again = tokens and not hasattr(X, "columns")
-        read = _partitions(bind(X, tokens, seed=("obliquetrees.dask", g)) if again else X)
+        read = _partitions(bind(X, tokens, seed=("obliquetrees.dask", g))) if again else parts
         outputs = [
             _delayed(_group_output)(shell, group, part, method, previous)
             for part, previous in zip(read, outputs, strict=True)
@@ -972,7 +978,7 @@ def _gather(client, tasks):
 
 def _stalled_by_a_pause(client):
     """Whether a worker is paused and no worker runs a task (the scheduler's last reports)."""
-    workers = client.scheduler_info()["workers"].values()
+    workers = _workers(client)
     paused = any(w.get("status") == "paused" for w in workers)
     running = sum(w.get("metrics", {}).get("task_counts", {}).get("executing", 0) for w in workers)
     return paused and not running
