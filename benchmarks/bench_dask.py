@@ -176,7 +176,7 @@ def _warm_up():
 def _dask_fit(args, X, y):
     import dask
 
-    from obliquetrees.dask import DaskCO2ForestClassifier
+    from obliquetrees.dask import DaskCO2ForestClassifier, _tree_bytes
 
     # the runtime (numpy, scikit-learn, numba's kernels, dask) takes about 300 MB of a
     # worker: dask's default pause at 80 % of 500 MB left a worker paused for good
@@ -245,14 +245,9 @@ def _dask_fit(args, X, y):
         "lazy prediction": lazy_prediction,
         "lazy predict refused": refused,
         "model MB": model.forest_.nbytes / 1e6,
-        "largest tree MB": max(_tree_mb(t) for t in model.forest_.trees),
+        # the size by which lazy prediction groups trees
+        "largest tree MB": max(_tree_bytes(t) for t in model.forest_.trees) / 1e6,
     }
-
-
-def _tree_mb(tree):
-    from obliquetrees._core.forest import ObliqueForest
-
-    return ObliqueForest.from_trees([tree], validate=False).nbytes / 1e6
 
 
 @contextlib.contextmanager
