@@ -80,25 +80,6 @@ def check_forest_size(n_estimators, bytes_per_tree):
         )
 
 
-def resolve_max_features(max_features, n_features):
-    """Number of candidate features of a split, in ``[1, n_features]``.
-
-    ``"sqrt"`` and ``"log2"`` of ``n_features`` (rounded down), an int as
-    given, a float as that fraction of ``n_features``, None all of them.
-    """
-    if max_features == "sqrt":
-        q = int(np.sqrt(n_features))
-    elif max_features == "log2":
-        q = int(np.log2(n_features))
-    elif max_features is None:
-        q = n_features
-    elif isinstance(max_features, (int, np.integer)):
-        q = int(max_features)
-    else:
-        q = int(max_features * n_features)
-    return int(min(max(q, 1), n_features))
-
-
 def class_weight_vector(class_weight, classes, y):
     """Weights of the classes, in the order of ``classes``, from a ``class_weight`` parameter.
 

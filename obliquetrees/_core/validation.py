@@ -337,3 +337,40 @@ def check_parents_first(forest):
     )
     if not after.all():
         raise ValueError("soft evaluation needs every parent stored before its children.")
+
+
+#: Sample weights are used as given while their total lies in this range.
+WEIGHT_TOTAL_RANGE = (2.0**-128, 2.0**128)
+
+
+def bounded_weights(weights):
+    """``weights`` divided by a power of two if their total is out of :data:`WEIGHT_TOTAL_RANGE`.
+
+    Training sums weights and multiplies them with each other and with
+    targets: finite weights whose total overflows float64 (or is near its
+    smallest numbers) gave NaN predictions or refused forests. They are
+    divided by the power of two that brings the largest to ``[1, 2)``: an
+    exact division, which leaves the ratios' bits unchanged (only weights
+    below ``2**-1021`` times the largest lose bits), and equal weights become
+    ones. Every estimator but ``CO2ForestClassifier`` trains on the ratios
+    alone and gives the same model bit for bit; CO2's classifier also moves
+    with the weights' overall scale (weights halved change some splits),
+    so its model from rescaled weights is a proper fit, not the same bits.
+    Weights whose total is in range, every ordinary set, are returned as
+    they are.
+
+    Parameters
+    ----------
+    weights : ndarray of float64, shape (n_samples,)
+        Finite, non-negative, with a positive total.
+
+    Returns
+    -------
+    weights : ndarray of float64, shape (n_samples,)
+    """
+    low, high = WEIGHT_TOTAL_RANGE
+    with np.errstate(over="ignore"):
+        total = weights.sum()
+    if low <= total <= high:
+        return weights
+    return np.ldexp(weights, 1 - np.frexp(weights.max())[1])

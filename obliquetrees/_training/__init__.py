@@ -1,6 +1,7 @@
 """Training machinery shared by the methods (each method's own training is in its folder).
 
-``grower`` (greedy growth: node table, limits, visiting order), ``_optim``
+``grower`` (greedy growth: node table, limits, visiting order), ``features``
+(``max_features`` resolved), ``_optim``
 (momentum SGD, Adam, AdaGrad), ``_parallel`` (joblib over trees),
 ``_progress`` (progress lines), ``_rows`` (sparse rows for row-wise kernels),
 ``_weights`` (bootstrap row weights), ``_prefetch``; ``targets`` and

@@ -8,11 +8,11 @@ import numpy as np
 from sklearn.base import is_classifier
 
 from obliquetrees._core.missing import MissingValues
+from obliquetrees._training.features import resolve_max_features
 from obliquetrees.base import (
     BaseObliqueForest,
     ObliqueClassifierMixin,
     class_weight_vector,
-    resolve_max_features,
 )
 from obliquetrees.utils._docstrings import fill_doc
 from obliquetrees.utils._param_validation import (

@@ -14,11 +14,11 @@ import numpy as np
 from scipy import sparse
 
 from obliquetrees._core.missing import MissingValues
+from obliquetrees._training.features import resolve_max_features
 from obliquetrees.base import (
     BaseObliqueForest,
     ObliqueClassifierMixin,
     ObliqueRegressorMixin,
-    resolve_max_features,
 )
 from obliquetrees.e2edt import _docs as docs
 from obliquetrees.utils._docstrings import fill_doc

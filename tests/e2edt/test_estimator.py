@@ -353,7 +353,8 @@ def test_predict_accepts_csr_and_float32(blobs, routing):
 @pytest.mark.parametrize("n_features", [1, 2, 3, 16, 784])
 @pytest.mark.parametrize("max_features", [None, "sqrt", "log2", 1, 5, 1000, 0.01, 0.5, 1.0])
 def test_max_features_resolves_as_before_the_shared_rule(n_features, max_features):
-    """E2EDT uses base.resolve_max_features (CO2's rule): for valid values, E2EDT's old rule."""
+    """E2EDT uses CO2's rule (_training.features.resolve_max_features): for valid values,
+    E2EDT's old rule."""
     if max_features is None:
         want = None
     elif max_features == "sqrt":
