@@ -13,12 +13,22 @@ import importlib
 
 from obliquetrees._registry import install_moved_modules
 from obliquetrees._version import __version__
-from obliquetrees.co2._estimator import CO2ForestClassifier
-from obliquetrees.co2._regressor import CO2ForestRegressor
-from obliquetrees.e2edt._estimator import E2EDTClassifier, E2EDTRegressor
-from obliquetrees.hinge._estimator import HingeForestClassifier, HingeForestRegressor
-from obliquetrees.inspection import export_text, plot_tree
-from obliquetrees.soft._estimator import SoftTreeClassifier, SoftTreeRegressor
+
+#: The public names and the modules that define them, imported on first use (PEP 562):
+#: a dask worker that imports only the training code then imports neither scikit-learn
+#: nor pandas (about 160 MB of its memory; :mod:`obliquetrees.dask`).
+_PUBLIC = {
+    "CO2ForestClassifier": "obliquetrees.co2._estimator",
+    "CO2ForestRegressor": "obliquetrees.co2._regressor",
+    "E2EDTClassifier": "obliquetrees.e2edt._estimator",
+    "E2EDTRegressor": "obliquetrees.e2edt._estimator",
+    "HingeForestClassifier": "obliquetrees.hinge._estimator",
+    "HingeForestRegressor": "obliquetrees.hinge._estimator",
+    "SoftTreeClassifier": "obliquetrees.soft._estimator",
+    "SoftTreeRegressor": "obliquetrees.soft._estimator",
+    "export_text": "obliquetrees.inspection",
+    "plot_tree": "obliquetrees.inspection",
+}
 
 __all__ = [
     "CO2ForestClassifier",
@@ -41,8 +51,16 @@ install_moved_modules()
 
 
 def __getattr__(name):
+    if name in _PUBLIC:
+        value = getattr(importlib.import_module(_PUBLIC[name]), name)
+        globals()[name] = value  # found directly from now on
+        return value
     # ``obliquetrees.convert`` imports scikit-learn's ensemble module; load it
     # only when asked for.
     if name in _LAZY_SUBMODULES:
         return importlib.import_module(f"obliquetrees.{name}")
     raise AttributeError(f"module 'obliquetrees' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted({*globals(), *__all__, *_LAZY_SUBMODULES})
