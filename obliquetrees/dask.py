@@ -24,10 +24,11 @@ alike, and no process ever holds all of ``X``:
 3. **CO2 trees grow node by node** (:class:`_CO2Trees`,
    :mod:`obliquetrees.co2._distributed`): a node whose draws are at most
    ``rows_per_task`` has its rows gathered on one worker, which runs the
-   ordinary per-tree training step (the in-memory estimator's
-   ``_grow_trees``: missing-value plan, standardisation, growth, folding)
-   on them, each weighing ``sample_weight`` times its draws, which is the
-   weight the in-memory bootstrap gives it; a larger node (the root of a
+   ordinary per-tree training step (missing-value plan, standardisation,
+   growth, folding: :func:`obliquetrees.co2._dask_tasks.grow_rows`, the
+   in-memory estimator's ``_grow_trees`` without the estimator) on them,
+   each weighing ``sample_weight`` times its draws, which is the weight
+   the in-memory bootstrap gives it; a larger node (the root of a
    tree of more than ``rows_per_task`` draws) is split by that step, at
    depth 1, on a sample of its rows, and its children are decided in later
    passes over the partitions, which route the rows through the splits so
@@ -77,6 +78,22 @@ the ordinary ``fit``. Out-of-bag scores, ``warm_start`` and the leaf targets
 of quantile regression need every training row and are not available on dask
 input (``record_leaf_targets`` gives quantiles from in-memory rows).
 
+**What a worker imports.** The tasks of a CO2 fit and of its lazy prediction
+on a dask array are functions of the training layer
+(:mod:`obliquetrees._training.partitions`, :mod:`obliquetrees.co2._dask_tasks`)
+that import numpy, numba and the kernels, not scikit-learn: a process that
+imports scikit-learn also imports scipy's optimisers, pandas and pyarrow,
+about 160 MB, which took an idle worker with the kernels from about 240 MB
+to about 400 MB (dask pauses a worker at 80 % of its ``memory_limit``).
+They check a partition as the estimator would, with plain checks that agree
+with scikit-learn's on what they accept and hand it the rest (a dask
+DataFrame, feature names, other dtypes, and what they refuse, with
+scikit-learn's errors). E2EDT's workers train with the estimator itself and
+import scikit-learn. A ``LocalCluster``'s worker processes import the script
+that starts them (multiprocessing's spawn): a script whose top level imports
+``obliquetrees.dask`` gives its workers scikit-learn too, so import it inside
+the ``if __name__ == "__main__":`` block to keep them small.
+
 Hinge forests and soft trees have no dask route: they train all their trees
 jointly by minibatch gradient steps over the whole data set, which would
 need synchronous gradient averaging across workers; fit them in memory
@@ -84,6 +101,7 @@ need synchronous gradient averaging across workers; fit them in memory
 """
 
 import copy
+import dataclasses
 import inspect
 import math
 import operator
@@ -95,13 +113,26 @@ from sklearn.base import is_classifier
 
 from obliquetrees._core._random import generator
 from obliquetrees._core.forest import return_freed_memory
+from obliquetrees._core.validation import bounded_weights
+from obliquetrees._training.partitions import (
+    ALL_ZERO_WEIGHT,
+    ROWS_STREAM,
+    Deferred,
+    PartitionRows,
+    after,
+    drawn_rows,
+    finish_output,
+    group_output,
+    on_block,
+    summarize,
+    token,
+)
 from obliquetrees.co2._estimator import CO2ForestClassifier
 from obliquetrees.co2._regressor import CO2ForestRegressor
 from obliquetrees.e2edt._estimator import E2EDTClassifier, E2EDTRegressor
 from obliquetrees.utils._param_validation import integers, reals
 from obliquetrees.utils.seeds import draw_seeds
 from obliquetrees.utils.validation import (
-    bounded_weights,
     check_is_fitted,
     check_monotonic_cst,
     is_dask_collection,
@@ -120,11 +151,6 @@ __all__ = [
 #: (32 MB at 40 features) on the worker that trains it.
 ROWS_PER_TREE = 100_000
 
-#: Stream of a tree's seed (:func:`~obliquetrees._core._random.generator`) that draws
-#: its rows per partition; partition ``p`` draws its rows from stream
-#: ``_ROWS_STREAM + 1 + p``. Far above the methods' own streams (1, 2, ...).
-_ROWS_STREAM = 1 << 20
-
 #: Default ``rows_per_task`` of the CO2 classes: the most rows one task gathers (a
 #: node's rows, or a sample of them), 50,000 x n_features x 8 bytes (16 MB at 40 features).
 #: At 100,000 a task deciding a node held its rows twice plus their training temporaries,
@@ -137,11 +163,6 @@ SPLIT_SAMPLE_SHARE = 4
 
 #: Parameters the dask estimators add to the ordinary ones.
 _DASK_PARAMS = ("rows_per_tree", "rows_per_task", "client")
-
-_ALL_ZERO_WEIGHT = (
-    "every row drawn for a tree has sample_weight 0: raise rows_per_tree, "
-    "or leave out the rows of zero weight."
-)
 
 _NO_DASK_ROUTE = {
     "DaskHingeForestClassifier": "HingeForestClassifier",
@@ -179,44 +200,28 @@ def _validated_rows(template, X, y, sample_weight):
     return X, y, validate_part_weights(sample_weight, X)
 
 
-def _summarize(X, y, sample_weight, partition, template):
-    """One partition's summary: rows, labels (classifier) or outputs, weight total, moments."""
-    if X.shape[0] == 0:
-        return {"n_rows": 0}
-    X, y, weights = _validated_rows(template, X, y, sample_weight)
-    observed = ~np.isnan(X)
-    w = weights[:, None] * observed
-    total = w.sum(axis=0)
-    sums = (w * np.where(observed, X, 0.0)).sum(axis=0)
-    mean = np.divide(sums, total, out=np.zeros_like(total), where=total > 0)
-    m2 = (w * np.where(observed, X - mean, 0.0) ** 2).sum(axis=0)
-    return {
-        "n_rows": X.shape[0],
-        # labels and their counts (class_weight="balanced" of all rows)
-        "labels": np.unique(y, return_counts=True) if is_classifier(template) else None,
-        "n_outputs": 1 if y.ndim == 1 else y.shape[1],
-        "weight": float(weights.sum()),
-        "moments": (total, mean, m2),
-    }
-
-
-def _drawn_rows(seed, partition, n_draw, replace, n_rows):
-    """``(rows, times)``: the rows of a partition of ``n_rows`` that a tree's ``n_draw`` draws
-    hit, in order, and how many times each, from stream ``_ROWS_STREAM + 1 + partition`` of the
-    tree's seed (with replacement: a bootstrap; without: each once)."""
-    rng = generator(int(seed), _ROWS_STREAM + 1 + int(partition))
-    if replace:
-        times = np.bincount(rng.integers(0, n_rows, n_draw), minlength=n_rows)
-        rows = np.flatnonzero(times)
-        return rows, times[rows].astype(np.float64)
-    return np.sort(rng.choice(n_rows, size=n_draw, replace=False)), np.ones(n_draw)
+def _partition_rows(template, plain):
+    """How the workers check the partitions of a fit
+    (:class:`~obliquetrees._training.partitions.PartitionRows`): the plain checks, or
+    ``template``'s own for what they leave (and for everything when ``plain`` is False, a
+    dask DataFrame, or ``template`` has feature names)."""
+    return PartitionRows(
+        n_features=template.n_features_in_,
+        classifier=is_classifier(template),
+        multi_output=template._fit_multi_output,
+        predict_dtypes=tuple(np.dtype(d) for d in template._predict_dtype),
+        fallback_fit=Deferred(_validated_rows, template),
+        fallback_predict=None,
+        plain=plain and not hasattr(template, "feature_names_in_"),
+    )
 
 
 def _take_rows(X, y, sample_weight, partition, wave):
     """The rows of one partition drawn for each tree of a wave (None: none drawn).
 
     ``wave`` lists ``(seed, counts, replace)`` per tree: ``counts[partition]``
-    draws from the partition's rows (:func:`_drawn_rows`). Each drawn row
+    draws from the partition's rows
+    (:func:`~obliquetrees._training.partitions.drawn_rows`). Each drawn row
     comes once, with the number of times it was drawn.
     """
     pick = (lambda a, rows: a.iloc[rows]) if hasattr(X, "iloc") else (lambda a, rows: a[rows])
@@ -226,167 +231,11 @@ def _take_rows(X, y, sample_weight, partition, wave):
         if not n_draw:
             taken.append(None)
             continue
-        rows, times = _drawn_rows(seed, partition, n_draw, replace, X.shape[0])
+        rows, times = drawn_rows(seed, partition, n_draw, replace, X.shape[0])
         weights = None if sample_weight is None else pick(sample_weight, rows)
         taken.append((pick(X, rows), pick(y, rows), weights, times))
     return_freed_memory()  # the partition's temporaries (see _train_tree)
     return taken
-
-
-def _node_pass(X, y, sample_weight, partition, template, plan):
-    """One partition's share of a pass of node growth (:mod:`obliquetrees.co2._distributed`).
-
-    ``plan`` lists ``(seed, counts, replace, routing, requests)`` per tree
-    served by the pass (``routing`` and ``requests`` as
-    :func:`~obliquetrees.co2._distributed.node_rows` takes them): the
-    partition is validated, each tree's rows drawn (:func:`_drawn_rows`) and
-    handed to ``node_rows``. Returns one dict per tree.
-    """
-    from obliquetrees.co2._distributed import node_rows
-
-    n_outputs = len(template.classes_) if is_classifier(template) else template.n_outputs_
-    empty = (0.0, 0.0, np.zeros(n_outputs), 0)
-    if X.shape[0] == 0:
-        return [{path: (empty, None) for path, _ in tree[4].values()} for tree in plan]
-    X, y, weights = _validated_rows(template, X, y, sample_weight)
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    if is_classifier(template):
-        y = np.searchsorted(template.classes_, y).astype(np.int64)
-        per_class = template._dask_class_weight
-    out = []
-    for seed, counts, replace, routing, requests in plan:
-        n_draw = int(counts[partition])
-        if not n_draw:
-            out.append({path: (empty, None) for path, _ in requests.values()})
-            continue
-        rows, times = _drawn_rows(seed, partition, n_draw, replace, X.shape[0])
-        stat_weights = weights[rows] * times
-        if is_classifier(template) and per_class is not None:
-            stat_weights = stat_weights * per_class[y[rows]]
-        out.append(
-            node_rows(
-                X[rows],
-                y[rows],
-                weights[rows],
-                stat_weights,
-                times,
-                routing,
-                requests,
-                seed,
-                partition,
-                n_outputs,
-            )
-        )
-    return_freed_memory()  # see _train_tree
-    return out
-
-
-def _terms_of_rows(tree, X):
-    """``tree`` with explicit missing-value terms if its rows ``X`` had NaN.
-
-    A tree grown on rows with NaN counted them as its rows' mean (the compact
-    form) and routed them so; it keeps those terms. One grown on rows
-    without NaN keeps the compact form, which the joined tree replaces by
-    the mean of all rows (:class:`~obliquetrees.co2._distributed.NodeTree`).
-    """
-    if tree.missing_fill is not None and np.isnan(X).any():
-        tree.weight_missing = tree.weight_missing  # the products, stored
-        tree.missing_fill = None
-    return tree
-
-
-def _grow_node(template, seed, path, depth, request, sizes, *pieces):
-    """Decide one node of a tree's node growth from its partitions' ``pieces`` (of
-    :func:`_node_pass`).
-
-    ``request`` is ``(keep, final, root_weight)``: the probability with which
-    the rows were kept, whether it was computed from the node's exact rows,
-    and the weight of the tree's root (None for the root itself); ``sizes``
-    is ``(rows_per_task, split_rows)``. Returns ``(kind, stats, ...)``:
-
-    - ``("retry", stats)`` when the kept rows are not what the node needs (all
-      of them for a node of at most ``rows_per_task`` rows, about
-      ``split_rows`` for a larger one) because its rows were estimated;
-    - ``("leaf", stats[, growth])``;
-    - ``("subtree", stats, tree, growth)`` for a node whose every row came,
-      grown as the in-memory training step grows a tree;
-    - ``("split", stats, stump, estimates, growth)`` for a node split as the
-      root of a tree of depth 1 fitted on (a subsample of ``split_rows`` of)
-      its rows, with the rows each child is expected to hold
-      (:meth:`~obliquetrees.co2._distributed.NodeTree.set_split`).
-
-    ``growth`` is ``(stats, resolution)`` of :meth:`_CO2Trees._grow_tree`.
-    ``stats`` are the node's exact statistics (draws, weight, sums, rows).
-    """
-    from obliquetrees.co2._distributed import node_seed, subsample
-
-    keep, final, root_weight = request
-    rows_per_task, split_rows = sizes
-    stats = tuple(sum(piece[0][i] for piece in pieces) for i in range(4))
-    taken = [piece[1] for piece in pieces if piece[1] is not None]
-    n_kept = sum(t[0].shape[0] for t in taken)
-    if not final and keep < 1 and (stats[3] <= rows_per_task or n_kept < split_rows // 4):
-        return ("retry", stats)
-    if not stats[1] > 0 and path == 1:
-        raise ValueError(_ALL_ZERO_WEIGHT)
-    if keep == 0 or not taken or not stats[1] > 0:
-        return ("leaf", stats)
-    X, y, weights, times = (np.concatenate([t[i] for t in taken]) for i in range(4))
-    del taken, pieces
-    weights = weights * times  # the bootstrap's counts, as the in-memory fit weighs rows
-    if keep >= 1 and X.shape[0] <= rows_per_task:  # every row: grow the subtree
-        estimator = _node_estimator(template, stats, root_weight, depth, X.shape[0])
-        tree, *growth = estimator._grow_tree(X, y, bounded_weights(weights), node_seed(seed, path))
-        return_freed_memory()  # see _train_tree
-        return ("subtree", stats, _terms_of_rows(tree, X), growth)
-    if X.shape[0] > split_rows:
-        rows = subsample(seed, path, X.shape[0], split_rows)
-        X, y, weights = X[rows], y[rows], weights[rows]
-    if not np.any(weights > 0):  # a sample of rows of zero weight only (rare): no split
-        return ("leaf", stats)
-    estimator = _node_estimator(template, stats, root_weight, depth, X.shape[0], stump=True)
-    stump, *growth = estimator._grow_tree(X, y, bounded_weights(weights), node_seed(seed, path))
-    stump = _terms_of_rows(stump, X)
-    if stump.node_count == 1:
-        return ("leaf", stats, growth)
-    return ("split", stats, stump, _child_estimates(stump, X, stats[3]), growth)
-
-
-def _node_estimator(template, stats, root_weight, depth, n_rows, stump=False):
-    """The estimator that grows a node's subtree (``n_rows``: all its rows) or its stump
-    (``n_rows``: its sample's), with the node's share of the tree's limits.
-
-    ``max_depth`` is the tree's less the node's depth (1 for a stump);
-    ``min_impurity_decrease``, which the growth weighs by a split's share of
-    its root's weight, is scaled by the tree's root weight over the node's,
-    so a split's decrease counts as a share of the tree's root, as in
-    memory; a stump, fitted on a sample, asks of each child
-    ``min_samples_leaf`` (and of the node ``min_samples_split``) times the
-    sample's share of the node's rows, at least 1 (and 2).
-    """
-    estimator = copy.copy(template)
-    if stump:
-        estimator.max_depth = 1
-        share = n_rows / stats[3]
-        estimator.min_samples_leaf = max(1, math.ceil(template.min_samples_leaf * share))
-        estimator.min_samples_split = max(2, math.ceil(template.min_samples_split * share))
-    elif template.max_depth is not None:
-        estimator.max_depth = template.max_depth - depth
-    if root_weight is not None and template.min_impurity_decrease:
-        estimator.min_impurity_decrease = template.min_impurity_decrease * root_weight / stats[1]
-    return estimator
-
-
-def _child_estimates(stump, X, n_rows):
-    """The rows each child of a stump fitted on the sample ``X`` of a node of ``n_rows``
-    distinct rows is expected to hold, with the standard error: ``((left, se), (right, se))``."""
-    from obliquetrees._core.forest import ObliqueForest
-    from obliquetrees._core.traversal import apply
-
-    left = apply(ObliqueForest.from_trees([stump]), X)[:, 0] == stump.children_left[0]
-    share = np.count_nonzero(left) / X.shape[0]
-    error = n_rows * math.sqrt(share * (1.0 - share) / X.shape[0])
-    return (n_rows * share, error), (n_rows * (1.0 - share), error)
 
 
 def _train_tree(template, seed, *parts):
@@ -399,7 +248,7 @@ def _train_tree(template, seed, *parts):
     X, y, weights = _validated_rows(template, X, y, weights)
     weights = weights * times  # the bootstrap's counts, as the in-memory fit weighs rows
     if not np.any(weights > 0):
-        raise ValueError(_ALL_ZERO_WEIGHT)
+        raise ValueError(ALL_ZERO_WEIGHT)
     estimator = copy.copy(template)
     if is_classifier(estimator):
         y = np.searchsorted(estimator.classes_, y).astype(np.int64)
@@ -560,12 +409,13 @@ class _DaskForest:
         self._check_forest_size()
         client = self._get_client()
         template, parts = self._template(X, y, sample_weight)
-        summaries = _gather(client, parts.map(_summarize, template))
+        rows = _partition_rows(template, plain=not hasattr(X, "columns"))
+        summaries = _gather(client, parts.map(summarize, rows))
         self._set_data_attributes(template, summaries)
         check_monotonic_cst(self, self.monotonic_cst)  # its errors before any tree is trained
         lengths = np.array([s["n_rows"] for s in summaries], dtype=np.int64)
         seeds = draw_seeds(self.random_state, self.n_estimators)
-        results = self._train_trees(client, template, parts, lengths, seeds)
+        results = self._train_trees(client, template, rows, parts, lengths, seeds)
         self._store_dask_trees(results)
         for name in ("oob_score_", "oob_decision_function_", "oob_prediction_", "_leaf_targets"):
             self.__dict__.pop(name, None)
@@ -755,7 +605,7 @@ class _DaskForest:
         groups = _tree_groups(self._forest(), free, method)
         if len(groups) > 1 and not _streams(local, method):
             raise ValueError(_too_large(self._forest().nbytes, "the model", method))
-        if len(groups) == 1:
+        if len(groups) == 1 and not self._predicts_without_estimator:
             model = dask.delayed(local, pure=True)  # one copy in the graph
             parts = [_delayed(_predict_rows)(part, model, method) for part in _partitions(X)]
         else:
@@ -874,64 +724,47 @@ def _streamed(local, groups, method, X):
 
     from obliquetrees._core.forest import ObliqueForest
 
-    forest, shell = local._forest(), _shell(local)
+    forest, rows = local._forest(), _prediction_rows(local)
+    classes = local.classes_ if is_classifier(local) else None
     parts = _partitions(X)
     outputs, tokens = [None] * len(parts), []
     for g, (first, stop) in enumerate(groups):
         trees = ObliqueForest.from_trees(forest.trees[first:stop], validate=False)
-        group = _delayed(_after)(trees, *tokens)
+        group = _delayed(after)(trees, *tokens)
         again = tokens and not hasattr(X, "columns")
         read = _partitions(bind(X, tokens, seed=("obliquetrees.dask", g))) if again else parts
         outputs = [
-            _delayed(_group_output)(shell, group, part, method, previous)
+            _delayed(group_output)(rows, group, part, method, previous)
             for part, previous in zip(read, outputs, strict=True)
         ]
-        tokens = [_delayed(_token)(output) for output in outputs]
-    return [_delayed(_finish)(shell, output, method, forest.n_trees) for output in outputs]
+        tokens = [_delayed(token)(output) for output in outputs]
+    return [_delayed(finish_output)(classes, output, method, forest.n_trees) for output in outputs]
 
 
-def _shell(local):
-    """``local`` without its trees, once in the graph: what validates a partition and reads
-    the classes."""
+def _prediction_rows(local):
+    """How the workers check a partition to predict (once in the graph): the plain checks of
+    :class:`~obliquetrees._training.partitions.PartitionRows`, or the model's own (without its
+    trees) for what they leave, such as a DataFrame or a model with feature names."""
     import dask
 
     shell = copy.copy(local)
     for name in ("forest_", "_leaf_targets"):
         shell.__dict__.pop(name, None)
-    return dask.delayed(shell, pure=True)
+    rows = PartitionRows(
+        n_features=local.n_features_in_,
+        classifier=is_classifier(local),
+        multi_output=False,  # (fit only)
+        predict_dtypes=tuple(np.dtype(d) for d in local._predict_dtype),
+        fallback_fit=None,
+        fallback_predict=Deferred(_validated_predict_rows, shell),
+        plain=not hasattr(local, "feature_names_in_"),
+    )
+    return dask.delayed(rows, pure=True)
 
 
-def _after(trees, *tokens):
-    """``trees``, once every token (the previous group's outputs) is computed."""
-    return trees
-
-
-def _token(output):
-    return None
-
-
-def _group_output(shell, trees, X, method, previous):
-    """``trees``' share of ``method`` of partition ``X``: leaves, or the running sum."""
-    from obliquetrees._core import traversal
-
-    X = shell._validate_X_predict(X)
-    if method == "apply":
-        leaves = traversal.apply(trees, X)
-        return leaves if previous is None else np.hstack([previous, leaves])
-    return traversal.predict_value(trees, X, initial=previous)
-
-
-def _finish(shell, output, method, n_trees):
-    """``method``'s result from a partition's leaves or its sum over all ``n_trees`` trees,
-    as the ordinary estimator computes it from the mean over its trees."""
-    if method == "apply":
-        return output
-    mean = output / n_trees
-    if method == "predict_proba":
-        return mean
-    if is_classifier(shell):
-        return shell.classes_[np.argmax(mean, axis=1)]
-    return mean[:, 0] if mean.shape[1] == 1 else mean
+def _validated_predict_rows(estimator, X):
+    """``X`` checked by ``estimator`` as its ``predict`` checks it."""
+    return estimator._validate_X_predict(X)
 
 
 #: Seconds a fit waits while a worker stays paused (at dask's memory pause threshold) and
@@ -997,7 +830,7 @@ def _partition_draws(seed, lengths, n_draws, replace):
     hypergeometric. Drawn from the tree's seed, so the same seed and the same
     partitioning give the same rows.
     """
-    rng = generator(int(seed), _ROWS_STREAM)
+    rng = generator(int(seed), ROWS_STREAM)
     if replace:
         return rng.multinomial(n_draws, lengths / lengths.sum())
     return rng.multivariate_hypergeometric(lengths, n_draws)
@@ -1055,7 +888,7 @@ class _Partitions:
             blocks.append(weights[:, None, None])
         meta = np.empty((0, 0, 0), dtype=object)
         out = da_map_blocks(
-            _on_block, *blocks, task=func, args=args, y_1d=y.ndim == 1, dtype=object, meta=meta
+            on_block, *blocks, task=func, args=args, y_1d=y.ndim == 1, dtype=object, meta=meta
         )
         return list(out.to_delayed().ravel())
 
@@ -1065,12 +898,6 @@ def _whole_rows(array):
     if all(n == 1 for n in array.numblocks[1:]):
         return array  # also keeps unknown row sizes, which rechunk refuses
     return array.rechunk({axis: -1 for axis in range(1, array.ndim)})
-
-
-def _on_block(X, y, weights=None, *, task, args, y_1d, block_id):
-    """:meth:`_Partitions.map`'s task on one row block of the three-dimensional views."""
-    y = y[:, 0, 0] if y_1d else y[:, 0, :]
-    return task(X[:, :, 0], y, None if weights is None else weights[:, 0, 0], block_id[0], *args)
 
 
 def da_map_blocks(*args, **kwargs):
@@ -1132,11 +959,6 @@ def _gathered_whole(rows, error, rows_per_task):
     return rows + 4.0 * error <= rows_per_task
 
 
-def _piece(taken, tree, path):
-    """A partition's ``(statistics, rows)`` of node ``path`` of the pass's tree ``tree``."""
-    return taken[tree][path]
-
-
 class _Growth:
     """One tree's node growth as the client follows it: its seed, its draws per partition,
     its :class:`~obliquetrees.co2._distributed.NodeTree`, and its training statistics."""
@@ -1147,7 +969,7 @@ class _Growth:
         self.resolution = None  # (max_features_, max_split_features_) of the training step
 
     def record(self, path, result):
-        """Take the result of :func:`_grow_node` for node ``path``."""
+        """Take the result of :func:`~obliquetrees.co2._dask_tasks.grow_node` for node ``path``."""
         kind, stats, *rest = result
         if kind == "retry":  # the node's exact rows are known now: ask again
             self.tree.nodes[path].update(estimate=stats[3], error=0.0, final=True)
@@ -1175,14 +997,14 @@ class _CO2Trees:
     one pending node, its root, expected to hold the distinct rows its draws
     hit. Each *pass* serves pending nodes of the trees in order, as many as
     keep about ``rows_per_task`` rows per worker thread in all: one task per
-    partition (:func:`_node_pass`) routes each served tree's drawn rows
-    through its splits so far, sums each served node's weight and outputs
-    exactly, and keeps all of a node's rows when it surely has at most
+    partition (:func:`~obliquetrees.co2._dask_tasks.node_pass`) routes each
+    served tree's drawn rows through its splits so far, sums each served
+    node's weight and outputs exactly, and keeps all of a node's rows when it surely has at most
     ``rows_per_task`` (:func:`_gathered_whole`: its estimate plus four
     standard errors), else each with a probability that keeps about
     ``rows_per_task // SPLIT_SAMPLE_SHARE``; one task per node
-    (:func:`_grow_node`) then gathers those rows and grows the subtree, or
-    fits the split, or finds a leaf, or asks again with the node's exact
+    (:func:`~obliquetrees.co2._dask_tasks.grow_node`) then gathers those rows
+    and grows the subtree, or fits the split, or finds a leaf, or asks again with the node's exact
     rows when its estimate (from its parent's sample) was wrong. So a task
     gathers at most ``rows_per_task`` rows (a test spies on it), and nothing
     but the kept rows, the splits and the statistics move. A tree whose rows
@@ -1193,7 +1015,7 @@ class _CO2Trees:
     tree's less the node's depth, ``min_impurity_decrease`` is scaled so a
     split's decrease counts as a share of the tree's root (not the node's),
     and a stump asks of its sample's children the sample's share of
-    ``min_samples_leaf`` (:func:`_node_estimator`).
+    ``min_samples_leaf`` (:func:`~obliquetrees.co2._dask_tasks.node_limits`).
 
     Why split a large node on a sample of a quarter of ``rows_per_task``
     rows: CO2's CCCP fits on at most ``max_cccp_samples`` rows of a node
@@ -1206,10 +1028,14 @@ class _CO2Trees:
     """
 
     _dask_params = {"rows_per_tree": None, "rows_per_task": ROWS_PER_TASK, "client": None}
+    #: Prediction sums hard-routed trees: the workers need the trees and the plain checks,
+    #: not the estimator (:func:`_streamed`, one group or more)
+    _predicts_without_estimator = True
     _dask_parameter_docs = _CO2_PARAMETER_DOCS
 
-    def _train_trees(self, client, template, parts, lengths, seeds):
+    def _train_trees(self, client, template, rows, parts, lengths, seeds):
         """Every tree's ``(tree, stats, resolution)``, in seed order, grown node by node."""
+        from obliquetrees.co2 import _dask_tasks
         from obliquetrees.co2._distributed import NodeTree
 
         n_draws = self._draws_per_tree(int(lengths.sum()))
@@ -1217,6 +1043,7 @@ class _CO2Trees:
         if not _gathered_whole(root_rows, math.sqrt(root_rows), self.rows_per_task):
             self._check_node_growth()
         self._resolve_class_weight(template)
+        step = self._node_step(template, rows)
         classifier = is_classifier(self)
         n_outputs = self.n_classes_ if classifier else self.n_outputs_
         n_features = self.n_features_in_
@@ -1241,17 +1068,17 @@ class _CO2Trees:
                 routing, ids = growth.tree.routing_tree()
                 by_id = {ids[path]: (path, keep) for path, keep in requests.items()}
                 plan.append((growth.seed, growth.counts, self.bootstrap, routing, by_id))
-            taken = parts.map(_node_pass, template, plan)
+            taken = parts.map(_dask_tasks.node_pass, step, plan)
             tasks, where = [], []
             for t, (growth, requests) in enumerate(served):
                 for path, keep in requests.items():
                     node = growth.tree.nodes[path]
-                    pieces = [_delayed(_piece)(taken[p], t, path) for p in range(len(taken))]
+                    pieces = [_delayed(_dask_tasks.node_piece)(part, t, path) for part in taken]
                     root_weight = growth.tree.nodes[1].get("weight")
                     request = (keep, node.get("final", False), root_weight)
                     tasks.append(
-                        _delayed(_grow_node)(
-                            template, growth.seed, path, node["depth"], request, sizes, *pieces
+                        _delayed(_dask_tasks.grow_node)(
+                            step, growth.seed, path, node["depth"], request, sizes, *pieces
                         )
                     )
                     where.append((growth, path))
@@ -1340,13 +1167,33 @@ class _CO2Trees:
                 'oblique_test="fit".'
             )
 
-    def _grow_tree(self, X, y, sample_weight, seed):
-        missing = self._missing_plan(X, y, sample_weight)
-        cst = check_monotonic_cst(self, self.monotonic_cst)
-        trees, stats = self._grow_trees(
-            missing, X, y, sample_weight, [seed], self._n_bootstrap_draws(X.shape[0]), cst
+    def _node_step(self, template, rows):
+        """What the workers need to grow this forest's nodes without the estimator
+        (:class:`~obliquetrees.co2._dask_tasks.NodeStep`): ``template``'s training
+        parameters, classes and class weights, the checked constraints."""
+        from obliquetrees.co2._dask_tasks import NodeStep
+        from obliquetrees.co2.training import CO2Params
+
+        resolved = ("max_features", "max_split_features", "max_samples")
+        params = {
+            field.name: getattr(template, field.name)
+            for field in dataclasses.fields(CO2Params)
+            if field.name not in resolved
+        }
+        classifier = is_classifier(self)
+        return NodeStep(
+            rows=rows,
+            params=params,
+            max_features=template.max_features,
+            max_split_features=template.max_split_features,
+            classes=self.classes_ if classifier else None,
+            n_outputs=self.n_classes_ if classifier else self.n_outputs_,
+            # "balanced" is a dict of all rows' counts by now (_resolve_class_weight)
+            class_weight=template._class_weight_vector(None),
+            node_class_weight=template._dask_class_weight,
+            monotonic_cst=check_monotonic_cst(self, self.monotonic_cst),
+            name=type(template).__name__,
         )
-        return trees[0], stats[0], (self.max_features_, self.max_split_features_)
 
     def _store_dask_trees(self, results):
         # the first resolution (a tree's missing-value indicators may differ)
@@ -1360,9 +1207,11 @@ class _E2EDTTrees:
     """How an E2EDT forest trains one tree on a worker and stores the trees (dask fit)."""
 
     _dask_params = {"rows_per_tree": ROWS_PER_TREE, "client": None}
+    #: Soft routing, single-tree ``apply``: the estimator predicts (:meth:`_blockwise`)
+    _predicts_without_estimator = False
     _dask_parameter_docs = _E2EDT_PARAMETER_DOCS
 
-    def _train_trees(self, client, template, parts, lengths, seeds):
+    def _train_trees(self, client, template, rows, parts, lengths, seeds):
         """An E2EDT tree is trained as a whole (EM over all its rows): on one worker each."""
         return self._train_whole_trees(client, template, parts, lengths, seeds)
 

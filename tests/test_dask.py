@@ -277,7 +277,8 @@ def test_monotonic_constraints_hold_on_the_dask_route(client, cls):
 
 def _bootstrap_times(model, lengths):
     """Each tree's draws of every row, recomputed from its seed and the partitions' lengths."""
-    from obliquetrees.dask import _drawn_rows, _partition_draws
+    from obliquetrees._training.partitions import drawn_rows
+    from obliquetrees.dask import _partition_draws
     from obliquetrees.utils.seeds import draw_seeds
 
     lengths = np.asarray(lengths)
@@ -286,7 +287,7 @@ def _bootstrap_times(model, lengths):
         counts = _partition_draws(seed, lengths, int(lengths.sum()), True)
         times = np.zeros(lengths.sum())
         for p, (start, length) in enumerate(zip(starts, lengths, strict=True)):
-            rows, drawn = _drawn_rows(seed, p, int(counts[p]), True, int(length))
+            rows, drawn = drawn_rows(seed, p, int(counts[p]), True, int(length))
             times[start + rows] = drawn
         yield times
 
@@ -456,21 +457,21 @@ _GATHERED = []
 
 
 def _spy_grow_node(*args):
-    import obliquetrees.dask as dask_module
+    from obliquetrees.co2 import _dask_tasks
 
     pieces = args[6:]
     _GATHERED.append(sum(p[1][0].shape[0] for p in pieces if p[1] is not None))
-    return dask_module._GROW_NODE(*args)
+    return _dask_tasks._GROW_NODE(*args)
 
 
 def test_node_growth_keeps_tasks_small_and_honours_the_limits(client, monkeypatch):
-    import obliquetrees.dask as dask_module
+    from obliquetrees.co2 import _dask_tasks
 
     X, y = _data(DaskCO2ForestClassifier, n=2000)
     Xd, yd = da.from_array(X, chunks=250), da.from_array(y, chunks=250)
     gathered = _GATHERED
-    monkeypatch.setattr(dask_module, "_GROW_NODE", dask_module._grow_node, raising=False)
-    monkeypatch.setattr(dask_module, "_grow_node", _spy_grow_node)
+    monkeypatch.setattr(_dask_tasks, "_GROW_NODE", _dask_tasks.grow_node, raising=False)
+    monkeypatch.setattr(_dask_tasks, "grow_node", _spy_grow_node)
     params = dict(n_estimators=2, max_cccp_iter=5, random_state=0)
     for extra in ({}, {"min_samples_leaf": 20}, {"min_impurity_decrease": 0.01}):
         gathered.clear()
