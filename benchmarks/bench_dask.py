@@ -352,6 +352,7 @@ def main(args):
             pause=args.pause,
             test=args.test_rows,
             moved_mb=moved["incoming"] / 1e6,
+            idle_mb=" and ".join(f"{m / 1e6:.0f} MB" for m, _ in result["idle"].values()),
         ),
     )
     write_results(f"{args.out}.json", data={"facts": facts, "rows": rows})
@@ -403,7 +404,7 @@ _NOTES = """\
 LocalCluster(n_workers=2, threads_per_worker=1, memory_limit per worker below the size
 of X), dask's worker pause threshold at {pause:.0%} of the limit. The workers run the
 training layer's tasks (`obliquetrees.co2._dask_tasks`), which import numpy, numba and
-the kernels but not scikit-learn, pandas or pyarrow; the table above lists what they had
+the kernels but not scikit-learn, pandas or pyarrow; the table below lists what they had
 imported at the end. (Until 2026-11-29 they ran the estimators' own code: with
 scikit-learn, pandas and pyarrow an idle worker held 364 MB, and 500 MB workers paused
 for good or were restarted by their nannies; the runs are listed in the closing notes of
@@ -455,11 +456,10 @@ serves about rows_per_task rows per worker thread, so a tree takes about 0.94e9 
 (50,000 x 100) = 190 passes, each reading X once: persist X across the cluster (3.2 GB
 per worker) rather than re-read it from storage per pass. Measured here over the fit
 of 10 trees: {moved_mb:.0f} MB came from the other worker (about half of the rows the
-node tasks gathered). Memory per worker: about 300 MB of runtime when it starts (it
-grows by about 50 MB over the first fits: kernels loaded, dask's records), its share of
-the partitions being read, plus the rows of the node it is deciding (twice: the pieces
-and their concatenation) and their training temporaries (the table above), whatever
-the number of rows.
+node tasks gathered). Memory per worker: its runtime with the kernels loaded ({idle_mb}
+here, measured after the warm-up fit), its share of the partitions being read, plus
+the rows of the node it is deciding (twice: the pieces and their concatenation) and
+their training temporaries (the tables below), whatever the number of rows.
 """
 
 
