@@ -154,8 +154,9 @@ ROWS_PER_TREE = 100_000
 #: Default ``rows_per_task`` of the CO2 classes: the most rows one task gathers (a
 #: node's rows, or a sample of them), 50,000 x n_features x 8 bytes (16 MB at 40 features).
 #: At 100,000 a task deciding a node held its rows twice plus their training temporaries,
-#: and a worker of 500 MB (300 MB of them the runtime's) passed 95 % of its limit once in
-#: three fits of ``benchmarks/bench_dask.py`` and was restarted by its nanny.
+#: and a worker of 500 MB (then about 360 MB of them the runtime's: the workers imported
+#: scikit-learn) passed 95 % of its limit once in three fits of ``benchmarks/bench_dask.py``
+#: and was restarted by its nanny.
 ROWS_PER_TASK = 50_000
 #: A node of more than ``rows_per_task`` draws is split on a sample of about
 #: ``rows_per_task // SPLIT_SAMPLE_SHARE`` of its rows (see :class:`_CO2Trees`).
@@ -340,8 +341,9 @@ _E2EDT_PARAMETER_DOCS = (
         draws as rows. The drawn rows are gathered on the worker that trains
         the tree (an E2EDT tree is trained as a whole, not node by node), so
         the default bounds a tree's rows at 100,000 x n_features x 8 bytes
-        there (with 2 workers of 500 MB, of which about 300 MB are the
-        runtime's, about the most a tree can take). In-memory input ignores it.
+        there (with 2 workers of 500 MB, of which an E2EDT worker's runtime
+        takes about 360 MB, scikit-learn imported, about the most a tree can
+        take). In-memory input ignores it.
 """
     + _CLIENT_DOC
 )
@@ -625,11 +627,22 @@ class _DaskForest:
 
 
 def _least_free_memory(client):
-    """Bytes the fullest worker can still take below its ``memory_limit`` (None: no limit known)."""
+    """Bytes the fullest worker can still take before dask pauses it (None: no limit known).
+
+    A worker pauses at ``distributed.worker.memory.pause`` (80 %) of its
+    ``memory_limit`` and runs no task until its memory falls below it: a
+    prediction whose group of trees took a worker past it could wait for good
+    (seen with 500 MB workers). The threshold is read from this process's dask
+    configuration (a ``LocalCluster`` started here shares it); without pausing,
+    the limit itself.
+    """
+    import dask
+
     if client is None:
         return None
+    share = dask.config.get("distributed.worker.memory.pause", 0.8) or 1.0
     free = [
-        (w.get("memory_limit") or 0) - w.get("metrics", {}).get("memory", 0)
+        share * (w.get("memory_limit") or 0) - w.get("metrics", {}).get("memory", 0)
         for w in _workers(client)
         if w.get("memory_limit")
     ]
@@ -646,8 +659,8 @@ def _workers(client):
 
 
 #: A worker predicting a partition holds a group of trees about twice while it receives
-#: it, next to the partition and its output: a group takes at most this share of the
-#: fullest worker's free memory.
+#: it, next to the partition and its output: a group takes at most this share of what the
+#: fullest worker can take before dask pauses it (:func:`_least_free_memory`).
 GROUP_SHARE = 4
 
 
@@ -680,8 +693,9 @@ def _tree_bytes(tree):
 def _too_large(nbytes, what, method):
     return (
         f"{what} ({nbytes / 1e6:.0f} MB) cannot be held by the fullest worker next to what it "
-        f"holds, below its memory limit, for {method}: a worker holds a model about twice "
-        "while it receives it. Predict on workers with more memory, or with "
+        f"holds, below the share of its memory limit at which dask pauses it "
+        f"(distributed.worker.memory.pause), for {method}: a worker holds a model about "
+        "twice while it receives it. Predict on workers with more memory, or with "
         "to_local().predict(X.compute()) in a process that can hold X, or fit smaller trees "
         "(min_samples_leaf, max_depth)."
     )

@@ -24,6 +24,7 @@ from obliquetrees._training.partitions import PartitionRows, _plain_fit_rows  # 
 from obliquetrees.dask import (  # noqa: E402
     DaskCO2ForestClassifier,
     DaskCO2ForestRegressor,
+    _least_free_memory,
     _partition_rows,
     _validated_rows,
 )
@@ -114,6 +115,30 @@ def test_dataframe_and_feature_names_take_the_estimators_checks():
     template.feature_names_in_ = np.array(["a", "b"], dtype=object)
     assert not _partition_rows(template, plain=True).plain
     assert isinstance(_partition_rows(template, plain=True), PartitionRows)
+
+
+class _Scheduler:
+    """What ``_least_free_memory`` reads of a client: the scheduler's report of its workers."""
+
+    def scheduler_info(self, n_workers=5):
+        workers = {
+            "a": {"memory_limit": 500e6, "metrics": {"memory": 250e6}},
+            "b": {"memory_limit": 500e6, "metrics": {"memory": 300e6}},
+            "c": {"memory_limit": None, "metrics": {"memory": 900e6}},  # no limit: not counted
+        }
+        return {"workers": workers}
+
+
+def test_free_memory_is_counted_to_dasks_pause_threshold():
+    # a prediction that takes a worker past the pause threshold can wait for good: the
+    # room is what the fullest worker takes before dask pauses it
+    import dask
+
+    with dask.config.set({"distributed.worker.memory.pause": 0.8}):
+        assert _least_free_memory(_Scheduler()) == pytest.approx(0.8 * 500e6 - 300e6)
+    with dask.config.set({"distributed.worker.memory.pause": False}):  # never pauses
+        assert _least_free_memory(_Scheduler()) == pytest.approx(500e6 - 300e6)
+    assert _least_free_memory(None) is None
 
 
 #: A LocalCluster's worker processes import the script that starts them (multiprocessing's

@@ -25,6 +25,7 @@ import pickle
 import numpy as np
 
 from obliquetrees._core._random import generator
+from obliquetrees._core.forest import return_freed_memory
 
 #: Stream of a tree's seed (:func:`~obliquetrees._core._random.generator`) that draws
 #: its rows per partition; partition ``p`` draws its rows from stream
@@ -214,11 +215,19 @@ def group_output(rows, trees, X, method, previous):
     ``previous`` (``apply``), or the running sum of leaf values over the trees so far."""
     from obliquetrees._core import traversal  # numba is imported on first use
 
+    # the previous group's arrays, freed when dask released them, and this task's
+    # temporaries: glibc keeps freed heap pages, and a worker whose resident size stays
+    # above dask's pause threshold runs nothing more (a prediction would wait for good)
+    return_freed_memory()
     X = rows.predict_rows(X)
     if method == "apply":
         leaves = traversal.apply(trees, X)
-        return leaves if previous is None else np.hstack([previous, leaves])
-    return traversal.predict_value(trees, X, initial=previous)
+        output = leaves if previous is None else np.hstack([previous, leaves])
+    else:
+        output = traversal.predict_value(trees, X, initial=previous)
+    del X
+    return_freed_memory()
+    return output
 
 
 def finish_output(classes, output, method, n_trees):
