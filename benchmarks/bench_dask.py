@@ -51,6 +51,12 @@ def add_arguments(parser):
     )
     parser.add_argument("--test-rows", type=int, default=200_000)
     parser.add_argument(
+        "--predict-memory-limit",
+        default="2GB",
+        help="workers of a second cluster that predict when the fit's workers cannot hold a "
+        "tree next to what they hold ('' to skip)",
+    )
+    parser.add_argument(
         "--seeds", type=int, default=1, help="random_state 0, 1, ... of the accuracy figures"
     )
     parser.add_argument("--out", default="dask")
@@ -220,21 +226,19 @@ def _dask_fit(args, X, y):
                 for seed in range(1, args.seeds)
             ]
             fits_restarts = poll_all.restarts
-            try:
-                refused = None
-                predicted = time.time()
-                lazy = model.predict(_data(args, 2, args.test_rows)[0])
-                built = time.time() - predicted
-                lazy_prediction = lazy.compute()
-                predict_s = time.time() - predicted
-            except (ValueError, KilledWorker) as error:
-                # a tree no worker of this cluster can hold (refused), or workers killed by
-                # their nannies over and over while predicting
-                refused = f"{type(error).__name__}: {error}"
-                built, predict_s, lazy_prediction = None, None, None
+            before_predict = client.run(_idle_memory)
+            print("worker memory before predicting:", before_predict, flush=True)
+            prediction = _lazy_predict(args, model)
         monitor_all = client.run(_monitor_peak, started)
         tasks = client.run(_task_memory)
         heavy = client.run(_heavy_modules)
+    refused, predicted_on = prediction["refused"], "the fit's workers"
+    if refused is not None and args.predict_memory_limit:
+        # a model no worker of the fit's cluster can hold: the laziness and the equality
+        # with numpy are shown on workers with more memory
+        with dask.config.set(config), _cluster(args.predict_memory_limit) as client:
+            prediction = _lazy_predict(args, model)
+            predicted_on = f"2 workers of {args.predict_memory_limit}"
     # a worker restarted by its nanny starts its counters at 0, and those of the one it
     # replaced are lost: the figures then count less than what moved
     zero = {"incoming": 0, "outgoing": 0}
@@ -247,6 +251,7 @@ def _dask_fit(args, X, y):
         "fit s": seconds,
         "memory limit MB": limit / 1e6,
         "idle": idle,
+        "before predict": before_predict,
         "peak worker memory MB (scheduler)": {w: m / 1e6 for w, m in poll.peak.items()},
         "peak worker memory MB (worker monitor)": {w: m / 1e6 for w, m in monitor.items()},
         _ALL: {
@@ -257,14 +262,31 @@ def _dask_fit(args, X, y):
         "task memory": tasks,
         "heavy modules": heavy,
         "bytes between workers": moved,
-        "lazy predict build s": built,
-        "lazy predict s": predict_s,
-        "lazy prediction": lazy_prediction,
+        "lazy predict build s": prediction["built"],
+        "lazy predict s": prediction["seconds"],
+        "lazy prediction": prediction["prediction"],
         "lazy predict refused": refused,
+        "lazy predict ran on": None if prediction["refused"] else predicted_on,
         "model MB": model.forest_.nbytes / 1e6,
         # the size by which lazy prediction groups trees
         "largest tree MB": max(_tree_bytes(t) for t in model.forest_.trees) / 1e6,
     }
+
+
+def _lazy_predict(args, model):
+    """The lazy prediction of the test set on the current cluster, timed; or why it failed."""
+    result = {"refused": None, "built": None, "seconds": None, "prediction": None}
+    started = time.time()
+    try:
+        lazy = model.predict(_data(args, 2, args.test_rows)[0])
+        result["built"] = time.time() - started
+        result["prediction"] = lazy.compute()
+        result["seconds"] = time.time() - started
+    except (ValueError, KilledWorker) as error:
+        # a tree no worker of this cluster can hold next to what it holds (refused), or
+        # workers killed by their nannies over and over while predicting
+        result["refused"] = f"{type(error).__name__}: {error}"
+    return result
 
 
 @contextlib.contextmanager
@@ -318,6 +340,10 @@ def main(args):
             "scikit-learn, pandas, pyarrow imported by the workers after every fit and prediction",
             ", ".join(_names(h) for h in result["heavy modules"].values()),
         ),
+        (
+            "worker memory after the fits, before the prediction",
+            ", ".join(f"{m / 1e6:.0f} MB" for m, _ in result["before predict"].values()),
+        ),
         ("peak worker memory (scheduler)", _mb(result["peak worker memory MB (scheduler)"])),
         ("peak worker memory (monitor)", _mb(result["peak worker memory MB (worker monitor)"])),
         ("peak over all fits and the prediction", _mb(result[_ALL])),
@@ -330,6 +356,7 @@ def main(args):
             ", ".join(str(n) for n in result["restarts"]),
         ),
         ("lazy predict on the fit's workers", result["lazy predict refused"] or "ran"),
+        ("lazy predict ran on", result["lazy predict ran on"] or "-"),
         ("lazy predict: graph built in", _seconds(result["lazy predict build s"])),
         (
             f"lazy predict of {args.test_rows} rows: built and computed in",
@@ -437,8 +464,10 @@ rise above the memory at the task's start and the largest memory while one ran
 (`on_block` is a pass over one partition, `grow_node` a node's task). The lazy
 prediction runs on the fit's workers: a model that would not fit a worker next to
 what it holds is predicted group of trees by group of trees (`obliquetrees.dask`), each
-group at most a quarter of the fullest worker's free memory, the next group sent once
-every partition has the sum over the trees before it (the same bits as numpy). The
+group at most a quarter of what the fullest worker can take before dask pauses it, the
+next group sent once every partition has the sum over the trees before it (the same bits
+as numpy); a tree larger than half of that is refused with a clear error, and the
+prediction then runs on a second cluster of 2 workers of --predict-memory-limit. The
 in-memory fits run afterwards in the client process (the cluster closed) on all of X,
 n_jobs=2: the same forest (CO2ForestClassifier(n_estimators={trees}), each tree drawing
 len(X) rows). Accuracy: mean over random_state 0 .. --seeds - 1 (memory, bytes and
