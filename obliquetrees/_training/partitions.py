@@ -3,8 +3,10 @@
 Tasks that read a partition on a dask worker: its rows checked as the
 in-memory ``fit`` and ``predict`` check them (:class:`PartitionRows`), its
 summary (:func:`summarize`), the rows a tree draws from it
-(:func:`drawn_rows`), and the blockwise wrapper that hands a task the
-partition's ``X``, ``y`` and weights together (:func:`on_block`).
+(:func:`drawn_rows`), the blockwise wrapper that hands a task the
+partition's ``X``, ``y`` and weights together (:func:`on_block`), and a
+group of trees' share of a prediction (:func:`group_output`,
+:func:`finish_output`, with the barrier :func:`after` and :func:`token`).
 
 Why not the estimators' own checks: they are scikit-learn's, and a process
 that imports scikit-learn imports scipy's optimisers and statistics, pandas
