@@ -52,14 +52,18 @@ model, whatever the cluster's size. The result is the ordinary fitted
 estimator (:meth:`DaskCO2ForestClassifier.to_local`); ``predict``,
 ``predict_proba`` and ``apply`` of a dask collection return lazy dask arrays
 computed blockwise on the workers. A model larger than a quarter of what the
-fullest worker can still hold (full-depth trees on millions of rows) is sent
-group of trees by group of trees: every partition adds a group's trees to its
-sum over the trees before them, in tree order, so the result is the in-memory
-prediction bit for bit, and the next group goes out once every partition is
-done with the last, so no worker holds more than one group. This applies to
-the outputs that are means over hard-routed trees (CO2; E2EDT's hard outputs);
+fullest worker can still take before dask pauses it (full-depth trees on
+millions of rows) is sent group of trees by group of trees: every partition
+adds a group's trees to its sum over the trees before them, in tree order, so
+the result is the in-memory prediction bit for bit, and the next group goes
+out once every partition is done with the last, so no worker holds more than
+one group. This applies to the outputs that are means over hard-routed trees
+(CO2; E2EDT's hard outputs);
 E2EDT's soft and hybrid probabilities need the whole model on the worker, and
-a model that does not fit is refused with a clear error.
+a model that does not fit is refused with a clear error, as is a tree larger
+than half of what the fullest worker can take (``benchmarks/results/dask.md``:
+the 500 MB workers that fitted 10 trees of 60 MB on 2,000,000 rows refuse to
+predict them; workers of 2 GB predict them).
 
 Why node growth for CO2 rather than a sample of ``rows_per_tree`` rows per
 tree (the previous version): on the benchmark's 2,000,000 x 40 data set
