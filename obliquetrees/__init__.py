@@ -11,21 +11,14 @@ are loaded (from numba's on-disk cache when available) on first use.
 
 import importlib
 
-from obliquetrees._registry import install_moved_modules
+from obliquetrees._registry import ESTIMATORS, install_moved_modules
 from obliquetrees._version import __version__
 
 #: The public names and the modules that define them, imported on first use (PEP 562):
 #: a dask worker that imports only the training code then imports neither scikit-learn
 #: nor pandas (about 160 MB of its memory; :mod:`obliquetrees.dask`).
 _PUBLIC = {
-    "CO2ForestClassifier": "obliquetrees.co2._estimator",
-    "CO2ForestRegressor": "obliquetrees.co2._regressor",
-    "E2EDTClassifier": "obliquetrees.e2edt._estimator",
-    "E2EDTRegressor": "obliquetrees.e2edt._estimator",
-    "HingeForestClassifier": "obliquetrees.hinge._estimator",
-    "HingeForestRegressor": "obliquetrees.hinge._estimator",
-    "SoftTreeClassifier": "obliquetrees.soft._estimator",
-    "SoftTreeRegressor": "obliquetrees.soft._estimator",
+    **ESTIMATORS,
     "export_text": "obliquetrees.inspection",
     "plot_tree": "obliquetrees.inspection",
 }
