@@ -84,7 +84,8 @@ input (``record_leaf_targets`` gives quantiles from in-memory rows).
 
 **What a worker imports.** The tasks of a CO2 fit and of its lazy prediction
 on a dask array are functions of the training layer
-(:mod:`obliquetrees._training.partitions`, :mod:`obliquetrees.co2._dask_tasks`)
+(:mod:`obliquetrees._training.partitions`, :mod:`obliquetrees.co2._dask_tasks`,
+checks in :mod:`obliquetrees._core.row_checks`)
 that import numpy, numba and the kernels, not scikit-learn: a process that
 imports scikit-learn also imports scipy's optimisers, pandas and pyarrow,
 about 160 MB, which took an idle worker with the kernels from about 240 MB
@@ -117,12 +118,11 @@ from sklearn.base import is_classifier
 
 from obliquetrees._core._random import generator
 from obliquetrees._core.forest import return_freed_memory
+from obliquetrees._core.row_checks import Deferred, PartitionRows
 from obliquetrees._core.validation import bounded_weights
 from obliquetrees._training.partitions import (
     ALL_ZERO_WEIGHT,
     ROWS_STREAM,
-    Deferred,
-    PartitionRows,
     after,
     drawn_rows,
     finish_output,
@@ -207,7 +207,7 @@ def _validated_rows(template, X, y, sample_weight):
 
 def _partition_rows(template, plain):
     """How the workers check the partitions of a fit
-    (:class:`~obliquetrees._training.partitions.PartitionRows`): the plain checks, or
+    (:class:`~obliquetrees._core.row_checks.PartitionRows`): the plain checks, or
     ``template``'s own for what they leave (and for everything when ``plain`` is False, a
     dask DataFrame, or ``template`` has feature names)."""
     return PartitionRows(
@@ -761,7 +761,7 @@ def _streamed(local, groups, method, X):
 
 def _prediction_rows(local):
     """How the workers check a partition to predict (once in the graph): the plain checks of
-    :class:`~obliquetrees._training.partitions.PartitionRows`, or the model's own (without its
+    :class:`~obliquetrees._core.row_checks.PartitionRows`, or the model's own (without its
     trees) for what they leave, such as a DataFrame or a model with feature names."""
     import dask
 

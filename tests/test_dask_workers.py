@@ -1,7 +1,7 @@
 """The workers' side of obliquetrees.dask: plain partition checks, and a CO2 worker's imports.
 
 A worker that fits or predicts a CO2 forest on a dask array checks its
-partitions with the plain checks of :mod:`obliquetrees._training.partitions`
+partitions with the plain checks of :mod:`obliquetrees._core.row_checks`
 and imports neither scikit-learn nor pandas (about 160 MB of a worker's
 memory). The plain checks must agree with the estimator's own (scikit-learn's)
 on everything they accept, and leave the rest to them.
@@ -20,7 +20,7 @@ pytest.importorskip(
 
 from sklearn.utils import check_array  # noqa: E402
 
-from obliquetrees._training.partitions import PartitionRows, _plain_fit_rows  # noqa: E402
+from obliquetrees._core.row_checks import PartitionRows, _plain_fit_rows  # noqa: E402
 from obliquetrees.dask import (  # noqa: E402
     DaskCO2ForestClassifier,
     DaskCO2ForestRegressor,

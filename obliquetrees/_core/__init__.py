@@ -7,5 +7,6 @@
 - ``machine`` (and ``_machine_kernels``): the decision-machine matrix form;
 - ``soft``: soft evaluation of a stored tree; ``importances``: feature importances;
 - ``validation``, ``_random``, ``_math``, ``_blas``, ``_jit``: checks, RNG,
-  shared math, BLAS thread limits, the numba compilation presets.
+  shared math, BLAS thread limits, the numba compilation presets;
+- ``row_checks``: a dask worker's checks of a partition's rows (no scikit-learn).
 """

@@ -5,7 +5,7 @@ decision of one node from its partitions' pieces, and :func:`grow_rows` the
 in-memory training step (missing-value plan, growth, folding) on a node's
 rows, from a :class:`NodeStep` rather than the estimator: a worker that runs
 them imports numpy, numba and this package's training code, not
-scikit-learn (:mod:`obliquetrees._training.partitions` says why).
+scikit-learn (:mod:`obliquetrees._core.row_checks` says why).
 """
 
 import dataclasses
@@ -15,10 +15,11 @@ import numpy as np
 
 from obliquetrees._core.forest import ObliqueForest, return_freed_memory
 from obliquetrees._core.missing import MissingValues
+from obliquetrees._core.row_checks import PartitionRows
 from obliquetrees._core.traversal import apply
 from obliquetrees._core.validation import bounded_weights
 from obliquetrees._training.features import resolve_max_features
-from obliquetrees._training.partitions import ALL_ZERO_WEIGHT, PartitionRows, drawn_rows
+from obliquetrees._training.partitions import ALL_ZERO_WEIGHT, drawn_rows
 from obliquetrees.co2 import training as co2
 from obliquetrees.co2._distributed import node_rows, node_seed, subsample
 
