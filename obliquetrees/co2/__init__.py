@@ -9,4 +9,6 @@
 - ``_sparse_kernels``: the same on a node kept as CSR;
 - ``_rows``: one row's standardised values and side, dense or CSR;
 - ``_oob``: the out-of-bag rows a tree carries down for the held-out test.
+- ``_distributed``, ``_dask_tasks``: a tree grown node by node from rows on
+  dask workers (:mod:`obliquetrees.dask`), without scikit-learn.
 """
