@@ -205,19 +205,19 @@ def _validated_rows(template, X, y, sample_weight):
     return X, y, validate_part_weights(sample_weight, X)
 
 
-def _partition_rows(template, plain):
-    """How the workers check the partitions of a fit
+def _partition_rows(estimator, plain, fallback_fit=None, fallback_predict=None):
+    """How the workers check the partitions of a fit or a prediction
     (:class:`~obliquetrees._core.row_checks.PartitionRows`): the plain checks, or
-    ``template``'s own for what they leave (and for everything when ``plain`` is False, a
-    dask DataFrame, or ``template`` has feature names)."""
+    ``estimator``'s own (the ``Deferred`` fallbacks) for what they leave, and for everything
+    when ``plain`` is False (a dask DataFrame) or ``estimator`` has feature names."""
     return PartitionRows(
-        n_features=template.n_features_in_,
-        classifier=is_classifier(template),
-        multi_output=template._fit_multi_output,
-        predict_dtypes=tuple(np.dtype(d) for d in template._predict_dtype),
-        fallback_fit=Deferred(_validated_rows, template),
-        fallback_predict=None,
-        plain=plain and not hasattr(template, "feature_names_in_"),
+        n_features=estimator.n_features_in_,
+        classifier=is_classifier(estimator),
+        multi_output=estimator._fit_multi_output,
+        predict_dtypes=tuple(np.dtype(d) for d in estimator._predict_dtype),
+        fallback_fit=fallback_fit,
+        fallback_predict=fallback_predict,
+        plain=plain and not hasattr(estimator, "feature_names_in_"),
     )
 
 
@@ -415,7 +415,11 @@ class _DaskForest:
         self._check_forest_size()
         client = self._get_client()
         template, parts = self._template(X, y, sample_weight)
-        rows = _partition_rows(template, plain=not hasattr(X, "columns"))
+        rows = _partition_rows(
+            template,
+            plain=not hasattr(X, "columns"),
+            fallback_fit=Deferred(_validated_rows, template),
+        )
         summaries = _gather(client, parts.map(summarize, rows))
         self._set_data_attributes(template, summaries)
         check_monotonic_cst(self, self.monotonic_cst)  # its errors before any tree is trained
@@ -768,14 +772,8 @@ def _prediction_rows(local):
     shell = copy.copy(local)
     for name in ("forest_", "_leaf_targets"):
         shell.__dict__.pop(name, None)
-    rows = PartitionRows(
-        n_features=local.n_features_in_,
-        classifier=is_classifier(local),
-        multi_output=False,  # (fit only)
-        predict_dtypes=tuple(np.dtype(d) for d in local._predict_dtype),
-        fallback_fit=None,
-        fallback_predict=Deferred(_validated_predict_rows, shell),
-        plain=not hasattr(local, "feature_names_in_"),
+    rows = _partition_rows(
+        local, plain=True, fallback_predict=Deferred(_validated_predict_rows, shell)
     )
     return dask.delayed(rows, pure=True)
 

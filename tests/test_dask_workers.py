@@ -21,6 +21,7 @@ pytest.importorskip(
 from sklearn.utils import check_array  # noqa: E402
 
 from obliquetrees._core.row_checks import (  # noqa: E402
+    Deferred,
     PartitionRows,
     _plain_fit_rows,
     _plain_predict_rows,
@@ -38,6 +39,11 @@ def _template(cls, n_features):
     template = cls(n_estimators=1)
     template.n_features_in_ = n_features
     return template
+
+
+def _fit_rows(template, plain=True):
+    """The checks a fit gives its workers (obliquetrees.dask._DaskForest._fit)."""
+    return _partition_rows(template, plain, fallback_fit=Deferred(_validated_rows, template))
 
 
 def _blocks(rng, kind, n=50, p=4):
@@ -61,7 +67,7 @@ def _blocks(rng, kind, n=50, p=4):
 def test_plain_checks_give_what_the_estimators_checks_give(cls, kind, weighted):
     rng = np.random.default_rng([3, len(kind), weighted])
     template = _template(cls, 4)
-    rows = _partition_rows(template, plain=True)
+    rows = _fit_rows(template)
     for _ in range(5):
         X = _blocks(rng, kind)
         if cls is DaskCO2ForestClassifier:  # integer labels, or integral floats
@@ -101,7 +107,7 @@ def test_plain_checks_give_what_the_estimators_checks_give(cls, kind, weighted):
 def test_what_plain_checks_leave_goes_to_the_estimators_checks(change, message):
     rng = np.random.default_rng(0)
     template = _template(DaskCO2ForestClassifier, 4)
-    rows = _partition_rows(template, plain=True)
+    rows = _fit_rows(template)
     X, y, w = rng.standard_normal((60, 4)), rng.integers(0, 3, 60).astype(float), rng.random(60)
     X, y, w = change(X, y, w)
     assert _plain_fit_rows(rows, X, y, w) is None
@@ -116,10 +122,10 @@ def test_what_plain_checks_leave_goes_to_the_estimators_checks(change, message):
 
 def test_dataframe_and_feature_names_take_the_estimators_checks():
     template = _template(DaskCO2ForestClassifier, 2)
-    assert not _partition_rows(template, plain=False).plain
+    assert not _fit_rows(template, plain=False).plain
     template.feature_names_in_ = np.array(["a", "b"], dtype=object)
-    assert not _partition_rows(template, plain=True).plain
-    assert isinstance(_partition_rows(template, plain=True), PartitionRows)
+    assert not _fit_rows(template).plain
+    assert isinstance(_fit_rows(template), PartitionRows)
 
 
 class _Scheduler:
