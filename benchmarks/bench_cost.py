@@ -14,8 +14,22 @@ predict time is the wall time of ``predict`` on the test part (the suite's
 those medians, per data set, and the median over data sets is the
 acceptance's figure.
 
+``--breakdown`` asks where CO2(30)'s fit time goes, without a profiler
+(numba kernels are opaque to py-spy and perf): it also times
+``CO2(30) no CCCP``, the same forest with ``min_samples_oblique`` above any
+node's size, so every node keeps its axis-aligned start (the axis search
+over every feature, the gathers, centring, partitions and leaves, and no
+CCCP or out-of-bag test), and ``RF(30) every feature``, scikit-learn's
+RandomForest(30) with ``max_features=None``, the closest scikit-learn has to
+that axis-aligned growth (CO2's default searches every feature, as
+``max_features=None``). The trees without CCCP differ from CO2's (other
+splits, other shapes), so ``CCCP share`` (1 - no CCCP / CO2) estimates the
+CCCP's part; it is not a profile of the same trees. Written to
+``cost_breakdown.md`` and ``.json``; ``cost.md`` is left as it was.
+
     python -m benchmarks cost                     # every classification set but fashion_mnist
     python -m benchmarks cost --data letter magic --rounds 5
+    python -m benchmarks cost --breakdown         # writes cost_breakdown.md
 """
 
 import importlib
@@ -28,15 +42,21 @@ from benchmarks.bench_suite import CLASSIFIERS, data_sets, run_data, task_of
 from benchmarks.common import write_results
 
 LABELS = ("CO2(30)", "ET(100)", "RF(30)")
+#: ``--breakdown``'s extra estimators: (suite label, parameters on top of its own).
+BREAKDOWN = {
+    "CO2(30) no CCCP": ("CO2(30)", {"min_samples_oblique": 2**62}),
+    "RF(30) every feature": ("RF(30)", {"max_features": None}),
+}
 #: Left out of the default list: 60,000 rows x 784 pixels, hours for the suite's CO2 cells.
 SKIPPED = ("fashion_mnist",)
 
 
 def _model(label, seed):
+    label, extra = BREAKDOWN.get(label, (label, {}))
     dotted, params = CLASSIFIERS[label]
     module, name = dotted.rsplit(".", 1)
     cls = getattr(importlib.import_module(module), name)
-    return cls(**params, random_state=seed, n_jobs=2)
+    return cls(**params | extra, random_state=seed, n_jobs=2)
 
 
 def _times(label, X, y, X_test, seed):
@@ -50,17 +70,24 @@ def _times(label, X, y, X_test, seed):
     return fit_cpu, time.perf_counter() - wall
 
 
-def measure(name, rounds):
-    """Median fit CPU and predict wall seconds of every label on run 0 of data set ``name``."""
+def _median_times(name, labels, rounds):
+    """``(X, fit, predict)``: median fit CPU and predict wall seconds of every label on run 0
+    of data set ``name``, the labels in turn in each round."""
     X, y, X_test, _ = run_data(name, 0)
-    for label in LABELS:  # warm-up: kernels loaded, nothing recorded
+    for label in labels:  # warm-up: kernels loaded, nothing recorded
         _times(label, X, y, X_test, 0)
-    times = {label: [] for label in LABELS}
+    times = {label: [] for label in labels}
     for r in range(rounds):
-        for label in LABELS:
+        for label in labels:
             times[label].append(_times(label, X, y, X_test, r))
-    fit = {label: float(np.median([t[0] for t in times[label]])) for label in LABELS}
-    predict = {label: float(np.median([t[1] for t in times[label]])) for label in LABELS}
+    fit = {label: float(np.median([t[0] for t in times[label]])) for label in labels}
+    predict = {label: float(np.median([t[1] for t in times[label]])) for label in labels}
+    return X, fit, predict
+
+
+def measure(name, rounds):
+    """The row of ``cost.md`` of data set ``name``."""
+    X, fit, predict = _median_times(name, LABELS, rounds)
     return {
         "data": name,
         "rows": X.shape[0],
@@ -72,10 +99,29 @@ def measure(name, rounds):
     }
 
 
+def measure_breakdown(name, rounds):
+    """The row of ``cost_breakdown.md`` of data set ``name`` (fit CPU only)."""
+    labels = ("CO2(30)", *BREAKDOWN, "ET(100)")
+    X, fit, _ = _median_times(name, labels, rounds)
+    return {
+        "data": name,
+        "rows": X.shape[0],
+        "features": X.shape[1],
+        **{f"{label} fit CPU s": fit[label] for label in labels},
+        "CCCP share": 1.0 - fit["CO2(30) no CCCP"] / fit["CO2(30)"],
+        **{f"{label} / ET(100)": fit[label] / fit["ET(100)"] for label in labels[:-1]},
+    }
+
+
 def add_arguments(parser):
     """The arguments of ``python -m benchmarks cost``."""
     parser.add_argument("--data", nargs="+", help="data sets (default: classification sets)")
     parser.add_argument("--rounds", type=int, default=3, help="recorded rounds per data set")
+    parser.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="also time CO2(30) without CCCP and RF(30) on every feature (cost_breakdown.md)",
+    )
 
 
 def main(args):
@@ -85,9 +131,12 @@ def main(args):
     rows, loads = [], []
     for name in names:
         loads.append(os.getloadavg()[0])
-        rows.append(measure(name, args.rounds))
+        rows.append((measure_breakdown if args.breakdown else measure)(name, args.rounds))
         loads.append(os.getloadavg()[0])
         print({k: round(v, 3) if isinstance(v, float) else v for k, v in rows[-1].items()})
+    if args.breakdown:
+        _write_breakdown(rows, loads, args.rounds)
+        return
     ratios = ("fit CPU CO2(30) / ET(100)", "predict CO2(30) / RF(30)")
     median = {"data": f"median over {len(rows)} data sets"}
     median |= {key: float(np.median([row[key] for row in rows])) for key in ratios}
@@ -101,3 +150,21 @@ def main(args):
     write_results("cost.md", "CO2(30) cost against scikit-learn's forests",
                   [("Per data set", rows + [median])], notes, load=load)  # fmt: skip
     write_results("cost.json", data={"rows": rows, "median": median}, load=load)
+
+
+def _write_breakdown(rows, loads, rounds):
+    ratios = [key for key in rows[0] if key == "CCCP share" or key.endswith("/ ET(100)")]
+    median = {"data": f"median over {len(rows)} data sets"}
+    median |= {key: float(np.median([row[key] for row in rows])) for key in ratios}
+    notes = (
+        "``--breakdown``"
+        + __doc__.split("\n\n``--breakdown``", 1)[1].split("\n\n    python")[0]
+        + f"\n\n{rounds} recorded rounds per data set (run 0's split of the suite's test "
+        f"protocol), the estimators in turn in each round; fit time is the process's CPU time "
+        f"(every thread, ``n_jobs=2``); 1-minute load average at the data sets' starts and ends "
+        f"{min(loads):.1f}-{max(loads):.1f}."
+    )
+    load = f"{np.mean(loads):.1f} ({min(loads):.1f}-{max(loads):.1f})"
+    write_results("cost_breakdown.md", "Where CO2(30)'s fit time goes: CCCP against axis growth",
+                  [("Per data set", rows + [median])], notes, load=load)  # fmt: skip
+    write_results("cost_breakdown.json", data={"rows": rows, "median": median}, load=load)
