@@ -113,14 +113,43 @@ def draw_feature(feats, k, state):
     return f
 
 
+def node_order(presorted, vals, f, m):
+    """The positions of the node's ``m`` rows in increasing order of feature ``f`` (numba only).
+
+    ``presorted`` None: ``np.argsort(vals[:m])``, ``vals`` holding the
+    feature's node values. Otherwise ``(sorted_rows, local)``: the node's
+    rows (ids) in increasing order of each feature (``sorted_rows[f, :m]``,
+    ties by row id) and each row's position in the node block
+    (``local[row]``), read in O(m) instead of sorted in O(m log m). Both are
+    orders of the same values; they differ only among equal values.
+    """
+    raise NotImplementedError("node_order is only callable from numba kernels")
+
+
+@jit_overload(node_order, inline="always")
+def _node_order(presorted, vals, f, m):
+    if isinstance(presorted, (types.NoneType, types.Omitted)):
+        return lambda presorted, vals, f, m: np.argsort(vals[:m])
+
+    def read(presorted, vals, f, m):
+        sorted_rows, local = presorted
+        order = np.empty(m, dtype=np.int64)
+        for k in range(m):
+            order[k] = local[sorted_rows[f, k]]
+        return order
+
+    return read
+
+
 @jit
-def scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp, direction):
+def scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp, direction, presorted, f):
     """Best threshold of one feature whose node values are ``vals[:m]``.
 
     ``start`` is :func:`scan_start`'s result. Only a split whose impurity is
     below ``best_imp`` (the best of the features scanned before) counts, and
     with a monotonic ``direction`` (1 or -1; 0: none) only a split whose
     sides' fractions of class 1 are in that order (:func:`wrong_order`).
+    The values are visited in :func:`node_order` (``presorted``, feature ``f``).
 
     Returns
     -------
@@ -138,7 +167,7 @@ def scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp, direction):
     best_thr = 0.0
     if is_constant(vals, m):
         return 0, best_imp, best_thr  # constant in this node: does not count
-    order = np.argsort(vals[:m])
+    order = node_order(presorted, vals, f, m)
     for c in range(n_classes):
         cl[c] = 0.0
         cr[c] = hist[c]
@@ -235,7 +264,9 @@ def scan_start_squared(yb, wb, m, n_outputs):
 
 
 @jit
-def scan_feature_squared(vals, m, yb, wb, start, min_samples_leaf, best_imp, direction):
+def scan_feature_squared(
+    vals, m, yb, wb, start, min_samples_leaf, best_imp, direction, presorted, f
+):
     """:func:`scan_feature` for targets: the squared-error criterion.
 
     The impurity compared is ``-(||S_L||^2 / N_L + ||S_R||^2 / N_R)`` (``S``:
@@ -248,7 +279,7 @@ def scan_feature_squared(vals, m, yb, wb, start, min_samples_leaf, best_imp, dir
     best_thr = 0.0
     if is_constant(vals, m):
         return 0, best_imp, best_thr
-    order = np.argsort(vals[:m])
+    order = node_order(presorted, vals, f, m)
     for k in range(n_outputs):
         sl[k] = 0.0
         sr[k] = sums[k]
@@ -295,11 +326,13 @@ def _axis_scan_start(yb, wb, m, n_outputs):
 
 
 @_by_target(axis_scan_feature)
-def _axis_scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp, direction):
+def _axis_scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp, direction, presorted, f):
     scan = scan_feature if _is_classes(yb) else scan_feature_squared
-    return lambda vals, m, yb, wb, start, min_samples_leaf, best_imp, direction: scan(
-        vals, m, yb, wb, start, min_samples_leaf, best_imp, direction
-    )
+
+    def call(vals, m, yb, wb, start, min_samples_leaf, best_imp, direction, presorted, f):
+        return scan(vals, m, yb, wb, start, min_samples_leaf, best_imp, direction, presorted, f)
+
+    return call
 
 
 def node_column(node, f, m, vals):
@@ -399,8 +432,9 @@ def _has_free(cst):
 
 @jit
 def ranked_axis_split(
-    Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, state, scores, cst=None
-):
+    Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, state, scores, cst=None,
+    presorted=None,
+):  # fmt: skip
     """:func:`best_axis_split`, writing each candidate feature's own best impurity to ``scores``.
 
     ``scores`` has one entry per feature, or none (nothing is written). A
@@ -418,22 +452,28 @@ def ranked_axis_split(
     node of more than :data:`MAX_CONSTRAINED_START_ROWS` rows is split on a
     free feature (constrained ones are drawn but not scanned) unless none
     splits it; then the features are drawn again, all of them candidates.
+
+    ``presorted`` (None: each feature's values are sorted) gives the node's
+    rows in order of every feature (:func:`node_order`).
     """
     defer = m > MAX_CONSTRAINED_START_ROWS and has_free(cst)
     found = _draw_and_scan(
-        Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, state, scores, cst, defer
-    )
+        Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, state, scores, cst, defer,
+        presorted,
+    )  # fmt: skip
     if found[0] < 0 and defer:
         found = _draw_and_scan(
-            Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, state, scores, cst, False
-        )
+            Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, state, scores, cst, False,
+            presorted,
+        )  # fmt: skip
     return found
 
 
 @jit
 def _draw_and_scan(
-    Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, state, scores, cst, defer
-):
+    Xb, yb, wb, m, n_classes, max_features, min_samples_leaf, state, scores, cst, defer,
+    presorted,
+):  # fmt: skip
     """The draws and scans of :func:`ranked_axis_split`; constrained features skipped if
     ``defer``. Returns ``(feature, threshold, impurity)``."""
     p = n_columns(Xb)
@@ -455,7 +495,7 @@ def _draw_and_scan(
         node_column(Xb, f, m, vals)
         bound = np.inf if ranking else best_imp
         visited, imp, thr = axis_scan_feature(
-            vals, m, yb, wb, start, min_samples_leaf, bound, direction
+            vals, m, yb, wb, start, min_samples_leaf, bound, direction, presorted, f
         )
         n_visited += visited
         if ranking:

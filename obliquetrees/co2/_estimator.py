@@ -623,6 +623,19 @@ class CO2ForestClassifier(ObliqueClassifierMixin, _BaseCO2Forest):
       ``sample_weight.sum()`` because its bootstrap draws rows with
       probability proportional to their weights, whereas here rows are
       drawn uniformly and the counts multiply ``sample_weight``).
+    - The axis-aligned search reads each node's rows in order of every
+      feature instead of sorting them in the node (ours: scikit-learn's
+      splitter sorts in every node; CPU in ``benchmarks/results/cost.md``):
+      ``X``'s columns are sorted once per fit, each tree keeps its rows
+      sorted by every feature and partitions those lists as it splits its
+      rows, in O(rows x features) per node instead of O(rows log rows x
+      features). Equal values are visited in row order, so a split whose
+      impurity ties another's up to rounding may differ from a search that
+      sorts (the trees equal bit for bit where no values tie). It costs 4
+      bytes per entry of ``X`` for the fit and 4 per entry of a tree's
+      distinct rows for each tree in flight; above 2**24 entries
+      (``co2.training.MAX_PRESORTED_ENTRIES``), dense or sparse, the nodes
+      sort instead.
     - Sparse ``X`` (CSR, CSC, COO; converted to CSR once) is never
       densified: each node gathers its rows' stored entries, keeps the
       standardisation and the node centring implicit (a row's ``w.x`` is

@@ -52,17 +52,114 @@ from obliquetrees.co2._rows import is_dense
 from obliquetrees.co2._sparse_kernels import split_node_sparse
 
 
-def split_any(data, start, end, node, tree_seed, table, params, cst):
-    """Split one node with the kernel for ``data[0]``'s kind (numba only)."""
+def split_any(data, start, end, node, tree_seed, table, params, cst, presorted):
+    """Split one node with the kernel for ``data[0]``'s kind (numba only).
+
+    ``presorted``: :func:`node_scan_rows` of the growth's presorted rows, or
+    None (the kernels sort each node's rows).
+    """
     raise NotImplementedError("split_any is only callable from numba kernels")
 
 
 @jit_overload(split_any)
-def _split_any(data, start, end, node, tree_seed, table, params, cst):
+def _split_any(data, start, end, node, tree_seed, table, params, cst, presorted):
     kernel = split_node if is_dense(data[0]) else split_node_sparse  # X 2-D, or CSR's indptr
-    return lambda data, start, end, node, tree_seed, table, params, cst: kernel(
-        data, start, end, node, tree_seed, table, params, cst
-    )
+
+    def split(data, start, end, node, tree_seed, table, params, cst, presorted):
+        return kernel(data, start, end, node, tree_seed, table, params, cst, presorted)
+
+    return split
+
+
+def presorted_rows(column_order, rows):
+    """The tree's rows in increasing order of each feature, and scratch (numba only).
+
+    ``column_order`` (int32, ``(n_features, n_samples)``): every row of ``X``
+    in increasing order of each column, ties by row id; None gives None.
+    Otherwise ``(sorted_rows, local, left, buffer)``: ``sorted_rows[f]`` the
+    tree's ``rows`` (distinct ids) in that order, which
+    :func:`partition_presorted` keeps partitioned as the node slices of
+    ``rows`` are, so that each node's slice is its rows sorted by every
+    feature; ``local`` and ``left`` one scratch entry per row of ``X``,
+    ``buffer`` one per tree row.
+    """
+    raise NotImplementedError("presorted_rows is only callable from numba kernels")
+
+
+@jit_overload(presorted_rows)
+def _presorted_rows(column_order, rows):
+    if isinstance(column_order, (types.NoneType, types.Omitted)):
+        return lambda column_order, rows: None
+
+    def tree_rows(column_order, rows):
+        p, n = column_order.shape
+        left = np.zeros(n, dtype=np.bool_)  # scratch; first the tree's rows
+        for r in rows:
+            left[r] = True
+        sorted_rows = np.empty((p, rows.shape[0]), dtype=np.int32)
+        for f in range(p):
+            k = 0
+            for r in column_order[f]:
+                if left[r]:
+                    sorted_rows[f, k] = r
+                    k += 1
+        left[:] = False
+        local = np.empty(n, dtype=np.int32)
+        return sorted_rows, local, left, np.empty(rows.shape[0], dtype=np.int32)
+
+    return tree_rows
+
+
+def node_scan_rows(presorted):
+    """What the split kernels read of :func:`presorted_rows` (numba only): None for None."""
+    raise NotImplementedError("node_scan_rows is only callable from numba kernels")
+
+
+@jit_overload(node_scan_rows, inline="always")
+def _node_scan_rows(presorted):
+    if isinstance(presorted, (types.NoneType, types.Omitted)):
+        return lambda presorted: None
+    return lambda presorted: (presorted[0], presorted[1])
+
+
+def partition_presorted(presorted, rows, start, middle, end):
+    """Partition every feature's sorted slice ``[start, end)`` as ``rows`` was (numba only).
+
+    The rows ``rows[start:middle]`` went left: each ``sorted_rows[f, start:end]``
+    becomes its left rows then its right rows, each in the order they had
+    (a stable partition), so both children's slices stay sorted. O(rows x
+    features). Nothing for None.
+    """
+    raise NotImplementedError("partition_presorted is only callable from numba kernels")
+
+
+@jit_overload(partition_presorted)
+def _partition_presorted(presorted, rows, start, middle, end):
+    if isinstance(presorted, (types.NoneType, types.Omitted)):
+        return lambda presorted, rows, start, middle, end: None
+
+    def partition(presorted, rows, start, middle, end):
+        sorted_rows, _, left, buffer = presorted
+        for t in range(start, middle):
+            left[rows[t]] = True
+        for f in range(sorted_rows.shape[0]):
+            column = sorted_rows[f]
+            n_left = start
+            n_right = 0
+            for t in range(start, end):
+                r = column[t]
+                if left[r]:
+                    column[n_left] = r
+                    n_left += 1
+                else:
+                    buffer[n_right] = r
+                    n_right += 1
+            for t in range(n_right):
+                column[middle + t] = buffer[t]
+        for t in range(start, middle):
+            left[rows[t]] = False
+
+    return partition
 
 
 #: Stored weights the CSR of a tree on sparse input starts with room for (it grows by half).
@@ -248,8 +345,9 @@ def _order_tree(cst, children_left, children_right, weights, value, n_node_sampl
 
 @jit
 def grow_tree(
-    source, y, row_weight, rows, n_features, tree_seed, n_classes, params, capacity, oob, cst=None
-):
+    source, y, row_weight, rows, n_features, tree_seed, n_classes, params, capacity, oob, cst=None,
+    column_order=None,
+):  # fmt: skip
     """Grow one CO2 tree breadth-first on the rows ``rows`` of ``source``, in one kernel.
 
     ``y`` holds class indices (1-D int64; ``n_classes`` of them) or targets
@@ -290,6 +388,12 @@ def grow_tree(
     input with its sides' values out of order is undone (the node stays a
     leaf), and the grown tree's leaf values are made to keep every
     constrained split's order (:func:`order_tree`).
+
+    ``column_order`` (:func:`obliquetrees.co2.training.column_order` of the
+    input; None: none) gives the split kernels the tree's rows in order of
+    every feature (:func:`presorted_rows`), partitioned with ``rows`` at
+    every kept split (:func:`partition_presorted`), so that the axis-aligned
+    searches read each node's order instead of sorting its values.
     """
     cap = max(capacity, INITIAL_CAPACITY)
     children_left = np.full(cap, -1, dtype=np.int64)
@@ -304,6 +408,7 @@ def grow_tree(
     stats = np.zeros(3, dtype=np.int64)
     end[0] = rows.shape[0]
     oob = grow_oob(oob, cap)
+    presorted = presorted_rows(column_order, rows)
     n_nodes = 1
     n_leaves = 1
     node = 0
@@ -316,8 +421,9 @@ def grow_tree(
         data = (source, y, row_weight, rows, node_oob(oob, node))
         table = (split_weights(weights), bias, value, n_node_samples)
         n_left, n_iter, oblique = split_any(
-            data, start[node], end[node], node, tree_seed, table, params, cst
-        )
+            data, start[node], end[node], node, tree_seed, table, params, cst,
+            node_scan_rows(presorted),
+        )  # fmt: skip
         if n_left >= 0:
             middle = start[node] + n_left
             keep = keeps_order(
@@ -355,6 +461,7 @@ def grow_tree(
                 n_node_samples = grow_capacity(n_node_samples, cap, 0.0)
                 oob = grow_oob(oob, cap)
             split_oob(oob, source, node_split_weights(weights, node), bias[node], node, n_nodes)
+            partition_presorted(presorted, rows, start[node], start[node] + n_left, end[node])
             link_children(children_left, children_right, depth, start, end, node, n_nodes, n_left)
             n_nodes += 2
             n_leaves += 1

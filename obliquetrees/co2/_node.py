@@ -31,8 +31,9 @@ Importing this module imports numba; the estimator imports it lazily.
 """
 
 import numpy as np
+from numba import types
 
-from obliquetrees._core._jit import jit, jit_inline, jit_numpy_errors
+from obliquetrees._core._jit import jit, jit_inline, jit_numpy_errors, jit_overload
 from obliquetrees._core._random import node_seed, random_int
 from obliquetrees._training._prefetch import prefetch
 from obliquetrees._training.axis_split import (
@@ -386,8 +387,35 @@ def dense_oblique_pays(X, yc, wc, s, w, b, feature, threshold, n_classes, params
     return oblique_pays(yc, wc, s, right_axis, right, np.count_nonzero(w), n_classes, params)
 
 
+def node_presorted(presorted, rows, start, end):
+    """The node's view of the tree's presorted rows, for the axis-aligned search (numba only).
+
+    ``presorted`` None gives None (the search sorts each feature's values).
+    Otherwise ``(sorted_rows, local)`` (:func:`~obliquetrees.co2._grow.presorted_rows`):
+    records each of the node's rows ``rows[start:end]`` at its position in the
+    node block (``local[row] = t``, the block's rows being gathered in that
+    order) and returns ``(sorted_rows[:, start:end], local)``, what
+    :func:`~obliquetrees._training.axis_split.node_order` reads.
+    """
+    raise NotImplementedError("node_presorted is only callable from numba kernels")
+
+
+@jit_overload(node_presorted, inline="always")
+def _node_presorted(presorted, rows, start, end):
+    if isinstance(presorted, (types.NoneType, types.Omitted)):
+        return lambda presorted, rows, start, end: None
+
+    def view(presorted, rows, start, end):
+        sorted_rows, local = presorted
+        for t in range(end - start):
+            local[rows[start + t]] = t
+        return sorted_rows[:, start:end], local
+
+    return view
+
+
 @jit
-def split_node(data, start, end, node, tree_seed, table, params, cst=None):
+def split_node(data, start, end, node, tree_seed, table, params, cst=None, presorted=None):
     """Fit the CO2 stump of one node and partition its rows in place.
 
     ``data`` is ``(source, y, row_weight, rows, oob)``: the node's rows are
@@ -422,6 +450,11 @@ def split_node(data, start, end, node, tree_seed, table, params, cst=None):
     (the homogeneous coordinate relative to the node's centre; see the
     estimator's notes); the centring is folded into the stored bias.
 
+    ``presorted``, the tree's rows in order of every feature
+    (:func:`~obliquetrees.co2._grow.node_scan_rows`; None: none), spares the
+    axis-aligned search of a node searched on all its rows its sorts
+    (:func:`node_presorted`); a sampled node sorts its sample.
+
     Returns
     -------
     n_left : int
@@ -445,7 +478,7 @@ def split_node(data, start, end, node, tree_seed, table, params, cst=None):
         )
         if n_left != NO_SAMPLE_SPLIT:
             return n_left, n_iter, oblique
-    return split_block(data, start, end, node, tree_seed, table, params, cst)
+    return split_block(data, start, end, node, tree_seed, table, params, cst, presorted)
 
 
 @jit_numpy_errors  # vectorised standardisation (standardized_row); its weight sum is > 0
@@ -554,7 +587,7 @@ def split_sampled(data, start, end, node, tree_seed, table, params, cst=None):
 
 
 @jit_numpy_errors  # vectorised standardisation (standardized_row); node weight > 0
-def split_block(data, start, end, node, tree_seed, table, params, cst=None):
+def split_block(data, start, end, node, tree_seed, table, params, cst=None, presorted=None):
     """:func:`split_node` on a gathered, centred copy of all the node's rows.
 
     The caller has written the node's value and made the leaf tests. A node
@@ -608,7 +641,7 @@ def split_block(data, start, end, node, tree_seed, table, params, cst=None):
     scores = candidate_scores(p, params)
     feature, threshold, _ = ranked_axis_split(
         Xb, yb, wb, m, n_classes, params.max_features, params.min_samples_leaf, state, scores,
-        cst,
+        cst, node_presorted(presorted, rows, start, end),
     )  # fmt: skip
     if feature < 0:
         return -1, 0, False

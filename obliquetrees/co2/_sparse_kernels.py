@@ -61,6 +61,7 @@ from obliquetrees.co2._node import (
     candidate_scores,
     cccp_rows,
     fit_support,
+    node_presorted,
     node_value,
     oblique_pays,
     oriented_start,
@@ -399,7 +400,7 @@ def take_block_sparse(block, pick):
 
 
 @jit
-def stump_start(block, m, n_classes, p, params, state, scores, cst):
+def stump_start(block, m, n_classes, p, params, state, scores, cst, presorted=None):
     """The initial axis-aligned split of :func:`gather_node`'s ``block`` and its leaf parameters.
 
     Returns ``(feature, threshold, theta0, theta1)``; ``feature`` is -1 (and the
@@ -408,6 +409,8 @@ def stump_start(block, m, n_classes, p, params, state, scores, cst):
     ``cst`` (monotonic constraints, None: none) as in the dense kernel: the
     thetas are those of the oriented start
     (:func:`~obliquetrees.co2._node.oriented_start`, which the caller applies).
+    ``presorted``: the block's rows in order of every feature
+    (:func:`~obliquetrees.co2._node.node_presorted`), None to sort them.
     """
     lptr, lidx, lval, mu, yb, wb = block
     node_columns = (transpose(lptr, lidx, lval, m, p), mu)
@@ -422,6 +425,7 @@ def stump_start(block, m, n_classes, p, params, state, scores, cst):
         state,
         scores,
         cst,
+        presorted,
     )
     column = np.empty((m, 1))
     node_column(node_columns, max(feature, 0), m, column[:, 0])
@@ -476,7 +480,7 @@ def sparse_oblique_pays(block, s, w, b, feature, threshold, n_classes, params):
 
 
 @jit
-def split_node_sparse(data, start, end, node, tree_seed, table, params, cst=None):
+def split_node_sparse(data, start, end, node, tree_seed, table, params, cst=None, presorted=None):
     """:func:`~obliquetrees.co2._node.split_node` for CSR input.
 
     ``data`` is ``((indptr, indices, u), y, row_weight, rows, oob)`` with ``u``
@@ -506,20 +510,26 @@ def split_node_sparse(data, start, end, node, tree_seed, table, params, cst=None
     # start and CCCP) on that many of them, drawn first; all rows if the sample has no split
     sub = block
     s = m
+    scores = candidate_scores(p, params)
     if 0 <= params.max_cccp_samples < m:
         pick = cccp_rows(m, params.max_cccp_samples, state)
         sub = take_block_sparse(block, pick)
         s = pick.shape[0]
-    scores = candidate_scores(p, params)
-    feature, threshold, theta0, theta1 = stump_start(
-        sub, s, n_classes, p, params, state, scores, cst
-    )
+        feature, threshold, theta0, theta1 = stump_start(
+            sub, s, n_classes, p, params, state, scores, cst
+        )
+    else:  # the whole block: its rows are the node's, in the order of rows[start:end]
+        feature, threshold, theta0, theta1 = stump_start(
+            sub, s, n_classes, p, params, state, scores, cst,
+            node_presorted(presorted, rows, start, end),
+        )  # fmt: skip
     if feature < 0 and s < m:  # (dense: split_block)
         state[0] = node_seed(tree_seed, node)
         scores = candidate_scores(p, params)
         feature, threshold, theta0, theta1 = stump_start(
-            block, m, n_classes, p, params, state, scores, cst
-        )
+            block, m, n_classes, p, params, state, scores, cst,
+            node_presorted(presorted, rows, start, end),
+        )  # fmt: skip
         if feature >= 0:  # (no split: a leaf, nothing more to draw)
             pick = cccp_rows(m, params.max_cccp_samples, state)
             sub = take_block_sparse(block, pick)

@@ -1,0 +1,206 @@
+"""Presorted rows in CO2's growth (``column_order``).
+
+The kernels against plain-numpy references on random inputs with many ties:
+the column order, the tree's rows sorted by every feature, their stable
+partition down the tree, and the order a node's axis-aligned search reads
+from them. Then whole trees: on inputs without ties every sort of a node's
+values is the same, so a growth on presorted rows must equal, bit for bit,
+one that sorts in every node (dense and CSR, classes and targets, with the
+out-of-bag test and monotonic constraints).
+"""
+
+import numba
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_classification, make_regression
+
+from obliquetrees import CO2ForestClassifier, CO2ForestRegressor
+from obliquetrees._core.tree import standardization
+from obliquetrees._training.axis_split import node_order
+from obliquetrees.co2 import _grow as G
+from obliquetrees.co2 import _node as N
+from obliquetrees.co2 import training as co2
+from tests.co2.test_training import _co2_params
+
+
+@numba.njit
+def _presorted(column_order, rows):
+    return G.presorted_rows(column_order, rows)
+
+
+@numba.njit
+def _partition(presorted, rows, start, middle, end):
+    G.partition_presorted(presorted, rows, start, middle, end)
+
+
+@numba.njit
+def _node_order(presorted, rows, start, end, vals, f):
+    node = N.node_presorted(G.node_scan_rows(presorted), rows, start, end)
+    return node_order(node, vals, f, end - start)
+
+
+def _tied(rng, n=300, p=5, levels=4):
+    """Integer-valued columns: most values are tied."""
+    return rng.integers(0, levels, size=(n, p)).astype(np.float64)
+
+
+def _by_value_then_id(X, rows, f):
+    """``rows`` in increasing order of ``X[:, f]``, ties by row id (the reference)."""
+    return rows[np.lexsort((rows, X[rows, f]))]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_column_order_sorts_every_column_ties_by_row_id(seed):
+    X = _tied(np.random.default_rng(seed))
+    X[X == 1] = -0.0  # -0.0 and 0.0 are equal values
+    order = co2.column_order(X)
+    assert order.dtype == np.int32 and order.shape == X.shape[::-1]
+    everything = np.arange(X.shape[0])
+    for f in range(X.shape[1]):
+        np.testing.assert_array_equal(order[f], _by_value_then_id(X, everything, f))
+    # CSR: implicit and stored zeros alike
+    np.testing.assert_array_equal(co2.column_order(sp.csr_matrix(X)), order)
+
+
+def test_column_order_is_none_above_the_limit(monkeypatch):
+    X = _tied(np.random.default_rng(0))
+    monkeypatch.setattr(co2, "MAX_PRESORTED_ENTRIES", X.size - 1)
+    assert co2.column_order(X) is None
+    assert co2.column_order(sp.csr_matrix(X)) is None
+
+
+def _check_slices(X, presorted, rows, slices):
+    sorted_rows = presorted[0]
+    for start, end in slices:
+        for f in range(X.shape[1]):
+            expected = _by_value_then_id(X, rows[start:end], f)
+            np.testing.assert_array_equal(sorted_rows[f, start:end], expected)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_partitions_keep_every_node_slice_sorted(seed):
+    rng = np.random.default_rng(seed)
+    X = _tied(rng)
+    row_weight = rng.poisson(1.0, X.shape[0]).astype(np.float64)  # a bootstrap: zeros left out
+    rows = np.flatnonzero(row_weight > 0)
+    presorted = _presorted(co2.column_order(X), rows)
+    _check_slices(X, presorted, rows, [(0, rows.shape[0])])
+    # grow a random tree: each split sends a random subset left, in any order, as the
+    # kernels partition rows[start:end] in place
+    pending, leaves = [(0, rows.shape[0])], []
+    while pending:
+        start, end = pending.pop()
+        if end - start < 4:
+            leaves.append((start, end))
+            continue
+        middle = start + int(rng.integers(1, end - start))
+        rows[start:end] = rng.permutation(rows[start:end])
+        _partition(presorted, rows, start, middle, end)
+        _check_slices(X, presorted, rows, [(start, middle), (middle, end)])
+        pending += [(start, middle), (middle, end)]
+    _check_slices(X, presorted, rows, leaves)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_node_reads_its_block_in_order_of_each_feature(seed):
+    rng = np.random.default_rng(seed)
+    X = _tied(rng)
+    rows = np.arange(X.shape[0])
+    presorted = _presorted(co2.column_order(X), rows)
+    middle = 140
+    rows = rng.permutation(rows)
+    _partition(presorted, rows, 0, middle, rows.shape[0])
+    for start, end in [(0, middle), (middle, rows.shape[0])]:
+        block = rows[start:end]  # the node block's rows, in the order they are gathered
+        for f in range(X.shape[1]):
+            vals = X[block, f] - X[block, f].mean()  # centred, as the kernels' block
+            order = _node_order(presorted, rows, start, end, vals, f)
+            # positions in the block, by value then row id; a valid sort of vals
+            np.testing.assert_array_equal(order, np.lexsort((block, vals)))
+            assert np.all(np.diff(vals[order]) >= 0)
+
+
+def _no_ties(task, seed, n=400, p=6):
+    if task == "classes":
+        X, y = make_classification(n, p, n_informative=4, n_classes=3, random_state=seed)
+        return X, y.astype(np.int64), 3
+    X, y = make_regression(n, p, noise=5.0, random_state=seed)
+    return X, ((y - y.mean()) / y.std())[:, None], 1
+
+
+def _grow_both(X, y, n_classes, seed, params, sparse, cst=None):
+    rng = np.random.default_rng(seed)
+    counts = rng.poisson(1.0, X.shape[0]).astype(np.float64)
+    oob_weight = (counts == 0).astype(np.float64)
+    mean, scale = standardization(X, None)
+    if sparse:
+        Xs = co2.scaled_csr(sp.csr_matrix(X), scale)
+    else:
+        Xs = (np.ascontiguousarray(X), mean, scale)
+    order = co2.column_order(sp.csr_matrix(X) if sparse else X)
+    assert order is not None
+    kw = dict(oob_weight=oob_weight, cst=cst)
+    sorting = co2.grow_tree(Xs, y, counts, n_classes, seed, params, **kw)
+    presorted = co2.grow_tree(Xs, y, counts, n_classes, seed, params, column_order=order, **kw)
+    return sorting, presorted
+
+
+def _assert_same_growth(a, b):
+    names = ("left", "right", "weights", "bias", "value", "n_node_samples", "depth", "stats")
+    for name, x, z in zip(names, a, b, strict=True):
+        if isinstance(x, tuple):  # the CSR form of sparse growth's weights
+            for xi, zi in zip(x, z, strict=True):
+                np.testing.assert_array_equal(xi, zi, err_msg=name)
+        else:
+            np.testing.assert_array_equal(x, z, err_msg=name)
+
+
+@pytest.mark.parametrize("task", ["classes", "targets"])
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("seed", range(2))
+def test_presorted_growth_equals_sorting_growth_without_ties(task, sparse, seed):
+    X, y, n_classes = _no_ties(task, seed)
+    assert all(np.unique(X[:, f]).shape[0] == X.shape[0] for f in range(X.shape[1]))
+    # small CCCP samples: large nodes search a sample (sorted), the others presorted rows
+    params = _co2_params(
+        max_features=X.shape[1], max_cccp_samples=64, oblique_test="out_of_bag",
+        oblique_penalty=0.0,
+    )  # fmt: skip
+    sorting, presorted = _grow_both(X, y, n_classes, seed, params, sparse)
+    assert sorting[0].shape[0] > 31  # a tree of some depth
+    _assert_same_growth(sorting, presorted)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_presorted_growth_keeps_monotonic_constraints_as_sorting_growth(sparse):
+    X, y, _ = _no_ties("targets", 3)
+    cst = np.array([1, 0, -1, 0, 0, 0], dtype=np.int8)
+    params = _co2_params(max_features=X.shape[1])
+    sorting, presorted = _grow_both(X, y, 1, 3, params, sparse, cst=cst)
+    _assert_same_growth(sorting, presorted)
+
+
+@pytest.mark.parametrize("Estimator", [CO2ForestClassifier, CO2ForestRegressor])
+def test_fits_above_the_presort_limit_sort_instead(Estimator, monkeypatch):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 5))  # no ties: both routes grow the same forest
+    y = (X[:, 0] + X[:, 1] > 0).astype(int) if Estimator is CO2ForestClassifier else X[:, 0]
+    presorted = Estimator(n_estimators=3, random_state=0).fit(X, y)
+    monkeypatch.setattr(co2, "MAX_PRESORTED_ENTRIES", 0)
+    sorting = Estimator(n_estimators=3, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(presorted.forest_.weight_value, sorting.forest_.weight_value)
+    np.testing.assert_array_equal(presorted.predict(X), sorting.predict(X))
+
+
+def test_tied_inputs_grow_the_same_trees_dense_and_sparse():
+    # integer columns: the nodes' axis-aligned searches break ties by row id on both inputs
+    rng = np.random.default_rng(5)
+    X = _tied(rng, n=400, p=8, levels=3)
+    y = (X[:, 0] + X[:, 1] + rng.normal(size=400) > 2).astype(int)
+    kw = dict(n_estimators=4, random_state=0)
+    dense = CO2ForestClassifier(**kw).fit(X, y)
+    sparse = CO2ForestClassifier(**kw).fit(sp.csr_matrix(X), y)
+    for a, b in zip(dense.trees_, sparse.trees_, strict=True):
+        np.testing.assert_array_equal(a.children_left, b.children_left)
+        np.testing.assert_array_equal(a.value, b.value)
