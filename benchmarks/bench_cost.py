@@ -134,37 +134,34 @@ def main(args):
         rows.append((measure_breakdown if args.breakdown else measure)(name, args.rounds))
         loads.append(os.getloadavg()[0])
         print({k: round(v, 3) if isinstance(v, float) else v for k, v in rows[-1].items()})
+    description = __doc__.split("\n\n", 1)[1].split("\n\n    python")[0]
+    cost, breakdown = description.split("\n\n``--breakdown``")
     if args.breakdown:
-        _write_breakdown(rows, loads, args.rounds)
+        ratios = [key for key in rows[0] if key == "CCCP share" or key.endswith("/ ET(100)")]
+        notes = (
+            f"``--breakdown``{breakdown}\n\n{args.rounds} recorded rounds per data set (run 0's "
+            "split of the suite's test protocol), the estimators in turn in each round; fit time "
+            "is the process's CPU time (every thread, ``n_jobs=2``)"
+        )
+        title = "Where CO2(30)'s fit time goes: CCCP against axis growth"
+        _write("cost_breakdown", title, rows, ratios, notes, loads)
         return
     ratios = ("fit CPU CO2(30) / ET(100)", "predict CO2(30) / RF(30)")
+    notes = (
+        f"{cost}\n\n{args.rounds} recorded rounds per data set (run 0's split of the suite's "
+        "test protocol)"
+    )
+    _write("cost", "CO2(30) cost against scikit-learn's forests", rows, ratios, notes, loads)
+
+
+def _write(stem, title, rows, ratios, notes, loads):
+    """``stem``.md and .json: the rows, their medians of ``ratios``, ``notes`` and the load."""
     median = {"data": f"median over {len(rows)} data sets"}
     median |= {key: float(np.median([row[key] for row in rows])) for key in ratios}
-    notes = (
-        __doc__.split("\n\n", 1)[1].split("\n\n    python")[0]
-        + f"\n\n{args.rounds} recorded rounds per data set (run 0's split of the suite's test "
-        f"protocol); 1-minute load average at the data sets' starts and ends "
+    notes += (
+        f"; 1-minute load average at the data sets' starts and ends "
         f"{min(loads):.1f}-{max(loads):.1f}."
     )
     load = f"{np.mean(loads):.1f} ({min(loads):.1f}-{max(loads):.1f})"
-    write_results("cost.md", "CO2(30) cost against scikit-learn's forests",
-                  [("Per data set", rows + [median])], notes, load=load)  # fmt: skip
-    write_results("cost.json", data={"rows": rows, "median": median}, load=load)
-
-
-def _write_breakdown(rows, loads, rounds):
-    ratios = [key for key in rows[0] if key == "CCCP share" or key.endswith("/ ET(100)")]
-    median = {"data": f"median over {len(rows)} data sets"}
-    median |= {key: float(np.median([row[key] for row in rows])) for key in ratios}
-    notes = (
-        "``--breakdown``"
-        + __doc__.split("\n\n``--breakdown``", 1)[1].split("\n\n    python")[0]
-        + f"\n\n{rounds} recorded rounds per data set (run 0's split of the suite's test "
-        f"protocol), the estimators in turn in each round; fit time is the process's CPU time "
-        f"(every thread, ``n_jobs=2``); 1-minute load average at the data sets' starts and ends "
-        f"{min(loads):.1f}-{max(loads):.1f}."
-    )
-    load = f"{np.mean(loads):.1f} ({min(loads):.1f}-{max(loads):.1f})"
-    write_results("cost_breakdown.md", "Where CO2(30)'s fit time goes: CCCP against axis growth",
-                  [("Per data set", rows + [median])], notes, load=load)  # fmt: skip
-    write_results("cost_breakdown.json", data={"rows": rows, "median": median}, load=load)
+    write_results(f"{stem}.md", title, [("Per data set", rows + [median])], notes, load=load)
+    write_results(f"{stem}.json", data={"rows": rows, "median": median}, load=load)
