@@ -164,6 +164,15 @@ def jit_overload(stub, **options):
     return numba.extending.overload(stub, jit_options=jit_options, **options)
 
 
+def is_none_type(numba_type):
+    """Whether an argument's numba type is None or an omitted default of None.
+
+    The overloads of :func:`jit_overload` pick their no-op implementation with
+    it (an unconstrained fit, a growth without presorted rows, ...).
+    """
+    return isinstance(numba_type, (numba.types.NoneType, numba.types.Omitted))
+
+
 def max_threads():
     """Largest number of threads numba can use in this process."""
     return int(numba.config.NUMBA_NUM_THREADS)

@@ -16,7 +16,7 @@ Importing this module imports numba; the estimator imports it lazily.
 import numpy as np
 from numba import types
 
-from obliquetrees._core._jit import jit, jit_inline, jit_overload
+from obliquetrees._core._jit import is_none_type, jit, jit_inline, jit_overload
 from obliquetrees._core._random import random_int
 from obliquetrees._training.targets import _by_target, _is_classes, _stub, init_leaves
 
@@ -128,7 +128,7 @@ def node_order(presorted, vals, f, m):
 
 @jit_overload(node_order, inline="always")
 def _node_order(presorted, vals, f, m):
-    if isinstance(presorted, (types.NoneType, types.Omitted)):
+    if is_none_type(presorted):
         return lambda presorted, vals, f, m: np.argsort(vals[:m])
 
     def read(presorted, vals, f, m):
@@ -223,7 +223,7 @@ def scan_direction(cst, f):
 
 @jit_overload(scan_direction, inline="always")
 def _scan_direction(cst, f):
-    if isinstance(cst, (types.NoneType, types.Omitted)):
+    if is_none_type(cst):
         return lambda cst, f: 0
     return lambda cst, f: int(cst[f])
 
@@ -418,7 +418,7 @@ def has_free(cst):
 
 @jit_overload(has_free)
 def _has_free(cst):
-    if isinstance(cst, (types.NoneType, types.Omitted)):
+    if is_none_type(cst):
         return lambda cst: False
 
     def any_free(cst):

@@ -36,7 +36,7 @@ import math
 import numpy as np
 from numba import types
 
-from obliquetrees._core._jit import jit, jit_inline, jit_overload
+from obliquetrees._core._jit import is_none_type, jit, jit_inline, jit_overload
 from obliquetrees._training.grower import (
     EPSILON,
     INITIAL_CAPACITY,
@@ -55,8 +55,8 @@ from obliquetrees.co2._sparse_kernels import split_node_sparse
 def split_any(data, start, end, node, tree_seed, table, params, cst, presorted):
     """Split one node with the kernel for ``data[0]``'s kind (numba only).
 
-    ``presorted``: :func:`node_scan_rows` of the growth's presorted rows, or
-    None (the kernels sort each node's rows).
+    ``presorted``: the growth's :func:`presorted_rows`, or None (the kernels
+    sort each node's rows).
     """
     raise NotImplementedError("split_any is only callable from numba kernels")
 
@@ -88,7 +88,7 @@ def presorted_rows(column_order, rows):
 
 @jit_overload(presorted_rows)
 def _presorted_rows(column_order, rows):
-    if isinstance(column_order, (types.NoneType, types.Omitted)):
+    if is_none_type(column_order):
         return lambda column_order, rows: None
 
     def tree_rows(column_order, rows):
@@ -110,18 +110,6 @@ def _presorted_rows(column_order, rows):
     return tree_rows
 
 
-def node_scan_rows(presorted):
-    """What the split kernels read of :func:`presorted_rows` (numba only): None for None."""
-    raise NotImplementedError("node_scan_rows is only callable from numba kernels")
-
-
-@jit_overload(node_scan_rows, inline="always")
-def _node_scan_rows(presorted):
-    if isinstance(presorted, (types.NoneType, types.Omitted)):
-        return lambda presorted: None
-    return lambda presorted: (presorted[0], presorted[1])
-
-
 def partition_presorted(presorted, rows, start, middle, end):
     """Partition every feature's sorted slice ``[start, end)`` as ``rows`` was (numba only).
 
@@ -135,7 +123,7 @@ def partition_presorted(presorted, rows, start, middle, end):
 
 @jit_overload(partition_presorted)
 def _partition_presorted(presorted, rows, start, middle, end):
-    if isinstance(presorted, (types.NoneType, types.Omitted)):
+    if is_none_type(presorted):
         return lambda presorted, rows, start, middle, end: None
 
     def partition(presorted, rows, start, middle, end):
@@ -421,9 +409,8 @@ def grow_tree(
         data = (source, y, row_weight, rows, node_oob(oob, node))
         table = (split_weights(weights), bias, value, n_node_samples)
         n_left, n_iter, oblique = split_any(
-            data, start[node], end[node], node, tree_seed, table, params, cst,
-            node_scan_rows(presorted),
-        )  # fmt: skip
+            data, start[node], end[node], node, tree_seed, table, params, cst, presorted
+        )
         if n_left >= 0:
             middle = start[node] + n_left
             keep = keeps_order(

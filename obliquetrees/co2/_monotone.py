@@ -27,15 +27,14 @@ Importing this module imports numba.
 """
 
 import numpy as np
-from numba import types
 
-from obliquetrees._core._jit import jit, jit_overload
+from obliquetrees._core._jit import is_none_type, jit, jit_overload
 from obliquetrees._training.targets import _by_target, _is_classes, _stub
 
 
 def free_type(cst):
     """Whether the numba type ``cst`` is None (an unconstrained fit)."""
-    return isinstance(cst, (types.NoneType, types.Omitted))
+    return is_none_type(cst)
 
 
 start_sign = _stub("start_sign")

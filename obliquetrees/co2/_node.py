@@ -31,9 +31,14 @@ Importing this module imports numba; the estimator imports it lazily.
 """
 
 import numpy as np
-from numba import types
 
-from obliquetrees._core._jit import jit, jit_inline, jit_numpy_errors, jit_overload
+from obliquetrees._core._jit import (
+    is_none_type,
+    jit,
+    jit_inline,
+    jit_numpy_errors,
+    jit_overload,
+)
 from obliquetrees._core._random import node_seed, random_int
 from obliquetrees._training._prefetch import prefetch
 from obliquetrees._training.axis_split import (
@@ -391,10 +396,11 @@ def node_presorted(presorted, rows, start, end):
     """The node's view of the tree's presorted rows, for the axis-aligned search (numba only).
 
     ``presorted`` None gives None (the search sorts each feature's values).
-    Otherwise ``(sorted_rows, local)`` (:func:`~obliquetrees.co2._grow.presorted_rows`):
-    records each of the node's rows ``rows[start:end]`` at its position in the
-    node block (``local[row] = t``, the block's rows being gathered in that
-    order) and returns ``(sorted_rows[:, start:end], local)``, what
+    Otherwise :func:`~obliquetrees.co2._grow.presorted_rows`'s tuple, whose
+    first two entries are ``sorted_rows`` and ``local``: records each of the
+    node's rows ``rows[start:end]`` at its position in the node block
+    (``local[row] = t``, the block's rows being gathered in that order) and
+    returns ``(sorted_rows[:, start:end], local)``, what
     :func:`~obliquetrees._training.axis_split.node_order` reads.
     """
     raise NotImplementedError("node_presorted is only callable from numba kernels")
@@ -402,11 +408,11 @@ def node_presorted(presorted, rows, start, end):
 
 @jit_overload(node_presorted, inline="always")
 def _node_presorted(presorted, rows, start, end):
-    if isinstance(presorted, (types.NoneType, types.Omitted)):
+    if is_none_type(presorted):
         return lambda presorted, rows, start, end: None
 
     def view(presorted, rows, start, end):
-        sorted_rows, local = presorted
+        sorted_rows, local = presorted[0], presorted[1]
         for t in range(end - start):
             local[rows[start + t]] = t
         return sorted_rows[:, start:end], local
@@ -451,7 +457,7 @@ def split_node(data, start, end, node, tree_seed, table, params, cst=None, preso
     estimator's notes); the centring is folded into the stored bias.
 
     ``presorted``, the tree's rows in order of every feature
-    (:func:`~obliquetrees.co2._grow.node_scan_rows`; None: none), spares the
+    (:func:`~obliquetrees.co2._grow.presorted_rows`; None: none), spares the
     axis-aligned search of a node searched on all its rows its sorts
     (:func:`node_presorted`); a sampled node sorts its sample.
 

@@ -36,7 +36,7 @@ def _partition(presorted, rows, start, middle, end):
 
 @numba.njit
 def _node_order(presorted, rows, start, end, vals, f):
-    node = N.node_presorted(G.node_scan_rows(presorted), rows, start, end)
+    node = N.node_presorted(presorted, rows, start, end)
     return node_order(node, vals, f, end - start)
 
 
