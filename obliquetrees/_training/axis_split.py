@@ -122,6 +122,12 @@ def node_order(presorted, vals, f, m):
     ties by row id) and each row's position in the node block
     (``local[row]``), read in O(m) instead of sorted in O(m log m). Both are
     orders of the same values; they differ only among equal values.
+
+    ``(sorted_rows, local, walk)`` is a sample of ``m`` of the node's rows
+    (``sorted_rows[f]`` all of the node's rows, ``local[row]`` the row's
+    position in the sample or -1): with ``walk`` the sample's positions in
+    the order of the node's rows (O(node rows), ties by row id), else
+    ``np.argsort(vals[:m])``.
     """
     raise NotImplementedError("node_order is only callable from numba kernels")
 
@@ -130,6 +136,23 @@ def node_order(presorted, vals, f, m):
 def _node_order(presorted, vals, f, m):
     if is_none_type(presorted):
         return lambda presorted, vals, f, m: np.argsort(vals[:m])
+
+    if len(presorted) == 3:
+
+        def sampled(presorted, vals, f, m):
+            sorted_rows, local, walk = presorted
+            if not walk:
+                return np.argsort(vals[:m])
+            order = np.empty(m, dtype=np.int64)
+            k = 0
+            for r in sorted_rows[f]:
+                t = local[r]
+                if t >= 0:
+                    order[k] = t
+                    k += 1
+            return order
+
+        return sampled
 
     def read(presorted, vals, f, m):
         sorted_rows, local = presorted

@@ -135,13 +135,14 @@ def _partition_presorted(presorted, rows, start, middle, end):
             n_left = start
             n_right = 0
             for t in range(start, end):
+                # branch-free (a row's side is unpredictable): both stores, one kept;
+                # column[n_left] (n_left <= t) was read already
                 r = column[t]
-                if left[r]:
-                    column[n_left] = r
-                    n_left += 1
-                else:
-                    buffer[n_right] = r
-                    n_right += 1
+                is_left = left[r]
+                column[n_left] = r
+                buffer[n_right] = r
+                n_left += is_left
+                n_right += 1 - is_left
             for t in range(n_right):
                 column[middle + t] = buffer[t]
         for t in range(start, middle):

@@ -74,6 +74,18 @@ def grow_oob(oob, capacity):
     return rows, weight, grow_capacity(ostart, capacity, 0), grow_capacity(oend, capacity, 0)
 
 
+@jit_inline
+def only_feature(w):
+    """The index of ``w``'s one nonzero entry; -1 when it has none or several."""
+    f = -1
+    for j in range(w.shape[0]):
+        if w[j] != 0.0:
+            if f >= 0:
+                return -1
+            f = j
+    return f
+
+
 @jit
 def split_oob(oob, source, w, b, node, left):
     """Partition ``node``'s out-of-bag rows by its split ``(w, b)``; slice them to its children.
@@ -87,11 +99,17 @@ def split_oob(oob, source, w, b, node, left):
     if ostart.shape[0] == 0:
         return
     xr = np.empty(w.shape[0])
+    f = only_feature(w)
     lo = ostart[node]
     hi = oend[node] - 1
     while lo <= hi:
         r = rows[lo]
-        if row_side(source, r, w, b, xr):
+        # an axis-aligned split reads one entry: the zero weights add nothing to w.x + b
+        if f >= 0:
+            right = b + w[f] * row_value(source, r, f) > 0.0
+        else:
+            right = row_side(source, r, w, b, xr)
+        if right:
             rows[lo] = rows[hi]
             rows[hi] = r
             hi -= 1

@@ -66,6 +66,7 @@ from obliquetrees.co2._node import (
     oblique_pays,
     oriented_start,
     place_support,
+    sample_presorted,
     split_support,
 )
 from obliquetrees.co2._oob import oob_keeps, tests_out_of_bag
@@ -516,8 +517,9 @@ def split_node_sparse(data, start, end, node, tree_seed, table, params, cst=None
         sub = take_block_sparse(block, pick)
         s = pick.shape[0]
         feature, threshold, theta0, theta1 = stump_start(
-            sub, s, n_classes, p, params, state, scores, cst
-        )
+            sub, s, n_classes, p, params, state, scores, cst,
+            sample_presorted(presorted, rows, start, end, pick),
+        )  # fmt: skip
     else:  # the whole block: its rows are the node's, in the order of rows[start:end]
         feature, threshold, theta0, theta1 = stump_start(
             sub, s, n_classes, p, params, state, scores, cst,
@@ -559,7 +561,7 @@ def split_node_sparse(data, start, end, node, tree_seed, table, params, cst=None
         b -= w[j] * mu[j]  # bias on u, no longer centred
     n_right = 0
     right = np.empty(m, dtype=np.bool_)
-    for t in range(m):
+    for t in range(m if pays else 0):  # the oblique split's sides, if it may be kept
         right[t] = sparse_dot(w, lptr, lidx, lval, t, b) > 0.0
         n_right += right[t]
     oblique = pays and min(n_right, m - n_right) >= max(params.min_samples_leaf, 1)

@@ -2,11 +2,11 @@
 
 The kernels against plain-numpy references on random inputs with many ties:
 the column order, the tree's rows sorted by every feature, their stable
-partition down the tree, and the order a node's axis-aligned search reads
-from them. Then whole trees: on inputs without ties every sort of a node's
-values is the same, so a growth on presorted rows must equal, bit for bit,
-one that sorts in every node (dense and CSR, classes and targets, with the
-out-of-bag test and monotonic constraints).
+partition down the tree, and the order a node's (or a sampled node's)
+axis-aligned search reads from them. Then whole trees: on inputs without
+ties every sort of a node's values is the same, so a growth on presorted
+rows must equal, bit for bit, one that sorts in every node (dense and CSR,
+classes and targets, with the out-of-bag test and monotonic constraints).
 """
 
 import numba
@@ -38,6 +38,12 @@ def _partition(presorted, rows, start, middle, end):
 def _node_order(presorted, rows, start, end, vals, f):
     node = N.node_presorted(presorted, rows, start, end)
     return node_order(node, vals, f, end - start)
+
+
+@numba.njit
+def _sample_order(presorted, rows, start, end, pick, vals, f):
+    sample = N.sample_presorted(presorted, rows, start, end, pick)
+    return node_order(sample, vals, f, pick.shape[0])
 
 
 def _tied(rng, n=300, p=5, levels=4):
@@ -121,6 +127,31 @@ def test_a_node_reads_its_block_in_order_of_each_feature(seed):
             assert np.all(np.diff(vals[order]) >= 0)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_a_sampled_node_reads_its_sample_in_order_of_each_feature(seed):
+    rng = np.random.default_rng(seed)
+    X = _tied(rng)
+    rows = np.arange(X.shape[0])
+    presorted = _presorted(co2.column_order(X), rows)
+    middle = 140
+    rows = rng.permutation(rows)
+    _partition(presorted, rows, 0, middle, rows.shape[0])
+    for start, end in [(0, middle), (middle, rows.shape[0])]:
+        m = end - start
+        # a sample of a quarter walks the node's order; of a twentieth, sorts its values
+        for size, walks in [(m // 4, True), (m // 20, False)]:
+            assert (m <= N.SAMPLE_WALK_RATIO * size) == walks
+            pick = np.sort(rng.choice(m, size=size, replace=False))
+            sample = rows[start + pick]  # gathered in the order of pick, as the kernels do
+            for f in range(X.shape[1]):
+                vals = X[sample, f] - X[sample, f].mean()
+                order = _sample_order(presorted, rows, start, end, pick, vals, f)
+                np.testing.assert_array_equal(np.sort(order), np.arange(size))
+                assert np.all(np.diff(vals[order]) >= 0)
+                if walks:  # by value then row id
+                    np.testing.assert_array_equal(order, np.lexsort((sample, vals)))
+
+
 def _no_ties(task, seed, n=400, p=6):
     if task == "classes":
         X, y = make_classification(n, p, n_informative=4, n_classes=3, random_state=seed)
@@ -159,12 +190,14 @@ def _assert_same_growth(a, b):
 @pytest.mark.parametrize("task", ["classes", "targets"])
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("seed", range(2))
-def test_presorted_growth_equals_sorting_growth_without_ties(task, sparse, seed):
+@pytest.mark.parametrize("max_cccp_samples", [8, 64])
+def test_presorted_growth_equals_sorting_growth_without_ties(task, sparse, seed, max_cccp_samples):
     X, y, n_classes = _no_ties(task, seed)
     assert all(np.unique(X[:, f]).shape[0] == X.shape[0] for f in range(X.shape[1]))
-    # small CCCP samples: large nodes search a sample (sorted), the others presorted rows
+    # small CCCP samples: large nodes search a sample (64: every sample walks its node's
+    # presorted rows; 8: nodes above 128 rows sort their sample), the others presorted rows
     params = _co2_params(
-        max_features=X.shape[1], max_cccp_samples=64, oblique_test="out_of_bag",
+        max_features=X.shape[1], max_cccp_samples=max_cccp_samples, oblique_test="out_of_bag",
         oblique_penalty=0.0,
     )  # fmt: skip
     sorting, presorted = _grow_both(X, y, n_classes, seed, params, sparse)
