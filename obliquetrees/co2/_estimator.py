@@ -629,9 +629,14 @@ class CO2ForestClassifier(ObliqueClassifierMixin, _BaseCO2Forest):
       ``X``'s columns are sorted once per fit, each tree keeps its rows
       sorted by every feature and partitions those lists as it splits its
       rows, in O(rows x features) per node instead of O(rows log rows x
-      features). Equal values are visited in row order, so a split whose
-      impurity ties another's up to rounding may differ from a search that
-      sorts (the trees equal bit for bit where no values tie). It costs 4
+      features); a node above ``max_cccp_samples`` rows walks them to
+      order its sample (up to 16 node rows per sampled row; beyond, it
+      sorts the sample). Equal values are visited in row order, so a split
+      whose impurity ties another's up to rounding may differ from a search
+      that sorts (the trees equal bit for bit where no values tie). With
+      two classes and whole weights, each threshold's entropy is computed
+      afresh from the sides' counts, so thresholds that split the rows
+      alike tie exactly and the first feature drawn keeps the tie. It costs 4
       bytes per entry of ``X`` for the fit and 4 per entry of a tree's
       distinct rows for each tree in flight; above 2**24 entries
       (``co2.training.MAX_PRESORTED_ENTRIES``), dense or sparse, the nodes
