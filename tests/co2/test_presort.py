@@ -108,16 +108,26 @@ def test_partitions_keep_every_node_slice_sorted(seed):
     _check_slices(X, presorted, rows, leaves)
 
 
-@pytest.mark.parametrize("seed", range(3))
-def test_a_node_reads_its_block_in_order_of_each_feature(seed):
-    rng = np.random.default_rng(seed)
+def _two_nodes(rng):
+    """Tied ``X``, the presorted rows of all its rows and one split into two nodes.
+
+    Returns ``X``, the presorted tuple, ``rows`` (shuffled, then partitioned at
+    row 140) and the two nodes' ``(start, end)`` slices.
+    """
     X = _tied(rng)
     rows = np.arange(X.shape[0])
     presorted = _presorted(co2.column_order(X), rows)
     middle = 140
     rows = rng.permutation(rows)
     _partition(presorted, rows, 0, middle, rows.shape[0])
-    for start, end in [(0, middle), (middle, rows.shape[0])]:
+    return X, presorted, rows, [(0, middle), (middle, rows.shape[0])]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_node_reads_its_block_in_order_of_each_feature(seed):
+    rng = np.random.default_rng(seed)
+    X, presorted, rows, nodes = _two_nodes(rng)
+    for start, end in nodes:
         block = rows[start:end]  # the node block's rows, in the order they are gathered
         for f in range(X.shape[1]):
             vals = X[block, f] - X[block, f].mean()  # centred, as the kernels' block
@@ -130,13 +140,8 @@ def test_a_node_reads_its_block_in_order_of_each_feature(seed):
 @pytest.mark.parametrize("seed", range(3))
 def test_a_sampled_node_reads_its_sample_in_order_of_each_feature(seed):
     rng = np.random.default_rng(seed)
-    X = _tied(rng)
-    rows = np.arange(X.shape[0])
-    presorted = _presorted(co2.column_order(X), rows)
-    middle = 140
-    rows = rng.permutation(rows)
-    _partition(presorted, rows, 0, middle, rows.shape[0])
-    for start, end in [(0, middle), (middle, rows.shape[0])]:
+    X, presorted, rows, nodes = _two_nodes(rng)
+    for start, end in nodes:
         m = end - start
         # a sample of a quarter walks the node's order; of a twentieth, sorts its values
         for size, walks in [(m // 4, True), (m // 20, False)]:
