@@ -28,6 +28,7 @@ SUBCOMMANDS = {
     "missing": "benchmarks.bench_missing",
     "monotonic": "benchmarks.bench_monotonic",
     "monotonic-validation": "benchmarks.monotonic_validation",
+    "monotone-pairs": "benchmarks.monotone_pairs",
     "regression": "benchmarks.bench_regression",
     "quantiles": "benchmarks.bench_quantiles",
     "e2edt-regression-validation": "benchmarks.e2edt_regression_validation",
