@@ -709,9 +709,13 @@ class CO2ForestClassifier(ObliqueClassifierMixin, _BaseCO2Forest):
       middle of their means while growing (``[lo, mid]``, ``[mid, hi]``),
       clipping leaves that were in order too. Either way (b) asks every
       leaf of a side to be below every leaf of the other, also those that
-      no move of a constrained input connects (an exact per-pair test of
-      oblique cells is left open), which costs most at a constrained split
-      near the root, whose sides hold leaves spread by every other input.
+      no move of a constrained input connects (a minority: oblique cells
+      are unbounded, and a linear program per pair finds 54-73 % of the
+      ordered pairs connected on the four sets of
+      ``benchmarks/bench_monotonic.py``,
+      ``benchmarks/results/monotone_pairs.md``), which costs most at a
+      constrained split near the root, whose sides hold leaves spread by
+      every other input.
       Hence the rule that a node of more than 150 rows (distinct rows, of
       the sample its start is searched on: at most ``max_cccp_samples``)
       starts on a free feature when one splits it:
