@@ -191,6 +191,8 @@ def scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp, direction, 
     if is_constant(vals, m):
         return 0, best_imp, best_thr  # constant in this node: does not count
     order = node_order(presorted, vals, f, m)
+    if n_classes == 2 and table.shape[0] > 0:  # (fractional weights: 6 logs a threshold)
+        return scan_binary(vals, m, yb, wb, start, min_samples_leaf, best_imp, direction, order)
     for c in range(n_classes):
         cl[c] = 0.0
         cr[c] = hist[c]
@@ -223,6 +225,48 @@ def scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp, direction, 
         if direction != 0 and wrong_order(direction, cl[1], n_l, cr[1], n_r):
             continue
         imp = (xlogx_lookup(n_l, table) - s_l) + (xlogx_lookup(n_r, table) - s_r)
+        if imp < best_imp:
+            best_imp = imp
+            best_thr = midpoint(vals[i], v_next)
+    return 1, best_imp, best_thr
+
+
+@jit_inline
+def scan_binary(vals, m, yb, wb, start, min_samples_leaf, best_imp, direction, order):
+    """:func:`scan_feature` of two classes and whole weights (an ``x log x`` table),
+    the values visited in ``order``.
+
+    The steps only add each row's weight to the left side's total and class-1
+    weight (no dependency through memory, no logarithm); each threshold's
+    impurity takes the six ``x log x`` terms of the sides' counts afresh, so
+    two thresholds that split the rows alike score the same bits.
+    """
+    hist, total, _, _, table = start
+    h1 = hist[1]
+    best_thr = 0.0
+    n_l = 0.0
+    c1_l = 0.0
+    for t in range(m - 1):
+        i = order[t]
+        wt = wb[i]
+        n_l += wt
+        c1_l += wt * yb[i]  # class index 0 or 1
+        v_next = vals[order[t + 1]]
+        if v_next <= vals[i] + FEATURE_THRESHOLD:
+            continue
+        if t + 1 < min_samples_leaf or m - t - 1 < min_samples_leaf:
+            continue
+        n_r = total - n_l
+        c1_r = h1 - c1_l
+        if direction != 0 and wrong_order(direction, c1_l, n_l, c1_r, n_r):
+            continue
+        left = xlogx_lookup(n_l, table) - (
+            xlogx_lookup(n_l - c1_l, table) + xlogx_lookup(c1_l, table)
+        )
+        right = xlogx_lookup(n_r, table) - (
+            xlogx_lookup(n_r - c1_r, table) + xlogx_lookup(c1_r, table)
+        )
+        imp = left + right
         if imp < best_imp:
             best_imp = imp
             best_thr = midpoint(vals[i], v_next)

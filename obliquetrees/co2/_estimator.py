@@ -633,7 +633,10 @@ class CO2ForestClassifier(ObliqueClassifierMixin, _BaseCO2Forest):
       order its sample (up to 16 node rows per sampled row; beyond, it
       sorts the sample). Equal values are visited in row order, so a split
       whose impurity ties another's up to rounding may differ from a search
-      that sorts (the trees equal bit for bit where no values tie). It costs 4
+      that sorts (the trees equal bit for bit where no values tie). With
+      two classes and whole weights, each threshold's entropy is computed
+      afresh from the sides' counts, so thresholds that split the rows
+      alike tie exactly and the first feature drawn keeps the tie. It costs 4
       bytes per entry of ``X`` for the fit and 4 per entry of a tree's
       distinct rows for each tree in flight; above 2**24 entries
       (``co2.training.MAX_PRESORTED_ENTRIES``), dense or sparse, the nodes

@@ -65,21 +65,37 @@ def test_shuffle_matches_reference():
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("min_samples_leaf", [1, 5])
 @pytest.mark.parametrize("integer_weights", [True, False])  # x log x table / logarithms
-def test_best_axis_split_matches_exhaustive_search(seed, min_samples_leaf, integer_weights):
+@pytest.mark.parametrize("n_classes", [2, 4])  # two classes and a table: scan_binary
+def test_best_axis_split_matches_exhaustive_search(
+    seed, min_samples_leaf, integer_weights, n_classes
+):
     rng = np.random.default_rng(seed)
-    X, y, w = _problem(rng, m=60, p=6, integer_weights=integer_weights)
+    X, y, w = _problem(rng, m=60, p=6, n_classes=n_classes, integer_weights=integer_weights)
     X[:, 2] = 1.5  # a constant feature is skipped and does not count
     X[:, 3] = np.round(X[:, 3])  # ties
-    f, thr, imp = A.best_axis_split(X, y, w, X.shape[0], 4, 3, min_samples_leaf, _state(seed))
-    rf, rthr, rimp = ref.co2_best_axis_split(X, y, w, 4, 3, min_samples_leaf, ref.Co2Rng(seed))
+    k = n_classes
+    f, thr, imp = A.best_axis_split(X, y, w, X.shape[0], k, 3, min_samples_leaf, _state(seed))
+    rf, rthr, rimp = ref.co2_best_axis_split(X, y, w, k, 3, min_samples_leaf, ref.Co2Rng(seed))
     assert f >= 0 and f != 2
     np.testing.assert_allclose(imp, rimp, rtol=1e-10)
     # the kernel's threshold realises the reported impurity
-    np.testing.assert_allclose(ref.co2_weighted_entropy(y, w, X[:, f] > thr, 4), imp, rtol=1e-10)
+    np.testing.assert_allclose(ref.co2_weighted_entropy(y, w, X[:, f] > thr, k), imp, rtol=1e-10)
     if f == rf:
         assert thr == rthr
     right = (X[:, f] > thr).sum()
     assert min_samples_leaf <= right <= X.shape[0] - min_samples_leaf
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_two_features_that_split_the_rows_alike_score_the_same_bits(seed):
+    # two classes, whole weights (scan_binary): a threshold's impurity is a function of
+    # the partition, not of the order the scan reached it in
+    rng = np.random.default_rng(seed)
+    X, y, w = _problem(rng, m=80, p=1, n_classes=2)
+    X = np.ascontiguousarray(np.column_stack([X[:, 0], 3.0 * X[:, 0] + 1.0, -X[:, 0]]))
+    scores = np.full(3, np.nan)
+    A.ranked_axis_split(X, y, w, X.shape[0], 2, 3, 1, _state(seed), scores)
+    assert scores[0] == scores[1] == scores[2]
 
 
 @pytest.mark.parametrize("seed", range(3))
