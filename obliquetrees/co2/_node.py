@@ -528,36 +528,16 @@ def split_node(data, start, end, node, tree_seed, table, params, cst=None, preso
     return split_block(data, start, end, node, tree_seed, table, params, cst, presorted)
 
 
-@jit_numpy_errors  # vectorised standardisation (standardized_row); its weight sum is > 0
-def node_mean(source, row_weight, rows, start, end):
-    """Weighted mean of the rows ``rows[start:end]`` of the standardised input, in row order.
-
-    ``source`` is :func:`dense_source`'s ``(X, mean, scale)``.
-    """
-    p = source[0].shape[1]
-    mu = np.zeros(p)
-    xr = np.empty(p)
-    tw = 0.0
-    for t in range(start, end):
-        prefetch_ahead(source, rows, t, end)
-        r = rows[t]
-        wt = row_weight[r]
-        tw += wt
-        standardized_row(source, r, xr)
-        for j in range(p):
-            mu[j] += wt * xr[j]
-    for j in range(p):
-        mu[j] /= tw
-    return mu
-
-
 @jit_numpy_errors  # vectorised standardisation (standardized_row); node weight > 0
 def split_sampled(data, start, end, node, tree_seed, table, params, cst=None, presorted=None):
     """:func:`split_node` for a node above ``params.max_cccp_samples`` rows.
 
     The stump (initial axis-aligned split, leaf parameters and CCCP) is fit
     on ``max_cccp_samples`` distinct rows drawn uniformly
-    (:func:`cccp_rows`), centred on the weighted mean of all the node's rows.
+    (:func:`cccp_rows`), centred on the sample's weighted mean (the centring
+    only conditions the CCCP, the stored bias is uncentred; the mean of all
+    the node's rows cost a pass over them; a sample of zero weight is not
+    centred).
     The split found is then applied to every row of the node, read from
     ``X`` without a copy: the side of each row is computed once, on the
     standardised (uncentred) rows with the centring folded into the bias, and both the
@@ -575,7 +555,6 @@ def split_sampled(data, start, end, node, tree_seed, table, params, cst=None, pr
     m = end - start
     p = source[0].shape[1]
     n_classes = value.shape[1]
-    mu = node_mean(source, row_weight, rows, start, end)
     xr = np.empty(p)
     state = np.empty(1, dtype=np.uint64)
     state[0] = node_seed(tree_seed, node)
@@ -584,15 +563,25 @@ def split_sampled(data, start, end, node, tree_seed, table, params, cst=None, pr
     Xc = np.empty((s, p))
     yc = empty_targets(y, s)
     wc = np.empty(s)
+    # the sample, standardised, and its weighted mean summed in the same loop
+    mu = np.zeros(p)
+    tw = 0.0
     for t in range(s):
         if t + PREFETCH_DISTANCE < s:  # the sample's rows: ascending in rows, random in X
             prefetch_row(source, rows[start + pick[t + PREFETCH_DISTANCE]])
         r = rows[start + pick[t]]
         copy_target(yc, t, y, r)
-        wc[t] = row_weight[r]
-        standardized_row(source, r, xr)
+        wt = row_weight[r]
+        wc[t] = wt
+        tw += wt
+        standardized_row_at(source, r, Xc, t)
         for j in range(p):
-            Xc[t, j] = xr[j] - mu[j]
+            mu[j] += wt * Xc[t, j]
+    for j in range(p):
+        mu[j] = mu[j] / tw if tw > 0.0 else 0.0
+    for t in range(s):
+        for j in range(p):
+            Xc[t, j] -= mu[j]
     scores = candidate_scores(p, params)
     feature, threshold, _ = ranked_axis_split(
         Xc, yc, wc, s, n_classes, params.max_features, params.min_samples_leaf, state, scores,
@@ -654,7 +643,7 @@ def split_block(data, start, end, node, tree_seed, table, params, cst=None, pres
     n_classes = value.shape[1]
     p = source[0].shape[1]
     # the node's rows, centred on their weighted mean: gathered standardised, their
-    # mean summed in the same loop (node_mean's order and bits), then subtracted
+    # mean summed in the same loop, then subtracted
     yb = empty_targets(y, m)
     wb = np.empty(m)
     Xb = np.empty((m, p))

@@ -376,8 +376,13 @@ def cccp_sparse(block, m, w, b, theta0, theta1, params, state, history, cst=None
 
 
 @jit
-def take_block_sparse(block, pick):
-    """Rows ``pick`` of :func:`gather_node`'s block (a new local CSR; ``mu`` is the node's)."""
+def take_block_sparse(block, pick, own_mean=False):
+    """Rows ``pick`` of :func:`gather_node`'s block (a new local CSR).
+
+    ``mu`` is the node's, or with ``own_mean`` the weighted mean of the rows
+    picked (0 if their weight is), as the dense kernel centres a sampled node
+    (:func:`~obliquetrees.co2._node.split_sampled`).
+    """
     lptr, lidx, lval, mu, yb, wb = block
     s = pick.shape[0]
     sptr = np.empty(s + 1, dtype=np.int64)
@@ -397,6 +402,15 @@ def take_block_sparse(block, pick):
         for k in range(sptr[t], sptr[t + 1]):
             sidx[k] = lidx[k0 + k]
             sval[k] = lval[k0 + k]
+    if own_mean:
+        mu = np.zeros(mu.shape[0])
+        tw = 0.0
+        for t in range(s):
+            tw += ws[t]
+            for k in range(sptr[t], sptr[t + 1]):
+                mu[sidx[k]] += ws[t] * sval[k]
+        for j in range(mu.shape[0]):
+            mu[j] = mu[j] / tw if tw > 0.0 else 0.0
     return sptr, sidx, sval, mu, ys, ws
 
 
@@ -514,7 +528,7 @@ def split_node_sparse(data, start, end, node, tree_seed, table, params, cst=None
     scores = candidate_scores(p, params)
     if 0 <= params.max_cccp_samples < m:
         pick = cccp_rows(m, params.max_cccp_samples, state)
-        sub = take_block_sparse(block, pick)
+        sub = take_block_sparse(block, pick, own_mean=True)
         s = pick.shape[0]
         feature, threshold, theta0, theta1 = stump_start(
             sub, s, n_classes, p, params, state, scores, cst,
@@ -537,6 +551,7 @@ def split_node_sparse(data, start, end, node, tree_seed, table, params, cst=None
             sub = take_block_sparse(block, pick)
     if feature < 0:
         return -1, 0, False
+    mu = sub[3]  # the centring the start and the CCCP saw (a sample's own, as dense)
     theta0, theta1 = oriented_start(w, feature, cst, theta0, theta1)
     sign = w[feature]
     fit_cst = node_constraints(cst, feature)

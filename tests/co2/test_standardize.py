@@ -1,8 +1,8 @@
 """CO2's dense input standardised as it is read (obliquetrees/co2/_node.py, co2.py).
 
 The growth kernels read ``(X[r, j] - mean[j]) / scale[j]`` from the caller's ``X``
-instead of a standardised copy: these tests pin that the values, the node means
-and whole trees are those of the copy, bit for bit, and that no copy is made.
+instead of a standardised copy: these tests pin that the values and whole
+trees are those of the copy, bit for bit, and that no copy is made.
 """
 
 import numpy as np
@@ -53,28 +53,6 @@ def test_standardized_rows_are_the_copys_bits(seed):
         np.testing.assert_array_equal(N.standardized(source, r, j), copy[r, j])
 
 
-@pytest.mark.parametrize("seed", range(3))
-@pytest.mark.parametrize("whole", [False, True])
-def test_node_mean_is_the_copys_bits(seed, whole):
-    # whole: the node ends at the end of rows (the prefetch ahead stops there)
-    rng = np.random.default_rng(seed)
-    X = _raw(rng)
-    mean, scale = standardization(X)
-    copy = (X - mean) / scale
-    rows = rng.permutation(X.shape[0]).astype(np.int64)
-    rw = rng.integers(1, 4, size=X.shape[0]).astype(np.float64)
-    start, end = (0, X.shape[0]) if whole else (17, 250)
-    r = rows[start:end]
-    # numpy reference summing row by row (the kernel's order): exact
-    expected = np.zeros(X.shape[1])
-    for i in r:
-        expected += rw[i] * copy[i]
-    expected /= rw[r].sum()
-    got = N.node_mean(N.dense_source(X, mean, scale), rw, rows, start, end)
-    np.testing.assert_array_equal(got, expected)
-    np.testing.assert_array_equal(got, N.node_mean(N.dense_source(copy), rw, rows, start, end))
-
-
 def _tree_arrays_equal(a, b):
     for u, v in zip(a, b, strict=True):
         np.testing.assert_array_equal(u, v)
@@ -83,8 +61,8 @@ def _tree_arrays_equal(a, b):
 @pytest.mark.parametrize("max_cccp_samples", [None, 60])
 @pytest.mark.parametrize("targets", [False, True])
 def test_tree_grown_on_raw_rows_is_the_copys(max_cccp_samples, targets):
-    # whole trees: block nodes (gather, centring, partition) and sampled nodes (mean,
-    # sample, sides, axis-aligned fallback with min_samples_leaf), classes and targets
+    # whole trees: block nodes (gather, centring, partition) and sampled nodes (the
+    # sample and its mean, sides, axis-aligned fallback with min_samples_leaf), classes and targets
     rng = np.random.default_rng(4)
     X = _raw(rng, m=400)
     if targets:
