@@ -2,7 +2,7 @@
 by the convex-concave procedure (CCCP).
 
 :func:`cccp` optimises the stump of one node on a block of its rows (centred
-on the node's weighted mean); the per-node kernel of growth that gathers the
+on their weighted mean); the per-node kernel of growth that gathers the
 block, finds the initial axis-aligned split, calls :func:`cccp` and
 partitions the node's rows is :func:`obliquetrees.co2._node.split_node`.
 
