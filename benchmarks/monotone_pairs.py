@@ -43,18 +43,11 @@ from benchmarks.common import cpu_model, load_average, write_results
 
 def _dense_splits(tree):
     """``(W, b, parent)``: each node's weights as a dense row, its bias and its parent."""
-    n_nodes = tree.children_left.shape[0]
-    W = np.zeros((n_nodes, tree.n_features))
-    ip = tree.weight_indptr
-    for node in range(n_nodes):
-        W[node, tree.weight_index[ip[node] : ip[node + 1]]] = tree.weight_value[
-            ip[node] : ip[node + 1]
-        ]
-    parent = np.full(n_nodes, -1)
+    parent = np.full(tree.node_count, -1)
     internal = np.flatnonzero(tree.children_left >= 0)
     parent[tree.children_left[internal]] = internal
     parent[tree.children_right[internal]] = internal
-    return W, tree.bias, parent
+    return tree.dense_weights(), tree.bias, parent
 
 
 def _path(tree, parent, leaf):
@@ -146,8 +139,7 @@ def measure(name, n_pairs, seed=0, n_trees=4):
             a, c, inputs = pairs[q]
             path_a, path_c = _path(tree, parent, a), _path(tree, parent, c)
             counts["drawn"] += 1
-            for test in ("exact", "axis"):
-                connect = connected_exact if test == "exact" else connected_axis
+            for test, connect in (("exact", connected_exact), ("axis", connected_axis)):
                 counts[test] += any(connect(W, b, path_a, path_c, j, cst[j]) for j in inputs)
     return {
         "data set": name,
