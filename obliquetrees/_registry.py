@@ -43,6 +43,7 @@ CONTAINERS = {
     "MissingValues": "obliquetrees._core.missing",
     "HingeModel": "obliquetrees.hinge.training",
     "LeafTargets": "obliquetrees._core.leaf_targets",
+    "CategoryCoordinates": "obliquetrees._core.categories",
 }
 
 #: Modules of the layout before each method had a folder, by their present

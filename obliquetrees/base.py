@@ -33,6 +33,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import NotFittedError
 
+from obliquetrees._core.categories import CategoryCoordinates
 from obliquetrees._core.forest import ObliqueForest
 from obliquetrees._core.importances import feature_importances
 from obliquetrees._core.predict import predict_mean
@@ -518,6 +519,7 @@ class BaseObliqueEstimator(BaseEstimator):
         names = getattr(self, "feature_names_in_", None)
         if names is not None and len(names) != n_in:
             raise ValueError(f"feature_names_in_ has {len(names)} names for {n_in} features.")
+        self._check_categories(n_in)
         if isinstance(self, ClassifierMixin):
             classes = self.classes_
             if not isinstance(classes, np.ndarray) or classes.ndim != 1 or not classes.size:
@@ -525,6 +527,44 @@ class BaseObliqueEstimator(BaseEstimator):
             if self.n_classes_ != classes.shape[0]:
                 raise ValueError(f"n_classes_ is {self.n_classes_}, classes_ has {classes.size}.")
         self._check_outputs(forest)
+
+    def _check_categories(self, n_features):
+        """``is_categorical_`` against ``category_coordinates_`` (prediction reads both).
+
+        Models saved before categorical features existed have neither.
+        """
+        table = self.__dict__.get("category_coordinates_")
+        mask = self.__dict__.get("is_categorical_")
+        if table is None:
+            if mask is not None:
+                raise ValueError("is_categorical_ is set but category_coordinates_ is None.")
+            return
+        if not isinstance(table, CategoryCoordinates):
+            raise ValueError(
+                f"category_coordinates_ is a {type(table).__name__}, not CategoryCoordinates."
+            )
+        if table.n_features != n_features:
+            raise ValueError(
+                f"category_coordinates_ has {table.n_features} features, the model {n_features}."
+            )
+        if not (
+            isinstance(mask, np.ndarray)
+            and mask.dtype == bool
+            and mask.shape == (n_features,)
+            and np.array_equal(np.flatnonzero(mask), table.columns)
+        ):
+            raise ValueError("is_categorical_ disagrees with category_coordinates_.")
+
+    def _check_warm_categories(self, old):
+        """Raise unless this fit's category table is ``old``, the one the kept trees grew on."""
+        new = self.__dict__.get("category_coordinates_")
+        if (old is None and new is None) or (old is not None and old.same_as(new)):
+            return
+        raise ValueError(
+            "warm_start=True needs the categorical features of the previous fit, with the "
+            "same categories and coordinates (its trees split on them); these data give "
+            "others: fit from scratch (warm_start=False)."
+        )
 
     def _check_outputs(self, forest):
         """The trees' value columns against ``classes_`` / ``n_outputs_``."""

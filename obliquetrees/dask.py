@@ -135,6 +135,7 @@ from obliquetrees.co2._estimator import CO2ForestClassifier
 from obliquetrees.co2._regressor import CO2ForestRegressor
 from obliquetrees.e2edt._estimator import E2EDTClassifier, E2EDTRegressor
 from obliquetrees.utils._param_validation import integers, reals
+from obliquetrees.utils.categorical import categorical_mask
 from obliquetrees.utils.seeds import draw_seeds
 from obliquetrees.utils.validation import (
     check_is_fitted,
@@ -412,6 +413,7 @@ class _DaskForest:
                 f"{', '.join(eager)} not."
             )
         self._refuse_whole_set_options()
+        self._refuse_categories(X)
         self._check_forest_size()
         client = self._get_client()
         template, parts = self._template(X, y, sample_weight)
@@ -430,6 +432,17 @@ class _DaskForest:
         for name in ("oob_score_", "oob_decision_function_", "oob_prediction_", "_leaf_targets"):
             self.__dict__.pop(name, None)
         return self
+
+    def _refuse_categories(self, X):
+        """Categorical features train in memory only (their coordinates need every row)."""
+        mask = categorical_mask(getattr(X, "_meta", X), self.categorical_features)
+        if mask is not None:
+            raise NotImplementedError(
+                "categorical features on dask input are not supported yet: their "
+                "coordinates are learned from every row. Encode them before (e.g. dask-ml's "
+                "OrdinalEncoder) and pass categorical_features=None, or fit "
+                f"{self._local_class.__name__} in memory."
+            )
 
     def _refuse_whole_set_options(self):
         self._check_parameters()

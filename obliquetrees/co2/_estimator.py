@@ -59,6 +59,7 @@ class _BaseCO2Forest(BaseObliqueForest):
         "max_samples": [None, *reals(0, closed="neither", not_int=True), *integers(1)],
         "oob_score": ["boolean", callable],
         "warm_start": ["boolean"],
+        "categorical_features": ["array-like", *options("from_dtype"), None],
         "monotonic_cst": ["array-like", dict, None],
         **RUN_CONSTRAINTS,
     }
@@ -101,6 +102,7 @@ class _BaseCO2Forest(BaseObliqueForest):
             old_seeds = self.__dict__.get("_tree_seeds")  # absent in older pickles
             old_targets = self._target_description()
             old_n_features = self.forest_.n_features
+            old_categories = self.__dict__.get("category_coordinates_")
         if len(old_trees) > self.n_estimators:
             raise ValueError(
                 f"n_estimators={self.n_estimators} must be at least the number of "
@@ -112,6 +114,7 @@ class _BaseCO2Forest(BaseObliqueForest):
         cst = check_monotonic_cst(self, self.monotonic_cst)
         if old_trees:
             self._check_warm_constraints(cst)
+            self._check_warm_categories(old_categories)
         if old_trees and X.shape[1] != old_n_features:
             raise ValueError(
                 f"warm_start=True needs the {old_n_features} features of the previous "
@@ -388,6 +391,7 @@ class CO2ForestClassifier(ObliqueClassifierMixin, _BaseCO2Forest):
         values raise a ``ValueError``, as do weights (times
         ``sample_weight``) that are zero for every sample. See Notes for
         what the weights change in fully grown trees.
+    %(categorical_features)s
     %(monotonic_cst)s
     n_jobs : int or None, default=None
         Trees grown in parallel (joblib threads; the kernels release the GIL)
@@ -423,6 +427,7 @@ class CO2ForestClassifier(ObliqueClassifierMixin, _BaseCO2Forest):
     trees_ : list of ObliqueTree
         The fitted trees; split weights act on the raw input.
     %(feature_importances)s
+    %(categorical_attributes)s
     max_features_ : int
         The resolved ``q``.
     max_split_features_ : int
@@ -803,6 +808,7 @@ class CO2ForestClassifier(ObliqueClassifierMixin, _BaseCO2Forest):
         max_samples=None,
         oob_score=False,
         class_weight=None,
+        categorical_features="from_dtype",
         monotonic_cst=None,
         n_jobs=None,
         random_state=None,

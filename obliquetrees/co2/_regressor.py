@@ -91,6 +91,7 @@ class CO2ForestRegressor(ObliqueRegressorMixin, _BaseCO2Forest):
         Score the forest on the out-of-bag samples after fitting (needs
         ``bootstrap=True``). True uses R^2 (averaged over outputs); a
         callable is called as ``score(y_true, y_pred)``.
+    %(categorical_features)s
     %(monotonic_cst)s
     n_jobs : int or None, default=None
         Trees grown in parallel (joblib threads; the kernels release the GIL)
@@ -134,6 +135,7 @@ class CO2ForestRegressor(ObliqueRegressorMixin, _BaseCO2Forest):
         summing to 1 (all zeros when every tree is a single leaf); each
         split's decrease is shared among its features in proportion to
         ``|w_j| * std(x_j)``. Computed on access.
+    %(categorical_attributes)s
     max_features_ : int
         The resolved ``q``.
     max_split_features_ : int
@@ -254,6 +256,7 @@ class CO2ForestRegressor(ObliqueRegressorMixin, _BaseCO2Forest):
         bootstrap=True,
         max_samples=None,
         oob_score=False,
+        categorical_features="from_dtype",
         monotonic_cst=None,
         n_jobs=None,
         random_state=None,

@@ -128,6 +128,7 @@ PARAMETERS_TAIL = """
         Keep the trees of the previous fit and add new ones up to
         ``n_estimators``; with the same ``random_state`` and data the result
         equals a fit of all trees at once.
+    %(categorical_features)s
     %(monotonic_cst)s
     n_jobs : int or None, default=None
         Trees trained in parallel (joblib threads) and prediction threads.
@@ -154,6 +155,7 @@ ATTRIBUTES_COMMON = """
     tree_ : ObliqueTree
         The fitted tree (only when ``n_estimators == 1``).
     %(feature_importances)s
+    %(categorical_attributes)s
     steepness_ : list of ndarray of shape (n_nodes,)
         Final steepness ``gamma`` of every split of every tree (0 at leaves),
         used by the probabilistic model ({steepness_use}).

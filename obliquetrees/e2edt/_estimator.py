@@ -100,6 +100,7 @@ def _constraints(routings):
         "bootstrap": ["boolean"],
         "oob_score": ["boolean", callable],
         "warm_start": ["boolean"],
+        "categorical_features": ["array-like", *options("from_dtype"), None],
         "monotonic_cst": ["array-like", dict, None],
         **RUN_CONSTRAINTS,
     }
@@ -238,6 +239,7 @@ class _BaseE2EDT(BaseObliqueForest):
         monotonic_cst = check_monotonic_cst(self, self.monotonic_cst)
         if old["trees"]:
             self._check_warm_constraints(monotonic_cst)
+            self._check_warm_categories(old["categories"])
         seeds = draw_seeds(self.random_state, self.n_estimators)
         n_old = len(old["trees"])
         if old["seeds"] is not None:  # random_state=None draws new seeds each fit
@@ -342,6 +344,7 @@ class _BaseE2EDT(BaseObliqueForest):
             # older pickles: their trees saw all rows (no bootstrap then)
             "bootstrap": self.__dict__.get("_tree_bootstrap", np.zeros(n_trees, dtype=bool)),
             "n_features": self.forest_.n_features,
+            "categories": self.__dict__.get("category_coordinates_"),
             "n_outputs": self.forest_.n_outputs,
         }
 
@@ -480,6 +483,7 @@ class E2EDTClassifier(ObliqueClassifierMixin, _BaseE2EDT):
         bootstrap=False,
         oob_score=False,
         warm_start=False,
+        categorical_features="from_dtype",
         monotonic_cst=None,
         n_jobs=None,
         random_state=None,
@@ -597,6 +601,7 @@ class E2EDTRegressor(ObliqueRegressorMixin, _BaseE2EDT):
         bootstrap=False,
         oob_score=False,
         warm_start=False,
+        categorical_features="from_dtype",
         monotonic_cst=None,
         n_jobs=None,
         random_state=None,

@@ -92,7 +92,8 @@ CLASS_WEIGHT = """    class_weight : "balanced", dict or None, default=None
         forest does not bag (see Notes).
 """
 
-PARAMETERS_TAIL = """    %(monotonic_cst)s
+PARAMETERS_TAIL = """    %(categorical_features)s
+    %(monotonic_cst)s
     warm_start : bool, default=False
         Reuse the fitted forest, its batch-norm statistics and optimiser
         state, and train ``max_epochs`` more epochs (on a copy: a failed
@@ -139,6 +140,7 @@ ATTRIBUTES = """
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Names of features seen during fit (only when X has string names).
     %(feature_importances)s
+    %(categorical_attributes)s
     n_iter_ : int
         Number of epochs run (over all ``fit``/``partial_fit`` calls of a
         warm-started model).

@@ -58,6 +58,7 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
         "early_stopping": ["boolean"],
         "validation_fraction": reals(0, 1, closed="neither", not_int=True),
         "n_iter_no_change": integers(1),
+        "categorical_features": ["array-like", *options("from_dtype"), None],
         "monotonic_cst": ["array-like", dict, None],
         "warm_start": ["boolean"],
         **RUN_CONSTRAINTS,
@@ -187,11 +188,13 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
     def _fit(self, X, y, sample_weight):
         warm = self.warm_start and hasattr(self, "_model")
         old_classes = self.__dict__.get("classes_")
+        old_categories = self.__dict__.get("category_coordinates_")
         X, y, sample_weight = self._validate_fit_data(X, y, sample_weight)
         T = self._encode_targets(y, fit=True)
         train_weight = self._training_weight(y, sample_weight)
         cst = check_monotonic_cst(self, self.monotonic_cst)
         if warm:
+            self._check_warm_categories(old_categories)
             monotonic = self._check_warm_model(X.shape[1], cst, old_classes)
         else:  # missing indicators are tested with sample_weight alone
             self._start(X, y, sample_weight)
@@ -352,6 +355,7 @@ class HingeForestClassifier(ObliqueClassifierMixin, _BaseHingeForest):
         validation_fraction=0.1,
         n_iter_no_change=5,
         class_weight=None,
+        categorical_features="from_dtype",
         monotonic_cst=None,
         warm_start=False,
         n_jobs=None,
@@ -512,6 +516,7 @@ class HingeForestRegressor(ObliqueRegressorMixin, _BaseHingeForest):
         early_stopping=True,
         validation_fraction=0.1,
         n_iter_no_change=5,
+        categorical_features="from_dtype",
         monotonic_cst=None,
         warm_start=False,
         n_jobs=None,

@@ -90,6 +90,7 @@ from obliquetrees.utils._param_validation import (
     StrOptions,
     validate_params,
 )
+from obliquetrees.utils.categorical import apply_categories
 
 #: A positive finite float (NaN and inf fail it).
 _POSITIVE = Interval(Real, 0, np.inf, closed="neither")
@@ -338,6 +339,7 @@ class FinetunedForestClassifier(_CreatedByFinetune, ObliqueClassifierMixin, Base
         The constraints :func:`finetune` kept (the probability of
         ``classes_[1]`` only rises with features at 1, only falls with those
         at -1); None: unconstrained.
+    %(categorical_attributes)s
     """
 
 
@@ -361,6 +363,7 @@ class FinetunedForestRegressor(_CreatedByFinetune, ObliqueRegressorMixin, BaseOb
         The constraints :func:`finetune` kept (the prediction only rises
         with features at 1, only falls with those at -1); None:
         unconstrained.
+    %(categorical_attributes)s
     """
 
 
@@ -388,7 +391,10 @@ def _model_inputs(model, X, y, sample_weight):
             f"fitted scikit-learn tree/forest; got {type(model).__name__}."
         )
     forest = _as_forest(model)
-    X = check_array(X, dtype=np.float64, order="C", ensure_all_finite="allow-nan")
+    # a model fitted with categorical features reads their labels through its table
+    X = check_array(
+        apply_categories(model, X), dtype=np.float64, order="C", ensure_all_finite="allow-nan"
+    )
     if X.shape[1] != forest.n_features:
         raise ValueError(f"X has {X.shape[1]} features, the model {forest.n_features}.")
     if sample_weight is None:
@@ -448,6 +454,9 @@ def _new_model(source, trees, history, n_jobs, rows, monotonic_cst=None):
         model.feature_names_in_ = source.feature_names_in_
     model.history_ = history
     model.monotonic_cst_ = monotonic_cst
+    if source.__dict__.get("category_coordinates_") is not None:  # the source's categories
+        model.is_categorical_ = source.is_categorical_
+        model.category_coordinates_ = source.category_coordinates_
     model._set_trees(trees)
     if not is_classifier(source):
         # routed on a sibling sharing the arrays: the model builds its routing layout

@@ -69,6 +69,7 @@ _COMMON_DOC = """
         leaf, keeping the parameters with the lowest validation error (three
         step sizes ``learning_rate / 2**t``, t = 4, 6, 8, are tried).
         0 disables it.{class_weight}
+    %(categorical_features)s
     %(monotonic_cst)s
     n_jobs : int or None, default=None
         Threads of the numba kernels in training (the SGD restarts of a
@@ -86,6 +87,7 @@ _COMMON_ATTRIBUTES = """    n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Names of the features, when X has string column names.
     %(feature_importances)s
+    %(categorical_attributes)s
 """
 
 #: References, then the heading of the examples.
@@ -202,6 +204,7 @@ def _base_constraints():
         "tol": reals(0.0),
         "routing": options("soft", "hard"),
         "finetune_epochs": integers(0),
+        "categorical_features": ["array-like", *options("from_dtype"), None],
         "monotonic_cst": ["array-like", dict, None],
         **RUN_CONSTRAINTS,
     }
@@ -338,6 +341,7 @@ class SoftTreeRegressor(ObliqueRegressorMixin, _BaseSoftTree):
         tol=1e-2,
         routing="soft",
         finetune_epochs=0,
+        categorical_features="from_dtype",
         monotonic_cst=None,
         n_jobs=None,
         random_state=None,
@@ -444,6 +448,7 @@ class SoftTreeClassifier(ObliqueClassifierMixin, _BaseSoftTree):
         routing="soft",
         finetune_epochs=0,
         class_weight=None,
+        categorical_features="from_dtype",
         monotonic_cst=None,
         n_jobs=None,
         random_state=None,

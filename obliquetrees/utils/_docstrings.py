@@ -134,6 +134,26 @@ feature_importances_ : ndarray of shape (n_features_in_,)
         why="The regressor's defaults, the classifier's, were chosen on "
         "validation splits across the suite's regression sets (class Notes).",
     ),
+    "categorical_features": """\
+categorical_features : "from_dtype", array-like of bool, int or str, or None, \
+default="from_dtype"
+    The categorical features: a boolean mask, indices or feature names, as
+    in scikit-learn's ``HistGradientBoostingClassifier``; ``"from_dtype"``:
+    the DataFrame columns of ``category``, ``object`` or string dtype (none
+    for an array); None: none. Labels are ``str`` or numbers (at most
+    1000 categories per feature). Each category enters the splits as one
+    coordinate learned from the training target (shrunk and cross-fitted
+    against target leakage; :mod:`obliquetrees.utils.categorical`), not as
+    one-hot inputs; a missing or unseen category is a missing value. See
+    ``category_coordinates_``.""",
+    "categorical_attributes": """\
+is_categorical_ : ndarray of bool of shape (n_features_in_,) or None
+    Which features were fitted as categorical (None: none).
+category_coordinates_ : CategoryCoordinates or None
+    The coordinate of each category of the categorical features: for
+    ``j = columns[i]``, ``categories[i][k]`` takes ``values[i][k]``
+    (:class:`~obliquetrees._core.categories.CategoryCoordinates`); None
+    without categorical features.""",
     "monotonic_cst": """\
 monotonic_cst : array-like of int of shape (n_features,), dict or None, default=None
     Monotonicity constraint per feature: 1 the prediction may only rise with

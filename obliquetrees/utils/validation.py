@@ -18,6 +18,11 @@ from sklearn.utils.validation import (
 from obliquetrees._core.missing import nan_columns, observed_moments
 from obliquetrees._core.tree import feature_moments
 from obliquetrees._core.validation import bounded_weights
+from obliquetrees.utils.categorical import (
+    apply_categories,
+    fit_categories,
+    learn_category_coordinates,
+)
 
 __all__ = [
     "bounded_weights",
@@ -57,6 +62,12 @@ def validate_fit_data(
         Accept 2-D regression targets (returned as they are; a column vector
         stays 2-D).
 
+    The estimator's ``categorical_features`` (if it has the parameter) picks
+    categorical columns; each enters ``X`` as the coordinate its category
+    takes, learned from ``y`` and cross-fitted
+    (:mod:`obliquetrees.utils.categorical`), and the estimator receives
+    ``is_categorical_`` and ``category_coordinates_`` (None without any).
+
     Returns
     -------
     X : ndarray of float64, C-contiguous and writeable, or canonical CSR matrix
@@ -71,6 +82,8 @@ def validate_fit_data(
         ``2**128`` (or below ``2**-128``) are divided by a power of two
         (:func:`bounded_weights`).
     """
+    _refuse_dask(estimator, X, y, sample_weight)
+    X, categories = fit_categories(estimator, X)  # categorical columns as their codes
     X, y, sample_weight = _validate_training_arrays(
         estimator,
         X,
@@ -87,6 +100,10 @@ def validate_fit_data(
         estimator.classes_, y = np.unique(y, return_inverse=True)
         estimator.n_classes_ = len(estimator.classes_)
         y = y.astype(np.int64, copy=False)
+    estimator.category_coordinates_ = None
+    if categories is not None:  # the codes become coordinates, learned from y
+        n_classes = estimator.n_classes_ if classifier else None
+        X = learn_category_coordinates(estimator, X, categories, y, sample_weight, n_classes)
     # Training standard deviation of every feature (weighted by sample_weight;
     # over the observed values where some are missing), kept privately for
     # feature_importances_, which shares a split's impurity decrease among its
@@ -116,9 +133,10 @@ def validate_more_fit_data(
     sample_weight : ndarray of float64, shape (n_samples,)
         Ones when none were given, as in :func:`validate_fit_data`.
     """
+    _refuse_dask(estimator, X, y, sample_weight)
     return _validate_training_arrays(
         estimator,
-        X,
+        apply_categories(estimator, X),
         y,
         sample_weight,
         classifier=classifier,
@@ -289,13 +307,15 @@ def validate_predict_data(estimator, X, dtype=(np.float64, np.float32)):
     C-contiguous (copied if it is not): the kernels read rows, and one layout
     per dtype means one compiled specialisation, which the shipped kernel
     cache holds. CSR input is accepted. NaN marks a missing value; infinity
-    raises a ``ValueError``.
+    raises a ``ValueError``. A model fitted with categorical features reads
+    their labels as its ``category_coordinates_`` map them (NaN for a missing
+    or unseen category; :mod:`obliquetrees.utils.categorical`).
     """
     check_is_fitted(estimator)
     check_sparse_structure(X)
     return validate_data(
         estimator,
-        X,
+        apply_categories(estimator, X),
         reset=False,
         accept_sparse="csr",
         dtype=list(dtype),
@@ -338,6 +358,9 @@ def check_monotonic_cst(estimator, monotonic_cst):
     if getattr(estimator, "n_outputs_", 1) > 1:
         raise ValueError("Monotonicity constraints are not supported with multiple outputs.")
     checked = _check_monotonic_cst(estimator, monotonic_cst)
+    categorical = getattr(estimator, "is_categorical_", None)
+    if categorical is not None and np.any(checked[categorical] != 0):
+        raise ValueError("Categorical features cannot have monotonic constraints.")
     return checked if checked.any() else None
 
 
