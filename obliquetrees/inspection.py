@@ -125,6 +125,58 @@ def _feature_names(model, feature_names, n_features):
     return names
 
 
+def _category_tables(model, n_features):
+    """Feature index -> (labels as str, coordinates) of a model's categorical features."""
+    table = getattr(model, "category_coordinates_", None)
+    if table is None or table.n_features != n_features:
+        return {}
+    return {
+        int(j): (np.array([str(c) for c in known.tolist()], dtype=object), values)
+        for j, known, values in zip(table.columns, table.categories, table.values, strict=True)
+    }
+
+
+def _term_names(names, categories):
+    """Names as split terms: a categorical feature's term is its coordinate, ``c(name)``."""
+    return [f"c({name})" if j in categories else name for j, name in enumerate(names)]
+
+
+def _category_split(tree, node, names, categories):
+    """``(left, right)`` texts of a split on one categorical feature, else None.
+
+    ``colour in {blue, red}``: the categories whose coordinate sends them
+    left (``w * c + b <= 0``, the traversal's test), with ``or missing`` on the
+    side a missing value or unseen category takes.
+    """
+    lo, hi = tree.weight_indptr[node], tree.weight_indptr[node + 1]
+    if hi - lo != 1 or int(tree.weight_index[lo]) not in categories:
+        return None
+    j, w, b = int(tree.weight_index[lo]), tree.weight_value[lo], tree.bias[node]
+    if w == 0.0:
+        return None
+    labels, values = categories[j]
+    left = w * values + b <= 0.0
+    missing_left = bool(tree.weight_missing[lo] + b <= 0.0)
+
+    def text(mask, missing):
+        listed = "{" + ", ".join(labels[mask].tolist()) + "}"
+        return f"{names[j]} in {listed}" + (" or missing" if missing else "")
+
+    return text(left, missing_left), text(~left, not missing_left)
+
+
+def _category_legend(categories, names, decimals):
+    """One line per categorical feature: each category's coordinate."""
+    return [
+        f"c({names[j]}): "
+        + ", ".join(
+            f"{label}={_format_number(v, decimals)}"
+            for label, v in zip(labels.tolist(), values, strict=True)
+        )
+        for j, (labels, values) in categories.items()
+    ]
+
+
 def _class_names(model, class_names, n_outputs):
     if class_names is not None:
         names = [str(v) for v in class_names]
@@ -248,7 +300,11 @@ def export_text(
     mean, unless the model learned otherwise from missing values in
     training); a term ``0.4*missing(x5)`` adds 0.4 when ``x5`` is NaN, for a
     feature the split reads only through its missingness (see
-    ``ObliqueTree.weight_missing``).
+    ``ObliqueTree.weight_missing``). A categorical feature (a model's
+    ``category_coordinates_``) enters an expression as its coordinate
+    ``c(colour)``, whose value per category the report's last lines list; a
+    split on it alone is written as the categories each side takes,
+    ``colour in {black, red} or missing``.
 
     Parameters
     ----------
@@ -291,6 +347,8 @@ def export_text(
     """
     tree = _pick_tree(model, tree_index)
     names = _feature_names(model, feature_names, tree.n_features)
+    categories = _category_tables(model, tree.n_features)
+    terms = _term_names(names, categories)
     classifier = _is_classifier(model)
     cnames = _class_names(model, class_names, tree.n_outputs) if classifier else None
     std = getattr(model, "_feature_std", None)
@@ -329,13 +387,18 @@ def export_text(
         if kind == "truncated":
             lines.append(prefix + f"truncated branch of depth {subtree_depth(node)}")
             continue
-        expr, thr, nan_text = _split_terms(tree, node, names, std, top_k, decimals)
+        expr, thr, nan_text = _split_terms(tree, node, terms, std, top_k, decimals)
         thr = _format_number(thr, decimals)
         nan_text = f"  [{nan_text}]" if show_missing and nan_text else ""
+        sides = _category_split(tree, node, names, categories)
+        if sides is None:
+            sides = (f"{expr} <= {thr}", f"{expr} > {thr}")
+        else:
+            nan_text = ""  # the sides say where a missing value goes
         pending = []
-        for child, op in ((tree.children_left[node], "<="), (tree.children_right[node], ">")):
-            line = f"{prefix}{expr} {op} {thr}{samples(child)}{nan_text}"
-            pending.append(("line", line, indent))
+        children = (tree.children_left[node], tree.children_right[node])
+        for child, side in zip(children, sides, strict=True):
+            pending.append(("line", f"{prefix}{side}{samples(child)}{nan_text}", indent))
             if tree.children_left[child] == -1:
                 pending.append(("leaf", child, indent + 1))
             elif max_depth is not None and tree.depth[child] > max_depth:
@@ -343,6 +406,7 @@ def export_text(
             else:
                 pending.append(("split", child, indent + 1))
         stack.extend(reversed(pending))
+    lines += _category_legend(categories, names, decimals) if categories else []
     return "\n".join(lines) + "\n"
 
 
@@ -480,6 +544,7 @@ def plot_tree(
     tree = _pick_tree(model, tree_index)
     image_shape = _image_shape(model, image_shape, tree.n_features)
     names = _feature_names(model, feature_names, tree.n_features)
+    names = _term_names(names, _category_tables(model, tree.n_features))
     classifier = _is_classifier(model)
     cnames = _class_names(model, class_names, tree.n_outputs) if classifier else None
     std = getattr(model, "_feature_std", None)
