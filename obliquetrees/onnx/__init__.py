@@ -205,13 +205,51 @@ def _hinge_outputs(g, inp, forest, classifier, model, missing, bn_eps, y_mean=0.
     return None, g.op("Add", [scaled, g.const(np.atleast_1d(y_mean), "y_mean")])
 
 
-def _build(g, model, x_name, dtype, output_names):
-    """Add ``model``'s graph from input ``x_name`` to ``output_names`` (float ``dtype`` outputs)."""
-    from obliquetrees.onnx._graph import ONNX_TYPE
+def _double_input(g, model, x_name):
+    """The graph's input ``x_name`` as the float64 matrix the model's parts read."""
     from obliquetrees.onnx._parts import DoubleInput
 
     via_float32 = tuple(model._predict_dtype) == (np.float32,)  # converted scikit-learn models
-    inp = DoubleInput(g, x_name, via_float32)
+    return DoubleInput(g, x_name, via_float32)
+
+
+def _categorical_inputs(g, model, table, elem):
+    """Inputs of a model with categorical features, and its float64 input matrix.
+
+    ``X`` holds the numeric features in their order (absent if none); each
+    categorical feature is an input of its own, shape (n_samples, 1), named
+    as the feature (``x<j>`` without feature names): strings for ``str``
+    categories, ``elem`` floats for number labels. Its labels become their
+    coordinates in the graph, as ``predict`` maps them (NaN if missing or
+    unseen, so a missing value is an empty string or NaN).
+    """
+    from onnx import TensorProto, helper
+
+    from obliquetrees.onnx._parts import DoubleInput, assemble_columns, category_coordinates
+
+    n = int(model.n_features_in_)
+    names = getattr(model, "feature_names_in_", None)
+    numeric = np.setdiff1d(np.arange(n), table.columns)
+    inputs, parts, order = [], [], np.empty(n, dtype=np.int64)
+    if numeric.size:
+        x_name = g.reserve("X")
+        inputs.append(helper.make_tensor_value_info(x_name, elem, ["N", int(numeric.size)]))
+        parts.append(g.op("Cast", [x_name], "x_numeric", to=TensorProto.DOUBLE))
+        order[numeric] = np.arange(numeric.size)
+    for i, j in enumerate(table.columns):
+        name = g.reserve(str(names[j]) if names is not None else f"x{j}")
+        known = table.categories[i]
+        kind = TensorProto.STRING if known.dtype.kind == "O" else elem
+        inputs.append(helper.make_tensor_value_info(name, kind, ["N", 1]))
+        parts.append(category_coordinates(g, name, known, table.values[i]))
+        order[j] = numeric.size + i
+    return inputs, DoubleInput.of_double(g, assemble_columns(g, parts, order))
+
+
+def _build(g, model, inp, dtype, output_names):
+    """Add ``model``'s graph from its input ``inp`` to ``output_names`` (``dtype`` floats)."""
+    from obliquetrees.onnx._graph import ONNX_TYPE
+
     scores, values = _model_outputs(g, model, inp)
     if is_classifier(model):
         label_name, proba_name = output_names
@@ -271,7 +309,10 @@ def to_onnx(model, *, target_opset=None, dtype=np.float32):
     Returns
     -------
     onnx.ModelProto
-        Input ``X`` of shape (n_samples, n_features_in_). Classifiers output
+        Input ``X`` of shape (n_samples, n_features_in_); a model fitted
+        with categorical features takes its numeric features as ``X`` and
+        each categorical feature as an input of its own (see Notes).
+        Classifiers output
         ``label`` (n_samples,; int64 for integer or boolean classes, float64
         for float classes, string for string classes) and ``probabilities``
         (n_samples, n_classes), regressors ``variable`` (n_samples,
@@ -289,6 +330,16 @@ def to_onnx(model, *, target_opset=None, dtype=np.float32):
         nodes or more, or the fitted arrays fail the checks that loading
         the model from a pickle runs (a tampered model: the message names
         the defect).
+
+    Notes
+    -----
+    Categorical features (``category_coordinates_``): ``X`` holds the
+    numeric features in their order (no ``X`` if there is none), and each
+    categorical feature is an input of shape (n_samples, 1) named as the
+    feature (``x<j>`` when fitted without feature names), of strings for
+    ``str`` categories or of ``dtype`` for number labels. The graph maps
+    each label to its coordinate as ``predict`` does: a category not seen
+    in training, an empty string or NaN is a missing value.
     """
     _require_onnx()
     from onnx import checker, helper
@@ -305,9 +356,15 @@ def to_onnx(model, *, target_opset=None, dtype=np.float32):
         raise ValueError("dtype must be np.float32 or np.float64.")
     opsets = _opsets(target_opset)
     g = GraphBuilder()
-    x_name = g.reserve("X")
     n_out = _n_outputs(model)
     elem = ONNX_TYPE[dtype]
+    table = model.__dict__.get("category_coordinates_")
+    if table is None:
+        x_name = g.reserve("X")
+        inputs = [helper.make_tensor_value_info(x_name, elem, ["N", int(model.n_features_in_)])]
+        inp = _double_input(g, model, x_name)
+    else:
+        inputs, inp = _categorical_inputs(g, model, table, elem)
     if is_classifier(model):
         names = [g.reserve("label"), g.reserve("probabilities")]
         label_type, _ = _label_type(model.classes_)
@@ -318,8 +375,7 @@ def to_onnx(model, *, target_opset=None, dtype=np.float32):
     else:
         names = [g.reserve("variable")]
         outputs = [helper.make_tensor_value_info(names[0], elem, ["N", n_out])]
-    _build(g, model, x_name, dtype, names)
-    inputs = [helper.make_tensor_value_info(x_name, elem, ["N", int(model.n_features_in_)])]
+    _build(g, model, inp, dtype, names)
     graph = helper.make_graph(
         g.nodes, type(model).__name__, inputs, outputs, initializer=g.initializers
     )
@@ -378,10 +434,17 @@ def _skl2onnx_convert(scope, operator, container):
             f"{type(model).__name__} exports to ONNX opset {MIN_OPSET} or later; "
             f"skl2onnx was asked for opset {opset}."
         )
+    if model.__dict__.get("category_coordinates_") is not None:
+        raise NotImplementedError(
+            f"{type(model).__name__} was fitted with categorical features: export it alone "
+            "with obliquetrees.onnx.to_onnx (one input per categorical feature); inside a "
+            "skl2onnx pipeline it would receive one numeric matrix."
+        )
     g = Skl2OnnxBuilder(scope, container)
     dtype = np.float64 if isinstance(operator.inputs[0].type, DoubleTensorType) else np.float32
     names = [out.full_name for out in operator.outputs]
-    _build(g, model, operator.inputs[0].full_name, np.dtype(dtype), names)
+    inp = _double_input(g, model, operator.inputs[0].full_name)
+    _build(g, model, inp, np.dtype(dtype), names)
 
 
 def register_skl2onnx():

@@ -74,6 +74,14 @@ class DoubleInput:
         self.X = g.op("Cast", [name], "x_double", to=DOUBLE)
         self._nan = self._zeroed = None
 
+    @classmethod
+    def of_double(cls, g, name):
+        """The input as a float64 matrix the graph already holds (categorical features)."""
+        inp = cls.__new__(cls)
+        inp.g, inp.X = g, name
+        inp._nan = inp._zeroed = None
+        return inp
+
     @property
     def nan(self):
         """``isnan(X)`` (bool)."""
@@ -88,6 +96,50 @@ class DoubleInput:
             zero = self.g.const(np.array(0.0), "zero")
             self._zeroed = self.g.op("Where", [self.nan, zero, self.X], "x_nan_zeroed")
         return self._zeroed
+
+
+# ------------------------------------------------------------------ categories
+def category_coordinates(g, name, categories, values):
+    """Each row's coordinate of the category in input ``name`` (n, 1); NaN if missing or unseen.
+
+    Mirrors :meth:`~obliquetrees._core.categories.CategoryCoordinates.coordinates`:
+    ``str`` categories are looked up by an ``ai.onnx.ml`` ``LabelEncoder``
+    (label -> position, -1 if unknown), number categories by an exact float64
+    comparison with every category; a position then gathers its coordinate
+    from the table with NaN appended (position -1 -> the NaN).
+    """
+    k = len(categories)
+    table = g.const(np.append(values, np.nan), "category_table")
+    if categories.dtype.kind == "O":
+        position = g.op(
+            "LabelEncoder",
+            [name],
+            "category_position",
+            domain=ML_DOMAIN,
+            keys_strings=[str(c) for c in categories.tolist()],
+            values_int64s=list(range(k)),
+            default_int64=-1,
+        )
+    else:
+        x = g.op("Cast", [name], "category_label", to=DOUBLE)
+        equal = g.op("Equal", [x, g.const(categories.reshape(1, k), "categories")])
+        hits = g.op("Cast", [equal], "category_hits", to=TensorProto.INT32)
+        first = g.op("ArgMax", [hits], "category_first", axis=1, keepdims=1)
+        found = g.op("GatherElements", [hits, first], "category_found", axis=1)
+        found = g.op("Cast", [found], "category_known", to=TensorProto.BOOL)
+        minus_one = g.const(np.array(-1, dtype=np.int64), "minus_one")
+        position = g.op("Where", [found, first, minus_one], "category_position")
+    unknown = g.op("Less", [position, g.const(np.array(0, np.int64), "zero_position")])
+    last = g.const(np.array(k, np.int64), "unknown_position")
+    index = g.op("Where", [unknown, last, position], "category_index")
+    return g.op("Gather", [table, index], "category_coordinate", axis=0)
+
+
+def assemble_columns(g, parts, order):
+    """The float64 matrix whose column ``j`` is column ``order[j]`` of ``parts`` side by side."""
+    joined = g.op("Concat", parts, "x_joined", axis=1) if len(parts) > 1 else parts[0]
+    order = g.const(np.asarray(order, np.int64), "x_order")
+    return g.op("Gather", [joined, order], "x_double", axis=1)
 
 
 # ------------------------------------------------------------------ margins
