@@ -26,6 +26,7 @@ SUBCOMMANDS = {
     "memory": "benchmarks.bench_memory",
     "parallel": "benchmarks.bench_parallel",
     "missing": "benchmarks.bench_missing",
+    "categorical": "benchmarks.bench_categorical",
     "monotonic": "benchmarks.bench_monotonic",
     "monotonic-validation": "benchmarks.monotonic_validation",
     "monotone-pairs": "benchmarks.monotone_pairs",
