@@ -270,6 +270,29 @@ def test_numpy_codes_with_indices(cls):
     )
 
 
+def test_partial_fit_batches_read_the_first_batch_table():
+    from obliquetrees import HingeForestRegressor
+
+    frame, y = _frame(n=400)
+    est = HingeForestRegressor(**FAST_PARAMS["HingeForestRegressor"])
+    est.partial_fit(frame[:200], y[:200])
+    table = est.category_coordinates_
+    est.partial_fit(frame[200:], y[200:])  # a later batch is read through the same table
+    assert est.category_coordinates_ is table
+    assert np.all(np.isfinite(est.predict(frame)))
+
+
+def test_lists_of_rows_with_labels():
+    from obliquetrees import CO2ForestRegressor
+
+    rows = [["red", 1.0], ["blue", 2.0], ["red", 3.0], ["green", 4.0]] * 20
+    y = [1.0, -1.0, 1.5, 0.0] * 20
+    est = CO2ForestRegressor(n_estimators=2, random_state=0, categorical_features=[0])
+    est.fit(rows, y)
+    assert est.category_coordinates_.categories[0].tolist() == ["blue", "green", "red"]
+    np.testing.assert_array_equal(est.predict(rows[:4]), est.predict(np.array(rows[:4], object)))
+
+
 def test_clear_errors_and_a_failed_fit_changes_nothing():
     cls = ESTIMATORS[0]
     frame, y = _frame()

@@ -110,7 +110,10 @@ def fit_categories(estimator, X):
     X : the input or a new DataFrame / ndarray
     categories : list of ndarray or None
     """
-    mask = categorical_mask(X, getattr(estimator, "categorical_features", None))
+    given = getattr(estimator, "categorical_features", None)
+    if given is not None and not isinstance(given, str) and not hasattr(X, "shape"):
+        X = np.asarray(X, dtype=object)  # a list of rows: labels of any type
+    mask = categorical_mask(X, given)
     estimator.is_categorical_ = mask
     if mask is None:
         return X, None
@@ -118,7 +121,7 @@ def fit_categories(estimator, X):
     columns = np.flatnonzero(mask)
     categories, coded = [], []
     for j in columns:
-        known, codes = _factorize(_labels(X, j), _column_name(X, j), X.shape[1])
+        known, codes = _factorize(_labels(X, j), _column_name(X, j))
         codes = codes.astype(np.float64)
         codes[codes < 0] = np.nan
         categories.append(known)
@@ -126,23 +129,24 @@ def fit_categories(estimator, X):
     return _replace_columns(X, columns, coded), categories
 
 
-def _factorize(labels, name, n_features):
+def _factorize(labels, name):
     """The sorted categories of one column's labels, and each label's position (-1: missing)."""
     try:
         import pandas as pd
     except ImportError:  # numpy alone: sort every label
         known = _categories(labels, name)
-        return known, CategoryCoordinates(n_features, [0], [known], [np.zeros(known.size)]).codes(
-            0, labels
-        )
+        return known, _positions(known, labels)
     # pandas hashes the labels (several times faster than sorting them all);
     # only the distinct ones are then sorted and checked
     first_seen, distinct = pd.factorize(labels, use_na_sentinel=True)
     distinct = np.asarray(distinct, dtype=labels.dtype)
     known = _categories(distinct, name)
-    table = CategoryCoordinates(n_features, [0], [known], [np.zeros(known.size)])
-    position = table.codes(0, distinct)
-    return known, np.where(first_seen >= 0, position[first_seen], -1)
+    return known, np.where(first_seen >= 0, _positions(known, distinct)[first_seen], -1)
+
+
+def _positions(known, labels):
+    """Position of each label in the sorted categories ``known``; -1 if missing or unknown."""
+    return CategoryCoordinates(1, [0], [known], [np.zeros(known.size)]).codes(0, labels)
 
 
 def learn_category_coordinates(estimator, X, categories, y, sample_weight, n_classes):
@@ -178,7 +182,11 @@ def apply_categories(estimator, X):
     says so).
     """
     table = estimator.__dict__.get("category_coordinates_")
-    if table is None or getattr(X, "ndim", 2) != 2 or X.shape[1] != table.n_features:
+    if table is None:
+        return X
+    if not hasattr(X, "shape"):
+        X = np.asarray(X, dtype=object)  # a list of rows: labels of any type
+    if X.ndim != 2 or X.shape[1] != table.n_features:
         return X
     _refuse_sparse(X, "a model fitted with categorical features")
     values = [table.coordinates(i, _labels(X, j)) for i, j in enumerate(table.columns)]

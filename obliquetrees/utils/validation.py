@@ -82,7 +82,7 @@ def validate_fit_data(
         ``2**128`` (or below ``2**-128``) are divided by a power of two
         (:func:`bounded_weights`).
     """
-    _refuse_dask(estimator, X, y, sample_weight)
+    _refuse_dask(estimator, X, y, sample_weight)  # before a dask frame's columns are read
     X, categories = fit_categories(estimator, X)  # categorical columns as their codes
     X, y, sample_weight = _validate_training_arrays(
         estimator,
@@ -229,7 +229,6 @@ def _refuse_dask(estimator, *arrays):
 def _validate_training_arrays(
     estimator, X, y, sample_weight, *, classifier, reset, accept_sparse, multi_output=False
 ):
-    _refuse_dask(estimator, X, y, sample_weight)
     check_sparse_structure(X)
     X, y = validate_data(
         estimator,
