@@ -27,107 +27,177 @@ pd = pytest.importorskip("pandas")
 
 
 # ------------------------------------------------------------------ reference
-def _reference_deviations(codes, K, T, w, components=None, classification=False):
-    """Shrunk deviations per category, one category and one row at a time.
-
-    Returns them with the variance components, estimated here unless given."""
-    N = sum(w[i] for i in range(len(codes)))
+def _reference_penalty(codes, K, T, w, classification, level):
+    """sigma^2 / tau^2 of one feature, or None: one category and one row at a time."""
+    rows = [i for i in range(len(codes)) if codes[i] >= 0]
+    N = sum(w[i] for i in rows)
     d = T.shape[1]
     n, s = np.zeros(K), np.zeros((K, d))
-    for i, c in enumerate(codes):
-        n[c] += w[i]
-        s[c] += w[i] * T[i]
+    for i in rows:
+        n[codes[i]] += w[i]
+        s[codes[i]] += w[i] * T[i]
     present = [k for k in range(K) if n[k] > 0]
-    out = np.zeros((K, d))
-    if len(present) < 2 and components is None:
-        return out, (1.0, 0.0)
+    if len(present) < 2:
+        return None
     mu = s.sum(0) / N
     mean = {k: s[k] / n[k] for k in present}
-    within = sum(w[i] * np.sum((T[i] - mean[c]) ** 2) for i, c in enumerate(codes))
+    within = sum(w[i] * np.sum((T[i] - mean[codes[i]]) ** 2) for i in rows)
     between = sum(n[k] * np.sum((mean[k] - mu) ** 2) for k in present)
     k_obs = len(present)
-    sigma2 = within / (N - k_obs) if N > k_obs else (within + between) / max(N - 1, 1e-12)
+    if N <= k_obs:
+        return None
+    sigma2 = within / (N - k_obs)
     spread = N - sum(n[k] ** 2 for k in present) / N
-    tau2 = max((between - (k_obs - 1) * sigma2) / spread, 0.0) if spread > 0 else 0.0
-    if components is None and tau2 > 0:  # the test of step 2, from its textbook formulas
-        if classification:
-            table = np.array(
-                [[w[(codes == k) & (T[:, c] == 1)].sum() for c in range(d)] for k in present]
-            )
-            table = table[:, table.sum(0) > 0]
-            p = stats.chi2_contingency(table, correction=False).pvalue if table.shape[1] > 1 else 1
-        else:
-            f = (between / (k_obs - 1)) / (within / (N - k_obs))
-            p = stats.f.sf(f, d * (k_obs - 1), d * (N - k_obs))
-        tau2 = tau2 if p < ALPHA else 0.0
-    sigma2, tau2 = components or (sigma2, tau2)
+    tau2 = max((between - (k_obs - 1) * sigma2) / spread, 0.0)
     if tau2 == 0:
-        return out, (sigma2, tau2)
-    for k in present:
-        out[k] = n[k] * tau2 / (n[k] * tau2 + sigma2) * (mean[k] - mu)
-    return out, (sigma2, tau2)
+        return None
+    if classification:  # the test of step 3, from its textbook formulas
+        table = np.array(
+            [
+                [sum(w[i] * T[i, c] for i in rows if codes[i] == k) for c in range(d)]
+                for k in present
+            ]
+        )
+        table = table[:, table.sum(0) > 0]
+        p = stats.chi2_contingency(table, correction=False).pvalue if table.shape[1] > 1 else 1
+    else:
+        f = (between / (k_obs - 1)) / (within / (N - k_obs))
+        p = stats.f.sf(f, d * (k_obs - 1), d * (N - k_obs))
+    return max(sigma2 / tau2, 1e-6 * N) if p < level else None
 
 
-def _reference(codes, K, y, w, n_classes, seed):
-    rows = np.flatnonzero(codes >= 0)
-    c, w = codes[rows], w[rows] * rows.size / w[rows].sum()
+def _reference_effects(Z, T, w, pen):
+    """Ridge solution as weighted least squares with penalty rows (no normal equations)."""
+    A = np.vstack([np.sqrt(w)[:, None] * Z, np.diag(np.sqrt(pen))])
+    B = np.vstack([np.sqrt(w)[:, None] * T, np.zeros((Z.shape[1], T.shape[1]))])
+    return np.linalg.lstsq(A, B, rcond=None)[0]
+
+
+def _reference(codes, sizes, numeric, y, w, n_classes, seed, use_numeric=True, level=None):
+    n = y.shape[0]
+    w = w * n / w.sum()
     if n_classes is None:
-        t = y[rows].reshape(rows.size, -1)
+        t = y.reshape(n, -1)
         mean = w @ t / w.sum()
-        std = np.sqrt(w @ (t - mean) ** 2 / w.sum())
-        T = (t - mean) / np.where(std > 0, std, 1)
+        T = (t - mean) / np.sqrt(w @ (t - mean) ** 2 / w.sum())
     else:
-        T = np.eye(n_classes)[y[rows]]
-    dev, components = _reference_deviations(c, K, T, w, classification=n_classes is not None)
-    n = np.array([w[c == k].sum() for k in range(K)])
-    scatter = sum(n[k] * np.outer(dev[k], dev[k]) for k in range(K))
-    if T.shape[1] == 1 or not np.any(scatter):
-        axis = np.eye(T.shape[1])[0]
-    else:
-        vals, vecs = np.linalg.eigh(scatter)
-        axis = vecs[:, -1]
+        T = np.eye(n_classes)[y]
+    level = ALPHA / len(codes) if level is None else level
+    classification = n_classes is not None
+    pens = [
+        _reference_penalty(c, k, T, w, classification, level)
+        for c, k in zip(codes, sizes, strict=True)
+    ]
+    active = [i for i, p in enumerate(pens) if p is not None]
+    cols = [np.ones(n)]
+    for j in range(numeric.shape[1] if use_numeric else 0):
+        x, obs = numeric[:, j], ~np.isnan(numeric[:, j])
+        m = w[obs] @ x[obs] / w[obs].sum()
+        sd = np.sqrt(w[obs] @ (x[obs] - m) ** 2 / w[obs].sum())
+        cols.append(np.where(obs, (np.nan_to_num(x) - m) / sd, 0.0))
+    q = len(cols)
+    for i in active:
+        cols += [(codes[i] == k).astype(float) for k in range(sizes[i])]
+    Z = np.column_stack(cols)
+    pen = np.concatenate(
+        [[0.0], np.full(q - 1, 1e-6 * n)] + [np.full(sizes[i], pens[i]) for i in active]
+    )
+    ends = np.cumsum([q] + [sizes[i] for i in active])
+
+    def centred(theta, rows):
+        out = []
+        for a in range(len(active)):
+            u = theta[ends[a] : ends[a + 1]]
+            counts = Z[rows, ends[a] : ends[a + 1]].T @ w[rows]
+            out.append((u - counts @ u / counts.sum(), counts))
+        return out
+
+    every = np.arange(n)
+    full = centred(_reference_effects(Z, T, w, pen), every)
+    axes = []
+    for u, counts in full:
+        scatter = sum(counts[k] * np.outer(u[k], u[k]) for k in range(len(counts)))
+        if T.shape[1] == 1 or not np.any(scatter):
+            axes.append(np.eye(T.shape[1])[0])
+            continue
+        axis = np.linalg.eigh(scatter)[1][:, -1]
         big = np.flatnonzero(np.abs(axis) >= np.abs(axis).max() * (1 - 1e-12))[-1]
-        axis = axis if axis[big] > 0 else -axis
-    table = dev @ axis
-    fold = np.random.default_rng([seed, FOLD_STREAM]).permutation(rows.size) % N_FOLDS
-    train = np.full(codes.size, np.nan)
+        axes.append(axis if axis[big] > 0 else -axis)
+    tables = [np.zeros(k) for k in sizes]
+    train = np.zeros((n, len(codes)))
+    fold = np.random.default_rng([seed, FOLD_STREAM]).permutation(n) % N_FOLDS
+    for a, i in enumerate(active):
+        tables[i] = full[a][0] @ axes[a]
     for f in range(N_FOLDS):
-        other = fold != f
-        d, _ = _reference_deviations(c[other], K, T[other], w[other], components)
-        train[rows[fold == f]] = (d @ axis)[c[fold == f]]
-    return table, train
+        rows = np.flatnonzero(fold != f)
+        theta = _reference_effects(Z[rows], T[rows], w[rows], pen)
+        for a, (u, _) in enumerate(centred(theta, rows)):
+            mine = fold == f
+            train[mine, active[a]] = (u @ axes[a])[np.maximum(codes[active[a]][mine], 0)]
+    for i, c in enumerate(codes):
+        train[c < 0, i] = np.nan
+    return tables, train
+
+
+def _random_task(task, seed):
+    rng = np.random.default_rng(seed)
+    n, sizes = int(rng.integers(60, 200)), [int(rng.integers(2, 7)), int(rng.integers(2, 5))]
+    codes = [rng.integers(0, k, n) for k in sizes]
+    for c in codes:
+        c[rng.random(n) < 0.1] = -1
+    numeric = rng.normal(size=(n, int(rng.integers(0, 3))))
+    numeric[rng.random(numeric.shape) < 0.1] = np.nan
+    effect = sum(
+        rng.normal(size=k)[np.maximum(c, 0)] * rng.uniform(0, 2)
+        for c, k in zip(codes, sizes, strict=True)
+    )
+    effect = effect + np.nan_to_num(numeric).sum(1)
+    w = rng.uniform(0.2, 3.0, n)
+    if task == "regression":
+        return codes, sizes, numeric, effect + rng.normal(size=n), w, None
+    if task == "two_outputs":
+        y = np.c_[effect + rng.normal(size=n), -effect + rng.normal(size=n)]
+        return codes, sizes, numeric, y, w, None
+    n_classes = 2 if task == "binary" else 4
+    score = effect + rng.normal(size=n)
+    y = np.digitize(score, np.quantile(score, np.linspace(0, 1, n_classes + 1)[1:-1]))
+    return codes, sizes, numeric, y, w, n_classes
 
 
 @pytest.mark.parametrize("task", ["binary", "multiclass", "regression", "two_outputs"])
 @pytest.mark.parametrize("seed", range(6))
 def test_coordinates_match_the_plain_reference(task, seed):
-    rng = np.random.default_rng(seed)
-    n, K = int(rng.integers(40, 200)), int(rng.integers(2, 9))
-    codes = rng.integers(0, K, n)
-    codes[rng.random(n) < 0.1] = -1
-    effect = rng.normal(size=K) * rng.uniform(0, 2)
-    w = rng.uniform(0.2, 3.0, n)
-    if task == "regression":
-        y, n_classes = effect[np.maximum(codes, 0)] + rng.normal(size=n), None
-    elif task == "two_outputs":
-        base = effect[np.maximum(codes, 0)]
-        y, n_classes = np.c_[base + rng.normal(size=n), -base + rng.normal(size=n)], None
-    else:
-        n_classes = 2 if task == "binary" else 4
-        score = effect[np.maximum(codes, 0)] + rng.normal(size=n)
-        y = np.digitize(score, np.quantile(score, np.linspace(0, 1, n_classes + 1)[1:-1]))
-    table, train = learn_coordinates(codes, K, y, w, n_classes, seed)
-    ref_table, ref_train = _reference(codes, K, y, w, n_classes, seed)
-    np.testing.assert_allclose(table, ref_table, rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(train, ref_train, rtol=1e-9, atol=1e-12)
-    assert np.array_equal(np.isnan(train), codes < 0)
+    codes, sizes, numeric, y, w, n_classes = _random_task(task, seed)
+    tables, train = learn_coordinates(codes, sizes, numeric, y, w, n_classes, seed)
+    ref_tables, ref_train = _reference(codes, sizes, numeric, y, w, n_classes, seed)
+    for table, ref in zip(tables, ref_tables, strict=True):
+        np.testing.assert_allclose(table, ref, rtol=1e-7, atol=1e-10)
+    np.testing.assert_allclose(train, ref_train, rtol=1e-7, atol=1e-10)
+
+
+def test_large_systems_leave_the_numeric_features_then_fit_each_feature_alone(monkeypatch):
+    from obliquetrees._training import categories
+
+    codes, sizes, numeric, y, w, n_classes = _random_task("regression", 5)
+    assert numeric.shape[1] > 0  # and both features carry something (checked below)
+    monkeypatch.setattr(categories, "MAX_JOINT", 1 + sum(sizes))  # no room for numeric ones
+    tables, train = learn_coordinates(codes, sizes, numeric, y, w, n_classes, 5)
+    ref_tables, ref_train = _reference(codes, sizes, numeric, y, w, n_classes, 5, use_numeric=False)
+    np.testing.assert_allclose(train, ref_train, rtol=1e-7, atol=1e-10)
+    assert all(np.any(t != 0) for t in tables)
+    monkeypatch.setattr(categories, "MAX_JOINT", max(sizes))  # each feature on its own
+    tables, train = learn_coordinates(codes, sizes, numeric, y, w, n_classes, 5)
+    for i in range(2):
+        alone = _reference([codes[i]], [sizes[i]], numeric[:, :0], y, w, None, 5, level=ALPHA / 2)
+        alone = alone[1][:, 0]
+        np.testing.assert_allclose(train[:, i], alone, rtol=1e-7, atol=1e-10)
 
 
 def test_binary_coordinates_rise_with_the_second_class_rate():
     rng = np.random.default_rng(0)
     codes = rng.integers(0, 5, 3000)
     y = (rng.random(3000) < np.array([0.1, 0.3, 0.5, 0.7, 0.9])[codes]).astype(np.int64)
-    table, _ = learn_coordinates(codes, 5, y, np.ones(3000), 2, 0)
+    (table,), _ = learn_coordinates([codes], [5], np.zeros((3000, 0)), y, np.ones(3000), 2, 0)
     assert np.all(np.diff(table) > 0)
 
 
@@ -136,7 +206,7 @@ def test_noise_levels_get_no_coordinate():
     rng = np.random.default_rng(1)
     codes = rng.integers(0, 300, 3000)
     y = rng.integers(0, 2, 3000)
-    table, train = learn_coordinates(codes, 300, y, np.ones(3000), 2, 0)
+    (table,), train = learn_coordinates([codes], [300], np.zeros((3000, 0)), y, np.ones(3000), 2, 0)
     assert np.abs(table).max() < 0.05
     assert np.nanstd(train) < 0.05
 

@@ -158,18 +158,15 @@ def learn_category_coordinates(estimator, X, categories, y, sample_weight, n_cla
     gets the table prediction uses. ``n_classes`` is None for regression.
     """
     # imported here: the training side loads numba, which prediction alone never needs
-    from obliquetrees._training.categories import ALPHA, learn_coordinates
+    from obliquetrees._training.categories import learn_coordinates
 
     columns = np.flatnonzero(estimator.is_categorical_)
     seed = int(draw_seeds(getattr(estimator, "random_state", None), 1)[0])
-    tables = []
-    for j, known in zip(columns, categories, strict=True):
-        codes = np.where(np.isnan(X[:, j]), -1, X[:, j]).astype(np.int64)
-        table, train = learn_coordinates(
-            codes, known.size, y, sample_weight, n_classes, seed, ALPHA / columns.size
-        )
-        X[:, j] = train
-        tables.append(table)
+    codes = [np.where(np.isnan(X[:, j]), -1, X[:, j]).astype(np.int64) for j in columns]
+    numeric = X[:, ~estimator.is_categorical_]
+    sizes = [known.size for known in categories]
+    tables, train = learn_coordinates(codes, sizes, numeric, y, sample_weight, n_classes, seed)
+    X[:, columns] = train
     estimator.category_coordinates_ = CategoryCoordinates(X.shape[1], columns, categories, tables)
     return X
 
