@@ -35,6 +35,7 @@ the one-hot pipeline's.
 
     python -m benchmarks categorical                  # 8 sets, 3 seeds, every estimator
     python -m benchmarks categorical --datasets hmda chile --seeds 2
+    python -m benchmarks categorical --report         # the markdown again from the json
 """
 
 import json
@@ -52,7 +53,7 @@ from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder
 from threadpoolctl import threadpool_limits
 
 import obliquetrees
-from benchmarks.common import write_results
+from benchmarks.common import results_path, write_results
 from benchmarks.datasets import DATA_DIR
 from benchmarks.estimators import accepts, public_estimators
 
@@ -222,6 +223,10 @@ def summarise(rows):
         fit = {
             m: _mean(_values(rows, "fit_s", estimator=est, dataset=name, method=m)) for m in METHODS
         }
+        predict = {
+            m: _mean(_values(rows, "predict_s", estimator=est, dataset=name, method=m))
+            for m in METHODS
+        }
         native = _values(rows, estimator=est, dataset=name, method="native")
         noisy = _values(rows, estimator=est, dataset=name, method="native + noise")
         control = _values(rows, estimator=est, dataset=name, method="native + constant")
@@ -234,6 +239,10 @@ def summarise(rows):
             row["fit s native / one-hot / ordinal"] = " / ".join(f"{fit[m]:.2f}" for m in METHODS)
             if est.startswith(("CO2", "Hinge")):
                 fit_ratio[(est, name)] = fit["native"] / fit["one-hot"]
+        if None not in predict.values():
+            row["predict s native / one-hot / ordinal"] = " / ".join(
+                f"{predict[m]:.3f}" for m in METHODS
+            )
         if native and noisy and None not in native + noisy:
             d = np.subtract(noisy, native)
             sd = np.std(d, ddof=1) if len(d) > 1 else 0.0
@@ -271,13 +280,21 @@ def add_arguments(parser):
         help="default: every obliquetrees estimator",
     )
     parser.add_argument("--out", default="categorical.md")
+    parser.add_argument(
+        "--report", action="store_true", help="rewrite the markdown from the json of the last run"
+    )
 
 
 def main(args):
     """Run the comparison and write ``results/categorical.md`` (and its json)."""
-    rows = []
-    for name in args.datasets:
-        rows += run_set(name, range(args.seeds), args.estimators, lambda r: print(r, flush=True))
+    if args.report:  # the tables again from the rows of the last run
+        rows = json.loads(results_path(args.out.replace(".md", ".json")).read_text())["rows"]
+    else:
+        rows = []
+        for name in args.datasets:
+            rows += run_set(
+                name, range(args.seeds), args.estimators, lambda r: print(r, flush=True)
+            )
     table, figures = summarise(rows)
     ids = [r for r in rows if r["method"] == "native + id"]
     notes = __doc__.split("\n\n", 1)[1].split("    python -m")[0] + _reading(figures, ids)
@@ -290,11 +307,13 @@ def main(args):
         "noise column",
         "noise - constant",
         "fit s native / one-hot / ordinal",
+        "predict s native / one-hot / ordinal",
         "size KB native / one-hot",
     ]
     table = [{c: r.get(c, "") for c in columns} for r in table]
     write_results(args.out, "Categorical columns: native vs pipelines", [("Scores", table)], notes)
-    write_results(args.out.replace(".md", ".json"), data=dict(rows=rows, figures=figures))
+    if not args.report:
+        write_results(args.out.replace(".md", ".json"), data=dict(rows=rows, figures=figures))
 
 
 def _reading(figures, ids):

@@ -284,7 +284,7 @@ def _variance_components(n, sums, squares):
 
 
 def _depends_on_target(n, sums, sigma2, classification, alpha):
-    """Whether the categories' targets differ beyond chance at level ``alpha`` (step 2).
+    """Whether the categories' targets differ beyond chance at level ``alpha`` (step 3).
 
     Classification (``sums`` is the category x class table of weighted
     counts): Pearson's chi-squared test of independence. Regression: the
@@ -316,7 +316,7 @@ def _depends_on_target(n, sums, sigma2, classification, alpha):
 
 
 def _principal_axis(deviation, n):
-    """Unit first principal axis of the ``n``-weighted deviations (step 3), sign fixed."""
+    """Unit first principal axis of the ``n``-weighted effects (step 4), sign fixed."""
     d = deviation.shape[1]
     scatter = (deviation * n[:, None]).T @ deviation
     if d == 1 or not np.any(scatter):
