@@ -27,6 +27,7 @@ SUBCOMMANDS = {
     "parallel": "benchmarks.bench_parallel",
     "missing": "benchmarks.bench_missing",
     "categorical": "benchmarks.bench_categorical",
+    "categorical-validation": "benchmarks.categorical_validation",
     "monotonic": "benchmarks.bench_monotonic",
     "monotonic-validation": "benchmarks.monotonic_validation",
     "monotone-pairs": "benchmarks.monotone_pairs",

@@ -57,3 +57,22 @@ def test_gaps_fit_ratios_and_the_noise_column():
     assert figures["noise"] == [(-0.5, 0.0), (0.0, 0.0)]
     assert table[0]["HGB"] == 82.0
     assert table[0]["noise - constant"] == "-0.50 ± 0.00"
+
+
+def test_leave_one_set_out_chooses_on_the_other_sets():
+    from benchmarks.categorical_validation import leave_one_out
+
+    rows = []
+    for name, val, test in (
+        ("a", (80, 70), (81, 79)),
+        ("b", (60, 65), (60, 66)),
+        ("c", (50, 49), (50, 52)),
+    ):
+        for way, v, t in zip(("adjusted", "raw"), val, test, strict=True):
+            rows.append(dict(dataset=name, seed=0, estimator="E", way=way, validation=v, test=t))
+    table = {r["held-out set"]: r for r in leave_one_out(rows)}
+    # without a: raw wins on b (+5) and loses on c (-1); without b: adjusted (+10, +1)
+    assert table["a"]["chosen on the other sets"] == "raw"
+    assert table["a"]["test of the choice - default"] == -2
+    assert table["b"]["chosen on the other sets"] == "adjusted"
+    assert table["c"]["chosen on the other sets"] == "adjusted"
