@@ -148,7 +148,8 @@ def learn_coordinates(codes, n_categories, numeric, y, sample_weight, n_classes,
     if fixed.shape[1] + sum(n_categories[i] for i in active) > MAX_JOINT:
         fixed = fixed[:, :1]  # the intercept alone
     joint = fixed.shape[1] + sum(n_categories[i] for i in active) <= MAX_JOINT
-    for group in [active] if joint else [[i] for i in active]:
+    groups = [active] if joint else [[i] for i in active]
+    for group in groups if active else []:  # no feature carries anything: all coordinates 0
         parts = [(codes[i], n_categories[i], penalty[i]) for i in group]
         found, rows = _mixed_model(fixed, parts, targets, weight, fold, n_folds)
         for i, table, values in zip(group, found, rows, strict=True):
@@ -213,12 +214,14 @@ def _mixed_model(fixed, parts, targets, weight, fold, n_folds):
     each feature's table (the model of all rows) and its rows' coordinates
     (cross-fitted when there are two folds or more).
     """
-    blocks = [fixed] + [_one_hot(c, k) for c, k, _ in parts]
+    onehot = sparse.hstack([_one_hot(c, k) for c, k, _ in parts], format="csr")
     ridge = np.concatenate(
         [[0.0], np.full(fixed.shape[1] - 1, NUMERIC_RIDGE * fixed.shape[0])]
         + [np.full(k, p) for _, k, p in parts]
     )
-    per_fold = [_normal_equations(blocks, targets, weight, fold == f) for f in range(n_folds)]
+    per_fold = [
+        _normal_equations(fixed, onehot, targets, weight, fold == f) for f in range(n_folds)
+    ]
     gram, rhs = sum(g for g, _ in per_fold), sum(h for _, h in per_fold)
     ends = np.cumsum([fixed.shape[1]] + [k for _, k, _ in parts])
     blocks = [slice(ends[i], ends[i + 1]) for i in range(len(parts))]
@@ -240,18 +243,15 @@ def _mixed_model(fixed, parts, targets, weight, fold, n_folds):
     return tables, rows
 
 
-def _normal_equations(blocks, targets, weight, rows):
-    """``Z'WZ`` and ``Z'WT`` of the rows ``rows`` (bool), ``Z`` the blocks side by side."""
-    parts = [b[rows] for b in blocks]
-    w = weight[rows]
-    weighted = [sparse.diags(w) @ p if sparse.issparse(p) else w[:, None] * p for p in parts]
-    gram = np.block([[_dense(a.T @ b) for b in parts] for a in weighted])
-    rhs = np.vstack([_dense(a.T @ targets[rows]) for a in weighted])
-    return gram, rhs
-
-
-def _dense(m):
-    return m.toarray() if sparse.issparse(m) else np.asarray(m)
+def _normal_equations(fixed, onehot, targets, weight, rows):
+    """``Z'WZ`` and ``Z'WT`` of the rows ``rows`` (bool), ``Z = [fixed, onehot]``."""
+    d, o, w = fixed[rows], onehot[rows], weight[rows]
+    wd = w[:, None] * d
+    wo = sparse.diags(w) @ o
+    cross = np.asarray(o.T @ wd)  # (categories, fixed effects)
+    gram = np.block([[wd.T @ d, cross.T], [cross, (wo.T @ o).toarray()]])
+    t = targets[rows]
+    return gram, np.vstack([wd.T @ t, np.asarray(wo.T @ t)])
 
 
 def _centred(effects, counts):
