@@ -41,6 +41,7 @@ the one-hot pipeline's.
 import json
 import pickle
 import time
+from pathlib import Path
 
 import numpy as np
 from sklearn.base import clone
@@ -287,8 +288,10 @@ def add_arguments(parser):
 
 def main(args):
     """Run the comparison and write ``results/categorical.md`` (and its json)."""
+    run = None
     if args.report:  # the tables again from the rows of the last run
-        rows = json.loads(results_path(args.out.replace(".md", ".json")).read_text())["rows"]
+        saved = json.loads(results_path(args.out.replace(".md", ".json")).read_text())
+        rows, run = saved["rows"], saved.get("provenance", {})
     else:
         rows = []
         for name in args.datasets:
@@ -298,6 +301,12 @@ def main(args):
     table, figures = summarise(rows)
     ids = [r for r in rows if r["method"] == "native + id"]
     notes = __doc__.split("\n\n", 1)[1].split("    python -m")[0] + _reading(figures, ids)
+    if run is not None:
+        notes = (
+            f"Tables rewritten by `--report` from `{Path(args.out).stem}.json`; the rows are "
+            f"those of the run at revision {run.get('revision', '?')} "
+            f"({run.get('date', '?')}), whose package code is what they measure.\n\n" + notes
+        )
     columns = [
         "estimator",
         "dataset",
