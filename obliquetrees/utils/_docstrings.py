@@ -142,10 +142,11 @@ default="from_dtype"
     the DataFrame columns of ``category``, ``object`` or string dtype (none
     for an array); None: none. Labels are ``str`` or numbers (at most
     1000 categories per feature). Each category enters the splits as one
-    coordinate learned from the training target (shrunk and cross-fitted
-    against target leakage; :mod:`obliquetrees.utils.categorical`), not as
-    one-hot inputs; a missing or unseen category is a missing value. See
-    ``category_coordinates_``.""",
+    coordinate, not as one-hot inputs: its effect on the training target
+    given the other features (a linear mixed model; shrunk, tested against
+    chance and cross-fitted against target leakage;
+    :mod:`obliquetrees._training.categories`); a missing or unseen category
+    is a missing value. See ``category_coordinates_``.""",
     "categorical_attributes": """\
 is_categorical_ : ndarray of bool of shape (n_features_in_,) or None
     Which features were fitted as categorical (None: none).
