@@ -75,23 +75,7 @@ class CategoryCoordinates:
 
     def codes(self, i, labels):
         """Index in ``categories[i]`` of each label (1-D array); -1 for missing or unknown."""
-        known = self.categories[i]
-        codes = np.full(labels.shape[0], -1, dtype=INDEX_DTYPE)
-        observed = ~is_missing_label(labels)
-        if not observed.any() or known.size == 0:
-            return codes
-        seen = labels[observed]
-        if known.dtype.kind == "O" and seen.dtype.kind != "O":
-            seen = seen.astype(object)  # a number is then an unknown label, not a str
-        try:
-            position = np.searchsorted(known, seen)
-        except TypeError:  # labels of another type than the categories: none is known
-            codes[observed] = [_lookup(known, v) for v in seen]
-            return codes
-        position = np.minimum(position, known.size - 1)
-        hit = known[position] == seen
-        codes[np.flatnonzero(observed)[hit]] = position[hit]
-        return codes
+        return category_positions(self.categories[i], labels)
 
     def coordinates(self, i, labels):
         """The coordinate of each label of feature ``columns[i]``: NaN for missing or unknown."""
@@ -164,6 +148,31 @@ class CategoryCoordinates:
                     f"the categories of feature {columns[i]} must be sorted, distinct and "
                     "not missing."
                 )
+
+
+def category_positions(known, labels):
+    """Position of each label (1-D array) in the sorted categories ``known``: -1 if unknown.
+
+    ``known`` is an object array of ``str`` or a float64 array; a missing
+    label is -1, and so is a label of the other kind (the number 3 for the
+    categories ``"3"``, say).
+    """
+    codes = np.full(labels.shape[0], -1, dtype=INDEX_DTYPE)
+    observed = ~is_missing_label(labels)
+    if not observed.any() or known.size == 0:
+        return codes
+    seen = labels[observed]
+    if known.dtype.kind == "O" and seen.dtype.kind != "O":
+        seen = seen.astype(object)  # a number is then an unknown label, not a str
+    try:
+        position = np.searchsorted(known, seen)
+    except TypeError:  # labels of another type than the categories: none is known
+        codes[observed] = [_lookup(known, v) for v in seen]
+        return codes
+    position = np.minimum(position, known.size - 1)
+    hit = known[position] == seen
+    codes[np.flatnonzero(observed)[hit]] = position[hit]
+    return codes
 
 
 def _as_labels(categories):

@@ -136,22 +136,20 @@ def learn_coordinates(codes, n_categories, numeric, y, sample_weight, n_classes,
     weight = sample_weight * (n / total) if total > 0 else sample_weight
     targets = _target_matrix(y, weight, n_classes)
     level = alpha / max(len(codes), 1)
-    penalty = [
-        _penalty(c, k, targets, weight, n_classes is not None, level)
-        for c, k in zip(codes, n_categories, strict=True)
-    ]
+    onehot = [_one_hot(c, k) for c, k in zip(codes, n_categories, strict=True)]
+    penalty = [_penalty(o, targets, weight, n_classes is not None, level) for o in onehot]
     active = [i for i, p in enumerate(penalty) if p is not None]
     tables = [np.zeros(k) for k in n_categories]
     train = np.zeros((n, len(codes)))
     n_folds = min(N_FOLDS, n)
     fold = generator(seed, FOLD_STREAM).permutation(n) % n_folds
+    n_active = sum(n_categories[i] for i in active)
+    if 1 + numeric.shape[1] + n_active > MAX_JOINT:
+        numeric = numeric[:, :0]  # the intercept alone
     fixed = _fixed_effects(numeric, weight)
-    if fixed.shape[1] + sum(n_categories[i] for i in active) > MAX_JOINT:
-        fixed = fixed[:, :1]  # the intercept alone
-    joint = fixed.shape[1] + sum(n_categories[i] for i in active) <= MAX_JOINT
-    groups = [active] if joint else [[i] for i in active]
+    groups = [active] if 1 + numeric.shape[1] + n_active <= MAX_JOINT else [[i] for i in active]
     for group in groups if active else []:  # no feature carries anything: all coordinates 0
-        parts = [(codes[i], n_categories[i], penalty[i]) for i in group]
+        parts = [(codes[i], onehot[i], penalty[i]) for i in group]
         found, rows = _mixed_model(fixed, parts, targets, weight, fold, n_folds)
         for i, table, values in zip(group, found, rows, strict=True):
             tables[i], train[:, i] = table, values
@@ -202,18 +200,20 @@ def _one_hot(codes, n_categories):
     return sparse.csr_matrix((ones, (rows, codes[rows])), shape=(codes.shape[0], n_categories))
 
 
-def _penalty(codes, n_categories, targets, weight, classification, alpha):
-    """``sigma^2 / tau^2`` of one feature (step 2), or None when it carries nothing (step 3)."""
-    observed = codes >= 0
-    if not observed.any():
+def _penalty(onehot, targets, weight, classification, alpha):
+    """``sigma^2 / tau^2`` of one feature (step 2), or None when it carries nothing (step 3).
+
+    ``onehot`` is the feature's (n, K) indicator: a missing value's empty row
+    adds nothing to the sums.
+    """
+    n = onehot.T @ weight
+    sums = onehot.T @ (weight[:, None] * targets)
+    squares = onehot.T @ (weight * np.einsum("ij,ij->i", targets, targets))
+    components = _variance_components(n, sums, squares)
+    if components is None:
         return None
-    onehot = _one_hot(codes, n_categories)[observed]
-    w, t = weight[observed], targets[observed]
-    n = onehot.T @ w
-    sums = onehot.T @ (w[:, None] * t)
-    squares = onehot.T @ (w * np.einsum("ij,ij->i", t, t))
-    sigma2, tau2 = _variance_components(n, sums, squares)
-    if tau2 == 0.0 or not _depends_on_target(n, sums, sigma2, classification, alpha):
+    sigma2, tau2, between = components
+    if tau2 == 0.0 or not _depends_on_target(n, sums, sigma2, between, classification, alpha):
         return None
     return max(sigma2 / tau2, NUMERIC_RIDGE * n.sum())
 
@@ -221,20 +221,20 @@ def _penalty(codes, n_categories, targets, weight, classification, alpha):
 def _mixed_model(fixed, parts, targets, weight, fold, n_folds):
     """Step 2 (the effects' normal equations) for a group of features, then steps 4 and 5.
 
-    ``parts`` lists ``(codes, n_categories, penalty)`` per feature. Returns
+    ``parts`` lists ``(codes, one-hot indicator, penalty)`` per feature. Returns
     each feature's table (the model of all rows) and its rows' coordinates
     (cross-fitted when there are two folds or more).
     """
-    onehot = sparse.hstack([_one_hot(c, k) for c, k, _ in parts], format="csr")
+    onehot = sparse.hstack([o for _, o, _ in parts], format="csr")
     ridge = np.concatenate(
         [[0.0], np.full(fixed.shape[1] - 1, NUMERIC_RIDGE * fixed.shape[0])]
-        + [np.full(k, p) for _, k, p in parts]
+        + [np.full(o.shape[1], p) for _, o, p in parts]
     )
     per_fold = [
         _normal_equations(fixed, onehot, targets, weight, fold == f) for f in range(n_folds)
     ]
     gram, rhs = sum(g for g, _ in per_fold), sum(h for _, h in per_fold)
-    ends = np.cumsum([fixed.shape[1]] + [k for _, k, _ in parts])
+    ends = np.cumsum([fixed.shape[1]] + [o.shape[1] for _, o, _ in parts])
     blocks = [slice(ends[i], ends[i + 1]) for i in range(len(parts))]
 
     def effects(g, h):  # each feature's centred category effects
@@ -272,44 +272,40 @@ def _centred(effects, counts):
 
 
 def _variance_components(n, sums, squares):
-    """``(sigma^2, tau^2)`` of step 2 by the method of moments; ``tau^2 = 0``: nothing to learn.
+    """``(sigma^2, tau^2, between)`` of step 2 by the method of moments, or None.
 
     ``n`` (K,), ``sums`` (K, d) and ``squares`` (K,) are the categories'
-    weighted counts, target sums and squared-norm sums.
+    weighted counts, target sums and squared-norm sums; ``between`` is
+    ``sum_k n_k |m_k - mu|^2``. None when there is nothing to estimate:
+    fewer than two categories, or no row beyond one per category (no
+    within-category spread to measure chance against).
     """
     present = n > 0
     total, k = n.sum(), int(present.sum())
-    if k < 2 or total <= 0:
-        return 1.0, 0.0  # one category (or none) separates nothing
+    if k < 2 or total - k <= 0:
+        return None
     mu = sums.sum(0) / total
     means = sums[present] / n[present, None]
     between = n[present] @ np.sum((means - mu) ** 2, axis=1)
     within = max(float(squares[present].sum() - n[present] @ np.sum(means**2, axis=1)), 0.0)
-    if total - k > 0:
-        sigma2 = within / (total - k)
-    else:  # every category is one row: no within-category spread to go by
-        sigma2 = (within + between) / max(total - 1, 1e-12)
-    spread = total - n[present] @ n[present] / total
-    tau2 = max((between - (k - 1) * sigma2) / spread, 0.0) if spread > 0 else 0.0
-    return sigma2, tau2
+    sigma2 = within / (total - k)
+    spread = total - n[present] @ n[present] / total  # positive: two categories or more
+    return sigma2, max((between - (k - 1) * sigma2) / spread, 0.0), between
 
 
-def _depends_on_target(n, sums, sigma2, classification, alpha):
+def _depends_on_target(n, sums, sigma2, between, classification, alpha):
     """Whether the categories' targets differ beyond chance at level ``alpha`` (step 3).
 
     Classification (``sums`` is the category x class table of weighted
     counts): Pearson's chi-squared test of independence. Regression: the
     one-way analysis of variance, ``F`` with the sums of squares of the
-    standardised outputs summed. Rows count as their weights (mean 1). A
-    column of one-row categories has no within-category spread to test
-    against: it does not depend on the target.
+    standardised outputs summed (``sigma2`` and ``between`` from
+    :func:`_variance_components`). Rows count as their weights (mean 1).
     """
     from scipy import stats
 
     present = n > 0
     total, k = n.sum(), int(present.sum())
-    if total - k <= 0:
-        return False
     if classification:
         table = sums[present]
         table = table[:, table.sum(0) > 0]
@@ -319,9 +315,6 @@ def _depends_on_target(n, sums, sigma2, classification, alpha):
         return dof > 0 and stats.chi2.sf(chi2, dof) < alpha
     if sigma2 <= 0:
         return True  # every category constant inside, and not all alike (tau^2 > 0)
-    mu = sums.sum(0) / total
-    means = sums[present] / n[present, None]
-    between = n[present] @ np.sum((means - mu) ** 2, axis=1)
     d = sums.shape[1]  # both sums of squares are summed over the d outputs
     return stats.f.sf(between / ((k - 1) * sigma2), d * (k - 1), d * (total - k)) < alpha
 

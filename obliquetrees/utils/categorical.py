@@ -21,7 +21,12 @@ become the table's coordinates, NaN for a missing or unseen category.
 import numpy as np
 from scipy import sparse
 
-from obliquetrees._core.categories import MAX_CATEGORIES, CategoryCoordinates, is_missing_label
+from obliquetrees._core.categories import (
+    MAX_CATEGORIES,
+    CategoryCoordinates,
+    category_positions,
+    is_missing_label,
+)
 from obliquetrees.utils.seeds import draw_seeds
 
 __all__ = ["apply_categories", "categorical_mask", "fit_categories", "learn_category_coordinates"]
@@ -111,8 +116,8 @@ def fit_categories(estimator, X):
     categories : list of ndarray or None
     """
     given = getattr(estimator, "categorical_features", None)
-    if given is not None and not isinstance(given, str) and not hasattr(X, "shape"):
-        X = np.asarray(X, dtype=object)  # a list of rows: labels of any type
+    if given is not None and not isinstance(given, str):
+        X = _as_table(X)
     mask = categorical_mask(X, given)
     estimator.is_categorical_ = mask
     if mask is None:
@@ -135,18 +140,13 @@ def _factorize(labels, name):
         import pandas as pd
     except ImportError:  # numpy alone: sort every label
         known = _categories(labels, name)
-        return known, _positions(known, labels)
+        return known, category_positions(known, labels)
     # pandas hashes the labels (several times faster than sorting them all);
     # only the distinct ones are then sorted and checked
     first_seen, distinct = pd.factorize(labels, use_na_sentinel=True)
     distinct = np.asarray(distinct, dtype=labels.dtype)
     known = _categories(distinct, name)
-    return known, np.where(first_seen >= 0, _positions(known, distinct)[first_seen], -1)
-
-
-def _positions(known, labels):
-    """Position of each label in the sorted categories ``known``; -1 if missing or unknown."""
-    return CategoryCoordinates(1, [0], [known], [np.zeros(known.size)]).codes(0, labels)
+    return known, np.where(first_seen >= 0, category_positions(known, distinct)[first_seen], -1)
 
 
 def learn_category_coordinates(estimator, X, categories, y, sample_weight, n_classes):
@@ -181,13 +181,23 @@ def apply_categories(estimator, X):
     table = estimator.__dict__.get("category_coordinates_")
     if table is None:
         return X
-    if not hasattr(X, "shape"):
-        X = np.asarray(X, dtype=object)  # a list of rows: labels of any type
+    X = _as_table(X)
     if X.ndim != 2 or X.shape[1] != table.n_features:
         return X
     _refuse_sparse(X, "a model fitted with categorical features")
     values = [table.coordinates(i, _labels(X, j)) for i, j in enumerate(table.columns)]
     return _replace_columns(X, table.columns, values)
+
+
+def _as_table(X):
+    """``X`` itself if a pandas DataFrame, an ndarray or sparse; else an object array, once.
+
+    Lists of rows and other frames hold labels of any type: one conversion
+    here, not one per column.
+    """
+    if hasattr(X, "iloc") or isinstance(X, np.ndarray) or sparse.issparse(X):
+        return X
+    return np.asarray(X, dtype=object)
 
 
 def _refuse_sparse(X, what):
@@ -198,13 +208,13 @@ def _refuse_sparse(X, what):
 
 
 def _labels(X, j):
-    """The labels of column ``j``: a float array, or an object array (missing as None)."""
+    """The labels of column ``j`` of a DataFrame or ndarray: float, or object (missing as None)."""
     if hasattr(X, "iloc"):
         column = X.iloc[:, j]
         if column.dtype.name not in _CATEGORICAL_DTYPES and column.dtype.kind in "iufb":
             return column.to_numpy(dtype=np.float64, na_value=np.nan)
         return column.to_numpy(dtype=object, na_value=None)
-    column = np.asarray(X[:, j] if isinstance(X, np.ndarray) else np.asarray(X)[:, j])
+    column = X[:, j]  # an ndarray (_as_table)
     if column.dtype.kind in "iufb":
         return column.astype(np.float64)
     return column.astype(object)
@@ -252,8 +262,7 @@ def _replace_columns(X, columns, values):
         for j, v in zip(columns, values, strict=True):
             out.isetitem(int(j), v)
         return out
-    X = np.asarray(X)
-    out = np.empty(X.shape, dtype=np.float64)
+    out = np.empty(X.shape, dtype=np.float64)  # X is an ndarray here (_as_table)
     numeric = np.ones(X.shape[1], dtype=bool)
     numeric[columns] = False
     if numeric.any():
