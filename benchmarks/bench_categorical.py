@@ -99,10 +99,28 @@ def split(X, y, meta, seed):
     return X_train, X_test, y_train, y_test
 
 
+def seeded_splits(name, seeds):
+    """``(meta, seed, X_train, X_test, y_train, y_test)`` of one set, seed by seed."""
+    X, y, meta = load(name)
+    for seed in seeds:
+        yield (meta, seed, *split(X, y, meta, seed))
+
+
+def task_estimators(estimators, meta):
+    """The names in ``estimators`` of the set's task (classifiers or regressors)."""
+    kind = "Classifier" if meta["task"] == "classification" else "Regressor"
+    return [e for e in estimators if e.endswith(kind)]
+
+
+def native(name, seed):
+    """The obliquetrees estimator ``name`` at its defaults, fed the DataFrame as it is."""
+    params = {"random_state": seed, **({"n_jobs": 2} if accepts(name, "n_jobs") else {})}
+    return getattr(obliquetrees, name)(**params)
+
+
 def models(name, meta, seed):
     """Method -> unfitted model for one obliquetrees estimator ``name``."""
-    params = {"random_state": seed, **({"n_jobs": 2} if accepts(name, "n_jobs") else {})}
-    est = getattr(obliquetrees, name)(**params)
+    est = native(name, seed)
     categorical = meta["categorical"]
     one_hot = ColumnTransformer(
         [("categories", OneHotEncoder(handle_unknown="ignore", sparse_output=False), categorical)],
@@ -166,12 +184,9 @@ def with_constant(X, seed):
 
 def run_set(name, seeds, estimators, log):
     """Raw rows of one data set: every seed, estimator and method, HGB and the noise column."""
-    X, y, meta = load(name)
-    classifier = meta["task"] == "classification"
-    kind = "Classifier" if classifier else "Regressor"
     rows = []
-    for seed in seeds:
-        X_train, X_test, y_train, y_test = split(X, y, meta, seed)
+    for meta, seed, X_train, X_test, y_train, y_test in seeded_splits(name, seeds):
+        classifier = meta["task"] == "classification"
         base = dict(dataset=name, seed=seed, n_train=len(X_train))
         hgb_class = HistGradientBoostingClassifier if classifier else HistGradientBoostingRegressor
         hgb = hgb_class(categorical_features="from_dtype", random_state=seed)
@@ -179,7 +194,7 @@ def run_set(name, seeds, estimators, log):
             result = fit_score(hgb, X_train, y_train, X_test, y_test, classifier)
         rows.append(dict(base, estimator="HistGradientBoosting", method="native", **result))
         log(rows[-1])
-        for est_name in [e for e in estimators if e.endswith(kind)]:
+        for est_name in task_estimators(estimators, meta):
             for method, model in models(est_name, meta, seed).items():
                 result = fit_score(model, X_train, y_train, X_test, y_test, classifier)
                 rows.append(dict(base, estimator=est_name, method=method, **result))
@@ -188,15 +203,17 @@ def run_set(name, seeds, estimators, log):
                 ("native + noise", with_noise),
                 ("native + constant", with_constant),
             ):
-                model = models(est_name, meta, seed)["native"]
                 train_x, test_x = (extra(part, seed) for part in (X_train, X_test))
-                result = fit_score(model, train_x, y_train, test_x, y_test, classifier)
+                result = fit_score(
+                    native(est_name, seed), train_x, y_train, test_x, y_test, classifier
+                )
                 rows.append(dict(base, estimator=est_name, method=method, **result))
                 log(rows[-1])
-    est_name = [e for e in estimators if e.endswith(kind)][0]
-    unique = models(est_name, meta, 0)["native"]
-    X_train, X_test, y_train, y_test = split(X, y, meta, 0)
-    result = fit_score(unique, with_noise(X_train, 0, True), y_train, X_test, y_test, classifier)
+    meta, _, X_train, X_test, y_train, y_test = next(seeded_splits(name, [0]))
+    est_name = task_estimators(estimators, meta)[0]
+    train_id = with_noise(X_train, 0, True)
+    classifier = meta["task"] == "classification"
+    result = fit_score(native(est_name, 0), train_id, y_train, X_test, y_test, classifier)
     rows.append(dict(dataset=name, seed=0, estimator=est_name, method="native + id", **result))
     log(rows[-1])
     return rows

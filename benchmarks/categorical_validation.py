@@ -27,7 +27,13 @@ are accuracy in points or R^2 x 100.
 import numpy as np
 from sklearn.model_selection import train_test_split
 
-from benchmarks.bench_categorical import DATASETS, fit_score, load, models, split
+from benchmarks.bench_categorical import (
+    DATASETS,
+    fit_score,
+    native,
+    seeded_splits,
+    task_estimators,
+)
 from benchmarks.common import write_results
 from benchmarks.estimators import public_estimators
 
@@ -48,12 +54,9 @@ def _fit_way(way, model, X_fit, y_fit, X_score, y_score, classifier):
 
 def run_set(name, seeds, estimators, log):
     """Validation and test scores of both ways, per seed and estimator of the set's task."""
-    X, y, meta = load(name)
-    classifier = meta["task"] == "classification"
-    kind = "Classifier" if classifier else "Regressor"
     rows = []
-    for seed in seeds:
-        X_train, X_test, y_train, y_test = split(X, y, meta, seed)
+    for meta, seed, X_train, X_test, y_train, y_test in seeded_splits(name, seeds):
+        classifier = meta["task"] == "classification"
         X_fit, X_val, y_fit, y_val = train_test_split(
             X_train,
             y_train,
@@ -61,12 +64,12 @@ def run_set(name, seeds, estimators, log):
             random_state=seed,
             stratify=y_train if classifier else None,
         )
-        for est in [e for e in estimators if e.endswith(kind)]:
+        for est in task_estimators(estimators, meta):
             for way in WAYS:
-                native = models(est, meta, seed)["native"]
-                val = _fit_way(way, native, X_fit, y_fit, X_val, y_val, classifier)
-                native = models(est, meta, seed)["native"]
-                test = _fit_way(way, native, X_train, y_train, X_test, y_test, classifier)
+                val = _fit_way(way, native(est, seed), X_fit, y_fit, X_val, y_val, classifier)
+                test = _fit_way(
+                    way, native(est, seed), X_train, y_train, X_test, y_test, classifier
+                )
                 rows.append(
                     dict(
                         dataset=name,
