@@ -97,13 +97,16 @@ def leave_one_out(rows):
     for held in names:
         others = [r for r in rows if r["dataset"] != held]
         score = {w: _mean(others, "validation", way=w) for w in WAYS}
-        chosen = max(WAYS, key=lambda w: score[w])
         row = {"held-out set": held}
         for w in WAYS:
             row[f"validation {w}"] = _mean(rows, "validation", dataset=held, way=w)
             row[f"test {w}"] = _mean(rows, "test", dataset=held, way=w)
-        row["chosen on the other sets"] = chosen
-        row["test of the choice - default"] = row[f"test {chosen}"] - row["test adjusted"]
+        if None in score.values():  # one set run alone: no other set to choose on
+            row["chosen on the other sets"] = "(no other set)"
+        else:
+            chosen = max(WAYS, key=lambda w: score[w])
+            row["chosen on the other sets"] = chosen
+            row["test of the choice - default"] = row[f"test {chosen}"] - row["test adjusted"]
         table.append(row)
     return table
 

@@ -76,3 +76,15 @@ def test_leave_one_set_out_chooses_on_the_other_sets():
     assert table["a"]["test of the choice - default"] == -2
     assert table["b"]["chosen on the other sets"] == "adjusted"
     assert table["c"]["chosen on the other sets"] == "adjusted"
+
+
+def test_one_set_alone_has_nothing_to_choose_on():
+    from benchmarks.categorical_validation import leave_one_out
+
+    rows = [
+        dict(dataset="a", seed=0, estimator="E", way=w, validation=70.0, test=71.0)
+        for w in ("adjusted", "raw")
+    ]
+    (row,) = leave_one_out(rows)
+    assert row["chosen on the other sets"] == "(no other set)"
+    assert "test of the choice - default" not in row
