@@ -10,7 +10,8 @@ and the container stay as they are. A missing value or a category the fit
 never saw becomes NaN and takes the feature's learned missing-value term
 (:mod:`obliquetrees._core.missing`), as a missing number does.
 
-:class:`CategoryCoordinates` is the fitted table, saved as plain arrays and
+:class:`CategoryCoordinates` is the fitted table, saved as plain arrays (with a
+format version, so a file from a newer release is refused clearly) and
 checked when unpickled. Imports numpy only.
 """
 
@@ -23,6 +24,9 @@ from obliquetrees._core.validation import INDEX_DTYPE, VALUE_DTYPE, check_array
 #: Most categories a categorical feature may have in training. A column with
 #: more is an identifier or free text, not a category; its error says so.
 MAX_CATEGORIES = 1000
+
+#: Version of the table's saved state (a state without one is version 1).
+FORMAT_VERSION = 1
 
 
 def is_missing_label(values):
@@ -98,6 +102,7 @@ class CategoryCoordinates:
     def __getstate__(self):
         # str categories as fixed-width unicode arrays: plain numpy data in any saved file
         return {
+            "format_version": FORMAT_VERSION,
             "n_features": self.n_features,
             "columns": self.columns,
             "categories": [c.astype(str) if c.dtype.kind == "O" else c for c in self.categories],
@@ -106,13 +111,24 @@ class CategoryCoordinates:
 
     def __setstate__(self, state):
         # codes() indexes values[i] with positions in categories[i]: check them before use
-        if not isinstance(state, dict) or set(state) != {
+        if not isinstance(state, dict) or set(state) - {"format_version"} != {
             "n_features",
             "columns",
             "categories",
             "values",
         }:
-            raise ValueError("the category coordinates' state must be a dict of four entries.")
+            raise ValueError(
+                "the category coordinates' state must be a dict of n_features, columns, "
+                "categories, values and format_version."
+            )
+        version = state.get("format_version", 1)
+        if not isinstance(version, numbers.Integral) or version < 1:
+            raise ValueError(f"the category coordinates' format_version is {version!r}.")
+        if version > FORMAT_VERSION:
+            raise ValueError(
+                f"the category coordinates have format version {version}, newer than this "
+                f"obliquetrees reads ({FORMAT_VERSION}); upgrade obliquetrees."
+            )
         categories, values = state["categories"], state["values"]
         if not isinstance(categories, list | tuple) or not isinstance(values, list | tuple):
             raise ValueError("the category coordinates' categories and values must be lists.")
