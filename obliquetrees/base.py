@@ -244,6 +244,8 @@ class BaseObliqueEstimator(BaseEstimator):
     #: Whether the output is the mean of the reached leaves' values under hard
     #: routing; decision-machine fine-tuning (obliquetrees.machine) needs it.
     _predicts_leaf_values = True
+    #: The ``routing`` values under which :meth:`predict_quantiles` is defined.
+    _quantile_routings = ("hard",)
     #: Whether ``fit`` takes sparse X (as canonical CSR, without densifying it).
     _fit_accepts_sparse = False
     #: Whether ``fit`` takes a 2-D ``y`` (several regression outputs).
@@ -838,7 +840,7 @@ class ObliqueRegressorMixin(RegressorMixin):
     def _leaf_target_store(self):
         """The recorded :class:`LeafTargets`, or a clear error saying how to get them."""
         self._refuse_quantiles()
-        if getattr(self, "routing", "hard") != "hard":
+        if getattr(self, "routing", "hard") not in self._quantile_routings:
             raise ValueError(
                 f"predict_quantiles weighs the training targets of the leaves each sample "
                 f"reaches by hard routing; this {type(self).__name__} predicts with "
@@ -861,7 +863,8 @@ class ObliqueRegressorMixin(RegressorMixin):
         """Quantiles of the target given ``X``: a quantile regression forest (Meinshausen, 2006).
 
         Each tree gives weight ``1 / n_trees`` to the leaf a sample reaches
-        (hard routing, as ``predict``), shared among the training rows of
+        (hard routing; soft routing spreads it over the leaves by path
+        probability), shared among the training rows of
         that leaf in proportion to their weights (``sample_weight`` times the
         tree's bootstrap count: the in-bag rows, which also set the leaf's
         value); the quantiles are those of the training targets under these
@@ -892,19 +895,23 @@ class ObliqueRegressorMixin(RegressorMixin):
             a converted model): :meth:`record_leaf_targets` gives them.
         ValueError
             For quantiles that are not finite levels in [0, 1], and for a
-            soft-routed model (``routing="soft"``).
+            soft tree with ``routing="soft"`` (its leaf values are not the
+            means of the rows its leaves hold).
         TypeError
             For hinge forests.
         """
-        from obliquetrees._core.quantiles import forest_quantiles  # numba: on first use
-
         X = self._validate_X_predict(X)
         levels = _check_quantiles(quantiles)
-        store = self._leaf_target_store()
-        out = forest_quantiles(self._forest(), store, X, levels.ravel(), self._n_threads())
+        out = self._quantiles(self._leaf_target_store(), X, levels.ravel())
         if levels.ndim == 0:
             out = out[:, :, 0]
         return out[:, 0] if out.shape[1] == 1 else out
+
+    def _quantiles(self, store, X, levels):
+        """``(n_samples, n_outputs, n_quantiles)`` quantiles of validated ``X`` (hard routing)."""
+        from obliquetrees._core.quantiles import forest_quantiles  # numba: on first use
+
+        return forest_quantiles(self._forest(), store, X, levels, self._n_threads())
 
     @fill_doc
     def predict(self, X):

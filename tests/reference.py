@@ -1116,3 +1116,72 @@ def forest_quantiles(nodes, leaf_ptr, targets, weights, quantiles, tie_tolerance
                 tie = abs(cum[k] - q * cum[-1]) <= tol and k + 1 < len(values)
                 out[i, o, j] = 0.5 * (values[k] + values[k + 1]) if tie else values[k]
     return out
+
+
+def path_probabilities(tree, X, steepness):
+    """Every node's soft-routing path probability (rows x nodes), node by node.
+
+    A split sends a row right with ``1 / (1 + exp(-s (w.x + b)))``; a NaN
+    feature contributes its missing-value term instead of ``w_j x_j``.
+    """
+    n = X.shape[0]
+    out = np.zeros((n, tree.node_count))
+    out[:, 0] = 1.0
+    for j in range(tree.node_count):
+        left = tree.children_left[j]
+        if left < 0:
+            continue
+        lo, hi = tree.weight_indptr[j], tree.weight_indptr[j + 1]
+        columns = X[:, tree.weight_index[lo:hi]]
+        terms = np.where(
+            np.isnan(columns), tree.weight_missing[lo:hi], columns * tree.weight_value[lo:hi]
+        )
+        right = 1.0 / (1.0 + np.exp(-steepness[j] * (terms.sum(axis=1) + tree.bias[j])))
+        out[:, tree.children_right[j]] = out[:, j] * right
+        out[:, left] = out[:, j] * (1.0 - right)
+    return out
+
+
+def soft_forest_quantiles(
+    probability, node_offset, leaf_ptr, targets, weights, quantiles, tie_tolerance
+):
+    """Quantiles of the soft leaf mixture, row by row (``_core.quantiles``, soft routing).
+
+    ``probability``: every node's path probability (rows x nodes of the
+    forest, trees at ``node_offset``). Entry ``i`` of leaf ``l`` of tree
+    ``t`` weighs ``p_l / P_t * w_i / W_l``, ``P_t`` the probability of the
+    tree's leaves that hold entries; each tree with ``P_t > 0`` counts once.
+    Quantiles as :func:`forest_quantiles`.
+    """
+    n, n_outputs = probability.shape[0], targets.shape[0]
+    out = np.full((n, n_outputs, len(quantiles)), np.nan)
+    for i in range(n):
+        for o in range(n_outputs):
+            values, share = [], []
+            for t in range(len(node_offset) - 1):
+                leaves = [
+                    g
+                    for g in range(node_offset[t], node_offset[t + 1])
+                    if leaf_ptr[g + 1] > leaf_ptr[g] and probability[i, g] > 0
+                ]
+                mass = sum(probability[i, g] for g in leaves)
+                for g in leaves:
+                    part = slice(leaf_ptr[g], leaf_ptr[g + 1])
+                    values.append(targets[o, part])
+                    leaf_share = weights[o, part] / weights[o, part].sum()
+                    share.append(probability[i, g] / mass * leaf_share)
+            if not values:
+                continue
+            values, share = np.concatenate(values), np.concatenate(share)
+            order = np.argsort(values, kind="stable")
+            values, cum = values[order], np.cumsum(share[order])
+            keep = share[order] > 0
+            values, cum = values[keep], cum[keep]
+            for j, q in enumerate(quantiles):
+                tol = tie_tolerance * cum[-1]
+                k = min(int(np.argmax(cum >= q * cum[-1] - tol)), len(values) - 1)
+                if not cum[k] >= q * cum[-1] - tol:
+                    k = len(values) - 1
+                tie = abs(cum[k] - q * cum[-1]) <= tol and k + 1 < len(values)
+                out[i, o, j] = 0.5 * (values[k] + values[k + 1]) if tie else values[k]
+    return out

@@ -322,13 +322,73 @@ def test_warm_start_stores_what_a_cold_fit_stores(data):
         assert_array_equal(getattr(warm._leaf_targets, name), getattr(cold._leaf_targets, name))
 
 
+def test_soft_path_probabilities_match_the_numpy_reference(data, rng):
+    from obliquetrees._core.soft import path_probabilities, soft_predict
+
+    X, y = data
+    X = X.copy()
+    X[rng.random(X.shape) < 0.1] = np.nan
+    model = E2EDTRegressor(**E2EDT, n_estimators=2, bootstrap=True).fit(X, y)
+    for tree, steep in zip(model.trees_, model.steepness_, strict=True):
+        got = path_probabilities(tree, X, steep)
+        assert_allclose(got, reference.path_probabilities(tree, X, steep), rtol=1e-9, atol=1e-15)
+        leaf = tree.children_left < 0
+        assert_allclose(got[:, leaf].sum(axis=1), 1.0, rtol=1e-12)
+        expected = soft_predict(tree, X, tree.value, steep)
+        assert_allclose(got[:, leaf] @ tree.value[leaf], expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("n_outputs", [1, 2])
+def test_soft_quantiles_match_the_numpy_reference(data, n_outputs):
+    from obliquetrees._core.soft import path_probabilities
+
+    X, y = data
+    y = y if n_outputs == 1 else np.c_[y, np.sin(y)]
+    model = E2EDTRegressor(**E2EDT, n_estimators=3, bootstrap=True, routing="soft").fit(X, y)
+    store, levels = model._leaf_targets, np.array([0.0, 0.05, 0.3, 0.5, 0.95, 1.0])
+    trees = zip(model.trees_, model.steepness_, strict=True)
+    probability = np.hstack([path_probabilities(t, X[:40], s) for t, s in trees])
+    expected = reference.soft_forest_quantiles(
+        probability,
+        model.forest_.node_offset,
+        store.leaf_ptr,
+        store.targets,
+        store.weights,
+        levels,
+        kernel.TIE_TOLERANCE,
+    )
+    got = model.predict_quantiles(X[:40], levels).reshape(expected.shape)
+    assert_allclose(got, expected, rtol=1e-12)
+    # quantiles are monotone in the level and within the training targets
+    assert np.all(np.diff(got, axis=-1) >= 0)
+    assert got.min() >= y.min() and got.max() <= y.max()
+
+
+def test_soft_quantiles_are_the_hard_ones_in_the_steep_limit(data):
+    """Steepness x 1e12: every path probability is 0 or 1, so soft routing is hard."""
+    X, y = data
+    model = E2EDTRegressor(**E2EDT, n_estimators=3, bootstrap=True).fit(X, y)
+    hard = model.predict_quantiles(X, [0.1, 0.5, 0.9])
+    model.steepness_ = [s * 1e12 for s in model.steepness_]
+    soft = model.set_params(routing="soft").predict_quantiles(X, [0.1, 0.5, 0.9])
+    assert_allclose(soft, hard, rtol=1e-12)
+
+
+def test_soft_quantiles_chunk_rows_and_ignore_n_jobs(data, monkeypatch):
+    X, y = data
+    model = E2EDTRegressor(**E2EDT, n_estimators=2, routing="soft").fit(X, y)
+    whole = model.predict_quantiles(X)
+    monkeypatch.setattr(kernel, "SOFT_CHUNK_CELLS", 7 * model.forest_.node_offset[-1])
+    assert_array_equal(model.set_params(n_jobs=2).predict_quantiles(X), whole)
+    assert_array_equal(model.predict_quantiles(sp.csr_matrix(X)), whole)
+
+
 def test_e2edt_forest_with_bootstrap_and_soft_routing(data):
     X, y = data
     model = E2EDTRegressor(**E2EDT, n_estimators=3, bootstrap=True).fit(X, y)
     q = model.predict_quantiles(X[:5])
-    model.set_params(routing="soft")
-    with pytest.raises(ValueError, match="routing='hard'"):
-        model.predict_quantiles(X[:5])
+    soft = model.set_params(routing="soft").predict_quantiles(X[:5])
+    assert soft.shape == q.shape and np.all(np.isfinite(soft)) and not np.array_equal(soft, q)
     assert_array_equal(model.set_params(routing="hard").predict_quantiles(X[:5]), q)
 
 

@@ -23,6 +23,18 @@ middle two, as ``np.median``. ``C_k`` counts as equal to ``q S`` within
 the smallest target, ``q = 1`` the largest. Each value is a training target
 or the midpoint of two: never outside the targets' range.
 
+**Soft routing** (:func:`soft_forest_quantiles`; E2EDT's regressor with
+``routing="soft"``, ours): a row reaches every leaf ``l`` of tree ``t`` with
+its path probability ``p_l`` (:func:`obliquetrees._core.soft.path_probabilities`),
+so entry ``i`` of leaf ``l`` gets ``(p_l / P_t) w_i / W_l``, ``P_t`` the
+probability of the tree's leaves that hold rows: each tree again
+contributes a distribution of total 1, the hard rule's limit when every
+``p_l`` is 0 or 1, and the mixture's mean is ``predict``'s soft mean of the
+leaves' weighted mean targets. The entries of all trees are sorted by
+target once per call, so a row's quantiles cost one pass over them (no sort
+per row); an entry of zero weight (a leaf whose probability underflows) is
+left out, as the hard rule leaves out the leaves a row does not reach.
+
 Shape of the work: per row a gather of the reached leaves' entries and a
 sort (merge of sorted runs: ``np.argsort(kind="mergesort")``), O(m log m)
 for ``m`` gathered entries; with one tree the leaf is already sorted. Rows
@@ -39,6 +51,8 @@ from obliquetrees._core._jit import jit, jit_parallel, numba_threads, prange
 TIE_TOLERANCE = 1e-9
 #: Rows whose leaves are looked up at once (bounds the ``(rows, n_trees)`` leaf ids).
 CHUNK_ROWS = 8192
+#: Most path probabilities held at once by soft routing (rows x nodes of the forest: 16 MB).
+SOFT_CHUNK_CELLS = 1 << 21
 
 
 @jit
@@ -146,4 +160,82 @@ def forest_quantiles(forest, leaf_targets, X, quantiles, n_threads=1):
                 quantiles,
                 out[rows],
             )
+    return out
+
+
+@jit_parallel
+def _mixture_quantiles(probability, node, share, values, quantiles, out):
+    """Quantiles of every row of ``probability`` (rows x nodes) into ``out`` (rows x quantiles).
+
+    ``values`` are the forest's entries sorted by target; entry ``e``
+    belongs to leaf ``node[e]`` and holds ``share[e]`` of its leaf's weight.
+    """
+    n_entries = values.shape[0]
+    for i in prange(probability.shape[0]):
+        vals = np.empty(n_entries)
+        cum = np.empty(n_entries)
+        m = 0
+        acc = 0.0
+        for e in range(n_entries):
+            weight = probability[i, node[e]] * share[e]
+            if weight > 0.0:
+                acc += weight
+                vals[m] = values[e]
+                cum[m] = acc
+                m += 1
+        if m == 0:
+            out[i, :] = np.nan
+        else:
+            _quantiles_of(vals[:m], cum[:m], quantiles, out[i])
+
+
+def soft_forest_quantiles(trees, steepness, leaf_targets, X, quantiles, n_threads=1):
+    """:func:`forest_quantiles` under soft routing (the module's "Soft routing").
+
+    Parameters
+    ----------
+    trees : list of ObliqueTree
+        The forest's trees, parents before children.
+    steepness : list of ndarray of float64
+        Each tree's per-node steepness.
+    leaf_targets : LeafTargets
+        Checked against the forest of ``trees``.
+    X : ndarray of float32/float64 or CSR matrix, already validated
+    quantiles : ndarray of float64, shape (n_quantiles,)
+    n_threads : int, default=1
+
+    Returns
+    -------
+    out : ndarray of float64, shape (n_samples, n_outputs, n_quantiles)
+    """
+    from obliquetrees._core.soft import path_probabilities
+
+    sizes = np.array([tree.node_count for tree in trees])
+    offset = np.concatenate([[0], np.cumsum(sizes)])
+    counts = np.diff(leaf_targets.leaf_ptr)
+    node_of_entry = np.repeat(np.arange(offset[-1]), counts)
+    holds_rows = counts > 0  # internal nodes and empty leaves take no probability
+    sorted_entries = []
+    for o in range(leaf_targets.n_outputs):
+        weights = leaf_targets.weights[o]
+        leaf_total = np.bincount(node_of_entry, weights, minlength=offset[-1])
+        order = np.argsort(leaf_targets.targets[o], kind="mergesort")
+        share = weights / leaf_total[node_of_entry]
+        sorted_entries.append((node_of_entry[order], share[order], leaf_targets.targets[o][order]))
+    out = np.empty((X.shape[0], leaf_targets.n_outputs, quantiles.shape[0]))
+    step = max(1, min(CHUNK_ROWS, SOFT_CHUNK_CELLS // int(offset[-1])))
+    for start in range(0, X.shape[0], step):
+        rows = slice(start, min(start + step, X.shape[0]))
+        probability = np.empty((rows.stop - start, offset[-1]))
+        with numba_threads(n_threads):
+            for t, (tree, steep) in enumerate(zip(trees, steepness, strict=True)):
+                probability[:, offset[t] : offset[t + 1]] = path_probabilities(tree, X[rows], steep)
+        probability *= holds_rows
+        mass = np.add.reduceat(probability, offset[:-1], axis=1)  # each tree's, rows x trees
+        n_parts = np.maximum(np.count_nonzero(mass > 0, axis=1), 1)
+        scale = np.divide(1.0, mass * n_parts[:, None], out=np.zeros_like(mass), where=mass > 0)
+        probability *= np.repeat(scale, sizes, axis=1)
+        for o, (node, share, values) in enumerate(sorted_entries):
+            with numba_threads(n_threads):
+                _mixture_quantiles(probability, node, share, values, quantiles, out[rows, o])
     return out

@@ -191,6 +191,51 @@ def _read_only(array):
     return view
 
 
+@jit_inline
+def _path_probabilities_row(X, i, layout, tree, margin, logp, out):
+    """Path probability of every node for row ``i`` (as :func:`_soft_predict_row` sweeps)."""
+    left_child, right_child, weight, missing, bias, steep, _ = tree
+    row_margins(X, i, layout, weight, missing, bias, margin)
+    logp[0] = 0.0
+    for j in range(left_child.shape[0]):
+        out[i, j] = np.exp(logp[j])
+        left = left_child[j]
+        if left >= 0:
+            right, left_term = log_sigmoid_pair(margin[j] * steep[j])
+            logp[right_child[j]] = logp[j] + right
+            logp[left] = logp[j] + left_term
+
+
+@jit_parallel
+def path_probabilities_parallel(X, n_rows, layout, tree):
+    """Every node's path probability, ``(n_rows, n_nodes)``; ``prange`` over chunks of rows."""
+    n_nodes = tree[0].shape[0]
+    out = np.empty((n_rows, n_nodes))
+    n_chunks = (n_rows + CHUNK - 1) // CHUNK
+    for c in prange(n_chunks):
+        margin = np.empty(n_nodes)
+        logp = np.empty(n_nodes)
+        for i in range(c * CHUNK, min(n_rows, (c + 1) * CHUNK)):
+            _path_probabilities_row(X, i, layout, tree, margin, logp, out)
+    return out
+
+
+def path_probabilities(tree, X, steepness):
+    """Probability that soft routing takes each row of ``X`` through each node of ``tree``.
+
+    The leaves' columns are the weights :func:`soft_predict` gives their
+    values (the same bits); a row's leaf probabilities sum to 1 up to
+    rounding. ``tree``, ``X`` and ``steepness`` as :func:`soft_predict`
+    takes them.
+
+    Returns
+    -------
+    out : ndarray of shape (n_samples, n_nodes), float64
+    """
+    X, n_rows, layout, tree_args = _kernel_args(tree, X, np.zeros((tree.node_count, 1)), steepness)
+    return path_probabilities_parallel(X, n_rows, layout, tree_args)
+
+
 def soft_predict(tree, X, leaf_value, steepness=None):
     """Soft output of a stored tree: sum over leaves of path probability x leaf value.
 
@@ -218,6 +263,14 @@ def soft_predict(tree, X, leaf_value, steepness=None):
     -------
     out : ndarray of shape (n_samples, n_outputs), float64
     """
+    X, n_rows, layout, tree_args = _kernel_args(tree, X, leaf_value, steepness)
+    if n_rows <= SERIAL_PREDICT_ROWS:
+        return soft_predict_serial(X, n_rows, layout, tree_args)
+    return soft_predict_parallel(X, n_rows, layout, tree_args)
+
+
+def _kernel_args(tree, X, leaf_value, steepness):
+    """``(X, n_rows, layout, tree_args)`` as the kernels take them (see :func:`soft_predict`)."""
     check_n_features(X, tree.n_features, "the tree")
     if steepness is None:
         steepness = np.ones(tree.node_count)
@@ -255,6 +308,4 @@ def soft_predict(tree, X, leaf_value, steepness=None):
             _read_only(part) if isinstance(part, np.ndarray) else part
             for part in feature_major_weights(tree)
         )
-    if n_rows <= SERIAL_PREDICT_ROWS:
-        return soft_predict_serial(X, n_rows, layout, tree_args)
-    return soft_predict_parallel(X, n_rows, layout, tree_args)
+    return X, n_rows, layout, tree_args

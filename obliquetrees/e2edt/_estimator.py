@@ -575,6 +575,7 @@ class E2EDTRegressor(ObliqueRegressorMixin, _BaseE2EDT):
     }
     _fit_multi_output = True
     _oob_attribute = "oob_prediction_"
+    _quantile_routings = ("hard", "soft")
 
     def __init__(
         self,
@@ -653,3 +654,13 @@ class E2EDTRegressor(ObliqueRegressorMixin, _BaseE2EDT):
 
     def _predict_output(self, X):
         return self._forest_output(X, self.routing)
+
+    def _quantiles(self, store, X, levels):
+        """Soft routing weighs every leaf by its path probability (``_core.quantiles``)."""
+        if self.routing == "hard":
+            return super()._quantiles(store, X, levels)
+        from obliquetrees._core.quantiles import soft_forest_quantiles
+
+        return soft_forest_quantiles(
+            self.trees_, self.steepness_, store, X, levels, self._n_threads()
+        )
