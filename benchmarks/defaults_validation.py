@@ -214,12 +214,13 @@ FAMILIES = {
         "regression",
         "obliquetrees.E2EDTRegressor",
         {
-            "default": {"max_depth": 10},  # the default when this family was run
-            "max_depth=4": {"max_depth": 4},
-            "max_depth=6": {"max_depth": 6},
-            "max_depth=8": {"max_depth": 8},
+            # the default when this family was run (now soft routing at depth 6)
+            "default": {"max_depth": 10, "routing": "hard"},
+            "max_depth=4": {"max_depth": 4, "routing": "hard"},
+            "max_depth=6": {"max_depth": 6, "routing": "hard"},
+            "max_depth=8": {"max_depth": 8, "routing": "hard"},
             'routing="soft"': {"max_depth": 10, "routing": "soft"},
-            "min_samples_split=20": {"max_depth": 10, "min_samples_split": 20},
+            "min_samples_split=20": {"max_depth": 10, "min_samples_split": 20, "routing": "hard"},
         },
     ),
     "e2edt-regressor-cost": Family(
