@@ -394,7 +394,7 @@ def test_lazy_prediction_refuses_a_model_no_worker_can_hold(client):
         (DaskCO2ForestClassifier, {}),
         (DaskCO2ForestRegressor, {}),
         (DaskE2EDTClassifier, {"routing": "hard"}),
-        (DaskE2EDTRegressor, {}),
+        (DaskE2EDTRegressor, {"routing": "hard"}),
     ],
 )
 def test_a_model_larger_than_a_worker_predicts_tree_group_by_group(

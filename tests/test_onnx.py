@@ -84,7 +84,10 @@ MODELS = {
             _with_nan(X, 0.2, 2), y
         ),
     ),
-    "e2edt_reg": ("reg", lambda X, y: _fast(ot.E2EDTRegressor, random_state=0).fit(X, y)),
+    "e2edt_reg": (
+        "reg",
+        lambda X, y: _fast(ot.E2EDTRegressor, routing="hard", random_state=0).fit(X, y),
+    ),
     "e2edt_reg_soft_forest_nan": (
         "reg",
         lambda X, y: _fast(

@@ -24,7 +24,7 @@ from obliquetrees.machine import refit_leaves
 from tests import reference
 
 CO2 = dict(n_estimators=4, max_cccp_iter=2, random_state=0)
-E2EDT = dict(max_depth=3, max_epochs=2, random_state=0)
+E2EDT = dict(max_depth=3, max_epochs=2, routing="hard", random_state=0)
 
 
 @pytest.fixture(scope="module")
@@ -344,7 +344,8 @@ def test_soft_quantiles_match_the_numpy_reference(data, n_outputs):
 
     X, y = data
     y = y if n_outputs == 1 else np.c_[y, np.sin(y)]
-    model = E2EDTRegressor(**E2EDT, n_estimators=3, bootstrap=True, routing="soft").fit(X, y)
+    params = dict(E2EDT, n_estimators=3, bootstrap=True, routing="soft")
+    model = E2EDTRegressor(**params).fit(X, y)
     store, levels = model._leaf_targets, np.array([0.0, 0.05, 0.3, 0.5, 0.95, 1.0])
     trees = zip(model.trees_, model.steepness_, strict=True)
     probability = np.hstack([path_probabilities(t, X[:40], s) for t, s in trees])
@@ -376,7 +377,7 @@ def test_soft_quantiles_are_the_hard_ones_in_the_steep_limit(data):
 
 def test_soft_quantiles_chunk_rows_and_ignore_n_jobs(data, monkeypatch):
     X, y = data
-    model = E2EDTRegressor(**E2EDT, n_estimators=2, routing="soft").fit(X, y)
+    model = E2EDTRegressor(**dict(E2EDT, n_estimators=2, routing="soft")).fit(X, y)
     whole = model.predict_quantiles(X)
     monkeypatch.setattr(kernel, "SOFT_CHUNK_CELLS", 7 * model.forest_.node_offset[-1])
     assert_array_equal(model.set_params(n_jobs=2).predict_quantiles(X), whole)

@@ -40,6 +40,14 @@ _BOOTSTRAP = (
     "changes every tree's sample (as for scikit-learn's random forests)"
 )
 
+#: Only for E2EDTRegressor's default routing="soft" (routing="hard" passes).
+_SOFT_REGRESSOR = (
+    "routing='soft' (the default): "
+    + _MINIBATCH_ADAM
+    + "; the hard-routed leaf means hide the resulting differences of the split "
+    "weights, the soft output (every leaf weighed by path probability) shows them"
+)
+
 #: Only for E2EDT's default routing="hybrid" (routing="hard" and "soft" pass).
 _HYBRID_ROUTING = (
     "routing='hybrid' (the default): predict follows the deterministic tree (the "
@@ -113,4 +121,14 @@ def expected_failed_checks(estimator):
         expected = dict(_EXPECTED_FAILED_CHECKS[ours[0]])
     if "E2EDTClassifier" in ours and estimator.routing == "hybrid":
         expected["check_classifiers_train"] = _HYBRID_ROUTING
+    if _is_ours(estimator, "E2EDTRegressor") and estimator.routing == "soft":
+        expected.update(_sample_weight_checks(_SOFT_REGRESSOR))
     return expected
+
+
+def _is_ours(estimator, name):
+    """Whether ``estimator`` is (a subclass of) obliquetrees' estimator ``name``."""
+    return any(
+        cls.__name__ == name and cls.__module__.startswith("obliquetrees.")
+        for cls in type(estimator).__mro__
+    )
