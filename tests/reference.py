@@ -1087,6 +1087,24 @@ def grow_order(children_of, order, max_depth=None, max_leaf_nodes=None):
 # ---- quantile regression forests ----
 
 
+def _weighted_quantiles(values, cum, quantiles, tie_tolerance):
+    """Quantiles of sorted ``values`` under cumulative weights ``cum``.
+
+    The ``q``-quantile is the first value whose cumulative weight reaches
+    ``q`` times the total, or the midpoint with the next where it equals it
+    (within ``tie_tolerance`` of the total).
+    """
+    out = np.empty(len(quantiles))
+    tol = tie_tolerance * cum[-1]
+    for j, q in enumerate(quantiles):
+        k = min(int(np.argmax(cum >= q * cum[-1] - tol)), len(values) - 1)
+        if not cum[k] >= q * cum[-1] - tol:
+            k = len(values) - 1
+        tie = abs(cum[k] - q * cum[-1]) <= tol and k + 1 < len(values)
+        out[j] = 0.5 * (values[k] + values[k + 1]) if tie else values[k]
+    return out
+
+
 def forest_quantiles(nodes, leaf_ptr, targets, weights, quantiles, tie_tolerance):
     """Quantiles of the leaf co-membership mixture, row by row (``_core.quantiles``).
 
@@ -1108,13 +1126,7 @@ def forest_quantiles(nodes, leaf_ptr, targets, weights, quantiles, tie_tolerance
             share = np.concatenate([weights[o, p] / weights[o, p].sum() for p in parts])
             order = np.argsort(values, kind="stable")
             values, cum = values[order], np.cumsum(share[order])
-            for j, q in enumerate(quantiles):
-                tol = tie_tolerance * cum[-1]
-                k = min(int(np.argmax(cum >= q * cum[-1] - tol)), len(values) - 1)
-                if not cum[k] >= q * cum[-1] - tol:
-                    k = len(values) - 1
-                tie = abs(cum[k] - q * cum[-1]) <= tol and k + 1 < len(values)
-                out[i, o, j] = 0.5 * (values[k] + values[k + 1]) if tie else values[k]
+            out[i, o] = _weighted_quantiles(values, cum, quantiles, tie_tolerance)
     return out
 
 
@@ -1177,11 +1189,5 @@ def soft_forest_quantiles(
             values, cum = values[order], np.cumsum(share[order])
             keep = share[order] > 0
             values, cum = values[keep], cum[keep]
-            for j, q in enumerate(quantiles):
-                tol = tie_tolerance * cum[-1]
-                k = min(int(np.argmax(cum >= q * cum[-1] - tol)), len(values) - 1)
-                if not cum[k] >= q * cum[-1] - tol:
-                    k = len(values) - 1
-                tie = abs(cum[k] - q * cum[-1]) <= tol and k + 1 < len(values)
-                out[i, o, j] = 0.5 * (values[k] + values[k + 1]) if tie else values[k]
+            out[i, o] = _weighted_quantiles(values, cum, quantiles, tie_tolerance)
     return out
