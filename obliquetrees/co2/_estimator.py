@@ -148,7 +148,11 @@ class _BaseCO2Forest(BaseObliqueForest):
         trees, stats = self._grow_trees(
             missing, X, y, sample_weight, seeds[len(old_trees) :], n_draws, cst
         )
-        self._store_trees(old_trees + trees, np.vstack([old_stats, stats]), seeds, n_draws)
+        trees = old_trees + trees
+        self.__dict__.pop("n_refine_passes_", None)  # from an earlier fit
+        if self._refines_leaves and cst is not None:
+            self._refine_leaves(missing, X, y, sample_weight, trees, seeds, cst)
+        self._store_trees(trees, np.vstack([old_stats, stats]), seeds, n_draws)
         self._remember_constraints(cst)
         del trees
         if self.oob_score:
@@ -234,6 +238,39 @@ class _BaseCO2Forest(BaseObliqueForest):
             trees[i] = missing.fold(trees[i])
             return_freed_memory()  # glibc keeps freed heap pages: hand them back
         return trees, info["stats"][:, [0, 2]]
+
+    #: Whether a constrained fit refines its trees' leaf values jointly
+    #: (:mod:`obliquetrees.co2._refine`; the regressor's).
+    _refines_leaves = False
+
+    def _refine_leaves(self, missing, X, y, sample_weight, trees, seeds, cst):
+        """Refine the leaf values of the constrained ``trees`` grown on every row, in place.
+
+        The number of passes is chosen on held-out rows with a second
+        forest of the same parameters and ``seeds`` grown on the other rows
+        (:func:`~obliquetrees.co2._refine.choose_passes`); it is stored as
+        ``n_refine_passes_``.
+        """
+        from obliquetrees.co2 import _refine
+        from obliquetrees.co2.training import tree_bootstrap_counts
+
+        target = np.ascontiguousarray(y.reshape(y.shape[0], -1)[:, 0], dtype=np.float64)
+
+        def counts(n, seed):
+            draws = self._n_bootstrap_draws(n)
+            if draws is None:  # every tree reads every row once
+                return np.ones(n)
+            return tree_bootstrap_counts(n, seed, draws)
+
+        def grow(rows):
+            draws = self._n_bootstrap_draws(rows.shape[0])
+            subset = (X[rows], y[rows], sample_weight[rows])
+            return self._grow_trees(missing, *subset, seeds, draws, cst)[0]
+
+        n_threads = self._n_threads()
+        args = (counts, X, target, sample_weight, seeds, cst, n_threads)
+        self.n_refine_passes_ = _refine.choose_passes(grow, *args)
+        _refine.refine(trees, self.n_refine_passes_, *args)
 
     def _n_bootstrap_draws(self, n_samples):
         """Rows drawn per tree (``max_samples`` resolved), None without bootstrap."""

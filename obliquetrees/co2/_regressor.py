@@ -230,6 +230,7 @@ class CO2ForestRegressor(ObliqueRegressorMixin, _BaseCO2Forest):
 
     _fit_multi_output = True
     _oob_output_name = "oob_prediction_"
+    _refines_leaves = True
 
     def __init__(
         self,
