@@ -60,7 +60,8 @@ CHECK_LINES = 500
 def default_estimators(n_jobs=1):
     """This package's estimators as ``(name, factory)`` pairs.
 
-    Their defaults, E2EDT's soft routing, and the soft tree with joint finetuning.
+    Their defaults, E2EDT's hard depth-10 tree (its defaults until soft routing at
+    depth 6 was chosen), and the soft tree with joint finetuning.
     """
 
     def factory(cls, **params):
@@ -73,7 +74,11 @@ def default_estimators(n_jobs=1):
         ("CO2ForestRegressor(100)", factory(obliquetrees.CO2ForestRegressor)),
         ("HingeForestRegressor", factory(obliquetrees.HingeForestRegressor)),
         ("E2EDTRegressor", factory(obliquetrees.E2EDTRegressor)),
-        ("E2EDTRegressor(soft)", factory(obliquetrees.E2EDTRegressor, routing="soft")),
+        # the defaults before session 57 (soft routing at depth 6 now)
+        (
+            "E2EDTRegressor(routing=hard, max_depth=10)",
+            factory(obliquetrees.E2EDTRegressor, routing="hard", max_depth=10),
+        ),
         ("SoftTreeRegressor", factory(obliquetrees.SoftTreeRegressor)),
         # joint finetuning moves every leaf at once (projected): the growth freezes them
         (
