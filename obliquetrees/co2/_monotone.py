@@ -199,23 +199,40 @@ def _keeps_order(cst, y, row_weight, rows, start, middle, end, w):
 
 
 @jit
-def _subtree_leaves(children_left, children_right, node, stack):
-    """The leaves under ``node`` (``stack``: scratch of one entry per node)."""
-    leaves = np.empty(stack.shape[0], dtype=np.int64)
+def _leaf_ranges(children_left, children_right):
+    """The leaves in right-first depth-first order from the root, and each node's slice of it.
+
+    ``leaves[first[node]:stop[node]]`` are the leaves under ``node``, in the
+    order a depth-first walk from ``node`` that visits right children first
+    lists them: a walk from the root lists every subtree contiguously, in
+    that same order. (The order fixes the order of the sums in
+    :func:`meeting_value`.)
+    """
+    n_nodes = children_left.shape[0]
+    leaves = np.empty(n_nodes, dtype=np.int64)
+    first = np.empty(n_nodes, dtype=np.int64)
+    stop = np.empty(n_nodes, dtype=np.int64)
+    stack = np.empty(n_nodes + 1, dtype=np.int64)
     n_leaves = 0
-    stack[0] = node
+    stack[0] = 0
     top = 1
     while top > 0:
         top -= 1
         t = stack[top]
         if children_left[t] < 0:
             leaves[n_leaves] = t
+            first[t] = n_leaves
+            stop[t] = n_leaves + 1
             n_leaves += 1
         else:
             stack[top] = children_left[t]
             stack[top + 1] = children_right[t]
             top += 2
-    return leaves[:n_leaves]
+    for node in range(n_nodes - 1, -1, -1):  # children after parents
+        if children_left[node] >= 0:
+            first[node] = first[children_right[node]]
+            stop[node] = stop[children_left[node]]
+    return leaves[:n_leaves], first, stop
 
 
 @jit
@@ -278,7 +295,7 @@ def order_leaves(constrained, children_left, children_right, value, weight):
     k = 1 if value.shape[1] == 2 else 0
     low = np.empty(n_nodes)  # the smallest and largest leaf value under each node
     high = np.empty(n_nodes)
-    stack = np.empty(n_nodes + 1, dtype=np.int64)
+    leaves, first, stop = _leaf_ranges(children_left, children_right)
     for node in range(n_nodes - 1, -1, -1):
         left = children_left[node]
         if left < 0:
@@ -286,8 +303,8 @@ def order_leaves(constrained, children_left, children_right, value, weight):
             continue
         right = children_right[node]
         if constrained[node] and high[left] > low[right]:
-            lefts = _subtree_leaves(children_left, children_right, left, stack)
-            rights = _subtree_leaves(children_left, children_right, right, stack)
+            lefts = leaves[first[left] : stop[left]]
+            rights = leaves[first[right] : stop[right]]
             t = meeting_value(value, weight, k, lefts, rights, low[right], high[left])
             _clamp(value, k, lefts, -np.inf, t)
             _clamp(value, k, rights, t, np.inf)
