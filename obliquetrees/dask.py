@@ -44,10 +44,13 @@ come from the rows of its gathered node (or tree) instead of all rows; a
 CO2 node larger than one task chooses its split on a sample of its rows;
 and no out-of-bag rows are shipped, so CO2's out-of-bag test of oblique
 splits (``oblique_test="out_of_bag"``) keeps every oblique split at the
-default ``oblique_penalty=0`` and refuses a positive one. With
-``bootstrap=False`` and ``rows_per_tree=None`` (every row once) on data of
-at most ``rows_per_task`` rows the model equals the in-memory fit bit for
-bit. The same ``random_state`` and the same partitioning give the same
+default ``oblique_penalty=0`` and refuses a positive one. A constrained
+CO2 regressor (``monotonic_cst``) keeps its trees as they grew: the
+in-memory fit's joint refinement of the leaf values
+(:mod:`obliquetrees.co2._refine`) passes over every training row many
+times and is not run. With ``bootstrap=False`` and ``rows_per_tree=None``
+(every row once) on data of at most ``rows_per_task`` rows the model
+equals the in-memory fit bit for bit (without constraints). The same ``random_state`` and the same partitioning give the same
 model, whatever the cluster's size. The result is the ordinary fitted
 estimator (:meth:`DaskCO2ForestClassifier.to_local`); ``predict``,
 ``predict_proba`` and ``apply`` of a dask collection return lazy dask arrays

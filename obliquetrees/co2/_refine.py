@@ -244,6 +244,8 @@ def choose_passes(grow, bootstrap_counts, X, y, sample_weight, seeds, cst, n_thr
         n_threads,
     )
     y_held, w_held = y[held], sample_weight[held]
+    if not np.sum(w_held) > 0.0:  # nothing to judge the passes by
+        return 0
     best_error, best = passes.held_error(y_held, w_held), 0
     for k in range(1, MAX_PASSES + 1):
         passes.run(STEP)
