@@ -45,7 +45,7 @@ import numpy as np
 
 from benchmarks.bench_monotonic import CONSTRAINTS, DATASETS, load_split
 from benchmarks.common import cpu_model, load_average, write_results
-from benchmarks.monotonic_validation import fit_validation, mean_ranks
+from benchmarks.monotonic_validation import fit_validation, mean_ranks, mean_scores
 
 OFF = "off"
 CANDIDATES = (OFF, "0.25", "0.5", "1.0")
@@ -102,14 +102,6 @@ def score_cells(candidate, datasets, seeds, max_train):
     return cells
 
 
-def mean_scores(cells, key):
-    """``{(data set, candidate): mean over the seeds of cells[key]}``."""
-    groups = {}
-    for cell in cells:
-        groups.setdefault((cell["dataset"], cell["candidate"]), []).append(cell[key])
-    return {k: float(np.mean(v)) for k, v in groups.items()}
-
-
 def choose(val, datasets, candidates):
     """The rule: the best mean rank; ties to ``off``, else the smallest step."""
     ranks = mean_ranks(val, datasets, candidates)
@@ -145,7 +137,7 @@ def _table(scores, datasets, candidates, ranks=None):
 
 def write_report(cells, datasets, candidates):
     """``monotone_refine_validation.md`` and ``.json`` in ``benchmarks/results``."""
-    val, test = mean_scores(cells, "val"), mean_scores(cells, "test")
+    val, test = (mean_scores(cells, key, by="candidate") for key in ("val", "test"))
     ranks = mean_ranks(val, datasets, candidates)
     passes = {}
     for cell in cells:

@@ -161,11 +161,11 @@ def run_candidate(threshold, datasets, seeds, max_train):
     return [dict(cell, threshold=threshold) for cell in json.loads(done.stdout.splitlines()[-1])]
 
 
-def mean_scores(cells, key):
-    """``{(data set, threshold): mean over the seeds of cells[key]}``."""
+def mean_scores(cells, key, by="threshold"):
+    """``{(data set, cells[by]): mean over the seeds of cells[key]}``."""
     groups = {}
     for cell in cells:
-        groups.setdefault((cell["dataset"], cell["threshold"]), []).append(cell[key])
+        groups.setdefault((cell["dataset"], cell[by]), []).append(cell[key])
     return {k: float(np.mean(v)) for k, v in groups.items()}
 
 
