@@ -30,7 +30,7 @@ SUBCOMMANDS = {
     "categorical-validation": "benchmarks.categorical_validation",
     "monotonic": "benchmarks.bench_monotonic",
     "monotonic-validation": "benchmarks.monotonic_validation",
-    "monotone-refine-validation": "benchmarks.monotone_refine_validation",
+    "monotonic-defaults": "benchmarks.monotonic_defaults",
     "monotone-pairs": "benchmarks.monotone_pairs",
     "regression": "benchmarks.bench_regression",
     "quantiles": "benchmarks.bench_quantiles",

@@ -50,8 +50,9 @@ in-memory fit's joint refinement of the leaf values
 (:mod:`obliquetrees.co2._refine`) passes over every training row many
 times and is not run. With ``bootstrap=False`` and ``rows_per_tree=None``
 (every row once) on data of at most ``rows_per_task`` rows the model
-equals the in-memory fit bit for bit (without constraints). The same ``random_state`` and the same partitioning give the same
-model, whatever the cluster's size. The result is the ordinary fitted
+equals the in-memory fit bit for bit (without constraints). The same
+``random_state`` and the same partitioning give the same model, whatever
+the cluster's size. The result is the ordinary fitted
 estimator (:meth:`DaskCO2ForestClassifier.to_local`); ``predict``,
 ``predict_proba`` and ``apply`` of a dask collection return lazy dask arrays
 computed blockwise on the workers. A model larger than a quarter of what the

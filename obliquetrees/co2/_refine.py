@@ -66,7 +66,7 @@ from obliquetrees._core._random import generator
 from obliquetrees.co2._monotone import order_leaves
 
 #: Fraction of each leaf's mean in-bag residual a pass adds (chosen on
-#: validation parts, ``benchmarks/monotone_refine_validation.py``).
+#: validation parts, ``benchmarks/monotonic_defaults.py``).
 STEP = 0.5
 #: Fraction of the training rows held out to choose the number of passes.
 VALIDATION_FRACTION = 0.2

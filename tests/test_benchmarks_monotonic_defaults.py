@@ -1,0 +1,56 @@
+"""benchmarks/monotonic_defaults.py's rule: the choice and the leave-one-set-out rows."""
+
+import pytest
+
+from benchmarks.monotonic_defaults import FAMILIES, OFF, candidate_settings, choose, lodo
+
+CANDIDATES = (OFF, "0.25", "0.5")
+
+
+def _scores(table):
+    pairs = (
+        (name, c, s) for name, row in table.items() for c, s in zip(CANDIDATES, row, strict=True)
+    )
+    return {(name, c): s for name, c, s in pairs}
+
+
+def test_the_best_mean_rank_is_chosen():
+    val = _scores({"a": (0.1, 0.3, 0.2), "b": (0.1, 0.3, 0.2), "c": (0.3, 0.2, 0.1)})
+    assert choose(val, ["a", "b", "c"], CANDIDATES, OFF) == "0.25"
+
+
+def test_ties_go_to_the_incumbent_then_to_the_smallest_value():
+    val = _scores({"a": (0.1, 0.3, 0.2), "b": (0.3, 0.1, 0.2)})  # off and 0.25 tie
+    assert choose(val, ["a", "b"], CANDIDATES, OFF) == OFF
+    val = _scores({"a": (0.0, 0.3, 0.2), "b": (0.0, 0.2, 0.3)})  # the steps tie
+    assert choose(val, ["a", "b"], CANDIDATES, OFF) == "0.25"
+
+
+def test_each_held_out_set_is_chosen_for_on_the_others_only():
+    val = _scores({"a": (0.9, 0.1, 0.1), "b": (0.1, 0.9, 0.5), "c": (0.1, 0.9, 0.5)})
+    test = _scores({"a": (1.0, 2.0, 3.0), "b": (4.0, 5.0, 6.0), "c": (7.0, 8.0, 9.0)})
+    rows = lodo(val, test, ["a", "b", "c"], CANDIDATES, OFF)
+    rows = {row["held-out set"]: row for row in rows}
+    assert rows["a"]["choice on the others"] == "0.25" and rows["a"]["its test R2"] == 2.0
+    assert rows["b"]["choice on the others"] in CANDIDATES
+    assert rows["c"]["off test R2"] == 7.0
+
+
+@pytest.mark.parametrize(
+    "family, candidate",
+    [(family, c) for family, spec in FAMILIES.items() for c in spec.candidates],
+)
+def test_a_candidate_is_set_only_inside_its_block(family, candidate):
+    from obliquetrees import CO2ForestRegressor
+    from obliquetrees.co2 import _refine
+    from obliquetrees.hinge import _monotonic
+
+    saved = (_refine.STEP, _monotonic.POOL_FRACTION)
+    with candidate_settings(family, candidate):
+        if family == "co2-refine":
+            assert CO2ForestRegressor._refines_leaves is (candidate != OFF)
+            assert candidate == OFF or _refine.STEP == float(candidate)
+        else:
+            assert _monotonic.POOL_FRACTION == float(candidate)
+    assert CO2ForestRegressor._refines_leaves is True
+    assert (_refine.STEP, _monotonic.POOL_FRACTION) == saved
