@@ -191,9 +191,14 @@ class _Passes:
         return float(np.sum(weight * residual**2) / np.sum(weight))
 
     def write_back(self):
-        """Copy the refined leaf values into the trees' own ``value`` arrays."""
+        """Give every tree a new ``value`` array holding its refined leaf values.
+
+        New arrays, never writes into the old ones: a warm start's kept
+        trees share theirs with the fitted forest, which a fit that fails
+        must leave as it was.
+        """
         for t, tree in enumerate(self.trees):
-            tree.value[...] = self.value[self.offsets[t] : self.offsets[t + 1]]
+            tree.value = self.value[self.offsets[t] : self.offsets[t + 1]].copy()
 
 
 def _leaves(forest, X, n_threads):
@@ -260,7 +265,8 @@ def choose_passes(grow, bootstrap_counts, X, y, sample_weight, seeds, cst, n_thr
 def refine(trees, n_passes, bootstrap_counts, X, y, sample_weight, seeds, cst, n_threads):
     """Refine ``trees`` (grown on every row of ``X`` from ``seeds``) by ``n_passes`` passes.
 
-    In place: the trees' ``value`` arrays take the refined leaf values.
+    Each tree's ``value`` attribute is replaced by a new array of refined
+    leaf values (the old arrays are not written).
     """
     if n_passes <= 0:
         return

@@ -143,3 +143,21 @@ def test_only_constrained_regressors_refine():
     # a refit without constraints drops the count of the constrained fit before it
     model = CO2ForestRegressor(monotonic_cst=cst, **FAST).fit(X, y)
     assert not hasattr(model.set_params(monotonic_cst=None).fit(X, y), "n_refine_passes_")
+
+
+def test_a_failed_warm_start_leaves_the_fitted_forest_as_it_was(monkeypatch):
+    X, y, cst = _problem(6)
+    model = CO2ForestRegressor(monotonic_cst=cst, warm_start=True, **FAST).fit(X, y)
+    before = model.forest_.value.copy()
+    predicted = model.predict(X)
+
+    def fail(*args):
+        raise MemoryError("packing failed")
+
+    # the kept trees are refined again, then the forest is packed: make the packing fail
+    monkeypatch.setattr(type(model), "_store_trees", fail)
+    with pytest.raises(MemoryError):
+        model.set_params(n_estimators=8).fit(X, y)
+    np.testing.assert_array_equal(model.forest_.value, before)
+    np.testing.assert_array_equal(model.predict(X), predicted)
+    assert len(model.trees_) == 6
