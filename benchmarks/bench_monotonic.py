@@ -53,6 +53,13 @@ CONSTRAINTS = {
     "abalone": {9: 1},
 }
 DATASETS = list(CONSTRAINTS)
+
+
+def describe_constraints():
+    """The constraints as the reports state them: ``name: {feature index: sign}; ...``."""
+    return "; ".join(f"{name}: {signs}" for name, signs in CONSTRAINTS.items())
+
+
 #: Lines per constrained feature of the violation check.
 CHECK_LINES = 500
 
@@ -222,7 +229,7 @@ def _ranks(rows):
 def write_report(rows, path="monotonic.md"):
     """``monotonic.md`` and ``monotonic.json`` (every row) in ``benchmarks/results``."""
     table, ranks = summarise(rows)
-    constraints = "; ".join(f"{name}: {spec}" for name, spec in CONSTRAINTS.items())
+    constraints = describe_constraints()
     notes = (
         f"CPU: {cpu_model()}; load average at the end: {load_average()}. "
         f"Constraints (feature index: sign): {constraints}. "

@@ -50,11 +50,9 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import numpy as np
-
-from benchmarks.bench_monotonic import CONSTRAINTS, DATASETS, load_split
+from benchmarks import monotonic_validation as validation
+from benchmarks.bench_monotonic import DATASETS, describe_constraints, load_split
 from benchmarks.common import cpu_model, load_average, write_results
-from benchmarks.monotonic_validation import fit_validation, mean_ranks, mean_scores
 
 OFF = "off"
 
@@ -133,7 +131,7 @@ def score_cells(family, candidate, datasets, seeds, max_train):
             for seed in seeds:
                 (X, y, Xt, yt), cst = load_split(name, seed, max_train)
                 start = time.perf_counter()
-                val, val_passes = r2(*fit_validation(X, y, seed), cst, seed)
+                val, val_passes = r2(*validation.fit_validation(X, y, seed), cst, seed)
                 test, test_passes = r2(X, y, Xt, yt, cst, seed)
                 cells.append(
                     dict(
@@ -151,44 +149,24 @@ def score_cells(family, candidate, datasets, seeds, max_train):
 
 def choose(val, datasets, candidates, incumbent):
     """The rule: the best mean rank; ties to the incumbent, else the smallest value."""
-    ranks = mean_ranks(val, datasets, candidates)
-    best = min(ranks.values())
-    tied = [c for c in candidates if np.isclose(ranks[c], best, rtol=0, atol=1e-9)]
-    return incumbent if incumbent in tied else min(tied, key=float)
+    return validation.choose(val, datasets, candidates, incumbent, order=float)
 
 
 def lodo(val, test, datasets, candidates, incumbent):
     """Per held-out data set: the choice on the others and the test scores beside it."""
-    in_sample = choose(val, datasets, candidates, incumbent)
-    rows = []
-    for held in datasets:
-        others = [name for name in datasets if name != held]
-        chosen = choose(val, others, candidates, incumbent)
-        rows.append(
-            {
-                "held-out set": held,
-                "choice on the others": chosen,
-                "its test R2": test[held, chosen],
-                f"in-sample choice ({in_sample}) test R2": test[held, in_sample],
-                f"{incumbent} test R2": test[held, incumbent],
-            }
-        )
-    return rows
+    return validation.lodo(val, test, datasets, candidates, incumbent, order=float, name=str)
 
 
 def _table(scores, datasets, candidates, ranks=None):
-    rows = [{"data set": name, **{c: scores[name, c] for c in candidates}} for name in datasets]
-    if ranks is not None:
-        rows.append({"data set": "mean rank", **{c: ranks[c] for c in candidates}})
-    return rows
+    return validation.table(scores, datasets, candidates, ranks, name=str)
 
 
 def write_report(family, cells, datasets, candidates):
     """``monotonic_defaults_<family>.md`` and ``.json`` in ``benchmarks/results``."""
     spec = FAMILIES[family]
-    val, test = (mean_scores(cells, key, by="candidate") for key in ("val", "test"))
-    ranks = mean_ranks(val, datasets, candidates)
-    constraints = "; ".join(f"{name}: {spec}" for name, spec in CONSTRAINTS.items())
+    val, test = (validation.mean_scores(cells, key, by="candidate") for key in ("val", "test"))
+    ranks = validation.mean_ranks(val, datasets, candidates)
+    constraints = describe_constraints()
     notes = (
         f"CPU: {cpu_model()}; load average at the end: {load_average()}. "
         f"{spec.estimator} (n_jobs=2) with monotonic_cst; constraints (feature index: sign): "

@@ -60,7 +60,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import rankdata
 
-from benchmarks.bench_monotonic import CONSTRAINTS, DATASETS, load_split
+from benchmarks.bench_monotonic import DATASETS, describe_constraints, load_split
 from benchmarks.common import ROOT, cpu_model, load_average, run_python, write_results
 
 #: The constant and the file that defines it.
@@ -177,40 +177,48 @@ def mean_ranks(val, datasets, candidates):
     return dict(zip(candidates, ranks.mean(axis=0), strict=True))
 
 
-def choose(val, datasets, candidates):
-    """The rule: the best mean rank; ties to :data:`INCUMBENT`, else the smallest value."""
+def choose(val, datasets, candidates, incumbent=INCUMBENT, order=None):
+    """The rule: the best mean rank; ties to ``incumbent``, else the smallest value.
+
+    ``order``: the key that orders the tied candidates (None: their own order).
+    """
     ranks = mean_ranks(val, datasets, candidates)
     best = min(ranks.values())
     tied = [c for c in candidates if np.isclose(ranks[c], best, rtol=0, atol=1e-9)]
-    return INCUMBENT if INCUMBENT in tied else min(tied)
+    return incumbent if incumbent in tied else min(tied, key=order)
 
 
-def lodo(val, test, datasets, candidates):
-    """Per held-out data set: the choice on the others and the test scores beside it."""
-    in_sample = choose(val, datasets, candidates)
+def lodo(val, test, datasets, candidates, incumbent=INCUMBENT, order=None, name=label):
+    """Per held-out data set: the choice on the others and the test scores beside it.
+
+    ``incumbent`` and ``order`` as :func:`choose` takes them; ``name(candidate)``
+    writes a candidate.
+    """
+    in_sample = choose(val, datasets, candidates, incumbent, order)
     rows = []
     for held in datasets:
-        others = [name for name in datasets if name != held]
-        chosen = choose(val, others, candidates)
+        others = [other for other in datasets if other != held]
+        chosen = choose(val, others, candidates, incumbent, order)
         rows.append(
             {
                 "held-out set": held,
-                "choice on the others": label(chosen),
+                "choice on the others": name(chosen),
                 "its test R2": test[held, chosen],
-                f"in-sample choice ({label(in_sample)}) test R2": test[held, in_sample],
-                f"{INCUMBENT} test R2": test.get((held, INCUMBENT), np.nan),
+                f"in-sample choice ({name(in_sample)}) test R2": test[held, in_sample],
+                f"{name(incumbent)} test R2": test.get((held, incumbent), np.nan),
             }
         )
     return rows
 
 
-def _table(scores, datasets, candidates, ranks=None):
-    """One row per data set (a column per candidate), then the mean ranks if given."""
+def table(scores, datasets, candidates, ranks=None, name=label):
+    """One row per data set (a column per candidate, written ``name(candidate)``), then the
+    mean ranks if given."""
     rows = [
-        {"data set": name, **{label(c): scores[name, c] for c in candidates}} for name in datasets
+        {"data set": data, **{name(c): scores[data, c] for c in candidates}} for data in datasets
     ]
     if ranks is not None:
-        rows.append({"data set": "mean rank", **{label(c): ranks[c] for c in candidates}})
+        rows.append({"data set": "mean rank", **{name(c): ranks[c] for c in candidates}})
     return rows
 
 
@@ -230,7 +238,7 @@ def write_report(cells, datasets, candidates):
     val, test = mean_scores(cells, "val"), mean_scores(cells, "test")
     ranks = mean_ranks(val, datasets, candidates)
     in_sample = choose(val, datasets, candidates)
-    constraints = "; ".join(f"{name}: {spec}" for name, spec in CONSTRAINTS.items())
+    constraints = describe_constraints()
     notes = (
         f"CPU: {cpu_model()}; load average at the end: {load_average()}. "
         f"CO2ForestRegressor(n_estimators={N_TREES}, n_jobs=1) with monotonic_cst; constraints "
@@ -245,14 +253,14 @@ def write_report(cells, datasets, candidates):
     tables = [
         (
             "Validation R^2 (mean over the seeds) and mean rank",
-            _table(val, datasets, candidates, ranks),
+            table(val, datasets, candidates, ranks),
         ),
         ("Validation R^2 per data set and seed", _per_seed(cells, datasets, candidates)),
         (
             "Leave one data set out: chosen on the other sets' validation, scored on the test part",
             lodo(val, test, datasets, candidates),
         ),
-        ("Test R^2 of every candidate (read by no choice)", _table(test, datasets, candidates)),
+        ("Test R^2 of every candidate (read by no choice)", table(test, datasets, candidates)),
     ]
     title = f"{CONSTANT} on validation parts (monotonic constraints, CO2)"
     write_results("monotonic_validation.md", title, tables=tables, notes=notes)
