@@ -236,6 +236,9 @@ def choose_passes(grow, bootstrap_counts, X, y, sample_weight, seeds, cst, n_thr
         return 0
     order = generator(int(seeds[0]), _STREAM).permutation(n)
     held = _subsample(np.sort(order[:n_held]), int(seeds[0]), 1)
+    y_held, w_held = y[held], sample_weight[held]
+    if not np.sum(w_held) > 0.0:  # nothing to judge the passes by: no forest to grow
+        return 0
     fit = np.sort(order[n_held:])
     trees = grow(fit)
     rows = _subsample(np.arange(fit.shape[0]), int(seeds[0]), 2)
@@ -249,9 +252,6 @@ def choose_passes(grow, bootstrap_counts, X, y, sample_weight, seeds, cst, n_thr
         X[held],
         n_threads,
     )
-    y_held, w_held = y[held], sample_weight[held]
-    if not np.sum(w_held) > 0.0:  # nothing to judge the passes by
-        return 0
     best_error, best = passes.held_error(y_held, w_held), 0
     for k in range(1, MAX_PASSES + 1):
         passes.run(STEP)
