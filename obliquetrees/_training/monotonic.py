@@ -38,7 +38,9 @@ constrained M-step) and the final parameters satisfy 1 and 2 exactly:
   is the identity on trees that already satisfy 2 and always returns one
   that does, but it is not the exact projection;
 - :func:`leaf_interval`: the values a leaf may take, the other leaves fixed
-  (for growth that trains one new split while the tree is frozen).
+  (for growth that trains one new split while the tree is frozen);
+- :func:`least_squares_leaves`: the leaves that minimise a quadratic (a soft
+  prediction's squared error) under 2, from a feasible start.
 
 Every kernel takes node arrays with parents before children (a child's id
 is larger than its parent's), as every grower here builds them.
@@ -265,6 +267,87 @@ def order_leaves(children_left, children_right, ordered, value, weight):
         else:
             lo[left], hi[left] = lo[node], hi[node]
             lo[right], hi[right] = lo[node], hi[node]
+
+
+#: :func:`least_squares_leaves`: at most this many steps, and it stops earlier when
+#: a step lowers the objective by less than this fraction of the objective's scale.
+LEAST_SQUARES_MAX_STEPS = 500
+LEAST_SQUARES_TOL = 1e-10
+
+
+def least_squares_leaves(children_left, children_right, ordered, leaves, gram, rhs, start):
+    """Leaf values lowering ``f(v) = v' gram v / 2 - rhs' v`` under the ordering constraints.
+
+    For a soft prediction ``P v`` (rows of ``P``: a training row's path
+    probabilities of ``leaves``), ``gram = P' S P`` and ``rhs = P' S y`` with
+    the row weights ``S``: ``f`` is half the weighted squared error up to a
+    constant. ``gram`` has no negative entry, so ``D = diag(row sums of
+    gram)`` (each leaf's soft weight) bounds it (``D - gram`` is diagonally
+    dominant, hence positive semi-definite) and ``f`` has the majoriser
+    ``f(x) + f'(x)(v - x) + (v - x)' D (v - x) / 2``, whose minimum on the
+    constraints is the ``D``-weighted projection of ``x - D^-1 f'(x)``:
+    projected gradient in the metric ``D``, accelerated (FISTA) and restarted
+    whenever a step would raise ``f``. Under hard routing ``gram = D`` and one
+    step gives the weighted projection of the leaves' means.
+
+    The projection is :func:`order_leaves` weighted by ``D``: exact when every
+    split is ordered (the iteration then converges to the constrained
+    minimum), otherwise feasible but not exact, so the iteration may stop
+    short of it. Every accepted step lowers ``f``, so the result is feasible
+    and never worse than ``start``.
+
+    Parameters
+    ----------
+    children_left, children_right : ndarray of int64 (n_nodes,)
+        The tree, parents before children.
+    ordered : ndarray of bool (n_nodes,)
+    leaves : ndarray of int64 (n_leaves,)
+        The node ids of the leaves, in the order of ``gram``'s rows.
+    gram : ndarray of float64 (n_leaves, n_leaves)
+        Symmetric, no negative entry.
+    rhs : ndarray of float64 (n_leaves,)
+    start : ndarray of float64 (n_leaves,)
+        Leaf values satisfying the constraints.
+
+    Returns
+    -------
+    ndarray of float64 (n_leaves,)
+    """
+    n_nodes = children_left.shape[0]
+    mass = gram.sum(axis=1)
+    metric = np.where(mass > 0.0, mass, 1.0)  # a leaf no row reaches has no gradient
+    node_mass = np.zeros(n_nodes)
+    node_mass[leaves] = mass
+
+    def objective(v):
+        return 0.5 * float(v @ (gram @ v)) - float(rhs @ v)
+
+    def step(v):
+        full = np.zeros(n_nodes)
+        full[leaves] = v - (gram @ v - rhs) / metric
+        order_leaves(children_left, children_right, ordered, full, node_mass)
+        return full[leaves]
+
+    x = np.asarray(start, dtype=np.float64).copy()
+    fx = objective(x)
+    scale = max(abs(fx), float(np.abs(rhs).sum()) * float(np.abs(x).max(initial=0.0)), 1e-300)
+    z, t = x, 1.0
+    for _ in range(LEAST_SQUARES_MAX_STEPS):
+        candidate = step(z)
+        f_candidate = objective(candidate)
+        if f_candidate >= fx and z is not x:  # momentum overshot: restart from x
+            z, t = x, 1.0
+            candidate = step(x)
+            f_candidate = objective(candidate)
+        if not f_candidate < fx:
+            break
+        decrease = fx - f_candidate
+        t_next = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
+        z = candidate + ((t - 1.0) / t_next) * (candidate - x)
+        x, fx, t = candidate, f_candidate, t_next
+        if decrease <= LEAST_SQUARES_TOL * scale:
+            break
+    return x
 
 
 @jit

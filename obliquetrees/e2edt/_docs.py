@@ -97,7 +97,8 @@ ROUTING_CLASSIFIER = """
         ``"hybrid"``, ``predict`` can differ from the argmax of
         ``predict_proba`` for rows near a split (see Notes for how often).
         ``apply`` and ``decision_path`` are always hard. Switching needs no
-        refit.
+        refit (under ``monotonic_cst`` the leaves are fitted for the routing
+        of the fit, see Notes).
 """
 
 CLASS_WEIGHT = """
@@ -395,7 +396,15 @@ MONOTONIC_NOTE = """
       distributions) are ordered once more, weighted by their hard-routed
       training weight: for the regressor this is the exact constrained
       least-squares fit of the deterministic tree's partition when every
-      split is ordered.
+      split is ordered. A regressor with ``routing="soft"`` then refits them
+      to what it predicts (ours): the weighted least-squares fit of the soft
+      prediction (path probabilities at the final steepness) under the same
+      ordering, by projected gradient from the ordered means
+      (:func:`~obliquetrees._training.monotonic.least_squares_leaves`; exact
+      when every split is ordered, never worse than the means otherwise).
+      The splits are the same as under hard routing, so ``set_params(routing=...)``
+      after the fit keeps a monotone model, with leaves fitted for the
+      routing of the fit.
     - A NaN adds a constant to a split's margin and the missing-value
       indicators are free, so NaN in other features keeps the guarantee.
       ``predict_quantiles`` (the leaves' recorded targets) is not
@@ -543,7 +552,8 @@ ROUTING_REGRESSOR = """
         inference model (route by the sign of each split, take the reached
         leaf's mean): cheaper to evaluate, less accurate (see Notes).
         ``apply`` and ``decision_path`` are always hard. Switching needs no
-        refit.
+        refit (under ``monotonic_cst`` the leaves are fitted for the routing
+        of the fit, see Notes).
 """
 
 STORE_LEAF_TARGETS = """
@@ -645,9 +655,9 @@ REGRESSOR_NOTES = """
       (the classifier keeps its EM distributions, the paper's leaves, which
       its default ``predict_proba`` evaluates). As the steepness grows the
       two coincide (sect. 2.6: the optimal leaves become those of a
-      deterministic tree). ``routing="soft"`` uses the same stored values.
-      A leaf that no training row of positive weight reaches keeps its EM
-      mean.
+      deterministic tree). ``routing="soft"`` uses the same stored values
+      (except under ``monotonic_cst``, see below). A leaf that no training
+      row of positive weight reaches keeps its EM mean.
     - Validation of these two changes (``benchmarks/results/
       e2edt_regression_validation.md``: ``max_depth=6``, four folds of the
       training part of each of five seeds' splits of the nine data sets of

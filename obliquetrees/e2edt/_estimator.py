@@ -180,6 +180,7 @@ class _BaseE2EDT(BaseObliqueForest):
             prune_threshold=self._prune_threshold(n_samples),
             finetune_steepness_increase=finetune_increase,
             finetune_learning_rate=finetune_rate,
+            soft_routing=self.routing == "soft",
             balanced_subsample=bool(self.bootstrap) and self._balanced_subsample(),
         )
 

@@ -158,3 +158,109 @@ def test_orientation_and_constraint_signs():
     assert M.constraint_signs(None, 5) is None
     assert M.orientation(np.array([1.0, 5.0, 2.0, 0, 0]), sign) == -1.0
     assert M.uses_constrained(np.array([0.0, 5.0, 0.0, 1, 1]), sign) is False
+
+
+def _constrained_least_squares_reference(left, right, ordered, leaves, gram, rhs):
+    """``min v' gram v / 2 - rhs' v`` subject to every ordering pair, through its dual.
+
+    With ``gram = L L'`` and ``A v <= 0`` one row per pair (a leaf under an
+    ordered node's left child, one under its right child), the minimum is
+    ``v = gram^-1 (rhs - A' lam)``, ``lam >= 0`` the non-negative least
+    squares solution of ``|| L^-1 A' lam - L^-1 rhs ||`` (scipy's active set).
+    """
+    from scipy.optimize import nnls
+
+    position = {int(leaf): q for q, leaf in enumerate(leaves)}
+    pairs = []
+    for node in np.flatnonzero((left >= 0) & ordered):
+        for a in _under(left, right, left[node]):
+            for b in _under(left, right, right[node]):
+                pairs.append((position[a], position[b]))
+    chol = np.linalg.cholesky(gram)
+    if not pairs:
+        return np.linalg.solve(gram, rhs)
+    A = np.zeros((len(pairs), len(leaves)))
+    for row, (a, b) in enumerate(pairs):
+        A[row, a], A[row, b] = 1.0, -1.0
+    B = np.linalg.solve(chol, A.T)
+    c = np.linalg.solve(chol, rhs)
+    lam, _ = nnls(B, c, maxiter=100 * len(pairs))
+    return np.linalg.solve(chol.T, c - B @ lam)
+
+
+def _soft_problem(rng, left, right, hard=False):
+    """``(leaves, gram, rhs)`` of weighted rows with random leaf probabilities (one-hot: hard)."""
+    leaves = M.in_order_leaves(left, right)
+    n_rows, k = 400, leaves.shape[0]
+    if hard:
+        P = np.eye(k)[rng.integers(k, size=n_rows)]
+    else:
+        P = rng.dirichlet(np.full(k, 0.3), size=n_rows)
+    target = P @ rng.normal(size=k) * 2 + rng.normal(size=n_rows)
+    weight = rng.uniform(0.5, 2.0, size=n_rows)
+    gram = (P * weight[:, None]).T @ P
+    return leaves, gram, (P * weight[:, None]).T @ target
+
+
+def _objective(gram, rhs, v):
+    return 0.5 * v @ gram @ v - rhs @ v
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_least_squares_leaves_reach_the_constrained_minimum(seed):
+    """Every split ordered (the projection is exact): the dual reference's minimum."""
+    rng = np.random.default_rng(seed)
+    left, right = _random_tree(rng, int(rng.integers(1, 15)))
+    ordered = left >= 0
+    leaves, gram, rhs = _soft_problem(rng, left, right)
+    start = np.zeros(leaves.shape[0])  # feasible
+    fitted = M.least_squares_leaves(left, right, ordered, leaves, gram, rhs, start)
+    value = np.zeros(left.shape[0])
+    value[leaves] = fitted
+    assert _violation(left, right, ordered, value) <= 0.0
+    want = _constrained_least_squares_reference(left, right, ordered, leaves, gram, rhs)
+    best, got = _objective(gram, rhs, want), _objective(gram, rhs, fitted)
+    assert got <= best + 1e-6 * abs(best)
+    np.testing.assert_allclose(fitted, want, atol=1e-3)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_least_squares_leaves_never_leave_the_constraints_nor_rise(seed):
+    """Free splits too (the projection is feasible, not exact): feasible, no worse than the
+    start and never below the true minimum. (How far short it may stop, measured on 100 such
+    problems: the median 0.05 % of the possible decrease, the 90th percentile 8 %, the worst
+    41 %; these rows are far softer than a trained tree's.)"""
+    rng = np.random.default_rng(seed)
+    left, right = _random_tree(rng, int(rng.integers(1, 15)))
+    ordered = (left >= 0) & (rng.random(left.shape[0]) < 0.6)
+    leaves, gram, rhs = _soft_problem(rng, left, right)
+    start_value = rng.normal(size=left.shape[0])
+    M.order_leaves(left, right, ordered, start_value, np.ones(left.shape[0]))
+    start = start_value[leaves]
+    fitted = M.least_squares_leaves(left, right, ordered, leaves, gram, rhs, start)
+    value = np.zeros(left.shape[0])
+    value[leaves] = fitted
+    assert _violation(left, right, ordered, value) <= 0.0
+    want = _constrained_least_squares_reference(left, right, ordered, leaves, gram, rhs)
+    f_start, f_best, f_got = (_objective(gram, rhs, v) for v in (start, want, fitted))
+    assert f_best - 1e-9 * abs(f_best) <= f_got <= f_start
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_least_squares_leaves_of_hard_routing_are_the_ordered_means(seed):
+    """One-hot rows: ``gram`` is diagonal, the minimum the weighted projection of the means."""
+    rng = np.random.default_rng(seed)
+    left, right = _random_tree(rng, int(rng.integers(1, 15)))
+    ordered = (left >= 0) & (rng.random(left.shape[0]) < (1.0 if seed % 2 else 0.6))
+    leaves, gram, rhs = _soft_problem(rng, left, right, hard=True)
+    mass = np.diag(gram).copy()
+    value = np.zeros(left.shape[0])
+    value[leaves] = np.divide(rhs, mass, out=np.zeros_like(rhs), where=mass > 0)
+    weight = np.zeros(left.shape[0])
+    weight[leaves] = mass
+    M.order_leaves(left, right, ordered, value, weight)
+    fitted = M.least_squares_leaves(
+        left, right, ordered, leaves, gram, rhs, np.zeros(leaves.shape[0])
+    )
+    reached = mass > 0
+    np.testing.assert_allclose(fitted[reached], value[leaves][reached], rtol=1e-9, atol=1e-9)
