@@ -46,6 +46,7 @@ from obliquetrees._training.grower import Grower
 from obliquetrees._training.monotonic import (
     constraint_signs,
     leaf_interval,
+    least_squares_leaves,
     orientation,
     project_pair,
     project_weight_row,
@@ -78,6 +79,8 @@ PROBA_CLIP = 1e-4
 #: Joint finetuning (beyond the paper) tries the step sizes
 #: ``learning_rate / 2**t`` for these t and keeps the best validation state.
 FINETUNE_RESTARTS = (4, 6, 8)
+#: Cells (rows x leaves) of path probabilities :func:`joint_leaves` holds at once.
+JOINT_BLOCK_CELLS = 1 << 22
 
 
 def _leaf_init(mean, loss):
@@ -247,7 +250,8 @@ def grow_soft_tree(X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed, sign=No
     sign : ndarray (d,) or None, default=None
         Monotonic constraints: the required sign of every gate weight (of
         P(left): minus the stored one), 0 for free inputs; None: none. Every
-        split's SGD is projected (:func:`_constrained_start`).
+        split's SGD is projected (:func:`_constrained_start`); with the
+        squared loss every leaf is then refitted (:func:`joint_leaves`).
 
     Returns
     -------
@@ -313,6 +317,13 @@ def grow_soft_tree(X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed, sign=No
             select_on_validation,
             cst,
         )
+        joint = None
+        if cst is not None and loss == _k.LOSS_SQUARED and restart >= 0:
+            joint = joint_leaves(tree, m, (w, b, cst[1]), (X, R, sw), (Xv, Rv, swv), metric)
+            if joint[0] < err_after:
+                err_after = joint[0]
+            else:
+                joint = None
         accepted = restart >= 0 and err_before - err_after > params.tol
         depth = int(tree.depth[m])
         log.append(
@@ -339,9 +350,79 @@ def grow_soft_tree(X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed, sign=No
             tree.W[m], tree.b[m], tree.Z[left], tree.Z[right] = w, b, zL, zR
             if cst is not None:
                 tree.ordered[m] = cst[1]
+            if joint is not None:  # every leaf moved: the outputs are the refit's
+                _, leaves, z, F[:], Fv[:] = joint
+                tree.Z[leaves, 0] = z
 
     tree.grow(split)
     return tree, log
+
+
+def joint_leaves(tree, m, split, train, valid, metric):
+    """Every leaf of a regression tree refitted after a new split of leaf ``m`` (ours).
+
+    Under monotonic constraints growth trains a new split's two leaves with
+    the others frozen, and each ordered split bounds the leaves grown after it
+    by the frozen ones: the first subtree grown under an ordered node can take
+    its sibling's whole room. Here the tree with the trained split ``split =
+    (w, b, ordered)`` of leaf ``m`` gets all its leaves at once from the
+    weighted least-squares fit of its output ``P z`` (``P``: every training
+    row's leaf path probabilities) under the ordering
+    (:func:`~obliquetrees._training.monotonic.least_squares_leaves`, from the
+    current leaves and the new pair at their node's value, a feasible start).
+    ``train`` and ``valid`` are ``(X, R, sw)``. Returns the validation error,
+    the leaves' node ids in the split tree (``m``'s children numbered next,
+    as the grower numbers them), their values and the training and
+    validation outputs (n, 1); growth keeps it when its validation error is
+    below the frozen split's. ``P`` is formed :data:`JOINT_BLOCK_CELLS`
+    cells at a time.
+    """
+    cl, cr, W, b, Z, n_nodes = dense_arrays(tree)
+    w, b_m, ordered_m = split
+    cl = np.append(cl[:n_nodes], [-1, -1])
+    cr = np.append(cr[:n_nodes], [-1, -1])
+    cl[m], cr[m] = n_nodes, n_nodes + 1
+    W = np.vstack([W[:n_nodes], np.zeros((2, W.shape[1]))])
+    W[m] = w
+    b = np.append(b[:n_nodes], [0.0, 0.0])
+    b[m] = b_m
+    ordered = np.append(tree.arrays()["ordered"][:n_nodes], [True, True])
+    ordered[m] = ordered_m
+    leaves = np.flatnonzero(cl < 0)
+    grown = (cl, cr, W, b, n_nodes + 2, leaves)
+    X, R, sw = train
+    gram = np.zeros((leaves.shape[0], leaves.shape[0]))
+    rhs = np.zeros(leaves.shape[0])
+    for rows, P in _leaf_paths(X, R.shape[0], grown):
+        weighted = P * sw[rows, None]
+        gram += weighted.T @ P
+        rhs += weighted.T @ R[rows, 0]
+    start = np.append(Z[:n_nodes, 0], [Z[m, 0], Z[m, 0]])[leaves]
+    z = least_squares_leaves(cl, cr, ordered, leaves, gram, rhs, start)
+    F = np.empty((R.shape[0], 1))
+    for rows, P in _leaf_paths(X, R.shape[0], grown):
+        F[rows, 0] = P @ z
+    Xv, Rv, swv = valid
+    Fv = np.empty((Rv.shape[0], 1))
+    for rows, P in _leaf_paths(Xv, Rv.shape[0], grown):
+        Fv[rows, 0] = P @ z
+    error = _k.mean_error(Fv, Rv, swv, _k.LOSS_SQUARED, metric)
+    return error, leaves, z, F, Fv
+
+
+def _leaf_paths(X, n, tree):
+    """``(rows, P)`` blocks of ``X``'s ``n`` rows: ``P`` their path probabilities of the
+    leaves of ``tree = (children_left, children_right, W, b, n_nodes, leaves)``."""
+    cl, cr, W, b, n_nodes, leaves = tree
+    block = max(1, JOINT_BLOCK_CELLS // leaves.shape[0])
+    dense = isinstance(X, np.ndarray)
+    for start in range(0, n, block):
+        rows = slice(start, min(start + block, n))
+        part = X[rows] if dense else take_rows(X, np.arange(rows.start, rows.stop))
+        yield (
+            rows,
+            np.column_stack([_k.path_probability(part, cl, cr, W, b, n_nodes, q) for q in leaves]),
+        )
 
 
 def finetune(tree, X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed, sign=None):

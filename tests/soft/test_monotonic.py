@@ -65,3 +65,64 @@ def test_the_initial_hard_split_agrees_with_its_feature_constraint():
     assert feature == 1 or left[0] <= right[0]
     feature, _, left, right, _ = A.best_axis_split(*dense, np.array([-1.0, 0.0]))
     assert feature == 0 and left[0] >= right[0]
+
+
+@pytest.mark.parametrize("sparse_rows", [False, True])
+@pytest.mark.parametrize("seed", range(4))
+def test_joint_leaves_refit_every_leaf_within_the_ordering(seed, sparse_rows, monkeypatch):
+    """:func:`~obliquetrees.soft.training.joint_leaves` of a grown constrained tree and a new
+    split: the refitted leaves keep the ordering, lower the training error of the frozen
+    start (the new pair at its leaf's value), and its outputs are the split tree's.
+    Sparse row tuples, read in blocks of a few rows, give the same up to rounding."""
+    import scipy.sparse as sp
+
+    from obliquetrees._training._rows import sparse_rows as to_rows
+    from obliquetrees._training.monotonic import constraint_signs, order_leaves
+    from obliquetrees.soft import _kernels as K
+    from obliquetrees.soft import training as T
+    from tests.soft._params import soft_params
+
+    X, y, _, cst = monotone_problem(30 + seed, n=400)
+    R = ((y - y.mean()) / y.std())[:, None]
+    sw = np.ones(len(y))
+    train, valid = slice(0, 250), slice(250, None)
+    sign = -constraint_signs(cst.astype(np.int8), X.shape[1])  # P(left)'s signs
+    params = soft_params(max_epochs=5, n_restarts=2, tol=1e-4)
+    args = (X[train], R[train], sw[train], X[valid], R[valid], sw[valid])
+    tree, _ = T.grow_soft_tree(
+        *args, loss=K.LOSS_SQUARED, metric=0, params=params, seed=seed, sign=sign
+    )
+    cl, cr, W, b, Z, n_nodes = T.dense_arrays(tree)
+    m = int(np.flatnonzero(cl[:n_nodes] < 0)[0])
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=X.shape[1])
+    ordered = bool(seed % 2)
+    data = (X[train], R[train], sw[train]), (X[valid], R[valid], sw[valid])
+    if sparse_rows:
+        monkeypatch.setattr(T, "JOINT_BLOCK_CELLS", 64)
+        rows = [
+            to_rows(sp.csr_matrix(part[0]), np.zeros(X.shape[1]), np.ones(X.shape[1]))
+            for part in data
+        ]
+        data = tuple((r, *part[1:]) for r, part in zip(rows, data, strict=True))
+    error, leaves, z, F, Fv = T.joint_leaves(tree, m, (w, 0.1, ordered), *data, metric=0)
+    left, right = tree.add_children(m, n_left=0)
+    tree.W[m], tree.b[m], tree.ordered[m] = w, 0.1, ordered
+    cl, cr, W, b, Z, n_nodes = T.dense_arrays(tree)
+    start = Z.copy()
+    start[left] = start[right] = Z[m]
+    tree.Z[leaves, 0] = z
+    cl, cr, W, b, Z, n_nodes = T.dense_arrays(tree)
+    value = Z[:n_nodes, 0].copy()
+    projected = value.copy()
+    order_leaves(
+        cl[:n_nodes], cr[:n_nodes], tree.arrays()["ordered"][:n_nodes], projected, np.ones(n_nodes)
+    )
+    np.testing.assert_array_equal(projected, value)  # the identity: feasible
+    fresh, _, _ = K.forward_context(X[train], cl, cr, W, b, Z, n_nodes, -1)
+    np.testing.assert_allclose(F, fresh, rtol=1e-10, atol=1e-12)
+    fresh_v, _, _ = K.forward_context(X[valid], cl, cr, W, b, Z, n_nodes, -1)
+    np.testing.assert_allclose(Fv, fresh_v, rtol=1e-10, atol=1e-12)
+    assert error == pytest.approx(np.mean((R[valid] - fresh_v) ** 2), rel=1e-10)
+    frozen, _, _ = K.forward_context(X[train], cl, cr, W, b, start, n_nodes, -1)
+    assert np.sum((R[train] - F) ** 2) <= np.sum((R[train] - frozen) ** 2)
