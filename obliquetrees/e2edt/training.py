@@ -91,8 +91,9 @@ class E2EDTParams:
     means ``steepness_increase`` and ``learning_rate``, as in greedy growth.
     ``soft_routing``: predictions route softly (``routing="soft"``); a
     regressor's constrained leaves are then fitted to the soft prediction
-    (:func:`to_oblique_tree`). No field has a default: the estimators build it from their parameters
-    (``_resolve_params``), so there is one set of defaults, theirs.
+    (:func:`to_oblique_tree`). No field has a default: the estimators build
+    it from their parameters (``_resolve_params``), so there is one set of
+    defaults, theirs.
     """
 
     max_depth: int
