@@ -275,6 +275,22 @@ LEAST_SQUARES_MAX_STEPS = 500
 LEAST_SQUARES_TOL = 1e-10
 
 
+def normal_equations(blocks, weight, target, n_leaves):
+    """``(P' S P, P' S target)`` of :func:`least_squares_leaves`, summed block by block.
+
+    ``blocks`` yields ``(rows, P)``: ``P`` the path probabilities of the
+    ``n_leaves`` leaves for the rows ``rows`` (an index array or a slice of
+    ``weight`` and ``target``); ``S`` is ``diag(weight)``.
+    """
+    gram = np.zeros((n_leaves, n_leaves))
+    rhs = np.zeros(n_leaves)
+    for rows, P in blocks:
+        weighted = P * weight[rows, None]
+        gram += weighted.T @ P
+        rhs += weighted.T @ target[rows]
+    return gram, rhs
+
+
 def least_squares_leaves(children_left, children_right, ordered, leaves, gram, rhs, start):
     """Leaf values lowering ``f(v) = v' gram v / 2 - rhs' v`` under the ordering constraints.
 

@@ -52,6 +52,7 @@ from obliquetrees._training.leaf_models import as_leaf_model, leaf_model
 from obliquetrees._training.monotonic import (
     constraint_signs,
     least_squares_leaves,
+    normal_equations,
     order_leaves,
     project_weights,
 )
@@ -757,21 +758,19 @@ def _soft_least_squares(tt, tree, steepness, X, y, row_weight, leaves, values):
 
 
 def _soft_gram(tree, steepness, X, target, row_weight, leaf):
-    """``(P' S P, P' S target)`` over the rows of positive weight, ``P`` their
-    path probabilities of the nodes ``leaf`` and ``S`` their weights; the rows
-    are taken in blocks of :data:`SOFT_GRAM_CELLS` cells, on one thread (trees
-    may train in parallel)."""
+    """:func:`~obliquetrees._training.monotonic.normal_equations` of the rows of positive
+    weight, ``P`` their path probabilities of the nodes ``leaf``; the rows are
+    taken in blocks of :data:`SOFT_GRAM_CELLS` cells, on one thread (trees may
+    train in parallel)."""
     from obliquetrees._core.soft import path_probabilities
 
     rows = np.flatnonzero(row_weight > 0)
-    gram = np.zeros((leaf.shape[0], leaf.shape[0]))
-    rhs = np.zeros(leaf.shape[0])
     block = max(1, SOFT_GRAM_CELLS // tree.node_count)
-    for start in range(0, rows.shape[0], block):
-        part = rows[start : start + block]
-        with numba_threads(1):
-            P = path_probabilities(tree, X[part], steepness)[:, leaf]
-        weighted = P * row_weight[part, None]
-        gram += weighted.T @ P
-        rhs += weighted.T @ target[part]
-    return gram, rhs
+
+    def blocks():
+        for start in range(0, rows.shape[0], block):
+            part = rows[start : start + block]
+            with numba_threads(1):
+                yield part, path_probabilities(tree, X[part], steepness)[:, leaf]
+
+    return normal_equations(blocks(), row_weight, target, leaf.shape[0])

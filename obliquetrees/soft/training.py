@@ -47,6 +47,7 @@ from obliquetrees._training.monotonic import (
     constraint_signs,
     leaf_interval,
     least_squares_leaves,
+    normal_equations,
     orientation,
     project_pair,
     project_weight_row,
@@ -351,8 +352,9 @@ def grow_soft_tree(X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed, sign=No
             if cst is not None:
                 tree.ordered[m] = cst[1]
             if joint is not None:  # every leaf moved: the outputs are the refit's
-                _, leaves, z, F[:], Fv[:] = joint
-                tree.Z[leaves, 0] = z
+                _, grown, z, Fv[:] = joint
+                F[:] = tree_output(X, R.shape[0], grown, z)
+                tree.Z[grown[-1], 0] = z
 
     tree.grow(split)
     return tree, log
@@ -371,11 +373,12 @@ def joint_leaves(tree, m, split, train, valid, metric):
     (:func:`~obliquetrees._training.monotonic.least_squares_leaves`, from the
     current leaves and the new pair at their node's value, a feasible start).
     ``train`` and ``valid`` are ``(X, R, sw)``. Returns the validation error,
-    the leaves' node ids in the split tree (``m``'s children numbered next,
-    as the grower numbers them), their values and the training and
-    validation outputs (n, 1); growth keeps it when its validation error is
-    below the frozen split's. ``P`` is formed :data:`JOINT_BLOCK_CELLS`
-    cells at a time.
+    the split tree ``(children_left, children_right, W, b, n_nodes, leaves)``
+    (``m``'s children numbered next, as the grower numbers them), the
+    leaves' values and the validation output (n, 1); growth keeps it when
+    its validation error is below the frozen split's, and only then needs
+    the training output (:func:`tree_output`). ``P`` is formed
+    :data:`JOINT_BLOCK_CELLS` cells at a time.
     """
     cl, cr, W, b, Z, n_nodes = dense_arrays(tree)
     w, b_m, ordered_m = split
@@ -391,23 +394,23 @@ def joint_leaves(tree, m, split, train, valid, metric):
     leaves = np.flatnonzero(cl < 0)
     grown = (cl, cr, W, b, n_nodes + 2, leaves)
     X, R, sw = train
-    gram = np.zeros((leaves.shape[0], leaves.shape[0]))
-    rhs = np.zeros(leaves.shape[0])
-    for rows, P in _leaf_paths(X, R.shape[0], grown):
-        weighted = P * sw[rows, None]
-        gram += weighted.T @ P
-        rhs += weighted.T @ R[rows, 0]
+    blocks = _leaf_paths(X, R.shape[0], grown)
+    gram, rhs = normal_equations(blocks, sw, R[:, 0], leaves.shape[0])
     start = np.append(Z[:n_nodes, 0], [Z[m, 0], Z[m, 0]])[leaves]
     z = least_squares_leaves(cl, cr, ordered, leaves, gram, rhs, start)
-    F = np.empty((R.shape[0], 1))
-    for rows, P in _leaf_paths(X, R.shape[0], grown):
-        F[rows, 0] = P @ z
     Xv, Rv, swv = valid
-    Fv = np.empty((Rv.shape[0], 1))
-    for rows, P in _leaf_paths(Xv, Rv.shape[0], grown):
-        Fv[rows, 0] = P @ z
+    Fv = tree_output(Xv, Rv.shape[0], grown, z)
     error = _k.mean_error(Fv, Rv, swv, _k.LOSS_SQUARED, metric)
-    return error, leaves, z, F, Fv
+    return error, grown, z, Fv
+
+
+def tree_output(X, n, tree, z):
+    """The output (n, 1) on ``X``'s ``n`` rows of ``tree`` (as :func:`_leaf_paths` takes
+    it) with leaf values ``z``."""
+    F = np.empty((n, 1))
+    for rows, P in _leaf_paths(X, n, tree):
+        F[rows, 0] = P @ z
+    return F
 
 
 def _leaf_paths(X, n, tree):
@@ -419,10 +422,8 @@ def _leaf_paths(X, n, tree):
     for start in range(0, n, block):
         rows = slice(start, min(start + block, n))
         part = X[rows] if dense else take_rows(X, np.arange(rows.start, rows.stop))
-        yield (
-            rows,
-            np.column_stack([_k.path_probability(part, cl, cr, W, b, n_nodes, q) for q in leaves]),
-        )
+        paths = [_k.path_probability(part, cl, cr, W, b, n_nodes, q) for q in leaves]
+        yield rows, np.column_stack(paths)
 
 
 def finetune(tree, X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed, sign=None):

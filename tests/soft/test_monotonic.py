@@ -105,7 +105,9 @@ def test_joint_leaves_refit_every_leaf_within_the_ordering(seed, sparse_rows, mo
             for part in data
         ]
         data = tuple((r, *part[1:]) for r, part in zip(rows, data, strict=True))
-    error, leaves, z, F, Fv = T.joint_leaves(tree, m, (w, 0.1, ordered), *data, metric=0)
+    error, grown, z, Fv = T.joint_leaves(tree, m, (w, 0.1, ordered), *data, metric=0)
+    leaves = grown[-1]
+    F = T.tree_output(data[0][0], data[0][1].shape[0], grown, z)  # the output once kept
     left, right = tree.add_children(m, n_left=0)
     tree.W[m], tree.b[m], tree.ordered[m] = w, 0.1, ordered
     cl, cr, W, b, Z, n_nodes = T.dense_arrays(tree)
