@@ -71,7 +71,7 @@ def _no_split(K):
 
 
 @jit
-def best_axis_split(X, sorted_index, sorted_values, u, Y, direction=None):
+def best_axis_split(X, sorted_index, sorted_values, u, Y, direction=None, allowed=None):
     """Best hard axis-aligned split of the weighted data by weighted SSE.
 
     Parameters
@@ -85,6 +85,8 @@ def best_axis_split(X, sorted_index, sorted_values, u, Y, direction=None):
         Monotonic constraints (K = 1): splits of feature ``f`` whose left
         mean is above (``direction[f] = 1``) or below (-1) the right one are
         skipped; None: none.
+    allowed : (d,) bool or None
+        The features the search may split on; None: every one.
 
     Returns
     -------
@@ -107,6 +109,8 @@ def best_axis_split(X, sorted_index, sorted_values, u, Y, direction=None):
     gains = np.full(d, -np.inf)
     thresholds = np.zeros(d)
     for f in range(d):
+        if allowed is not None and not allowed[f]:
+            continue
         idx = sorted_index[f]
         values = sorted_values[f]
         sw = 0.0
@@ -158,8 +162,8 @@ def best_axis_split(X, sorted_index, sorted_values, u, Y, direction=None):
 
 
 @jit
-def best_axis_split_sparse(columns, u, Y, direction=None):
-    """:func:`best_axis_split` of sparse input, from its sorted columns (and ``direction``).
+def best_axis_split_sparse(columns, u, Y, direction=None, allowed=None):
+    """:func:`best_axis_split` of sparse input, from its sorted columns (and the masks).
 
     The columns are :func:`~obliquetrees._training._rows.sorted_columns`'s.
 
@@ -181,6 +185,8 @@ def best_axis_split_sparse(columns, u, Y, direction=None):
     ss = np.zeros(K)
     zs = np.zeros(K)
     for f in range(d):
+        if allowed is not None and not allowed[f]:
+            continue
         lo, hi = col_ptr[f], col_ptr[f + 1]
         n_zero = n - (hi - lo)
         # the zero block: column totals minus the stored entries

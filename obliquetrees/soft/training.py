@@ -160,7 +160,13 @@ def presort(X):
     return np.ascontiguousarray(order.T), values
 
 
-def _initial_point(X, presorted, R, P, sw, loss, seed, direction=None):
+def _hard_start(P):
+    """Whether a node reached with probability ``P`` starts from a hard split
+    (:func:`_initial_point`): its membership sums to more than one sample."""
+    return P.sum() > 1.0
+
+
+def _initial_point(X, presorted, R, P, sw, loss, seed, direction=None, allowed=None):
     """Starting point ``(w, b, zL, zR)`` of a new split at a node reached with probability P.
 
     ``presorted``: :func:`presort` of a dense X, :func:`obliquetrees._training._rows.sorted_columns`
@@ -169,12 +175,13 @@ def _initial_point(X, presorted, R, P, sw, loss, seed, direction=None):
     values otherwise (the paper's lines 3-6). None when no split separates two
     distinct values that carry weight. ``direction``: the monotonic
     constraints of the inputs (stored orientation), or None; the hard split
-    is then one whose sides agree with its feature's constraint.
+    is then one whose sides agree with its feature's constraint, on a feature
+    of ``allowed`` (a boolean mask, given with ``direction``).
     """
     d = _n_features(X)
     K = R.shape[1]
     noise = uniform_noise(seed, d + 2 * K, 1.0)
-    if not P.sum() > 1.0:
+    if not _hard_start(P):
         return (
             noise[:d] * RANDOM_INIT,
             0.0,
@@ -183,8 +190,8 @@ def _initial_point(X, presorted, R, P, sw, loss, seed, direction=None):
         )
     dense = isinstance(X, np.ndarray)
     args = ((X, *presorted) if dense else (presorted,)) + (P * sw, R)
-    if direction is not None:  # the kernels compile without it when it is not given
-        args += (direction,)
+    if direction is not None:  # the kernels compile without them when they are not given
+        args += (direction, allowed)
     split = (_axis.best_axis_split if dense else _axis.best_axis_split_sparse)(*args)
     feature, threshold, left_mean, right_mean, _ = split
     if feature < 0:
@@ -253,13 +260,17 @@ def grow_soft_tree(X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed, sign=No
         P(left): minus the stored one), 0 for free inputs; None: none. Every
         split's SGD is projected (:func:`_constrained_start`); with the
         squared loss every leaf is then refitted (:func:`joint_leaves`).
+        Where constrained and free inputs mix, every split is trained in its
+        ordered and its free version (:func:`_best_version`).
 
     Returns
     -------
     tree : Grower
         The grown tree in the training convention (see :func:`new_tree`).
     log : list of dict
-        One entry per attempted split (node, depth, errors, accepted, restart).
+        One entry per attempted split (node, depth, errors, accepted, restart;
+        under constraints ``tried``: ``(ordered, validation error)`` of each
+        version trained).
     """
     n, d = R.shape[0], _n_features(X)
     dense = isinstance(X, np.ndarray)
@@ -272,7 +283,6 @@ def grow_soft_tree(X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed, sign=No
     else:
         presorted = sorted_columns(X)
     node_seeds = spawned_seeds(seed)
-    select_on_validation = params.restart_selection == "validation"
     log = []
     # the whole tree's output on every sample, kept up to date split by split
     # (apply_split) rather than recomputed from every gate at every node
@@ -287,44 +297,22 @@ def grow_soft_tree(X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed, sign=No
         A = F - P[:, None] * Z[m]  # the output of every other leaf
         Av = Fv - Pv[:, None] * Z[m]
         err_before = _k.mean_error(Fv, Rv, swv, loss, metric)
-        direction = None if sign is None else -sign  # the stored orientation's
-        start = _initial_point(X, presorted, R, P, sw, loss, node_seed, direction)
         active = np.flatnonzero(P > ACTIVE_MIN)
-        if start is None or active.size == 0:
-            return  # no two distinct values carry weight, or no sample reaches m
-        cst = None
-        if sign is not None:
-            start, cst = _constrained_start(tree, m, start, sign)
+        if active.size == 0:
+            return  # no sample reaches m
         if active.size < n:
             Xa = np.ascontiguousarray(X[active]) if dense else take_rows(X, active)
-            Ra, Pa, Aa, swa = R[active], P[active], A[active], sw[active]
+            train = (Xa, R[active], P[active], A[active], sw[active])
         else:
-            Xa, Ra, Pa, Aa, swa = X, R, P, A, sw
-        decay = DECAY ** (n / active.size)
-        train, valid = (Xa, Ra, Pa, Aa, swa), (Xv, Rv, Pv, Av, swv)
-        w, b, zL, zR, err_after, restart = _k.train_split(
-            *train,
-            *valid,
-            *start,
-            loss,
-            metric,
-            float(params.learning_rate),
-            int(params.n_restarts),
-            int(params.max_epochs),
-            int(params.batch_size),
-            MOMENTUM,
-            decay,
-            node_seed,
-            select_on_validation,
-            cst,
-        )
-        joint = None
-        if cst is not None and loss == _k.LOSS_SQUARED and restart >= 0:
-            joint = joint_leaves(tree, m, (w, b, cst[1]), (X, R, sw), (Xv, Rv, swv), metric)
-            if joint[0] < err_after:
-                err_after = joint[0]
-            else:
-                joint = None
+            train = (X, R, P, A, sw)
+        problem = _SplitProblem(
+            tree, m, (X, R, sw, Xv, Rv, swv), presorted, P, train, (Xv, Rv, Pv, Av, swv),
+            DECAY ** (n / active.size), node_seed, loss, metric, params, sign,
+        )  # fmt: skip
+        result, tried = _best_version(problem)
+        if result is None:
+            return
+        w, b, zL, zR, err_after, restart, cst, joint = result
         accepted = restart >= 0 and err_before - err_after > params.tol
         depth = int(tree.depth[m])
         log.append(
@@ -336,6 +324,7 @@ def grow_soft_tree(X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed, sign=No
                 restart=int(restart),
                 active=int(active.size),
                 accepted=bool(accepted),
+                tried=tried,
             )
         )
         if params.verbose:
@@ -358,6 +347,98 @@ def grow_soft_tree(X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed, sign=No
 
     tree.grow(split)
     return tree, log
+
+
+@dataclass(frozen=True)
+class _SplitProblem:
+    """What training a split of leaf ``m`` of a growing tree reads."""
+
+    tree: Grower
+    m: int
+    data: tuple  # (X, R, sw, Xv, Rv, swv): all training and validation rows
+    presorted: tuple  # the hard-split search's sorted columns of X
+    P: np.ndarray  # every training row's path probability of m
+    train: tuple  # (X, R, P, A, sw) of the rows that reach m (A: the other leaves' output)
+    valid: tuple  # (Xv, Rv, Pv, Av, swv)
+    decay: float
+    seed: int
+    loss: int
+    metric: int
+    params: object  # SoftTreeParams
+    sign: object  # ndarray (d,) of the gate's required signs, or None
+
+
+def _trained_split(problem, allowed):
+    """The split of ``problem.m`` trained from the best hard start on the features
+    ``allowed`` (a mask; None: unconstrained), projected under constraints (then, with
+    the squared loss, every leaf refitted when that lowers the validation error).
+
+    Returns ``(w, b, zL, zR, validation error, restart, cst, joint)``, ``restart`` -1
+    if no restart improved the tree, ``joint`` :func:`joint_leaves`'s result or None;
+    None when no hard start separates two distinct values carrying weight.
+    """
+    p = problem
+    X, R, sw, Xv, Rv, swv = p.data
+    direction = None if p.sign is None else -p.sign  # the stored orientation's
+    start = _initial_point(X, p.presorted, R, p.P, sw, p.loss, p.seed, direction, allowed)
+    if start is None:
+        return None
+    cst = None
+    if p.sign is not None:
+        start, cst = _constrained_start(p.tree, p.m, start, p.sign)
+    w, b, zL, zR, error, restart = _k.train_split(
+        *p.train,
+        *p.valid,
+        *start,
+        p.loss,
+        p.metric,
+        float(p.params.learning_rate),
+        int(p.params.n_restarts),
+        int(p.params.max_epochs),
+        int(p.params.batch_size),
+        MOMENTUM,
+        p.decay,
+        p.seed,
+        p.params.restart_selection == "validation",
+        cst,
+    )
+    joint = None
+    if cst is not None and p.loss == _k.LOSS_SQUARED and restart >= 0:
+        joint = joint_leaves(p.tree, p.m, (w, b, cst[1]), (X, R, sw), (Xv, Rv, swv), p.metric)
+        if joint[0] < error:
+            error = joint[0]
+        else:
+            joint = None
+    return w, b, zL, zR, error, restart, cst, joint
+
+
+def _best_version(problem):
+    """The split :func:`grow_soft_tree` keeps for ``problem.m``, and the versions tried.
+
+    Unconstrained, or with every input constrained (or none), the split trained
+    from the best hard start. Constrained and free inputs mixed (ours): that
+    split's version (ordered if its start's feature is constrained, free
+    otherwise), and the other version trained from the best hard start on the
+    other inputs; the one of lower validation error. Returns
+    :func:`_trained_split`'s result (None: no split) and ``tried``, the
+    ``(ordered, validation error)`` of each version that improved the tree.
+    """
+    sign = problem.sign
+    if sign is None:
+        return _trained_split(problem, None), []
+    first = _trained_split(problem, np.ones(sign.shape[0], dtype=np.bool_))
+    if first is None:
+        return None, []
+    other = (sign == 0) if first[6][1] else (sign != 0)
+    # without a hard start both versions would start from the same random point
+    second = None
+    if other.any() and _hard_start(problem.P):
+        second = _trained_split(problem, other)
+    versions = [v for v in (first, second) if v is not None and v[5] >= 0]
+    tried = [(bool(v[6][1]), float(v[4])) for v in versions]
+    if second is not None and second[5] >= 0 and (first[5] < 0 or second[4] < first[4]):
+        return second, tried
+    return first, tried
 
 
 def joint_leaves(tree, m, split, train, valid, metric):

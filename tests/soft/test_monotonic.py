@@ -67,6 +67,67 @@ def test_the_initial_hard_split_agrees_with_its_feature_constraint():
     assert feature == 0 and left[0] >= right[0]
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_the_hard_start_search_keeps_to_the_allowed_features(seed):
+    """With ``allowed``, the dense and sparse searches find the best split of those
+    features: the unmasked search's on the same columns alone."""
+    import scipy.sparse as sp
+
+    from obliquetrees._training._rows import sorted_columns, sparse_rows
+    from obliquetrees.soft import _axis_split as A
+    from obliquetrees.soft.training import presort
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(120, 6))
+    X[rng.random(X.shape) < 0.5] = 0.0  # zeros stored implicitly in the sparse form
+    u, Y = rng.random(120), (X @ rng.normal(size=6))[:, None]
+    direction = np.array([1.0, 0.0, -1.0, 0.0, 0.0, 1.0])
+    allowed = rng.random(6) < 0.5
+    allowed[seed] = True
+    cols = np.flatnonzero(allowed)
+    dense = A.best_axis_split(X, *presort(X), u, Y, direction, allowed)
+    Xs = np.ascontiguousarray(X[:, cols])
+    alone = A.best_axis_split(Xs, *presort(Xs), u, Y, direction[cols])
+    assert dense[0] == cols[alone[0]] and dense[1] == alone[1]
+    np.testing.assert_array_equal(dense[2], alone[2])
+    rows = sparse_rows(sp.csr_matrix(X), np.zeros(6), np.ones(6))
+    sparse = A.best_axis_split_sparse(sorted_columns(rows), u, Y, direction, allowed)
+    assert sparse[0] == dense[0] and sparse[1] == dense[1]
+    np.testing.assert_allclose(sparse[2], dense[2], rtol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_each_split_keeps_the_better_of_its_ordered_and_free_versions(seed):
+    """Constrained and free inputs mixed: every split is trained as an ordered and as a
+    free split, and growth keeps the one of lower validation error."""
+    from obliquetrees._training.monotonic import constraint_signs
+    from obliquetrees.soft import _kernels as K
+    from obliquetrees.soft import training as T
+    from tests.soft._params import soft_params
+
+    X, y, _, cst = monotone_problem(40 + seed, n=400)
+    cst[:2] = (1, 0)  # at least one constrained and one free input
+    R = ((y - y.mean()) / y.std())[:, None]
+    sw = np.ones(len(y))
+    sign = -constraint_signs(cst.astype(np.int8), X.shape[1])
+    params = soft_params(max_epochs=5, n_restarts=2, tol=1e-4)
+    tree, log = T.grow_soft_tree(
+        X[:250], R[:250], sw[:250], X[250:], R[250:], sw[250:],
+        loss=K.LOSS_SQUARED, metric=0, params=params, seed=seed, sign=sign,
+    )  # fmt: skip
+    both = [entry for entry in log if len(entry["tried"]) == 2]
+    assert both and any(entry["accepted"] for entry in both)
+    ordered = tree.arrays()["ordered"]
+    children = tree.arrays()["children_left"]
+    for entry in both:
+        (first, e1), (second, e2) = entry["tried"]
+        assert first != second
+        assert entry["error_after"] == min(e1, e2)
+        if entry["accepted"]:
+            assert children[entry["node"]] >= 0
+            assert ordered[entry["node"]] == (first if e1 <= e2 else second)
+
+
 @pytest.mark.parametrize("sparse_rows", [False, True])
 @pytest.mark.parametrize("seed", range(4))
 def test_joint_leaves_refit_every_leaf_within_the_ordering(seed, sparse_rows, monkeypatch):
