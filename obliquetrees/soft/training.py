@@ -28,6 +28,7 @@ reproduced up to such rounding, not bit for bit.
 """
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -368,14 +369,26 @@ class _SplitProblem:
     sign: object  # ndarray (d,) of the gate's required signs, or None
 
 
+class _TrainedSplit(NamedTuple):
+    """A split trained by :func:`_trained_split`."""
+
+    w: np.ndarray
+    b: float
+    zL: np.ndarray
+    zR: np.ndarray
+    error: float  # the validation error (after the joint refit, when kept)
+    restart: int  # -1 if no restart improved the tree
+    cst: object  # the kernel's constraints (sign, ordered, lo, hi), or None
+    joint: object  # joint_leaves's result, or None
+
+
 def _trained_split(problem, allowed):
     """The split of ``problem.m`` trained from the best hard start on the features
     ``allowed`` (a mask; None: unconstrained), projected under constraints (then, with
     the squared loss, every leaf refitted when that lowers the validation error).
 
-    Returns ``(w, b, zL, zR, validation error, restart, cst, joint)``, ``restart`` -1
-    if no restart improved the tree, ``joint`` :func:`joint_leaves`'s result or None;
-    None when no hard start separates two distinct values carrying weight.
+    Returns a :class:`_TrainedSplit`, or None when no hard start separates two
+    distinct values carrying weight.
     """
     p = problem
     X, R, sw, Xv, Rv, swv = p.data
@@ -409,7 +422,7 @@ def _trained_split(problem, allowed):
             error = joint[0]
         else:
             joint = None
-    return w, b, zL, zR, error, restart, cst, joint
+    return _TrainedSplit(w, b, zL, zR, error, restart, cst, joint)
 
 
 def _best_version(problem):
@@ -426,18 +439,20 @@ def _best_version(problem):
     sign = problem.sign
     if sign is None:
         return _trained_split(problem, None), []
+    # a mask of every input rather than None: one kernel specialisation under constraints
     first = _trained_split(problem, np.ones(sign.shape[0], dtype=np.bool_))
     if first is None:
         return None, []
-    other = (sign == 0) if first[6][1] else (sign != 0)
+    other = (sign == 0) if first.cst[1] else (sign != 0)
     # without a hard start both versions would start from the same random point
     second = None
     if other.any() and _hard_start(problem.P):
         second = _trained_split(problem, other)
-    versions = [v for v in (first, second) if v is not None and v[5] >= 0]
-    tried = [(bool(v[6][1]), float(v[4])) for v in versions]
-    if second is not None and second[5] >= 0 and (first[5] < 0 or second[4] < first[4]):
-        return second, tried
+    versions = [v for v in (first, second) if v is not None and v.restart >= 0]
+    tried = [(bool(v.cst[1]), float(v.error)) for v in versions]
+    if second is not None and second.restart >= 0:
+        if first.restart < 0 or second.error < first.error:
+            return second, tried
     return first, tried
 
 
