@@ -7,6 +7,10 @@ axis-aligned search reads from them. Then whole trees: on inputs without
 ties every sort of a node's values is the same, so a growth on presorted
 rows must equal, bit for bit, one that sorts in every node (dense and CSR,
 classes and targets, with the out-of-bag test and monotonic constraints).
+A sparse node without presorted rows sorts only each column's stored entries
+(:func:`~obliquetrees._training.axis_split.sparse_column_order`): its order,
+its search against the dense block's, and its growth against presorted rows
+on zero-heavy inputs, where only rows of equal value are ordered otherwise.
 """
 
 import numba
@@ -17,10 +21,16 @@ from sklearn.datasets import make_classification, make_regression
 
 from obliquetrees import CO2ForestClassifier, CO2ForestRegressor
 from obliquetrees._core.tree import standardization
-from obliquetrees._training.axis_split import node_order
+from obliquetrees._training.axis_split import (
+    column_presort,
+    node_column,
+    node_order,
+    ranked_axis_split,
+)
 from obliquetrees.co2 import _grow as G
 from obliquetrees.co2 import _node as N
 from obliquetrees.co2 import training as co2
+from obliquetrees.co2._sparse_kernels import transpose
 from tests.co2.test_training import _co2_params
 
 
@@ -44,6 +54,100 @@ def _node_order(presorted, rows, start, end, vals, f):
 def _sample_order(presorted, rows, start, end, pick, vals, f):
     sample = N.sample_presorted(presorted, rows, start, end, pick)
     return node_order(sample, vals, f, pick.shape[0])
+
+
+@numba.njit
+def _sparse_node(local_csr, mu):
+    lptr, lidx, lval = local_csr
+    return transpose(lptr, lidx, lval, lptr.shape[0] - 1, mu.shape[0]), mu
+
+
+@numba.njit
+def _sparse_column_order(local_csr, mu, f):
+    node = _sparse_node(local_csr, mu)
+    m = local_csr[0].shape[0] - 1
+    vals = np.empty(m)
+    node_column(node, f, m, vals)
+    return node_order(column_presort(node, None, m), vals, f, m), vals
+
+
+@numba.njit
+def _ranked_split(node, yb, wb, seed, p):
+    """The node's axis-aligned search over all ``p`` features, and each one's score."""
+    state = np.full(1, seed, dtype=np.uint64)
+    scores = np.full(p, -1.0)
+    found = ranked_axis_split(node, yb, wb, yb.shape[0], 2, p, 1, state, scores)
+    return found, scores
+
+
+def _zero_heavy(rng, m, p, density, levels=None):
+    """A node's CSR block: most entries 0, some columns empty, values of both signs."""
+    dense = rng.normal(size=(m, p)) * (rng.random((m, p)) < density)
+    if levels is not None:  # ties among the stored entries too
+        dense = np.round(dense * levels) / levels
+    dense[:, rng.choice(p, size=p // 4, replace=False)] = 0.0
+    return dense
+
+
+def _local_csr(dense):
+    X = sp.csr_matrix(dense)
+    return X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data.astype(np.float64)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_sparse_node_sorts_its_stored_entries_around_the_block_of_zeros(seed):
+    rng = np.random.default_rng(seed)
+    m, p = 60, 12
+    dense = _zero_heavy(rng, m, p, density=0.15, levels=None if seed % 2 else 2)
+    mu = rng.normal(size=p) * 0.3
+    for f in range(p):
+        order, vals = _sparse_column_order(_local_csr(dense), mu, f)
+        # the node-centred column, as node_column writes it, visited in increasing order
+        np.testing.assert_array_equal(vals, dense[:, f] - mu[f])
+        np.testing.assert_array_equal(np.sort(order), np.arange(m))
+        np.testing.assert_array_equal(vals[order], np.sort(vals))
+        # the rows without an entry: one run, in row order, between the negative entries
+        # and the others
+        empty = np.flatnonzero(dense[:, f] == 0)
+        n_below = np.count_nonzero(dense[:, f] < 0)
+        np.testing.assert_array_equal(order[n_below : n_below + empty.shape[0]], empty)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_sparse_node_searches_as_its_dense_block(seed):
+    # two classes and whole weights: every sum of the search is exact, so the sparse node
+    # (empty columns skipped, stored entries sorted) scores each candidate with the bits of
+    # the dense block's scans (every value sorted)
+    rng = np.random.default_rng(seed)
+    m, p = 80, 15
+    dense = _zero_heavy(rng, m, p, density=0.2, levels=2)
+    yb = rng.integers(0, 2, m)
+    wb = rng.integers(1, 4, m).astype(np.float64)
+    mu = (wb @ dense) / wb.sum()
+    sparse_node = _sparse_node(_local_csr(dense), mu)
+    sparse_found, sparse_scores = _ranked_split(sparse_node, yb, wb, seed, p)
+    dense_found, dense_scores = _ranked_split(np.ascontiguousarray(dense - mu), yb, wb, seed, p)
+    assert dense_found[0] >= 0
+    assert sparse_found == dense_found
+    empty = ~dense.any(axis=0)
+    assert np.all(np.isinf(sparse_scores[empty]))
+    np.testing.assert_array_equal(sparse_scores, dense_scores)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_sparse_sorting_growth_equals_presorted_growth_on_zero_heavy_classes(seed):
+    # ties at 0 in every column: the two routes order the block of zeros differently (node
+    # rows in block order, presorted rows by id), which two classes and whole weights
+    # (bootstrap counts) sum exactly
+    rng = np.random.default_rng(seed)
+    X = _zero_heavy(rng, 400, 10, density=0.3)
+    y = (X[:, 0] - X[:, 1] + 0.3 * rng.normal(size=400) > 0).astype(np.int64)
+    params = _co2_params(
+        max_features=X.shape[1], oblique_test="out_of_bag", oblique_penalty=0.0
+    )  # fmt: skip
+    sorting, presorted = _grow_both(X, y, 2, seed, params, sparse=True)
+    assert sorting[0].shape[0] > 31
+    _assert_same_growth(sorting, presorted)
 
 
 def _tied(rng, n=300, p=5, levels=4):
