@@ -81,7 +81,8 @@ def _ranked_split(node, yb, wb, seed, p):
 
 
 def _zero_heavy(rng, m, p, density, levels=None):
-    """A node's CSR block: most entries 0, some columns empty, values of both signs."""
+    """A dense ``(m, p)`` block to store as CSR: most entries 0, a quarter of the columns
+    empty, values of both signs."""
     dense = rng.normal(size=(m, p)) * (rng.random((m, p)) < density)
     if levels is not None:  # ties among the stored entries too
         dense = np.round(dense * levels) / levels
