@@ -130,75 +130,25 @@ def node_order(presorted, vals, f, m):
     position in the sample or -1): with ``walk`` the sample's positions in
     the order of the node's rows (O(node rows), ties by row id), else
     ``np.argsort(vals[:m])``.
-
-    A :class:`SparseColumnOrder` (a sparse node's columns, nothing presorted)
-    sorts only the column's stored entries and places the rows without one,
-    which all hold the same value, as one block between the negative and the
-    other stored entries (:func:`sparse_column_order`).
     """
     raise NotImplementedError("node_order is only callable from numba kernels")
 
 
 #: A sparse node's columns as CSC (``cptr``, ``crow``: node-local rows, ``cval``: the
-#: stored entries before centring) and ``stored``, scratch of one False per node row:
-#: what :func:`node_order` sorts a sparse node's column from when nothing is presorted.
-SparseColumnOrder = namedtuple("SparseColumnOrder", ["cptr", "crow", "cval", "stored"])
+#: stored entries before centring) and ``mu``, its column means (:func:`node_column`):
+#: what the axis-aligned search of a sparse node without presorted rows scans, column by
+#: column, without writing the node's values (:func:`scan_column`).
+SparseColumns = namedtuple("SparseColumns", ["cptr", "crow", "cval", "mu"])
 
 
-def _is_sparse_column_order(presorted):
-    return (
-        isinstance(presorted, types.BaseNamedTuple)
-        and presorted.instance_class is SparseColumnOrder
-    )
-
-
-@jit_inline
-def sparse_column_order(columns, f, m):
-    """The node rows in increasing order of sparse column ``f``, O(m + k log k) for k entries.
-
-    The node-centred value of a row is its stored entry minus the column's
-    mean, or minus the mean alone when it has none (:func:`node_column`), so
-    the order is: the stored entries below 0 sorted, the rows without an
-    entry (equal values, in row order), then the other stored entries sorted.
-    Subtracting the mean is monotone in floating point, so this is an order
-    of the same values as ``np.argsort(vals[:m])``'s; only rows of equal
-    value may come in another order. Why not that argsort: on wide CSR a
-    column of one or two entries sorted all ``m`` values of the node, which
-    dominated the growth (one tree on 2000 x 50,000: 94 s CPU, now 36 s).
-    """
-    cptr, crow, cval, stored = columns[0], columns[1], columns[2], columns[3]
-    lo = cptr[f]
-    k = cptr[f + 1] - lo
-    by_value = np.argsort(cval[lo : lo + k])
-    for q in range(lo, lo + k):
-        stored[crow[q]] = True
-    order = np.empty(m, dtype=np.int64)
-    n = 0
-    i = 0
-    while i < k and cval[lo + by_value[i]] < 0.0:
-        order[n] = crow[lo + by_value[i]]
-        n += 1
-        i += 1
-    for t in range(m):
-        if not stored[t]:
-            order[n] = t
-            n += 1
-    while i < k:
-        order[n] = crow[lo + by_value[i]]
-        n += 1
-        i += 1
-    for q in range(lo, lo + k):
-        stored[crow[q]] = False
-    return order
+def _is_sparse_columns(presorted):
+    return isinstance(presorted, types.BaseNamedTuple) and presorted.instance_class is SparseColumns
 
 
 @jit_overload(node_order, inline="always")
 def _node_order(presorted, vals, f, m):
     if is_none_type(presorted):
         return lambda presorted, vals, f, m: np.argsort(vals[:m])
-
-    if _is_sparse_column_order(presorted):
-        return lambda presorted, vals, f, m: sparse_column_order(presorted, f, m)
 
     if len(presorted) == 3:
 
@@ -267,17 +217,8 @@ def scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp, direction, 
     n_r = total
     for t in range(m - 1):
         i = order[t]
-        c = yb[i]
         wt = wb[i]
-        # xl/xr cache xlogx of the current counts: two logs per step, not four
-        s_l -= xl[c]
-        cl[c] += wt
-        xl[c] = xlogx_lookup(cl[c], table)
-        s_l += xl[c]
-        s_r -= xr[c]
-        cr[c] -= wt
-        xr[c] = xlogx_lookup(cr[c], table)
-        s_r += xr[c]
+        s_l, s_r = move_class(yb[i], wt, sides, s_l, s_r, table)
         n_l += wt
         n_r -= wt
         v_next = vals[order[t + 1]]
@@ -285,9 +226,7 @@ def scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp, direction, 
             continue
         if t + 1 < min_samples_leaf or m - t - 1 < min_samples_leaf:
             continue
-        if direction != 0 and wrong_order(direction, cl[1], n_l, cr[1], n_r):
-            continue
-        imp = (xlogx_lookup(n_l, table) - s_l) + (xlogx_lookup(n_r, table) - s_r)
+        imp = classes_impurity(n_l, n_r, s_l, s_r, sides, table, direction)
         if imp < best_imp:
             best_imp = imp
             best_thr = midpoint(vals[i], v_next)
@@ -319,21 +258,52 @@ def scan_binary(vals, m, yb, wb, start, min_samples_leaf, best_imp, direction, o
             continue
         if t + 1 < min_samples_leaf or m - t - 1 < min_samples_leaf:
             continue
-        n_r = total - n_l
-        c1_r = h1 - c1_l
-        if direction != 0 and wrong_order(direction, c1_l, n_l, c1_r, n_r):
-            continue
-        left = xlogx_lookup(n_l, table) - (
-            xlogx_lookup(n_l - c1_l, table) + xlogx_lookup(c1_l, table)
-        )
-        right = xlogx_lookup(n_r, table) - (
-            xlogx_lookup(n_r - c1_r, table) + xlogx_lookup(c1_r, table)
-        )
-        imp = left + right
+        imp = binary_impurity(n_l, c1_l, total, h1, table, direction)
         if imp < best_imp:
             best_imp = imp
             best_thr = midpoint(vals[i], v_next)
     return 1, best_imp, best_thr
+
+
+@jit_inline
+def move_class(c, wt, sides, s_l, s_r, table):
+    """Move weight ``wt`` of class ``c`` from the right side to the left (:func:`scan_feature`'s
+    ``sides``: counts and their ``x log x``); returns the sides' new sums of ``x log x``.
+
+    ``sides`` caches ``x log x`` of the current counts: two logs a step, not four.
+    """
+    cl, cr, xl, xr = sides[0], sides[1], sides[2], sides[3]
+    s_l -= xl[c]
+    cl[c] += wt
+    xl[c] = xlogx_lookup(cl[c], table)
+    s_l += xl[c]
+    s_r -= xr[c]
+    cr[c] -= wt
+    xr[c] = xlogx_lookup(cr[c], table)
+    s_r += xr[c]
+    return s_l, s_r
+
+
+@jit_inline
+def classes_impurity(n_l, n_r, s_l, s_r, sides, table, direction):
+    """:func:`scan_feature`'s impurity of the split with side weights ``n_l``, ``n_r`` and sums
+    of ``x log x`` ``s_l``, ``s_r`` (``inf`` if out of the monotonic ``direction``)."""
+    if direction != 0 and wrong_order(direction, sides[0, 1], n_l, sides[1, 1], n_r):
+        return np.inf
+    return (xlogx_lookup(n_l, table) - s_l) + (xlogx_lookup(n_r, table) - s_r)
+
+
+@jit_inline
+def binary_impurity(n_l, c1_l, total, h1, table, direction):
+    """:func:`scan_binary`'s impurity of the split whose left side weighs ``n_l``, ``c1_l`` of
+    it class 1 (``inf`` if the sides are out of the monotonic ``direction``)."""
+    n_r = total - n_l
+    c1_r = h1 - c1_l
+    if direction != 0 and wrong_order(direction, c1_l, n_l, c1_r, n_r):
+        return np.inf
+    left = xlogx_lookup(n_l, table) - (xlogx_lookup(n_l - c1_l, table) + xlogx_lookup(c1_l, table))
+    right = xlogx_lookup(n_r, table) - (xlogx_lookup(n_r - c1_r, table) + xlogx_lookup(c1_r, table))
+    return left + right
 
 
 @jit_inline
@@ -432,16 +402,228 @@ def scan_feature_squared(
             continue
         if direction != 0 and wrong_order(direction, sl[0], n_l, sr[0], n_r):
             continue
-        ql = 0.0
-        qr = 0.0
-        for k in range(n_outputs):
-            ql += sl[k] * sl[k]
-            qr += sr[k] * sr[k]
-        imp = -(ql / n_l + qr / n_r)
+        imp = squared_impurity(sl, sr, n_l, n_r)
         if imp < best_imp:
             best_imp = imp
             best_thr = midpoint(vals[i], v_next)
     return 1, best_imp, best_thr
+
+
+@jit
+def squared_impurity(sl, sr, n_l, n_r):
+    """:func:`scan_feature_squared`'s impurity of the sides with target sums ``sl``, ``sr``
+    and weights ``n_l``, ``n_r``."""
+    ql = 0.0
+    qr = 0.0
+    for k in range(sl.shape[0]):
+        ql += sl[k] * sl[k]
+        qr += sr[k] * sr[k]
+    return -(ql / n_l + qr / n_r)
+
+
+@jit_inline
+def _sparse_walk(columns, f, m):
+    """The order in which :func:`scan_sparse_classes` and :func:`scan_sparse_targets` visit
+    column ``f`` of a sparse node of ``m`` rows (:class:`SparseColumns`).
+
+    A row's node-centred value is its stored entry less the column's mean, or
+    the mean's negative when it stores none (:func:`node_column`); subtracting
+    the mean keeps the order of floats. So in increasing value: the stored
+    entries below 0, the rows without an entry (one value: one group), the
+    other stored entries. Returns the first entry's index ``lo``, the number
+    ``k`` of entries, their order by value and how many are below 0; the
+    groups are read with :func:`_sparse_group`.
+    """
+    lo = columns.cptr[f]
+    k = columns.cptr[f + 1] - lo
+    by_value = np.argsort(columns.cval[lo : lo + k])
+    n_below = 0
+    while n_below < k and columns.cval[lo + by_value[n_below]] < 0.0:
+        n_below += 1
+    return lo, k, by_value, n_below
+
+
+@jit_inline
+def _sparse_group(columns, f, m, walk, j):
+    """Group ``j`` of :func:`_sparse_walk`'s order ``walk``: the stored entry's index (-1 for
+    the rows without an entry) and its node-centred value, the bits :func:`node_column`
+    writes."""
+    lo, k, by_value, n_below = walk
+    if k < m:
+        if j == n_below:
+            return -1, -columns.mu[f]
+        if j > n_below:
+            j -= 1
+    q = lo + by_value[j]
+    return q, columns.cval[q] - columns.mu[f]
+
+
+@jit
+def scan_sparse_classes(columns, f, m, yb, wb, start, min_samples_leaf, best_imp, direction):
+    """:func:`scan_feature` of column ``f`` of a sparse node (:class:`SparseColumns`), without
+    writing the node's values: O(k log k + n_classes) for its ``k`` stored entries, not O(m).
+
+    The rows without an entry hold one value, so no threshold falls among them:
+    they move to the left side in one step, their class weights the node's
+    less the stored rows'. The same thresholds, in the same order, as
+    :func:`scan_feature` reading :func:`node_column`'s values in
+    :func:`_sparse_walk`'s order; with two classes and whole weights every sum
+    is exact, so the same impurities bit for bit; otherwise the sums are taken
+    in another order and may differ from it in the last bits.
+    """
+    hist, total, s_tot, sides, table = start
+    n_classes = hist.shape[0]
+    walk = _sparse_walk(columns, f, m)
+    n_groups = walk[1] + (1 if walk[1] < m else 0)
+    best_thr = 0.0
+    lowest = _sparse_group(columns, f, m, walk, 0)[1]
+    if _sparse_group(columns, f, m, walk, n_groups - 1)[1] <= lowest + FEATURE_THRESHOLD:
+        return 0, best_imp, best_thr  # constant in this node: does not count
+    block = hist.copy()  # the class weights of the rows without an entry
+    for q in range(walk[0], walk[0] + walk[1]):
+        i = columns.crow[q]
+        block[yb[i]] -= wb[i]
+    binary = n_classes == 2 and table.shape[0] > 0  # as scan_binary: no x log x per step
+    for c in range(n_classes):
+        sides[0, c] = 0.0
+        sides[1, c] = hist[c]
+        sides[2, c] = 0.0
+        sides[3, c] = xlogx(hist[c])
+    s_l = 0.0
+    s_r = s_tot
+    n_l = 0.0
+    n_r = total
+    c1_l = 0.0
+    n_rows = 0  # rows on the left side
+    for j in range(n_groups - 1):
+        q, v = _sparse_group(columns, f, m, walk, j)
+        if q < 0:
+            n_rows += m - walk[1]
+            for c in range(n_classes):
+                if block[c] != 0.0:
+                    n_l += block[c]
+                    n_r -= block[c]
+                    if not binary:
+                        s_l, s_r = move_class(c, block[c], sides, s_l, s_r, table)
+            if binary:
+                c1_l += block[1]
+        else:
+            i = columns.crow[q]
+            wt = wb[i]
+            n_rows += 1
+            n_l += wt
+            n_r -= wt
+            c1_l += wt * yb[i]
+            if not binary:
+                s_l, s_r = move_class(yb[i], wt, sides, s_l, s_r, table)
+        v_next = _sparse_group(columns, f, m, walk, j + 1)[1]
+        if v_next <= v + FEATURE_THRESHOLD:
+            continue
+        if n_rows < min_samples_leaf or m - n_rows < min_samples_leaf:
+            continue
+        if binary:
+            imp = binary_impurity(n_l, c1_l, total, hist[1], table, direction)
+        else:
+            imp = classes_impurity(n_l, n_r, s_l, s_r, sides, table, direction)
+        if imp < best_imp:
+            best_imp = imp
+            best_thr = midpoint(v, v_next)
+    return 1, best_imp, best_thr
+
+
+@jit
+def scan_sparse_targets(columns, f, m, yb, wb, start, min_samples_leaf, best_imp, direction):
+    """:func:`scan_sparse_classes` for targets: :func:`scan_feature_squared` of a sparse
+    node's column, the rows without an entry moved in one step (their target sums the
+    node's less the stored rows'). Its sums may differ from the dense scan's in the last
+    bits."""
+    sums, total, _, sides = start
+    sl, sr = sides[0], sides[1]
+    n_outputs = sums.shape[0]
+    walk = _sparse_walk(columns, f, m)
+    n_groups = walk[1] + (1 if walk[1] < m else 0)
+    best_thr = 0.0
+    lowest = _sparse_group(columns, f, m, walk, 0)[1]
+    if _sparse_group(columns, f, m, walk, n_groups - 1)[1] <= lowest + FEATURE_THRESHOLD:
+        return 0, best_imp, best_thr
+    block = sums.copy()  # the target sums and weight of the rows without an entry
+    block_weight = total
+    for q in range(walk[0], walk[0] + walk[1]):
+        i = columns.crow[q]
+        block_weight -= wb[i]
+        for k in range(n_outputs):
+            block[k] -= wb[i] * yb[i, k]
+    for k in range(n_outputs):
+        sl[k] = 0.0
+        sr[k] = sums[k]
+    n_l = 0.0
+    n_r = total
+    n_rows = 0
+    for j in range(n_groups - 1):
+        q, v = _sparse_group(columns, f, m, walk, j)
+        if q < 0:
+            n_rows += m - walk[1]
+            wt = block_weight
+            for k in range(n_outputs):
+                sl[k] += block[k]
+                sr[k] -= block[k]
+        else:
+            i = columns.crow[q]
+            wt = wb[i]
+            n_rows += 1
+            for k in range(n_outputs):
+                sl[k] += wt * yb[i, k]
+                sr[k] -= wt * yb[i, k]
+        n_l += wt
+        n_r -= wt
+        v_next = _sparse_group(columns, f, m, walk, j + 1)[1]
+        if v_next <= v + FEATURE_THRESHOLD:
+            continue
+        if n_rows < min_samples_leaf or m - n_rows < min_samples_leaf:
+            continue
+        if not (n_l > 0.0 and n_r > 0.0):
+            continue
+        if direction != 0 and wrong_order(direction, sl[0], n_l, sr[0], n_r):
+            continue
+        imp = squared_impurity(sl, sr, n_l, n_r)
+        if imp < best_imp:
+            best_imp = imp
+            best_thr = midpoint(v, v_next)
+    return 1, best_imp, best_thr
+
+
+def scan_column(node, f, m, vals, yb, wb, start, min_samples_leaf, best_imp, direction,
+                presorted):  # fmt: skip
+    """:func:`axis_scan_feature` of feature ``f`` of a ``node`` (:func:`node_column`), read in
+    order from ``presorted`` (:func:`column_presort`), numba only.
+
+    A :class:`SparseColumns` is scanned from its stored entries
+    (:func:`scan_sparse_classes`, :func:`scan_sparse_targets`); otherwise the
+    column's values are written to ``vals[:m]`` and scanned.
+    """
+    raise NotImplementedError("scan_column is only callable from numba kernels")
+
+
+@jit_overload(scan_column)
+def _scan_column(node, f, m, vals, yb, wb, start, min_samples_leaf, best_imp, direction,
+                 presorted):  # fmt: skip
+    if _is_sparse_columns(presorted):
+        scan = scan_sparse_classes if _is_classes(yb) else scan_sparse_targets
+
+        def sparse(node, f, m, vals, yb, wb, start, min_samples_leaf, best_imp, direction,
+                   presorted):  # fmt: skip
+            return scan(presorted, f, m, yb, wb, start, min_samples_leaf, best_imp, direction)
+
+        return sparse
+
+    def written(node, f, m, vals, yb, wb, start, min_samples_leaf, best_imp, direction,
+                presorted):  # fmt: skip
+        node_column(node, f, m, vals)
+        return axis_scan_feature(
+            vals, m, yb, wb, start, min_samples_leaf, best_imp, direction, presorted, f
+        )
+
+    return written
 
 
 axis_scan_start = _stub("axis_scan_start")
@@ -519,7 +701,8 @@ def column_presort(node, presorted, m):
     """What :func:`node_order` reads a ``node``'s columns in order from (numba only).
 
     ``presorted`` itself, unless the node is sparse and nothing is presorted
-    (None): then its columns as a :class:`SparseColumnOrder`.
+    (None): then its columns as :class:`SparseColumns`, scanned without sorting the
+    node's values (:func:`scan_column`).
     """
     raise NotImplementedError("column_presort is only callable from numba kernels")
 
@@ -531,7 +714,7 @@ def _column_presort(node, presorted, m):
 
     def sparse(node, presorted, m):
         cptr, crow, cval = node[0]
-        return SparseColumnOrder(cptr, crow, cval, np.zeros(m, dtype=np.bool_))
+        return SparseColumns(cptr, crow, cval, node[1])
 
     return sparse
 
@@ -622,10 +805,11 @@ def ranked_axis_split(
     free feature (constrained ones are drawn but not scanned) unless none
     splits it; then the features are drawn again, all of them candidates.
 
-    ``presorted`` (None: each feature's values are sorted; a sparse node's
-    stored entries only, :func:`sparse_column_order`) gives the node's rows
-    in order of every feature (:func:`node_order`). A sparse node's column
-    without a stored entry is constant and is skipped without being read.
+    ``presorted`` (None: each feature's values are sorted) gives the node's
+    rows in order of every feature (:func:`node_order`). A sparse node
+    without it scans each column from its stored entries, the rows without
+    one in a single step (:func:`scan_column`); a column without a stored
+    entry is constant and is skipped without being read.
     """
     defer = m > MAX_CONSTRAINED_START_ROWS and has_free(cst)
     found = _draw_and_scan(
@@ -668,10 +852,9 @@ def _draw_and_scan(
             if ranking:
                 scores[f] = np.inf
             continue
-        node_column(Xb, f, m, vals)
         bound = np.inf if ranking else best_imp
-        visited, imp, thr = axis_scan_feature(
-            vals, m, yb, wb, start, min_samples_leaf, bound, direction, order_from, f
+        visited, imp, thr = scan_column(
+            Xb, f, m, vals, yb, wb, start, min_samples_leaf, bound, direction, order_from
         )
         n_visited += visited
         if ranking:

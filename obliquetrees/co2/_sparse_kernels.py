@@ -425,9 +425,9 @@ def stump_start(block, m, n_classes, p, params, state, scores, cst, presorted=No
     thetas are those of the oriented start
     (:func:`~obliquetrees.co2._node.oriented_start`, which the caller applies).
     ``presorted``: the block's rows in order of every feature
-    (:func:`~obliquetrees.co2._node.node_presorted`), None to sort each
-    column's stored entries
-    (:func:`~obliquetrees._training.axis_split.sparse_column_order`).
+    (:func:`~obliquetrees.co2._node.node_presorted`), None to scan each
+    column from its stored entries
+    (:func:`~obliquetrees._training.axis_split.scan_column`).
     """
     lptr, lidx, lval, mu, yb, wb = block
     node_columns = (transpose(lptr, lidx, lval, m, p), mu)

@@ -7,10 +7,11 @@ axis-aligned search reads from them. Then whole trees: on inputs without
 ties every sort of a node's values is the same, so a growth on presorted
 rows must equal, bit for bit, one that sorts in every node (dense and CSR,
 classes and targets, with the out-of-bag test and monotonic constraints).
-A sparse node without presorted rows sorts only each column's stored entries
-(:func:`~obliquetrees._training.axis_split.sparse_column_order`): its order,
-its search against the dense block's, and its growth against presorted rows
-on zero-heavy inputs, where only rows of equal value are ordered otherwise.
+A sparse node without presorted rows scans each column from its stored entries,
+the rows without one in a single step
+(:func:`~obliquetrees._training.axis_split.scan_column`): its scan against a
+numpy reference, its search against the dense block's, and its growth against
+presorted rows on zero-heavy inputs (two classes, whole weights: exact sums).
 """
 
 import numba
@@ -22,10 +23,12 @@ from sklearn.datasets import make_classification, make_regression
 from obliquetrees import CO2ForestClassifier, CO2ForestRegressor
 from obliquetrees._core.tree import standardization
 from obliquetrees._training.axis_split import (
+    FEATURE_THRESHOLD,
+    axis_scan_start,
     column_presort,
-    node_column,
     node_order,
     ranked_axis_split,
+    scan_column,
 )
 from obliquetrees.co2 import _grow as G
 from obliquetrees.co2 import _node as N
@@ -63,12 +66,16 @@ def _sparse_node(local_csr, mu):
 
 
 @numba.njit
-def _sparse_column_order(local_csr, mu, f):
+def _sparse_scan(local_csr, mu, yb, wb, n_classes, f, min_samples_leaf, direction):
+    """One column's scan of a sparse node, from its stored entries (:func:`scan_column`)."""
     node = _sparse_node(local_csr, mu)
     m = local_csr[0].shape[0] - 1
+    start = axis_scan_start(yb, wb, m, n_classes)
+    columns = column_presort(node, None, m)
     vals = np.empty(m)
-    node_column(node, f, m, vals)
-    return node_order(column_presort(node, None, m), vals, f, m), vals
+    return scan_column(
+        node, f, m, vals, yb, wb, start, min_samples_leaf, np.inf, direction, columns
+    )
 
 
 @numba.njit
@@ -95,23 +102,80 @@ def _local_csr(dense):
     return X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data.astype(np.float64)
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_a_sparse_node_sorts_its_stored_entries_around_the_block_of_zeros(seed):
+def _reference_scan(v, yb, wb, n_classes, min_samples_leaf, direction):
+    """Plain numpy: ``(visited, impurity, threshold)`` of the best split of the values ``v``.
+
+    Every threshold between consecutive distinct sorted values (more than
+    FEATURE_THRESHOLD apart) at their midpoint, a row going left iff its value
+    is at most it; classes: ``sum over sides of N log N - sum_c n_c log n_c``,
+    targets: ``-(|S_L|^2 / N_L + |S_R|^2 / N_R)``; the first best in increasing
+    threshold order.
+    """
+    u = np.unique(v)
+    if u[-1] <= u[0] + FEATURE_THRESHOLD:
+        return 0, np.inf, 0.0
+    xlogx = lambda a: np.where(a > 0, a * np.log(np.where(a > 0, a, 1.0)), 0.0)  # noqa: E731
+    best, best_thr = np.inf, 0.0
+    for lo, hi in zip(u[:-1], u[1:], strict=True):
+        if hi <= lo + FEATURE_THRESHOLD:
+            continue
+        left = v <= lo
+        if min(left.sum(), (~left).sum()) < min_samples_leaf:
+            continue
+        n = np.array([wb[left].sum(), wb[~left].sum()])
+        if yb.ndim == 1:
+            counts = np.array(
+                [np.bincount(yb[side], wb[side], n_classes) for side in (left, ~left)]
+            )
+            if direction and direction * (counts[0, 1] * n[1] - counts[1, 1] * n[0]) > 0:
+                continue
+            imp = (xlogx(n) - xlogx(counts).sum(axis=1)).sum()
+        else:
+            if not (n > 0).all():
+                continue
+            sums = np.array([wb[side] @ yb[side] for side in (left, ~left)])
+            if direction and direction * (sums[0, 0] * n[1] - sums[1, 0] * n[0]) > 0:
+                continue
+            imp = -((sums**2).sum(axis=1) / n).sum()
+        if imp < best:
+            best, best_thr = imp, 0.5 * (lo + hi)
+    return 1, best, best_thr
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize(
+    "target", ["binary counts", "binary weights", "three classes", "targets", "two targets"]
+)
+@pytest.mark.parametrize("min_samples_leaf", [1, 5])
+def test_a_sparse_column_scan_matches_a_numpy_reference(seed, target, min_samples_leaf):
+    # the node's stored entries only, the rows without one (a single value) moved in one step:
+    # ties among the entries and with the block (explicit zeros), full and near-empty columns
     rng = np.random.default_rng(seed)
-    m, p = 60, 12
-    dense = _zero_heavy(rng, m, p, density=0.15, levels=None if seed % 2 else 2)
-    mu = rng.normal(size=p) * 0.3
+    m, p = 70, 14
+    dense = _zero_heavy(rng, m, p, density=0.2, levels=2 if seed % 2 else None)
+    dense[:, 0] = rng.normal(size=m)  # no row without an entry
+    dense[rng.integers(m), 1] = 1.5  # one entry
+    X = sp.csr_matrix(dense)
+    X.data[np.flatnonzero(X.indices == 2)[::2]] = 0.0  # stored zeros: ties with the block
+    dense = X.toarray()
+    local = X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data.astype(np.float64)
+    weights = {"binary counts": rng.integers(1, 4, m).astype(np.float64)}
+    wb = weights.get(target, rng.uniform(0.2, 2.0, m))
+    if target in ("targets", "two targets"):
+        yb = rng.normal(size=(m, 1 if target == "targets" else 2)) + dense[:, :1]
+        n_classes = yb.shape[1]
+    else:
+        n_classes = 3 if target == "three classes" else 2
+        yb = (rng.integers(0, n_classes, m) + (dense[:, 0] > 0)) % n_classes
+    mu = (wb @ dense) / wb.sum()
+    direction = 1 if n_classes == 1 or target.startswith("binary") else 0
     for f in range(p):
-        order, vals = _sparse_column_order(_local_csr(dense), mu, f)
-        # the node-centred column, as node_column writes it, visited in increasing order
-        np.testing.assert_array_equal(vals, dense[:, f] - mu[f])
-        np.testing.assert_array_equal(np.sort(order), np.arange(m))
-        np.testing.assert_array_equal(vals[order], np.sort(vals))
-        # the rows without an entry: one run, in row order, between the negative entries
-        # and the others
-        empty = np.flatnonzero(dense[:, f] == 0)
-        n_below = np.count_nonzero(dense[:, f] < 0)
-        np.testing.assert_array_equal(order[n_below : n_below + empty.shape[0]], empty)
+        for d in {0, direction}:
+            found = _sparse_scan(local, mu, yb, wb, n_classes, f, min_samples_leaf, d)
+            expected = _reference_scan(dense[:, f] - mu[f], yb, wb, n_classes, min_samples_leaf, d)
+            assert found[0] == expected[0]
+            np.testing.assert_allclose(found[1], expected[1], rtol=1e-11, atol=1e-11)
+            assert found[2] == expected[2]
 
 
 @pytest.mark.parametrize("seed", range(4))
