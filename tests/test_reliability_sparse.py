@@ -239,7 +239,7 @@ def test_co2_growth_on_a_wide_csr_keeps_no_dense_weight_rows():
     # a fully grown tree on 2000 x 50,000 at density 1e-4 (0.2 MB stored, 2171
     # nodes): a row of 50,000 weights per node would take 0.87 GB (on 200,000
     # features it took 2.8 GB; 50,000 keeps that margin over 300 MB at a quarter
-    # of the time, most of it the axis scans of the node's columns)
+    # of the time, most of it the per-node passes over all 50,000 features)
     proc = run_python(_CO2_PEAK_SCRIPT, timeout=600)
     assert_ok(proc)
     data_mb, growth, n_nodes = proc.stdout.split()
