@@ -214,7 +214,7 @@ def scan_feature(vals, m, yb, wb, start, min_samples_leaf, best_imp, direction, 
     for t in range(m - 1):
         i = order[t]
         wt = wb[i]
-        c = yb[i]
+        c = yb[i]  # move_class's lines, kept in this loop for speed (its docstring)
         s_l -= xl[c]
         cl[c] += wt
         xl[c] = xlogx_lookup(cl[c], table)
