@@ -32,6 +32,7 @@ SUBCOMMANDS = {
     "monotonic-validation": "benchmarks.monotonic_validation",
     "monotonic-defaults": "benchmarks.monotonic_defaults",
     "monotone-pairs": "benchmarks.monotone_pairs",
+    "monotone-additive": "benchmarks.monotone_additive",
     "regression": "benchmarks.bench_regression",
     "quantiles": "benchmarks.bench_quantiles",
     "e2edt-regression-validation": "benchmarks.e2edt_regression_validation",
