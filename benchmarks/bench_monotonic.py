@@ -26,24 +26,49 @@ Data sets and constraints (the target is standardised by the training part,
   weight, which only grows); its fixed UCI split, so seeds only reseed the
   models.
 
+With ``--task classification`` (``results/monotonic_classification.md``) the
+same protocol runs binary classifiers, scored by test accuracy, their
+probability of ``classes_[1]`` checked along the lines, against scikit-learn's
+constrained ``RandomForestClassifier`` (100 trees) and
+``HistGradientBoostingClassifier``. Data sets and constraints (stated from
+what each feature measures, before any run):
+
+- ``synthetic``: the regression set's rows, labelled ``1[y > 0]`` (``y``
+  with its noise): ``P(1 | x)`` is monotone in ``x0`` and ``x2`` as ``y`` is;
+  constraints ``[+1, 0, -1, 0]``.
+- ``breast_cancer_wisconsin``: the nine cytology scores (1-10, each higher
+  for a more abnormal cell sample) all +1 for ``classes_[1]`` (4,
+  malignant): the classic monotone classification benchmark.
+- ``pima``: ``glucose`` +1 and ``BMI`` +1 for diabetes (the file's zeros,
+  which stand for missing values, left as they are).
+- ``wdbc``: ``worst radius`` -1 and ``worst concave points`` -1 for
+  ``classes_[1]`` (benign).
+
 Estimators are given to :func:`run_benchmark` as ``(name, factory)`` pairs,
 ``factory(monotonic_cst, seed)`` returning an unfitted estimator (``None``:
 unconstrained), so other methods' estimators can be added to the same table.
 
     python -m benchmarks monotonic                       # every method; 5 seeds
     python -m benchmarks monotonic --datasets synthetic --seeds 3
+    python -m benchmarks monotonic --task classification  # monotonic_classification.md
 """
 
 import time
 
 import numpy as np
-from sklearn.ensemble import HistGradientBoostingRegressor, RandomForestRegressor
-from sklearn.metrics import r2_score
+from sklearn.ensemble import (
+    HistGradientBoostingClassifier,
+    HistGradientBoostingRegressor,
+    RandomForestClassifier,
+    RandomForestRegressor,
+)
+from sklearn.metrics import accuracy_score, r2_score
 from threadpoolctl import threadpool_limits
 
 import obliquetrees
-from benchmarks.bench_regression import split
+from benchmarks.bench_regression import TEST_SIZE, split
 from benchmarks.common import cpu_model, load_average, write_results
+from benchmarks.datasets import train_test
 
 #: data set -> {feature index: constraint} (see the module docstring).
 CONSTRAINTS = {
@@ -53,44 +78,54 @@ CONSTRAINTS = {
     "abalone": {9: 1},
 }
 DATASETS = list(CONSTRAINTS)
+#: ``--task classification``: data set -> {feature index: constraint on P(classes_[1])}.
+CLASSIFICATION_CONSTRAINTS = {
+    "synthetic": {0: 1, 2: -1},
+    "breast_cancer_wisconsin": {j: 1 for j in range(9)},
+    "pima": {1: 1, 5: 1},
+    "wdbc": {20: -1, 27: -1},
+}
+CLASSIFICATION_DATASETS = list(CLASSIFICATION_CONSTRAINTS)
 
 
-def describe_constraints():
+def describe_constraints(constraints=CONSTRAINTS):
     """The constraints as the reports state them: ``name: {feature index: sign}; ...``."""
-    return "; ".join(f"{name}: {signs}" for name, signs in CONSTRAINTS.items())
+    return "; ".join(f"{name}: {signs}" for name, signs in constraints.items())
 
 
 #: Lines per constrained feature of the violation check.
 CHECK_LINES = 500
 
 
+def _factory(cls, n_jobs, **params):
+    """``make(monotonic_cst, seed)`` of ``cls`` with ``params``."""
+
+    def make(monotonic_cst, seed):
+        return cls(monotonic_cst=monotonic_cst, random_state=seed, n_jobs=n_jobs, **params)
+
+    return make
+
+
 def default_estimators(n_jobs=1):
-    """This package's estimators as ``(name, factory)`` pairs.
+    """This package's regressors as ``(name, factory)`` pairs.
 
     Their defaults, E2EDT's hard depth-10 tree (its defaults until soft routing at
     depth 6 was chosen), and the soft tree with joint finetuning.
     """
-
-    def factory(cls, **params):
-        def make(monotonic_cst, seed):
-            return cls(monotonic_cst=monotonic_cst, random_state=seed, n_jobs=n_jobs, **params)
-
-        return make
-
     return [
-        ("CO2ForestRegressor(100)", factory(obliquetrees.CO2ForestRegressor)),
-        ("HingeForestRegressor", factory(obliquetrees.HingeForestRegressor)),
-        ("E2EDTRegressor", factory(obliquetrees.E2EDTRegressor)),
+        ("CO2ForestRegressor(100)", _factory(obliquetrees.CO2ForestRegressor, n_jobs)),
+        ("HingeForestRegressor", _factory(obliquetrees.HingeForestRegressor, n_jobs)),
+        ("E2EDTRegressor", _factory(obliquetrees.E2EDTRegressor, n_jobs)),
         # the defaults before session 57 (soft routing at depth 6 now)
         (
             "E2EDTRegressor(routing=hard, max_depth=10)",
-            factory(obliquetrees.E2EDTRegressor, routing="hard", max_depth=10),
+            _factory(obliquetrees.E2EDTRegressor, n_jobs, routing="hard", max_depth=10),
         ),
-        ("SoftTreeRegressor", factory(obliquetrees.SoftTreeRegressor)),
+        ("SoftTreeRegressor", _factory(obliquetrees.SoftTreeRegressor, n_jobs)),
         # joint finetuning moves every leaf at once (projected): the growth freezes them
         (
             "SoftTreeRegressor(finetune_epochs=10)",
-            factory(obliquetrees.SoftTreeRegressor, finetune_epochs=10),
+            _factory(obliquetrees.SoftTreeRegressor, n_jobs, finetune_epochs=10),
         ),
     ]
 
@@ -111,107 +146,180 @@ def reference_estimators(n_jobs=1):
     ]
 
 
+def classification_estimators(n_jobs=1):
+    """This package's classifiers at their defaults, then scikit-learn's, as ``(name, factory)``."""
+    return [
+        ("CO2ForestClassifier(100)", _factory(obliquetrees.CO2ForestClassifier, n_jobs)),
+        ("HingeForestClassifier", _factory(obliquetrees.HingeForestClassifier, n_jobs)),
+        ("E2EDTClassifier", _factory(obliquetrees.E2EDTClassifier, n_jobs)),
+        ("SoftTreeClassifier", _factory(obliquetrees.SoftTreeClassifier, n_jobs)),
+        (
+            "RandomForestClassifier(100)",
+            lambda cst, seed: RandomForestClassifier(
+                100, monotonic_cst=cst, random_state=seed, n_jobs=n_jobs
+            ),
+        ),
+        (
+            "HistGradientBoostingClassifier",
+            lambda cst, seed: HistGradientBoostingClassifier(monotonic_cst=cst, random_state=seed),
+        ),
+    ]
+
+
+def _synthetic_rows(seed, n):
+    """The synthetic set's ``X`` and noisy, unstandardised target (module docstring)."""
+    rng = np.random.default_rng([seed, 41])
+    X = rng.normal(size=(n, 4))
+    y = 2 * X[:, 0] - np.sin(2 * X[:, 0]) - X[:, 2] + X[:, 1] * X[:, 3]
+    return X, y + 0.5 * rng.normal(size=n)
+
+
 def synthetic(seed, n_train=2000, n_test=1000):
     """The synthetic set's split: a fresh draw per seed (module docstring)."""
-    rng = np.random.default_rng([seed, 41])
-    X = rng.normal(size=(n_train + n_test, 4))
-    y = 2 * X[:, 0] - np.sin(2 * X[:, 0]) - X[:, 2] + X[:, 1] * X[:, 3]
-    y = y + 0.5 * rng.normal(size=len(y))
+    X, y = _synthetic_rows(seed, n_train + n_test)
     mean, sd = y[:n_train].mean(), y[:n_train].std()
     y = (y - mean) / sd
     return X[:n_train], y[:n_train], X[n_train:], y[n_train:]
 
 
-def load_split(name, seed, max_train):
+def synthetic_classes(seed, n_train=2000, n_test=1000):
+    """``--task classification``'s synthetic split: the same rows, labelled ``1[y > 0]``."""
+    X, y = _synthetic_rows(seed, n_train + n_test)
+    y = (y > 0).astype(np.int64)
+    return X[:n_train], y[:n_train], X[n_train:], y[n_train:]
+
+
+def classification_split(name, seed, max_train):
+    """``X_train, y_train, X_test, y_test`` of a shared classification set (the regression
+    sets' seeded split and subsample; labels as stored)."""
+    X_train, y_train, X_test, y_test = train_test(name, test_size=TEST_SIZE, seed=seed)
+    if max_train and len(X_train) > max_train:
+        keep = np.sort(np.random.default_rng([seed, 1]).choice(len(X_train), max_train, False))
+        X_train, y_train = X_train[keep], y_train[keep]
+    return np.asarray(X_train, dtype=np.float64), y_train, np.asarray(X_test, np.float64), y_test
+
+
+def task_constraints(task):
+    """The constraints of ``task``'s data sets (:data:`CONSTRAINTS` or its classification twin)."""
+    return CLASSIFICATION_CONSTRAINTS if task == "classification" else CONSTRAINTS
+
+
+def load_split(name, seed, max_train, task="regression"):
     """``X_train, y_train, X_test, y_test`` and the constraint vector of a data set."""
-    data = synthetic(seed) if name == "synthetic" else split(name, seed, max_train)
+    if name == "synthetic":
+        data = (synthetic_classes if task == "classification" else synthetic)(seed)
+    else:
+        data = (classification_split if task == "classification" else split)(name, seed, max_train)
     cst = np.zeros(data[0].shape[1], dtype=int)
-    for j, c in CONSTRAINTS[name].items():
+    for j, c in task_constraints(task)[name].items():
         cst[j] = c
     return data, cst
 
 
+def _output(model):
+    """The output the constraints bind: P(classes_[1]) of a classifier, else ``predict``."""
+    if hasattr(model, "predict_proba"):
+        return lambda X: model.predict_proba(X)[:, 1]
+    return model.predict
+
+
 def max_violation(model, X, cst, seed):
-    """The largest move against ``cst`` of ``model.predict`` along random lines (<= 0: monotone)."""
+    """The largest move against ``cst`` of the model's constrained output (:func:`_output`)
+    along random lines (<= 0: monotone)."""
     rng = np.random.default_rng(seed)
+    output = _output(model)
     worst = -np.inf
     for j in np.flatnonzero(cst):
         steps = np.linspace(X[:, j].min() - 1.0, X[:, j].max() + 1.0, 25)
         lines = np.repeat(X[rng.integers(len(X), size=CHECK_LINES)], len(steps), axis=0)
         lines[:, j] = np.tile(steps, CHECK_LINES)
-        values = model.predict(lines).reshape(CHECK_LINES, len(steps))
+        values = output(lines).reshape(CHECK_LINES, len(steps))
         worst = max(worst, float((-cst[j] * np.diff(values, axis=1)).max()))
     return worst
 
 
-def run_benchmark(estimators, datasets=DATASETS, seeds=(0, 1, 2), max_train=5000, verbose=True):
+#: The score of each task: (row key, how it is written, score function).
+METRICS = {
+    "regression": ("r2", "R2", r2_score),
+    "classification": ("accuracy", "accuracy", accuracy_score),
+}
+
+
+def run_benchmark(
+    estimators, datasets=DATASETS, seeds=(0, 1, 2), max_train=5000, verbose=True,
+    task="regression",
+):  # fmt: skip
     """Fit every estimator with and without the constraints on every data set and seed.
 
     Parameters
     ----------
     estimators : list of (str, callable)
-        ``factory(monotonic_cst, seed)`` gives an unfitted regressor
-        supporting ``monotonic_cst`` (None: unconstrained).
+        ``factory(monotonic_cst, seed)`` gives an unfitted estimator of the
+        task supporting ``monotonic_cst`` (None: unconstrained).
     datasets : list of str
-        Keys of :data:`CONSTRAINTS`.
+        Keys of :data:`CONSTRAINTS` (:data:`CLASSIFICATION_CONSTRAINTS`).
     seeds : sequence of int
     max_train : int or None
         Training rows kept at most (a seeded subsample; None: all).
+    task : {"regression", "classification"}
 
     Returns
     -------
     list of dict
-        One per (data set, seed, estimator): R^2 with and without the
-        constraints, the constrained fit's time and the largest violation.
+        One per (data set, seed, estimator): the test score (R^2 or
+        accuracy, :data:`METRICS`) with and without the constraints, the
+        constrained fit's time and the largest violation.
     """
+    key, shown, score = METRICS[task]
     rows = []
     for name in datasets:
         for seed in seeds:
-            (X, y, Xt, yt), cst = load_split(name, seed, max_train)
+            (X, y, Xt, yt), cst = load_split(name, seed, max_train, task)
             for label, make in estimators:
                 row = dict(dataset=name, seed=seed, estimator=label)
-                for key, constraint in (("r2", cst), ("r2_free", None)):
+                for column, constraint in ((key, cst), (f"{key}_free", None)):
                     model = make(constraint, seed)
                     start = time.perf_counter()
                     model.fit(X, y)
                     if constraint is not None:
                         row["fit_s"] = time.perf_counter() - start
                         row["violation"] = max_violation(model, Xt, cst, seed)
-                    row[key] = float(r2_score(yt, model.predict(Xt)))
+                    row[column] = float(score(yt, model.predict(Xt)))
                 rows.append(row)
                 if verbose:
                     print(
-                        f"{name} seed {seed} {label}: R2 {row['r2']:.4f} "
-                        f"(free {row['r2_free']:.4f}), violation {row['violation']:.2g}",
+                        f"{name} seed {seed} {label}: {shown} {row[key]:.4f} "
+                        f"(free {row[f'{key}_free']:.4f}), violation {row['violation']:.2g}",
                         flush=True,
                     )
     return rows
 
 
-def summarise(rows):
-    """Per data set and estimator: mean R^2 constrained, free, their difference; ranks."""
+def summarise(rows, task="regression"):
+    """Per data set and estimator: mean score constrained, free, their difference; ranks."""
+    key, shown, _ = METRICS[task]
     table = []
     keys = list(dict.fromkeys((r["dataset"], r["estimator"]) for r in rows))
     for name, label in keys:
         cell = [r for r in rows if r["dataset"] == name and r["estimator"] == label]
-        r2 = np.array([r["r2"] for r in cell])
-        free = np.array([r["r2_free"] for r in cell])
+        constrained = np.array([r[key] for r in cell])
+        free = np.array([r[f"{key}_free"] for r in cell])
         table.append(
             {
                 "data set": name,
                 "estimator": label,
-                "R2 constrained": f"{r2.mean():.4f} ± {r2.std():.4f}",
-                "R2 unconstrained": f"{free.mean():.4f} ± {free.std():.4f}",
-                "cost (points)": _paired_cost(free, r2),
+                f"{shown} constrained": f"{constrained.mean():.4f} ± {constrained.std():.4f}",
+                f"{shown} unconstrained": f"{free.mean():.4f} ± {free.std():.4f}",
+                "cost (points)": _paired_cost(free, constrained),
                 "fit s": f"{np.mean([r['fit_s'] for r in cell]):.2f}",
                 "max violation": f"{max(r['violation'] for r in cell):.2g}",
             }
         )
-    return table, _ranks(rows)
+    return table, _ranks(rows, key)
 
 
 def _paired_cost(free, constrained):
-    """Mean of the per-seed cost (free minus constrained R^2) in points, ``± its standard
+    """Mean of the per-seed cost (free minus constrained score) in points, ``± its standard
     error`` (sd of the per-seed differences over the square root of the seed count)."""
     cost = 100 * (free - constrained)
     if cost.shape[0] < 2:
@@ -219,15 +327,15 @@ def _paired_cost(free, constrained):
     return f"{cost.mean():+.2f} ± {cost.std(ddof=1) / np.sqrt(cost.shape[0]):.2f}"
 
 
-def _ranks(rows):
-    """Average rank (1 = best) of each estimator's constrained R^2 over the data sets."""
+def _ranks(rows, key="r2"):
+    """Average rank (1 = best) of each estimator's constrained score ``key`` over the data sets."""
     names = list(dict.fromkeys(r["dataset"] for r in rows))
     labels = list(dict.fromkeys(r["estimator"] for r in rows))
     ranks = {label: [] for label in labels}
     for name in names:
         cells = [r for r in rows if r["dataset"] == name]
         means = {
-            label: np.mean([r["r2"] for r in cells if r["estimator"] == label]) for label in labels
+            label: np.mean([r[key] for r in cells if r["estimator"] == label]) for label in labels
         }
         order = sorted(labels, key=lambda label: -means[label])
         for position, label in enumerate(order, start=1):
@@ -235,23 +343,37 @@ def _ranks(rows):
     return [{"estimator": k, "average rank": f"{np.mean(ranks[k]):.2f}"} for k in labels]
 
 
-def write_report(rows, path="monotonic.md"):
-    """``monotonic.md`` and ``monotonic.json`` (every row) in ``benchmarks/results``."""
-    table, ranks = summarise(rows)
-    constraints = describe_constraints()
+def write_report(rows, path="monotonic.md", task="regression"):
+    """``path`` and its ``.json`` (every row) in ``benchmarks/results``."""
+    table, ranks = summarise(rows, task)
+    constraints = describe_constraints(task_constraints(task))
+    if task == "classification":
+        score = (
+            "Test accuracy (the constraints bind the probability of classes_[1]), mean ± sd "
+            "over the seeds; cost = unconstrained minus constrained, in points of accuracy, "
+        )
+    else:
+        score = (
+            "Test R^2 (target standardised by the training part), mean ± sd over the seeds; "
+            "cost = unconstrained minus constrained, in points of R^2, "
+        )
     notes = (
         f"CPU: {cpu_model()}; load average at the end: {load_average()}. "
         f"Constraints (feature index: sign): {constraints}. "
-        "Test R^2 (target standardised by the training part), mean ± sd over the seeds; "
-        "cost = unconstrained minus constrained, in points of R^2, mean ± standard error of "
+        f"{score}mean ± standard error of "
         "the paired per-seed differences (the same split and seed; their sd / sqrt(seeds)); "
         "fit s = the constrained fit. "
         "Method and data sets: the docstring of benchmarks/bench_monotonic.py."
     )
+    shown = METRICS[task][1]
     write_results(
         path,
-        "Monotonic constraints: accuracy cost",
-        tables=[("R^2 per data set", table), ("Average rank of the constrained models", ranks)],
+        "Monotonic constraints: accuracy cost"
+        + (" (binary classification)" if task == "classification" else ""),
+        tables=[
+            (f"{'R^2' if shown == 'R2' else shown} per data set", table),
+            ("Average rank of the constrained models", ranks),
+        ],
         notes=notes,
     )
     write_results(str(path).replace(".md", ".json"), data={"rows": rows})
@@ -259,7 +381,14 @@ def write_report(rows, path="monotonic.md"):
 
 def add_arguments(parser):
     """The arguments of ``python -m benchmarks monotonic``."""
-    parser.add_argument("--datasets", nargs="+", default=DATASETS, choices=DATASETS)
+    parser.add_argument(
+        "--task", choices=sorted(METRICS), default="regression",
+        help="regression (monotonic.md) or binary classification (monotonic_classification.md)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--datasets", nargs="+", choices=sorted(set(DATASETS + CLASSIFICATION_DATASETS)),
+        help="default: every data set of the task",
+    )  # fmt: skip
     # 5: the paired cost's sd is 2-3 points for a single tree, against a 1-point bar
     parser.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 (default 5)")
     parser.add_argument("--max-train", type=int, default=5000, help="training rows at most")
@@ -267,7 +396,17 @@ def add_arguments(parser):
 
 
 def main(args):
-    estimators = default_estimators(args.n_jobs) + reference_estimators(args.n_jobs)
+    if args.task == "classification":
+        estimators = classification_estimators(args.n_jobs)
+        datasets, path = args.datasets or CLASSIFICATION_DATASETS, "monotonic_classification.md"
+    else:
+        estimators = default_estimators(args.n_jobs) + reference_estimators(args.n_jobs)
+        datasets, path = args.datasets or DATASETS, "monotonic.md"
+    unknown = set(datasets) - set(task_constraints(args.task))
+    if unknown:
+        raise SystemExit(f"not a {args.task} data set of this benchmark: {sorted(unknown)}")
     with threadpool_limits(args.n_jobs):
-        rows = run_benchmark(estimators, args.datasets, range(args.seeds), args.max_train)
-    write_report(rows)
+        rows = run_benchmark(
+            estimators, datasets, range(args.seeds), args.max_train, task=args.task
+        )
+    write_report(rows, path, args.task)
