@@ -1,8 +1,8 @@
-"""benchmarks/bench_monotonic.py's summary: the cost column and its standard error."""
+"""benchmarks/bench_monotonic.py: the cost column and its standard error, both tasks."""
 
 import numpy as np
 
-from benchmarks.bench_monotonic import summarise
+from benchmarks.bench_monotonic import summarise, synthetic, synthetic_classes
 
 
 def _rows(free, constrained):
@@ -38,3 +38,34 @@ def test_a_constant_shift_has_no_spread_whatever_the_seeds_spread():
 def test_one_seed_has_no_standard_error():
     (row,), _ = summarise(_rows([0.8], [0.9]))
     assert row["cost (points)"] == "-10.00"
+
+
+def test_classification_rows_are_summarised_by_accuracy():
+    rows = [
+        {
+            "dataset": "d",
+            "estimator": "e",
+            "seed": seed,
+            "accuracy": c,
+            "accuracy_free": f,
+            "fit_s": 0.1,
+            "violation": 0.0,
+        }
+        for seed, (f, c) in enumerate([(0.90, 0.88), (0.80, 0.80)])
+    ]
+    (row,), ranks = summarise(rows, task="classification")
+    assert row["accuracy constrained"] == "0.8400 ± 0.0400"
+    # per-seed costs 2 and 0 points: mean 1, sd (ddof=1) sqrt(2), se sqrt(2) / sqrt(2)
+    assert row["cost (points)"] == "+1.00 ± 1.00"
+    assert ranks == [{"estimator": "e", "average rank": "1.00"}]
+
+
+def test_the_synthetic_classes_label_the_regression_sets_rows():
+    X, y, X_test, y_test = synthetic(2)
+    Xc, yc, Xc_test, yc_test = synthetic_classes(2)
+    assert np.array_equal(X, Xc) and np.array_equal(X_test, Xc_test)
+    # the regression target is the raw one standardised by the training part, and a
+    # label is the raw one's sign: one threshold on the regression target splits both parts
+    target, labels = np.concatenate([y, y_test]), np.concatenate([yc, yc_test])
+    assert set(np.unique(labels)) == {0, 1}
+    assert target[labels == 0].max() < target[labels == 1].min()
