@@ -31,6 +31,7 @@ constraints: ``benchmarks/bench_monotonic.py``'s; every constrained sum is
 checked along random lines (``max_violation``, <= 0 up to rounding: monotone).
 
     python -m benchmarks monotone-additive                  # both single trees, 10 seeds
+    python -m benchmarks monotone-additive --free-depth 3   # monotone_additive_free_depth_3.md
     python -m benchmarks monotone-additive --estimators E2EDTRegressor --seeds 3
 """
 
@@ -180,10 +181,11 @@ def main(args):
         "Max violation: the constrained sum along random lines (<= 0: monotone). "
         "Method: the module docstring of benchmarks/monotone_additive.py."
     )
+    stem = "monotone_additive" + ("" if args.free_depth is None else f"_free_depth_{depth}")
     write_results(
-        "monotone_additive.md",
+        f"{stem}.md",
         title="Constrained single trees plus a free-feature tree: the constraint cost",
         tables=[("Test R^2 and costs", summarise(rows))],
         notes=notes,
     )
-    write_results("monotone_additive.json", data={"rows": rows})
+    write_results(f"{stem}.json", data={"rows": rows})
