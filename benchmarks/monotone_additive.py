@@ -127,25 +127,25 @@ def summarise(rows):
     for name, data in dict.fromkeys((r["estimator"], r["data set"]) for r in rows):
         cell = [r for r in rows if r["estimator"] == name and r["data set"] == data]
 
-        def r2(label, cell=cell):
+        def column(label, cell=cell):
             return np.array([r[label] for r in cell])
 
         table.append(
             {
                 "estimator": name,
                 "data set": data,
-                "tree, constrained": f"{r2('tree, constrained').mean():.4f}",
-                "tree": f"{r2('tree').mean():.4f}",
-                "sum, constrained": f"{r2('sum, constrained').mean():.4f}",
-                "sum": f"{r2('sum').mean():.4f}",
-                "cost, single trees": _paired_cost(r2("tree"), r2("tree, constrained")),
+                "tree, constrained": f"{column('tree, constrained').mean():.4f}",
+                "tree": f"{column('tree').mean():.4f}",
+                "sum, constrained": f"{column('sum, constrained').mean():.4f}",
+                "sum": f"{column('sum').mean():.4f}",
+                "cost, single trees": _paired_cost(column("tree"), column("tree, constrained")),
                 "cost, like for like (sum against sum)": _paired_cost(
-                    r2("sum"), r2("sum, constrained")
+                    column("sum"), column("sum, constrained")
                 ),
                 "cost, sum against the single tree": _paired_cost(
-                    r2("tree"), r2("sum, constrained")
+                    column("tree"), column("sum, constrained")
                 ),
-                "sum, constrained fit s": f"{np.mean(r2('sum, constrained fit s')):.2f}",
+                "sum, constrained fit s": f"{np.mean(column('sum, constrained fit s')):.2f}",
                 "max violation": f"{max(r['violation'] for r in cell):.2g}",
             }
         )
