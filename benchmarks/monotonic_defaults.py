@@ -15,8 +15,16 @@ and chosen again here without reading a test part:
   other decision a free feature): 0.5 (the value before this choice), 0.75
   and 0.9. Estimator: ``HingeForestRegressor(n_jobs=2)`` at its defaults.
   Incumbent: 0.5.
+- ``e2edt-free-depth``: :data:`~obliquetrees.e2edt.training.FREE_TREE_DEPTH`,
+  the largest depth of the tree of the free inputs that a constrained
+  E2EDT regressor adds to its constrained tree (``off``: none, the single
+  constrained tree, the behaviour before it; 2, 3, 4; 6, the regressor's
+  own default depth). Estimator: ``E2EDTRegressor(n_jobs=2)`` at its
+  defaults (one tree). Incumbent: ``off``. Unlike the other two, this
+  family was first measured as a study (``monotone_additive.py``: depth 6
+  and 3, on the test parts); its choice is made here, on validation parts.
 
-Rule, fixed before the runs, the same for both:
+Rule, fixed before the runs, the same for all three:
 
 - Data sets, constraints, training and test parts: exactly those of
   ``benchmarks/bench_monotonic.py`` (synthetic, california_housing (at most
@@ -43,6 +51,7 @@ Results: ``results/monotonic_defaults_<family>.md`` (cells in the json).
 
     python -m benchmarks monotonic-defaults --family co2-refine
     python -m benchmarks monotonic-defaults --family hinge-pool
+    python -m benchmarks monotonic-defaults --family e2edt-free-depth
 """
 
 import time
@@ -61,6 +70,12 @@ def _co2(cst, seed):
     from obliquetrees import CO2ForestRegressor
 
     return CO2ForestRegressor(30, monotonic_cst=cst, random_state=seed, n_jobs=2)
+
+
+def _e2edt(cst, seed):
+    from obliquetrees import E2EDTRegressor
+
+    return E2EDTRegressor(monotonic_cst=cst, random_state=seed, n_jobs=2)
 
 
 def _hinge(cst, seed):
@@ -92,6 +107,13 @@ FAMILIES = {
     "hinge-pool": Family(
         "HingeForestRegressor()", _hinge, ("0.5", "0.75", "0.9"), "0.5", "POOL_FRACTION"
     ),
+    "e2edt-free-depth": Family(
+        "E2EDTRegressor()",
+        _e2edt,
+        (OFF, "2", "3", "4", "6"),
+        OFF,
+        "off (no free tree) and FREE_TREE_DEPTH",
+    ),
 }
 
 
@@ -100,19 +122,32 @@ def candidate_settings(family, candidate):
     """The package set up as ``candidate`` of ``family`` for the duration of the block."""
     from obliquetrees import CO2ForestRegressor
     from obliquetrees.co2 import _refine
+    from obliquetrees.e2edt import training
     from obliquetrees.hinge import _monotonic
 
-    saved = _refine.STEP, CO2ForestRegressor._refines_leaves, _monotonic.POOL_FRACTION
+    saved = (
+        _refine.STEP,
+        CO2ForestRegressor._refines_leaves,
+        _monotonic.POOL_FRACTION,
+        training.FREE_TREE_DEPTH,
+    )
     try:
         if family == "co2-refine" and candidate == OFF:
             CO2ForestRegressor._refines_leaves = False
         elif family == "co2-refine":
             _refine.STEP = float(candidate)
-        else:
+        elif family == "hinge-pool":
             _monotonic.POOL_FRACTION = float(candidate)
+        else:
+            training.FREE_TREE_DEPTH = None if candidate == OFF else int(candidate)
         yield
     finally:
-        _refine.STEP, CO2ForestRegressor._refines_leaves, _monotonic.POOL_FRACTION = saved
+        (
+            _refine.STEP,
+            CO2ForestRegressor._refines_leaves,
+            _monotonic.POOL_FRACTION,
+            training.FREE_TREE_DEPTH,
+        ) = saved
 
 
 def score_cells(family, candidate, datasets, seeds, max_train):

@@ -43,14 +43,18 @@ def test_each_held_out_set_is_chosen_for_on_the_others_only():
 def test_a_candidate_is_set_only_inside_its_block(family, candidate):
     from obliquetrees import CO2ForestRegressor
     from obliquetrees.co2 import _refine
+    from obliquetrees.e2edt import training
     from obliquetrees.hinge import _monotonic
 
-    saved = (_refine.STEP, _monotonic.POOL_FRACTION)
+    saved = (_refine.STEP, _monotonic.POOL_FRACTION, training.FREE_TREE_DEPTH)
     with candidate_settings(family, candidate):
         if family == "co2-refine":
             assert CO2ForestRegressor._refines_leaves is (candidate != OFF)
             assert candidate == OFF or _refine.STEP == float(candidate)
-        else:
+        elif family == "hinge-pool":
             assert _monotonic.POOL_FRACTION == float(candidate)
+        else:
+            depth = training.FREE_TREE_DEPTH
+            assert depth is None if candidate == OFF else depth == int(candidate)
     assert CO2ForestRegressor._refines_leaves is True
-    assert (_refine.STEP, _monotonic.POOL_FRACTION) == saved
+    assert (_refine.STEP, _monotonic.POOL_FRACTION, training.FREE_TREE_DEPTH) == saved

@@ -402,13 +402,37 @@ MONOTONIC_NOTE = """
       ordering, by projected gradient from the ordered means
       (:func:`~obliquetrees._training.monotonic.least_squares_leaves`; exact
       when every split is ordered, never worse than the means otherwise).
-      The splits are the same as under hard routing, so ``set_params(routing=...)``
-      after the fit keeps a monotone model, with leaves fitted for the
-      routing of the fit.
+      The splits are the same as under hard routing (but for a regressor's
+      free tree, below), and ``set_params(routing=...)`` after the fit keeps
+      a monotone model, with leaves fitted for the routing of the fit.
     - A NaN adds a constant to a split's margin and the missing-value
       indicators are free, so NaN in other features keeps the guarantee.
       ``predict_quantiles`` (the leaves' recorded targets) is not
       constrained.
+
+"""
+
+FREE_TREE_NOTE = """
+    A constrained regressor with both constrained and free inputs stores
+    ``T(x) + F(x_free)`` (ours): ``T`` the constrained tree above, ``F`` an
+    unconstrained tree of the free inputs alone, at most
+    ``FREE_TREE_DEPTH`` deep (:mod:`obliquetrees.e2edt.training`). At an
+    ordered split every leaf on one side stays below every leaf on the
+    other, so the part of the target that varies with the free inputs alone
+    could only be modelled inside each ordered subtree's interval; ``F``
+    models it once, for every leaf of ``T``. ``F`` does not move along a
+    constrained input, so the sum is monotone whenever ``T`` is. The two are
+    backfitted (two rounds: ``T``, ``F`` on the residual, ``T`` again on
+    what ``F`` leaves, ``F`` again), each fitted as above on its own
+    standardised target; the sum is stored as one tree, ``F`` grafted
+    under every leaf of ``T`` with its leaves shifted by that leaf's value,
+    which predicts the sum exactly under hard and soft routing. So the
+    stored tree has up to ``n_leaves(T) * n_leaves(F)`` leaves and depth
+    ``max_depth + FREE_TREE_DEPTH``, and a fit costs about four. The
+    routing of the fit decides which residuals ``F`` and ``T`` see; either
+    routing of the fitted model is monotone. ``benchmarks/results/monotonic.md``
+    gives the accuracy cost and ``monotonic_defaults_e2edt-free-depth.md``
+    the choice of ``FREE_TREE_DEPTH`` on validation parts.
 
 """
 
@@ -738,6 +762,7 @@ def regressor(learning_rate, batch_size, tuning):
         REGRESSOR_OOB,
         REGRESSOR_NOTES,
         MONOTONIC_NOTE,
+        FREE_TREE_NOTE,
         REFERENCES,
         REGRESSOR_EXAMPLES,
         forest_output="predictions\n        (eq. 20 with the leaf means)",

@@ -28,7 +28,7 @@ the standardisation folded into their weights. Soft evaluation of a stored
 tree with its final steepness is :func:`obliquetrees._core.soft.soft_predict`.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import sparse
@@ -75,6 +75,14 @@ SOFT_GRAM_CELLS = 1 << 22
 BOOTSTRAP_STREAM = 1
 #: Its third: the greedy phase's rows above the row budget (:func:`growth_rows`).
 GROWTH_STREAM = 2
+#: Its fourth: the seeds of a constrained regressor's extra fits (:func:`_with_free_tree`).
+FREE_TREE_STREAM = 3
+#: Largest depth of a constrained regressor's tree of the free inputs
+#: (:func:`_with_free_tree`; None: no free tree), chosen on validation parts
+#: (``benchmarks/results/monotonic_defaults_e2edt-free-depth.md``).
+FREE_TREE_DEPTH = 3
+#: Backfitting rounds of the constrained tree and the free tree (the study's two).
+BACKFIT_ROUNDS = 2
 
 
 @dataclass(frozen=True)
@@ -269,12 +277,41 @@ def _fit_one_tree(
     steepness : ndarray (n_nodes,)
     """
     leaves = as_leaf_model(leaves)
-    rng = generator(seed)
     row_weight = tree_weights(sample_weight, y, leaves.n_classes, params, seed)
     if not row_weight.any():
         prior = leaves.prior_value(y, sample_weight)
         leaf = [-1], [-1], np.zeros((1, X.shape[1])), [0.0], prior[None, :], [0.0]
         return ObliqueTree.from_dense(*leaf), np.zeros(1)
+    fitted = _grow_and_finetune(
+        X, Z, y, row_weight, leaves, mean, scale, params, seed, progress_label, sign
+    )
+    free = free_columns(sign, leaves)
+    if free is None:
+        return fitted
+    return _with_free_tree(
+        fitted,
+        X,
+        Z,
+        y,
+        sample_weight,
+        row_weight,
+        leaves,
+        mean,
+        scale,
+        params,
+        seed,
+        progress_label,
+        sign,
+        free,
+    )
+
+
+def _grow_and_finetune(
+    X, Z, y, row_weight, leaves, mean, scale, params, seed, progress_label, sign
+):
+    """Greedy growth, finetune and storing of one tree on the rows weighted ``row_weight``
+    (:func:`_fit_one_tree`'s arguments): ``(tree, steepness)``."""
+    rng = generator(seed)
     adjacency = grid_adjacency(params.image_shape) if params.image_shape else None
     verbose = progress_label is not None
     growth = Progress(progress_label, 1, unit="greedy growth", verbose=verbose)
@@ -722,7 +759,14 @@ def to_oblique_tree(tt, X, y, row_weight, leaves, mean, scale, soft_routing=Fals
     if soft_routing and tt.sign is not None and leaves.n_classes is None and tt.n_splits:
         values[:, 0] = _soft_least_squares(tt, tree, steepness, X, y, row_weight, leaves, values)
     tree.value[leaf] = values
-    for node in tt.split_nodes:  # parents come first
+    _set_internal_values(tree, tt.split_nodes, weight, sums, parent, leaves)
+    return tree, steepness
+
+
+def _set_internal_values(tree, split_nodes, weight, sums, parent, leaves):
+    """The value of every node of ``split_nodes`` (parents first): the leaf model's
+    value of its hard-routed rows, its parent's when none reaches it."""
+    for node in split_nodes:
         total = weight[node]
         if total > 0:
             tree.value[node] = leaves.sums_value(sums[node], total)
@@ -730,7 +774,6 @@ def to_oblique_tree(tt, X, y, row_weight, leaves, mean, scale, soft_routing=Fals
             tree.value[node] = tree.value[parent[node]]
         else:
             tree.value[node] = leaves.fallback_value()
-    return tree, steepness
 
 
 def _soft_least_squares(tt, tree, steepness, X, y, row_weight, leaves, values):
@@ -774,3 +817,237 @@ def _soft_gram(tree, steepness, X, target, row_weight, leaf):
                 yield part, path_probabilities(tree, X[part], steepness)[:, leaf]
 
     return normal_equations(blocks(), row_weight, target, leaf.shape[0])
+
+
+# ------------------------------------------- constrained regressors: the free tree
+def free_columns(sign, leaves):
+    """The unconstrained inputs that a constrained regressor's free tree sees, or None.
+
+    None (no free tree) for classifiers, without constraints, when every
+    input is constrained or none is (an all-zero ``monotonic_cst`` fits as
+    unconstrained), and when :data:`FREE_TREE_DEPTH` is None.
+    """
+    if FREE_TREE_DEPTH is None or sign is None or leaves.n_classes is not None:
+        return None
+    free = np.flatnonzero(sign == 0.0)
+    if free.shape[0] in (0, sign.shape[0]):
+        return None
+    return free
+
+
+def _with_free_tree(
+    fitted,
+    X,
+    Z,
+    y,
+    sample_weight,
+    row_weight,
+    leaves,
+    mean,
+    scale,
+    params,
+    seed,
+    progress_label,
+    sign,
+    free,
+):
+    """A constrained regressor's tree plus a tree of the free inputs, as one tree.
+
+    Ours (issue 41; ``benchmarks/monotone_additive.py`` is the study). An
+    ordered split keeps every leaf of one side below every leaf of the
+    other, so the part of the target that varies with the free inputs alone
+    can only be modelled inside each ordered subtree's interval
+    (``benchmarks/results/monotonic.md``: E2EDT's constraint cost). The
+    model is instead ``f(x) = T(x) + F(x_free)``: ``T`` the constrained
+    tree, ``F`` an unconstrained tree of the free columns ``free`` (depth at
+    most :data:`FREE_TREE_DEPTH`). ``F`` does not move along a constrained
+    input, so ``f`` is monotone whenever ``T`` is. They are backfitted for
+    :data:`BACKFIT_ROUNDS` rounds (``fitted``, the constrained tree of ``y``,
+    is round one's ``T``; ``F`` fits ``y - T(x)``; ``T`` then refits
+    ``y - F(x_free)``, and so on), each fit on its own standardised target,
+    with its own seed of stream :data:`FREE_TREE_STREAM`, on the same rows
+    ``row_weight``; each tree is evaluated as the estimator predicts
+    (``params.soft_routing``). The sum is stored as the tree
+    :func:`graft_sum` makes, exact under hard and soft routing.
+    """
+    raw = y * leaves.scale + leaves.mean  # the targets in raw units
+    free_params = replace(
+        params,
+        max_depth=min(params.max_depth, FREE_TREE_DEPTH),
+        max_features=None if params.max_features is None else min(params.max_features, free.size),
+        image_shape=None,
+        patch_size=None,
+        spatial_reg=0.0,
+    )
+    X_free = X[:, free]
+    Z_free = (
+        Z.columns(free) if isinstance(Z, S.StandardizedCSR) else np.ascontiguousarray(Z[:, free])
+    )
+    tree, steepness = fitted
+    free_tree = free_steepness = None
+    for k in range(BACKFIT_ROUNDS):
+        if free_tree is not None:  # T refitted to what F leaves
+            target = raw - _tree_output(free_tree, free_steepness, X_free, params.soft_routing)
+            tree_leaves = leaf_model(target, None, sample_weight)
+            tree, steepness = _grow_and_finetune(
+                X,
+                Z,
+                tree_leaves.training_targets(target),
+                row_weight,
+                tree_leaves,
+                mean,
+                scale,
+                params,
+                _round_seed(seed, 2 * k),
+                progress_label,
+                sign,
+            )
+        residual = raw - _tree_output(tree, steepness, X, params.soft_routing)
+        free_leaves = leaf_model(residual, None, sample_weight)
+        free_tree, free_steepness = _grow_and_finetune(
+            X_free,
+            Z_free,
+            free_leaves.training_targets(residual),
+            row_weight,
+            free_leaves,
+            mean[free],
+            scale[free],
+            free_params,
+            _round_seed(seed, 2 * k + 1),
+            progress_label,
+            None,
+        )
+    grafted, grafted_steepness = graft_sum(
+        tree, steepness, _on_columns(free_tree, free, X.shape[1]), free_steepness
+    )
+    return _with_training_statistics(grafted, X, y, row_weight, leaves), grafted_steepness
+
+
+def _round_seed(seed, k):
+    """The seed of the ``k``-th extra fit of :func:`_with_free_tree` (stream
+    :data:`FREE_TREE_STREAM` of the tree's ``seed``)."""
+    return int(generator(seed, FREE_TREE_STREAM, k).integers(1 << 62))
+
+
+def _tree_output(tree, steepness, X, soft_routing):
+    """One stored tree's column-0 output of ``X``: soft routing with ``steepness``, or hard.
+
+    On one thread (trees may train in parallel).
+    """
+    if soft_routing:
+        from obliquetrees._core.soft import soft_predict
+
+        with numba_threads(1):
+            return soft_predict(tree, X, tree.value, steepness=steepness)
+    return traversal.predict_value(ObliqueForest.from_trees([tree], validate=False), X, 1)
+
+
+def _on_columns(tree, columns, n_features):
+    """``tree`` (fitted on ``X[:, columns]``) as a tree of all ``n_features`` inputs."""
+    return ObliqueTree(
+        tree.children_left,
+        tree.children_right,
+        tree.weight_indptr,
+        columns[tree.weight_index],
+        tree.weight_value,
+        tree.bias,
+        tree.value,
+        tree.n_node_samples,
+        n_features=n_features,
+        depth=tree.depth,
+        weight_missing=tree.weight_missing,
+    )
+
+
+def graft_sum(tree, steepness, other, other_steepness):
+    """One tree whose prediction is ``tree``'s plus ``other``'s, under hard and soft routing.
+
+    Under every leaf ``l`` of ``tree`` (value ``v_l``) hangs a copy of
+    ``other`` whose leaf values are shifted by ``v_l``; the copy's splits
+    keep ``other``'s weights and steepness. A row's path to a grafted leaf
+    ``(l, k)`` is its path to ``l`` followed by its path to ``other``'s leaf
+    ``k``, so hard routing reaches ``v_l + u_k``, and under soft routing its
+    probability is ``p_l q_k``; both trees' leaf probabilities sum to 1, so
+    the soft prediction is ``sum_l p_l v_l + sum_k q_k u_k``, exactly up to
+    rounding. Leaves multiply: ``tree.n_leaves * other.n_leaves``.
+
+    Node ids: ``tree``'s keep theirs (leaf ``l`` becomes its copy's root);
+    the copy under the ``b``-th leaf holds ``other``'s nodes ``1..`` as the
+    block starting at ``tree.node_count + b * (other.node_count - 1)``, so
+    parents still come before their children. Internal values and
+    ``n_node_samples`` are set as :func:`_with_training_statistics` sets them
+    (here: ``tree``'s leaf values and weights, copied).
+
+    Returns
+    -------
+    grafted : ObliqueTree
+    grafted_steepness : ndarray (n_nodes,)
+    """
+    n_tree, n_other = tree.node_count, other.node_count
+    leaves = np.flatnonzero(tree.children_left < 0)
+    n_nodes = n_tree + leaves.shape[0] * (n_other - 1)
+    # ids[b, k]: the id of other's node k in the copy under the b-th leaf
+    ids = np.empty((leaves.shape[0], n_other), dtype=np.int64)
+    ids[:, 0] = leaves
+    ids[:, 1:] = (
+        n_tree + (n_other - 1) * np.arange(leaves.shape[0])[:, None] + np.arange(n_other - 1)
+    )
+
+    def copies(per_node, of_tree):
+        out = np.empty((n_nodes,) + per_node.shape[1:], dtype=per_node.dtype)
+        out[:n_tree] = of_tree
+        out[ids] = per_node
+        return out
+
+    children = []
+    for child in (other.children_left, other.children_right):
+        mapped = np.where(child >= 0, ids[:, np.maximum(child, 0)], -1)
+        out = np.empty(n_nodes, dtype=np.int64)
+        out[:n_tree] = tree.children_left if not children else tree.children_right
+        out[ids] = mapped
+        children.append(out)
+    value = copies(other.value, tree.value)
+    value[ids] += tree.value[leaves][:, None, :]
+    # the CSR weights: every node's entries in its own order, nodes by id
+    tree_counts, other_counts = tree.weight_counts(), other.weight_counts()
+    counts = copies(other_counts, tree_counts)
+    indptr = np.zeros(n_nodes + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    owner = np.concatenate(
+        [
+            np.repeat(np.arange(n_tree), tree_counts),
+            ids[:, np.repeat(np.arange(n_other), other_counts)].ravel(),
+        ]
+    )
+    order = np.argsort(owner, kind="stable")
+
+    def entries(a, b):
+        return np.concatenate([a, np.tile(b, leaves.shape[0])])[order]
+
+    grafted = ObliqueTree(
+        children[0],
+        children[1],
+        indptr,
+        entries(tree.weight_index, other.weight_index),
+        entries(tree.weight_value, other.weight_value),
+        copies(other.bias, tree.bias),
+        value,
+        copies(other.n_node_samples, tree.n_node_samples),
+        n_features=tree.n_features,
+        weight_missing=entries(tree.weight_missing, other.weight_missing),
+    )
+    return grafted, copies(np.asarray(other_steepness, dtype=np.float64), steepness)
+
+
+def _with_training_statistics(tree, X, y, row_weight, leaves):
+    """``tree`` with ``n_node_samples`` and internal values from hard routing of the
+    training rows, as :func:`to_oblique_tree` sets them (leaf values kept)."""
+    reached = traversal.apply(ObliqueForest.from_trees([tree], validate=False), X, 1)[:, 0]
+    internal = np.flatnonzero(tree.children_left >= 0)
+    parent = np.full(tree.node_count, -1, dtype=np.int64)
+    parent[tree.children_left[internal]] = internal
+    parent[tree.children_right[internal]] = internal
+    weight, sums = leaves.node_sums(np.ascontiguousarray(reached), parent, y, row_weight)
+    tree.n_node_samples = np.ascontiguousarray(weight)
+    _set_internal_values(tree, internal, weight, sums, parent, leaves)
+    return tree

@@ -1,0 +1,117 @@
+"""A constrained E2EDT regressor's free tree (``e2edt.training._with_free_tree``).
+
+The stored tree is the constrained tree ``T`` with a copy of the free-input
+tree ``F`` grafted under every leaf (:func:`graft_sum`): its prediction must
+be ``T``'s plus ``F``'s exactly, under hard and soft routing, with NaN
+terms too, and ``F``'s copies must carry no weight on a constrained input.
+"""
+
+import numpy as np
+import pytest
+from scipy import sparse
+
+from obliquetrees import E2EDTRegressor
+from obliquetrees._core import traversal
+from obliquetrees._core.forest import ObliqueForest
+from obliquetrees._core.soft import soft_predict
+from obliquetrees._core.tree import ObliqueTree
+from obliquetrees.e2edt import training
+from obliquetrees.e2edt.training import graft_sum
+from tests._helpers import model_violation, monotone_problem
+
+
+def _random_tree(rng, n_splits, n_features, n_outputs):
+    """A random tree (parents before children) with sparse weights and NaN terms,
+    and a random steepness per node."""
+    left, right = [-1], [-1]
+    for _ in range(n_splits):
+        leaf = rng.choice(np.flatnonzero(np.array(left) < 0))
+        left[leaf], right[leaf] = len(left), len(left) + 1
+        left += [-1, -1]
+        right += [-1, -1]
+    n_nodes = len(left)
+    weights = rng.normal(size=(n_nodes, n_features)) * (rng.random((n_nodes, n_features)) < 0.6)
+    missing = rng.normal(size=(n_nodes, n_features)) * (weights != 0)
+    tree = ObliqueTree.from_dense(
+        left,
+        right,
+        weights,
+        rng.normal(size=n_nodes),
+        rng.normal(size=(n_nodes, n_outputs)),
+        rng.uniform(1, 5, size=n_nodes),
+        missing=missing,
+    )
+    return tree, rng.uniform(0.2, 3.0, size=n_nodes)
+
+
+def _hard(tree, X):
+    return traversal.predict_value(ObliqueForest.from_trees([tree]), X, 1)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_grafted_tree_predicts_the_sum_of_its_two_trees(seed):
+    rng = np.random.default_rng(seed)
+    n_features, n_outputs = 6, 1 + seed % 2
+    tree, steep = _random_tree(rng, rng.integers(0, 12), n_features, n_outputs)
+    other, other_steep = _random_tree(rng, rng.integers(0, 8), n_features, n_outputs)
+    grafted, grafted_steep = graft_sum(tree, steep, other, other_steep)
+    grafted.check_invariants()
+    assert grafted.n_leaves == tree.n_leaves * other.n_leaves
+    assert grafted.max_depth <= tree.max_depth + other.max_depth
+    X = rng.normal(size=(500, n_features))
+    X[rng.random(X.shape) < 0.2] = np.nan
+    assert np.array_equal(_hard(grafted, X), _hard(tree, X) + _hard(other, X))
+    soft_sum = soft_predict(tree, X, tree.value, steep) + soft_predict(
+        other, X, other.value, other_steep
+    )
+    soft = soft_predict(grafted, X, grafted.value, grafted_steep)
+    np.testing.assert_allclose(soft, soft_sum, rtol=0, atol=1e-12)
+
+
+def _regressor(**params):
+    fast = dict(max_depth=4, max_epochs=4, finetune_epochs=4, batch_size=64, random_state=0)
+    return E2EDTRegressor(**{**fast, **params})
+
+
+def _problem(seed, **kw):
+    """:func:`monotone_problem` with at least one free input."""
+    X, y, labels, cst = monotone_problem(seed, **kw)
+    if np.all(cst != 0):
+        cst[0] = 0
+    return X, y, labels, cst
+
+
+@pytest.mark.parametrize("routing", ["soft", "hard"])
+@pytest.mark.parametrize("as_sparse", [False, True])
+def test_a_constrained_regressor_stores_its_tree_plus_a_free_tree(routing, as_sparse, monkeypatch):
+    """The stored tree is :func:`graft_sum` of a constrained tree and a tree with no weight
+    on a constrained input, and is monotone (dense with NaN, and CSR input)."""
+    X, y, _, cst = _problem(3, n=300, nan_rows=0.0 if as_sparse else 0.1)
+    if as_sparse:
+        X[np.abs(X) < 0.5] = 0.0
+    grafts = []
+
+    def recording_graft(*args):
+        grafts.append((args, graft_sum(*args)))
+        return grafts[-1][1]
+
+    monkeypatch.setattr(training, "graft_sum", recording_graft)
+    model = _regressor(monotonic_cst=cst, routing=routing)
+    model.fit(sparse.csr_matrix(X) if as_sparse else X, y)
+    (((tree, _, other, _), (grafted, steepness)),) = grafts
+    assert other.n_leaves > 1 and tree.n_leaves > 1
+    assert not np.any(other.dense_weights()[:, cst != 0])
+    stored = model.trees_[0]
+    assert np.array_equal(stored.children_left, grafted.children_left)
+    assert np.array_equal(stored.value[stored.is_leaf], grafted.value[grafted.is_leaf])
+    assert np.array_equal(model.steepness_[0], steepness)
+    assert model_violation(model, X, cst, n_lines=200) <= 1e-12
+
+
+def test_no_free_tree_without_a_free_input_or_a_constrained_one(monkeypatch):
+    """All inputs constrained, or none (all zeros fit as unconstrained): one tree, no graft."""
+    X, y, _, cst = _problem(4, n=200)
+    monkeypatch.setattr(training, "graft_sum", None)  # calling it would fail
+    for constraint in (np.where(cst == 0, 1, cst), np.zeros_like(cst)):
+        model = _regressor(monotonic_cst=constraint).fit(X, y)
+        assert model.trees_[0].max_depth <= 4
