@@ -80,7 +80,7 @@ FREE_TREE_STREAM = 3
 #: Largest depth of a constrained regressor's tree of the free inputs
 #: (:func:`_with_free_tree`; None: no free tree), chosen on validation parts
 #: (``benchmarks/results/monotonic_defaults_e2edt-free-depth.md``).
-FREE_TREE_DEPTH = 3
+FREE_TREE_DEPTH = 6
 #: Backfitting rounds of the constrained tree and the free tree (the study's two).
 BACKFIT_ROUNDS = 2
 
