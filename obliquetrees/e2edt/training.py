@@ -899,7 +899,7 @@ def _with_free_tree(
                 scale,
                 params,
                 _round_seed(seed, 2 * k),
-                progress_label,
+                _extra_label(progress_label, f"constrained tree, round {k + 1}"),
                 sign,
             )
         residual = raw - _tree_output(tree, steepness, X, params.soft_routing)
@@ -914,7 +914,7 @@ def _with_free_tree(
             scale[free],
             free_params,
             _round_seed(seed, 2 * k + 1),
-            progress_label,
+            _extra_label(progress_label, f"free tree, round {k + 1}"),
             None,
         )
     grafted, grafted_steepness = graft_sum(
@@ -929,8 +929,13 @@ def _round_seed(seed, k):
     return int(generator(seed, FREE_TREE_STREAM, k).integers(1 << 62))
 
 
+def _extra_label(progress_label, fit):
+    """The progress label of an extra fit (None: no progress lines)."""
+    return None if progress_label is None else f"{progress_label} ({fit})"
+
+
 def _tree_output(tree, steepness, X, soft_routing):
-    """One stored tree's column-0 output of ``X``: soft routing with ``steepness``, or hard.
+    """One stored tree's output of ``X``, (n, n_outputs): soft routing with ``steepness``, or hard.
 
     On one thread (trees may train in parallel).
     """
@@ -975,8 +980,8 @@ def graft_sum(tree, steepness, other, other_steepness):
     the copy under the ``b``-th leaf holds ``other``'s nodes ``1..`` as the
     block starting at ``tree.node_count + b * (other.node_count - 1)``, so
     parents still come before their children. Internal values and
-    ``n_node_samples`` are set as :func:`_with_training_statistics` sets them
-    (here: ``tree``'s leaf values and weights, copied).
+    ``n_node_samples`` are copied (a copy's nodes take ``other``'s);
+    :func:`_with_training_statistics` recomputes them from training rows.
 
     Returns
     -------
@@ -994,18 +999,20 @@ def graft_sum(tree, steepness, other, other_steepness):
     )
 
     def copies(per_node, of_tree):
-        out = np.empty((n_nodes,) + per_node.shape[1:], dtype=per_node.dtype)
+        """``of_tree``'s rows, then ``per_node`` (``other``'s nodes, or (copy, node)) at ``ids``."""
+        of_tree = np.asarray(of_tree)
+        out = np.empty((n_nodes,) + of_tree.shape[1:], dtype=of_tree.dtype)
         out[:n_tree] = of_tree
         out[ids] = per_node
         return out
 
-    children = []
-    for child in (other.children_left, other.children_right):
-        mapped = np.where(child >= 0, ids[:, np.maximum(child, 0)], -1)
-        out = np.empty(n_nodes, dtype=np.int64)
-        out[:n_tree] = tree.children_left if not children else tree.children_right
-        out[ids] = mapped
-        children.append(out)
+    left, right = (
+        copies(np.where(child >= 0, ids[:, np.maximum(child, 0)], -1), of_tree)
+        for child, of_tree in (
+            (other.children_left, tree.children_left),
+            (other.children_right, tree.children_right),
+        )
+    )
     value = copies(other.value, tree.value)
     value[ids] += tree.value[leaves][:, None, :]
     # the CSR weights: every node's entries in its own order, nodes by id
@@ -1025,8 +1032,8 @@ def graft_sum(tree, steepness, other, other_steepness):
         return np.concatenate([a, np.tile(b, leaves.shape[0])])[order]
 
     grafted = ObliqueTree(
-        children[0],
-        children[1],
+        left,
+        right,
         indptr,
         entries(tree.weight_index, other.weight_index),
         entries(tree.weight_value, other.weight_value),
@@ -1036,7 +1043,7 @@ def graft_sum(tree, steepness, other, other_steepness):
         n_features=tree.n_features,
         weight_missing=entries(tree.weight_missing, other.weight_missing),
     )
-    return grafted, copies(np.asarray(other_steepness, dtype=np.float64), steepness)
+    return grafted, copies(other_steepness, np.asarray(steepness, dtype=np.float64))
 
 
 def _with_training_statistics(tree, X, y, row_weight, leaves):
