@@ -1,8 +1,11 @@
 """Whether a constrained single tree plus a tree on the free features removes the constraint cost.
 
-A study for issue 41, not a model of the package. ``results/monotonic.md``
-shows constrained single trees (``E2EDTRegressor``, ``SoftTreeRegressor``)
-losing more than the 1-point bar where the forests lose nothing, and stop
+A study for issue 41; since then ``E2EDTRegressor``'s constrained model
+(:func:`obliquetrees.e2edt.training._with_free_tree`, its depth chosen in
+``results/monotonic_defaults_e2edt-free-depth.md``), a study still for the
+soft tree. ``results/monotonic.md`` showed constrained single trees
+(``E2EDTRegressor``, ``SoftTreeRegressor``) losing more than the 1-point
+bar where the forests lose nothing, and stop
 61 traced it to the ordering itself: at an ordered split every leaf on one
 side must stay below every leaf on the other, so the part of the target
 that varies with the free features alone (the synthetic set's ``x1 x3``)
