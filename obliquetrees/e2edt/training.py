@@ -289,21 +289,9 @@ def _fit_one_tree(
     if free is None:
         return fitted
     return _with_free_tree(
-        fitted,
-        X,
-        Z,
-        y,
-        sample_weight,
-        row_weight,
-        leaves,
-        mean,
-        scale,
-        params,
-        seed,
-        progress_label,
-        sign,
-        free,
-    )
+        fitted, X, Z, y, sample_weight, row_weight, leaves, mean, scale, params, seed,
+        progress_label, sign, free,
+    )  # fmt: skip
 
 
 def _grow_and_finetune(
@@ -836,21 +824,9 @@ def free_columns(sign, leaves):
 
 
 def _with_free_tree(
-    fitted,
-    X,
-    Z,
-    y,
-    sample_weight,
-    row_weight,
-    leaves,
-    mean,
-    scale,
-    params,
-    seed,
-    progress_label,
-    sign,
-    free,
-):
+    fitted, X, Z, y, sample_weight, row_weight, leaves, mean, scale, params, seed,
+    progress_label, sign, free,
+):  # fmt: skip
     """A constrained regressor's tree plus a tree of the free inputs, as one tree.
 
     Ours (issue 41; ``benchmarks/monotone_additive.py`` is the study). An
