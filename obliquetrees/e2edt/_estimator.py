@@ -355,18 +355,9 @@ class _BaseE2EDT(BaseObliqueForest):
         ``rule`` is "hard" (the deterministic tree) or "soft" (the
         probabilistic model with the final steepness).
         """
-        if rule == "hard":
-            from obliquetrees._core import traversal
-            from obliquetrees._core.forest import ObliqueForest
+        from obliquetrees.e2edt.training import tree_output  # numba is imported on first use
 
-            one_tree = ObliqueForest.from_trees([tree], validate=False)
-            return traversal.predict_value(one_tree, X, self._n_threads())
-        # numba is imported on first use
-        from obliquetrees._core._jit import numba_threads
-        from obliquetrees._core.soft import soft_predict
-
-        with numba_threads(self._n_threads()):  # results do not depend on it
-            return soft_predict(tree, X, tree.value, steepness=steepness)
+        return tree_output(tree, steepness, X, rule, self._n_threads())
 
     def _set_oob_score(self, X, y):
         """The out-of-bag attributes from each tree's bootstrap.

@@ -731,13 +731,7 @@ def to_oblique_tree(tt, X, y, row_weight, leaves, mean, scale, soft_routing=Fals
     value = np.zeros((n_nodes, leaves.n_outputs))
     tree = ObliqueTree.from_dense(tt.left, tt.right, weights, bias, value, np.zeros(n_nodes))
     tree = fold_standardization(tree, mean, scale)
-    # hard-routed statistics of the training data: leaves through the shared traversal
-    reached = traversal.apply(ObliqueForest.from_trees([tree], validate=False), X, 1)[:, 0]
-    parent = np.full(n_nodes, -1, dtype=np.int64)
-    parent[tt.left[tt.split_nodes]] = tt.split_nodes
-    parent[tt.right[tt.split_nodes]] = tt.split_nodes
-    weight, sums = leaves.node_sums(np.ascontiguousarray(reached), parent, y, row_weight)
-    tree.n_node_samples = np.ascontiguousarray(weight)
+    weight, sums, parent = _hard_routed_statistics(tree, X, y, row_weight, leaves)
     leaf = tt.leaf_nodes
     values = leaves.leaf_values(tt.pi, weight[leaf], sums[leaf])
     # monotonic constraints: the stored leaves ordered, weighted by their hard-routed rows
@@ -749,6 +743,24 @@ def to_oblique_tree(tt, X, y, row_weight, leaves, mean, scale, soft_routing=Fals
     tree.value[leaf] = values
     _set_internal_values(tree, tt.split_nodes, weight, sums, parent, leaves)
     return tree, steepness
+
+
+def _hard_routed_statistics(tree, X, y, row_weight, leaves):
+    """``(weight, sums, parent)`` per node of ``tree`` from hard routing of the training rows.
+
+    ``weight`` and ``sums`` are :meth:`node_sums` of the leaf model (the rows
+    reach their leaves through the shared traversal); ``weight`` also
+    becomes ``tree.n_node_samples``. ``parent`` is every node's parent (-1:
+    the root).
+    """
+    reached = traversal.apply(ObliqueForest.from_trees([tree], validate=False), X, 1)[:, 0]
+    internal = np.flatnonzero(tree.children_left >= 0)
+    parent = np.full(tree.node_count, -1, dtype=np.int64)
+    parent[tree.children_left[internal]] = internal
+    parent[tree.children_right[internal]] = internal
+    weight, sums = leaves.node_sums(np.ascontiguousarray(reached), parent, y, row_weight)
+    tree.n_node_samples = np.ascontiguousarray(weight)
+    return weight, sums, parent
 
 
 def _set_internal_values(tree, split_nodes, weight, sums, parent, leaves):
@@ -847,6 +859,7 @@ def _with_free_tree(
     :func:`graft_sum` makes, exact under hard and soft routing.
     """
     raw = y * leaves.scale + leaves.mean  # the targets in raw units
+    rule = "soft" if params.soft_routing else "hard"
     free_params = replace(
         params,
         max_depth=min(params.max_depth, FREE_TREE_DEPTH),
@@ -863,7 +876,7 @@ def _with_free_tree(
     free_tree = free_steepness = None
     for k in range(BACKFIT_ROUNDS):
         if free_tree is not None:  # T refitted to what F leaves
-            target = raw - _tree_output(free_tree, free_steepness, X_free, params.soft_routing)
+            target = raw - tree_output(free_tree, free_steepness, X_free, rule)
             tree_leaves = leaf_model(target, None, sample_weight)
             tree, steepness = _grow_and_finetune(
                 X,
@@ -878,7 +891,7 @@ def _with_free_tree(
                 _extra_label(progress_label, f"constrained tree, round {k + 1}"),
                 sign,
             )
-        residual = raw - _tree_output(tree, steepness, X, params.soft_routing)
+        residual = raw - tree_output(tree, steepness, X, rule)
         free_leaves = leaf_model(residual, None, sample_weight)
         free_tree, free_steepness = _grow_and_finetune(
             X_free,
@@ -910,17 +923,20 @@ def _extra_label(progress_label, fit):
     return None if progress_label is None else f"{progress_label} ({fit})"
 
 
-def _tree_output(tree, steepness, X, soft_routing):
-    """One stored tree's output of ``X``, (n, n_outputs): soft routing with ``steepness``, or hard.
+def tree_output(tree, steepness, X, rule, n_threads=1):
+    """One stored tree's leaf values of ``X`` under ``rule``, shape (n, n_outputs).
 
-    On one thread (trees may train in parallel).
+    ``rule`` is "hard" (the deterministic tree) or "soft" (the probabilistic
+    model with the final ``steepness``). One thread by default: trees may
+    train in parallel.
     """
-    if soft_routing:
-        from obliquetrees._core.soft import soft_predict
+    if rule == "hard":
+        forest = ObliqueForest.from_trees([tree], validate=False)
+        return traversal.predict_value(forest, X, n_threads)
+    from obliquetrees._core.soft import soft_predict
 
-        with numba_threads(1):
-            return soft_predict(tree, X, tree.value, steepness=steepness)
-    return traversal.predict_value(ObliqueForest.from_trees([tree], validate=False), X, 1)
+    with numba_threads(n_threads):  # results do not depend on it
+        return soft_predict(tree, X, tree.value, steepness=steepness)
 
 
 def _on_columns(tree, columns, n_features):
@@ -1025,12 +1041,8 @@ def graft_sum(tree, steepness, other, other_steepness):
 def _with_training_statistics(tree, X, y, row_weight, leaves):
     """``tree`` with ``n_node_samples`` and internal values from hard routing of the
     training rows, as :func:`to_oblique_tree` sets them (leaf values kept)."""
-    reached = traversal.apply(ObliqueForest.from_trees([tree], validate=False), X, 1)[:, 0]
-    internal = np.flatnonzero(tree.children_left >= 0)
-    parent = np.full(tree.node_count, -1, dtype=np.int64)
-    parent[tree.children_left[internal]] = internal
-    parent[tree.children_right[internal]] = internal
-    weight, sums = leaves.node_sums(np.ascontiguousarray(reached), parent, y, row_weight)
-    tree.n_node_samples = np.ascontiguousarray(weight)
-    _set_internal_values(tree, internal, weight, sums, parent, leaves)
+    weight, sums, parent = _hard_routed_statistics(tree, X, y, row_weight, leaves)
+    _set_internal_values(
+        tree, np.flatnonzero(tree.children_left >= 0), weight, sums, parent, leaves
+    )
     return tree
