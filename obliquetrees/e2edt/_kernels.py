@@ -33,7 +33,8 @@ sample order, so results are reproducible bit for bit.
 
 Path probabilities are products of split probabilities computed from
 ``E = exp(-gamma |a|)`` without cancellation in either tail; a sample whose
-products underflow is redone in log space with the stable
+total underflows (below the smallest normal double, :data:`SMALLEST_TOTAL`)
+is redone in log space with the stable
 ``log sigma(z) = min(z, 0) - log1p(exp(-|z|))``. No clamping is needed and
 nothing divides by zero (E-step rows whose labels have zero probability in
 every leaf fall back to the label-free path posterior; empty leaves keep
@@ -73,6 +74,11 @@ __all__ = ["leaf_m_step", "update_leaves"]  # re-exported: the M-steps live with
 CHUNK = 256
 #: Gradient factors below this magnitude are stored as 0 (no denormals).
 TINY = 1e-30
+#: The smallest E-step total ``sum_l pi_l[y] mu_l`` normalised by its reciprocal: the
+#: smallest normal double. Below it (a subnormal) the reciprocal can overflow to inf and
+#: turn the responsibilities into inf and NaN, so the sample is redone in log space as
+#: one whose total underflows to 0 (seen with Gaussian leaves of precision 361 at depth 10).
+SMALLEST_TOTAL = float(np.finfo(np.float64).tiny)
 
 
 @jit
@@ -138,7 +144,8 @@ def e_step(A, E, gamma, left, right, split_col, leaf_col, pi, y, sw, h, counts):
     Sample-major loops inside a node loop: path probabilities are products of
     split probabilities, level by level from the root (parents precede
     children), each node's product computed for a chunk of samples at once. A
-    sample whose total ``sum_l pi_l[y] mu_l`` underflows to 0 is redone in log
+    sample whose total ``sum_l pi_l[y] mu_l`` underflows (to 0 or below
+    :data:`SMALLEST_TOTAL`, whose reciprocal can overflow) is redone in log
     space; one whose label has probability 0 in every leaf gets the label-free
     path posterior ``h = mu``.
 
@@ -261,11 +268,11 @@ def _estep_chunk(
     rescue = np.empty(n_leaves)
     for q in range(m):
         r = r0 + q
-        if tot[q] > 0.0:
+        if tot[q] >= SMALLEST_TOTAL:
             loglik += swc[q] * np.log(tot[q])
             tot[q] = 1.0 / tot[q]
         else:
-            # underflow or impossible label: redo the sample in log space
+            # underflow (to 0 or a subnormal) or impossible label: redo the sample in log space
             tot[q] = 1.0
             if _estep_log_row(A, gamma, left, right, split_col, leaf_col, pi, y, r, rescue):
                 if sw[r] > 0.0:

@@ -22,7 +22,7 @@ from obliquetrees._training.leaf_models import (
     leaf_likelihood,
     leaf_log_likelihood,
 )
-from obliquetrees.e2edt._kernels import _split_probs
+from obliquetrees.e2edt._kernels import SMALLEST_TOTAL, _split_probs
 from obliquetrees.e2edt._simd import block_dot, block_dot_pair, four_sum_dot
 
 #: Minibatch positions :func:`pruned_em_batch` takes through the tree together.
@@ -124,9 +124,9 @@ def _pruned_rows(Z, rows, q0, q1, route, batch, loglik, scratch):
             node = visit[k]
             if split_col[node] < 0:
                 total += H[node]
-        if total > 0.0:
+        if total >= SMALLEST_TOTAL:
             loglik += sw[r] * np.log(total)
-        else:  # underflow or impossible label: log space
+        else:  # underflow (to 0 or a subnormal) or impossible label: log space
             nv = _pruned_route(Z, r, q, route, log_eps, pi, y, True, scratch)
             top = -np.inf
             for k in range(nv):
@@ -239,7 +239,8 @@ def pruned_em_batch(
     subtrees carry no responsibility and no gradient, which is exact when
     routing is hard (every pruned subtree has ``mu < eps``). Products of
     probabilities as in :func:`e_step`; a sample whose visited terms
-    ``pi_l[y] mu_l`` all underflow is redone in log space (and one whose
+    ``pi_l[y] mu_l`` underflow (their sum below ``SMALLEST_TOTAL``) is redone
+    in log space (and one whose
     label is impossible in every visited leaf gets the path posterior).
 
     The row-wise form (``rowwise=True``, :func:`_pruned_rows`) takes the
@@ -420,7 +421,7 @@ def pruned_em_batch(
                 il += goes[e - k0] >> 1
         rescue = False
         for q in range(m):
-            if not total[q] > 0.0:
+            if not total[q] >= SMALLEST_TOTAL:
                 rescue = True
         if rescue:  # underflow or impossible label in the block: the row-wise kernel
             loglik, nv = _pruned_rows(Z, rows, s0, s0 + m, route, batch, loglik, scratch)

@@ -88,6 +88,24 @@ def test_e_step_matches_reference(seed, scale):
     assert np.all(np.isfinite(h))
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_e_step_rescues_subnormal_totals_in_log_space(seed):
+    """Totals ``sum_l pi_l[y] mu_l`` that are subnormal, not 0, have a reciprocal that
+    overflows to inf: such samples are redone in log space too (finite, the reference's)."""
+    _, (left, right, split_col, leaf_col), A, gamma, pi, y, sw = _problem(seed)
+    pi = np.full_like(pi, 1e-309)  # every total is 1e-309 * sum_l mu_l: subnormal
+    At = np.ascontiguousarray(A.T)
+    Ex = K.steep_activations(At, gamma)
+    h = np.empty((pi.shape[0], A.shape[0]))
+    counts = np.zeros_like(pi)
+    loglik = K.e_step(At, Ex, gamma, left, right, split_col, leaf_col, pi, y, sw, h, counts)
+    h_ref, counts_ref, loglik_ref = ref.e2edt_e_step(A, gamma, left, right, split_col, pi, y, sw)
+    assert np.all(np.isfinite(h))
+    np.testing.assert_allclose(h.T, h_ref, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(counts, counts_ref, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(loglik, loglik_ref, rtol=1e-9)
+
+
 def test_e_step_impossible_label_falls_back_to_path_posterior():
     _, (left, right, split_col, leaf_col), A, gamma, pi, y, sw = _problem(0)
     pi[:, 0] = 0.0
@@ -583,12 +601,16 @@ def test_pruned_em_batch_without_gradient_and_impossible_labels():
     assert np.all(gb == 0.0)
 
 
-def test_pruned_em_batch_rescues_underflow_in_log_space():
-    """Products ``pi_l[y] mu_l`` that all underflow to 0: the sample is redone in log space."""
+# 5e-324, the smallest double, times a path probability below 1/2 rounds to 0; 1e-309
+# gives subnormal totals, whose reciprocal overflows to inf
+@pytest.mark.parametrize("leaf_probability", [5e-324, 1e-309])
+def test_pruned_em_batch_rescues_underflow_in_log_space(leaf_probability):
+    """Products ``pi_l[y] mu_l`` whose sum underflows to 0 or to a subnormal: the sample
+    is redone in log space."""
     rng, (left, right, split_col, leaf_col), X, W, b, gamma, pi, y, sw, fp, fi = _pruned_problem(2)
-    W *= 0.01  # soft routing: every path probability below 1/2 ...
+    W *= 0.01  # soft routing: every path probability below 1/2
     b *= 0.01
-    pi = np.full_like(pi, 5e-324)  # ... times the smallest double rounds to 0
+    pi = np.full_like(pi, leaf_probability)
     rows = np.arange(X.shape[0], dtype=np.int64)
     coef = sw / sw.sum()
     counts = np.zeros_like(pi)
