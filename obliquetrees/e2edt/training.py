@@ -764,16 +764,23 @@ def _hard_routed_statistics(tree, X, y, row_weight, leaves):
 
 
 def _set_internal_values(tree, split_nodes, weight, sums, parent, leaves):
-    """The value of every node of ``split_nodes`` (parents first): the leaf model's
-    value of its hard-routed rows, its parent's when none reaches it."""
-    for node in split_nodes:
-        total = weight[node]
-        if total > 0:
-            tree.value[node] = leaves.sums_value(sums[node], total)
-        elif parent[node] >= 0:  # no training sample reaches it
-            tree.value[node] = tree.value[parent[node]]
-        else:
-            tree.value[node] = leaves.fallback_value()
+    """The value of every node of ``split_nodes``: the leaf model's value of its
+    hard-routed rows; when none reaches it, its nearest reached ancestor's (the
+    leaf model's fallback when that would be above the root)."""
+    reached = weight[split_nodes] > 0
+    nodes = split_nodes[reached]
+    tree.value[nodes] = leaves.sums_value(sums[nodes], weight[nodes][:, None])
+    # The rows reaching a node reach its parent, so an empty node's ancestors are
+    # empty up to a reached one: climb one level per pass (depth passes, not nodes).
+    empty = split_nodes[~reached]
+    ancestor = parent[empty]
+    climbing = (ancestor >= 0) & ~(weight[np.maximum(ancestor, 0)] > 0)
+    while climbing.any():
+        ancestor[climbing] = parent[ancestor[climbing]]
+        climbing = (ancestor >= 0) & ~(weight[np.maximum(ancestor, 0)] > 0)
+    found = ancestor >= 0
+    tree.value[empty[found]] = tree.value[ancestor[found]]
+    tree.value[empty[~found]] = leaves.fallback_value()
 
 
 def _soft_least_squares(tt, tree, steepness, X, y, row_weight, leaves, values):

@@ -690,3 +690,39 @@ def test_finetune_schedule_fields_replace_steepness_increase_and_learning_rate()
     for name in ("W", "b", "pi", "gamma"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
     assert not np.array_equal(a.W, base.W)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("classes", [False, True])
+def test_internal_values_follow_the_rule_node_by_node(seed, classes):
+    """Every internal node: the leaf model's value of its hard-routed rows, or, when no
+    weighted row reaches it, its parent's (the fallback at the root), as a walk from the
+    root computes it (zero weights and empty subtrees included; seed 0: an empty tree)."""
+    from obliquetrees._training.leaf_models import leaf_model
+
+    rng = np.random.default_rng(seed)
+    tree = ref.random_tree(rng, 3, n_outputs=3 if classes else 2, max_depth=6)
+    while tree.node_count < 7:
+        tree = ref.random_tree(rng, 3, n_outputs=3 if classes else 2, max_depth=6)
+    left, right = tree.children_left, tree.children_right
+    internal = np.flatnonzero(left >= 0)
+    parent = np.full(tree.node_count, -1, dtype=np.int64)
+    parent[left[internal]] = internal
+    parent[right[internal]] = internal
+    n = 40
+    leaf = rng.choice(np.flatnonzero(left < 0)[::3], n)  # whole subtrees get no row
+    sw = rng.uniform(0.0, 2.0, n) * (rng.random(n) < 0.6) * (seed != 0)
+    y = rng.integers(0, 3, n) if classes else rng.normal(size=(n, 2))
+    model = leaf_model(y, 3 if classes else None, np.ones(n))
+    weight, sums = model.node_sums(leaf, parent, y, sw)
+    assert (weight[internal] == 0).any()
+    E._set_internal_values(tree, internal, weight, sums, parent, model)
+
+    def walk(node, inherited):
+        own = model.sums_value(sums[node], weight[node]) if weight[node] > 0 else inherited
+        if left[node] >= 0:
+            np.testing.assert_array_equal(tree.value[node], own)
+            walk(left[node], own)
+            walk(right[node], own)
+
+    walk(0, np.broadcast_to(model.fallback_value(), tree.value.shape[1:]))
