@@ -715,7 +715,8 @@ def to_oblique_tree(tt, X, y, row_weight, leaves, mean, scale, soft_routing=Fals
     class distributions ``pi``, or the mean target of the training rows
     that hard routing sends to the leaf); internal ``value`` and
     ``n_node_samples`` from hard routing of the training data ``X``. Returns
-    the tree and the final steepness of every node (0 at leaves).
+    the tree and the final steepness of every node (0 at leaves). A split
+    weight or bias that training left non-finite raises ``ValueError``.
 
     Under monotonic constraints the leaves are ordered
     (:meth:`TrainingTree.order_leaves`), and a regressor's with
@@ -723,6 +724,12 @@ def to_oblique_tree(tt, X, y, row_weight, leaves, mean, scale, soft_routing=Fals
     (:func:`_soft_least_squares`).
     """
     leaves = as_leaf_model(leaves)
+    if not (np.isfinite(tt.W).all() and np.isfinite(tt.b).all()):
+        # said here: folding into raw units would report it as an overflow of X's scale
+        raise ValueError(
+            "E2EDT training diverged (non-finite split weights after finetuning); "
+            "lower learning_rate."
+        )
     n_nodes = tt.left.shape[0]
     weights = np.zeros((n_nodes, tt.W.shape[1]))
     weights[tt.split_nodes] = tt.W

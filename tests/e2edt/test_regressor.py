@@ -453,6 +453,25 @@ def test_failed_fit_leaves_the_estimator_unchanged(problem, monkeypatch):
     assert pickle.dumps(reg) == before
 
 
+def test_diverged_training_is_a_clear_error_and_leaves_the_estimator_unchanged(
+    problem, monkeypatch
+):
+    """Non-finite split weights after finetuning: "diverged", not an overflow of X's scale."""
+    X, y = problem
+    reg = E2EDTRegressor(**FAST).fit(X, y)
+    before = pickle.dumps(reg)
+    step = E._adam_step
+
+    def diverging_step(tt, *args):
+        step(tt, *args)
+        tt.W[0, 0] = np.nan
+
+    monkeypatch.setattr(E, "_adam_step", diverging_step)
+    with pytest.raises(ValueError, match="diverged.*lower learning_rate"):
+        reg.fit(X, -y)
+    assert pickle.dumps(reg) == before
+
+
 def test_pickle_roundtrip(problem):
     X, y = problem
     reg = E2EDTRegressor(**FAST, routing="soft").fit(X, y)
