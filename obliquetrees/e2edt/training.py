@@ -59,6 +59,7 @@ from obliquetrees._training.monotonic import (
 from obliquetrees.e2edt import _kernels as K
 from obliquetrees.e2edt import _pruned_kernels as PK
 from obliquetrees.e2edt import _sparse as S
+from obliquetrees.e2edt._graft import graft_soft_predict, graft_sum, split_graft
 from obliquetrees.e2edt._greedy import (  # noqa: F401  (grow_greedy & co: public here)
     draw_features,
     grid_adjacency,
@@ -941,15 +942,19 @@ def tree_output(tree, steepness, X, rule, n_threads=1):
     """One stored tree's leaf values of ``X`` under ``rule``, shape (n, n_outputs).
 
     ``rule`` is "hard" (the deterministic tree) or "soft" (the probabilistic
-    model with the final ``steepness``). One thread by default: trees may
-    train in parallel.
+    model with the final ``steepness``; a grafted tree, :func:`graft_sum`,
+    through its two parts, :func:`~obliquetrees.e2edt._graft.split_graft`).
+    One thread by default: trees may train in parallel.
     """
     if rule == "hard":
         forest = ObliqueForest.from_trees([tree], validate=False)
         return traversal.predict_value(forest, X, n_threads)
     from obliquetrees._core.soft import soft_predict
 
+    graft = split_graft(tree, steepness)
     with numba_threads(n_threads):  # results do not depend on it
+        if graft is not None:
+            return graft_soft_predict(graft, X)
         return soft_predict(tree, X, tree.value, steepness=steepness)
 
 
@@ -968,88 +973,6 @@ def _on_columns(tree, columns, n_features):
         depth=tree.depth,
         weight_missing=tree.weight_missing,
     )
-
-
-def graft_sum(tree, steepness, other, other_steepness):
-    """One tree whose prediction is ``tree``'s plus ``other``'s, under hard and soft routing.
-
-    Under every leaf ``l`` of ``tree`` (value ``v_l``) hangs a copy of
-    ``other`` whose leaf values are shifted by ``v_l``; the copy's splits
-    keep ``other``'s weights and steepness. A row's path to a grafted leaf
-    ``(l, k)`` is its path to ``l`` followed by its path to ``other``'s leaf
-    ``k``, so hard routing reaches ``v_l + u_k``, and under soft routing its
-    probability is ``p_l q_k``; both trees' leaf probabilities sum to 1, so
-    the soft prediction is ``sum_l p_l v_l + sum_k q_k u_k``, exactly up to
-    rounding. Leaves multiply: ``tree.n_leaves * other.n_leaves``.
-
-    Node ids: ``tree``'s keep theirs (leaf ``l`` becomes its copy's root);
-    the copy under the ``b``-th leaf holds ``other``'s nodes ``1..`` as the
-    block starting at ``tree.node_count + b * (other.node_count - 1)``, so
-    parents still come before their children. Internal values and
-    ``n_node_samples`` are copied (a copy's nodes take ``other``'s);
-    :func:`_with_training_statistics` recomputes them from training rows.
-
-    Returns
-    -------
-    grafted : ObliqueTree
-    grafted_steepness : ndarray (n_nodes,)
-    """
-    n_tree, n_other = tree.node_count, other.node_count
-    leaves = np.flatnonzero(tree.children_left < 0)
-    n_nodes = n_tree + leaves.shape[0] * (n_other - 1)
-    # ids[b, k]: the id of other's node k in the copy under the b-th leaf
-    ids = np.empty((leaves.shape[0], n_other), dtype=np.int64)
-    ids[:, 0] = leaves
-    ids[:, 1:] = (
-        n_tree + (n_other - 1) * np.arange(leaves.shape[0])[:, None] + np.arange(n_other - 1)
-    )
-
-    def copies(per_node, of_tree):
-        """``of_tree``'s rows, then ``per_node`` (``other``'s nodes, or (copy, node)) at ``ids``."""
-        of_tree = np.asarray(of_tree)
-        out = np.empty((n_nodes,) + of_tree.shape[1:], dtype=of_tree.dtype)
-        out[:n_tree] = of_tree
-        out[ids] = per_node
-        return out
-
-    left, right = (
-        copies(np.where(child >= 0, ids[:, np.maximum(child, 0)], -1), of_tree)
-        for child, of_tree in (
-            (other.children_left, tree.children_left),
-            (other.children_right, tree.children_right),
-        )
-    )
-    value = copies(other.value, tree.value)
-    value[ids] += tree.value[leaves][:, None, :]
-    # the CSR weights: every node's entries in its own order, nodes by id
-    tree_counts, other_counts = tree.weight_counts(), other.weight_counts()
-    counts = copies(other_counts, tree_counts)
-    indptr = np.zeros(n_nodes + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    owner = np.concatenate(
-        [
-            np.repeat(np.arange(n_tree), tree_counts),
-            ids[:, np.repeat(np.arange(n_other), other_counts)].ravel(),
-        ]
-    )
-    order = np.argsort(owner, kind="stable")
-
-    def entries(a, b):
-        return np.concatenate([a, np.tile(b, leaves.shape[0])])[order]
-
-    grafted = ObliqueTree(
-        left,
-        right,
-        indptr,
-        entries(tree.weight_index, other.weight_index),
-        entries(tree.weight_value, other.weight_value),
-        copies(other.bias, tree.bias),
-        value,
-        copies(other.n_node_samples, tree.n_node_samples),
-        n_features=tree.n_features,
-        weight_missing=entries(tree.weight_missing, other.weight_missing),
-    )
-    return grafted, copies(other_steepness, np.asarray(steepness, dtype=np.float64))
 
 
 def _with_training_statistics(tree, X, y, row_weight, leaves):

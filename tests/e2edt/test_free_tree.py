@@ -6,6 +6,8 @@ be ``T``'s plus ``F``'s exactly, under hard and soft routing, with NaN
 terms too, and ``F``'s copies must carry no weight on a constrained input.
 """
 
+import copy
+
 import numpy as np
 import pytest
 from scipy import sparse
@@ -16,6 +18,7 @@ from obliquetrees._core.forest import ObliqueForest
 from obliquetrees._core.soft import soft_predict
 from obliquetrees._core.tree import ObliqueTree
 from obliquetrees.e2edt import training
+from obliquetrees.e2edt._graft import graft_soft_predict, split_graft
 from obliquetrees.e2edt.training import graft_sum
 from tests._helpers import model_violation, monotone_problem
 
@@ -66,6 +69,71 @@ def test_a_grafted_tree_predicts_the_sum_of_its_two_trees(seed):
     )
     soft = soft_predict(grafted, X, grafted.value, grafted_steep)
     np.testing.assert_allclose(soft, soft_sum, rtol=0, atol=1e-12)
+
+
+def _graft_problem(seed):
+    """A random grafted tree (both trees with splits), its steepness and rows with NaN."""
+    rng = np.random.default_rng(seed)
+    n_features, n_outputs = 6, 1 + seed % 2
+    tree, steep = _random_tree(rng, rng.integers(1, 12), n_features, n_outputs)
+    other, other_steep = _random_tree(rng, rng.integers(1, 8), n_features, n_outputs)
+    grafted, grafted_steep = graft_sum(tree, steep, other, other_steep)
+    X = rng.normal(size=(300, n_features))
+    X[rng.random(X.shape) < 0.2] = np.nan
+    return tree, grafted, grafted_steep, X
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("as_sparse", [False, True])
+def test_a_grafted_tree_is_evaluated_softly_through_its_two_parts(seed, as_sparse):
+    """:func:`split_graft` recognises :func:`graft_sum`'s layout from the arrays alone, and
+    the parts give the whole tree's soft output up to rounding (dense and CSR, NaN)."""
+    tree, grafted, steep, X = _graft_problem(seed)
+    parts = split_graft(grafted, steep)
+    assert parts is not None
+    np.testing.assert_array_equal(parts[2], np.flatnonzero(tree.children_left < 0))
+    if as_sparse:
+        X = sparse.csr_matrix(np.where(np.abs(X) < 0.5, 0.0, X))
+    whole = soft_predict(grafted, X, grafted.value, steep)
+    np.testing.assert_allclose(graft_soft_predict(parts, X), whole, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(training.tree_output(grafted, steep, X, "soft"), whole, atol=1e-12)
+
+
+def _last_copy_changed(grafted, steep, change):
+    """``grafted`` and its steepness with one node of its last copy changed."""
+    tree = copy.deepcopy(grafted)
+    steep = steep.copy()
+    node = tree.node_count - 1  # in the last copy
+    while tree.children_left[node] < 0:
+        node -= 1
+    first = tree.weight_indptr[node]
+    if change == "bias":
+        tree.bias[node] += 1.0
+    elif change == "weight":
+        tree.weight_value[first] += 1.0
+    elif change == "steepness":
+        steep[node] += 1.0
+    elif change == "children":
+        tree.children_left[node], tree.children_right[node] = (
+            tree.children_right[node],
+            tree.children_left[node],
+        )
+    return tree, steep
+
+
+@pytest.mark.parametrize("change", ["bias", "weight", "steepness", "children"])
+def test_a_tree_whose_copies_differ_is_evaluated_whole(change):
+    """A copy that differs from the others (or an ordinary tree): no parts, the whole tree."""
+    tree, grafted, steep, X = _graft_problem(3)
+    changed, changed_steep = _last_copy_changed(grafted, steep, change)
+    assert split_graft(changed, changed_steep) is None
+    np.testing.assert_array_equal(
+        training.tree_output(changed, changed_steep, X, "soft"),
+        soft_predict(changed, X, changed.value, changed_steep),
+    )
+    for seed in range(5):  # ordinary random trees
+        ordinary, ordinary_steep = _random_tree(np.random.default_rng(seed), 20, 6, 1)
+        assert split_graft(ordinary, ordinary_steep) is None
 
 
 def _regressor(**params):
