@@ -428,11 +428,16 @@ FREE_TREE_NOTE = """
     under every leaf of ``T`` with its leaves shifted by that leaf's value,
     which predicts the sum exactly under hard and soft routing. The cost is
     size: the stored tree has up to ``n_leaves(T) * n_leaves(F)`` leaves
-    and depth ``max_depth + FREE_TREE_DEPTH``. At the defaults on
-    california_housing (5,000 rows) it has 7,551 nodes against 123, its
-    pickle is 16 times larger, soft prediction (which visits every node)
-    takes about 50 times as long, hard prediction (one path) about 3 times;
-    a fit is four fits, 3 to 4.4 times the single tree's time. The routing
+    and depth ``max_depth + FREE_TREE_DEPTH``. Soft prediction recognises
+    the layout from the stored arrays and evaluates ``T`` and ``F`` once
+    each (:func:`obliquetrees.e2edt._graft.split_graft`; equal to the node
+    by node evaluation up to rounding). At the defaults on
+    california_housing (5,000 training rows;
+    ``benchmarks/results/free_tree_price.md``) it has 7,551 nodes against
+    123, its pickle is 16 times larger, soft prediction takes 2 to 3.5
+    times as long on one thread (three runs; node by node it took 41 to 66
+    times), hard prediction (one path) 2 to 3 times; a fit is four fits, 3.6
+    to 5.3 times the single tree's time. The routing
     of the fit decides which residuals ``F`` and ``T`` see; either routing
     of the fitted model is monotone. ``benchmarks/results/monotonic.md``
     gives the accuracy cost and ``monotonic_defaults_e2edt-free-depth.md``
