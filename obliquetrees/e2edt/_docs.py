@@ -435,9 +435,9 @@ FREE_TREE_NOTE = """
     california_housing (5,000 training rows;
     ``benchmarks/results/free_tree_price.md``) it has 7,551 nodes against
     123, its pickle is 16 times larger, soft prediction takes 2 to 3.5
-    times as long on one thread (three runs; node by node it took 41 to 66
-    times), hard prediction (one path) 2 to 3 times; a fit is four fits, 3.6
-    to 5.3 times the single tree's time. The routing
+    times as long on one thread (four runs; node by node it took 41 to 66
+    times), hard prediction (one path) 2 to 3 times; a fit is four fits, 3.8
+    to 5.4 times the single tree's time. The routing
     of the fit decides which residuals ``F`` and ``T`` see; either routing
     of the fitted model is monotone. ``benchmarks/results/monotonic.md``
     gives the accuracy cost and ``monotonic_defaults_e2edt-free-depth.md``
