@@ -51,18 +51,25 @@ def _hard(tree, X):
     return traversal.predict_value(ObliqueForest.from_trees([tree]), X, 1)
 
 
-@pytest.mark.parametrize("seed", range(8))
-def test_a_grafted_tree_predicts_the_sum_of_its_two_trees(seed):
+def _two_trees(seed, min_splits=0):
+    """Two random trees with at least ``min_splits`` splits each, as ``(tree, steepness)``,
+    and rows with NaN; 1 or 2 outputs by the seed."""
     rng = np.random.default_rng(seed)
     n_features, n_outputs = 6, 1 + seed % 2
-    tree, steep = _random_tree(rng, rng.integers(0, 12), n_features, n_outputs)
-    other, other_steep = _random_tree(rng, rng.integers(0, 8), n_features, n_outputs)
+    tree = _random_tree(rng, rng.integers(min_splits, 12), n_features, n_outputs)
+    other = _random_tree(rng, rng.integers(min_splits, 8), n_features, n_outputs)
+    X = rng.normal(size=(500, n_features))
+    X[rng.random(X.shape) < 0.2] = np.nan
+    return tree, other, X
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_grafted_tree_predicts_the_sum_of_its_two_trees(seed):
+    (tree, steep), (other, other_steep), X = _two_trees(seed)
     grafted, grafted_steep = graft_sum(tree, steep, other, other_steep)
     grafted.check_invariants()
     assert grafted.n_leaves == tree.n_leaves * other.n_leaves
     assert grafted.max_depth <= tree.max_depth + other.max_depth
-    X = rng.normal(size=(500, n_features))
-    X[rng.random(X.shape) < 0.2] = np.nan
     assert np.array_equal(_hard(grafted, X), _hard(tree, X) + _hard(other, X))
     soft_sum = soft_predict(tree, X, tree.value, steep) + soft_predict(
         other, X, other.value, other_steep
@@ -72,15 +79,10 @@ def test_a_grafted_tree_predicts_the_sum_of_its_two_trees(seed):
 
 
 def _graft_problem(seed):
-    """A random grafted tree (both trees with splits), its steepness and rows with NaN."""
-    rng = np.random.default_rng(seed)
-    n_features, n_outputs = 6, 1 + seed % 2
-    tree, steep = _random_tree(rng, rng.integers(1, 12), n_features, n_outputs)
-    other, other_steep = _random_tree(rng, rng.integers(1, 8), n_features, n_outputs)
-    grafted, grafted_steep = graft_sum(tree, steep, other, other_steep)
-    X = rng.normal(size=(300, n_features))
-    X[rng.random(X.shape) < 0.2] = np.nan
-    return tree, grafted, grafted_steep, X
+    """The first tree of :func:`_two_trees` (both with splits), their graft and its
+    steepness, and the rows."""
+    (tree, steep), (other, other_steep), X = _two_trees(seed, min_splits=1)
+    return (tree, *graft_sum(tree, steep, other, other_steep), X)
 
 
 @pytest.mark.parametrize("seed", range(8))
