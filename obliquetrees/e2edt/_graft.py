@@ -127,14 +127,21 @@ def split_graft(tree, steepness):
     ``values``' first axis), ``F_leaves`` ``F``'s leaves (its second axis),
     ``values`` of shape (L, n_leaves(F), n_outputs).
     """
-    n_nodes = tree.node_count
-    first_leaf = int(np.argmax(tree.children_left < 0))
-    for n_roots in range(2, (first_leaf + 1) // 2 + 1):
-        n_tree = 2 * n_roots - 1
-        block, rest = divmod(n_nodes - n_tree, n_roots)
-        if rest or block < 2:
+    left, bias = tree.children_left, tree.bias
+    steep = np.asarray(steepness, dtype=np.float64)
+    first_leaf = int(np.argmax(left < 0))  # T's nodes are all internal
+    n_roots = np.arange(2, (first_leaf + 1) // 2 + 1)
+    block, rest = np.divmod(tree.node_count - (2 * n_roots - 1), n_roots)
+    possible = (rest == 0) & (block >= 2)
+    for n, s in zip(n_roots[possible].tolist(), block[possible].tolist(), strict=True):
+        # the first node of the first two copies (F's node 1 twice): a test in constant
+        # time that rejects an ordinary tree before the full verification
+        a, b = 2 * n - 1, 2 * n - 1 + s
+        if bias[a] != bias[b] or steep[a] != steep[b]:
             continue
-        parts = _verified_graft(tree, steepness, n_tree, n_roots, block)
+        if (left[a] < 0) != (left[b] < 0) or (left[a] >= 0 and left[a] - a != left[b] - b):
+            continue
+        parts = _verified_graft(tree, steep, 2 * n - 1, n, s)
         if parts is not None:
             return parts
     return None
