@@ -147,8 +147,9 @@ def split_graft(tree, steepness):
     return None
 
 
-def _verified_graft(tree, steepness, n_tree, n_roots, block):
-    """:func:`split_graft`'s parts for one candidate layout, or None if it does not hold."""
+def _verified_graft(tree, steep, n_tree, n_roots, block):
+    """:func:`split_graft`'s parts for one candidate layout (``steep`` the float64
+    steepness), or None if it does not hold."""
     left, right = tree.children_left, tree.children_right
     roots = np.flatnonzero(left[:n_tree] >= n_tree)
     if roots.shape[0] != n_roots or (right[roots] < n_tree).any():
@@ -170,8 +171,8 @@ def _verified_graft(tree, steepness, n_tree, n_roots, block):
         if (mapped != mapped[0]).any():
             return None
         local.append(mapped[0])
-    steep = np.asarray(steepness, dtype=np.float64)
-    counts = tree.weight_counts()[ids]
+    all_counts = tree.weight_counts()
+    counts = all_counts[ids]
     if (tree.bias[ids] != tree.bias[ids[0]]).any() or (steep[ids] != steep[ids[0]]).any():
         return None
     if (counts != counts[0]).any():
@@ -181,7 +182,9 @@ def _verified_graft(tree, steepness, n_tree, n_roots, block):
     first_entry = np.cumsum(counts[0]) - counts[0]
     offset = np.arange(node_of_entry.shape[0]) - first_entry[node_of_entry]
     positions = tree.weight_indptr[ids][:, node_of_entry] + offset
-    for array in (tree.weight_index, tree.weight_value, tree.weight_missing):
+    # read once: an implicit index and compact missing terms are built on each access
+    index, value, missing = tree.weight_index, tree.weight_value, tree.weight_missing
+    for array in (index, value, missing):
         entries = array[positions]
         if (entries != entries[0]).any():
             return None
@@ -190,17 +193,17 @@ def _verified_graft(tree, steepness, n_tree, n_roots, block):
         local[0],
         local[1],
         f_indptr,
-        tree.weight_index[positions[0]],
-        tree.weight_value[positions[0]],
+        index[positions[0]],
+        value[positions[0]],
         tree.bias[ids[0]],
         np.zeros((block + 1, 1)),
         np.zeros(block + 1),
         n_features=tree.n_features,
-        weight_missing=tree.weight_missing[positions[0]],
+        weight_missing=missing[positions[0]],
     )
-    t_counts = tree.weight_counts()[:n_tree].copy()
+    t_counts = all_counts[:n_tree].copy()
     t_counts[roots] = 0
-    kept = np.repeat(t_counts > 0, tree.weight_counts()[:n_tree])
+    kept = np.repeat(t_counts > 0, all_counts[:n_tree])
     end = tree.weight_indptr[n_tree]
     t_left, t_right = left[:n_tree].copy(), right[:n_tree].copy()
     t_left[roots] = t_right[roots] = -1
@@ -210,13 +213,13 @@ def _verified_graft(tree, steepness, n_tree, n_roots, block):
         t_left,
         t_right,
         np.concatenate([[0], np.cumsum(t_counts)]),
-        tree.weight_index[:end][kept],
-        tree.weight_value[:end][kept],
+        index[:end][kept],
+        value[:end][kept],
         t_bias,
         np.zeros((n_tree, 1)),
         np.zeros(n_tree),
         n_features=tree.n_features,
-        weight_missing=tree.weight_missing[:end][kept],
+        weight_missing=missing[:end][kept],
     )
     f_leaves = np.flatnonzero(local[0] < 0)
     t_steep = steep[:n_tree].copy()
