@@ -1,14 +1,14 @@
 """The price of a constrained E2EDT regressor's tree of the free inputs: size and time.
 
 Under ``monotonic_cst`` with free inputs ``E2EDTRegressor`` stores ``T(x) +
-F(x_free)`` as one grafted tree (:func:`obliquetrees.e2edt._graft.graft_sum`):
+F(x_free)`` as one grafted tree (:func:`obliquetrees._core.graft.graft_sum`):
 a copy of ``F`` under every leaf of ``T``. This measures what that costs
 against the unconstrained single tree at the defaults, on
 ``benchmarks/bench_monotonic.py``'s california_housing split (its
 constraint, at most ``--max-train`` training rows): nodes, pickle size, fit
 time, and the prediction time of all the set's rows (training and test
 parts) under soft routing (the default: the two parts each evaluated once,
-:func:`~obliquetrees.e2edt._graft.split_graft`), under soft routing of the
+:func:`~obliquetrees._core.graft.split_graft`), under soft routing of the
 whole grafted tree node by node (what soft prediction cost before the parts
 were recognised), and under hard routing. Prediction through
 :func:`obliquetrees.e2edt.training.tree_output` on one thread; times are

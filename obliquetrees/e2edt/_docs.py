@@ -430,7 +430,7 @@ FREE_TREE_NOTE = """
     size: the stored tree has up to ``n_leaves(T) * n_leaves(F)`` leaves
     and depth ``max_depth + FREE_TREE_DEPTH``. Soft prediction recognises
     the layout from the stored arrays and evaluates ``T`` and ``F`` once
-    each (:func:`obliquetrees.e2edt._graft.split_graft`; equal to the node
+    each (:func:`obliquetrees._core.graft.split_graft`; equal to the node
     by node evaluation up to rounding). At the defaults on
     california_housing (5,000 training rows;
     ``benchmarks/results/free_tree_price.md``) it has 7,551 nodes against

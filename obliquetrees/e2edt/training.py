@@ -37,6 +37,7 @@ from obliquetrees._core import traversal
 from obliquetrees._core._jit import numba_threads
 from obliquetrees._core._random import generator
 from obliquetrees._core.forest import ObliqueForest
+from obliquetrees._core.graft import graft_soft_predict, graft_sum, split_graft
 from obliquetrees._core.tree import ObliqueTree, fold_standardization, standardization
 from obliquetrees._training._optim import (
     ADAM_BETA1,
@@ -59,7 +60,6 @@ from obliquetrees._training.monotonic import (
 from obliquetrees.e2edt import _kernels as K
 from obliquetrees.e2edt import _pruned_kernels as PK
 from obliquetrees.e2edt import _sparse as S
-from obliquetrees.e2edt._graft import graft_soft_predict, graft_sum, split_graft
 from obliquetrees.e2edt._greedy import (  # noqa: F401  (grow_greedy & co: public here)
     draw_features,
     grid_adjacency,
@@ -943,7 +943,7 @@ def tree_output(tree, steepness, X, rule, n_threads=1):
 
     ``rule`` is "hard" (the deterministic tree) or "soft" (the probabilistic
     model with the final ``steepness``; a grafted tree, :func:`graft_sum`,
-    through its two parts, :func:`~obliquetrees.e2edt._graft.split_graft`).
+    through its two parts, :func:`~obliquetrees._core.graft.split_graft`).
     One thread by default: trees may train in parallel.
     """
     if rule == "hard":
@@ -954,7 +954,7 @@ def tree_output(tree, steepness, X, rule, n_threads=1):
     graft = split_graft(tree, steepness)
     with numba_threads(n_threads):  # results do not depend on it
         if graft is not None:
-            return graft_soft_predict(graft, X)
+            return graft_soft_predict(graft, X, tree.value)
         return soft_predict(tree, X, tree.value, steepness=steepness)
 
 

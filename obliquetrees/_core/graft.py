@@ -1,8 +1,9 @@
 """Grafted trees: one stored tree that predicts the sum of two trees.
 
 :func:`graft_sum` hangs a copy of a tree ``F`` under every leaf of a tree
-``T`` (a constrained E2EDT regressor's tree and its tree of the free inputs:
-:func:`obliquetrees.e2edt.training._with_free_tree`), so every consumer of
+``T`` (a constrained regressor's tree and its tree of the free inputs:
+:func:`obliquetrees.e2edt.training._with_free_tree`,
+:func:`obliquetrees.soft.training.fit_soft_tree`), so every consumer of
 an ordinary tree (hard and soft prediction, ``apply``, quantiles, ONNX,
 pickles) serves the sum. Soft prediction of the stored tree visits every
 node of every copy, ``n_leaves(T)`` times ``F``'s nodes; :func:`split_graft`
@@ -121,11 +122,12 @@ def split_graft(tree, steepness):
 
     Returns
     -------
-    None, or a tuple ``(T, T_steepness, roots, F, F_steepness, F_leaves, values)``:
+    None, or a tuple ``(T, T_steepness, roots, F, F_steepness, F_leaves, leaf_ids)``:
     the trees as :class:`~obliquetrees._core.tree.ObliqueTree` (leaf values
     unused), ``roots`` the copies' roots (``T``'s leaves, in the order of
-    ``values``' first axis), ``F_leaves`` ``F``'s leaves (its second axis),
-    ``values`` of shape (L, n_leaves(F), n_outputs).
+    ``leaf_ids``' rows), ``F_leaves`` ``F``'s leaves (its columns),
+    ``leaf_ids`` of shape (L, n_leaves(F)): the stored tree's node holding
+    leaf ``F_leaves[k]`` of the copy under ``roots[b]``.
     """
     left, bias = tree.children_left, tree.bias
     steep = np.asarray(steepness, dtype=np.float64)
@@ -224,20 +226,22 @@ def _verified_graft(tree, steep, n_tree, n_roots, block):
     f_leaves = np.flatnonzero(local[0] < 0)
     t_steep = steep[:n_tree].copy()
     t_steep[roots] = 0.0
-    values = tree.value[ids[:, f_leaves]]
-    return constrained, t_steep, roots, free, steep[ids[0]], f_leaves, values
+    return constrained, t_steep, roots, free, steep[ids[0]], f_leaves, ids[:, f_leaves]
 
 
-def graft_soft_predict(parts, X):
+def graft_soft_predict(parts, X, leaf_value):
     """Soft output of a grafted tree from its parts (:func:`split_graft`), shape (n, n_outputs).
 
-    ``sum_b sum_k p_b q_k v_bk``: ``T`` and ``F`` each evaluated once per row
+    ``sum_b sum_k p_b q_k v_bk``, ``v`` the rows of ``leaf_value`` (one per
+    node of the stored tree, as :func:`~obliquetrees._core.soft.soft_predict`
+    takes them) at the grafted leaves: ``T`` and ``F`` each evaluated once per row
     (:func:`~obliquetrees._core.soft.path_probabilities`), blocks of
     :data:`GRAFT_BLOCK_ROWS` rows. Equal to the soft prediction of the whole
     tree up to rounding (``p_b q_k`` against ``exp(log p_b + log q_k)`` and
     another order of the sums), not bit for bit.
     """
-    constrained, t_steep, roots, free, f_steep, f_leaves, values = parts
+    constrained, t_steep, roots, free, f_steep, f_leaves, leaf_ids = parts
+    values = np.asarray(leaf_value, dtype=np.float64)[leaf_ids]
     n = X.shape[0]
     out = np.empty((n, values.shape[2]))
     for start in range(0, n, GRAFT_BLOCK_ROWS):
