@@ -23,17 +23,27 @@ and chosen again here without reading a test part:
   defaults (one tree). Incumbent: ``off``. Unlike the other two, this
   family was first measured as a study (``monotone_additive.py``: depth 6
   and 3, on the test parts); its choice is made here, on validation parts.
+- ``soft-free-tree`` and ``soft-free-tree-classifier``:
+  :data:`~obliquetrees.soft.training.FREE_TREE`, whether a constrained soft
+  tree with free inputs adds a tree of the free inputs (``on``) or not
+  (``off``, the single constrained tree, the behaviour before it).
+  Estimators: ``SoftTreeRegressor()`` and, on ``bench_monotonic.py``'s
+  classification sets scored by accuracy, ``SoftTreeClassifier()``, at
+  their defaults. Incumbent: ``off``. First measured for the regressor as a
+  study (``monotone_additive.py``, on the test parts).
 
-Rule, fixed before the runs, the same for all three:
+Rule, fixed before the runs, the same for all families:
 
 - Data sets, constraints, training and test parts: exactly those of
-  ``benchmarks/bench_monotonic.py`` (synthetic, california_housing (at most
-  ``--max-train`` 5000 training rows), concrete, abalone), seeds 0, 1, 2.
+  ``benchmarks/bench_monotonic.py`` (regression: synthetic,
+  california_housing (at most ``--max-train`` 5000 training rows), concrete,
+  abalone; classification: its ``--task classification`` sets), seeds 0, 1, 2.
 - Validation: each seed's training part split again 75/25 as in
   ``benchmarks/monotonic_validation.py`` (:func:`~benchmarks.monotonic_validation.fit_validation`);
   the family's estimator with the data set's ``monotonic_cst`` and
-  ``random_state=seed`` is fitted on the 75 % and scored by R^2 on the 25 %.
-  A candidate's score on a data set is its mean over the seeds.
+  ``random_state=seed`` is fitted on the 75 % and scored by R^2 (accuracy
+  for a classifier) on the 25 %. A candidate's score on a data set is its
+  mean over the seeds.
 - Choice: the best mean rank over the data sets (equal scores share their
   average rank); ties of the mean rank go to the incumbent if it is among
   them, else to the smallest value.
@@ -43,7 +53,7 @@ Rule, fixed before the runs, the same for all three:
   in-sample choice and the incumbent on the same parts. Every candidate's
   test score is listed too, for the record; no choice reads it.
 
-The candidates run in one process: both constants are read when a fit uses
+The candidates run in one process: the constants are read when a fit uses
 them (arguments of the kernels, not frozen into machine code), and ``off``
 sets the CO2 regressor's ``_refines_leaves`` to False for its fits.
 
@@ -52,6 +62,8 @@ Results: ``results/monotonic_defaults_<family>.md`` (cells in the json).
     python -m benchmarks monotonic-defaults --family co2-refine
     python -m benchmarks monotonic-defaults --family hinge-pool
     python -m benchmarks monotonic-defaults --family e2edt-free-depth
+    python -m benchmarks monotonic-defaults --family soft-free-tree
+    python -m benchmarks monotonic-defaults --family soft-free-tree-classifier
 """
 
 import time
@@ -60,10 +72,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from benchmarks import monotonic_validation as validation
-from benchmarks.bench_monotonic import DATASETS, describe_constraints, load_split
+from benchmarks.bench_monotonic import (
+    CLASSIFICATION_DATASETS,
+    DATASETS,
+    METRICS,
+    describe_constraints,
+    load_split,
+    task_constraints,
+)
 from benchmarks.common import cpu_model, load_average, write_results
 
 OFF = "off"
+ON = "on"
 
 
 def _co2(cst, seed):
@@ -84,16 +104,39 @@ def _hinge(cst, seed):
     return HingeForestRegressor(monotonic_cst=cst, random_state=seed, n_jobs=2)
 
 
+def _soft(cst, seed):
+    from obliquetrees import SoftTreeRegressor
+
+    return SoftTreeRegressor(monotonic_cst=cst, random_state=seed, n_jobs=2)
+
+
+def _soft_classifier(cst, seed):
+    from obliquetrees import SoftTreeClassifier
+
+    return SoftTreeClassifier(monotonic_cst=cst, random_state=seed, n_jobs=2)
+
+
 @dataclass(frozen=True)
 class Family:
     """One constant: its estimator (name, ``make(cst, seed)``), candidates (strings),
-    the incumbent, and what the candidates are."""
+    the incumbent, what the candidates are, and the task (``bench_monotonic``'s)."""
 
     estimator: str
     make: Callable
     candidates: tuple
     incumbent: str
     what: str
+    task: str = "regression"
+
+    @property
+    def datasets(self):
+        """The task's data sets."""
+        return CLASSIFICATION_DATASETS if self.task == "classification" else DATASETS
+
+    @property
+    def score_name(self):
+        """How the task's score is written (R2, accuracy)."""
+        return METRICS[self.task][1]
 
 
 FAMILIES = {
@@ -114,6 +157,17 @@ FAMILIES = {
         OFF,
         "off (no free tree) and FREE_TREE_DEPTH",
     ),
+    "soft-free-tree": Family(
+        "SoftTreeRegressor()", _soft, (OFF, ON), OFF, "off (no free tree) and on (FREE_TREE)"
+    ),
+    "soft-free-tree-classifier": Family(
+        "SoftTreeClassifier()",
+        _soft_classifier,
+        (OFF, ON),
+        OFF,
+        "off (no free tree) and on (FREE_TREE)",
+        task="classification",
+    ),
 }
 
 
@@ -124,12 +178,14 @@ def candidate_settings(family, candidate):
     from obliquetrees.co2 import _refine
     from obliquetrees.e2edt import training
     from obliquetrees.hinge import _monotonic
+    from obliquetrees.soft import training as soft_training
 
     saved = (
         _refine.STEP,
         CO2ForestRegressor._refines_leaves,
         _monotonic.POOL_FRACTION,
         training.FREE_TREE_DEPTH,
+        soft_training.FREE_TREE,
     )
     try:
         if family == "co2-refine" and candidate == OFF:
@@ -138,6 +194,8 @@ def candidate_settings(family, candidate):
             _refine.STEP = float(candidate)
         elif family == "hinge-pool":
             _monotonic.POOL_FRACTION = float(candidate)
+        elif family.startswith("soft-free-tree"):
+            soft_training.FREE_TREE = candidate == ON
         else:
             training.FREE_TREE_DEPTH = None if candidate == OFF else int(candidate)
         yield
@@ -147,24 +205,25 @@ def candidate_settings(family, candidate):
             CO2ForestRegressor._refines_leaves,
             _monotonic.POOL_FRACTION,
             training.FREE_TREE_DEPTH,
+            soft_training.FREE_TREE,
         ) = saved
 
 
 def score_cells(family, candidate, datasets, seeds, max_train):
-    """Validation and test R^2 of one candidate per data set and seed."""
-    from sklearn.metrics import r2_score
-
+    """Validation and test scores (R^2, or a classifier's accuracy) of one candidate per
+    data set and seed."""
     spec = FAMILIES[family]
+    score = METRICS[spec.task][2]
 
     def r2(X, y, Xs, ys, cst, seed):
         model = spec.make(cst, seed).fit(X, y)
-        return float(r2_score(ys, model.predict(Xs))), int(getattr(model, "n_refine_passes_", 0))
+        return float(score(ys, model.predict(Xs))), int(getattr(model, "n_refine_passes_", 0))
 
     cells = []
     with candidate_settings(family, candidate):
         for name in datasets:
             for seed in seeds:
-                (X, y, Xt, yt), cst = load_split(name, seed, max_train)
+                (X, y, Xt, yt), cst = load_split(name, seed, max_train, spec.task)
                 start = time.perf_counter()
                 val, val_passes = r2(*validation.fit_validation(X, y, seed), cst, seed)
                 test, test_passes = r2(X, y, Xt, yt, cst, seed)
@@ -184,12 +243,19 @@ def score_cells(family, candidate, datasets, seeds, max_train):
 
 def choose(val, datasets, candidates, incumbent):
     """The rule: the best mean rank; ties to the incumbent, else the smallest value."""
-    return validation.choose(val, datasets, candidates, incumbent, order=float)
+    return validation.choose(val, datasets, candidates, incumbent, order=_order)
 
 
-def lodo(val, test, datasets, candidates, incumbent):
-    """Per held-out data set: the choice on the others and the test scores beside it."""
-    return validation.lodo(val, test, datasets, candidates, incumbent, order=float, name=str)
+def lodo(val, test, datasets, candidates, incumbent, score_name="R2"):
+    """Per held-out data set: the choice on the others and the test scores beside it
+    (columns named by ``score_name``)."""
+    rows = validation.lodo(val, test, datasets, candidates, incumbent, order=_order, name=str)
+    return [{key.replace("R2", score_name): v for key, v in row.items()} for row in rows]
+
+
+def _order(candidate):
+    """Candidates' order for the rule's last tie-break: off and on as 0 and 1."""
+    return {OFF: 0.0, ON: 1.0}[candidate] if candidate in (OFF, ON) else float(candidate)
 
 
 def _table(scores, datasets, candidates, ranks=None):
@@ -201,26 +267,31 @@ def write_report(family, cells, datasets, candidates):
     spec = FAMILIES[family]
     val, test = (validation.mean_scores(cells, key, by="candidate") for key in ("val", "test"))
     ranks = validation.mean_ranks(val, datasets, candidates)
-    constraints = describe_constraints()
+    constraints = describe_constraints(task_constraints(spec.task))
+    shown = "R^2" if spec.task == "regression" else spec.score_name
+    in_sample = choose(val, datasets, candidates, spec.incumbent)
     notes = (
         f"CPU: {cpu_model()}; load average at the end: {load_average()}. "
         f"{spec.estimator} (n_jobs=2) with monotonic_cst; constraints (feature index: sign): "
-        f"{constraints}. Candidates: {spec.what}. Validation R^2: fit on 75 % of a seed's "
-        "training part, scored on the other 25 %; test R^2: fit on the whole training part, "
-        "scored on the test part; means over the seeds. The rule (fixed before the runs) and "
-        "the method: the docstring of benchmarks/monotonic_defaults.py.\n\n**In-sample choice "
-        f"(validation, every data set): {choose(val, datasets, candidates, spec.incumbent)}.**"
+        f"{constraints}. Candidates: {spec.what}. Validation {shown}: fit on 75 % of a seed's "
+        f"training part, scored on the other 25 %; test {shown}: fit on the whole training "
+        "part, scored on the test part; means over the seeds. The rule (fixed before the runs) "
+        "and the method: the docstring of benchmarks/monotonic_defaults.py.\n\n**In-sample "
+        f"choice (validation, every data set): {in_sample}.**"
     )
     tables = [
         (
-            "Validation R^2 (mean over the seeds) and mean rank",
+            f"Validation {shown} (mean over the seeds) and mean rank",
             _table(val, datasets, candidates, ranks),
         ),
         (
             "Leave one data set out: chosen on the other sets' validation, scored on the test part",
-            lodo(val, test, datasets, candidates, spec.incumbent),
+            lodo(val, test, datasets, candidates, spec.incumbent, spec.score_name),
         ),
-        ("Test R^2 of every candidate (read by no choice)", _table(test, datasets, candidates)),
+        (
+            f"Test {shown} of every candidate (read by no choice)",
+            _table(test, datasets, candidates),
+        ),
     ]
     if family == "co2-refine":
         passes = {}
@@ -240,18 +311,23 @@ def write_report(family, cells, datasets, candidates):
 def add_arguments(parser):
     """The arguments of ``python -m benchmarks monotonic-defaults``."""
     parser.add_argument("--family", required=True, choices=list(FAMILIES))
-    parser.add_argument("--datasets", nargs="+", default=DATASETS, choices=DATASETS)
+    parser.add_argument(
+        "--datasets", nargs="+", choices=sorted(set(DATASETS + CLASSIFICATION_DATASETS)),
+        help="default: every data set of the family's task",
+    )  # fmt: skip
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 (default 3)")
     parser.add_argument("--max-train", type=int, default=5000, help="training rows at most")
 
 
 def main(args):
-    candidates = FAMILIES[args.family].candidates
+    spec = FAMILIES[args.family]
+    datasets = args.datasets or spec.datasets
+    unknown = set(datasets) - set(spec.datasets)
+    if unknown:
+        raise SystemExit(f"not a {spec.task} data set of this benchmark: {sorted(unknown)}")
     cells = []
-    for candidate in candidates:
+    for candidate in spec.candidates:
         start = time.perf_counter()
-        cells += score_cells(
-            args.family, candidate, args.datasets, range(args.seeds), args.max_train
-        )
+        cells += score_cells(args.family, candidate, datasets, range(args.seeds), args.max_train)
         print(f"{candidate}: {time.perf_counter() - start:.0f} s", flush=True)
-    write_report(args.family, cells, args.datasets, candidates)
+    write_report(args.family, cells, datasets, spec.candidates)

@@ -45,16 +45,36 @@ def test_a_candidate_is_set_only_inside_its_block(family, candidate):
     from obliquetrees.co2 import _refine
     from obliquetrees.e2edt import training
     from obliquetrees.hinge import _monotonic
+    from obliquetrees.soft import training as soft_training
 
-    saved = (_refine.STEP, _monotonic.POOL_FRACTION, training.FREE_TREE_DEPTH)
+    def constants():
+        return (
+            _refine.STEP,
+            _monotonic.POOL_FRACTION,
+            training.FREE_TREE_DEPTH,
+            soft_training.FREE_TREE,
+        )
+
+    saved = constants()
     with candidate_settings(family, candidate):
         if family == "co2-refine":
             assert CO2ForestRegressor._refines_leaves is (candidate != OFF)
             assert candidate == OFF or _refine.STEP == float(candidate)
         elif family == "hinge-pool":
             assert _monotonic.POOL_FRACTION == float(candidate)
+        elif family.startswith("soft-free-tree"):
+            assert soft_training.FREE_TREE is (candidate != OFF)
         else:
             depth = training.FREE_TREE_DEPTH
             assert depth is None if candidate == OFF else depth == int(candidate)
     assert CO2ForestRegressor._refines_leaves is True
-    assert (_refine.STEP, _monotonic.POOL_FRACTION, training.FREE_TREE_DEPTH) == saved
+    assert constants() == saved
+
+
+def test_a_classification_family_names_its_score():
+    """The leave-one-set-out columns say accuracy for a classifier's family."""
+    val = _scores({"a": (0.9, 0.1, 0.1), "b": (0.1, 0.9, 0.5)})
+    rows = lodo(val, val, ["a", "b"], CANDIDATES, OFF, "accuracy")
+    assert all(any("accuracy" in key for key in row) for row in rows)
+    assert not any("R2" in key for row in rows for key in row)
+    assert FAMILIES["soft-free-tree-classifier"].task == "classification"

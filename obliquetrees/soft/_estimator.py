@@ -279,10 +279,16 @@ class _BaseSoftTree(BaseObliqueTree):
     def _soft_output(self, X, leaf_value):
         # numba is imported on first use
         from obliquetrees._core._jit import numba_threads
+        from obliquetrees._core.graft import graft_soft_predict, split_graft
         from obliquetrees._core.soft import soft_predict
 
+        tree = self.tree_
+        # a constrained tree plus its free tree: each part evaluated once
+        graft = split_graft(tree, np.ones(tree.node_count))
         with numba_threads(self._n_threads()):
-            return soft_predict(self.tree_, X, leaf_value)
+            if graft is not None:
+                return graft_soft_predict(graft, X, leaf_value)
+            return soft_predict(tree, X, leaf_value)
 
 
 @fill_doc

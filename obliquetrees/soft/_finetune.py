@@ -40,12 +40,13 @@ def _scratch(n_nodes, K):
 
 
 @jit
-def _tree_grad(X, R, sw, order, start, stop, tree, loss, grads, scratch):
+def _tree_grad(X, R, sw, order, start, stop, tree, loss, grads, scratch, offset=None):
     """Gradient of the whole tree on the samples ``order[start:stop]``, written to ``grads``.
 
     ``tree = (children_left, children_right, W, b, Z, n_nodes)``, ``grads =
     (gW, gb, gZ)``; returns the samples' summed weighted loss (same convention
-    as :func:`tree_loss_grad`).
+    as :func:`tree_loss_grad`). ``offset`` (n_samples, n_outputs), if given,
+    is added to every sample's output before the loss.
     """
     children_left, children_right, W, b, Z, n_nodes = tree
     gW, gb, gZ = grads
@@ -78,6 +79,9 @@ def _tree_grad(X, R, sw, order, start, stop, tree, loss, grads, scratch):
                 g = gate[j]
                 for k in range(K):
                     S[j, k] = g * S[left, k] + (1.0 - g) * S[right, k]
+        if offset is not None:  # the root's output is not read again below
+            for k in range(K):
+                S[0, k] += offset[i, k]
         e = output_error(S[0], R, i, loss, err)
         for j in range(n_nodes):
             p = np.exp(logp[j])
@@ -143,6 +147,8 @@ def finetune_tree(
     decay,
     seed,
     cst=None,
+    offset=None,
+    offset_v=None,
 ):
     """Joint SGD on all parameters of a grown tree (beyond the paper).
 
@@ -154,7 +160,9 @@ def finetune_tree(
     ``cst = (sign, ordered)``: monotonic constraints (None: none), enforced by
     :func:`~obliquetrees._training.monotonic.project_tree` after every step
     (projected SGD; ``sign``: the required signs of the gates' weights,
-    ``ordered``: per node).
+    ``ordered``: per node). ``offset``, ``offset_v`` (rows x outputs, both or
+    neither): added to the tree's output on the training and validation rows
+    (a tree fitted beside another).
     """
     n = n_rows(X)
     cl, cr = children_left, children_right
@@ -162,7 +170,7 @@ def finetune_tree(
     Wc = W.copy()
     bc = b.copy()
     Zc = Z.copy()
-    best = tree_error(Xv, Rv, swv, cl, cr, W, b, Z, n_nodes, loss, metric)
+    best = tree_error(Xv, Rv, swv, cl, cr, W, b, Z, n_nodes, loss, metric, offset_v)
     best_epoch = 0
     vW = np.zeros(W.shape)
     vb = np.zeros(b.shape[0])
@@ -181,7 +189,7 @@ def finetune_tree(
         shuffle(order, n, state)
         for start in range(0, n, batch_size):
             stop = min(n, start + batch_size)
-            _tree_grad(X, R, sw, order, start, stop, tree, loss, grads, scratch)
+            _tree_grad(X, R, sw, order, start, stop, tree, loss, grads, scratch, offset)
             scale = eta / (stop - start)
             for j in range(n_nodes):
                 if cl[j] >= 0:
@@ -198,7 +206,7 @@ def finetune_tree(
         epochs_run += 1
         if not (bounded(bc) and bounded(Zc) and bounded(Wc)):
             break
-        val = tree_error(Xv, Rv, swv, cl, cr, Wc, bc, Zc, n_nodes, loss, metric)
+        val = tree_error(Xv, Rv, swv, cl, cr, Wc, bc, Zc, n_nodes, loss, metric, offset_v)
         if val < best:
             best = val
             best_epoch = epoch + 1

@@ -234,9 +234,17 @@ def mean_error(F, R, sw, loss, metric):
 
 
 @jit
-def tree_error(X, R, sw, children_left, children_right, W, b, Z, n_nodes, loss, metric):
-    """Weighted mean error of the whole soft tree (see _sample_error)."""
+def tree_error(
+    X, R, sw, children_left, children_right, W, b, Z, n_nodes, loss, metric, offset=None
+):
+    """Weighted mean error of the whole soft tree (see _sample_error).
+
+    ``offset`` (n_samples, n_outputs), if given, is added to the tree's output
+    first (a tree fitted beside another: ``soft.training.grow_soft_tree``).
+    """
     F, _, _ = forward_context(X, children_left, children_right, W, b, Z, n_nodes, -1)
+    if offset is not None:
+        F += offset
     return mean_error(F, R, sw, loss, metric)
 
 

@@ -35,6 +35,7 @@ import scipy.sparse as sp
 
 from obliquetrees._core._jit import numba_threads
 from obliquetrees._core._random import generator, spawned_seeds, uniform_noise
+from obliquetrees._core.graft import graft_sum
 from obliquetrees._core.tree import (
     ObliqueTree,
     check_centred_range,
@@ -83,6 +84,16 @@ PROBA_CLIP = 1e-4
 FINETUNE_RESTARTS = (4, 6, 8)
 #: Cells (rows x leaves) of path probabilities :func:`joint_leaves` holds at once.
 JOINT_BLOCK_CELLS = 1 << 22
+#: Whether a constrained tree with free inputs gets a tree of the free inputs
+#: (:func:`_with_free_tree`), chosen on validation parts for the regressor and
+#: the classifier (``benchmarks/results/monotonic_defaults_soft-free-tree.md``,
+#: ``monotonic_defaults_soft-free-tree-classifier.md``).
+FREE_TREE = True
+#: Backfitting rounds of a constrained tree and its tree of the free inputs
+#: (:func:`_with_free_tree`; E2EDT's two).
+BACKFIT_ROUNDS = 2
+#: Stream of the growth seed that seeds :func:`_with_free_tree`'s extra fits.
+FREE_TREE_STREAM = 1
 
 
 def _leaf_init(mean, loss):
@@ -94,6 +105,28 @@ def _leaf_init(mean, loss):
         return np.log(p) - np.log1p(-p)
     logp = np.log(p)
     return logp - logp.mean()
+
+
+def _offset_leaf(offset, R, sw):
+    """The binary root logit ``z`` minimising the weighted log-loss of ``offset + z``.
+
+    Newton's method from 0 (the loss is convex in ``z``), kept within the
+    logits of :data:`PROBA_CLIP` as :func:`_leaf_init` keeps a root without
+    offset.
+    """
+    bound = np.log(1.0 - PROBA_CLIP) - np.log(PROBA_CLIP)
+    z = 0.0
+    for _ in range(50):
+        p = _sigmoid(offset + z)
+        gradient = np.dot(sw, p - R[:, 0])
+        curvature = np.dot(sw, p * (1.0 - p))
+        if not curvature > 0.0:
+            break
+        step = gradient / curvature
+        z = float(np.clip(z - step, -bound, bound))
+        if abs(step) < 1e-12:
+            break
+    return np.array([z])
 
 
 @dataclass(frozen=True)
@@ -228,7 +261,7 @@ def _constrained_start(tree, m, start, sign):
     return (w, float(b), np.array([zL]), np.array([zR])), (sign, ordered, lo, hi)
 
 
-def grow_soft_tree(X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed, sign=None):
+def grow_soft_tree(X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed, sign=None, offset=None):
     """Grow a soft tree on standardised data (the paper's Fig. 2).
 
     Depth-first from the root: each node the limits allow is tried (one seed
@@ -263,6 +296,11 @@ def grow_soft_tree(X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed, sign=No
         squared loss every leaf is then refitted (:func:`joint_leaves`).
         Where constrained and free inputs mix, every split is trained in its
         ordered and its free version (:func:`_best_version`).
+    offset : (ndarray (n,), ndarray (n_validation,)) or None, default=None
+        Binary loss only: logits added to the tree's output on the training
+        and validation rows (the other tree of :func:`_with_free_tree`); the
+        root starts at :func:`_offset_leaf`. (The squared loss takes the
+        residual as its target instead.)
 
     Returns
     -------
@@ -275,9 +313,14 @@ def grow_soft_tree(X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed, sign=No
     """
     n, d = R.shape[0], _n_features(X)
     dense = isinstance(X, np.ndarray)
+    if offset is not None and loss != _k.LOSS_BINARY:
+        raise ValueError("grow_soft_tree: an offset is for the binary loss only")
     tree = new_tree(d, R.shape[1], params)
-    root_mean = (sw[:, None] * R).sum(axis=0) / sw.sum()
-    tree.Z[0] = _leaf_init(root_mean, loss)
+    if offset is None:
+        root_mean = (sw[:, None] * R).sum(axis=0) / sw.sum()
+        tree.Z[0] = _leaf_init(root_mean, loss)
+    else:
+        tree.Z[0] = _offset_leaf(offset[0], R, sw)
     # hard-split search: presort every column once (sparse: its stored entries)
     if dense:
         presorted = presort(X)
@@ -289,6 +332,9 @@ def grow_soft_tree(X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed, sign=No
     # (apply_split) rather than recomputed from every gate at every node
     F = np.tile(tree.Z[0], (n, 1))
     Fv = np.tile(tree.Z[0], (Rv.shape[0], 1))
+    if offset is not None:
+        F += offset[0][:, None]
+        Fv += offset[1][:, None]
 
     def split(m):
         node_seed = next(node_seeds)
@@ -522,7 +568,7 @@ def _leaf_paths(X, n, tree):
         yield rows, np.column_stack(paths)
 
 
-def finetune(tree, X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed, sign=None):
+def finetune(tree, X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed, sign=None, offset=None):
     """Joint SGD of all parameters after growth, keeping the best validation state.
 
     Each step size ``params.learning_rate / 2**t`` (t in ``FINETUNE_RESTARTS``)
@@ -530,11 +576,13 @@ def finetune(tree, X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed, sign=No
     epoch) with the lowest validation error wins; if none beats the grown
     tree, the tree is unchanged. Modifies ``tree`` (a grown :class:`Grower`)
     in place; returns a dict describing what happened. ``sign``: the monotonic
-    constraints of :func:`grow_soft_tree`, enforced by projected SGD.
+    constraints of :func:`grow_soft_tree`, enforced by projected SGD;
+    ``offset``: its offsets, if any.
     """
     cl, cr, W, b, Z, n_nodes = dense_arrays(tree)
     cst = None if sign is None else (sign, tree.arrays()["ordered"])
-    base = _k.tree_error(Xv, Rv, swv, cl, cr, W, b, Z, n_nodes, loss, metric)
+    off, off_v = (None, None) if offset is None else (o[:, None] for o in offset)
+    base = _k.tree_error(Xv, Rv, swv, cl, cr, W, b, Z, n_nodes, loss, metric, off_v)
     best = (base, None, 0, W.copy(), b.copy(), Z.copy())
     rates = [params.learning_rate / 2.0**t for t in FINETUNE_RESTARTS]
     for t, lr in enumerate(rates):
@@ -551,6 +599,8 @@ def finetune(tree, X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed, sign=No
             1.0,
             seed + 104729 * t,
             cst,
+            off,
+            off_v,
         )
         if epoch > 0 and err < best[0]:
             best = (err, lr, epoch, W1, b1, Z1)
@@ -558,8 +608,15 @@ def finetune(tree, X, R, sw, Xv, Rv, swv, *, loss, metric, params, seed, sign=No
     return dict(error_before=base, error_after=best[0], learning_rate=best[1], epoch=best[2])
 
 
+def tree_arrays(tree):
+    """A grown tree's ``(children_left, children_right, W, b, Z, depth)`` (its nodes only)."""
+    cl, cr, W, b, Z, n_nodes = dense_arrays(tree)
+    return cl, cr, W, b, Z, tree.depth[:n_nodes]
+
+
 def to_container(tree, X, sw, x_mean, x_scale, loss, y_mean=None, y_scale=None):
-    """Store a grown soft tree in the shared container (raw input units).
+    """Store a grown soft tree (a :class:`Grower`, or its :func:`tree_arrays`) in the
+    shared container (raw input units).
 
     The gate P(left) = sigmoid(W.z + b) becomes the container's split
     "right iff (-W).z + (-b) > 0", so that hard routing follows the more
@@ -569,7 +626,8 @@ def to_container(tree, X, sw, x_mean, x_scale, loss, y_mean=None, y_scale=None):
     classifiers = class probabilities of the leaf logits (binary: [1 - p, p]).
     ``n_node_samples`` = sum of sample weight x path probability over ``X``.
     """
-    cl, cr, W, b, Z, n_nodes = dense_arrays(tree)
+    cl, cr, W, b, Z, depth = tree if isinstance(tree, tuple) else tree_arrays(tree)
+    n_nodes = cl.shape[0]
     internal = cl >= 0
     weights = np.where(internal[:, None], -W, 0.0)
     bias = np.where(internal, -b, 0.0)
@@ -582,9 +640,7 @@ def to_container(tree, X, sw, x_mean, x_scale, loss, y_mean=None, y_scale=None):
         e = np.exp(Z - Z.max(axis=1, keepdims=True))
         value = e / e.sum(axis=1, keepdims=True)
     membership = _k.node_membership(X, sw, cl, cr, W, b, n_nodes)
-    stored = ObliqueTree.from_dense(
-        cl.copy(), cr.copy(), weights, bias, value, membership, depth=tree.depth[:n_nodes]
-    )
+    stored = ObliqueTree.from_dense(cl.copy(), cr.copy(), weights, bias, value, membership, depth)
     return fold_standardization(stored, x_mean, x_scale)
 
 
@@ -715,18 +771,176 @@ def fit_soft_tree(
         sign = constraint_signs(monotonic_cst, d)
         if sign is not None:  # the gate is P(left): minus the stored split's signs
             sign = -sign
-        rules = dict(loss=loss, metric=metric, params=params, sign=sign)
-        tree, log = grow_soft_tree(*data, seed=int(seeds[1]), **rules)
-        ft = None
-        if params.finetune_epochs > 0 and tree.n_nodes > 1:
-            ft = finetune(tree, *data, seed=int(seeds[2]), **rules)
-            if params.verbose:
-                print(
-                    f"[SoftTree] finetune: validation error {ft['error_before']:.5f} -> "
-                    f"{ft['error_after']:.5f} (step {ft['learning_rate']}, epoch {ft['epoch']})"
-                )
+        rules = dict(loss=loss, metric=metric, params=params)
+        tree, log, ft = _grow_and_finetune(data, (seeds[1], seeds[2]), rules, sign)
+        free = free_inputs(sign, loss)
+        if free is None:
+            grown = tree_arrays(tree)
+        else:
+            if sp.issparse(X):  # the free columns' rows, standardised alike
+                free_rows = sparse_rows(_free_columns(X, free), x_mean[free], x_scale[free])
+                free_parts = (take_rows(free_rows, train), take_rows(free_rows, val))
+            else:
+                free_parts = tuple(np.ascontiguousarray(part[:, free]) for part in (X_tr, X_va))
+            first = (tree, log, ft)
+            grown, log, ft = _with_free_tree(first, data, free_parts, free, seeds[1], rules, sign)
         stored = to_container(
-            tree, X_tr, sw_tr * scale_w, x_mean, x_scale, loss, y_mean=y_mean, y_scale=y_scale
+            grown, X_tr, sw_tr * scale_w, x_mean, x_scale, loss, y_mean=y_mean, y_scale=y_scale
         )
     info = dict(growth_log=log, finetune=ft, n_train=int(train.size), n_validation=int(val.size))
     return stored, info
+
+
+def _grow_and_finetune(data, seeds, rules, sign, offset=None):
+    """Grow a tree on ``data`` (:func:`grow_soft_tree`), then finetune it if asked.
+
+    ``seeds``: (growth seed, finetune seed). Returns the tree (a
+    :class:`Grower`), its growth log and the finetune's record (or None).
+    """
+    tree, log = grow_soft_tree(*data, seed=int(seeds[0]), sign=sign, offset=offset, **rules)
+    ft = None
+    params = rules["params"]
+    if params.finetune_epochs > 0 and tree.n_nodes > 1:
+        ft = finetune(tree, *data, seed=int(seeds[1]), sign=sign, offset=offset, **rules)
+        if params.verbose:
+            print(
+                f"[SoftTree] finetune: validation error {ft['error_before']:.5f} -> "
+                f"{ft['error_after']:.5f} (step {ft['learning_rate']}, epoch {ft['epoch']})"
+            )
+    return tree, log, ft
+
+
+# --------------------------------------------------- constrained trees: the free tree
+def free_inputs(sign, loss):
+    """The inputs a constrained tree's tree of the free inputs sees, or None.
+
+    None (one tree) without constraints, when every input is constrained or
+    none is, for more than two classes (which constraints refuse), and when
+    :data:`FREE_TREE` is False.
+    """
+    if not FREE_TREE or sign is None or loss == _k.LOSS_SOFTMAX:
+        return None
+    free = np.flatnonzero(sign == 0.0)
+    if free.shape[0] in (0, sign.shape[0]):
+        return None
+    return free
+
+
+def _free_columns(X, free):
+    """The columns ``free`` of a canonical CSR ``X``, canonical again (sorted indices)."""
+    part = X[:, free].tocsr()
+    part.sort_indices()
+    return part
+
+
+def _with_free_tree(first, data, free_parts, free, seed, rules, sign):
+    """A constrained tree plus a tree of the free inputs, as one tree (ours, issue 41).
+
+    The model is ``f(x) = T(x) + F(x_free)`` (E2EDT's, derived in
+    :func:`obliquetrees.e2edt.training._with_free_tree`): ``T`` the
+    constrained tree, ``F`` an unconstrained tree of the free inputs
+    ``free``. At an ordered split every leaf of one side stays below every
+    leaf of the other, so what varies with the free inputs alone could only
+    be modelled inside each ordered subtree's interval; ``F`` models it once.
+    ``F`` does not move along a constrained input, so ``f`` is monotone
+    whenever ``T`` is. For a regressor ``f`` is the output; for a binary
+    classifier it is the logit, and so is a soft tree's (the log-odds of its
+    soft prediction average the leaves' logits), so the sum is exact under
+    soft and hard routing for both.
+
+    Backfitted for :data:`BACKFIT_ROUNDS` rounds (``first``, the constrained
+    tree of the targets with its log and finetune record, is round one's
+    ``T``): ``F`` fits what ``T`` leaves, then ``T`` what ``F`` leaves, and
+    so on, each grown and finetuned as the estimator's parameters say, with
+    seeds of stream :data:`FREE_TREE_STREAM` of the growth ``seed``. The
+    squared loss fits the residual, standardised by the training part's
+    weighted moments (so ``learning_rate`` and ``tol`` keep their meaning);
+    the binary loss fits the labels beside the other tree's logits
+    (``offset`` of :func:`grow_soft_tree` and :func:`finetune`). ``free_parts``
+    are the training and validation rows of the free columns.
+
+    Returns the grafted tree's :func:`tree_arrays` (:func:`~obliquetrees._core.graft.graft_sum`:
+    ``F`` under every leaf of ``T``), the two last fits' growth logs (each
+    entry's ``part`` says which tree, whose node ids it gives) and ``T``'s
+    last finetune record.
+    """
+    X_tr, R_tr, sw_tr, X_va, R_va, sw_va = data
+    free_data = (free_parts[0], R_tr, sw_tr, free_parts[1], R_va, sw_va)
+    # (growth, finetune) seeds of every extra fit, in the estimators' seed range
+    extra = generator(seed, FREE_TREE_STREAM).integers(
+        np.iinfo(np.int32).max, size=(2 * BACKFIT_ROUNDS, 2)
+    )
+    t_part, t_log, t_ft = _beside(*first, "constrained")
+    f_part = None
+    for k in range(BACKFIT_ROUNDS):
+        if f_part is not None:  # T again, beside F
+            t_part, t_log, t_ft = _fit_beside(
+                data, _outputs(f_part, free_data), extra[2 * k], rules, sign, "constrained"
+            )
+        f_part, f_log, _ = _fit_beside(
+            free_data, _outputs(t_part, data), extra[2 * k + 1], rules, None, "free"
+        )
+    graft = _graft_arrays(t_part, f_part, free, sign.shape[0])
+    return graft, t_log + f_log, t_ft
+
+
+def _outputs(part, data):
+    """A fitted part's output (in the units of the targets ``R``) on ``data``'s training
+    and validation rows, each shape (n,)."""
+    cl, cr, W, b, Z, _ = part
+    return tuple(
+        _k.forward_context(X, cl, cr, W, b, Z, cl.shape[0], -1)[0][:, 0] for X in data[::3]
+    )
+
+
+def _fit_beside(data, other, seeds, rules, sign, name):
+    """A tree fitted beside another whose outputs on ``data``'s rows are ``other``;
+    its :func:`tree_arrays` with ``Z`` in the targets' units, its log, its finetune record."""
+    X_tr, R_tr, sw_tr, X_va, R_va, sw_va = data
+    if rules["loss"] == _k.LOSS_BINARY:
+        tree, log, ft = _grow_and_finetune(data, seeds, rules, sign, offset=other)
+        return _beside(tree, log, ft, name)
+    residual = (R_tr[:, 0] - other[0], R_va[:, 0] - other[1])
+    mean, scale = (float(m[0]) for m in feature_moments(residual[0][:, None], sw_tr))
+    if not scale > 1e-12 * max(abs(mean), 1.0):  # nothing left to fit
+        scale = 1.0
+    targets = tuple(np.ascontiguousarray(((r - mean) / scale)[:, None]) for r in residual)
+    tree, log, ft = _grow_and_finetune(
+        (X_tr, targets[0], sw_tr, X_va, targets[1], sw_va), seeds, rules, sign
+    )
+    return _beside(tree, log, ft, name, (mean, scale))
+
+
+def _beside(tree, log, ft, name, moments=None):
+    """``(arrays, log, ft)`` of a part: its :func:`tree_arrays`, ``Z`` mapped back from
+    standardised residual units by ``moments`` (None: as fitted); ``part`` set in the log."""
+    cl, cr, W, b, Z, depth = tree_arrays(tree)
+    if moments is not None:
+        Z = Z * moments[1] + moments[0]
+    return (cl, cr, W, b, Z, depth), [dict(entry, part=name) for entry in log], ft
+
+
+def _graft_arrays(constrained, free_part, free, n_inputs):
+    """:func:`tree_arrays` of ``F`` (on the inputs ``free``) grafted under every leaf of ``T``.
+
+    Both go through the shared container in the training convention (its
+    values the trees' ``Z``, added leaf to leaf) and come back as arrays.
+    """
+    trees = []
+    for cl, cr, W, b, Z, depth in (constrained, free_part):
+        if W.shape[1] != n_inputs:  # F's weights on the whole input
+            full = np.zeros((W.shape[0], n_inputs))
+            full[:, free] = W
+            W = full
+        weights = np.where((cl >= 0)[:, None], W, 0.0)
+        trees.append(ObliqueTree.from_dense(cl, cr, weights, b, Z, np.zeros(cl.shape[0]), depth))
+    ones = [np.ones(t.node_count) for t in trees]
+    grafted, _ = graft_sum(trees[0], ones[0], trees[1], ones[1])
+    return (
+        grafted.children_left,
+        grafted.children_right,
+        np.ascontiguousarray(grafted.dense_weights()),
+        grafted.bias.copy(),
+        np.ascontiguousarray(grafted.value),
+        grafted.depth,
+    )
