@@ -1,9 +1,13 @@
 """Whether a constrained single tree plus a tree on the free features removes the constraint cost.
 
-A study for issue 41; since then ``E2EDTRegressor``'s constrained model
+A study for issue 41, run before either single tree added the free tree
+itself: ``E2EDTRegressor``'s constrained model since stop 65
 (:func:`obliquetrees.e2edt.training._with_free_tree`, its depth chosen in
-``results/monotonic_defaults_e2edt-free-depth.md``), a study still for the
-soft tree. ``results/monotonic.md`` showed constrained single trees
+``results/monotonic_defaults_e2edt-free-depth.md``), the soft trees' since
+stop 67 (:func:`obliquetrees.soft.training._with_free_tree`, chosen in
+``results/monotonic_defaults_soft-free-tree.md``). A rerun now measures
+sums whose ``T`` is already such a sum; the results files record the
+revision they measured. ``results/monotonic.md`` showed constrained single trees
 (``E2EDTRegressor``, ``SoftTreeRegressor``) losing more than the 1-point
 bar where the forests lose nothing, and stop
 61 traced it to the ordering itself: at an ordered split every leaf on one

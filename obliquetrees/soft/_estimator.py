@@ -201,6 +201,28 @@ _COMMON_NOTES = """
       of R^2 on the synthetic set and from 4.9 to 2.9 on concrete. The
       classifier (no closed-form leaves) keeps the frozen ones; joint
       finetuning (``finetune_epochs``) moves every parameter of either;
+    - with constrained and free inputs both, the model is
+      ``T(x) + F(x_free)`` (ours, as ``E2EDTRegressor``'s): ``T`` the
+      constrained tree grown as above, ``F`` an unconstrained soft tree of
+      the free inputs alone. An ordered split keeps every leaf of one side
+      below every leaf of the other, so what varies with the free inputs
+      alone could only be modelled inside each ordered subtree's interval;
+      ``F`` models it once. For the classifier the sum is the positive
+      class's logit: a soft tree's log-odds average its leaves' logits, so
+      the sum of two trees is again one tree's. The two are backfitted for
+      two rounds (``F`` on what ``T`` leaves, ``T`` again on what ``F``
+      leaves, ``F`` again; the regressor fits the standardised residual,
+      the classifier the labels beside the other tree's logits), each grown
+      (and finetuned) with these parameters. ``F`` does not move along a
+      constrained input, so the sum is monotone whenever ``T`` is. It is
+      stored as one tree, ``F`` grafted under every leaf of ``T``
+      (:func:`~obliquetrees._core.graft.graft_sum`), which predicts the sum
+      exactly under soft and hard routing (soft prediction evaluates ``T``
+      and ``F`` once each). The price: a fit is four fits, and the stored
+      tree has up to ``n_leaves(T) * n_leaves(F)`` leaves. It was chosen on
+      validation parts
+      (``benchmarks/results/monotonic_defaults_soft-free-tree.md``,
+      ``monotonic_defaults_soft-free-tree-classifier.md``);
     - a NaN adds a constant to a gate's input and the missing-value
       indicators are free, so NaN in other features keeps the guarantee."""
 
@@ -324,10 +346,14 @@ class SoftTreeRegressor(ObliqueRegressorMixin, _BaseSoftTree):
         + _COMMON_ATTRIBUTES
         + """    growth_log_ : list of dict
         One entry per split attempt, in order: node id, depth, validation
-        error before/after, winning restart, samples used, accepted.
+        error before/after, winning restart, samples used, accepted. With a
+        tree of the free inputs (``monotonic_cst``, Notes): the last fit of
+        each tree, its entries' ``part`` ("constrained" or "free") naming
+        the tree whose node ids they give.
     finetune_info_ : dict or None
         Validation error before/after finetuning, the winning step size and
-        epoch (None without finetuning).
+        epoch (None without finetuning; with a tree of the free inputs, the
+        constrained tree's last).
 
     Notes
     -----"""

@@ -926,13 +926,11 @@ def _graft_arrays(constrained, free_part, free, n_inputs):
     Both go through the shared container in the training convention (its
     values the trees' ``Z``, added leaf to leaf) and come back as arrays.
     """
+    on_every_input = np.zeros((free_part[2].shape[0], n_inputs))
+    on_every_input[:, free] = free_part[2]
     trees = []
-    for cl, cr, W, b, Z, depth in (constrained, free_part):
-        if W.shape[1] != n_inputs:  # F's weights on the whole input
-            full = np.zeros((W.shape[0], n_inputs))
-            full[:, free] = W
-            W = full
-        weights = np.where((cl >= 0)[:, None], W, 0.0)
+    for cl, cr, W, b, Z, depth in (constrained, free_part[:2] + (on_every_input,) + free_part[3:]):
+        weights = np.where((cl >= 0)[:, None], W, 0.0)  # a leaf's row is unused
         trees.append(ObliqueTree.from_dense(cl, cr, weights, b, Z, np.zeros(cl.shape[0]), depth))
     ones = [np.ones(t.node_count) for t in trees]
     grafted, _ = graft_sum(trees[0], ones[0], trees[1], ones[1])
