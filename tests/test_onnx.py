@@ -48,6 +48,11 @@ def diabetes():
     return X[:300], y[:300], X[300:]
 
 
+#: Constraints of a binary digits model (odd against even): two pixels, the others free.
+DIGIT_CST = [0] * 64
+DIGIT_CST[21], DIGIT_CST[42] = 1, -1
+
+
 def _fast(cls, **params):
     return cls(**{**FAST_PARAMS.get(cls.__name__, {}), **params})
 
@@ -93,6 +98,21 @@ MODELS = {
         lambda X, y: _fast(
             ot.E2EDTRegressor, routing="soft", n_estimators=3, max_depth=3, random_state=0
         ).fit(_with_nan(X, 0.2, 7), y),
+    ),
+    # constrained with free inputs: a tree of the free inputs grafted under every leaf
+    "soft_clf_monotonic": (
+        "clf",
+        lambda X, y: _fast(ot.SoftTreeClassifier, monotonic_cst=DIGIT_CST).fit(X, y % 2),
+    ),
+    "soft_reg_monotonic": (
+        "reg",
+        lambda X, y: _fast(ot.SoftTreeRegressor, monotonic_cst=[0, 0, 1, 1] + [0] * 6).fit(
+            _with_nan(X, 0.1, 3), y
+        ),
+    ),
+    "e2edt_reg_monotonic": (
+        "reg",
+        lambda X, y: _fast(ot.E2EDTRegressor, monotonic_cst=[0, 0, 1, 1] + [0] * 6).fit(X, y),
     ),
     "soft_clf": ("clf", lambda X, y: _fast(ot.SoftTreeClassifier).fit(X, y)),
     "soft_clf_hard": ("clf", lambda X, y: _fast(ot.SoftTreeClassifier, routing="hard").fit(X, y)),

@@ -1,9 +1,9 @@
 """Grafted trees: one stored tree that predicts the sum of two trees.
 
 :func:`graft_sum` hangs a copy of a tree ``F`` under every leaf of a tree
-``T`` (a constrained regressor's tree and its tree of the free inputs:
+``T`` (a constrained tree and its tree of the free inputs:
 :func:`obliquetrees.e2edt.training._with_free_tree`,
-:func:`obliquetrees.soft.training.fit_soft_tree`), so every consumer of
+:func:`obliquetrees.soft.training._with_free_tree`), so every consumer of
 an ordinary tree (hard and soft prediction, ``apply``, quantiles, ONNX,
 pickles) serves the sum. Soft prediction of the stored tree visits every
 node of every copy, ``n_leaves(T)`` times ``F``'s nodes; :func:`split_graft`
@@ -38,8 +38,9 @@ def graft_sum(tree, steepness, other, other_steepness):
     block starting at ``tree.node_count + b * (other.node_count - 1)``, so
     parents still come before their children. Internal values and
     ``n_node_samples`` are copied (a copy's nodes take ``other``'s);
-    :func:`~obliquetrees.e2edt.training._with_training_statistics` recomputes
-    them from training rows.
+    :func:`~obliquetrees.e2edt.training._with_training_statistics` and
+    :func:`~obliquetrees.soft.training.to_container` recompute them from
+    training rows.
 
     Returns
     -------

@@ -91,6 +91,17 @@ def test_a_constrained_soft_tree_stores_its_tree_plus_a_free_tree(
     assert model_violation(model, X, cst, n_lines=200) <= 1e-12
 
 
+def test_a_classifier_finetunes_each_part_beside_the_other():
+    """``finetune_epochs``: each part is finetuned beside the other's logits; the finetune
+    keeps its best validation state and the sum stays monotone."""
+    X, _, labels, cst = _product_problem(1)
+    model = SoftTreeClassifier(monotonic_cst=cst, finetune_epochs=3, **FAST).fit(X, labels)
+    info = model.finetune_info_
+    assert info is not None and info["error_after"] <= info["error_before"]
+    assert split_graft(model.tree_, np.ones(model.tree_.node_count)) is not None
+    assert model_violation(model, X, cst, n_lines=200) <= 1e-12
+
+
 @pytest.mark.parametrize("estimator", [SoftTreeRegressor, SoftTreeClassifier])
 def test_no_free_tree_without_a_free_input_or_a_constrained_one(estimator, monkeypatch):
     """All inputs constrained, or none (all zeros fit as unconstrained): one tree, no graft."""
