@@ -218,9 +218,10 @@ _COMMON_NOTES = """
       stored as one tree, ``F`` grafted under every leaf of ``T``
       (:func:`~obliquetrees._core.graft.graft_sum`), which predicts the sum
       exactly under soft and hard routing (soft prediction evaluates ``T``
-      and ``F`` once each). The price: a fit is four fits, and the stored
-      tree has up to ``n_leaves(T) * n_leaves(F)`` leaves. It was chosen on
-      validation parts
+      and ``F`` once each). The price: a fit is four fits (2.2 to 3.2
+      times the single constrained tree's fit time on the benchmark's
+      sets, ``F`` seeing fewer inputs), and the stored tree has up to
+      ``n_leaves(T) * n_leaves(F)`` leaves. It was chosen on validation parts
       (``benchmarks/results/monotonic_defaults_soft-free-tree.md``,
       ``monotonic_defaults_soft-free-tree-classifier.md``);
     - a NaN adds a constant to a gate's input and the missing-value
