@@ -373,6 +373,18 @@ DENSE_CSR_DIFFER = {
     ),
 }
 DENSE_CSR_DIFFER["CO2ForestRegressor"] = DENSE_CSR_DIFFER["CO2ForestClassifier"]
+#: Estimators whose dense and CSR fits agree exactly on some CPUs only, and why.
+DENSE_CSR_MAY_DIFFER = {
+    "E2EDTRegressor": (
+        "the dense fit runs its products in float32 BLAS, whose summation order is the "
+        "CPU's BLAS kernel's (the CSR fit: float64 on the stored entries), and EM "
+        "amplifies the last bits: on AMD EPYC (AVX2) the two fits agree exactly here "
+        "(stops 60-66), on an Intel Xeon with AVX-512 (stop 67; also at b97d16d, before "
+        "that stop's changes) the same tree structure routes 16 of 400 rows elsewhere "
+        "and the two fits score R^2 0.954 and 0.954; the docstring promises agreement "
+        "up to rounding, where a row near a split's plane can change the tree below"
+    ),
+}
 
 
 def _integer_data(n=400, d=20, seed=0):
@@ -396,6 +408,8 @@ def _public_estimators():
             name,
             marks=pytest.mark.xfail(strict=True, reason=DENSE_CSR_DIFFER[name])
             if name in DENSE_CSR_DIFFER
+            else pytest.mark.xfail(strict=False, reason=DENSE_CSR_MAY_DIFFER[name])
+            if name in DENSE_CSR_MAY_DIFFER
             else (),
         )
         for name in _public_estimators()
