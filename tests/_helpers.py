@@ -124,6 +124,29 @@ def monotone_problem(seed, n=300, d=5, nan_rows=0.0):
     return X, y, (y > np.median(y)).astype(int), cst
 
 
+def monotone_problem_with_free_input(seed, **kw):
+    """:func:`monotone_problem` with at least one free input (feature 0 freed if none is)."""
+    X, y, labels, cst = monotone_problem(seed, **kw)
+    if np.all(cst != 0):
+        cst[0] = 0
+    return X, y, labels, cst
+
+
+def record_grafts(monkeypatch, module):
+    """Every ``module.graft_sum`` call of a fit, as ``(args, result)`` pairs (the list fills
+    as the fit runs; the calls still graft)."""
+    from obliquetrees._core.graft import graft_sum
+
+    grafts = []
+
+    def recording_graft(*args):
+        grafts.append((args, graft_sum(*args)))
+        return grafts[-1][1]
+
+    monkeypatch.setattr(module, "graft_sum", recording_graft)
+    return grafts
+
+
 def model_violation(model, X, cst, *, n_lines, seed=0):
     """:func:`monotone_violations` of a fitted regressor or binary classifier (P(classes_[1])).
 

@@ -11,10 +11,9 @@ import pytest
 from scipy import sparse
 
 from obliquetrees import E2EDTRegressor
-from obliquetrees._core.graft import graft_sum
 from obliquetrees._core.soft import soft_predict
 from obliquetrees.e2edt import training
-from tests._helpers import model_violation, monotone_problem
+from tests._helpers import model_violation, monotone_problem_with_free_input, record_grafts
 
 
 def _regressor(**params):
@@ -22,29 +21,15 @@ def _regressor(**params):
     return E2EDTRegressor(**{**fast, **params})
 
 
-def _problem(seed, **kw):
-    """:func:`monotone_problem` with at least one free input."""
-    X, y, labels, cst = monotone_problem(seed, **kw)
-    if np.all(cst != 0):
-        cst[0] = 0
-    return X, y, labels, cst
-
-
 @pytest.mark.parametrize("routing", ["soft", "hard"])
 @pytest.mark.parametrize("as_sparse", [False, True])
 def test_a_constrained_regressor_stores_its_tree_plus_a_free_tree(routing, as_sparse, monkeypatch):
     """The stored tree is :func:`graft_sum` of a constrained tree and a tree with no weight
     on a constrained input, and is monotone (dense with NaN, and CSR input)."""
-    X, y, _, cst = _problem(3, n=300, nan_rows=0.0 if as_sparse else 0.1)
+    X, y, _, cst = monotone_problem_with_free_input(3, n=300, nan_rows=0.0 if as_sparse else 0.1)
     if as_sparse:
         X[np.abs(X) < 0.5] = 0.0
-    grafts = []
-
-    def recording_graft(*args):
-        grafts.append((args, graft_sum(*args)))
-        return grafts[-1][1]
-
-    monkeypatch.setattr(training, "graft_sum", recording_graft)
+    grafts = record_grafts(monkeypatch, training)
     model = _regressor(monotonic_cst=cst, routing=routing)
     model.fit(sparse.csr_matrix(X) if as_sparse else X, y)
     (((tree, _, other, _), (grafted, steepness)),) = grafts
@@ -64,7 +49,7 @@ def test_a_constrained_regressor_stores_its_tree_plus_a_free_tree(routing, as_sp
 
 def test_no_free_tree_without_a_free_input_or_a_constrained_one(monkeypatch):
     """All inputs constrained, or none (all zeros fit as unconstrained): one tree, no graft."""
-    X, y, _, cst = _problem(4, n=200)
+    X, y, _, cst = monotone_problem_with_free_input(4, n=200)
     monkeypatch.setattr(training, "graft_sum", None)  # calling it would fail
     for constraint in (np.where(cst == 0, 1, cst), np.zeros_like(cst)):
         model = _regressor(monotonic_cst=constraint).fit(X, y)

@@ -14,12 +14,12 @@ import pytest
 from scipy import sparse
 
 from obliquetrees import SoftTreeClassifier, SoftTreeRegressor
-from obliquetrees._core.graft import graft_sum, split_graft
+from obliquetrees._core.graft import split_graft
 from obliquetrees._core.soft import soft_predict
 from obliquetrees.soft import _finetune as FT
 from obliquetrees.soft import _kernels as K
 from obliquetrees.soft import training
-from tests._helpers import model_violation, monotone_problem
+from tests._helpers import model_violation, monotone_problem_with_free_input, record_grafts
 from tests.soft._params import soft_params
 
 # (2 restarts would leave many a split untrained: every restart may diverge at the
@@ -40,14 +40,6 @@ def _product_problem(seed, n=400, nan_rows=0.1):
     return X, y, (y > 0).astype(int), np.array([1, 0, -1, 0])
 
 
-def _problem(seed, **kw):
-    """:func:`monotone_problem` with at least one free input."""
-    X, y, labels, cst = monotone_problem(seed, **kw)
-    if np.all(cst != 0):
-        cst[0] = 0
-    return X, y, labels, cst
-
-
 @pytest.mark.parametrize("estimator", [SoftTreeRegressor, SoftTreeClassifier])
 @pytest.mark.parametrize("as_sparse", [False, True])
 def test_a_constrained_soft_tree_stores_its_tree_plus_a_free_tree(
@@ -59,13 +51,7 @@ def test_a_constrained_soft_tree_stores_its_tree_plus_a_free_tree(
     X, y, labels, cst = _product_problem(1, nan_rows=0.0 if as_sparse else 0.1)
     if as_sparse:
         X[np.abs(X) < 0.5] = 0.0
-    grafts = []
-
-    def recording_graft(*args):
-        grafts.append((args, graft_sum(*args)))
-        return grafts[-1][1]
-
-    monkeypatch.setattr(training, "graft_sum", recording_graft)
+    grafts = record_grafts(monkeypatch, training)
     model = estimator(monotonic_cst=cst, **FAST)
     target = y if estimator is SoftTreeRegressor else labels
     model.fit(sparse.csr_matrix(X) if as_sparse else X, target)
@@ -105,7 +91,7 @@ def test_a_classifier_finetunes_each_part_beside_the_other():
 @pytest.mark.parametrize("estimator", [SoftTreeRegressor, SoftTreeClassifier])
 def test_no_free_tree_without_a_free_input_or_a_constrained_one(estimator, monkeypatch):
     """All inputs constrained, or none (all zeros fit as unconstrained): one tree, no graft."""
-    X, y, labels, cst = _problem(4, n=200)
+    X, y, labels, cst = monotone_problem_with_free_input(4, n=200)
     monkeypatch.setattr(training, "graft_sum", None)  # calling it would fail
     target = y if estimator is SoftTreeRegressor else labels
     for constraint in (np.where(cst == 0, 1, cst), np.zeros_like(cst)):
