@@ -65,6 +65,19 @@ def constraint_signs(monotonic_cst, n_inputs):
     return sign
 
 
+def mixed_free_inputs(sign):
+    """The free inputs (``sign == 0``) when constrained and free inputs mix, else None.
+
+    A constrained tree's tree of the free inputs (E2EDT's regressor, the
+    soft trees) needs both kinds: none free leaves it nothing to see, none
+    constrained is an unconstrained fit.
+    """
+    free = np.flatnonzero(sign == 0.0)
+    if free.shape[0] in (0, sign.shape[0]):
+        return None
+    return free
+
+
 def orientation(w, sign):
     """+1 if the split ``w`` leans the constrained way (``sum_j sign_j w_j >= 0``), else -1.
 

@@ -53,6 +53,7 @@ from obliquetrees._training.leaf_models import as_leaf_model, leaf_model
 from obliquetrees._training.monotonic import (
     constraint_signs,
     least_squares_leaves,
+    mixed_free_inputs,
     normal_equations,
     order_leaves,
     project_weights,
@@ -844,10 +845,7 @@ def free_columns(sign, leaves):
     """
     if FREE_TREE_DEPTH is None or sign is None or leaves.n_classes is not None:
         return None
-    free = np.flatnonzero(sign == 0.0)
-    if free.shape[0] in (0, sign.shape[0]):
-        return None
-    return free
+    return mixed_free_inputs(sign)
 
 
 def _with_free_tree(

@@ -49,6 +49,7 @@ from obliquetrees._training.monotonic import (
     constraint_signs,
     leaf_interval,
     least_squares_leaves,
+    mixed_free_inputs,
     normal_equations,
     orientation,
     project_pair,
@@ -820,10 +821,7 @@ def free_inputs(sign, loss):
     """
     if not FREE_TREE or sign is None or loss == _k.LOSS_SOFTMAX:
         return None
-    free = np.flatnonzero(sign == 0.0)
-    if free.shape[0] in (0, sign.shape[0]):
-        return None
-    return free
+    return mixed_free_inputs(sign)
 
 
 def _free_columns(X, free):
