@@ -1,6 +1,6 @@
 """Defaults of constrained fits (``monotonic_cst``), chosen on validation parts.
 
-Two families, each a module constant of the package that only constrained
+Families, each a module constant of the package that only constrained
 fits read, first tried on the test parts of ``benchmarks/bench_monotonic.py``
 and chosen again here without reading a test part:
 
@@ -15,6 +15,15 @@ and chosen again here without reading a test part:
   other decision a free feature): 0.5 (the value before this choice), 0.75
   and 0.9. Estimator: ``HingeForestRegressor(n_jobs=2)`` at its defaults.
   Incumbent: 0.5.
+- ``hinge-pool-levels`` and ``hinge-pool-levels-classifier``:
+  :data:`~obliquetrees.hinge._monotonic.POOL_LEVELS`, how many levels of
+  every hinge tree test pool features (the rest free ones; a leaf whose path
+  turns both ways at pool decisions is kept at 0): 1 (the behaviour before
+  it: only the first decision), 2, 3, 4. Estimators:
+  ``HingeForestRegressor()`` and, on the classification sets,
+  ``HingeForestClassifier()``, at their defaults. Incumbent: 1. First
+  tried on fresh draws of the synthetic set (seeds 100-105, split 1500/500
+  of the training rows), never on a test part.
 - ``e2edt-free-depth``: :data:`~obliquetrees.e2edt.training.FREE_TREE_DEPTH`,
   the largest depth of the tree of the free inputs that a constrained
   E2EDT regressor adds to its constrained tree (``off``: none, the single
@@ -61,6 +70,8 @@ Results: ``results/monotonic_defaults_<family>.md`` (cells in the json).
 
     python -m benchmarks monotonic-defaults --family co2-refine
     python -m benchmarks monotonic-defaults --family hinge-pool
+    python -m benchmarks monotonic-defaults --family hinge-pool-levels
+    python -m benchmarks monotonic-defaults --family hinge-pool-levels-classifier
     python -m benchmarks monotonic-defaults --family e2edt-free-depth
     python -m benchmarks monotonic-defaults --family soft-free-tree
     python -m benchmarks monotonic-defaults --family soft-free-tree-classifier
@@ -102,6 +113,12 @@ def _hinge(cst, seed):
     from obliquetrees import HingeForestRegressor
 
     return HingeForestRegressor(monotonic_cst=cst, random_state=seed, n_jobs=2)
+
+
+def _hinge_classifier(cst, seed):
+    from obliquetrees import HingeForestClassifier
+
+    return HingeForestClassifier(monotonic_cst=cst, random_state=seed, n_jobs=2)
 
 
 def _soft(cst, seed):
@@ -150,6 +167,17 @@ FAMILIES = {
     "hinge-pool": Family(
         "HingeForestRegressor()", _hinge, ("0.5", "0.75", "0.9"), "0.5", "POOL_FRACTION"
     ),
+    "hinge-pool-levels": Family(
+        "HingeForestRegressor()", _hinge, ("1", "2", "3", "4"), "1", "POOL_LEVELS"
+    ),
+    "hinge-pool-levels-classifier": Family(
+        "HingeForestClassifier()",
+        _hinge_classifier,
+        ("1", "2", "3", "4"),
+        "1",
+        "POOL_LEVELS",
+        task="classification",
+    ),
     "e2edt-free-depth": Family(
         "E2EDTRegressor()",
         _e2edt,
@@ -184,6 +212,7 @@ def candidate_settings(family, candidate):
         _refine.STEP,
         CO2ForestRegressor._refines_leaves,
         _monotonic.POOL_FRACTION,
+        _monotonic.POOL_LEVELS,
         training.FREE_TREE_DEPTH,
         soft_training.FREE_TREE,
     )
@@ -194,6 +223,8 @@ def candidate_settings(family, candidate):
             _refine.STEP = float(candidate)
         elif family == "hinge-pool":
             _monotonic.POOL_FRACTION = float(candidate)
+        elif family.startswith("hinge-pool-levels"):
+            _monotonic.POOL_LEVELS = int(candidate)
         elif family.startswith("soft-free-tree"):
             soft_training.FREE_TREE = candidate == ON
         else:
@@ -204,6 +235,7 @@ def candidate_settings(family, candidate):
             _refine.STEP,
             CO2ForestRegressor._refines_leaves,
             _monotonic.POOL_FRACTION,
+            _monotonic.POOL_LEVELS,
             training.FREE_TREE_DEPTH,
             soft_training.FREE_TREE,
         ) = saved

@@ -47,6 +47,11 @@ from obliquetrees.hinge import _kernels as K
 #: ``hinge-pool``; 0.5 before).
 POOL_FRACTION = 0.9
 
+#: Levels of every tree (fern) whose decisions test pool features (the others
+#: test free ones); chosen on validation parts (``benchmarks/monotonic_defaults.py``,
+#: families ``hinge-pool-levels`` and ``hinge-pool-levels-classifier``).
+POOL_LEVELS = 1
+
 
 def monotone_directions(cst, n_hinge, learn_A):
     """``dir`` (int8, one per hinge feature): how each moves along the constrained directions.
@@ -61,17 +66,23 @@ def monotone_directions(cst, n_hinge, learn_A):
     return direction
 
 
-def draw_structure(feat, direction, rng):
-    """Redraw ``feat`` in place: first decisions from the pool, the others from the free features.
+def draw_structure(feat, direction, rng, is_fern):
+    """Redraw ``feat`` in place: the first :data:`POOL_LEVELS` levels from the pool, the
+    others from the free features.
 
-    With no free feature, the other decisions draw from every feature.
+    A tree's first ``k`` levels are its first ``2**k - 1`` decisions (breadth
+    first), a fern's its first ``k``; ``k`` is at most the depth. With no free
+    feature, the other decisions draw from every feature.
     """
     pool = np.flatnonzero(direction)
     free = np.flatnonzero(direction == 0)
     if free.size == 0:
         free = np.arange(direction.shape[0])
-    feat[:, 0] = pool[rng.integers(0, pool.size, size=feat.shape[0])]
-    feat[:, 1:] = free[rng.integers(0, free.size, size=(feat.shape[0], feat.shape[1] - 1))]
+    n_trees, n_decisions = feat.shape
+    n_pool = min(POOL_LEVELS if is_fern else 2**POOL_LEVELS - 1, n_decisions)
+    feat[:, :n_pool] = pool[rng.integers(0, pool.size, size=(n_trees, n_pool))]
+    rest = n_decisions - n_pool
+    feat[:, n_pool:] = free[rng.integers(0, free.size, size=(n_trees, rest))]
 
 
 def leaf_rules(feat, direction, depth, is_fern):

@@ -338,7 +338,7 @@ def init_model(n_inputs, n_outputs, params, x_mean, x_scale, seed, zero_output=F
     if params.monotonic_cst is not None:
         model.monotonic_cst = np.asarray(params.monotonic_cst, dtype=np.int8)
         model.monotone_dir = mono.monotone_directions(model.monotonic_cst, H, learn_A)
-        mono.draw_structure(model.feat, model.monotone_dir, rng)
+        mono.draw_structure(model.feat, model.monotone_dir, rng, model.is_fern)
         mono.project(model)
     return model
 
