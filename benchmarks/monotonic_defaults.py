@@ -202,6 +202,7 @@ FAMILIES = {
 @contextmanager
 def candidate_settings(family, candidate):
     """The package set up as ``candidate`` of ``family`` for the duration of the block."""
+    spec = FAMILIES[family]
     from obliquetrees import CO2ForestRegressor
     from obliquetrees.co2 import _refine
     from obliquetrees.e2edt import training
@@ -212,7 +213,7 @@ def candidate_settings(family, candidate):
         _refine.STEP,
         CO2ForestRegressor._refines_leaves,
         _monotonic.POOL_FRACTION,
-        _monotonic.POOL_LEVELS,
+        dict(_monotonic.POOL_LEVELS),
         training.FREE_TREE_DEPTH,
         soft_training.FREE_TREE,
     )
@@ -224,7 +225,7 @@ def candidate_settings(family, candidate):
         elif family == "hinge-pool":
             _monotonic.POOL_FRACTION = float(candidate)
         elif family.startswith("hinge-pool-levels"):
-            _monotonic.POOL_LEVELS = int(candidate)
+            _monotonic.POOL_LEVELS = {**_monotonic.POOL_LEVELS, spec.task: int(candidate)}
         elif family.startswith("soft-free-tree"):
             soft_training.FREE_TREE = candidate == ON
         else:

@@ -51,7 +51,7 @@ def test_a_candidate_is_set_only_inside_its_block(family, candidate):
         return (
             _refine.STEP,
             _monotonic.POOL_FRACTION,
-            _monotonic.POOL_LEVELS,
+            dict(_monotonic.POOL_LEVELS),
             training.FREE_TREE_DEPTH,
             soft_training.FREE_TREE,
         )
@@ -64,7 +64,7 @@ def test_a_candidate_is_set_only_inside_its_block(family, candidate):
         elif family == "hinge-pool":
             assert _monotonic.POOL_FRACTION == float(candidate)
         elif family.startswith("hinge-pool-levels"):
-            assert _monotonic.POOL_LEVELS == int(candidate)
+            assert _monotonic.POOL_LEVELS[FAMILIES[family].task] == int(candidate)
         elif family.startswith("soft-free-tree"):
             assert soft_training.FREE_TREE is (candidate != OFF)
         else:

@@ -229,14 +229,20 @@ NOTES = """
     have no weight on constrained inputs. (The fraction was 0.5 until it
     was chosen on validation parts across four data sets,
     ``benchmarks/results/monotonic_defaults_hinge-pool.md``: 0.9 won on mean
-    rank by a narrow margin, 1.75 against 2.0.) The first decision of every
-    tree (fern) tests a pool feature and the others a free feature, so the
-    leaves under the first decision's right child are kept ``>= 0`` and
-    those under its left child ``<= 0``: constrained inputs act through the
-    trees' first margins, free inputs everywhere. Without the linear layer
-    (``n_hinge_features=None``) the pool is the constrained inputs
-    themselves. Every optimiser step
-    (Adam, lazy Adam, AdaGrad, SGD) is followed by the Euclidean projection
+    rank by a narrow margin, 1.75 against 2.0.) In a regressor, the first
+    decision of every tree (fern) tests a pool feature and the others a free
+    feature, so the leaves under the first decision's right child are kept
+    ``>= 0`` and those under its left child ``<= 0``: constrained inputs act
+    through the trees' first margins, free inputs everywhere. A classifier's
+    trees test pool features in their first 4 levels (ours, chosen on
+    validation parts,
+    ``benchmarks/results/monotonic_defaults_hinge-pool-levels-classifier.md``;
+    the regressors' runs kept 1): only the leaves below the all-right and
+    the all-left paths through those levels can be non-zero, so constrained
+    inputs act through an intersection of oblique half-spaces; the others
+    stay 0. Without the linear layer (``n_hinge_features=None``) the pool is
+    the constrained inputs themselves. Every optimiser step (Adam, lazy
+    Adam, AdaGrad, SGD) is followed by the Euclidean projection
     of the parameters it moved onto these sign constraints (two classes:
     leaf and head weight pairs move to their mean when their difference has
     the wrong sign). Multiclass and multi-output fits raise a

@@ -23,13 +23,19 @@ The condition forces a leaf to 0 as soon as its path turns both ways at
 decisions on hinge features that move along the direction, so with a dense
 layer (every hinge feature moves with every constrained input) nearly every
 leaf of a deep tree would be 0. Our restriction: the hinge features are split
-into a *monotone pool* and free ones, every tree's (fern's) first decision
-tests a pool feature and every other decision a free one. Pool features have
-``c_j A_hj >= 0`` (they rise along every constrained direction), free ones
-``A_hj = 0`` on the constrained columns (and any weights on the others). A
-tree's leaves under the root's right child then take weights ``>= 0``, under
-its left child ``<= 0``, and are otherwise free: constrained inputs act
-through each tree's root margin, the free inputs everywhere. Without the
+into a *monotone pool* and free ones; the decisions of every tree's (fern's)
+first :data:`POOL_LEVELS` levels test pool features and every other decision
+a free one. Pool features have ``c_j A_hj >= 0`` (they rise along every
+constrained direction), free ones ``A_hj = 0`` on the constrained columns
+(and any weights on the others). With one pool level, a tree's leaves under
+the root's right child take weights ``>= 0``, under its left child ``<= 0``,
+and are otherwise free: constrained inputs act through each tree's root
+margin, the free inputs everywhere. With ``k`` levels, only the leaves below
+the ``k`` pool decisions' all-right path (``>= 0``) and all-left path
+(``<= 0``) can be non-zero: the constrained inputs act through an
+intersection of ``k`` oblique half-spaces (on both sides), a finer monotone
+region than one margin, at the price of the other leaves, kept at 0. The
+binary classifiers' validation runs chose 4 levels, the regressors' 1. Without the
 linear layer (``n_hinge_features=None``) the hinge features are the inputs:
 the pool is the constrained inputs (``dir = c``), and if every input is
 constrained, deeper decisions use them too and the condition zeroes the
@@ -48,9 +54,10 @@ from obliquetrees.hinge import _kernels as K
 POOL_FRACTION = 0.9
 
 #: Levels of every tree (fern) whose decisions test pool features (the others
-#: test free ones); chosen on validation parts (``benchmarks/monotonic_defaults.py``,
-#: families ``hinge-pool-levels`` and ``hinge-pool-levels-classifier``).
-POOL_LEVELS = 1
+#: test free ones), per task; chosen on validation parts
+#: (``benchmarks/monotonic_defaults.py``, families ``hinge-pool-levels`` and
+#: ``hinge-pool-levels-classifier``; 1 for both before).
+POOL_LEVELS = {"regression": 1, "classification": 4}
 
 
 def monotone_directions(cst, n_hinge, learn_A):
@@ -66,12 +73,12 @@ def monotone_directions(cst, n_hinge, learn_A):
     return direction
 
 
-def draw_structure(feat, direction, rng, is_fern):
-    """Redraw ``feat`` in place: the first :data:`POOL_LEVELS` levels from the pool, the
-    others from the free features.
+def draw_structure(feat, direction, rng, is_fern, levels):
+    """Redraw ``feat`` in place: the first ``levels`` levels from the pool, the others
+    from the free features.
 
     A tree's first ``k`` levels are its first ``2**k - 1`` decisions (breadth
-    first), a fern's its first ``k``; ``k`` is at most the depth. With no free
+    first), a fern's its first ``k``; at most every decision. With no free
     feature, the other decisions draw from every feature.
     """
     pool = np.flatnonzero(direction)
@@ -79,7 +86,7 @@ def draw_structure(feat, direction, rng, is_fern):
     if free.size == 0:
         free = np.arange(direction.shape[0])
     n_trees, n_decisions = feat.shape
-    n_pool = min(POOL_LEVELS if is_fern else 2**POOL_LEVELS - 1, n_decisions)
+    n_pool = min(levels if is_fern else 2**levels - 1, n_decisions)
     feat[:, :n_pool] = pool[rng.integers(0, pool.size, size=(n_trees, n_pool))]
     rest = n_decisions - n_pool
     feat[:, n_pool:] = free[rng.integers(0, free.size, size=(n_trees, rest))]

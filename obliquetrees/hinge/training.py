@@ -338,7 +338,8 @@ def init_model(n_inputs, n_outputs, params, x_mean, x_scale, seed, zero_output=F
     if params.monotonic_cst is not None:
         model.monotonic_cst = np.asarray(params.monotonic_cst, dtype=np.int8)
         model.monotone_dir = mono.monotone_directions(model.monotonic_cst, H, learn_A)
-        mono.draw_structure(model.feat, model.monotone_dir, rng, model.is_fern)
+        levels = mono.POOL_LEVELS[params.task]
+        mono.draw_structure(model.feat, model.monotone_dir, rng, model.is_fern, levels)
         mono.project(model)
     return model
 

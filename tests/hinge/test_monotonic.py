@@ -158,3 +158,51 @@ def test_pickled_constrained_model():
     np.testing.assert_array_equal(back.predict(X), reg.predict(X))
     assert back._model.monotonic_cst.tolist() == cst
     assert monotone_violations(back.predict, X, cst, n_lines=50) <= 1e-12
+
+
+@pytest.mark.parametrize("is_fern", [False, True])
+@pytest.mark.parametrize("levels", [1, 2, 3, 9])
+def test_pool_levels_place_pool_decisions_and_zero_mixed_leaves(is_fern, levels):
+    """The first ``levels`` levels test the pool, the rest free features; only the leaves
+    under the all-right and all-left paths through the pool levels may be non-zero."""
+    from obliquetrees.hinge import _kernels as K
+    from obliquetrees.hinge._monotonic import draw_structure, leaf_rules
+
+    depth, n_trees = 5, 6
+    direction = np.array([1, 1, 1, 0, 0, 1], dtype=np.int8)
+    n_decisions = depth if is_fern else 2**depth - 1
+    feat = np.zeros((n_trees, n_decisions), dtype=np.int64)
+    draw_structure(feat, direction, np.random.default_rng(levels), is_fern, levels)
+    pool_levels = min(levels, depth)
+    n_pool = pool_levels if is_fern else 2**pool_levels - 1
+    assert np.all(direction[feat[:, :n_pool]] == 1)
+    assert np.all(direction[feat[:, n_pool:]] == 0)
+    rule = leaf_rules(feat, direction, depth, is_fern)
+    below = 2 ** (depth - pool_levels)  # leaves under one path through the pool levels
+    expected = np.full(2**depth, K.RULE_ZERO)
+    expected[:below] = K.RULE_DOWN  # all-left: leaves 0 .. below-1
+    expected[-below:] = K.RULE_UP  # all-right
+    np.testing.assert_array_equal(rule, np.broadcast_to(expected, rule.shape))
+
+
+@pytest.mark.parametrize("levels", [2, 3])
+@pytest.mark.parametrize("tree_type", ["tree", "fern"])
+def test_deeper_pool_keeps_the_constraint(monkeypatch, levels, tree_type):
+    """Both tasks with pool levels and free levels below them (depth 5)."""
+    from obliquetrees.hinge import _monotonic
+
+    monkeypatch.setattr(_monotonic, "POOL_LEVELS", {"regression": levels, "classification": levels})
+    X, y = _data(11, nan_fraction=0.03)
+    cst = [1, 0, -1, 0, 0]
+    params = {**SMALL, "max_depth": 5, "tree_type": tree_type}
+    reg = HingeForestRegressor(monotonic_cst=cst, random_state=0, **params).fit(X, y)
+    clf = HingeForestClassifier(monotonic_cst=cst, random_state=0, **params).fit(X, y > 0)
+    grid = np.nan_to_num(X)
+    for predict in (reg.predict, _positive_class(clf)):
+        for nan_fraction in (0.0, 0.3):
+            worst = monotone_violations(predict, grid, cst, n_lines=60, nan_fraction=nan_fraction)
+            assert worst <= 1e-12
+    n_pool = levels if tree_type == "fern" else 2**levels - 1
+    for model in (reg._model, clf._model):
+        assert np.all(model.monotone_dir[model.feat[:, :n_pool]] == 1)
+        assert np.all(model.monotone_dir[model.feat[:, n_pool:]] == 0)
