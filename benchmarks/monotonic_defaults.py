@@ -202,12 +202,13 @@ FAMILIES = {
 @contextmanager
 def candidate_settings(family, candidate):
     """The package set up as ``candidate`` of ``family`` for the duration of the block."""
-    spec = FAMILIES[family]
     from obliquetrees import CO2ForestRegressor
     from obliquetrees.co2 import _refine
     from obliquetrees.e2edt import training
     from obliquetrees.hinge import _monotonic
     from obliquetrees.soft import training as soft_training
+
+    spec = FAMILIES[family]
 
     saved = (
         _refine.STEP,

@@ -24,24 +24,23 @@ decisions on hinge features that move along the direction, so with a dense
 layer (every hinge feature moves with every constrained input) nearly every
 leaf of a deep tree would be 0. Our restriction: the hinge features are split
 into a *monotone pool* and free ones; the decisions of every tree's (fern's)
-first :data:`POOL_LEVELS` levels test pool features and every other decision
-a free one. Pool features have ``c_j A_hj >= 0`` (they rise along every
-constrained direction), free ones ``A_hj = 0`` on the constrained columns
-(and any weights on the others). With one pool level, a tree's leaves under
-the root's right child take weights ``>= 0``, under its left child ``<= 0``,
-and are otherwise free: constrained inputs act through each tree's root
-margin, the free inputs everywhere. With ``k`` levels, only the leaves below
-the ``k`` pool decisions' all-right path (``>= 0``) and all-left path
-(``<= 0``) can be non-zero: the constrained inputs act through an
-intersection of ``k`` oblique half-spaces (on both sides), a finer monotone
-region than one margin, at the price of the other leaves, kept at 0. The
-binary classifiers' validation runs chose 4 levels, the regressors' 1. Without the
-linear layer (``n_hinge_features=None``) the hinge features are the inputs:
-the pool is the constrained inputs (``dir = c``), and if every input is
-constrained, deeper decisions use them too and the condition zeroes the
-leaves it must. Projections after every optimiser step (projected
-Adam/AdaGrad/SGD) keep the condition; the missing-value indicator inputs are
-free.
+first :data:`POOL_LEVELS` levels test pool features and every other decision a
+free one. Pool features have ``c_j A_hj >= 0`` (they rise along every
+constrained direction), free ones ``A_hj = 0`` on the constrained columns (and
+any weights on the others). With one pool level, a tree's leaves under the
+root's right child take weights ``>= 0``, under its left child ``<= 0``, and
+are otherwise free: constrained inputs act through each tree's root margin,
+the free inputs everywhere. With ``k`` levels, only the leaves below the ``k``
+pool decisions' all-right path (``>= 0``) and all-left path (``<= 0``) can be
+non-zero: the constrained inputs act through an intersection of ``k`` oblique
+half-spaces (on both sides), a finer monotone region than one margin, at the
+price of the other leaves, kept at 0. The binary classifiers' validation runs
+chose 4 levels, the regressors' 1. Without the linear layer
+(``n_hinge_features=None``) the hinge features are the inputs: the pool is the
+constrained inputs (``dir = c``), and if every input is constrained, deeper
+decisions use them too and the condition zeroes the leaves it must.
+Projections after every optimiser step (projected Adam/AdaGrad/SGD) keep the
+condition; the missing-value indicator inputs are free.
 """
 
 import numpy as np
