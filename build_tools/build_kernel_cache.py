@@ -3,7 +3,7 @@
     python build_tools/build_kernel_cache.py BUILD_LIB
 
 ``setup.py`` runs this after copying the package to ``BUILD_LIB``: child
-processes, one per core (at most one per method), import the package from
+processes, one per core (at most one per estimator), import the package from
 there with numba set to the generic CPU (``NUMBA_CPU_NAME=generic``) and the
 shipped cache in write mode (``OBLIQUETREES_BUILD_KERNEL_CACHE=1``), each
 running its share of ``kernel_cache_workload.py`` into a directory of its
@@ -16,13 +16,15 @@ environment otherwise pays on first use.
 
 Each build also keeps its kernels in a store (``obliquetrees/kernels`` in the
 user's cache directory, or ``$OBLIQUETREES_KERNEL_BUILD_CACHE``), one folder
-per source hash, and a later build of the same sources with the same numba
-and Python copies them instead of compiling: ``pip install ".[test]"`` after
+per source hash and build scripts' hash, and a later build of the same
+sources and scripts with the same numba and Python copies them instead of
+compiling: ``pip install ".[test]"`` after
 ``pip install .`` rebuilds the wheel (pip rebuilds a local directory on every
 install) but compiles nothing. The manifest decides what matches; the store
 keeps the newest few folders.
 """
 
+import hashlib
 import json
 import os
 import pickle
@@ -63,16 +65,18 @@ def run_child(build_lib, code, capture=True):
     ).stdout
 
 
-#: Where a build of these sources keeps its kernels for reuse, and whether they are there.
+#: Where a build of these sources keeps its kernels for reuse, and whether they are
+#: there: ``.format(build_hash())``.
 REUSE = (
     "import json; from obliquetrees._core._kernel_cache import build_reuse_dir, manifest_matches; "
-    "d = build_reuse_dir(); "
-    "print(json.dumps({'dir': str(d), 'ready': manifest_matches(d)}))"
+    "d = build_reuse_dir({!r}); "
+    "print(json.dumps({{'dir': str(d), 'ready': manifest_matches(d)}}))"
 )
 #: Folders (source hashes) the store keeps: the newest ones.
 KEEP = 4
-#: Parts of the workload that can compile in parallel (``FAMILIES`` there).
-N_FAMILIES = 5
+#: Parts of the workload that can compile in parallel (``parts()`` there: the
+#: estimators and the conversions).
+N_PARTS = 9
 #: One compiling process's share of the workload: ``.format(part, n_parts)``.
 BUILD_PART = (
     "import runpy, sys; "
@@ -85,6 +89,18 @@ MERGE = (
     f"runpy.run_path({str(HERE / 'build_kernel_cache.py')!r})['merge']({{!r}}); "
     "from obliquetrees._core._kernel_cache import write_manifest; write_manifest()"
 )
+
+
+def build_hash():
+    """First 16 hex digits of the SHA-256 of this folder's scripts.
+
+    The workload decides which kernels a build compiles; a store folder of
+    the same package sources built by another workload must not be reused.
+    """
+    digest = hashlib.sha256()
+    for path in sorted(HERE.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
 
 
 def merge(part_dirs):
@@ -139,12 +155,12 @@ def main(build_lib):
     build_lib = Path(build_lib).resolve()
     target = build_lib / "obliquetrees" / "_kernel_cache"
     shutil.rmtree(target, ignore_errors=True)
-    reuse = json.loads(run_child(build_lib, REUSE))
+    reuse = json.loads(run_child(build_lib, REUSE.format(build_hash())))
     if reuse["ready"]:
         shutil.copytree(reuse["dir"], target)
         print(f"obliquetrees: kernels reused from {reuse['dir']}", flush=True)
         return
-    n_parts = max(1, min(os.cpu_count() or 1, N_FAMILIES))
+    n_parts = max(1, min(os.cpu_count() or 1, N_PARTS))
     print(
         f"obliquetrees: compiling the kernels for the generic CPU in {n_parts} processes "
         "(one to three minutes)",

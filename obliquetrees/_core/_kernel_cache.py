@@ -130,15 +130,18 @@ def building():
     return os.environ.get(BUILD_ENV) == "1"
 
 
-def build_reuse_dir():
+def build_reuse_dir(build_hash=""):
     """Where wheel builds of these sources keep their kernels for reuse.
 
-    ``<root>/<first 16 hex digits of the source hash>``, with ``<root>`` the
-    directory named by ``$OBLIQUETREES_KERNEL_BUILD_CACHE``, else
-    ``obliquetrees/kernels`` in the user's cache directory
-    (``$XDG_CACHE_HOME``, else ``~/.cache``).
+    ``<root>/<first 16 hex digits of the source hash>[-<build_hash>]``, with
+    ``<root>`` the directory named by ``$OBLIQUETREES_KERNEL_BUILD_CACHE``,
+    else ``obliquetrees/kernels`` in the user's cache directory
+    (``$XDG_CACHE_HOME``, else ``~/.cache``). ``build_hash`` names what else
+    decides the kernels a build compiles (the build's workload, outside the
+    package): a changed workload must not reuse the old one's kernels.
     """
-    return build_reuse_root() / package_source_hash()[:16]
+    name = package_source_hash()[:16]
+    return build_reuse_root() / (f"{name}-{build_hash}" if build_hash else name)
 
 
 def build_reuse_root():
