@@ -122,6 +122,8 @@ def run_estimator(cls, X, y):
     run_predictions(cls(random_state=0, **params).fit(X_nan, y), X_nan)
     if tags.input_tags.sparse:
         run_predictions(cls(random_state=0, **params).fit(sparse.csr_matrix(X), y), X)
+    if cls.__name__.startswith("CO2"):
+        fit_without_presort(cls, X, y, params)
     if tags.target_tags.multi_output and not is_classifier(cls()):
         cls(random_state=0, **params).fit(X, np.c_[y, -y]).predict(X)
     for variant in VARIANTS.get(cls.__name__, []):
@@ -134,30 +136,22 @@ def run_estimator(cls, X, y):
     if tags.input_tags.sparse:  # CO2's constrained CSR growth: 49 kernels, 90 s on first use
         for X_csr in (sparse.csr_matrix(X), sparse.csr_matrix(X_nan)):
             cls(random_state=0, monotonic_cst=cst, **params).fit(X_csr, y_mono).predict(X_csr)
-    if cls.__name__.startswith("CO2"):
-        fit_without_presort(cls, X, y, X_nan, y_mono, cst, params)
 
 
-def fit_without_presort(cls, X, y, X_nan, y_mono, cst, params):
+def fit_without_presort(cls, X, y, params):
     """CO2's fits of inputs above its presort limit sort in every node: other kernel types.
 
     Such inputs (``co2.training.MAX_PRESORTED_ENTRIES`` entries and more, as
     the README's 20,000 x 100,000 CSR) are too large for this workload, so
-    the limit is lowered to 0 for small fits: dense and CSR, without and with
-    missing values, unconstrained and under ``cst`` (on first use, a
-    constrained fit compiled 57 kernels in 90-110 s and one with missing
-    values 21 in 29 s).
+    the limit is lowered to 0 for a small dense and a small CSR fit.
     """
     from obliquetrees.co2 import training
 
     limit = training.MAX_PRESORTED_ENTRIES
     training.MAX_PRESORTED_ENTRIES = 0
     try:
-        for X_dense in (X, X_nan):
-            for X_in in (X_dense, sparse.csr_matrix(X_dense)):
-                cls(random_state=0, **params).fit(X_in, y).predict(X_in)
-                model = cls(random_state=0, monotonic_cst=cst, **params)
-                model.fit(X_in, y_mono).predict(X_in)
+        for X_in in (X, sparse.csr_matrix(X)):
+            cls(random_state=0, **params).fit(X_in, y).predict(X_in)
     finally:
         training.MAX_PRESORTED_ENTRIES = limit
 
@@ -184,21 +178,22 @@ def run_conversions(Xc, yc, Xr, yr):
     finetune(from_sklearn(forest.fit(Xr, yr)), Xr, yr, epochs=1).predict(Xr)
 
 
-#: Compile seconds of each part on one core, measured in a build at 182ac9f (E2EDT,
-#: soft and hinge: each pair's total, halved). The parts are dealt round robin,
-#: heaviest first, to the build's compiling processes: with two, the CO2
-#: classifier's (the heaviest) against the CO2 regressor's, then the others in
-#: turn, about half each. Kernels two parts share are compiled by both and merged.
+#: Seconds each part compiled for in a build on two cores (each after the heavier parts
+#: of its process, whose shared kernels it then loads); only their order matters. The
+#: parts are dealt round robin, heaviest first, to the build's compiling processes:
+#: with two, the CO2 classifier against the CO2 regressor (once both in one process,
+#: 665 of the build's 743 s), then the others in turn. Kernels two parts share are
+#: compiled by both and merged.
 COMPILE_SECONDS = {
-    "CO2ForestClassifier": 360,
-    "CO2ForestRegressor": 305,
-    "E2EDTClassifier": 72,
-    "E2EDTRegressor": 72,
-    "SoftTreeClassifier": 47,
-    "SoftTreeRegressor": 47,
-    "HingeForestClassifier": 30,
-    "HingeForestRegressor": 30,
-    "conversions": 9,
+    "CO2ForestClassifier": 491,
+    "CO2ForestRegressor": 478,
+    "SoftTreeClassifier": 94,
+    "SoftTreeRegressor": 78,
+    "E2EDTRegressor": 54,
+    "E2EDTClassifier": 47,
+    "HingeForestClassifier": 41,
+    "HingeForestRegressor": 35,
+    "conversions": 7,
 }
 
 
