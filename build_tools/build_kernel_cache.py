@@ -73,7 +73,7 @@ REUSE = (
     "d = build_reuse_dir({!r}); "
     "print(json.dumps({{'dir': str(d), 'ready': manifest_matches(d)}}))"
 )
-#: Folders (source hashes) the store keeps: the newest ones.
+#: Folders (builds) the store keeps: the newest ones.
 KEEP = 4
 #: Parts of the workload that can compile in parallel (``parts()`` there: the
 #: estimators and the conversions).

@@ -33,10 +33,10 @@ Why this is safe and portable:
 Where the shipped kernels are looked for, first match wins: the package's own
 ``_kernel_cache``; the installed distribution's, when this process runs a
 source checkout of the same sources (``pytest`` in a clone after ``pip
-install .``); and the kernel store of wheel builds (:func:`build_reuse_dir`),
-where each build keeps what it compiled so that the next build of the same
-sources (``pip install ".[test]"`` after ``pip install .``) copies instead of
-compiling again.
+install .``); and the kernel store of wheel builds (:func:`build_reuse_dirs`,
+newest first), where each build keeps what it compiled so that the next build
+of the same sources and build scripts (``pip install ".[test]"`` after ``pip
+install .``) copies instead of compiling again.
 """
 
 import functools
@@ -144,8 +144,27 @@ def build_reuse_dir(build_hash=""):
     return build_reuse_root() / (f"{name}-{build_hash}" if build_hash else name)
 
 
+def build_reuse_dirs():
+    """The store's folders of builds of these sources (any build scripts), newest first.
+
+    Where a source checkout with no installed distribution of the same
+    sources finds kernels (:func:`shipped_dir`): any build of the same
+    sources compiled valid kernels (the manifest decides), whichever
+    workload chose them.
+    """
+    name = package_source_hash()[:16]
+    found = []
+    try:
+        for folder in build_reuse_root().iterdir():
+            if folder.name == name or folder.name.startswith(name + "-"):
+                found.append((folder.stat().st_mtime, folder))
+    except OSError:  # no store, or a folder removed meanwhile by another build
+        return []
+    return [folder for _, folder in sorted(found, key=lambda item: item[0], reverse=True)]
+
+
 def build_reuse_root():
-    """The directory holding :func:`build_reuse_dir` for every source hash."""
+    """The directory holding :func:`build_reuse_dir` for every build."""
     root = os.environ.get(BUILD_REUSE_ENV)
     if root:
         return Path(root)
@@ -190,11 +209,11 @@ def shipped_dir():
 
     SHIPPED_DIR, else the installed distribution's kernels (a source
     checkout of the same sources), else those a wheel build of the same
-    sources left for reuse (:func:`build_reuse_dir`).
+    sources left for reuse (:func:`build_reuse_dirs`).
     """
     if building():
         return Path(os.environ.get(BUILD_PART_ENV) or SHIPPED_DIR)
-    for directory in (SHIPPED_DIR, *installed_kernel_dirs(), build_reuse_dir()):
+    for directory in (SHIPPED_DIR, *installed_kernel_dirs(), *build_reuse_dirs()):
         if manifest_matches(directory):
             return directory
     return None

@@ -32,8 +32,8 @@ print(json.dumps({"out": out.tolist(), "hits": sum(stats.cache_hits.values()),
 """
 
 
-def _build_script():
-    spec = importlib.util.spec_from_file_location("build_kernel_cache", SCRIPT)
+def _build_script(path=SCRIPT):
+    spec = importlib.util.spec_from_file_location("build_kernel_cache", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -98,12 +98,28 @@ def test_kernels_a_wheel_build_left_for_reuse_are_loaded(shipped_package, tmp_pa
     shutil.copytree(shipped_package, root, ignore=shutil.ignore_patterns("__pycache__"))
     shipped = root / "obliquetrees/_kernel_cache"
     digest = json.loads((shipped / "manifest.json").read_text())["source_sha256"]
-    shutil.move(shipped, tmp_path / "reuse" / digest[:16])
+    # named as a build names it: the source hash, then the build scripts' hash
+    shutil.move(shipped, tmp_path / "reuse" / f"{digest[:16]}-0123456789abcdef")
     result = _call(
         root, tmp_path / "numba", OBLIQUETREES_KERNEL_BUILD_CACHE=str(tmp_path / "reuse")
     )
     assert result["hits"] == 1 and result["misses"] == 0
     assert _call(root, tmp_path / "numba2")["misses"] == 1  # not without the variable
+
+
+def test_a_build_keeps_its_kernels_under_the_sources_and_the_build_scripts_hashes(tmp_path):
+    """A changed workload compiles other kernels: its build must not reuse the old ones."""
+    from obliquetrees._core._kernel_cache import build_reuse_dir, package_source_hash
+
+    copy = tmp_path / "build_tools"
+    shutil.copytree(SCRIPT.parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    before = _build_script(copy / SCRIPT.name).build_hash()
+    assert before == _build_script().build_hash()
+    with open(copy / "kernel_cache_workload.py", "a") as f:
+        f.write("\n# one more path to compile\n")
+    after = _build_script(copy / SCRIPT.name).build_hash()
+    assert len(before) == len(after) == 16 and before != after
+    assert build_reuse_dir(before).name == f"{package_source_hash()[:16]}-{before}"
 
 
 @pytest.mark.parametrize("change", ["numba", "source"])
