@@ -11,9 +11,10 @@ own; a last child merges those into the package's ``_kernel_cache`` and
 writes the manifest (with every file's SHA-256) that the installed package
 checks before using the kernels (``obliquetrees/_core/_kernel_cache.py``).
 Each process prints its parts as they finish (``pip install -v`` shows
-them). Takes about ten minutes on two cores (11.5 in a build at 43b44ce,
-which shipped more than this one): the compilation that each new environment
-otherwise pays on first use, spread over the paths a user reaches.
+them). Takes most of the install's time, about eight minutes on two cores
+(CI's main job, install included, took 9.6 minutes at 0e654a0): the
+compilation that each new environment otherwise pays on first use, spread
+over the paths a user reaches.
 
 Each build also keeps its kernels in a store (``obliquetrees/kernels`` in the
 user's cache directory, or ``$OBLIQUETREES_KERNEL_BUILD_CACHE``), one folder
@@ -164,7 +165,7 @@ def main(build_lib):
     n_parts = max(1, min(os.cpu_count() or 1, N_PARTS))
     print(
         f"obliquetrees: compiling the kernels for the generic CPU in {n_parts} processes "
-        "(about ten minutes on two cores)",
+        "(about eight minutes on two cores)",
         flush=True,
     )
     start = time.perf_counter()
