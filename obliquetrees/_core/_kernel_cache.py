@@ -130,18 +130,17 @@ def building():
     return os.environ.get(BUILD_ENV) == "1"
 
 
-def build_reuse_dir(build_hash=""):
+def build_reuse_dir(build_hash):
     """Where wheel builds of these sources keep their kernels for reuse.
 
-    ``<root>/<first 16 hex digits of the source hash>[-<build_hash>]``, with
+    ``<root>/<first 16 hex digits of the source hash>-<build_hash>``, with
     ``<root>`` the directory named by ``$OBLIQUETREES_KERNEL_BUILD_CACHE``,
     else ``obliquetrees/kernels`` in the user's cache directory
     (``$XDG_CACHE_HOME``, else ``~/.cache``). ``build_hash`` names what else
     decides the kernels a build compiles (the build's workload, outside the
     package): a changed workload must not reuse the old one's kernels.
     """
-    name = package_source_hash()[:16]
-    return build_reuse_root() / (f"{name}-{build_hash}" if build_hash else name)
+    return build_reuse_root() / f"{package_source_hash()[:16]}-{build_hash}"
 
 
 def build_reuse_dirs():
@@ -156,6 +155,7 @@ def build_reuse_dirs():
     found = []
     try:
         for folder in build_reuse_root().iterdir():
+            # the bare name: a folder kept by a build from before the build scripts' hash
             if folder.name == name or folder.name.startswith(name + "-"):
                 found.append((folder.stat().st_mtime, folder))
     except OSError:  # no store, or a folder removed meanwhile by another build
