@@ -1,5 +1,5 @@
 """Shared fixtures: the benchmark data sets, a badly scaled classification problem and
-random-number generators."""
+random-number generators; the number of pytest-xdist workers."""
 
 import os
 from pathlib import Path
@@ -13,6 +13,35 @@ from sklearn.datasets import make_classification
 DATA_DIR = Path(
     os.environ.get("OBLIQUETREES_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")
 )
+
+
+#: Peak resident memory of one worker running the whole suite's share of a core, with
+#: margin (a serial run of the suite peaks at 2.9-3.4 GB in CI, .ci/run's "tests" line).
+WORKER_BYTES = 4 * 2**30
+
+
+def _available_memory():
+    """Bytes of memory available to new processes (Linux's MemAvailable), or None."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto`` (pyproject.toml's addopts): one worker per usable core, but no more
+    than the available memory holds at :data:`WORKER_BYTES` each (at least one)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    workers = cores or 1
+    memory = _available_memory()
+    if memory is not None:
+        workers = min(workers, memory // WORKER_BYTES)
+    return max(1, workers)
 
 
 def load_shared(name):
