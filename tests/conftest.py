@@ -15,9 +15,16 @@ DATA_DIR = Path(
 )
 
 
-#: Peak resident memory of one worker running the whole suite's share of a core, with
-#: margin (a serial run of the suite peaks at 2.9-3.4 GB in CI, .ci/run's "tests" line).
+#: Peak resident memory of one worker, with margin (.ci/run's "tests" line: the suite in
+#: one process peaked at 2.9-3.4 GB, each of two workers at 2.0 GB).
 WORKER_BYTES = 4 * 2**30
+
+
+def usable_cores():
+    """The number of cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def _available_memory():
@@ -36,8 +43,7 @@ def _available_memory():
 def pytest_xdist_auto_num_workers(config):
     """``-n auto`` (pyproject.toml's addopts): one worker per usable core, but no more
     than the available memory holds at :data:`WORKER_BYTES` each (at least one)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    workers = cores or 1
+    workers = usable_cores()
     memory = _available_memory()
     if memory is not None:
         workers = min(workers, memory // WORKER_BYTES)

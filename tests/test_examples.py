@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DATA_DIR
+from tests.conftest import DATA_DIR, usable_cores
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 GALLERY = [
@@ -103,8 +103,7 @@ def _openmp_share():
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if workers <= 1 or "OMP_NUM_THREADS" in os.environ:
         return {}
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {"OMP_NUM_THREADS": str(max(1, (cores or 1) // workers))}
+    return {"OMP_NUM_THREADS": str(max(1, usable_cores() // workers))}
 
 
 @pytest.mark.parametrize(
