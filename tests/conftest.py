@@ -4,6 +4,7 @@ random-number generators; the number of pytest-xdist workers."""
 import os
 from pathlib import Path
 
+import joblib
 import numpy as np
 import pytest
 from sklearn.datasets import make_classification
@@ -20,13 +21,6 @@ DATA_DIR = Path(
 WORKER_BYTES = 4 * 2**30
 
 
-def usable_cores():
-    """The number of cores this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
 def _available_memory():
     """Bytes of memory available to new processes (Linux's MemAvailable), or None."""
     try:
@@ -41,9 +35,10 @@ def _available_memory():
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config):
-    """``-n auto`` (pyproject.toml's addopts): one worker per usable core, but no more
-    than the available memory holds at :data:`WORKER_BYTES` each (at least one)."""
-    workers = usable_cores()
+    """``-n auto`` (pyproject.toml's addopts): one worker per usable core
+    (``joblib.cpu_count()``: CPU affinity and container quotas), but no more than the
+    available memory holds at :data:`WORKER_BYTES` each (at least one)."""
+    workers = joblib.cpu_count()
     memory = _available_memory()
     if memory is not None:
         workers = min(workers, memory // WORKER_BYTES)

@@ -20,9 +20,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import joblib
 import pytest
 
-from tests.conftest import DATA_DIR, usable_cores
+from tests.conftest import DATA_DIR
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 GALLERY = [
@@ -103,7 +104,7 @@ def _openmp_share():
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if workers <= 1 or "OMP_NUM_THREADS" in os.environ:
         return {}
-    return {"OMP_NUM_THREADS": str(max(1, usable_cores() // workers))}
+    return {"OMP_NUM_THREADS": str(max(1, joblib.cpu_count() // workers))}
 
 
 @pytest.mark.parametrize(
