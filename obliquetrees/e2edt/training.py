@@ -85,6 +85,14 @@ FREE_TREE_STREAM = 3
 FREE_TREE_DEPTH = 6
 #: Backfitting rounds of the constrained tree and the free tree (the study's two).
 BACKFIT_ROUNDS = 2
+#: Whether a constrained binary classifier with free inputs adds a tree of the free
+#: inputs to its logit (:func:`_logit_sum`; False: the single constrained tree), chosen
+#: on validation parts (``benchmarks/results/monotonic_defaults_e2edt-free-tree-classifier.md``).
+CLASSIFIER_FREE_TREE = True
+#: A constrained binary classifier's Newton step (:func:`_logit_sum`): the least
+#: weight ``p (1 - p)`` of a row and the largest working response, in logits.
+MIN_NEWTON_WEIGHT = 1e-3
+MAX_LOGIT = 8.0
 
 
 @dataclass(frozen=True)
@@ -284,10 +292,14 @@ def _fit_one_tree(
         prior = leaves.prior_value(y, sample_weight)
         leaf = [-1], [-1], np.zeros((1, X.shape[1])), [0.0], prior[None, :], [0.0]
         return ObliqueTree.from_dense(*leaf), np.zeros(1)
+    free = free_columns(sign, leaves)
+    if free is not None and leaves.n_classes is not None:
+        return _logit_sum(
+            X, Z, y, row_weight, leaves, mean, scale, params, seed, progress_label, sign, free
+        )
     fitted = _grow_and_finetune(
         X, Z, y, row_weight, leaves, mean, scale, params, seed, progress_label, sign
     )
-    free = free_columns(sign, leaves)
     if free is None:
         return fitted
     return _with_free_tree(
@@ -837,13 +849,19 @@ def _soft_gram(tree, steepness, X, target, row_weight, leaf):
 
 # ------------------------------------------- constrained regressors: the free tree
 def free_columns(sign, leaves):
-    """The unconstrained inputs that a constrained regressor's free tree sees, or None.
+    """The unconstrained inputs that a constrained tree's free tree sees, or None.
 
-    None (no free tree) for classifiers, without constraints, when every
-    input is constrained or none is (an all-zero ``monotonic_cst`` fits as
-    unconstrained), and when :data:`FREE_TREE_DEPTH` is None.
+    None (no free tree) without constraints, when every input is
+    constrained or none is (an all-zero ``monotonic_cst`` fits as
+    unconstrained), for more than two classes (constraints refuse them) and
+    when :data:`FREE_TREE_DEPTH` is None (for a classifier also when
+    :data:`CLASSIFIER_FREE_TREE` is False). A regressor's free tree is added
+    to its output (:func:`_with_free_tree`), a binary classifier's to its
+    logit (:func:`_logit_sum`).
     """
-    if FREE_TREE_DEPTH is None or sign is None or leaves.n_classes is not None:
+    if FREE_TREE_DEPTH is None or sign is None or leaves.n_classes not in (None, 2):
+        return None
+    if leaves.n_classes is not None and not CLASSIFIER_FREE_TREE:
         return None
     return mixed_free_inputs(sign)
 
@@ -873,18 +891,9 @@ def _with_free_tree(
     """
     raw = y * leaves.scale + leaves.mean  # the targets in raw units
     rule = "soft" if params.soft_routing else "hard"
-    free_params = replace(
-        params,
-        max_depth=min(params.max_depth, FREE_TREE_DEPTH),
-        max_features=None if params.max_features is None else min(params.max_features, free.size),
-        image_shape=None,
-        patch_size=None,
-        spatial_reg=0.0,
-    )
+    free_params = _free_tree_params(params, free)
     X_free = X[:, free]
-    Z_free = (
-        Z.columns(free) if isinstance(Z, S.StandardizedCSR) else np.ascontiguousarray(Z[:, free])
-    )
+    Z_free = _free_inputs(Z, free)
     tree, steepness = fitted
     free_tree = free_steepness = None
     for k in range(BACKFIT_ROUNDS):
@@ -923,6 +932,85 @@ def _with_free_tree(
         tree, steepness, _on_columns(free_tree, free, X.shape[1]), free_steepness
     )
     return _with_training_statistics(grafted, X, y, row_weight, leaves), grafted_steepness
+
+
+def _logit_sum(
+    X, Z, y, row_weight, leaves, mean, scale, params, seed, progress_label, sign, free
+):  # fmt: skip
+    """A constrained binary classifier's tree: ``P(classes_[1]) = sigma(T(x) + F(x_free))``.
+
+    Ours (issue 41), the classifier's form of :func:`_with_free_tree`: the
+    two trees are additive in the logit, where a sum of a monotone ``T`` and
+    an ``F`` of the free inputs stays monotone through the increasing
+    ``sigma`` (a sum of probabilities would leave [0, 1]). Each tree is one
+    Newton step of the logistic loss (a weighted least-squares regression
+    tree of the working response, IRLS's step), fitted as a constrained or
+    free regressor's tree is (:func:`_grow_and_finetune` with Gaussian
+    leaves): ``T`` of all inputs, under the constraints ``sign``, from
+    ``f = 0`` (working response ``4 (y - 1/2)``, equal weights); ``F`` of
+    the free inputs ``free`` (depth at most :data:`FREE_TREE_DEPTH`,
+    unconstrained) from ``f = T(x)``: response ``(y - p) / w``, weights
+    ``w = p (1 - p)`` (at least :data:`MIN_NEWTON_WEIGHT`), ``T(x) +
+    response`` clipped to ``[-MAX_LOGIT, MAX_LOGIT]``. One round, chosen on
+    validation parts (more rounds fitted the training rows closer and
+    scored lower: ``benchmarks/results/monotonic.md``). Each tree is
+    evaluated as the estimator predicts (``params.soft_routing``).
+
+    The two are stored as one tree (:func:`graft_sum`) whose leaf ``(l,
+    k)`` holds the class distribution ``(1 - sigma(a_l + b_k), sigma(a_l +
+    b_k))``: hard routing predicts ``sigma(T(x) + F(x))`` exactly; soft
+    routing, a mixture of leaves like every E2EDT tree, is
+    ``sum_l sum_k p_l q_k sigma(a_l + b_k)``, monotone because ``sigma(a_l
+    + b_k)`` keeps the order of ``a_l`` for every ``k`` and ``F``'s path
+    probabilities ``q_k`` do not move along a constrained input.
+    """
+    positive = (y == 1).astype(np.float64)[:, None]
+    rule = "soft" if params.soft_routing else "hard"
+    # the working response at f = 0 (p = 1/2, every weight 1/4: a constant factor)
+    response = 4.0 * (positive - 0.5)
+    tree_leaves = leaf_model(response, None, row_weight)
+    tree, steepness = _grow_and_finetune(
+        X, Z, tree_leaves.training_targets(response), row_weight, tree_leaves, mean, scale,
+        params, seed, _extra_label(progress_label, "constrained tree"), sign,
+    )  # fmt: skip
+    logit = tree_output(tree, steepness, X, rule)
+    p = 1.0 / (1.0 + np.exp(-logit))
+    newton_weight = np.maximum(p * (1.0 - p), MIN_NEWTON_WEIGHT)
+    response = np.clip(logit + (positive - p) / newton_weight, -MAX_LOGIT, MAX_LOGIT) - logit
+    weight = row_weight * newton_weight[:, 0]
+    free_leaves = leaf_model(response, None, weight)
+    free_params = _free_tree_params(params, free)
+    free_tree, free_steepness = _grow_and_finetune(
+        X[:, free], _free_inputs(Z, free), free_leaves.training_targets(response), weight,
+        free_leaves, mean[free], scale[free], free_params, _round_seed(seed, 1),
+        _extra_label(progress_label, "free tree"), None,
+    )  # fmt: skip
+    grafted, grafted_steepness = graft_sum(
+        tree, steepness, _on_columns(free_tree, free, X.shape[1]), free_steepness
+    )
+    proba = 1.0 / (1.0 + np.exp(-grafted.value[:, 0]))
+    grafted.value = np.column_stack([1.0 - proba, proba])
+    return _with_training_statistics(grafted, X, y, row_weight, leaves), grafted_steepness
+
+
+def _free_tree_params(params, free):
+    """The training parameters of a free tree on the inputs ``free``: ``params`` at
+    most :data:`FREE_TREE_DEPTH` deep, with no image layout."""
+    return replace(
+        params,
+        max_depth=min(params.max_depth, FREE_TREE_DEPTH),
+        max_features=None if params.max_features is None else min(params.max_features, free.size),
+        image_shape=None,
+        patch_size=None,
+        spatial_reg=0.0,
+    )
+
+
+def _free_inputs(Z, free):
+    """The standardised inputs ``Z`` (array or StandardizedCSR) of the columns ``free``."""
+    if isinstance(Z, S.StandardizedCSR):
+        return Z.columns(free)
+    return np.ascontiguousarray(Z[:, free])
 
 
 def _round_seed(seed, k):
