@@ -402,8 +402,8 @@ MONOTONIC_NOTE = """
       ordering, by projected gradient from the ordered means
       (:func:`~obliquetrees._training.monotonic.least_squares_leaves`; exact
       when every split is ordered, never worse than the means otherwise).
-      The splits are the same as under hard routing (but for a regressor's
-      free tree, below), and ``set_params(routing=...)`` after the fit keeps
+      The splits are the same as under hard routing (but for a free tree,
+      below), and ``set_params(routing=...)`` after the fit keeps
       a monotone model, with leaves fitted for the routing of the fit.
     - A NaN adds a constant to a split's margin and the missing-value
       indicators are free, so NaN in other features keeps the guarantee.
@@ -442,6 +442,34 @@ FREE_TREE_NOTE = """
     of the fitted model is monotone. ``benchmarks/results/monotonic.md``
     gives the accuracy cost and ``monotonic_defaults_e2edt-free-depth.md``
     the choice of ``FREE_TREE_DEPTH`` (6) on validation parts.
+
+"""
+
+LOGIT_FREE_TREE_NOTE = """
+    A constrained binary classifier with both constrained and free inputs
+    stores ``P(classes_[1]) = sigma(T(x) + F(x_free))`` (ours), the
+    classification twin of :class:`~obliquetrees.E2EDTRegressor`'s ``T +
+    F``: ``T`` a regression
+    tree of all inputs under the constraints above, ``F`` an unconstrained
+    regression tree of the free inputs alone, at most ``FREE_TREE_DEPTH``
+    deep, both in logits, where a sum stays monotone through the increasing
+    ``sigma``. Each is one Newton step of the logistic loss (a weighted
+    least-squares tree of the working response, as IRLS takes it): ``T``
+    from ``f = 0``, ``F`` from ``f = T(x)`` with weights ``p (1 - p)``
+    (:func:`obliquetrees.e2edt.training._logit_sum`); more steps fitted the
+    training rows closer and scored lower on fresh draws of
+    ``benchmarks/bench_monotonic.py``'s synthetic set. They are
+    stored as one tree, ``F`` grafted under every leaf of ``T``, leaf
+    ``(l, k)`` holding ``(1 - sigma(a_l + b_k), sigma(a_l + b_k))``: hard
+    routing gives ``sigma(T(x) + F(x))`` exactly, soft routing the mixture
+    ``sum_l sum_k p_l q_k sigma(a_l + b_k)``, monotone because each column
+    ``k`` keeps the order of ``T``'s leaves. The stored tree has up to
+    ``n_leaves(T) * n_leaves(F)`` leaves (larger pickles and slower soft
+    prediction, as for the regressor) and a fit is two regression fits.
+    ``benchmarks/results/monotonic_classification.md`` gives the accuracy
+    cost and ``monotonic_defaults_e2edt-free-tree-classifier.md`` the choice
+    on validation parts. With every input constrained the classifier is the
+    single constrained classification tree above.
 
 """
 
@@ -530,6 +558,7 @@ CLASSIFIER = compose(
     PROBABILITIES_NOTE,
     SPARSE_NOTE,
     MONOTONIC_NOTE,
+    LOGIT_FREE_TREE_NOTE,
     REFERENCES,
     CLASSIFIER_EXAMPLES,
     forest_output="class\n        distributions (eq. 20)",
