@@ -456,7 +456,10 @@ LOGIT_FREE_TREE_NOTE = """
     ``sigma``. Each is one Newton step of the logistic loss (a weighted
     least-squares tree of the working response, as IRLS takes it): ``T``
     from ``f = 0``, ``F`` from ``f = T(x)`` with weights ``p (1 - p)``
-    (:func:`obliquetrees.e2edt.training._logit_sum`); more steps fitted the
+    (:func:`obliquetrees.e2edt.training._logit_sum`), both fitted for soft
+    routing unless ``routing="hard"`` (``"hybrid"`` trains the
+    probabilistic model and predicts the deterministic one, as without
+    constraints); more steps fitted the
     training rows closer and scored lower on fresh draws of
     ``benchmarks/bench_monotonic.py``'s synthetic set. They are
     stored as one tree, ``F`` grafted under every leaf of ``T``, leaf

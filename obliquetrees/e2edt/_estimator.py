@@ -180,7 +180,8 @@ class _BaseE2EDT(BaseObliqueForest):
             prune_threshold=self._prune_threshold(n_samples),
             finetune_steepness_increase=finetune_increase,
             finetune_learning_rate=finetune_rate,
-            soft_routing=self.routing == "soft",
+            # hybrid: its probabilities, the training model, route softly
+            soft_routing=self.routing != "hard",
             balanced_subsample=bool(self.bootstrap) and self._balanced_subsample(),
         )
 
