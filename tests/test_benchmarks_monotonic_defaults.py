@@ -53,7 +53,7 @@ def test_a_candidate_is_set_only_inside_its_block(family, candidate):
             _monotonic.POOL_FRACTION,
             dict(_monotonic.POOL_LEVELS),
             training.FREE_TREE_DEPTH,
-            training.CLASSIFIER_FREE_TREE,
+            training.LOGIT_ROUNDS,
             soft_training.FREE_TREE,
         )
 
@@ -68,8 +68,8 @@ def test_a_candidate_is_set_only_inside_its_block(family, candidate):
             assert _monotonic.POOL_LEVELS[FAMILIES[family].task] == int(candidate)
         elif family.startswith("soft-free-tree"):
             assert soft_training.FREE_TREE is (candidate != OFF)
-        elif family == "e2edt-free-tree-classifier":
-            assert training.CLASSIFIER_FREE_TREE is (candidate != OFF)
+        elif family == "e2edt-logit-rounds":
+            assert training.LOGIT_ROUNDS == (0 if candidate == OFF else int(candidate))
         else:
             depth = training.FREE_TREE_DEPTH
             assert depth is None if candidate == OFF else depth == int(candidate)

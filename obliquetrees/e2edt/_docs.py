@@ -449,30 +449,28 @@ LOGIT_FREE_TREE_NOTE = """
     A constrained binary classifier with both constrained and free inputs
     stores ``P(classes_[1]) = sigma(T(x) + F(x_free))`` (ours), the
     classification twin of :class:`~obliquetrees.E2EDTRegressor`'s ``T +
-    F``: ``T`` a regression
-    tree of all inputs under the constraints above, ``F`` an unconstrained
-    regression tree of the free inputs alone, at most ``FREE_TREE_DEPTH``
-    deep, both in logits, where a sum stays monotone through the increasing
-    ``sigma``. Each is one Newton step of the logistic loss (a weighted
-    least-squares tree of the working response, as IRLS takes it): ``T``
-    from ``f = 0``, ``F`` from ``f = T(x)`` with weights ``p (1 - p)``
+    F``: ``T`` a regression tree of all inputs under the constraints above,
+    ``F`` an unconstrained regression tree of the free inputs alone, at most
+    ``FREE_TREE_DEPTH`` deep, both in logits, where a sum stays monotone
+    through the increasing ``sigma``. They are backfitted by Newton steps of
+    the logistic loss (IRLS): each of ``LOGIT_ROUNDS`` rounds refits ``T``
+    with ``F`` fixed, then ``F`` with ``T`` fixed, each a weighted
+    least-squares tree of its part of the working response
     (:func:`obliquetrees.e2edt.training._logit_sum`), both fitted for soft
     routing unless ``routing="hard"`` (``"hybrid"`` trains the
     probabilistic model and predicts the deterministic one, as without
-    constraints); more steps fitted the
-    training rows closer and scored lower on fresh draws of
-    ``benchmarks/bench_monotonic.py``'s synthetic set. They are
-    stored as one tree, ``F`` grafted under every leaf of ``T``, leaf
-    ``(l, k)`` holding ``(1 - sigma(a_l + b_k), sigma(a_l + b_k))``: hard
-    routing gives ``sigma(T(x) + F(x))`` exactly, soft routing the mixture
-    ``sum_l sum_k p_l q_k sigma(a_l + b_k)``, monotone because each column
-    ``k`` keeps the order of ``T``'s leaves. The stored tree has up to
-    ``n_leaves(T) * n_leaves(F)`` leaves (larger pickles and slower soft
-    prediction, as for the regressor) and a fit is two regression fits.
+    constraints). They are stored as one tree, ``F`` grafted under every
+    leaf of ``T``, leaf ``(l, k)`` holding ``(1 - sigma(a_l + b_k),
+    sigma(a_l + b_k))``: hard routing gives ``sigma(T(x) + F(x))`` exactly,
+    soft routing the mixture ``sum_l sum_k p_l q_k sigma(a_l + b_k)``,
+    monotone because each column ``k`` keeps the order of ``T``'s leaves.
+    The stored tree has up to ``n_leaves(T) * n_leaves(F)`` leaves (larger
+    pickles and slower soft prediction, as for the regressor) and a fit is
+    ``2 * LOGIT_ROUNDS`` regression fits.
     ``benchmarks/results/monotonic_classification.md`` gives the accuracy
-    cost and ``monotonic_defaults_e2edt-free-tree-classifier.md`` the choice
-    on validation parts. With every input constrained the classifier is the
-    single constrained classification tree above.
+    cost and ``monotonic_defaults_e2edt-logit-rounds.md`` the choice of
+    ``LOGIT_ROUNDS`` on validation parts. With every input constrained the
+    classifier is the single constrained classification tree above.
 
 """
 

@@ -85,10 +85,11 @@ FREE_TREE_STREAM = 3
 FREE_TREE_DEPTH = 6
 #: Backfitting rounds of the constrained tree and the free tree (the study's two).
 BACKFIT_ROUNDS = 2
-#: Whether a constrained binary classifier with free inputs adds a tree of the free
-#: inputs to its logit (:func:`_logit_sum`; False: the single constrained tree), chosen
-#: on validation parts (``benchmarks/results/monotonic_defaults_e2edt-free-tree-classifier.md``).
-CLASSIFIER_FREE_TREE = True
+#: Rounds of a constrained binary classifier's backfitted Newton steps of its
+#: constrained tree and its tree of the free inputs (:func:`_logit_sum`; 0: no free
+#: tree, the single constrained classification tree), chosen on validation parts
+#: (``benchmarks/results/monotonic_defaults_e2edt-logit-rounds.md``).
+LOGIT_ROUNDS = 2
 #: A constrained binary classifier's Newton step (:func:`_logit_sum`): the least
 #: weight ``p (1 - p)`` of a row and the largest working response, in logits.
 MIN_NEWTON_WEIGHT = 1e-3
@@ -857,13 +858,13 @@ def free_columns(sign, leaves):
     constrained or none is (an all-zero ``monotonic_cst`` fits as
     unconstrained), for more than two classes (constraints refuse them) and
     when :data:`FREE_TREE_DEPTH` is None (for a classifier also when
-    :data:`CLASSIFIER_FREE_TREE` is False). A regressor's free tree is added
+    :data:`LOGIT_ROUNDS` is 0). A regressor's free tree is added
     to its output (:func:`_with_free_tree`), a binary classifier's to its
     logit (:func:`_logit_sum`).
     """
     if FREE_TREE_DEPTH is None or sign is None or leaves.n_classes not in (None, 2):
         return None
-    if leaves.n_classes is not None and not CLASSIFIER_FREE_TREE:
+    if leaves.n_classes is not None and not LOGIT_ROUNDS:
         return None
     return mixed_free_inputs(sign)
 
@@ -944,28 +945,22 @@ def _logit_sum(
     Ours (issue 41), the classifier's form of :func:`_with_free_tree`: the
     two trees are additive in the logit, where a sum of a monotone ``T`` and
     an ``F`` of the free inputs stays monotone through the increasing
-    ``sigma`` (a sum of probabilities would leave [0, 1]). Each tree is one
-    Newton step of the logistic loss (a weighted least-squares regression
-    tree of the working response, IRLS's step), fitted as a constrained or
-    free regressor's tree is (:func:`_grow_and_finetune` with Gaussian
-    leaves): ``T`` of all inputs, under the constraints ``sign``, from
-    ``f = 0`` (working response ``4 (y - 1/2)``, equal weights); ``F`` of
-    the free inputs ``free`` (depth at most :data:`FREE_TREE_DEPTH`,
-    unconstrained) from ``f = T(x)``: response ``(y - p) / w``, weights
-    ``w = p (1 - p)`` (at least :data:`MIN_NEWTON_WEIGHT`), ``T(x) +
-    response`` clipped to ``[-MAX_LOGIT, MAX_LOGIT]``. Both trees are fitted
-    for the routing of the probabilities (``params.soft_routing``: soft
-    unless ``routing="hard"``; ``"hybrid"`` trains the probabilistic model
-    and predicts the deterministic one, as without constraints).
-
-    Tried first on fresh draws of ``benchmarks/bench_monotonic.py``'s
-    synthetic set (seeds 100-105, 1,500 rows to fit and 500 to score, never
-    a test part): one round of the two Newton steps scored best (more rounds
-    fitted the training rows closer and scored lower), and fitting for soft
-    routing beat fitting for hard routing under the hybrid's hard
-    ``predict`` (0.873 against 0.867 there; on the validation parts of the
-    classification sets, seeds 0-2: synthetic 0.873 against 0.872, pima
-    0.762 against 0.736, wdbc 0.953 against 0.950, breast cancer equal).
+    ``sigma`` (a sum of probabilities would leave [0, 1]). They are
+    backfitted by Newton steps of the logistic loss (IRLS): each round
+    refits ``T`` (all inputs, under the constraints ``sign``) with ``F``
+    fixed, then ``F`` (the free inputs ``free``, depth at most
+    :data:`FREE_TREE_DEPTH`, unconstrained) with ``T`` fixed, each as a
+    weighted least-squares regression tree (:func:`_grow_and_finetune` with
+    Gaussian leaves, as a regressor's trees are fitted) of its part of the
+    working response at the current ``f = T + F``: ``f + (y - p) / w``
+    clipped to ``[-MAX_LOGIT, MAX_LOGIT]``, minus the other tree, with
+    weights ``w = p (1 - p)`` (at least :data:`MIN_NEWTON_WEIGHT`) times the
+    row weights. :data:`LOGIT_ROUNDS` rounds from ``f = 0``; each fit has its
+    own seed (``seed`` for the first ``T``, then stream
+    :data:`FREE_TREE_STREAM`, as the regressor's). Both trees are fitted for
+    the routing of the probabilities (``params.soft_routing``: soft unless
+    ``routing="hard"``; ``"hybrid"`` trains the probabilistic model and
+    predicts the deterministic one, as without constraints).
 
     The two are stored as one tree (:func:`graft_sum`) whose leaf ``(l,
     k)`` holds the class distribution ``(1 - sigma(a_l + b_k), sigma(a_l +
@@ -977,31 +972,50 @@ def _logit_sum(
     """
     positive = (y == 1).astype(np.float64)[:, None]
     rule = "soft" if params.soft_routing else "hard"
-    # the working response at f = 0 (p = 1/2, every weight 1/4: a constant factor)
-    response = 4.0 * (positive - 0.5)
-    tree_leaves = leaf_model(response, None, row_weight)
-    tree, steepness = _grow_and_finetune(
-        X, Z, tree_leaves.training_targets(response), row_weight, tree_leaves, mean, scale,
-        params, seed, _extra_label(progress_label, "constrained tree"), sign,
-    )  # fmt: skip
-    logit = tree_output(tree, steepness, X, rule)
-    p = 1.0 / (1.0 + np.exp(-logit))
-    newton_weight = np.maximum(p * (1.0 - p), MIN_NEWTON_WEIGHT)
-    response = np.clip(logit + (positive - p) / newton_weight, -MAX_LOGIT, MAX_LOGIT) - logit
-    weight = row_weight * newton_weight[:, 0]
-    free_leaves = leaf_model(response, None, weight)
+    X_free, Z_free = X[:, free], _free_inputs(Z, free)
     free_params = _free_tree_params(params, free)
-    free_tree, free_steepness = _grow_and_finetune(
-        X[:, free], _free_inputs(Z, free), free_leaves.training_targets(response), weight,
-        free_leaves, mean[free], scale[free], free_params, _round_seed(seed, 1),
-        _extra_label(progress_label, "free tree"), None,
-    )  # fmt: skip
+    logit_tree = np.zeros_like(positive)
+    logit_free = np.zeros_like(positive)
+    for k in range(LOGIT_ROUNDS):
+        response, weight = _newton_step(logit_tree + logit_free, positive, row_weight)
+        tree, steepness = _regression_tree(
+            X, Z, response - logit_free, weight, mean, scale, params,
+            seed if k == 0 else _round_seed(seed, 2 * k),
+            _extra_label(progress_label, f"constrained tree, round {k + 1}"), sign,
+        )  # fmt: skip
+        logit_tree = tree_output(tree, steepness, X, rule)
+        response, weight = _newton_step(logit_tree + logit_free, positive, row_weight)
+        free_tree, free_steepness = _regression_tree(
+            X_free, Z_free, response - logit_tree, weight, mean[free], scale[free], free_params,
+            _round_seed(seed, 2 * k + 1),
+            _extra_label(progress_label, f"free tree, round {k + 1}"), None,
+        )  # fmt: skip
+        logit_free = tree_output(free_tree, free_steepness, X_free, rule)
     grafted, grafted_steepness = graft_sum(
         tree, steepness, _on_columns(free_tree, free, X.shape[1]), free_steepness
     )
     proba = 1.0 / (1.0 + np.exp(-grafted.value[:, 0]))
     grafted.value = np.column_stack([1.0 - proba, proba])
     return _with_training_statistics(grafted, X, y, row_weight, leaves), grafted_steepness
+
+
+def _newton_step(logit, positive, row_weight):
+    """The logistic loss's working response and weights at ``logit`` (n, 1), for the 0/1
+    labels ``positive`` (n, 1): ``(response (n, 1), row_weight * w (n,))``."""
+    p = 1.0 / (1.0 + np.exp(-logit))
+    w = np.maximum(p * (1.0 - p), MIN_NEWTON_WEIGHT)
+    response = np.clip(logit + (positive - p) / w, -MAX_LOGIT, MAX_LOGIT)
+    return response, row_weight * w[:, 0]
+
+
+def _regression_tree(X, Z, target, weight, mean, scale, params, seed, progress_label, sign):
+    """A tree with Gaussian leaves fitted to ``target`` (n, 1) on the rows weighted
+    ``weight`` (:func:`_grow_and_finetune`): ``(tree, steepness)``."""
+    target_leaves = leaf_model(target, None, weight)
+    return _grow_and_finetune(
+        X, Z, target_leaves.training_targets(target), weight, target_leaves, mean, scale,
+        params, seed, progress_label, sign,
+    )  # fmt: skip
 
 
 def _free_tree_params(params, free):

@@ -99,7 +99,7 @@ def test_a_constrained_classifier_stores_sigma_of_its_tree_plus_a_free_tree(
 
 def test_the_classifier_free_tree_fits_the_free_inputs(monkeypatch):
     """Labels whose logit is a rising function of a constrained input plus a wave in a free
-    one: with the free tree (:data:`CLASSIFIER_FREE_TREE`) held-out accuracy is higher by
+    one: with the free tree (:data:`LOGIT_ROUNDS`) held-out accuracy is higher by
     at least 5 points than the single constrained tree's, which can model the wave only
     inside each ordered subtree (600 rows to fit, 600 to score)."""
     rng = np.random.default_rng(0)
@@ -112,7 +112,7 @@ def test_the_classifier_free_tree_fits_the_free_inputs(monkeypatch):
         return model.score(X[600:], labels[600:])
 
     with_free_tree = accuracy()
-    monkeypatch.setattr(training, "CLASSIFIER_FREE_TREE", False)
+    monkeypatch.setattr(training, "LOGIT_ROUNDS", 0)
     assert with_free_tree > accuracy() + 0.05
 
 
