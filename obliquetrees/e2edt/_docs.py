@@ -460,10 +460,12 @@ LOGIT_FREE_TREE_NOTE = """
     routing unless ``routing="hard"`` (``"hybrid"`` trains the
     probabilistic model and predicts the deterministic one, as without
     constraints). They are stored as one tree, ``F`` grafted under every
-    leaf of ``T``, leaf ``(l, k)`` holding ``(1 - sigma(a_l + b_k),
-    sigma(a_l + b_k))``: hard routing gives ``sigma(T(x) + F(x))`` exactly,
-    soft routing the mixture ``sum_l sum_k p_l q_k sigma(a_l + b_k)``,
-    monotone because each column ``k`` keeps the order of ``T``'s leaves.
+    leaf of ``T``, leaf ``(l, k)`` holding ``(1 - sigma(c), sigma(c))``,
+    ``c`` the two leaves' sum clipped to [-8, 8] as the working responses
+    are (a leaf few rows reach can hold an extrapolated logit): hard routing
+    gives ``sigma(T(x) + F(x))`` (so clipped) exactly, soft routing the
+    mixture of those leaves, monotone because clipping and ``sigma`` keep
+    the order of ``T``'s leaves in each copy of ``F``.
     The stored tree has up to ``n_leaves(T) * n_leaves(F)`` leaves (larger
     pickles and slower soft prediction, as for the regressor) and a fit is
     ``2 * LOGIT_ROUNDS`` regression fits.

@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import sparse
+from scipy.special import expit
 
 from obliquetrees._core import traversal
 from obliquetrees._core._jit import numba_threads
@@ -963,11 +964,13 @@ def _logit_sum(
     predicts the deterministic one, as without constraints).
 
     The two are stored as one tree (:func:`graft_sum`) whose leaf ``(l,
-    k)`` holds the class distribution ``(1 - sigma(a_l + b_k), sigma(a_l +
-    b_k))``: hard routing predicts ``sigma(T(x) + F(x))`` exactly; soft
+    k)`` holds the class distribution ``(1 - sigma(c_lk), sigma(c_lk))``,
+    ``c_lk`` the sum ``a_l + b_k`` of the two leaves clipped to ``[-MAX_LOGIT,
+    MAX_LOGIT]`` as the responses are (clipping keeps the order): hard
+    routing predicts ``sigma(T(x) + F(x))`` (so clipped) exactly; soft
     routing, a mixture of leaves like every E2EDT tree, is
-    ``sum_l sum_k p_l q_k sigma(a_l + b_k)``, monotone because ``sigma(a_l
-    + b_k)`` keeps the order of ``a_l`` for every ``k`` and ``F``'s path
+    ``sum_l sum_k p_l q_k sigma(c_lk)``, monotone because ``sigma(c_lk)``
+    keeps the order of ``a_l`` for every ``k`` and ``F``'s path
     probabilities ``q_k`` do not move along a constrained input.
     """
     positive = (y == 1).astype(np.float64)[:, None]
@@ -994,7 +997,9 @@ def _logit_sum(
     grafted, grafted_steepness = graft_sum(
         tree, steepness, _on_columns(free_tree, free, X.shape[1]), free_steepness
     )
-    proba = 1.0 / (1.0 + np.exp(-grafted.value[:, 0]))
+    # the sum clipped as the working responses are: a leaf that few rows reach can hold
+    # an extrapolated logit (seen: 33 and 328 from responses within +-2 and +-8)
+    proba = expit(np.clip(grafted.value[:, 0], -MAX_LOGIT, MAX_LOGIT))
     grafted.value = np.column_stack([1.0 - proba, proba])
     return _with_training_statistics(grafted, X, y, row_weight, leaves), grafted_steepness
 
@@ -1002,7 +1007,7 @@ def _logit_sum(
 def _newton_step(logit, positive, row_weight):
     """The logistic loss's working response and weights at ``logit`` (n, 1), for the 0/1
     labels ``positive`` (n, 1): ``(response (n, 1), row_weight * w (n,))``."""
-    p = 1.0 / (1.0 + np.exp(-logit))
+    p = expit(logit)
     w = np.maximum(p * (1.0 - p), MIN_NEWTON_WEIGHT)
     response = np.clip(logit + (positive - p) / w, -MAX_LOGIT, MAX_LOGIT)
     return response, row_weight * w[:, 0]
