@@ -90,7 +90,7 @@ BACKFIT_ROUNDS = 2
 #: constrained tree and its tree of the free inputs (:func:`_logit_sum`; 0: no free
 #: tree, the single constrained classification tree), chosen on validation parts
 #: (``benchmarks/results/monotonic_defaults_e2edt-logit-rounds.md``).
-LOGIT_ROUNDS = 2
+LOGIT_ROUNDS = 1
 #: A constrained binary classifier's Newton step (:func:`_logit_sum`): the least
 #: weight ``p (1 - p)`` of a row and the largest working response, in logits.
 MIN_NEWTON_WEIGHT = 1e-3
