@@ -51,6 +51,8 @@ unconstrained), so other methods' estimators can be added to the same table.
     python -m benchmarks monotonic                       # every method; 5 seeds
     python -m benchmarks monotonic --datasets synthetic --seeds 3
     python -m benchmarks monotonic --task classification  # monotonic_classification.md
+    python -m benchmarks monotonic --datasets concrete --seeds 20 \\
+        --output monotonic_concrete_20_seeds.md  # concrete's cells with 20 seeds
 """
 
 import time
@@ -393,6 +395,11 @@ def add_arguments(parser):
     parser.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 (default 5)")
     parser.add_argument("--max-train", type=int, default=5000, help="training rows at most")
     parser.add_argument("--n-jobs", type=int, default=1, help="n_jobs and BLAS threads")
+    parser.add_argument(
+        "--output",
+        help="the markdown file in benchmarks/results (its .json beside it); default: the "
+        "task's (a run of some data sets or more seeds can be kept beside it)",
+    )
 
 
 def main(args):
@@ -409,4 +416,4 @@ def main(args):
         rows = run_benchmark(
             estimators, datasets, range(args.seeds), args.max_train, task=args.task
         )
-    write_report(rows, path, args.task)
+    write_report(rows, args.output or path, args.task)
