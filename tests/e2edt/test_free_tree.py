@@ -11,8 +11,10 @@ tree's, and ``F``'s copies must carry no weight on a constrained input.
 import numpy as np
 import pytest
 from scipy import sparse
+from sklearn.base import is_classifier
 
 from obliquetrees import E2EDTClassifier, E2EDTRegressor
+from obliquetrees._core.graft import graft_sum
 from obliquetrees._core.soft import soft_predict
 from obliquetrees.e2edt import training
 from tests._helpers import model_violation, monotone_problem_with_free_input, record_grafts
@@ -28,29 +30,44 @@ def _classifier(**params):
     return E2EDTClassifier(**{**FAST, **params})
 
 
-@pytest.mark.parametrize("routing", ["soft", "hard"])
-@pytest.mark.parametrize("as_sparse", [False, True])
-def test_a_constrained_regressor_stores_its_tree_plus_a_free_tree(routing, as_sparse, monkeypatch):
-    """The stored tree is :func:`graft_sum` of a constrained tree and a tree with no weight
-    on a constrained input, and is monotone (dense with NaN, and CSR input)."""
-    X, y, _, cst = monotone_problem_with_free_input(3, n=300, nan_rows=0.0 if as_sparse else 0.1)
+def _fit_grafted(make, seed, as_sparse, monkeypatch, **params):
+    """A constrained model ``make(**params)`` fitted on a monotone problem with a free input
+    (dense with NaN, or CSR input), after the checks every graft passes: its two trees are
+    :func:`graft_sum`'s arguments (the free one with no weight on a constrained input), the
+    stored tree is the graft, and soft output through the two parts is the whole tree's up
+    to rounding. Returns the model, ``X``, the constraints and ``graft_sum``'s arguments."""
+    X, y, labels, cst = monotone_problem_with_free_input(
+        seed, n=300, nan_rows=0.0 if as_sparse else 0.1
+    )
     if as_sparse:
         X[np.abs(X) < 0.5] = 0.0
     grafts = record_grafts(monkeypatch, training)
-    model = _regressor(monotonic_cst=cst, routing=routing)
-    model.fit(sparse.csr_matrix(X) if as_sparse else X, y)
-    (((tree, _, other, _), (grafted, steepness)),) = grafts
+    model = make(monotonic_cst=cst, **params)
+    model.fit(sparse.csr_matrix(X) if as_sparse else X, labels if is_classifier(model) else y)
+    ((parts, (grafted, steepness)),) = grafts
+    tree, _, other, _ = parts
     assert other.n_leaves > 1 and tree.n_leaves > 1
     assert not np.any(other.dense_weights()[:, cst != 0])
     stored = model.trees_[0]
     assert np.array_equal(stored.children_left, grafted.children_left)
-    assert np.array_equal(stored.value[stored.is_leaf], grafted.value[grafted.is_leaf])
     assert np.array_equal(model.steepness_[0], steepness)
-    # soft output through the two parts: the whole tree's up to rounding
     whole = soft_predict(stored, X, stored.value, steepness)
     np.testing.assert_allclose(
         training.tree_output(stored, steepness, X, "soft"), whole, atol=1e-12
     )
+    return model, X, cst, parts
+
+
+@pytest.mark.parametrize("routing", ["soft", "hard"])
+@pytest.mark.parametrize("as_sparse", [False, True])
+def test_a_constrained_regressor_stores_its_tree_plus_a_free_tree(routing, as_sparse, monkeypatch):
+    """The stored tree is :func:`graft_sum` of a constrained tree and a tree with no weight
+    on a constrained input, leaf values as grafted, and is monotone (dense with NaN, and CSR
+    input)."""
+    model, X, cst, parts = _fit_grafted(_regressor, 3, as_sparse, monkeypatch, routing=routing)
+    grafted, _ = graft_sum(*parts)
+    stored = model.trees_[0]
+    assert np.array_equal(stored.value[stored.is_leaf], grafted.value[grafted.is_leaf])
     assert model_violation(model, X, cst, n_lines=200) <= 1e-12
 
 
@@ -61,23 +78,11 @@ def test_a_constrained_classifier_stores_sigma_of_its_tree_plus_a_free_tree(
 ):
     """A binary classifier's stored tree grafts a constrained tree and a tree with no weight
     on a constrained input; hard routing gives ``P(classes_[1]) = sigma(T(x) + F(x))``, the
-    two trees' outputs in logits (their sum clipped to +-MAX_LOGIT); soft prediction through
-    the parts equals the whole tree's; every routing is monotone (dense with NaN, and CSR
-    input)."""
-    X, _, labels, cst = monotone_problem_with_free_input(
-        5, n=300, nan_rows=0.0 if as_sparse else 0.1
-    )
-    if as_sparse:
-        X[np.abs(X) < 0.5] = 0.0
-    grafts = record_grafts(monkeypatch, training)
-    model = _classifier(monotonic_cst=cst, routing=routing)
-    model.fit(sparse.csr_matrix(X) if as_sparse else X, labels)
-    (((tree, steep, other, other_steep), (grafted, steepness)),) = grafts
-    assert other.n_leaves > 1 and tree.n_leaves > 1
-    assert not np.any(other.dense_weights()[:, cst != 0])
+    two trees' outputs in logits (their sum clipped to +-MAX_LOGIT); every routing is
+    monotone (dense with NaN, and CSR input)."""
+    model, X, cst, parts = _fit_grafted(_classifier, 5, as_sparse, monkeypatch, routing=routing)
+    tree, steep, other, other_steep = parts
     stored = model.trees_[0]
-    assert np.array_equal(stored.children_left, grafted.children_left)
-    assert np.array_equal(model.steepness_[0], steepness)
     leaves = stored.value[stored.is_leaf]
     assert np.all((leaves > 0) & (leaves < 1))
     np.testing.assert_allclose(leaves.sum(axis=1), 1.0, rtol=0, atol=1e-15)
@@ -85,14 +90,10 @@ def test_a_constrained_classifier_stores_sigma_of_its_tree_plus_a_free_tree(
     logit = training.tree_output(tree, steep, X, "hard") + training.tree_output(
         other, other_steep, X, "hard"
     )
-    model.set_params(routing="hard")
     logit = np.clip(logit[:, 0], -training.MAX_LOGIT, training.MAX_LOGIT)
+    model.set_params(routing="hard")
     np.testing.assert_allclose(
         model.predict_proba(X)[:, 1], 1 / (1 + np.exp(-logit)), rtol=0, atol=1e-12
-    )
-    whole = soft_predict(stored, X, stored.value, steepness)
-    np.testing.assert_allclose(
-        training.tree_output(stored, steepness, X, "soft"), whole, atol=1e-12
     )
     for rule in ("hybrid", "hard", "soft"):
         model.set_params(routing=rule)
