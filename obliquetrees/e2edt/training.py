@@ -78,7 +78,8 @@ SOFT_GRAM_CELLS = 1 << 22
 BOOTSTRAP_STREAM = 1
 #: Its third: the greedy phase's rows above the row budget (:func:`growth_rows`).
 GROWTH_STREAM = 2
-#: Its fourth: the seeds of a constrained regressor's extra fits (:func:`_with_free_tree`).
+#: Its fourth: the seeds of a constrained tree's extra fits (:func:`_with_free_tree`,
+#: :func:`_logit_sum`).
 FREE_TREE_STREAM = 3
 #: Largest depth of a constrained regressor's tree of the free inputs
 #: (:func:`_with_free_tree`; None: no free tree), chosen on validation parts
@@ -851,7 +852,7 @@ def _soft_gram(tree, steepness, X, target, row_weight, leaf):
     return normal_equations(blocks(), row_weight, target, leaf.shape[0])
 
 
-# ------------------------------------------- constrained regressors: the free tree
+# ---------------------------------------------- constrained trees: the free tree
 def free_columns(sign, leaves):
     """The unconstrained inputs that a constrained tree's free tree sees, or None.
 
@@ -1044,8 +1045,8 @@ def _free_inputs(Z, free):
 
 
 def _round_seed(seed, k):
-    """The seed of the ``k``-th extra fit of :func:`_with_free_tree` (stream
-    :data:`FREE_TREE_STREAM` of the tree's ``seed``)."""
+    """The seed of the ``k``-th extra fit of :func:`_with_free_tree` or :func:`_logit_sum`
+    (stream :data:`FREE_TREE_STREAM` of the tree's ``seed``)."""
     return int(generator(seed, FREE_TREE_STREAM, k).integers(1 << 62))
 
 
