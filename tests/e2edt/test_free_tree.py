@@ -14,7 +14,6 @@ from scipy import sparse
 from sklearn.base import is_classifier
 
 from obliquetrees import E2EDTClassifier, E2EDTRegressor
-from obliquetrees._core.graft import graft_sum
 from obliquetrees._core.soft import soft_predict
 from obliquetrees.e2edt import training
 from tests._helpers import model_violation, monotone_problem_with_free_input, record_grafts
@@ -35,7 +34,8 @@ def _fit_grafted(make, seed, as_sparse, monkeypatch, **params):
     (dense with NaN, or CSR input), after the checks every graft passes: its two trees are
     :func:`graft_sum`'s arguments (the free one with no weight on a constrained input), the
     stored tree is the graft, and soft output through the two parts is the whole tree's up
-    to rounding. Returns the model, ``X``, the constraints and ``graft_sum``'s arguments."""
+    to rounding. Returns the model, ``X``, the constraints, ``graft_sum``'s arguments and
+    the tree it returned."""
     X, y, labels, cst = monotone_problem_with_free_input(
         seed, n=300, nan_rows=0.0 if as_sparse else 0.1
     )
@@ -55,7 +55,7 @@ def _fit_grafted(make, seed, as_sparse, monkeypatch, **params):
     np.testing.assert_allclose(
         training.tree_output(stored, steepness, X, "soft"), whole, atol=1e-12
     )
-    return model, X, cst, parts
+    return model, X, cst, parts, grafted
 
 
 @pytest.mark.parametrize("routing", ["soft", "hard"])
@@ -64,8 +64,7 @@ def test_a_constrained_regressor_stores_its_tree_plus_a_free_tree(routing, as_sp
     """The stored tree is :func:`graft_sum` of a constrained tree and a tree with no weight
     on a constrained input, leaf values as grafted, and is monotone (dense with NaN, and CSR
     input)."""
-    model, X, cst, parts = _fit_grafted(_regressor, 3, as_sparse, monkeypatch, routing=routing)
-    grafted, _ = graft_sum(*parts)
+    model, X, cst, _, grafted = _fit_grafted(_regressor, 3, as_sparse, monkeypatch, routing=routing)
     stored = model.trees_[0]
     assert np.array_equal(stored.value[stored.is_leaf], grafted.value[grafted.is_leaf])
     assert model_violation(model, X, cst, n_lines=200) <= 1e-12
@@ -80,7 +79,7 @@ def test_a_constrained_classifier_stores_sigma_of_its_tree_plus_a_free_tree(
     on a constrained input; hard routing gives ``P(classes_[1]) = sigma(T(x) + F(x))``, the
     two trees' outputs in logits (their sum clipped to +-MAX_LOGIT); every routing is
     monotone (dense with NaN, and CSR input)."""
-    model, X, cst, parts = _fit_grafted(_classifier, 5, as_sparse, monkeypatch, routing=routing)
+    model, X, cst, parts, _ = _fit_grafted(_classifier, 5, as_sparse, monkeypatch, routing=routing)
     tree, steep, other, other_steep = parts
     stored = model.trees_[0]
     leaves = stored.value[stored.is_leaf]
