@@ -24,11 +24,16 @@ _PARAMETERS = """
         projected above 1 GiB and refuses (``ValueError``) above 16 GiB.
     tree_type : {"tree", "fern"}, default="tree"
         Random hinge trees or random hinge ferns.
-    n_hinge_features : int or None, default=100
+    n_hinge_features : int, None or "auto", default=100
         Size of the learnable bias-free linear layer in front of the forest
         (the paper's "100 inner product" features). None feeds the
         standardised raw features instead (no linear layer). Each decision
         tests one of these features, drawn at random once (not learnt).
+        ``"auto"`` (ours) trains both, 100 learnt features and the raw
+        inputs, from the same seeds and keeps the forest with the lower
+        validation loss (the rows ``early_stopping`` holds out; without
+        them, the learnt one): about twice the fit time; see Notes.
+        ``partial_fit`` refuses it (it holds out no rows).
     head : {"sum", "linear"}, default=%(head_default)s
         How tree outputs are combined: ``"sum"`` gives every leaf a
         ``n_outputs``-vector and sums over trees (the paper's letter/USPS
@@ -141,9 +146,13 @@ ATTRIBUTES = """
         Names of features seen during fit (only when X has string names).
     %(feature_importances)s
     %(categorical_attributes)s
+    n_hinge_features_ : int or None
+        The fitted model's hinge features: how many are learnt, or None (the
+        raw inputs); ``n_hinge_features="auto"``'s choice.
     n_iter_ : int
         Number of epochs run (over all ``fit``/``partial_fit`` calls of a
-        warm-started model).
+        warm-started model; with ``n_hinge_features="auto"``, of the forest
+        kept).
     best_epoch_ : int
         Epoch (1-based, within the last ``fit``) whose parameters were kept.
     loss_curve_ : list of float

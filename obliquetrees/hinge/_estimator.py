@@ -33,6 +33,10 @@ from obliquetrees.utils._param_validation import (
 from obliquetrees.utils.seeds import draw_seeds
 from obliquetrees.utils.validation import check_monotonic_cst, same_constraints
 
+#: The learnt hinge features that ``n_hinge_features="auto"`` weighs against the raw
+#: inputs (the paper's 100 inner products, the default's).
+AUTO_HINGE_FEATURES = 100
+
 
 class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
     """Shared parameters, training and prediction of the hinge forests.
@@ -49,7 +53,7 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
         "n_estimators": integers(1),
         "max_depth": integers(1, 20),
         "tree_type": options("tree", "fern"),
-        "n_hinge_features": integers(1, none=True),
+        "n_hinge_features": [*integers(1, none=True), *options("auto")],
         "head": options("sum", "linear"),
         "optimizer": options("adam", "lazy_adam", "adagrad", "sgd"),
         "learning_rate": reals(0, closed="neither"),
@@ -111,7 +115,7 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
             and model.depth == self.max_depth
             and model.is_fern == (self.tree_type == "fern")
             and model.head == self.head
-            and (model.A.shape[0] if model.learn_A else None) == self.n_hinge_features
+            and self.n_hinge_features in ("auto", _hinge_features(model))
         )
         if not structure:
             raise ValueError(
@@ -145,11 +149,46 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
         """Train (``model`` None: a new model) and set the fitted attributes.
 
         ``monotonic``: the constraints per model input (:meth:`_missing_free`).
+        A new model of ``n_hinge_features="auto"`` is :meth:`_train_auto`'s.
         """
+        if model is None and self.n_hinge_features == "auto":
+            return self._train_auto(X, T, sample_weight, max_epochs, validate, monotonic)
+        hinge_features = self.n_hinge_features if model is None else _hinge_features(model)
+        self._keep(
+            *self._run(X, T, sample_weight, model, max_epochs, validate, monotonic, hinge_features)
+        )
+
+    def _train_auto(self, X, T, sample_weight, max_epochs, validate, monotonic):
+        """``n_hinge_features="auto"``: the better of learnt and raw hinge features.
+
+        Ours (issue 39). Two forests train from the same seeds, one on
+        :data:`AUTO_HINGE_FEATURES` learnt inner products, one on the raw
+        (standardised) inputs, whose decisions are axis-aligned as a random
+        forest's; the one with the lower validation loss at its best epoch
+        is kept (equal: the learnt one). Both hold out the same rows
+        (:meth:`_validation_split`), which no fit step sees. Without
+        validation rows (``early_stopping=False``, or too few rows) nothing
+        can choose, and the learnt features are kept.
+        """
+        learnt = self._run(
+            X, T, sample_weight, None, max_epochs, validate, monotonic, AUTO_HINGE_FEATURES
+        )
+        if learnt[1]["history"]["val_loss"]:
+            raw = self._run(X, T, sample_weight, None, max_epochs, validate, monotonic, None)
+            if min(raw[1]["history"]["val_loss"]) < min(learnt[1]["history"]["val_loss"]):
+                learnt = raw
+        self._keep(*learnt)
+
+    def _run(self, X, T, sample_weight, model, max_epochs, validate, monotonic, hinge_features):
+        """One training of :func:`~obliquetrees.hinge.training.fit_hinge`: ``(model, info)``."""
         from obliquetrees.hinge.training import HingeParams, fit_hinge
 
         params = self._training_params(
-            HingeParams, task=self._task, max_epochs=max_epochs, monotonic_cst=monotonic
+            HingeParams,
+            task=self._task,
+            max_epochs=max_epochs,
+            monotonic_cst=monotonic,
+            n_hinge_features=hinge_features,
         )
         try:
             model, info = fit_hinge(
@@ -168,7 +207,12 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
             raise ValueError(
                 f"{type(self).__name__} training diverged ({exc}); lower learning_rate."
             ) from exc
+        return model, info
+
+    def _keep(self, model, info):
+        """Set the fitted attributes of a trained ``model`` (:meth:`_run`'s result)."""
         self._model = model
+        self.n_hinge_features_ = _hinge_features(model)
         # the trees are derived from the model and these counts on first use (forest_)
         self._leaf_counts = info["counts"]
         self.__dict__.pop("forest_", None)
@@ -219,6 +263,11 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
                 "sklearn.utils.class_weight.compute_class_weight on all the labels, or use fit."
             )
         first = not hasattr(self, "_model")
+        if first and self.n_hinge_features == "auto":
+            raise ValueError(
+                'n_hinge_features="auto" chooses on the validation rows that fit holds out; '
+                "partial_fit has none. Pass a number of learnt features or None (the raw inputs)."
+            )
         if first:
             X, y, sample_weight = self._validate_fit_data(X, y, sample_weight)
             if classes is not None:
@@ -288,6 +337,11 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = False
         return tags
+
+
+def _hinge_features(model):
+    """A trained model's ``n_hinge_features``: its learnt features, or None (the raw inputs)."""
+    return model.A.shape[0] if model.learn_A else None
 
 
 @fill_doc
