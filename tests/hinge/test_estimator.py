@@ -204,6 +204,7 @@ def test_pickle_with_old_step_marks_loads_and_trains_on(iris):
         ({"validation_fraction": 1.0}, "validation_fraction"),
         ({"head": "mean"}, "head"),
         ({"n_hinge_features": 0}, "n_hinge_features"),
+        ({"n_hinge_features": "sqrt"}, "n_hinge_features"),
     ],
 )
 def test_bad_parameters(iris, params, match):
@@ -392,3 +393,94 @@ def test_default_patience_is_short():
     """The default patience (5) stops near the best epoch (issue 17)."""
     for cls in (HingeForestClassifier, HingeForestRegressor):
         assert cls().n_iter_no_change == 5
+
+
+# -------------------------------------------------------- n_hinge_features="auto"
+AUTO = {k: v for k, v in SMALL.items() if k != "n_hinge_features"}
+
+
+def _diagonal_classes():
+    """Labels of a hyperplane across all 10 inputs: learnt inner products find it."""
+    X = np.random.default_rng(0).normal(size=(400, 10))
+    return X, (X.sum(axis=1) > 0).astype(int)
+
+
+def _fitted_fields(model):
+    return (
+        model.n_hinge_features_,
+        model.n_iter_,
+        model.best_epoch_,
+        model.loss_curve_,
+        model.validation_loss_curve_,
+    )
+
+
+@pytest.mark.parametrize("data", ["iris", "diagonal"])
+@pytest.mark.parametrize("cls", [HingeForestClassifier, HingeForestRegressor])
+def test_auto_keeps_the_forest_of_lower_validation_loss(iris, data, cls):
+    X, y = iris if data == "iris" else _diagonal_classes()
+    auto = cls(n_hinge_features="auto", **AUTO).fit(X, y)
+    learnt = cls(n_hinge_features=100, **AUTO).fit(X, y)
+    raw = cls(n_hinge_features=None, **AUTO).fit(X, y)
+    losses = [min(m.validation_loss_curve_) for m in (learnt, raw)]
+    kept = raw if losses[1] < losses[0] else learnt
+    assert auto.n_hinge_features_ == (None if kept is raw else 100)
+    assert _fitted_fields(auto) == _fitted_fields(kept)
+    np.testing.assert_array_equal(auto.predict(X), kept.predict(X))
+    if cls is HingeForestClassifier:
+        np.testing.assert_array_equal(auto.predict_proba(X), kept.predict_proba(X))
+
+
+def test_auto_chooses_both_ways():
+    """The two data sets of the test above exercise both branches."""
+    X, y = load_iris(return_X_y=True)
+    assert (
+        HingeForestClassifier(n_hinge_features="auto", **AUTO).fit(X, y).n_hinge_features_ is None
+    )
+    X, y = _diagonal_classes()
+    assert HingeForestClassifier(n_hinge_features="auto", **AUTO).fit(X, y).n_hinge_features_ == 100
+
+
+def test_auto_without_validation_rows_keeps_the_learnt_features(iris):
+    X, y = iris
+    params = {**AUTO, "early_stopping": False, "max_epochs": 3}
+    auto = HingeForestClassifier(n_hinge_features="auto", **params).fit(X, y)
+    learnt = HingeForestClassifier(n_hinge_features=100, **params).fit(X, y)
+    assert auto.n_hinge_features_ == 100
+    np.testing.assert_array_equal(auto.predict_proba(X), learnt.predict_proba(X))
+
+
+def test_auto_warm_start_continues_the_kept_forest(iris):
+    X, y = iris
+    auto = HingeForestClassifier(n_hinge_features="auto", **AUTO).fit(X, y)
+    kept = HingeForestClassifier(n_hinge_features=auto.n_hinge_features_, **AUTO).fit(X, y)
+    for model in (auto, kept):
+        model.set_params(warm_start=True, max_epochs=2).fit(X, y)
+    assert _fitted_fields(auto) == _fitted_fields(kept)
+    np.testing.assert_array_equal(auto.predict_proba(X), kept.predict_proba(X))
+    other = 100 if auto.n_hinge_features_ is None else None
+    with pytest.raises(ValueError, match="n_hinge_features"):
+        auto.set_params(n_hinge_features=other).fit(X, y)
+
+
+@pytest.mark.parametrize("cls", [HingeForestClassifier, HingeForestRegressor])
+def test_auto_is_refused_by_partial_fit_before_any_state(iris, cls):
+    X, y = iris
+    model = cls(n_hinge_features="auto", **AUTO)
+    with pytest.raises(ValueError, match='n_hinge_features="auto".*partial_fit'):
+        model.partial_fit(X, y)
+    assert not hasattr(model, "_model") and not hasattr(model, "n_features_in_")
+
+
+def test_auto_size_check_counts_both_forests(iris, monkeypatch):
+    """The learnt forest is held while the raw one trains: twice one forest is projected."""
+    import obliquetrees.hinge._size as size_module
+
+    X, y = iris
+    model = HingeForestClassifier(n_hinge_features="auto", **AUTO)
+    one = model._projected_bytes(X.shape[1], 3) + model._scratch_bytes(3)
+    monkeypatch.setattr(size_module, "MAX_MODEL_BYTES", 2 * one - 1)
+    with pytest.raises(ValueError, match=f"{2 * one} bytes"):
+        model.fit(X, y)
+    assert not hasattr(model, "n_features_in_")
+    model.set_params(n_hinge_features=100).fit(X, y)  # one forest is under the limit
