@@ -461,7 +461,7 @@ LOGIT_FREE_TREE_NOTE = """
     probabilistic model and predicts the deterministic one, as without
     constraints). They are stored as one tree, ``F`` grafted under every
     leaf of ``T``, leaf ``(l, k)`` holding ``(1 - sigma(c), sigma(c))``,
-    ``c`` the two leaves' sum clipped to [-8, 8] as the working responses
+    ``c`` the two leaves' sum clipped to ``[-MAX_LOGIT, MAX_LOGIT]`` as the working responses
     are (a leaf few rows reach can hold an extrapolated logit): hard routing
     gives ``sigma(T(x) + F(x))`` (so clipped) exactly, soft routing the
     mixture of those leaves, monotone because clipping and ``sigma`` keep
