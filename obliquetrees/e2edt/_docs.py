@@ -461,11 +461,11 @@ LOGIT_FREE_TREE_NOTE = """
     probabilistic model and predicts the deterministic one, as without
     constraints). They are stored as one tree, ``F`` grafted under every
     leaf of ``T``, leaf ``(l, k)`` holding ``(1 - sigma(c), sigma(c))``,
-    ``c`` the two leaves' sum clipped to ``[-MAX_LOGIT, MAX_LOGIT]`` as the working responses
-    are (a leaf few rows reach can hold an extrapolated logit): hard routing
-    gives ``sigma(T(x) + F(x))`` (so clipped) exactly, soft routing the
-    mixture of those leaves, monotone because clipping and ``sigma`` keep
-    the order of ``T``'s leaves in each copy of ``F``.
+    ``c`` the two leaves' sum clipped to ``[-MAX_LOGIT, MAX_LOGIT]`` as the
+    working responses are (a leaf few rows reach can hold an extrapolated
+    logit): hard routing gives ``sigma(T(x) + F(x))`` (so clipped) exactly,
+    soft routing the mixture of those leaves, monotone because clipping and
+    ``sigma`` keep the order of ``T``'s leaves in each copy of ``F``.
     The stored tree has up to ``n_leaves(T) * n_leaves(F)`` leaves (larger
     pickles and slower soft prediction, as for the regressor) and a fit is
     ``2 * LOGIT_ROUNDS`` regression fits.
