@@ -170,14 +170,14 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
         validation rows (``early_stopping=False``, or too few rows) nothing
         can choose, and the learnt features are kept.
         """
-        learnt = self._run(
+        kept = self._run(
             X, T, sample_weight, None, max_epochs, validate, monotonic, AUTO_HINGE_FEATURES
         )
-        if learnt[1]["history"]["val_loss"]:
+        if kept[1]["history"]["val_loss"]:
             raw = self._run(X, T, sample_weight, None, max_epochs, validate, monotonic, None)
-            if min(raw[1]["history"]["val_loss"]) < min(learnt[1]["history"]["val_loss"]):
-                learnt = raw
-        self._keep(*learnt)
+            if min(raw[1]["history"]["val_loss"]) < min(kept[1]["history"]["val_loss"]):
+                kept = raw
+        self._keep(*kept)
 
     def _run(self, X, T, sample_weight, model, max_epochs, validate, monotonic, hinge_features):
         """One training of :func:`~obliquetrees.hinge.training.fit_hinge`: ``(model, info)``."""
