@@ -5,6 +5,8 @@ Thin estimators: validate, resolve parameters, draw seeds, call
 first use (inside ``fit``/prediction), never at import time.
 """
 
+import functools
+
 import numpy as np
 from sklearn.base import is_classifier
 from sklearn.model_selection import train_test_split
@@ -30,6 +32,7 @@ from obliquetrees.utils._param_validation import (
     options,
     reals,
 )
+from obliquetrees.utils.screening import shadow_screen
 from obliquetrees.utils.seeds import draw_seeds
 from obliquetrees.utils.validation import check_monotonic_cst, same_constraints
 
@@ -54,6 +57,7 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
         "max_depth": integers(1, 20),
         "tree_type": options("tree", "fern"),
         "n_hinge_features": [*integers(1, none=True), *options("auto")],
+        "feature_screening": ["boolean", *options("auto")],
         "head": options("sum", "linear"),
         "optimizer": options("adam", "lazy_adam", "adagrad", "sgd"),
         "learning_rate": reals(0, closed="neither"),
@@ -88,7 +92,7 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
         NaN: the model trains on indicator-augmented inputs (:mod:`obliquetrees._core.missing`);
         later batches and predictions are augmented with the same ``_missing``.
         """
-        self._seeds = draw_seeds(self.random_state, 3)
+        self._seeds = draw_seeds(self.random_state, 4)  # init, split, epochs, screen
         classification = isinstance(self, ObliqueClassifierMixin)
         self._missing = MissingValues.from_data(X, sample_weight, y, classification)
         explicit = bool(self._missing.columns.size)  # indicators: one term per weight
@@ -116,11 +120,12 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
             and model.is_fern == (self.tree_type == "fern")
             and model.head == self.head
             and self.n_hinge_features in ("auto", _hinge_features(model))
+            and self.feature_screening in ("auto", self.screened_features_ is not None)
         )
         if not structure:
             raise ValueError(
                 "warm_start/partial_fit need the same n_estimators, max_depth, "
-                "tree_type, head and n_hinge_features as the fitted model."
+                "tree_type, head, n_hinge_features and feature_screening as the fitted model."
             )
         if old_classes is not None and not np.array_equal(old_classes, self.classes_):
             raise ValueError(
@@ -149,37 +154,81 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
         """Train (``model`` None: a new model) and set the fitted attributes.
 
         ``monotonic``: the constraints per model input (:meth:`_missing_free`).
-        A new model of ``n_hinge_features="auto"`` is :meth:`_train_auto`'s.
+        A new model trains once per candidate of :meth:`_candidates` and
+        keeps the one of lowest validation loss at its best epoch (equal: the
+        earlier candidate). The candidates hold out the same rows, which no
+        fit step (the input screen's included) sees; without validation rows
+        only the first candidate trains, as nothing could choose.
         """
-        if model is None and self.n_hinge_features == "auto":
-            return self._train_auto(X, T, sample_weight, max_epochs, validate, monotonic)
-        hinge_features = self.n_hinge_features if model is None else _hinge_features(model)
-        self._keep(
-            *self._run(X, T, sample_weight, model, max_epochs, validate, monotonic, hinge_features)
+        inputs = self._missing.augment(X)
+        run = functools.partial(
+            self._run, inputs, T, sample_weight, max_epochs=max_epochs, monotonic=monotonic
         )
+        validation = self._validation_split(T) if validate else None
+        if model is not None:
+            self._keep(*run(model, _hinge_features(model), validation), self.screened_features_)
+            return
+        kept = None
+        for hinge_features, keep in self._candidates(inputs, T, sample_weight, validation):
+            ignored = None if keep is None else ~keep
+            trained = run(None, hinge_features, validation, ignored=ignored)
+            if kept is None or _best_loss(trained) < _best_loss(kept[0]):
+                kept = trained, keep
+        (model, info), keep = kept
+        self._keep(model, info, self._screened_features(keep))
 
-    def _train_auto(self, X, T, sample_weight, max_epochs, validate, monotonic):
-        """``n_hinge_features="auto"``: the better of learnt and raw hinge features.
+    def _candidates(self, inputs, T, sample_weight, validation):
+        """``(n_hinge_features, kept inputs or None)`` of the forests a new fit trains, in order.
 
-        Ours (issue 39). Two forests train from the same seeds, one on
-        :data:`AUTO_HINGE_FEATURES` learnt inner products, one on the raw
-        (standardised) inputs, whose decisions are axis-aligned as a random
-        forest's; the one with the lower validation loss at its best epoch
-        is kept (equal: the learnt one). Both hold out the same rows
-        (:meth:`_validation_split`), which no fit step sees. Without
-        validation rows (``early_stopping=False``, or too few rows) nothing
-        can choose, and the learnt features are kept.
+        ``n_hinge_features="auto"``: :data:`AUTO_HINGE_FEATURES` learnt inner
+        products, then the raw (standardised) inputs, whose decisions are
+        axis-aligned as a random forest's. ``feature_screening``: the learnt
+        layer on every input, on the inputs the screen keeps
+        (:func:`~obliquetrees.utils.screening.shadow_screen`, on the fit's
+        training rows), or (``"auto"``) both in that order. A screen that
+        keeps every input (or none) leaves one unscreened candidate.
         """
-        kept = self._run(
-            X, T, sample_weight, None, max_epochs, validate, monotonic, AUTO_HINGE_FEATURES
-        )
-        if kept[1]["history"]["val_loss"]:
-            raw = self._run(X, T, sample_weight, None, max_epochs, validate, monotonic, None)
-            if min(raw[1]["history"]["val_loss"]) < min(kept[1]["history"]["val_loss"]):
-                kept = raw
-        self._keep(*kept)
+        auto = self.n_hinge_features == "auto"
+        features = [AUTO_HINGE_FEATURES, None] if auto else [self.n_hinge_features]
+        auto_screen = self.feature_screening == "auto"
+        screens = [None]
+        if self.feature_screening and (validation is not None or not auto_screen):
+            rows = slice(None) if validation is None else validation[0]
+            keep = shadow_screen(
+                inputs[rows],
+                T[rows],
+                sample_weight[rows],
+                isinstance(self, ObliqueClassifierMixin),
+                int(self._seeds[3]),
+                self._n_threads(),
+            )
+            if keep is not None:
+                screens = [None, keep] if auto_screen else [keep]
+        candidates = [(f, keep) for f in features for keep in (screens if f else [None])]
+        return candidates if validation is not None else candidates[:1]
 
-    def _run(self, X, T, sample_weight, model, max_epochs, validate, monotonic, hinge_features):
+    def _screened_features(self, keep):
+        """``screened_features_`` of a model whose layer reads the inputs ``keep`` (None: all)."""
+        if keep is None:
+            return None
+        n = self._missing.n_features
+        used = keep[:n].copy()
+        used[self._missing.columns] |= keep[n:]  # a feature read through its missing indicator
+        return used
+
+    def _run(
+        self,
+        inputs,
+        T,
+        sample_weight,
+        model,
+        hinge_features,
+        validation,
+        *,
+        max_epochs,
+        monotonic,
+        ignored=None,
+    ):
         """One training of :func:`~obliquetrees.hinge.training.fit_hinge`: ``(model, info)``."""
         from obliquetrees.hinge.training import HingeParams, fit_hinge
 
@@ -192,7 +241,7 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
         )
         try:
             model, info = fit_hinge(
-                self._missing.augment(X),
+                inputs,
                 T,
                 sample_weight,
                 params,
@@ -200,8 +249,9 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
                 n_outputs=self._n_model_outputs(),
                 model=model,
                 epochs_done=int(self.n_iter_),
-                validation=self._validation_split(T) if validate else None,
+                validation=validation,
                 n_threads=self._n_threads(),
+                ignored=ignored,
             )
         except FloatingPointError as exc:
             raise ValueError(
@@ -209,10 +259,11 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
             ) from exc
         return model, info
 
-    def _keep(self, model, info):
+    def _keep(self, model, info, screened_features):
         """Set the fitted attributes of a trained ``model`` (:meth:`_run`'s result)."""
         self._model = model
         self.n_hinge_features_ = _hinge_features(model)
+        self.screened_features_ = screened_features
         # the trees are derived from the model and these counts on first use (forest_)
         self._leaf_counts = info["counts"]
         self.__dict__.pop("forest_", None)
@@ -268,6 +319,11 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
                 'n_hinge_features="auto" chooses on the validation rows that fit holds out; '
                 "partial_fit has none. Pass a number of learnt features or None (the raw inputs)."
             )
+        if first and self.feature_screening:
+            raise ValueError(
+                "feature_screening screens the rows that fit trains on; partial_fit sees one "
+                "batch at a time. Use fit, or feature_screening=False."
+            )
         if first:
             X, y, sample_weight = self._validate_fit_data(X, y, sample_weight)
             if classes is not None:
@@ -306,6 +362,8 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
         model = state.get("_model")
         if model is not None and "_missing" not in state:  # pickled before missing values
             state = dict(state, _missing=MissingValues(getattr(model, "x_mean", None), []))
+        if model is not None:  # pickled before feature_screening: not screened
+            state = {"screened_features_": None, **state}
         super().__setstate__(state)
 
     def _check_outputs(self, forest):
@@ -337,6 +395,11 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = False
         return tags
+
+
+def _best_loss(trained):
+    """The lowest validation loss of a :meth:`_BaseHingeForest._run` result."""
+    return min(trained[1]["history"]["val_loss"])
 
 
 def _hinge_features(model):
@@ -400,6 +463,7 @@ class HingeForestClassifier(ObliqueClassifierMixin, _BaseHingeForest):
         max_depth=10,
         tree_type="tree",
         n_hinge_features=100,
+        feature_screening=False,
         head="sum",
         optimizer="lazy_adam",
         learning_rate=0.005,
@@ -562,6 +626,7 @@ class HingeForestRegressor(ObliqueRegressorMixin, _BaseHingeForest):
         max_depth=10,
         tree_type="tree",
         n_hinge_features=100,
+        feature_screening=False,
         head="linear",
         optimizer="lazy_adam",
         learning_rate=0.005,

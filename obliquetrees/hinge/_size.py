@@ -71,8 +71,8 @@ class HingeModelSize:
         """Refuse a model too large to fit (temporaries included); warn about a large one."""
         size = self._projected_bytes(n_features, n_outputs, explicit_terms)
         size += self._scratch_bytes(n_outputs)
-        if self.n_hinge_features == "auto":  # the learnt forest is held while the raw one trains
-            size *= 2
+        if "auto" in (self.n_hinge_features, self.feature_screening):
+            size *= 2  # the best forest so far is held while the next candidate trains
         shape = (
             f"{self.n_estimators} trees of depth {self.max_depth} on {n_features} "
             f"features take about {size / 2**30:.3g} GiB ({size} bytes) with the "

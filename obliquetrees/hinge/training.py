@@ -623,6 +623,7 @@ def fit_hinge(
     epochs_done=0,
     validation=None,
     n_threads=1,
+    ignored=None,
 ):
     """Train a hinge forest (new, or a copy of ``model``) and count its leaves' samples.
 
@@ -659,6 +660,10 @@ def fit_hinge(
         :func:`fit_epochs`). None trains on every row.
     n_threads : int
         numba threads; results do not depend on it.
+    ignored : ndarray of bool of shape (n_features,) or None
+        Inputs a new model ignores as it ignores the constant ones (their
+        standardised value is 0, so the linear layer never weighs them): the
+        inputs an input screen left out. None: only the constant ones.
 
     Returns
     -------
@@ -673,6 +678,8 @@ def fit_hinge(
     init_seed, epoch_seed = seeds
     if model is None:
         mean, scale = standardization(X)
+        if ignored is not None:
+            scale = np.where(ignored, np.inf, scale)
         zero = params.task == "regression" and not np.any(Y)  # a constant target
         model = init_model(X.shape[1], n_outputs, params, mean, scale, init_seed, zero)
     else:
