@@ -128,6 +128,10 @@ MODELS = {
             _with_nan(X, 0.2, 4), y
         ),
     ),
+    "hinge_clf_screened": (
+        "clf",
+        lambda X, y: _fast(ot.HingeForestClassifier, feature_screening=True).fit(X, y),
+    ),
     "hinge_reg": ("reg", lambda X, y: _fast(ot.HingeForestRegressor).fit(X, y)),
     "hinge_reg_tree_nan": (
         "reg",

@@ -37,7 +37,7 @@ from obliquetrees.utils.seeds import draw_seeds
 from obliquetrees.utils.validation import check_monotonic_cst, same_constraints
 
 #: The learnt hinge features that ``n_hinge_features="auto"`` weighs against the raw
-#: inputs (the paper's 100 inner products, the default's).
+#: inputs (the paper's 100 inner products, the regressor's default).
 AUTO_HINGE_FEATURES = 100
 
 
@@ -181,15 +181,20 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
         """``(n_hinge_features, kept inputs or None)`` of the forests a new fit trains, in order.
 
         ``n_hinge_features="auto"``: :data:`AUTO_HINGE_FEATURES` learnt inner
-        products, then the raw (standardised) inputs, whose decisions are
-        axis-aligned as a random forest's. ``feature_screening``: the learnt
-        layer on every input, on the inputs the screen keeps
+        products, then (for at most that many inputs) the raw (standardised)
+        inputs, whose decisions are axis-aligned as a random forest's.
+        ``feature_screening``: the learnt layer on every input, on the inputs
+        the screen keeps
         (:func:`~obliquetrees.utils.screening.shadow_screen`, on the fit's
         training rows), or (``"auto"``) both in that order. A screen that
         keeps every input (or none) leaves one unscreened candidate.
         """
-        auto = self.n_hinge_features == "auto"
-        features = [AUTO_HINGE_FEATURES, None] if auto else [self.n_hinge_features]
+        features = [self.n_hinge_features]
+        if self.n_hinge_features == "auto":
+            # the raw forest's layer is an identity, one row per input: wide data
+            # would hold it densely, and it never won above 100 inputs (Notes)
+            raw = [None] if inputs.shape[1] <= AUTO_HINGE_FEATURES else []
+            features = [AUTO_HINGE_FEATURES, *raw]
         auto_screen = self.feature_screening == "auto"
         screens = [None]
         if self.feature_screening and (validation is not None or not auto_screen):
@@ -281,6 +286,11 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
         return None
 
     def _fit(self, X, y, sample_weight):
+        if _screens_always(self.feature_screening) and self.n_hinge_features is None:
+            raise ValueError(
+                "feature_screening=True screens the inputs of the learnt linear layer, and "
+                'n_hinge_features=None has none. Pass a number of learnt features or "auto".'
+            )
         warm = self.warm_start and hasattr(self, "_model")
         old_classes = self.__dict__.get("classes_")
         old_categories = self.__dict__.get("category_coordinates_")
@@ -314,15 +324,11 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
                 "sklearn.utils.class_weight.compute_class_weight on all the labels, or use fit."
             )
         first = not hasattr(self, "_model")
-        if first and self.n_hinge_features == "auto":
+        if first and _screens_always(self.feature_screening):
             raise ValueError(
-                'n_hinge_features="auto" chooses on the validation rows that fit holds out; '
-                "partial_fit has none. Pass a number of learnt features or None (the raw inputs)."
-            )
-        if first and self.feature_screening:
-            raise ValueError(
-                "feature_screening screens the rows that fit trains on; partial_fit sees one "
-                "batch at a time. Use fit, or feature_screening=False."
+                "feature_screening=True screens the rows that fit trains on; partial_fit sees "
+                'one batch at a time. Use fit, or feature_screening=False or "auto" (which '
+                "holds out no rows in partial_fit, so keeps every input)."
             )
         if first:
             X, y, sample_weight = self._validate_fit_data(X, y, sample_weight)
@@ -362,7 +368,7 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
         model = state.get("_model")
         if model is not None and "_missing" not in state:  # pickled before missing values
             state = dict(state, _missing=MissingValues(getattr(model, "x_mean", None), []))
-        if model is not None:  # pickled before feature_screening: not screened
+        if "n_features_in_" in state:  # fitted, maybe before feature_screening: not screened
             state = {"screened_features_": None, **state}
         super().__setstate__(state)
 
@@ -397,6 +403,11 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
         return tags
 
 
+def _screens_always(feature_screening):
+    """Whether ``feature_screening`` is True (a bool-like True, not ``"auto"``)."""
+    return not isinstance(feature_screening, str) and bool(feature_screening)
+
+
 def _best_loss(trained):
     """The lowest validation loss of a :meth:`_BaseHingeForest._run` result."""
     return min(trained[1]["history"]["val_loss"])
@@ -416,7 +427,7 @@ class HingeForestClassifier(ObliqueClassifierMixin, _BaseHingeForest):
     summed (or combined by a learnt linear head) into class logits, trained
     with softmax cross-entropy by minibatch Adam/AdaGrad.
 """
-        + docs.parameters('"sum"')
+        + docs.parameters('"sum"', hinge_default='"auto"', screening_default='"auto"')
         + docs.CLASS_WEIGHT
         + docs.PARAMETERS_TAIL
         + """
@@ -462,8 +473,8 @@ class HingeForestClassifier(ObliqueClassifierMixin, _BaseHingeForest):
         *,
         max_depth=10,
         tree_type="tree",
-        n_hinge_features=100,
-        feature_screening=False,
+        n_hinge_features="auto",
+        feature_screening="auto",
         head="sum",
         optimizer="lazy_adam",
         learning_rate=0.005,

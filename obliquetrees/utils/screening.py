@@ -16,6 +16,7 @@ from scipy import sparse
 from sklearn.ensemble import ExtraTreesClassifier, ExtraTreesRegressor
 
 from obliquetrees._core._random import generator
+from obliquetrees._core.tree import standardization
 
 #: Trees of the screening forest.
 SCREEN_TREES = 100
@@ -23,6 +24,8 @@ SCREEN_TREES = 100
 #: few thousand rows already separate the inputs from their shadows, and the
 #: screen should cost little next to the fit it screens for.
 SCREEN_MAX_ROWS = 10_000
+#: Largest standardised value the screen passes on: the forest works in float32.
+_FLOAT32_SAFE = 1e30
 
 
 def shadow_screen(X, y, sample_weight, classification, seed, n_jobs=None):
@@ -52,11 +55,14 @@ def shadow_screen(X, y, sample_weight, classification, seed, n_jobs=None):
     if n > SCREEN_MAX_ROWS:
         rows = np.sort(rng.choice(n, SCREEN_MAX_ROWS, replace=False))
         X, y, sample_weight = X[rows], y[rows], sample_weight[rows]
+    X = _standardised(X)
     shadows = X[rng.permutation(X.shape[0])]
     stack = sparse.hstack if sparse.issparse(X) else np.hstack
     inputs = stack([X, shadows])
     if sparse.issparse(inputs):
         inputs = inputs.tocsc()  # the forest's own sparse layout
+    if not sample_weight.sum() > 0:
+        sample_weight = None  # rows that all weigh zero are screened unweighted, as fitted
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]  # a forest warns about a column vector
     forest_class = ExtraTreesClassifier if classification else ExtraTreesRegressor
@@ -70,3 +76,22 @@ def shadow_screen(X, y, sample_weight, classification, seed, n_jobs=None):
     if keep.all() or not keep.any():
         return None
     return keep
+
+
+def _standardised(X):
+    """``X`` per input centred (dense only: sparse stays sparse) and scaled, within float32.
+
+    The forest's importances do not depend on a per-input affine change, but
+    it reads float32: raw inputs beyond its range raise, and an input of
+    large mean and small spread would round to a constant.
+    """
+    mean, scale = standardization(X)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if sparse.issparse(X):
+            Z = sparse.csr_matrix(X @ sparse.diags(1.0 / scale))  # 1 / inf: an ignored input
+            values = Z.data
+        else:
+            Z = values = (X - mean) / scale
+    np.clip(values, -_FLOAT32_SAFE, _FLOAT32_SAFE, out=values)
+    values[np.isnan(values)] = 0.0
+    return Z

@@ -126,6 +126,7 @@ CASES = {
         "classification",
         _forest(
             HingeForestClassifier,
+            feature_screening=False,  # recorded before the classifier's default became "auto"
             n_estimators=5,
             max_depth=3,
             n_hinge_features=8,

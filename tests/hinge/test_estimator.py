@@ -464,12 +464,13 @@ def test_auto_warm_start_continues_the_kept_forest(iris):
 
 
 @pytest.mark.parametrize("cls", [HingeForestClassifier, HingeForestRegressor])
-def test_auto_is_refused_by_partial_fit_before_any_state(iris, cls):
+def test_auto_partial_fit_trains_the_learnt_features(iris, cls):
+    """partial_fit holds out no rows to choose on: as fit without them, the learnt features."""
     X, y = iris
-    model = cls(n_hinge_features="auto", **AUTO)
-    with pytest.raises(ValueError, match='n_hinge_features="auto".*partial_fit'):
-        model.partial_fit(X, y)
-    assert not hasattr(model, "_model") and not hasattr(model, "n_features_in_")
+    auto = cls(n_hinge_features="auto", **AUTO).partial_fit(X, y)
+    learnt = cls(n_hinge_features=100, **AUTO).partial_fit(X, y)
+    assert auto.n_hinge_features_ == 100
+    np.testing.assert_array_equal(auto.predict(X), learnt.predict(X))
 
 
 def test_auto_size_check_counts_both_forests(iris, monkeypatch):
@@ -483,4 +484,25 @@ def test_auto_size_check_counts_both_forests(iris, monkeypatch):
     with pytest.raises(ValueError, match=f"{2 * one} bytes"):
         model.fit(X, y)
     assert not hasattr(model, "n_features_in_")
-    model.set_params(n_hinge_features=100).fit(X, y)  # one forest is under the limit
+    # one forest is under the limit
+    model.set_params(n_hinge_features=100, feature_screening=False).fit(X, y)
+
+
+def test_auto_trains_no_raw_forest_above_100_inputs(monkeypatch):
+    """The raw forest's layer is an identity of one row per input: wide data train learnt only."""
+    import obliquetrees.hinge._estimator as estimator
+
+    trained = []
+    run = estimator._BaseHingeForest._run
+    monkeypatch.setattr(
+        estimator._BaseHingeForest,
+        "_run",
+        lambda self, *args, **kw: trained.append(args[4]) or run(self, *args, **kw),
+    )
+    rng = np.random.default_rng(0)
+    for p, expected in [(100, [100, None]), (101, [100])]:
+        trained.clear()
+        X = rng.normal(size=(120, p))
+        model = HingeForestClassifier(n_hinge_features="auto", feature_screening=False, **AUTO)
+        model.fit(X, (X[:, 0] > 0).astype(int))
+        assert trained == expected

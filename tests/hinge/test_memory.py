@@ -126,6 +126,7 @@ def test_projected_bytes_cover_the_fitted_model(params):
 
     X, y = make_classification(300, 12, n_informative=6, n_classes=3, random_state=0)
     kw = dict(n_estimators=7, max_depth=4, max_epochs=1, random_state=0)
+    kw.update(n_hinge_features=100, feature_screening=False)  # one forest, as projected
     est = HingeForestClassifier(**{**kw, **params}).fit(X, y)
 
     forest = _forest_bytes(est.forest_)

@@ -206,3 +206,22 @@ def test_deeper_pool_keeps_the_constraint(monkeypatch, levels, tree_type):
     for model in (reg._model, clf._model):
         assert np.all(model.monotone_dir[model.feat[:, :n_pool]] == 1)
         assert np.all(model.monotone_dir[model.feat[:, n_pool:]] == 0)
+
+
+@pytest.mark.parametrize("classifier", [False, True])
+@pytest.mark.parametrize("screening", [True, "auto"])
+def test_screened_layer_keeps_the_constraint(classifier, screening):
+    """The screen may leave constrained inputs out: the model is then flat in them."""
+    X, y = _data(6, n=400)
+    X = np.hstack([X, np.random.default_rng(7).normal(size=(400, 25))])  # noise inputs
+    cst = np.zeros(X.shape[1], dtype=int)
+    cst[[0, 2, 9]] = [1, 1, -1]  # input 9 is noise: screened out, or kept and constrained
+    Estimator = HingeForestClassifier if classifier else HingeForestRegressor
+    model = Estimator(feature_screening=screening, monotonic_cst=cst, random_state=0, **SMALL).fit(
+        X, np.where(y > 0, "yes", "no") if classifier else y
+    )
+    if screening is True:
+        assert model.screened_features_ is not None and not model.screened_features_.all()
+    predict = _positive_class(model) if classifier else model.predict
+    for nan_fraction in (0.0, 0.3):
+        assert monotone_violations(predict, X, cst, n_lines=60, nan_fraction=nan_fraction) <= 1e-12
