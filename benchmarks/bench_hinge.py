@@ -307,6 +307,7 @@ def bench_table3(name, quick):
             max_depth=10,
             tree_type=tree_type,
             n_hinge_features=100,
+            feature_screening=False,  # the paper's layer reads every input
             optimizer=opt,
             learning_rate=0.005,
             batch_size=batch[name],
@@ -790,6 +791,7 @@ def bench_table2(name, quick):
                     max_depth=depth,
                     tree_type=tree_type,
                     n_hinge_features=100,
+                    feature_screening=False,  # the paper's layer reads every input
                     head="linear",
                     optimizer="adagrad",
                     learning_rate=lr,

@@ -40,7 +40,8 @@ FAST_PARAMS = {
     # tiny data give few Adam steps per epoch: a larger step than the paper's 0.001
     "E2EDTClassifier": dict(max_depth=4, max_epochs=5, learning_rate=0.05),
     "E2EDTRegressor": dict(max_depth=4, max_epochs=5, learning_rate=0.05),
-    "HingeForestClassifier": _HINGE_FAST,
+    # its default layer choice: 100 learnt features or the raw inputs, screened or not
+    "HingeForestClassifier": {**_HINGE_FAST, "n_hinge_features": "auto"},
     "HingeForestRegressor": _HINGE_FAST,
     # only 3 restarts on tiny data: start below the paper's 5.0 (meant for 10 halvings)
     "SoftTreeClassifier": dict(n_restarts=3, max_epochs=10, learning_rate=0.5, random_state=0),
