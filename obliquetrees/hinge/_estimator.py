@@ -197,7 +197,8 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
             features = [AUTO_HINGE_FEATURES, *raw]
         auto_screen = self.feature_screening == "auto"
         screens = [None]
-        if self.feature_screening and (validation is not None or not auto_screen):
+        learnt = any(f is not None for f in features)  # raw inputs are never screened
+        if learnt and self.feature_screening and (validation is not None or not auto_screen):
             rows = slice(None) if validation is None else validation[0]
             keep = shadow_screen(
                 inputs[rows],

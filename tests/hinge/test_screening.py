@@ -260,3 +260,14 @@ def test_pickles_keep_the_screen_and_old_pickles_load_unscreened():
     old.__setstate__(state)
     assert old.screened_features_ is None
     np.testing.assert_array_equal(old.predict_proba(X), plain.predict_proba(X))
+
+
+def test_raw_inputs_alone_fit_no_screen(monkeypatch):
+    import obliquetrees.hinge._estimator as estimator
+
+    calls = []
+    monkeypatch.setattr(estimator, "shadow_screen", lambda *a, **k: calls.append(1))
+    X, y = _few_relevant(n=200)
+    params = {**FAST, "n_hinge_features": None}
+    HingeForestClassifier(feature_screening="auto", **params).fit(X, y)
+    assert calls == []
