@@ -11,6 +11,8 @@ permuted together (one permutation for every shadow column, which keeps a
 CSR matrix sparse) instead of each column on its own.
 """
 
+import os
+
 import numpy as np
 from scipy import sparse
 from sklearn.ensemble import ExtraTreesClassifier, ExtraTreesRegressor
@@ -66,6 +68,8 @@ def shadow_screen(X, y, sample_weight, classification, seed, n_jobs=None):
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]  # a forest warns about a column vector
     forest_class = ExtraTreesClassifier if classification else ExtraTreesRegressor
+    # joblib refuses a huge n_jobs (the estimators accept any): at most one per core
+    n_jobs = None if n_jobs is None else min(int(n_jobs), os.cpu_count() or 1)
     forest = forest_class(
         SCREEN_TREES, max_features="sqrt", random_state=int(seed) % 2**32, n_jobs=n_jobs
     )

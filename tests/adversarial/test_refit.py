@@ -319,7 +319,8 @@ def test_hinge_warns_about_a_large_model(monkeypatch):
     from obliquetrees import HingeForestClassifier
 
     X, y = _data()
-    est = _make(HingeForestClassifier, max_epochs=1)
+    # one forest (the default's "auto" choices project two)
+    est = _make(HingeForestClassifier, max_epochs=1, n_hinge_features=100, feature_screening=False)
     size = est._projected_bytes(X.shape[1], 3) + est._scratch_bytes(3)
     monkeypatch.setattr(hinge_module, "WARN_MODEL_BYTES", size - 1)
     with pytest.warns(UserWarning, match=f"{size} bytes"):

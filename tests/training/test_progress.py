@@ -106,6 +106,8 @@ def test_hinge_forests_report_each_epoch_and_early_stopping(cls, capsys):
     X, y = make_classification(n_samples=300, n_features=6, random_state=0)
     y = y.astype(float) if cls is HingeForestRegressor else y
     params = dict(n_estimators=4, max_depth=2, max_epochs=30, n_iter_no_change=1, random_state=0)
+    # one training (the classifier's "auto" defaults report each candidate's)
+    params.update(n_hinge_features=100, feature_screening=False)
     quiet = cls(**params).fit(X, y)
     assert capsys.readouterr().out == ""
     loud = cls(verbose=1, **params).fit(X, y)
