@@ -148,7 +148,9 @@ PARAMETERS_TAIL = """    %(categorical_features)s
         0 is quiet; at 1 and above one line per epoch with the training
         and validation loss, the time elapsed and an estimate of the time
         left (at most: early stopping may end the fit sooner), and a line
-        when early stopping ends it.
+        when early stopping ends it. When ``"auto"`` trains several forests
+        (``n_hinge_features``, ``feature_screening``), a line names each
+        before its epochs, and one the forest kept.
 """
 
 ATTRIBUTES = """

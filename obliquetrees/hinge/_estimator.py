@@ -169,13 +169,26 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
             self._keep(*run(model, _hinge_features(model), validation), self.screened_features_)
             return
         kept = None
-        for hinge_features, keep in self._candidates(inputs, T, sample_weight, validation):
+        candidates = self._candidates(inputs, T, sample_weight, validation)
+        for i, (hinge_features, keep) in enumerate(candidates):
+            if len(candidates) > 1:
+                self._say(f"candidate {i + 1}/{len(candidates)}: {_describe(hinge_features, keep)}")
             ignored = None if keep is None else ~keep
             trained = run(None, hinge_features, validation, ignored=ignored)
             if kept is None or _best_loss(trained) < _best_loss(kept[0]):
-                kept = trained, keep
-        (model, info), keep = kept
+                kept = trained, keep, i
+        (model, info), keep, i = kept
+        if len(candidates) > 1:
+            self._say(
+                f"kept candidate {i + 1}/{len(candidates)} (lowest validation loss, "
+                f"{_best_loss((model, info)):.5f}): {_describe(_hinge_features(model), keep)}"
+            )
         self._keep(model, info, self._screened_features(keep))
+
+    def _say(self, line):
+        """Print a line about the fit at ``verbose >= 1``, as the epochs' progress lines are."""
+        if self.verbose:
+            print(f"[{type(self).__name__}] {line}", flush=True)
 
     def _candidates(self, inputs, T, sample_weight, validation):
         """``(n_hinge_features, kept inputs or None)`` of the forests a new fit trains, in order.
@@ -412,6 +425,16 @@ def _screens_always(feature_screening):
 def _best_loss(trained):
     """The lowest validation loss of a :meth:`_BaseHingeForest._run` result."""
     return min(trained[1]["history"]["val_loss"])
+
+
+def _describe(hinge_features, keep):
+    """What a candidate of :meth:`_BaseHingeForest._candidates` trains, in words."""
+    if hinge_features is None:
+        return "the raw inputs (axis-aligned decisions)"
+    inputs = "every input"
+    if keep is not None:
+        inputs = f"the {int(keep.sum())} of {keep.size} inputs the screen kept"
+    return f"{hinge_features} learnt features on {inputs}"
 
 
 def _hinge_features(model):

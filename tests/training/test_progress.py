@@ -122,6 +122,44 @@ def test_hinge_forests_report_each_epoch_and_early_stopping(cls, capsys):
     np.testing.assert_array_equal(quiet.predict(X), loud.predict(X))
 
 
+def test_hinge_auto_names_each_candidate_and_the_one_it_keeps(capsys):
+    # 30 inputs, 4 of them informative: the screen keeps some, so three candidates train
+    X, y = make_classification(
+        n_samples=400, n_features=30, n_informative=4, shuffle=False, random_state=0
+    )
+    params = dict(n_estimators=4, max_depth=2, max_epochs=3, random_state=0)
+    quiet = HingeForestClassifier(**params).fit(X, y)
+    assert capsys.readouterr().out == ""
+    loud = HingeForestClassifier(verbose=1, **params).fit(X, y)
+    own = [line for line in capsys.readouterr().out.splitlines() if not EPOCH.match(line)]
+    assert len(own) == 4, own
+    head = "[HingeForestClassifier] "
+    assert own[0] == head + "candidate 1/3: 100 learnt features on every input"
+    screened = re.match(
+        r"^\[HingeForestClassifier\] candidate 2/3: 100 learnt features on the (\d+) of 30 "
+        r"inputs the screen kept$",
+        own[1],
+    )
+    assert screened and 1 <= int(screened.group(1)) < 30, own
+    assert own[2] == head + "candidate 3/3: the raw inputs (axis-aligned decisions)"
+    kept = re.match(
+        r"^\[HingeForestClassifier\] kept candidate (\d)/3 \(lowest validation loss, "
+        r"(\d+\.\d+)\): (.*)$",
+        own[3],
+    )
+    assert kept, own
+    index = int(kept.group(1)) - 1
+    # the line names the candidate the model holds, and its best validation loss
+    assert kept.group(3) == own[index].split(": ", 1)[1]
+    assert float(kept.group(2)) == pytest.approx(min(quiet.validation_loss_curve_), abs=1e-5)
+    if index == 1:
+        assert quiet.screened_features_.sum() == int(screened.group(1))
+    else:
+        assert quiet.screened_features_ is None
+        assert quiet.n_hinge_features_ == (100 if index == 0 else None)
+    np.testing.assert_array_equal(quiet.predict(X), loud.predict(X))
+
+
 @pytest.mark.parametrize("n_estimators, verbose", [(1, 1), (2, 2)])
 def test_e2edt_reports_growth_and_every_finetune_epoch(n_estimators, verbose, capsys):
     X, y = make_classification(n_samples=200, n_features=6, random_state=0)
