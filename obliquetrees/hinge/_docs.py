@@ -295,7 +295,12 @@ NOTES = """
     and its gradient read the rows' stored entries with the centring applied
     algebraically; prediction densifies blocks of at most 2**21 values. Dense
     and sparse fits agree to rounding, not bit for bit (sums over stored
-    entries only; ``tests/hinge/test_sparse.py``).
+    entries only; ``tests/hinge/test_sparse.py``). The input screen
+    (``feature_screening``) reads a sparse input as dense when the rows it
+    reads and their shadows take at most 64 MiB as dense float64, so that
+    dense and sparse fits screen alike; a larger one stays sparse, and
+    scikit-learn's sparse splitter, which draws other thresholds, may then
+    screen a borderline input otherwise.
 
     Monotonic constraints (``monotonic_cst``). Exact: a hinge tree is
     continuous (its output is 0 on every decision boundary) and inside a

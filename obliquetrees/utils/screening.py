@@ -26,6 +26,10 @@ SCREEN_TREES = 100
 #: few thousand rows already separate the inputs from their shadows, and the
 #: screen should cost little next to the fit it screens for.
 SCREEN_MAX_ROWS = 10_000
+#: Largest dense form (bytes: float64, the shadows included) in which the screen
+#: reads a sparse input: then as it reads the dense twin, so that dense and sparse
+#: fits screen alike (scikit-learn's sparse splitter draws other thresholds).
+SCREEN_DENSE_BYTES = 1 << 26
 #: Largest standardised value the screen passes on: the forest works in float32.
 _FLOAT32_SAFE = 1e30
 
@@ -37,6 +41,11 @@ def shadow_screen(X, y, sample_weight, classification, seed, n_jobs=None):
     ----------
     X : ndarray or CSR matrix of float64, shape (n_samples, n_inputs)
         Training inputs without NaN (the rows the screened model fits on).
+        A sparse ``X`` whose rows read (at most :data:`SCREEN_MAX_ROWS`)
+        and their shadows take at most :data:`SCREEN_DENSE_BYTES` as dense
+        float64 is screened as its dense twin (the same keep); a larger one
+        stays sparse, and the forest's sparse splitter may then keep a
+        borderline input that the dense one drops, or the reverse.
     y : ndarray of shape (n_samples,) or (n_samples, n_outputs)
         Class indices (classification) or targets.
     sample_weight : ndarray of shape (n_samples,)
@@ -57,6 +66,8 @@ def shadow_screen(X, y, sample_weight, classification, seed, n_jobs=None):
     if n > SCREEN_MAX_ROWS:
         rows = np.sort(rng.choice(n, SCREEN_MAX_ROWS, replace=False))
         X, y, sample_weight = X[rows], y[rows], sample_weight[rows]
+    if sparse.issparse(X) and 2 * X.shape[0] * X.shape[1] * 8 <= SCREEN_DENSE_BYTES:
+        X = X.toarray()
     X = _standardised(X)
     shadows = X[rng.permutation(X.shape[0])]
     stack = sparse.hstack if sparse.issparse(X) else np.hstack

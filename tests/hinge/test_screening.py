@@ -42,6 +42,38 @@ def test_screen_keeps_the_informative_inputs_and_few_others(to_input):
     assert keep[N_INFORMATIVE:].sum() <= 3  # noise beats every shadow only by chance
 
 
+@pytest.mark.parametrize("classification", [True, False])
+def test_small_sparse_input_screens_as_its_dense_twin(classification, monkeypatch):
+    import obliquetrees.utils.screening as screening
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 40)) * (rng.uniform(size=(500, 40)) < 0.3)  # mostly zeros
+    score = X[:, :N_INFORMATIVE] @ np.array([1.0, 1.0, -1.0, 1.0])
+    y = (score > 0).astype(int) if classification else score
+    w = rng.uniform(0.5, 2.0, len(y))
+    read = []
+
+    class Spy(screening.ExtraTreesClassifier if classification else screening.ExtraTreesRegressor):
+        def fit(self, X, y, sample_weight=None):
+            read.append(sparse.issparse(X))
+            return super().fit(X, y, sample_weight=sample_weight)
+
+    monkeypatch.setattr(
+        screening, "ExtraTreesClassifier" if classification else "ExtraTreesRegressor", Spy
+    )
+    for seed in range(4):
+        dense = shadow_screen(X, y, w, classification, seed)
+        np.testing.assert_array_equal(
+            shadow_screen(sparse.csr_matrix(X), y, w, classification, seed), dense
+        )
+    assert read == [False] * 8
+    # above the budget the forest reads the sparse matrix (scikit-learn's sparse splitter)
+    monkeypatch.setattr(screening, "SCREEN_DENSE_BYTES", 2 * X.size * 8 - 1)
+    keep = shadow_screen(sparse.csr_matrix(X), y, w, classification, 0)
+    assert read[-1] is True
+    assert keep[:N_INFORMATIVE].all() and keep[N_INFORMATIVE:].sum() <= 3
+
+
 def test_screen_says_nothing_when_every_input_or_none_passes():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 4))
