@@ -37,7 +37,7 @@ from obliquetrees.utils.seeds import draw_seeds
 from obliquetrees.utils.validation import check_monotonic_cst, same_constraints
 
 #: The learnt hinge features that ``n_hinge_features="auto"`` weighs against the raw
-#: inputs (the paper's 100 inner products, the regressor's default).
+#: inputs (the paper's 100 inner products).
 AUTO_HINGE_FEATURES = 100
 
 
@@ -611,6 +611,8 @@ class HingeForestRegressor(ObliqueRegressorMixin, _BaseHingeForest):
         (``benchmarks/results/defaults_validation.md``); ``"sum"`` is
         the paper's architecture.
 """,
+            hinge_default='"auto"',
+            screening_default='"auto"',
         )
         + docs.PARAMETERS_TAIL
         + """
@@ -660,8 +662,8 @@ class HingeForestRegressor(ObliqueRegressorMixin, _BaseHingeForest):
         *,
         max_depth=10,
         tree_type="tree",
-        n_hinge_features=100,
-        feature_screening=False,
+        n_hinge_features="auto",
+        feature_screening="auto",
         head="linear",
         optimizer="lazy_adam",
         learning_rate=0.005,
