@@ -182,6 +182,17 @@ _CO2_CHOICE = {
     "oblique_penalty": 0.0,
 }
 
+#: The hinge forests' screening candidates (both tasks), the paper's layer first.
+_SCREENING = {
+    "default": {"n_hinge_features": 100, "feature_screening": False},
+    "feature_screening=True": {"n_hinge_features": 100, "feature_screening": True},
+    'feature_screening="auto"': {"n_hinge_features": 100, "feature_screening": "auto"},
+    'n_hinge_features="auto", feature_screening="auto"': {
+        "n_hinge_features": "auto",
+        "feature_screening": "auto",
+    },
+}
+
 FAMILIES = {
     "hinge-regressor": Family(
         "regression",
@@ -219,28 +230,12 @@ FAMILIES = {
     "hinge-classifier-screening": Family(
         "classification",
         "obliquetrees.HingeForestClassifier",
-        {
-            "default": {"n_hinge_features": 100, "feature_screening": False},
-            "feature_screening=True": {"n_hinge_features": 100, "feature_screening": True},
-            'feature_screening="auto"': {"n_hinge_features": 100, "feature_screening": "auto"},
-            'n_hinge_features="auto", feature_screening="auto"': {
-                "n_hinge_features": "auto",
-                "feature_screening": "auto",
-            },
-        },
+        _SCREENING,
     ),
     "hinge-regressor-screening": Family(
         "regression",
         "obliquetrees.HingeForestRegressor",
-        {
-            "default": {"n_hinge_features": 100, "feature_screening": False},
-            "feature_screening=True": {"n_hinge_features": 100, "feature_screening": True},
-            'feature_screening="auto"': {"n_hinge_features": 100, "feature_screening": "auto"},
-            'n_hinge_features="auto", feature_screening="auto"': {
-                "n_hinge_features": "auto",
-                "feature_screening": "auto",
-            },
-        },
+        _SCREENING,
         not_defaults=("feature_screening=True",),
     ),
     "co2-classifier": Family(
