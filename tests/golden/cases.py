@@ -139,6 +139,7 @@ CASES = {
         _forest(
             HingeForestRegressor,
             head="sum",  # recorded before the regressor's default became "linear"
+            feature_screening=False,  # and before it became "auto"
             n_estimators=5,
             max_depth=3,
             n_hinge_features=8,
