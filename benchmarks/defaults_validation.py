@@ -477,11 +477,11 @@ def choices(cells, family):
     mine = [c for c in cells if c["family"] == family]
     summary = summarize(mine)
     names = sorted({c["data"] for c in mine})
-    rule = functools.partial(decide, summary, labels=labels, rule=spec.rule)
-    _, in_sample = rule(names, not_defaults=spec.not_defaults)
-    held_out = {
-        d: rule([n for n in names if n != d], not_defaults=spec.not_defaults)[1] for d in names
-    }
+    rule = functools.partial(
+        decide, summary, labels=labels, rule=spec.rule, not_defaults=spec.not_defaults
+    )
+    _, in_sample = rule(names)
+    held_out = {d: rule([n for n in names if n != d])[1] for d in names}
     return in_sample, held_out
 
 

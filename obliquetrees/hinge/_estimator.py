@@ -181,7 +181,7 @@ class _BaseHingeForest(TreesOnDemand, HingeModelSize, BaseObliqueForest):
         if len(candidates) > 1:
             self._say(
                 f"kept candidate {i + 1}/{len(candidates)} (lowest validation loss, "
-                f"{_best_loss((model, info)):.5f}): {_describe(_hinge_features(model), keep)}"
+                f"{_best_loss(kept[0]):.5f}): {_describe(*candidates[i])}"
             )
         self._keep(model, info, self._screened_features(keep))
 
