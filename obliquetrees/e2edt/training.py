@@ -29,6 +29,7 @@ tree with its final steepness is :func:`obliquetrees._core.soft.soft_predict`.
 """
 
 from dataclasses import dataclass, replace
+from functools import partial
 
 import numpy as np
 from scipy import sparse
@@ -81,6 +82,12 @@ GROWTH_STREAM = 2
 #: Its fourth: the seeds of a constrained tree's extra fits (:func:`_with_free_tree`,
 #: :func:`_logit_sum`).
 FREE_TREE_STREAM = 3
+#: Its fifth: the seeds of a constrained tree's restarts (:func:`_least_loss_fit`).
+RESTART_STREAM = 4
+#: Fits of a constrained tree, each from its own seed, of which the one of least
+#: training loss is kept (:func:`_least_loss_fit`), by task; chosen on validation
+#: parts (``benchmarks/results/monotonic_defaults_e2edt-restarts*.md``).
+CONSTRAINED_RESTARTS = {"regression": 1, "classification": 1}
 #: Largest depth of a constrained regressor's tree of the free inputs
 #: (:func:`_with_free_tree`; None: no free tree), chosen on validation parts
 #: (``benchmarks/results/monotonic_defaults_e2edt-free-depth.md``).
@@ -297,6 +304,20 @@ def _fit_one_tree(
         prior = leaves.prior_value(y, sample_weight)
         leaf = [-1], [-1], np.zeros((1, X.shape[1])), [0.0], prior[None, :], [0.0]
         return ObliqueTree.from_dense(*leaf), np.zeros(1)
+    fit = partial(
+        _fit_weighted_rows, X, Z, y, sample_weight, row_weight, leaves, mean, scale, params
+    )
+    if sign is None:
+        return fit(seed, progress_label, None)
+    return _least_loss_fit(fit, seed, progress_label, sign, X, y, row_weight, leaves, params)
+
+
+def _fit_weighted_rows(
+    X, Z, y, sample_weight, row_weight, leaves, mean, scale, params, seed, progress_label, sign
+):  # fmt: skip
+    """One tree on the rows weighted ``row_weight`` (:func:`_fit_one_tree`'s arguments):
+    ``(tree, steepness)``, with a tree of the free inputs when constrained
+    (:func:`_with_free_tree`, :func:`_logit_sum`)."""
     free = free_columns(sign, leaves)
     if free is not None and leaves.n_classes is not None:
         return _logit_sum(
@@ -311,6 +332,47 @@ def _fit_one_tree(
         fitted, X, Z, y, sample_weight, row_weight, leaves, mean, scale, params, seed,
         progress_label, sign, free,
     )  # fmt: skip
+
+
+def _least_loss_fit(fit, seed, progress_label, sign, X, y, row_weight, leaves, params):
+    """The constrained fit ``fit(seed, progress_label, sign)`` of least training loss
+    among :data:`CONSTRAINED_RESTARTS` seeds.
+
+    Ours (issue 41). The projected steps of a constrained fit end in local
+    optima that depend on the seed far more than an unconstrained fit's
+    (``benchmarks/results/monotonic_defaults_e2edt-restarts*.md``), and its
+    training loss tells the good ones apart, as with k-means' ``n_init``.
+    The first fit has ``seed`` (one restart is the single fit), the others
+    seeds of stream :data:`RESTART_STREAM`; each is scored on its own rows
+    ``row_weight`` as the estimator's probabilistic output gives it
+    (:func:`_training_loss`); the first of least loss is kept.
+    """
+    task = "regression" if leaves.n_classes is None else "classification"
+    restarts = CONSTRAINED_RESTARTS[task]
+    best = best_loss = None
+    for r in range(restarts):
+        label = progress_label if r == 0 else _extra_label(progress_label, f"restart {r + 1}")
+        fitted = fit(seed if r == 0 else _restart_seed(seed, r), label, sign)
+        if restarts == 1:
+            return fitted
+        loss = _training_loss(*fitted, X, y, row_weight, leaves, params)
+        if best is None or loss < best_loss:
+            best, best_loss = fitted, loss
+    return best
+
+
+def _training_loss(tree, steepness, X, y, row_weight, leaves, params):
+    """The mean training loss, weighted by ``row_weight``, of a fitted tree's
+    probabilistic output (soft unless ``routing="hard"``): a classifier's log-loss, a
+    regressor's squared error summed over the outputs."""
+    rule = "soft" if params.soft_routing else "hard"
+    out = tree_output(tree, steepness, X, rule)
+    if leaves.n_classes is not None:
+        chosen = out[np.arange(y.shape[0]), y]
+        per_row = -np.log(np.maximum(chosen, np.finfo(np.float64).tiny))
+    else:
+        per_row = np.square(out - (y * leaves.scale + leaves.mean)).sum(axis=1)
+    return float(np.average(per_row, weights=row_weight))
 
 
 def _grow_and_finetune(
@@ -1048,6 +1110,11 @@ def _round_seed(seed, k):
     """The seed of the ``k``-th extra fit of :func:`_with_free_tree` or :func:`_logit_sum`
     (stream :data:`FREE_TREE_STREAM` of the tree's ``seed``)."""
     return int(generator(seed, FREE_TREE_STREAM, k).integers(1 << 62))
+
+
+def _restart_seed(seed, r):
+    """The seed of restart ``r`` of :func:`_least_loss_fit` (stream :data:`RESTART_STREAM`)."""
+    return int(generator(seed, RESTART_STREAM, r).integers(1 << 62))
 
 
 def _extra_label(progress_label, fit):
