@@ -42,6 +42,8 @@ def _fit_grafted(make, seed, as_sparse, monkeypatch, **params):
     if as_sparse:
         X[np.abs(X) < 0.5] = 0.0
     grafts = record_grafts(monkeypatch, training)
+    # one fit, one graft (restarts are tested in test_restarts.py)
+    monkeypatch.setattr(training, "CONSTRAINED_RESTARTS", {"regression": 1, "classification": 1})
     model = make(monotonic_cst=cst, **params)
     model.fit(sparse.csr_matrix(X) if as_sparse else X, labels if is_classifier(model) else y)
     ((parts, (grafted, steepness)),) = grafts
