@@ -338,10 +338,10 @@ def _least_loss_fit(fit, seed, progress_label, sign, X, y, row_weight, leaves, p
     """The constrained fit ``fit(seed, progress_label, sign)`` of least training loss
     among :data:`CONSTRAINED_RESTARTS` seeds.
 
-    Ours (issue 41). The projected steps of a constrained fit end in local
-    optima that depend on the seed far more than an unconstrained fit's
-    (``benchmarks/results/monotonic_defaults_e2edt-restarts*.md``), and its
-    training loss tells the good ones apart, as with k-means' ``n_init``.
+    Ours (issue 41), as k-means' ``n_init``: the projected steps of a
+    constrained fit end in local optima that depend on the seed, and the
+    training loss can tell them apart; whether it pays was chosen per task
+    on validation parts (``benchmarks/results/monotonic_defaults_e2edt-restarts*.md``).
     The first fit has ``seed`` (one restart is the single fit), the others
     seeds of stream :data:`RESTART_STREAM`; each is scored on its own rows
     ``row_weight`` as the estimator's probabilistic output gives it
