@@ -1,8 +1,8 @@
-"""benchmarks/bench_monotonic.py: the cost column and its standard error, both tasks."""
+"""benchmarks/bench_monotonic.py: the cost column, its standard error (both tasks), the warm-up."""
 
 import numpy as np
 
-from benchmarks.bench_monotonic import summarise, synthetic, synthetic_classes
+from benchmarks.bench_monotonic import summarise, synthetic, synthetic_classes, warm_up
 
 
 def _rows(free, constrained):
@@ -69,3 +69,28 @@ def test_the_synthetic_classes_label_the_regression_sets_rows():
     target, labels = np.concatenate([y, y_test]), np.concatenate([yc, yc_test])
     assert set(np.unique(labels)) == {0, 1}
     assert target[labels == 0].max() < target[labels == 1].min()
+
+
+def test_the_warm_up_fits_every_estimator_with_and_without_the_constraints_on_few_rows():
+    fits = []
+
+    class Recorder:
+        def __init__(self, label, monotonic_cst):
+            self.label, self.monotonic_cst = label, monotonic_cst
+
+        def fit(self, X, y):
+            fits.append((self.label, self.monotonic_cst, X.shape, y.shape))
+            return self
+
+    estimators = [(label, lambda cst, seed, label=label: Recorder(label, cst)) for label in "ab"]
+    for task in ("regression", "classification"):
+        fits.clear()
+        warm_up(estimators, "synthetic", task, n_rows=50)
+        # synthetic: 4 features, constraints [+1, 0, -1, 0] in both tasks
+        assert [(label, None if cst is None else list(cst)) for label, cst, _, _ in fits] == [
+            ("a", [1, 0, -1, 0]),
+            ("a", None),
+            ("b", [1, 0, -1, 0]),
+            ("b", None),
+        ]
+        assert all(X == (50, 4) and y == (50,) for _, _, X, y in fits)
