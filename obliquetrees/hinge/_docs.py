@@ -331,7 +331,9 @@ NOTES = """
     have no weight on constrained inputs. (The fraction was 0.5 until it
     was chosen on validation parts across four data sets,
     ``benchmarks/results/monotonic_defaults_hinge-pool.md``: 0.9 won on mean
-    rank by a narrow margin, 1.75 against 2.0.) In a regressor, the first
+    rank by a narrow margin, 1.75 against 2.0, under the regressor's old
+    defaults; chosen again at its ``"auto"`` defaults, 1.25 against 1.75,
+    every leave-one-set-out fold choosing 0.9.) In a regressor, the first
     decision of every tree (fern) tests a pool feature and the others a free
     feature, so the leaves under the first decision's right child are kept
     ``>= 0`` and those under its left child ``<= 0``: constrained inputs act
@@ -339,8 +341,9 @@ NOTES = """
     trees test pool features in their first 4 levels (ours, chosen on
     validation parts,
     ``benchmarks/results/monotonic_defaults_hinge-pool-levels-classifier.md``;
-    the regressors' runs kept 1): only the leaves below the all-right and
-    the all-left paths through those levels can be non-zero, so constrained
+    the regressors' runs kept 1, also at their ``"auto"`` defaults): only
+    the leaves below the all-right and the all-left paths through those
+    levels can be non-zero, so constrained
     inputs act through an intersection of oblique half-spaces; the others
     stay 0. Without the linear layer (``n_hinge_features=None``) the pool is
     the constrained inputs themselves. Every optimiser step (Adam, lazy

@@ -49,13 +49,15 @@ from obliquetrees.hinge import _kernels as K
 
 #: Fraction of the learnt hinge features in the monotone pool (at least one);
 #: chosen on validation parts (``benchmarks/monotonic_defaults.py``, family
-#: ``hinge-pool``; 0.5 before).
+#: ``hinge-pool``; 0.5 before; chosen again at the regressor's ``"auto"``
+#: defaults).
 POOL_FRACTION = 0.9
 
 #: Levels of every tree (fern) whose decisions test pool features (the others
 #: test free ones), per task; chosen on validation parts
 #: (``benchmarks/monotonic_defaults.py``, families ``hinge-pool-levels`` and
-#: ``hinge-pool-levels-classifier``; 1 for both before).
+#: ``hinge-pool-levels-classifier``; 1 for both before; the regressor's
+#: chosen again at its ``"auto"`` defaults).
 POOL_LEVELS = {"regression": 1, "classification": 4}
 
 
