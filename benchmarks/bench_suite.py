@@ -12,7 +12,9 @@ treeple's ObliqueRandomForest when installed); every one with
 ``n_jobs=2`` where it has the parameter.
 
 Each (data set, estimator) pair runs in its own process (all its splits in
-turn), so a crash or a fit beyond ``--timeout`` loses that pair only; cells
+turn, after one unrecorded warm-up fit and score on at most 200 of run 0's
+training rows that loads the kernels), so a crash or a fit beyond
+``--timeout`` loses that pair only; cells
 (data set, estimator, split) are stored in ``results/suite.json`` as each
 pair finishes, with the CPU model, revision and load, and a rerun skips the
 cells already stored: the suite is resumable per data set and estimator.
@@ -36,6 +38,7 @@ for choosing defaults.
     python -m benchmarks suite                          # everything (hours; resumable)
     python -m benchmarks suite --data iris wdbc         # some data sets
     python -m benchmarks suite --report                 # rebuild suite.md / suite.png
+    python -m benchmarks suite --rerun                  # everything again, in one run
 """
 
 import functools
@@ -107,12 +110,14 @@ REFERENCE = "RF(30)"
 CHILD = """
 import importlib, json, pickle, sys, time
 import numpy as np
-from benchmarks.bench_suite import run_data
+from benchmarks.bench_suite import run_data, warm_up
 data, dotted, params, protocol, runs = sys.argv[1:6]
 module, name = dotted.rsplit(".", 1)
 cls = getattr(importlib.import_module(module), name)
 params = json.loads(params)
-for run in json.loads(runs):
+runs = json.loads(runs)
+warm_up_s = warm_up(cls, params, *run_data(data, runs[0], protocol))
+for run in runs:
     X, y, X_test, y_test = run_data(data, run, protocol)
     kwargs = dict(params)
     accepted = cls().get_params()
@@ -125,9 +130,51 @@ for run in json.loads(runs):
     score = model.score(X_test, y_test)
     predict_s = time.perf_counter() - start
     print(json.dumps({"run": run, "score": float(score), "fit s": fit_s,
-                      "predict s": predict_s, "size MB": len(pickle.dumps(model)) / 2**20}),
+                      "predict s": predict_s, "size MB": len(pickle.dumps(model)) / 2**20,
+                      "warm-up s": warm_up_s}),
           flush=True)
 """
+
+#: Training rows of the child's unrecorded warm-up fit, at most.
+WARM_UP_ROWS = 200
+
+
+def warm_up_rows(y, n_rows=WARM_UP_ROWS, seed=0):
+    """Indices of at most ``n_rows`` rows of ``y``, sorted; one of each class among them.
+
+    A target with more than ``n_rows // 2`` distinct values (regression) gets
+    random rows only. Every class is present so that the warm-up fit runs the
+    kernels the timed fits run (binary or multiclass).
+    """
+    first = np.unique(y, return_index=True)[1]
+    if len(first) > n_rows // 2:
+        first = first[:0]
+    rest = np.setdiff1d(np.arange(len(y)), first)
+    extra = np.random.default_rng(seed).choice(
+        rest, size=min(n_rows - len(first), len(rest)), replace=False
+    )
+    return np.sort(np.concatenate([first, extra]))
+
+
+def warm_up(cls, params, X, y, X_test, y_test):
+    """Fit and score ``cls(**params)`` once on a few rows, unrecorded.
+
+    The first fit of a process loads (or compiles) the numba kernels, and
+    the first score the prediction kernels: the suite times the fits after
+    it. (The median over the runs already hid most of that: only run 0 was
+    cold.) Returns the wall seconds, or the error's text if the warm-up
+    failed: the timed runs go on either way, so the pair is not lost to it.
+    """
+    start = time.perf_counter()
+    rows = warm_up_rows(y)
+    kwargs = dict(params)
+    accepted = cls().get_params()
+    kwargs.update({k: v for k, v in (("random_state", 0), ("n_jobs", 2)) if k in accepted})
+    try:
+        cls(**kwargs).fit(X[rows], y[rows]).score(X_test[:50], y_test[:50])
+    except Exception as exc:  # noqa: BLE001 - recorded in the cells, the runs go on
+        return f"{type(exc).__name__}: {exc}"
+    return time.perf_counter() - start
 
 
 def data_sets():
@@ -213,8 +260,11 @@ def run_pair(data, label, spec, protocol, runs, timeout):
     return cells
 
 
-def run_missing(cells, path, data, label, spec, protocol, timeout, tags=None):
+def run_missing(cells, path, data, label, spec, protocol, timeout, tags=None, rerun=False):
     """Run the runs of one pair that ``cells`` has no score for; store and return the cells.
+
+    ``rerun``: run all of the pair's runs, whatever is stored; the new
+    cells replace the stored ones when the pair finishes.
 
     The pair is the cells of ``data`` and ``label`` carrying ``tags`` (extra
     keys, e.g. a candidate family); its new cells get the tags, replace its
@@ -228,7 +278,7 @@ def run_missing(cells, path, data, label, spec, protocol, timeout, tags=None):
             c.get(k) == v for k, v in tags.items()
         )
 
-    done = {c["run"] for c in cells if of_pair(c) and "score" in c}
+    done = set() if rerun else {c["run"] for c in cells if of_pair(c) and "score" in c}
     runs = [r for r in range(N_RUNS) if r not in done]
     if not runs:
         return cells, []
@@ -507,6 +557,11 @@ def add_arguments(parser):
     parser.add_argument("--protocol", choices=["test", "validation"], default="test")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per pair")
     parser.add_argument("--report", action="store_true", help="only rebuild the report")
+    parser.add_argument(
+        "--rerun",
+        action="store_true",
+        help="run the selected pairs again, replacing their stored cells pair by pair",
+    )
 
 
 def main(args):
@@ -518,9 +573,8 @@ def main(args):
             for label, spec in estimators(task_of(data)).items():
                 if args.estimators and label not in args.estimators:
                     continue
-                cells, new = run_missing(
-                    cells, path, data, label, spec, args.protocol, args.timeout
-                )
+                pair = (data, label, spec, args.protocol, args.timeout)
+                cells, new = run_missing(cells, path, *pair, rerun=args.rerun)
                 if not new:
                     continue
                 print(

@@ -1,0 +1,44 @@
+"""The suite's warm-up: what it fits before the timed runs, and that it never loses a pair.
+
+Runs no benchmark and needs no data (synthetic arrays, scikit-learn's tree).
+"""
+
+import numpy as np
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+from benchmarks.bench_suite import WARM_UP_ROWS, warm_up, warm_up_rows
+
+
+def test_the_warm_up_rows_hold_every_class_even_a_rare_one():
+    y = np.zeros(5000, dtype=int)
+    y[[17, 4321]] = 1  # a class of two rows that a random draw of 200 would likely miss
+    y[1000:1100] = 2
+    rows = warm_up_rows(y)
+    assert len(rows) == WARM_UP_ROWS
+    assert len(np.unique(rows)) == len(rows)
+    assert np.all(np.diff(rows) > 0)
+    assert set(y[rows]) == {0, 1, 2}
+
+
+def test_the_warm_up_rows_of_a_continuous_target_are_random_not_its_smallest_values():
+    y = np.random.default_rng(0).normal(size=5000)
+    rows = warm_up_rows(y)
+    assert len(rows) == WARM_UP_ROWS
+    # the rows with the 200 smallest targets would all lie below the 5 % quantile
+    assert np.mean(y[rows] > np.quantile(y, 0.05)) > 0.8
+
+
+def test_the_warm_up_rows_of_a_small_set_are_all_its_rows():
+    y = np.array([0, 1, 1, 0, 2])
+    assert warm_up_rows(y).tolist() == [0, 1, 2, 3, 4]
+
+
+def test_the_warm_up_fits_and_scores_and_reports_seconds_or_the_error():
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(300, 3)), rng.integers(0, 3, size=300)
+    seconds = warm_up(DecisionTreeClassifier, {"max_depth": 2}, X, y, X[:60], y[:60])
+    assert isinstance(seconds, float) and seconds >= 0.0
+
+    # a warm-up that fails reports why instead of raising: the timed runs go on
+    error = warm_up(DecisionTreeRegressor, {"max_depth": -1}, X, y.astype(float), X, y)
+    assert isinstance(error, str) and "max_depth" in error
