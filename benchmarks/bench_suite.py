@@ -468,10 +468,13 @@ def report(cells, protocol):
     cpus = sorted({c["CPU"] for c in cells})
     revisions = sorted({c["revision"] for c in cells})
     loads = [x for c in cells for x in c["load"]]
+    timed = [c for c in cells if "fit s" in c]
     notes = (
         __doc__.split("\n\n", 1)[1].split("\n\n    python")[0]
         + f"\n\nCells: {len(cells)}; CPU {', '.join(cpus)}; revisions {', '.join(revisions)}; "
         f"1-minute load average at the pairs' starts and ends {min(loads):.1f}-{max(loads):.1f}. "
+        f"Timed after the child's warm-up fit: {sum('warm-up s' in c for c in timed)} of the "
+        f"{len(timed)} cells with times (the others' run 0 includes loading the kernels). "
         "Data sets or estimators missing from a table were not run yet."
     )
     tables = [(heading, rows) for heading, rows in tables if rows]
