@@ -6,7 +6,7 @@ Runs no benchmark and needs no data (synthetic arrays, scikit-learn's tree).
 import numpy as np
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
-from benchmarks.bench_suite import WARM_UP_ROWS, warm_up, warm_up_rows
+from benchmarks.bench_suite import N_RUNS, WARM_UP_ROWS, summarize, warm_up, warm_up_rows
 
 
 def test_the_warm_up_rows_hold_every_class_even_a_rare_one():
@@ -42,3 +42,19 @@ def test_the_warm_up_fits_and_scores_and_reports_seconds_or_the_error():
     # a warm-up that fails reports why instead of raising: the timed runs go on
     error = warm_up(DecisionTreeRegressor, {"max_depth": -1}, X, y.astype(float), X, y)
     assert isinstance(error, str) and "max_depth" in error
+
+
+def _cells(run_keys):
+    return [
+        {"data": "d", "estimator": "e", "run": r, "score": 0.5 + r / 100, "fit s": 1.0 + r,
+         "predict s": 0.1, "size MB": 1.0, **keys}
+        for r, keys in enumerate(run_keys)
+    ]  # fmt: skip
+
+
+def test_the_summary_has_the_median_fit_cpu_only_when_every_run_timed_it():
+    timed = summarize(_cells([{"fit CPU s": 2.0 * (r + 1)} for r in range(N_RUNS)]))
+    assert timed[("d", "e")]["fit CPU s"] == 6.0  # median of 2, 4, 6, 8, 10
+    old = summarize(_cells([{"fit CPU s": 1.0}] + [{}] * (N_RUNS - 1)))
+    assert old[("d", "e")]["fit CPU s"] == ""
+    assert old[("d", "e")]["fit s"] == 3.0
