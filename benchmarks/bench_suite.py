@@ -112,7 +112,7 @@ REFERENCE = "RF(30)"
 CHILD = """
 import importlib, json, pickle, sys, time
 import numpy as np
-from benchmarks.bench_suite import run_data, warm_up
+from benchmarks.bench_suite import make_estimator, run_data, warm_up
 data, dotted, params, protocol, runs = sys.argv[1:6]
 module, name = dotted.rsplit(".", 1)
 cls = getattr(importlib.import_module(module), name)
@@ -121,10 +121,7 @@ runs = json.loads(runs)
 warm_up_s = warm_up(cls, params, *run_data(data, runs[0], protocol))
 for run in runs:
     X, y, X_test, y_test = run_data(data, run, protocol)
-    kwargs = dict(params)
-    accepted = cls().get_params()
-    kwargs.update({k: v for k, v in (("random_state", run), ("n_jobs", 2)) if k in accepted})
-    model = cls(**kwargs)
+    model = make_estimator(cls, params, run)
     start, start_cpu = time.perf_counter(), time.process_time()
     model.fit(X, y)
     fit_s, fit_cpu_s = time.perf_counter() - start, time.process_time() - start_cpu
@@ -136,6 +133,14 @@ for run in runs:
                       "warm-up s": warm_up_s}),
           flush=True)
 """
+
+
+def make_estimator(cls, params, seed):
+    """``cls(**params)`` with ``random_state=seed`` and ``n_jobs=2`` where it takes them."""
+    accepted = cls().get_params()
+    extra = {k: v for k, v in (("random_state", seed), ("n_jobs", 2)) if k in accepted}
+    return cls(**{**params, **extra})
+
 
 #: Training rows of the child's unrecorded warm-up fit, at most.
 WARM_UP_ROWS = 200
@@ -169,11 +174,8 @@ def warm_up(cls, params, X, y, X_test, y_test):
     """
     start = time.perf_counter()
     rows = warm_up_rows(y)
-    kwargs = dict(params)
-    accepted = cls().get_params()
-    kwargs.update({k: v for k, v in (("random_state", 0), ("n_jobs", 2)) if k in accepted})
     try:
-        cls(**kwargs).fit(X[rows], y[rows]).score(X_test[:50], y_test[:50])
+        make_estimator(cls, params, 0).fit(X[rows], y[rows]).score(X_test[:50], y_test[:50])
     except Exception as exc:  # noqa: BLE001 - recorded in the cells, the runs go on
         return f"{type(exc).__name__}: {exc}"
     return time.perf_counter() - start
