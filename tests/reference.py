@@ -395,7 +395,28 @@ def co2_minibatch_gradient(Xb, yb, wb, batch, w, b, theta0, theta1, signs):
     return gw / wsum, gb / wsum, g0 / wsum, g1 / wsum, run, wsum
 
 
-def co2_cccp(
+def co2_cccp(Xb, yb, wb, w, b, theta0, theta1, params, rng, osc_patience=2, lr_decay=0.5):
+    """The kernel's CCCP in numpy. Returns ``(w, b, theta0, theta1, history)``.
+
+    Class labels ``yb`` of between 2 and all but one of the classes: the loop
+    (:func:`co2_cccp_leaves`) runs on the present classes' logits, relabelled
+    by rank, and the absent classes' logits come back as ``-inf``.
+    """
+    present = np.unique(yb) if yb.ndim == 1 else np.empty(0)
+    if not 2 <= len(present) < len(theta0):
+        return co2_cccp_leaves(
+            Xb, yb, wb, w, b, theta0, theta1, params, rng, osc_patience, lr_decay
+        )
+    w, b, t0, t1, history = co2_cccp_leaves(
+        Xb, np.searchsorted(present, yb), wb, w, b, theta0[present], theta1[present], params, rng,
+        osc_patience, lr_decay,
+    )  # fmt: skip
+    theta0, theta1 = np.full(len(theta0), -np.inf), np.full(len(theta1), -np.inf)
+    theta0[present], theta1[present] = t0, t1
+    return w, b, theta0, theta1, history
+
+
+def co2_cccp_leaves(
     Xb,
     yb,
     wb,
@@ -408,7 +429,7 @@ def co2_cccp(
     osc_patience=2,
     lr_decay=0.5,
 ):
-    """The kernel's CCCP loop in numpy. Returns ``(w, b, theta0, theta1, history)``.
+    """The kernel's CCCP loop in numpy on the leaves as given: ``(w, b, theta0, theta1, history)``.
 
     It stops as the kernel does: a relative gain of at most ``tol``, or a
     settled partition (a node of at least ``batch_size`` rows of which at most

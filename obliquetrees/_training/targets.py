@@ -68,6 +68,8 @@ finish_leaf_gradient = _stub("finish_leaf_gradient")
 init_leaves = _stub("init_leaves")
 leaf_value = _stub("leaf_value")
 impurity_decrease = _stub("impurity_decrease")
+present_leaves = _stub("present_leaves")
+restore_leaves = _stub("restore_leaves")
 
 
 @jit_inline
@@ -370,3 +372,74 @@ def _impurity_decrease(y, row_weight, rows, start, mid, end, n_outputs, total_we
     return lambda y, row_weight, rows, start, mid, end, n_outputs, total_weight: _variance_decrease(
         y, row_weight, rows, start, mid, end, n_outputs, total_weight
     )
+
+
+# ------------------------------------------ a stump's leaves over the classes present
+@jit
+def _compact_classes(y, m, theta0, theta1):
+    n_classes = theta0.shape[0]
+    code = np.full(n_classes, -1, dtype=np.int64)
+    for i in range(m):
+        code[y[i]] = 0
+    c = 0
+    for k in range(n_classes):
+        if code[k] == 0:
+            code[k] = c
+            c += 1
+    if c < 2 or c == n_classes:
+        return np.empty(0, dtype=np.int64), theta0, theta1
+    present = np.empty(c, dtype=np.int64)
+    t0 = np.empty(c)
+    t1 = np.empty(c)
+    for k in range(n_classes):
+        if code[k] >= 0:
+            present[code[k]] = k
+            t0[code[k]] = theta0[k]
+            t1[code[k]] = theta1[k]
+    for i in range(m):
+        y[i] = code[y[i]]
+    return present, t0, t1
+
+
+@jit
+def _expand_classes(y, m, present, t0, t1, theta0, theta1):
+    if present.shape[0] == 0:
+        return
+    for i in range(m):
+        y[i] = present[y[i]]
+    theta0[:] = -np.inf
+    theta1[:] = -np.inf
+    for k in range(present.shape[0]):
+        theta0[present[k]] = t0[k]
+        theta1[present[k]] = t1[k]
+
+
+@_by_target(present_leaves)
+def _present_leaves(y, m, theta0, theta1):
+    """A stump's leaf parameters over the classes present among its ``m`` rows.
+
+    Returns ``(present, t0, t1)``. Classes, when between 2 and all but one
+    of the ``n`` classes occur in ``y[:m]``: ``present`` the classes that do
+    (ascending), ``t0`` and ``t1`` copies of ``theta0`` and ``theta1`` at
+    them, and ``y[:m]`` relabelled in place to positions in ``present``
+    (:func:`restore_leaves` undoes it). Otherwise (and always for targets)
+    ``present`` is empty and ``t0, t1`` are ``theta0, theta1`` themselves.
+    """
+    if _is_classes(y):
+        return lambda y, m, theta0, theta1: _compact_classes(y, m, theta0, theta1)
+    return lambda y, m, theta0, theta1: (np.empty(0, dtype=np.int64), theta0, theta1)
+
+
+@_by_target(restore_leaves)
+def _restore_leaves(y, m, present, t0, t1, theta0, theta1):
+    """Undo :func:`present_leaves`: ``y[:m]`` back to classes, ``t0, t1`` into ``theta0, theta1``.
+
+    A class absent from the rows gets logit ``-inf`` on both sides (where the
+    log loss of the rows is least: its softmax share is taken from the
+    present classes). Nothing when ``present`` is empty.
+    """
+    if _is_classes(y):
+        return lambda y, m, present, t0, t1, theta0, theta1: _expand_classes(
+            y, m, present, t0, t1, theta0, theta1
+        )
+    return lambda y, m, present, t0, t1, theta0, theta1: None

@@ -49,6 +49,8 @@ from obliquetrees._training.targets import (
     leaf_loss,
     leaf_offset,
     leaf_prepare,
+    present_leaves,
+    restore_leaves,
     side_arg,
     softmax_lse,  # noqa: F401  (re-exported: the sparse kernels and tests import it from here)
 )
@@ -461,21 +463,32 @@ def permute_rows(perm, m, X, y, wt, signs, seen, xrow, ytmp):
 
 # ------------------------------------------------------------------ CCCP
 @jit
-def cccp(
-    Xb,
-    yb,
-    wb,
-    m,
-    w,
-    b,
-    theta0,
-    theta1,
-    params,
-    state,
-    history,
-    cst=None,
-):
+def cccp(Xb, yb, wb, m, w, b, theta0, theta1, params, state, history, cst=None):
     """Minimise the surrogate of one stump by CCCP (Alg. 1 with minibatches).
+
+    :func:`cccp_leaves` on the leaf parameters of the classes present among
+    the ``m`` rows (:func:`~obliquetrees._training.targets.present_leaves`;
+    ours, not the paper's). A class no row of the node holds enters the
+    surrogate only through the log-sum-exp of each leaf, so its logit's
+    gradient is always positive and the surrogate is least at ``-inf``:
+    the descent over all classes spends its softmax steps lowering logits
+    towards a limit that is known. The CCCP runs on the present classes'
+    logits alone (the absent ones at ``-inf``, their share taken by the
+    present classes), the problem's infimum over the absent logits, and
+    returns them at ``-inf``. On the tiny nodes deep in a tree of many
+    classes (letter: 26 classes, a node of 5 rows holds 2 or 3) this is
+    most of the descent's work. ``yb`` keeps its labels (relabelled for the
+    descent and back); see :func:`cccp_leaves` for the rest.
+    """
+    present, t0, t1 = present_leaves(yb, m, theta0, theta1)
+    b, n_iter, n_hist = cccp_leaves(Xb, yb, wb, m, w, b, t0, t1, params, state, history, cst)
+    restore_leaves(yb, m, present, t0, t1, theta0, theta1)
+    return b, n_iter, n_hist
+
+
+@jit
+def cccp_leaves(Xb, yb, wb, m, w, b, theta0, theta1, params, state, history, cst=None):
+    """The CCCP of :func:`cccp` on the leaf parameters ``theta0, theta1`` as given.
 
     Parameters ``w``, ``theta0`` and ``theta1`` are updated in place and the
     new bias is returned. Each outer iteration fixes the signs of

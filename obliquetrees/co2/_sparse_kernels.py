@@ -45,6 +45,8 @@ from obliquetrees._training.targets import (
     leaf_loss,
     leaf_offset,
     leaf_prepare,
+    present_leaves,
+    restore_leaves,
     side_arg,
 )
 from obliquetrees.co2._kernels import (
@@ -261,6 +263,21 @@ def norm_and_shift(w, mu):
 @jit
 def cccp_sparse(block, m, w, b, theta0, theta1, params, state, history, cst=None):
     """:func:`~obliquetrees.co2._kernels.cccp` on a sparse node.
+
+    :func:`cccp_sparse_leaves` on the leaf parameters of the classes present
+    among the block's ``m`` rows, as the dense kernel
+    (:func:`~obliquetrees._training.targets.present_leaves`).
+    """
+    yb = block[4]
+    present, t0, t1 = present_leaves(yb, m, theta0, theta1)
+    b, n_iter, n_hist = cccp_sparse_leaves(block, m, w, b, t0, t1, params, state, history, cst)
+    restore_leaves(yb, m, present, t0, t1, theta0, theta1)
+    return b, n_iter, n_hist
+
+
+@jit
+def cccp_sparse_leaves(block, m, w, b, theta0, theta1, params, state, history, cst=None):
+    """:func:`~obliquetrees.co2._kernels.cccp_leaves` on a sparse node.
 
     ``block`` is :func:`gather_node`'s result; ``(w, b)`` act on the
     node-centred ``u - mu``. Same iterations, random draws, learning-rate

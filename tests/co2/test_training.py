@@ -334,6 +334,63 @@ def test_cccp_matches_reference(seed, nu):
     assert kw @ kw + kb * kb <= nu * (1 + 1e-12)
 
 
+def _absent_class_inputs(seed, present):
+    """:func:`_cccp_inputs` with 6 classes of which only ``present`` occur (labels kept)."""
+    X, y, wt, w, b, t0, t1 = _cccp_inputs(seed)
+    y = np.asarray(present)[y % len(present)]  # y in 0..3 onto the present classes
+    y[: len(present)] = present  # (each of them, when more than 4)
+    f = int(np.flatnonzero(w)[0])
+    t0, t1 = A.init_theta(X, y, wt, X.shape[0], f, -b, 6, 1.0)
+    return X, y, wt, w, b, t0, t1
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("present", [(0, 3), (1, 2, 5), (0, 1, 2, 3, 4)])
+def test_cccp_on_the_present_classes_matches_reference(seed, present):
+    """With some of the 6 classes absent from the rows, the kernel runs on the present classes'
+    logits as ``ref.co2_cccp`` does (relabelled by rank, the absent ones back at ``-inf``)."""
+    X, y, wt, w, b, t0, t1 = _absent_class_inputs(seed, present)
+    assert_cccp_matches_reference(X, y, wt, w, b, t0, t1, nu=10.0, seed=seed)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_cccp_keeps_the_labels_and_leaves_absent_classes_at_minus_inf(seed):
+    X, y, wt, w, b, t0, t1 = _absent_class_inputs(seed, (1, 2, 5))
+    params = _co2_params(batch_size=32).kernel_args()
+    history = np.empty(params.max_cccp_iter + 1)
+    Xk, yk, wk = X.copy(), y.copy(), wt.copy()
+    K.cccp(Xk, yk, wk, X.shape[0], w, b, t0, t1, params, _state(seed), history)
+    # rows move together, each with its own label and weight (relabelled for the descent, back)
+    before = sorted(zip(map(bytes, X), y.tolist(), wt.tolist(), strict=True))
+    assert sorted(zip(map(bytes, Xk), yk.tolist(), wk.tolist(), strict=True)) == before
+    absent = [0, 3, 4]
+    assert np.all(t0[absent] == -np.inf) and np.all(t1[absent] == -np.inf)
+    assert np.all(np.isfinite(t0[[1, 2, 5]])) and np.all(np.isfinite(t1[[1, 2, 5]]))
+    # the surrogate of the returned stump is that of its present classes' leaves alone
+    signs = np.empty(X.shape[0])
+    full, _ = K.surrogate(Xk, yk, wk, X.shape[0], w, 0.0, t0, t1, signs)
+    code = np.searchsorted([1, 2, 5], yk)
+    part, _ = K.surrogate(Xk, code, wk, X.shape[0], w, 0.0, t0[[1, 2, 5]], t1[[1, 2, 5]], signs)
+    assert full == part
+
+
+def test_cccp_with_every_class_or_one_is_the_loop_itself():
+    """All classes present, or a single one: no relabelling, the leaves as given."""
+    for present in [(0, 1, 2, 3, 4, 5), (2,)]:
+        X, y, wt, w, b, t0, t1 = _absent_class_inputs(0, present)
+        params = _co2_params(batch_size=32).kernel_args()
+        out = []
+        for kernel in (K.cccp, K.cccp_leaves):
+            kw, k0, k1 = w.copy(), t0.copy(), t1.copy()
+            history = np.empty(params.max_cccp_iter + 1)
+            kb, n_iter, n_hist = kernel(
+                X.copy(), y.copy(), wt.copy(), X.shape[0], kw, b, k0, k1, params, _state(0),
+                history,
+            )  # fmt: skip
+            out.append((kw.tobytes(), kb, k0.tobytes(), k1.tobytes(), history[:n_hist].tobytes()))
+        assert out[0] == out[1]
+
+
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("nu", [0.1, 4.0, 100.0])
 def test_cccp_surrogate_non_increasing_and_improves(seed, nu):
