@@ -378,6 +378,8 @@ def _impurity_decrease(y, row_weight, rows, start, mid, end, n_outputs, total_we
 @jit
 def _compact_classes(y, m, theta0, theta1):
     n_classes = theta0.shape[0]
+    if n_classes <= 2:  # (two classes or one: nothing to leave out, no pass over the rows)
+        return np.empty(0, dtype=np.int64), theta0, theta1
     code = np.full(n_classes, -1, dtype=np.int64)
     for i in range(m):
         code[y[i]] = 0
