@@ -22,7 +22,9 @@ Why this is safe and portable:
   check than numba's own, which only stamps the kernel's own file). Anything
   else, or no shipped directory at all (an editable install, a source
   checkout), and the kernel falls back to numba's cache, that is to compiling
-  once on first use, as before.
+  once on first use, as before. That cache, too, is stamped with the same
+  hash besides numba's own stamp (``_SourceStampedCache``), so a kernel
+  never runs code compiled from other sources of the package.
 - Every file is checked against the SHA-256 that the manifest records for
   it before numba unpickles it: a corrupted or truncated file (a bad disk, a
   bad copy) is ignored with a warning and its kernel is compiled again,
@@ -315,6 +317,30 @@ class _ShippedCache(FunctionCache):
         return sig_key, "generic", code_hashes
 
 
+class _SourceStampedCache(FunctionCache):
+    """numba's own function cache, stale once any source file of the package changes.
+
+    numba stamps a kernel's cache with the kernel's own file (its time and
+    size) only, while a kernel's machine code holds every kernel it calls,
+    compiled from their files as they were. A checkout whose other files
+    change (a ``git pull`` that edits ``co2/_kernels.py`` but not
+    ``co2/_node.py``) then keeps running the callers' old code: a benchmark
+    of this package's own source tree measured the CCCP it had replaced.
+    The stamp here adds :func:`package_source_hash`, so an index written from
+    other sources is empty to this process and its kernels compile again (the
+    data files are then overwritten in order, as numba does for its own stale
+    index).
+    """
+
+    def __init__(self, py_func):
+        super().__init__(py_func)
+        self._cache_file = IndexDataCacheFile(
+            cache_path=self._cache_path,
+            filename_base=self._impl.filename_base,
+            source_stamp=(self._impl.locator.get_source_stamp(), package_source_hash()),
+        )
+
+
 def _unloadable(kernel, where, error):
     warnings.warn(
         f"obliquetrees: ignoring the {where} compiled code of {kernel} ({error!r}); "
@@ -329,9 +355,10 @@ class KernelCache(_Cache):
 
     Installed on every dispatcher by the presets of ``_jit``. Loads try the
     shipped directory (when :func:`shipped_kernels_usable`) and then numba's
-    cache; saves go to numba's cache, or to the shipped directory while the
-    build script runs. A file of either that fails to verify or to load is
-    ignored with a ``RuntimeWarning`` and the kernel is compiled.
+    cache (:class:`_SourceStampedCache`: stale when any source file changed);
+    saves go to numba's cache, or to the shipped directory while the build
+    script runs. A file of either that fails to verify or to load is ignored
+    with a ``RuntimeWarning`` and the kernel is compiled.
     """
 
     def __init__(self, py_func):
@@ -340,7 +367,7 @@ class KernelCache(_Cache):
         self._local = NullCache()
         if not building():
             try:
-                self._local = FunctionCache(py_func)
+                self._local = _SourceStampedCache(py_func)
             except RuntimeError:
                 pass  # no writable cache location: compile in every process, as numba does
 

@@ -238,3 +238,27 @@ def test_kernels_compile_where_numba_has_no_cache_location(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert float(done.stdout.split()[-1]) > 0.5
+
+
+def test_numbas_cache_is_stale_once_any_source_file_of_the_package_changes(tmp_path):
+    """A kernel's cached code is not loaded after another file of the package changed.
+
+    numba stamps a kernel's cache with its own file only, yet its machine code
+    holds the kernels it calls from other files: here ``grow_capacity``'s file
+    is left alone and another source file changes.
+    """
+    root = tmp_path / "pkg"
+    shutil.copytree(
+        ROOT / "obliquetrees",
+        root / "obliquetrees",
+        ignore=shutil.ignore_patterns("__pycache__", "_kernel_cache"),
+    )
+    with open(root / "obliquetrees/_version.py", "a") as f:
+        f.write(f"\n# test copy {root.name}: no shipped kernels match it\n")
+    numba_cache = tmp_path / "numba"
+    assert _call(root, numba_cache)["misses"] == 1
+    assert _call(root, numba_cache) == {"out": [0, 1, 2, -1, -1], "hits": 1, "misses": 0}
+    with open(root / "obliquetrees/_core/_math.py", "a") as f:
+        f.write("\n# another file changed\n")
+    assert _call(root, numba_cache) == {"out": [0, 1, 2, -1, -1], "hits": 0, "misses": 1}
+    assert _call(root, numba_cache)["hits"] == 1
