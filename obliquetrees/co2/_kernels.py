@@ -475,10 +475,12 @@ def cccp(Xb, yb, wb, m, w, b, theta0, theta1, params, state, history, cst=None):
     towards a limit that is known. The CCCP runs on the present classes'
     logits alone (the absent ones at ``-inf``, their share taken by the
     present classes), the problem's infimum over the absent logits, and
-    returns them at ``-inf``. On the tiny nodes deep in a tree of many
-    classes (letter: 26 classes, a node of 5 rows holds 2 or 3) this is
-    most of the descent's work. ``yb`` keeps its labels (relabelled for the
-    descent and back); see :func:`cccp_leaves` for the rest.
+    returns them at ``-inf``. Deep in a tree of many classes (letter: 26
+    classes, a node of 5 rows holds 2 or 3) the absent classes were about
+    a third of an outer iteration's time (4 rows of 16 features: 2.1 us
+    with 26 classes, 1.5 us with 2; AMD EPYC). ``yb`` keeps its labels
+    (relabelled for the descent and back); see :func:`cccp_leaves` for the
+    rest.
     """
     present, t0, t1 = present_leaves(yb, m, theta0, theta1)
     b, n_iter, n_hist = cccp_leaves(Xb, yb, wb, m, w, b, t0, t1, params, state, history, cst)
