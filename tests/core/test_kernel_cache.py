@@ -60,19 +60,27 @@ def _call(package_root, numba_cache, expect_warning=None, **extra_env):
     return json.loads(done.stdout.splitlines()[-1])
 
 
-@pytest.fixture(scope="module")
-def shipped_package(tmp_path_factory):
-    """A copy of the package whose shipped cache holds ``grow_capacity`` for one signature."""
-    root = tmp_path_factory.mktemp("shipped")
+def _package_copy(root):
+    """A copy of the package under ``root``, without caches, with sources of its own.
+
+    A comment naming ``root`` is appended to ``_version.py``, so that no kernels
+    built from the checkout's sources (the installed distribution's, or a wheel
+    build's left for reuse) match this copy. Returns ``root``.
+    """
     shutil.copytree(
         ROOT / "obliquetrees",
         root / "obliquetrees",
         ignore=shutil.ignore_patterns("__pycache__", "_kernel_cache"),
     )
-    # sources of their own, so that no kernels built from the checkout's sources (the
-    # installed distribution's, or a wheel build's left for reuse) match this copy
     with open(root / "obliquetrees/_version.py", "a") as f:
         f.write(f"\n# test copy {root.name}\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def shipped_package(tmp_path_factory):
+    """A copy of the package whose shipped cache holds ``grow_capacity`` for one signature."""
+    root = _package_copy(tmp_path_factory.mktemp("shipped"))
     build = _build_script()
     build.run_child(
         root,
@@ -221,13 +229,7 @@ print(CO2ForestClassifier(n_estimators=1, max_depth=2, random_state=0).fit(X, y)
 @pytest.mark.slow
 def test_kernels_compile_where_numba_has_no_cache_location(tmp_path):
     """No writable cache and no matching shipped kernels: every kernel compiles in memory."""
-    shutil.copytree(
-        ROOT / "obliquetrees",
-        tmp_path / "obliquetrees",
-        ignore=shutil.ignore_patterns("__pycache__", "_kernel_cache"),
-    )
-    with open(tmp_path / "obliquetrees/_version.py", "a") as f:
-        f.write("\n# test copy: no shipped kernels match it\n")
+    _package_copy(tmp_path)
     done = subprocess.run(
         [sys.executable, "-c", NO_CACHE_LOCATION],
         env=dict(os.environ, PYTHONPATH=str(tmp_path)),
@@ -247,14 +249,7 @@ def test_numbas_cache_is_stale_once_any_source_file_of_the_package_changes(tmp_p
     holds the kernels it calls from other files: here ``grow_capacity``'s file
     is left alone and another source file changes.
     """
-    root = tmp_path / "pkg"
-    shutil.copytree(
-        ROOT / "obliquetrees",
-        root / "obliquetrees",
-        ignore=shutil.ignore_patterns("__pycache__", "_kernel_cache"),
-    )
-    with open(root / "obliquetrees/_version.py", "a") as f:
-        f.write(f"\n# test copy {root.name}: no shipped kernels match it\n")
+    root = _package_copy(tmp_path / "pkg")
     numba_cache = tmp_path / "numba"
     assert _call(root, numba_cache)["misses"] == 1
     assert _call(root, numba_cache) == {"out": [0, 1, 2, -1, -1], "hits": 1, "misses": 0}
