@@ -43,8 +43,9 @@ standardisation, the missing-value plan and the class prior of empty nodes
 come from the rows of its gathered node (or tree) instead of all rows; a
 CO2 node larger than one task chooses its split on a sample of its rows;
 and no out-of-bag rows are shipped, so CO2's out-of-bag test of oblique
-splits (``oblique_test="out_of_bag"``) keeps every oblique split at the
-default ``oblique_penalty=0`` and refuses a positive one. A constrained
+splits (``oblique_test="out_of_bag"``) keeps every oblique split at
+``oblique_penalty=0`` and at ``"auto"`` (no pilot tree could choose) and
+refuses a positive one. A constrained
 CO2 regressor (``monotonic_cst``) keeps its trees as they grew: the
 in-memory fit's joint refinement of the leaf values
 (:mod:`obliquetrees.co2._refine`) passes over every training row many
@@ -1192,7 +1193,7 @@ class _CO2Trees:
                 f"max_samples={self.max_samples!r}: on dask input rows_per_tree gives the "
                 "rows each tree draws; leave max_samples=None."
             )
-        if self.oblique_test == "out_of_bag" and self.oblique_penalty:
+        if self.oblique_test == "out_of_bag" and self.oblique_penalty not in (None, 0, "auto"):
             raise ValueError(
                 f'oblique_test="out_of_bag" with oblique_penalty={self.oblique_penalty!r}: a '
                 "tree of a dask fit receives only the rows it drew, none out of bag, so no "
@@ -1213,6 +1214,7 @@ class _CO2Trees:
             for field in dataclasses.fields(CO2Params)
             if field.name not in resolved
         }
+        params["oblique_penalty"] = _dask_margin(template.oblique_penalty)
         classifier = is_classifier(self)
         return NodeStep(
             rows=rows,
@@ -1233,7 +1235,17 @@ class _CO2Trees:
         self.max_features_, self.max_split_features_ = next(r[2] for r in results if r[2])
         stats = np.array([r[1] for r in results], dtype=np.int64).reshape(-1, 2)
         self._store_trees([r[0] for r in results], stats, None, None)
+        self.oblique_penalty_ = _dask_margin(self.oblique_penalty)
         self._remember_constraints(check_monotonic_cst(self, self.monotonic_cst))
+
+
+def _dask_margin(oblique_penalty):
+    """The margin of a dask fit's CO2 trees: ``"auto"`` is 0, as without bootstrap in memory.
+
+    No tree receives out-of-bag rows, so no pilot could choose (and at margin
+    0 a node without out-of-bag rows keeps its oblique split).
+    """
+    return 0.0 if oblique_penalty == "auto" else oblique_penalty
 
 
 class _E2EDTTrees:

@@ -28,6 +28,15 @@ from obliquetrees.utils.validation import bounded_weights, check_monotonic_cst
 #: and unpacked tree): 4.8 KB measured on forests of 20,000 stumps (x86-64, CPython 3.11).
 MIN_TREE_BYTES = 4096
 
+#: ``oblique_penalty="auto"``: the margins of the out-of-bag test the forest chooses
+#: between, and the pilot trees it grows at each to choose (:meth:`_grow_auto`).
+AUTO_MARGINS = (0.0, 2.0)
+AUTO_PILOT_TREES = 5
+#: The least probability of the true class a pilot's out-of-bag log-loss reads: a row
+#: that every pilot tree leaving it out gets wrong with certainty costs log(1000) nats,
+#: not infinity, so that one such row cannot decide the choice.
+PILOT_PROBABILITY_FLOOR = 1e-3
+
 
 class _BaseCO2Forest(BaseObliqueForest):
     """What the CO2 classifier and regressor share: parameters, growth, warm start, out-of-bag."""
@@ -53,7 +62,7 @@ class _BaseCO2Forest(BaseObliqueForest):
         "max_cccp_samples": integers(1, none=True),
         "max_split_features": MAX_FEATURES,
         "min_samples_oblique": integers(1),
-        "oblique_penalty": [None, *reals(0)],
+        "oblique_penalty": [None, *reals(0), *options("auto")],
         "oblique_test": options("fit", "out_of_bag"),
         "bootstrap": ["boolean"],
         "max_samples": [None, *reals(0, closed="neither", not_int=True), *integers(1)],
@@ -71,7 +80,8 @@ class _BaseCO2Forest(BaseObliqueForest):
         if self.oob_score:
             raise ValueError("Out-of-bag estimation needs bootstrap=True.")
         margin = self.oblique_penalty
-        if self.oblique_test == "out_of_bag" and margin:
+        # "auto" falls back to margin 0 without out-of-bag rows (_oblique_margin)
+        if self.oblique_test == "out_of_bag" and margin not in (None, 0, "auto"):
             # at margin 0 a node without out-of-bag rows keeps its oblique split (the paper)
             raise ValueError(
                 f'oblique_test="out_of_bag" with oblique_penalty={margin!r} needs '
@@ -145,14 +155,18 @@ class _BaseCO2Forest(BaseObliqueForest):
                 stacklevel=2,
             )
             return self
-        trees, stats = self._grow_trees(
-            missing, X, y, sample_weight, seeds[len(old_trees) :], n_draws, cst
-        )
+        grow = (missing, X, y, sample_weight, seeds[len(old_trees) :], n_draws, cst)
+        margin = self._oblique_margin(bool(old_trees), n_draws)
+        if margin == "auto":
+            margin, trees, stats = self._grow_auto(*grow)
+        else:
+            trees, stats = self._grow_trees(*grow, margin)
         trees = old_trees + trees
         self.__dict__.pop("n_refine_passes_", None)  # from an earlier fit
         if self._refines_leaves and cst is not None:
-            self._refine_leaves(missing, X, y, sample_weight, trees, seeds, cst)
+            self._refine_leaves(missing, X, y, sample_weight, trees, seeds, cst, margin)
         self._store_trees(trees, np.vstack([old_stats, stats]), seeds, n_draws)
+        self.oblique_penalty_ = margin
         self._remember_constraints(cst)
         del trees
         if self.oob_score:
@@ -191,14 +205,71 @@ class _BaseCO2Forest(BaseObliqueForest):
         self.max_split_features_ = resolve_max_features(self.max_split_features, missing.n_inputs)
         return missing
 
-    def _grow_trees(self, missing, X, y, sample_weight, seeds, n_draws, cst):
+    def _oblique_margin(self, warm, n_draws):
+        """The ``oblique_penalty`` this fit grows its new trees with.
+
+        ``"auto"`` when it is to be chosen by pilot trees (:meth:`_grow_auto`).
+        Otherwise the parameter, or for ``"auto"``: the margin the kept trees
+        of a warm start grew with (0 from a pickle that did not record it, as
+        that default was), or 0 without bootstrap, where no row is out of bag
+        to choose on and margin 0 keeps every oblique split (the paper).
+        """
+        if self.oblique_penalty != "auto":
+            return self.oblique_penalty
+        if warm:
+            return self.__dict__.get("oblique_penalty_", 0.0)
+        return "auto" if n_draws is not None else 0.0
+
+    def _grow_auto(self, missing, X, y, sample_weight, seeds, n_draws, cst):
+        """Grow the trees of ``seeds`` at the margin their pilot trees choose.
+
+        ``oblique_penalty="auto"`` (ours): the first :data:`AUTO_PILOT_TREES`
+        seeds grow a tree at each margin of :data:`AUTO_MARGINS` (the same
+        bootstraps), and the margin whose pilot forest has the lower mean
+        loss on the training rows out of bag in at least one pilot tree
+        (weighted by ``sample_weight``; :meth:`_pilot_loss`) is chosen, a tie
+        for the first. Its pilot trees are kept and the other seeds grow at
+        it, so the forest equals the one grown at the chosen margin with the
+        same seeds; the pilot costs ``AUTO_PILOT_TREES`` trees more.
+
+        Returns
+        -------
+        margin : float
+        trees, stats : as :meth:`_grow_trees`'s
+        """
+        k = min(AUTO_PILOT_TREES, len(seeds))
+        pilots = []
+        for margin in AUTO_MARGINS:
+            trees, stats = self._grow_trees(
+                missing, X, y, sample_weight, seeds[:k], n_draws, cst, margin
+            )
+            output, covered = self._out_of_bag_mean(trees, seeds[:k], n_draws, X)
+            pilots.append((trees, stats, output, covered))
+        rows = pilots[0][3] & pilots[1][3] & (sample_weight > 0)
+        losses = [
+            np.average(self._pilot_loss(y[rows], output[rows]), weights=sample_weight[rows])
+            if rows.any()
+            else 0.0
+            for _, _, output, _ in pilots
+        ]
+        best = int(np.argmin(losses))  # the first of equal losses
+        margin, (trees, stats, _, _) = AUTO_MARGINS[best], pilots[best]
+        del pilots
+        if len(seeds) > k:
+            more, more_stats = self._grow_trees(
+                missing, X, y, sample_weight, seeds[k:], n_draws, cst, margin
+            )
+            trees, stats = trees + more, np.vstack([stats, more_stats])
+        return margin, trees, stats
+
+    def _grow_trees(self, missing, X, y, sample_weight, seeds, n_draws, cst, oblique_penalty):
         """One tree per seed on validated data, folded back to the raw features.
 
-        The training step of :meth:`_fit`, also run by
-        :mod:`obliquetrees.dask` on each tree's rows. ``y`` holds class
-        indices into ``classes_`` (or targets), ``n_draws`` the resolved
-        bootstrap size (:meth:`_n_bootstrap_draws`), ``cst`` the checked
-        ``monotonic_cst`` (:func:`check_monotonic_cst`; None: unconstrained).
+        The training step of :meth:`_fit`. ``y`` holds class indices into
+        ``classes_`` (or targets), ``n_draws`` the resolved bootstrap size
+        (:meth:`_n_bootstrap_draws`), ``cst`` the checked ``monotonic_cst``
+        (:func:`check_monotonic_cst`; None: unconstrained),
+        ``oblique_penalty`` the resolved margin (:meth:`_oblique_margin`).
 
         Returns
         -------
@@ -215,6 +286,7 @@ class _BaseCO2Forest(BaseObliqueForest):
             max_features=self.max_features_,
             max_split_features=self.max_split_features_,
             max_samples=n_draws,
+            oblique_penalty=oblique_penalty,
         )
         trees, info = co2.fit_co2(
             missing.augment(X),
@@ -243,7 +315,7 @@ class _BaseCO2Forest(BaseObliqueForest):
     #: (:mod:`obliquetrees.co2._refine`; the regressor's).
     _refines_leaves = False
 
-    def _refine_leaves(self, missing, X, y, sample_weight, trees, seeds, cst):
+    def _refine_leaves(self, missing, X, y, sample_weight, trees, seeds, cst, margin):
         """Refine the leaf values of the constrained ``trees`` grown on every row, in place.
 
         The number of passes is chosen on held-out rows with a second
@@ -265,7 +337,7 @@ class _BaseCO2Forest(BaseObliqueForest):
         def grow(rows):
             draws = self._n_bootstrap_draws(rows.shape[0])
             subset = (X[rows], y[rows], sample_weight[rows])
-            return self._grow_trees(missing, *subset, seeds, draws, cst)[0]
+            return self._grow_trees(missing, *subset, seeds, draws, cst, margin)[0]
 
         n_threads = self._n_threads()
         args = (counts, X, target, sample_weight, seeds, cst, n_threads)
@@ -286,22 +358,35 @@ class _BaseCO2Forest(BaseObliqueForest):
     def _describe_draws(n_draws):
         return "no bootstrap" if n_draws is None else f"{n_draws} draws per tree"
 
-    def _set_oob_score(self, X, y):
-        """``oob_score_`` and the out-of-bag output of each training sample, from the bootstraps."""
+    def _out_of_bag_mean(self, trees, seeds, n_draws, X):
+        """The mean output of ``trees`` on each training row under those that left it out.
+
+        ``trees`` grew from ``seeds`` with ``n_draws`` bootstrap draws each.
+        Returns the ``(n_samples, n_outputs)`` means (NaN rows where no tree
+        left the row out) and the boolean mask of the rows some tree did.
+        """
         from obliquetrees._core import traversal
         from obliquetrees._core.forest import ObliqueForest
         from obliquetrees.co2.training import tree_bootstrap_counts
 
         n = X.shape[0]
-        total = np.zeros((n, self.forest_.n_outputs))
+        total = np.zeros((n, trees[0].n_outputs))
         n_oob_trees = np.zeros(n, dtype=np.int64)
-        for tree, seed in zip(self.trees_, self._tree_seeds, strict=True):
-            oob = np.flatnonzero(tree_bootstrap_counts(n, seed, self._n_draws) == 0)
+        for tree, seed in zip(trees, seeds, strict=True):
+            oob = np.flatnonzero(tree_bootstrap_counts(n, seed, n_draws) == 0)
             if oob.size:
                 one_tree = ObliqueForest.from_trees([tree], validate=False)
                 total[oob] += traversal.predict_value(one_tree, X[oob], self._n_threads())
                 n_oob_trees[oob] += 1
         covered = n_oob_trees > 0
+        output = np.full_like(total, np.nan)
+        output[covered] = total[covered] / n_oob_trees[covered, None]
+        return output, covered
+
+    def _set_oob_score(self, X, y):
+        """``oob_score_`` and the out-of-bag output of each training sample, from the bootstraps."""
+        n = X.shape[0]
+        output, covered = self._out_of_bag_mean(self.trees_, self._tree_seeds, self._n_draws, X)
         if not covered.all():
             warnings.warn(
                 f"{np.count_nonzero(~covered)} of {n} samples were drawn by every "
@@ -310,8 +395,6 @@ class _BaseCO2Forest(BaseObliqueForest):
                 UserWarning,
                 stacklevel=4,
             )
-        output = np.full((n, self.forest_.n_outputs), np.nan)
-        output[covered] = total[covered] / n_oob_trees[covered, None]
         if covered.any():
             y_true, y_pred = self._oob_targets(y[covered], output[covered])
             score = self.oob_score if callable(self.oob_score) else self._default_oob_score
@@ -469,6 +552,9 @@ class CO2ForestClassifier(ObliqueClassifierMixin, _BaseCO2Forest):
         The resolved ``q``.
     max_split_features_ : int
         The resolved ``max_split_features`` (``n_features`` when None).
+    oblique_penalty_ : float or None
+        The margin the trees grew with: ``oblique_penalty``, or the one
+        ``"auto"`` chose.
     n_cccp_iter_ : ndarray of int64, shape (n_estimators,)
         Total CCCP outer iterations run in each tree.
     n_axis_fallback_ : ndarray of int64, shape (n_estimators,)
@@ -891,6 +977,12 @@ class CO2ForestClassifier(ObliqueClassifierMixin, _BaseCO2Forest):
 
     def _oob_targets(self, y, output):
         return self.classes_[y], self.classes_[np.argmax(output, axis=1)]
+
+    @staticmethod
+    def _pilot_loss(y, output):
+        """Log-loss of each row's class index ``y`` under its class distribution ``output``."""
+        p = output[np.arange(y.shape[0]), y]
+        return -np.log(np.maximum(p, PILOT_PROBABILITY_FLOOR))
 
     @staticmethod
     def _oob_output(output):

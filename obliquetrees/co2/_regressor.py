@@ -140,6 +140,9 @@ class CO2ForestRegressor(ObliqueRegressorMixin, _BaseCO2Forest):
         The resolved ``q``.
     max_split_features_ : int
         The resolved ``max_split_features`` (``n_features`` when None).
+    oblique_penalty_ : float or None
+        The margin the trees grew with: ``oblique_penalty``, or the one
+        ``"auto"`` chose.
     n_cccp_iter_ : ndarray of int64, shape (n_estimators,)
         Total CCCP outer iterations run in each tree.
     n_axis_fallback_ : ndarray of int64, shape (n_estimators,)
@@ -326,6 +329,11 @@ class CO2ForestRegressor(ObliqueRegressorMixin, _BaseCO2Forest):
 
     def _oob_targets(self, y, output):
         return y, self._oob_output(output)
+
+    @staticmethod
+    def _pilot_loss(y, output):
+        """Squared error of each row's targets ``y`` against ``output``, summed over outputs."""
+        return ((y.reshape(y.shape[0], -1) - output) ** 2).sum(axis=1)
 
     @staticmethod
     def _oob_output(output):

@@ -70,13 +70,20 @@ min_samples_oblique : int, default=1
     likeliest to overfit: a larger value helps where few features matter
     and costs accuracy where many combine (CO2ForestClassifier's Notes).
     1: every node (the paper).
-oblique_penalty : float or None, default={penalty}
+oblique_penalty : float, "auto" or None, default={penalty}
     The axis-or-oblique choice (ours): a node keeps its oblique split only
     when it beats the axis-aligned start by this many nats of
     log-likelihood, judged on the rows ``oblique_test`` names (classes: the
     drop of the weighted entropy of the two sides; targets:
     ``N / 2 log(SSE_axis / SSE_oblique)``, Gaussian sides). None always
-    keeps the oblique split (the paper).
+    keeps the oblique split (the paper). ``"auto"`` chooses 0 or 2 for the
+    whole forest: five pilot trees grow at each (the same bootstraps), and
+    the one whose pilot forest has the lower loss on the training rows they
+    left out (classes: log-loss, each row's probability floored at 1e-3;
+    targets: squared error) is chosen and its pilot trees kept, at the cost
+    of five trees more. The margin grown with is ``oblique_penalty_``.
+    Without bootstrap (no row out of bag) and on dask input ``"auto"`` takes
+    0; a warm start grows its new trees at the margin of the kept ones.
 oblique_test : {{"fit", "out_of_bag"}}, default={test}
     The rows ``oblique_penalty`` judges a node's oblique split on (ours).
     ``"fit"``: the node's training rows, the penalty a price per weight
