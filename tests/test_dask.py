@@ -118,6 +118,18 @@ def test_same_random_state_and_partitioning_give_the_same_model(client):
     np.testing.assert_array_equal(roots, 150.0)
 
 
+@pytest.mark.parametrize("cls", [DaskCO2ForestClassifier, DaskCO2ForestRegressor])
+def test_auto_margin_is_margin_zero_on_dask(cls, client):
+    # no tree receives out-of-bag rows, so no pilot can choose the margin
+    X, y = _data(cls)
+    Xd, yd = da.from_array(X, chunks=(100, 6)), da.from_array(y, chunks=100)
+    params = dict(FAST[cls], rows_per_tree=150, random_state=3)
+    auto = cls(oblique_penalty="auto", **params).fit(Xd, yd)
+    zero = cls(oblique_penalty=0.0, **params).fit(Xd, yd)
+    np.testing.assert_array_equal(_output(auto, X), _output(zero, X))
+    assert auto.oblique_penalty_ == zero.oblique_penalty_ == 0.0
+
+
 def test_predictions_are_lazy_blockwise_and_equal_numpy(client):
     X, y = _data(DaskCO2ForestClassifier)
     model = DaskCO2ForestClassifier(random_state=0, **FAST[DaskCO2ForestClassifier])

@@ -2,7 +2,7 @@
 
 import copy
 import warnings
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import is_classifier
@@ -216,9 +216,16 @@ class _BaseCO2Forest(BaseObliqueForest):
         """
         if self.oblique_penalty != "auto":
             return self.oblique_penalty
-        if warm:
-            return self.__dict__.get("oblique_penalty_", 0.0)
-        return "auto" if n_draws is not None else 0.0
+        if not warm:
+            return "auto" if n_draws is not None else 0.0
+        margin = self.__dict__.get("oblique_penalty_", 0.0)
+        # read from a fitted (maybe unpickled) model, and bound for a kernel
+        if margin is not None and not (isinstance(margin, Real) and 0.0 <= margin < np.inf):
+            raise ValueError(
+                f"oblique_penalty_={margin!r} of the fitted trees is not None or a finite "
+                "margin >= 0; a warm start cannot grow more trees with it."
+            )
+        return margin
 
     def _grow_auto(self, missing, X, y, sample_weight, seeds, n_draws, cst):
         """Grow the trees of ``seeds`` at the margin their pilot trees choose.
