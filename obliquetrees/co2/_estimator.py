@@ -32,6 +32,9 @@ MIN_TREE_BYTES = 4096
 #: between, and the pilot trees it grows at each to choose (:meth:`_grow_auto`).
 AUTO_MARGINS = (0.0, 2.0)
 AUTO_PILOT_TREES = 5
+#: The second margin is chosen only when its pilot's mean out-of-bag loss is lower by
+#: more than this many standard errors of the paired per-row differences.
+AUTO_STANDARD_ERRORS = 1.0
 #: The least probability of the true class a pilot's out-of-bag log-loss reads: a row
 #: that every pilot tree leaving it out gets wrong with certainty costs log(1000) nats,
 #: not infinity, so that one such row cannot decide the choice.
@@ -232,12 +235,15 @@ class _BaseCO2Forest(BaseObliqueForest):
 
         ``oblique_penalty="auto"`` (ours): the first :data:`AUTO_PILOT_TREES`
         seeds grow a tree at each margin of :data:`AUTO_MARGINS` (the same
-        bootstraps), and the margin whose pilot forest has the lower mean
-        loss on the training rows out of bag in at least one pilot tree
-        (weighted by ``sample_weight``; :meth:`_pilot_loss`) is chosen, a tie
-        for the first. Its pilot trees are kept and the other seeds grow at
-        it, so the forest equals the one grown at the chosen margin with the
-        same seeds; the pilot costs ``AUTO_PILOT_TREES`` trees more.
+        bootstraps). Each training row out of bag in at least one pilot tree
+        (and of positive ``sample_weight``) has a loss under each pilot
+        forest's out-of-bag mean (:meth:`_pilot_loss`); the second margin is
+        chosen when its mean loss (weighted by ``sample_weight``) is lower by
+        more than :data:`AUTO_STANDARD_ERRORS` standard errors of the paired
+        differences, else the first (the one that keeps more oblique splits,
+        nearer the paper). The chosen pilot trees are kept and the other
+        seeds grow at that margin, so the forest equals the one grown at it
+        with the same seeds; the pilot costs ``AUTO_PILOT_TREES`` trees more.
 
         Returns
         -------
@@ -253,13 +259,13 @@ class _BaseCO2Forest(BaseObliqueForest):
             output, covered = self._out_of_bag_mean(trees, seeds[:k], n_draws, X)
             pilots.append((trees, stats, output, covered))
         rows = pilots[0][3] & pilots[1][3] & (sample_weight > 0)
-        losses = [
-            np.average(self._pilot_loss(y[rows], output[rows]), weights=sample_weight[rows])
-            if rows.any()
-            else 0.0
-            for _, _, output, _ in pilots
-        ]
-        best = int(np.argmin(losses))  # the first of equal losses
+        w = sample_weight[rows]
+        d = self._pilot_loss(y[rows], pilots[1][2][rows]) - self._pilot_loss(
+            y[rows], pilots[0][2][rows]
+        )
+        mean = d @ w / w.sum() if rows.any() else 0.0
+        se = np.sqrt(np.sum((w * (d - mean)) ** 2)) / w.sum() if rows.any() else 0.0
+        best = int(mean < -AUTO_STANDARD_ERRORS * se)
         margin, (trees, stats, _, _) = AUTO_MARGINS[best], pilots[best]
         del pilots
         if len(seeds) > k:

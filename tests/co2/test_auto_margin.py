@@ -8,7 +8,12 @@ import pytest
 from sklearn.datasets import make_classification
 
 from obliquetrees import CO2ForestClassifier, CO2ForestRegressor
-from obliquetrees.co2._estimator import AUTO_MARGINS, AUTO_PILOT_TREES, PILOT_PROBABILITY_FLOOR
+from obliquetrees.co2._estimator import (
+    AUTO_MARGINS,
+    AUTO_PILOT_TREES,
+    AUTO_STANDARD_ERRORS,
+    PILOT_PROBABILITY_FLOOR,
+)
 
 
 def _data(seed=0, n=300):
@@ -48,8 +53,11 @@ def _reference_margin(Estimator, X, y, sample_weight, kw):
             losses.append((pilot.oob_prediction_ - y) ** 2)
             covered.append(~np.isnan(pilot.oob_prediction_))
     rows = covered[0] & covered[1] & (sample_weight > 0)
-    means = [np.average(loss[rows], weights=sample_weight[rows]) for loss in losses]
-    return AUTO_MARGINS[int(np.argmin(means))]
+    w, d = sample_weight[rows], losses[1][rows] - losses[0][rows]
+    mean = np.average(d, weights=w)
+    # the standard error of a weighted mean of independent rows
+    se = np.sqrt(np.sum(w**2 * (d - mean) ** 2)) / np.sum(w)
+    return AUTO_MARGINS[1] if mean < -AUTO_STANDARD_ERRORS * se else AUTO_MARGINS[0]
 
 
 @pytest.mark.filterwarnings("ignore:.*no out-of-bag prediction")
