@@ -650,9 +650,10 @@ def _against_peers(summary, held_out, in_sample):
 def lodo_report(cells, test_cells):
     """Per family: each data set's held-out choice and test score beside the in-sample choice's."""
     tables = []
-    for family, (_, _, candidates, _, _) in FAMILIES.items():
-        if not any(c["family"] == family for c in cells):
-            continue
+    for family, spec in FAMILIES.items():
+        if spec.baseline or not any(c["family"] == family for c in cells):
+            continue  # (a revision family's labels never ran together: nothing to choose)
+        candidates = spec.candidates
         default = next(iter(candidates))
         in_sample, held_out = choices(cells, family)
         summary = summarize([c for c in test_cells if c["family"] == family])

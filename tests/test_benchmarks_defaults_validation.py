@@ -52,3 +52,30 @@ def test_the_revision_rule_keeps_a_change_that_loses_no_more_than_it_wins():
     # one set won, one lost, one tied: kept (the cost rule's accuracy half, no time bound)
     assert decision({"a": (0.5, 0.6), "b": (0.5, 0.4), "c": (0.5, 0.5)}) == ([1, 1, 1], AFTER)
     assert decision({"a": (0.5, 0.5), "b": (0.5, 0.4)}) == ([0, 1, 1], BEFORE)
+
+
+def test_the_lodo_report_leaves_out_a_revision_family(monkeypatch):
+    # a revision family's two labels never ran together: there is no choice to score
+    written = {}
+    monkeypatch.setattr(
+        dv, "write_results", lambda name, title, tables, notes, **_: written.update(tables)
+    )
+    accuracy = "co2-classifier-auto"
+    labels = list(dv.FAMILIES[accuracy].candidates)
+    cells, test_cells = [], []
+    for data in ("a", "b"):
+        for r in range(5):
+            cells.append(_cell(data, BEFORE, r, 0.5, FAMILY))
+            cells.append(_cell(data, AFTER, r, 0.5, FAMILY))
+            for label in labels:
+                for into in (cells, test_cells):
+                    into.append(
+                        {
+                            **_cell(data, label, r, 0.5 + 0.001 * r, accuracy),
+                            "load": [0.1],
+                            "CPU": "x",
+                        }
+                    )
+    dv.lodo_report(cells, test_cells)
+    assert any(accuracy in title for title in written)
+    assert not any(FAMILY in title for title in written)
