@@ -130,11 +130,11 @@ feature_importances_ : ndarray of shape (n_features_in_,)
         forest=_FOREST, task="n_outputs_ : int", source=_SOURCE
     ),
     "co2_split_support_classifier": _co2_split_support(
-        penalty="0.0",
+        penalty='"auto"',
         test='"out_of_bag"',
-        why="The classifier's defaults, the out-of-bag test at margin 0, were "
-        "chosen on validation splits across the suite's classification sets "
-        "(class Notes).",
+        why="The classifier's defaults, the out-of-bag test at the margin its "
+        "pilot trees choose, were chosen on validation splits across the "
+        "suite's classification sets (class Notes).",
     ),
     "co2_split_support_regressor": _co2_split_support(
         penalty="0.0",

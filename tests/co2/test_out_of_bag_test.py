@@ -47,11 +47,12 @@ def test_the_out_of_bag_test_at_margin_zero_is_the_regressors_default():
     assert default.n_axis_fallback_.sum() > paper.n_axis_fallback_.sum()
 
 
-def test_the_out_of_bag_test_at_margin_zero_is_the_classifiers_default():
+def test_the_out_of_bag_test_at_a_chosen_margin_is_the_classifiers_default():
     X, y = _data()
     kw = dict(n_estimators=3, max_depth=6, random_state=0)
     default = CO2ForestClassifier(**kw).fit(X, y)
-    chosen = dict(max_features=None, oblique_test="out_of_bag", oblique_penalty=0.0)
+    assert default.oblique_penalty_ == 0.0  # what the pilots choose here
+    chosen = dict(max_features=None, oblique_test="out_of_bag", oblique_penalty="auto")
     explicit = CO2ForestClassifier(**chosen, **kw).fit(X, y)
     _same_trees(default, explicit)
     # the test does act: some nodes keep their axis-aligned start
