@@ -88,14 +88,17 @@ JOBLIB_FORESTS = [
 def test_dask_backend_ships_the_training_data_once(cls, dask_client, monkeypatch):
     # joblib's dask backend scatters each large argument object once per
     # Parallel call and hands the workers a future; this holds only if every
-    # tree's task receives the *same* X object (no per-tree copies or slices)
+    # tree's task receives the *same* X object (no per-tree copies or slices).
+    # A fit of several Parallel calls (CO2's pilot trees at each margin, then
+    # the rest: 6 trees > AUTO_PILOT_TREES) broadcasts its arrays once up front
     import distributed
 
     scattered = []
     original = distributed.Client.scatter
 
     def recording_scatter(self, data, *args, **kwargs):
-        scattered.append(data)
+        # one object per call, or a list of them (the up-front broadcast)
+        scattered.extend(data if isinstance(data, list) else [data])
         return original(self, data, *args, **kwargs)
 
     monkeypatch.setattr(distributed.Client, "scatter", recording_scatter)

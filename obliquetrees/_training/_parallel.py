@@ -16,6 +16,8 @@ module-level, picklable function. Seeds are drawn up front by the estimator
 on which worker builds which tree.
 """
 
+from contextlib import contextmanager
+
 from joblib import Parallel, cpu_count, delayed, effective_n_jobs, parallel_config
 from joblib.parallel import BACKENDS, get_active_backend
 
@@ -67,7 +69,9 @@ def resolve_n_jobs(n_jobs, n_tasks, prefer="threads"):
     return max(1, min(workers, n_tasks))
 
 
-def parallel_map(func, args_list, n_jobs=None, verbose=0, prefer="threads", name="forest"):
+def parallel_map(
+    func, args_list, n_jobs=None, verbose=0, prefer="threads", name="forest", progress=None
+):
     """``[func(*args) for args in args_list]`` run by joblib.
 
     Parameters
@@ -85,6 +89,9 @@ def parallel_map(func, args_list, n_jobs=None, verbose=0, prefer="threads", name
         Soft hint; an active joblib backend context wins.
     name : str
         The prefix of the progress lines (the estimator's name).
+    progress : Progress or None
+        Reports the tasks instead of one made from ``verbose`` and ``name``
+        (a fit of several calls counts its units in one).
 
     Returns
     -------
@@ -93,17 +100,44 @@ def parallel_map(func, args_list, n_jobs=None, verbose=0, prefer="threads", name
     """
     args_list = list(args_list)
     n_jobs = resolve_n_jobs(n_jobs, len(args_list), prefer)
-    progress = Progress(name, len(args_list), unit="tree", verbose=verbose)
+    if progress is None:
+        progress = Progress(name, len(args_list), unit="tree", verbose=verbose)
     tasks = (delayed(func)(*args) for args in args_list)
     try:
         # an ordered generator: tree k is reported once trees 1..k are done
         parallel = Parallel(n_jobs=n_jobs, prefer=prefer, return_as="generator")
     except ValueError:  # a backend without generators (multiprocessing): one line at the end
         results = Parallel(n_jobs=n_jobs, prefer=prefer)(tasks)
-        progress.update(done=len(results))
+        progress.update(done=progress.done + len(results))
         return results
     results = []
     for result in parallel(tasks):
         results.append(result)
         progress.update()
     return results
+
+
+@contextmanager
+def shared_arguments(*arrays):
+    """A context in which every :func:`parallel_map` call reuses ``arrays`` on dask.
+
+    joblib's dask backend scatters each large argument to the cluster once
+    per ``Parallel`` call, so a fit that grows its trees in several calls
+    would ship its training data once per call. Under that backend the block
+    runs on a new backend of the same client that broadcast ``arrays`` up
+    front (joblib's ``scatter``), which every call then reuses; under any
+    other backend the block runs unchanged. None entries are skipped.
+    """
+    backend, n_jobs = get_active_backend()
+    dask_backend = BACKENDS.get("dask")  # registered once a dask backend was asked for
+    if dask_backend is None or not isinstance(backend, dask_backend):
+        yield
+        return
+    shipping = dask_backend(
+        client=backend.client,
+        scatter=[a for a in arrays if a is not None],
+        wait_for_workers_timeout=backend.wait_for_workers_timeout,
+        **backend.submit_kwargs,
+    )
+    with parallel_config(backend=shipping, n_jobs=n_jobs):
+        yield

@@ -160,10 +160,7 @@ class _BaseCO2Forest(BaseObliqueForest):
             return self
         grow = (missing, X, y, sample_weight, seeds[len(old_trees) :], n_draws, cst)
         margin = self._oblique_margin(bool(old_trees), n_draws)
-        if margin == "auto":
-            margin, trees, stats = self._grow_auto(*grow)
-        else:
-            trees, stats = self._grow_trees(*grow, margin)
+        margin, trees, stats = self._grow_trees(*grow, margin)
         trees = old_trees + trees
         self.__dict__.pop("n_refine_passes_", None)  # from an earlier fit
         if self._refines_leaves and cst is not None:
@@ -230,51 +227,6 @@ class _BaseCO2Forest(BaseObliqueForest):
             )
         return margin
 
-    def _grow_auto(self, missing, X, y, sample_weight, seeds, n_draws, cst):
-        """Grow the trees of ``seeds`` at the margin their pilot trees choose.
-
-        ``oblique_penalty="auto"`` (ours): the first :data:`AUTO_PILOT_TREES`
-        seeds grow a tree at each margin of :data:`AUTO_MARGINS` (the same
-        bootstraps). Each training row out of bag in at least one pilot tree
-        (and of positive ``sample_weight``) has a loss under each pilot
-        forest's out-of-bag mean (:meth:`_pilot_loss`); the second margin is
-        chosen when its mean loss (weighted by ``sample_weight``) is lower by
-        more than :data:`AUTO_STANDARD_ERRORS` standard errors of the paired
-        differences, else the first (the one that keeps more oblique splits,
-        nearer the paper). The chosen pilot trees are kept and the other
-        seeds grow at that margin, so the forest equals the one grown at it
-        with the same seeds; the pilot costs ``AUTO_PILOT_TREES`` trees more.
-
-        Returns
-        -------
-        margin : float
-        trees, stats : as :meth:`_grow_trees`'s
-        """
-        k = min(AUTO_PILOT_TREES, len(seeds))
-        pilots = []
-        for margin in AUTO_MARGINS:
-            trees, stats = self._grow_trees(
-                missing, X, y, sample_weight, seeds[:k], n_draws, cst, margin
-            )
-            output, covered = self._out_of_bag_mean(trees, seeds[:k], n_draws, X)
-            pilots.append((trees, stats, output, covered))
-        rows = pilots[0][3] & pilots[1][3] & (sample_weight > 0)
-        w = sample_weight[rows]
-        d = self._pilot_loss(y[rows], pilots[1][2][rows]) - self._pilot_loss(
-            y[rows], pilots[0][2][rows]
-        )
-        mean = d @ w / w.sum() if rows.any() else 0.0
-        se = np.sqrt(np.sum((w * (d - mean)) ** 2)) / w.sum() if rows.any() else 0.0
-        best = int(mean < -AUTO_STANDARD_ERRORS * se)
-        margin, (trees, stats, _, _) = AUTO_MARGINS[best], pilots[best]
-        del pilots
-        if len(seeds) > k:
-            more, more_stats = self._grow_trees(
-                missing, X, y, sample_weight, seeds[k:], n_draws, cst, margin
-            )
-            trees, stats = trees + more, np.vstack([stats, more_stats])
-        return margin, trees, stats
-
     def _grow_trees(self, missing, X, y, sample_weight, seeds, n_draws, cst, oblique_penalty):
         """One tree per seed on validated data, folded back to the raw features.
 
@@ -282,47 +234,112 @@ class _BaseCO2Forest(BaseObliqueForest):
         ``classes_`` (or targets), ``n_draws`` the resolved bootstrap size
         (:meth:`_n_bootstrap_draws`), ``cst`` the checked ``monotonic_cst``
         (:func:`check_monotonic_cst`; None: unconstrained),
-        ``oblique_penalty`` the resolved margin (:meth:`_oblique_margin`).
+        ``oblique_penalty`` the resolved margin (:meth:`_oblique_margin`),
+        ``"auto"`` for one chosen by pilot trees (:meth:`_grow_auto`). The
+        data reach the workers once, however many parallel calls the fit
+        makes (:meth:`~obliquetrees.co2.training.CO2TrainingData.shipped`);
+        at ``verbose >= 1`` every tree grown, pilots included, is reported.
 
         Returns
         -------
+        margin : float or None
+            The margin the trees grew with.
         trees : list of ObliqueTree
         stats : ndarray of int64, shape (n_trees, 2)
             CCCP iterations and axis-aligned fallbacks of each tree.
         """
-        from obliquetrees._core.forest import return_freed_memory
+        from obliquetrees._training._progress import Progress
         from obliquetrees.co2 import training as co2  # numba is imported on first use
 
+        auto = oblique_penalty == "auto"
         n_free = missing.n_inputs - X.shape[1]  # the indicators
         params = self._training_params(
             co2.CO2Params,
             max_features=self.max_features_,
             max_split_features=self.max_split_features_,
             max_samples=n_draws,
-            oblique_penalty=oblique_penalty,
+            oblique_penalty=AUTO_MARGINS[0] if auto else oblique_penalty,
         )
-        trees, info = co2.fit_co2(
+        data = co2.CO2TrainingData(
             missing.augment(X),
             y,
             sample_weight,
             params,
-            seeds,
             n_classes=getattr(self, "n_classes_", None),  # None: regression targets
             class_weight=self._class_weight_vector(y),
             # the missing-value indicators appended to X are free
             monotonic_cst=None if cst is None else np.r_[cst, np.zeros(n_free, np.int8)],
-            n_jobs=self.n_jobs,
-            verbose=self.verbose,
-            name=type(self).__name__,
         )
-        # no reference to the unfolded trees may survive: they share their arrays with the
-        # folded ones, which packing releases tree by tree (else the forest is held twice).
-        # Folded in place, one tree at a time: each tree's old missing-value terms are freed
-        # as its new ones are made (a new list held every tree's twice, +85 MB at 100k x 40)
+        n_grown = len(seeds) + (min(AUTO_PILOT_TREES, len(seeds)) if auto else 0)
+        progress = Progress(type(self).__name__, n_grown, unit="tree", verbose=self.verbose)
+        with data.shipped():
+            if auto:
+                return self._grow_auto(data, missing, X, y, sample_weight, seeds, n_draws, progress)
+            trees, stats = data.grow(seeds, n_jobs=self.n_jobs, progress=progress)
+        return oblique_penalty, self._folded(missing, trees), stats[:, [0, 2]]
+
+    def _grow_auto(self, data, missing, X, y, sample_weight, seeds, n_draws, progress):
+        """Grow the trees of ``seeds`` at the margin their pilot trees choose.
+
+        ``oblique_penalty="auto"`` (ours): the first :data:`AUTO_PILOT_TREES`
+        seeds grow a tree at each margin of :data:`AUTO_MARGINS` (the same
+        bootstraps, in one parallel call). Each training row out of bag in at
+        least one pilot tree (and of positive ``sample_weight``) has a loss
+        under each pilot forest's out-of-bag mean (:meth:`_pilot_loss`); the
+        second margin is chosen when its mean loss (weighted by
+        ``sample_weight``) is lower by more than :data:`AUTO_STANDARD_ERRORS`
+        standard errors of the paired differences, else the first (the one
+        that keeps more oblique splits, nearer the paper). The chosen pilot
+        trees are kept and the other seeds grow at that margin, so the forest
+        equals the one grown at it with the same seeds; the pilot costs
+        ``AUTO_PILOT_TREES`` trees more. ``data``: the prepared
+        :class:`~obliquetrees.co2.training.CO2TrainingData`; ``progress``
+        counts every tree grown. Returns as :meth:`_grow_trees`.
+        """
+        k = min(AUTO_PILOT_TREES, len(seeds))
+        margins = [m for m in AUTO_MARGINS for _ in range(k)]
+        trees, stats = data.grow(
+            [*seeds[:k]] * len(AUTO_MARGINS), margins=margins, n_jobs=self.n_jobs, progress=progress
+        )
+        trees = self._folded(missing, trees)
+        losses = [
+            self._out_of_bag_mean(trees[i * k : (i + 1) * k], seeds[:k], n_draws, X)
+            for i in range(len(AUTO_MARGINS))
+        ]
+        rows = losses[0][1] & losses[1][1] & (sample_weight > 0)
+        w = sample_weight[rows]
+        d = self._pilot_loss(y[rows], losses[1][0][rows]) - self._pilot_loss(
+            y[rows], losses[0][0][rows]
+        )
+        mean = d @ w / w.sum() if rows.any() else 0.0
+        se = np.sqrt(np.sum((w * (d - mean)) ** 2)) / w.sum() if rows.any() else 0.0
+        best = int(mean < -AUTO_STANDARD_ERRORS * se)
+        margin = AUTO_MARGINS[best]
+        trees, stats = trees[best * k : (best + 1) * k], stats[best * k : (best + 1) * k]
+        del losses
+        if len(seeds) > k:
+            rest = seeds[k:]
+            more, more_stats = data.grow(
+                rest, margins=[margin] * len(rest), n_jobs=self.n_jobs, progress=progress
+            )
+            trees, stats = trees + self._folded(missing, more), np.vstack([stats, more_stats])
+        return margin, trees, stats[:, [0, 2]]
+
+    @staticmethod
+    def _folded(missing, trees):
+        """``trees`` grown on the indicator-augmented inputs, folded back to the raw features.
+
+        No reference to the unfolded trees may survive: they share their arrays with the
+        folded ones, which packing releases tree by tree (else the forest is held twice).
+        Folded in place, one tree at a time: each tree's old missing-value terms are freed
+        as its new ones are made (a new list held every tree's twice, +85 MB at 100k x 40).
+        """
+        from obliquetrees._core.forest import return_freed_memory
+
         for i in range(len(trees)):
             trees[i] = missing.fold(trees[i])
             return_freed_memory()  # glibc keeps freed heap pages: hand them back
-        return trees, info["stats"][:, [0, 2]]
+        return trees
 
     #: Whether a constrained fit refines its trees' leaf values jointly
     #: (:mod:`obliquetrees.co2._refine`; the regressor's).
@@ -350,7 +367,7 @@ class _BaseCO2Forest(BaseObliqueForest):
         def grow(rows):
             draws = self._n_bootstrap_draws(rows.shape[0])
             subset = (X[rows], y[rows], sample_weight[rows])
-            return self._grow_trees(missing, *subset, seeds, draws, cst, margin)[0]
+            return self._grow_trees(missing, *subset, seeds, draws, cst, margin)[1]
 
         n_threads = self._n_threads()
         args = (counts, X, target, sample_weight, seeds, cst, n_threads)

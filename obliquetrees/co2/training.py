@@ -30,7 +30,8 @@ from obliquetrees._core.tree import (
     feature_moments,
     standardization,
 )
-from obliquetrees._training._parallel import parallel_map
+from obliquetrees._training._parallel import parallel_map, shared_arguments
+from obliquetrees._training._progress import Progress
 from obliquetrees._training._weights import balanced_class_weight
 from obliquetrees._training.grower import limit
 from obliquetrees.co2._grow import fold_split_weights
@@ -528,50 +529,114 @@ def fit_co2(
         ``stats``: ndarray of int64, shape (n_trees, 3); per tree, CCCP
         outer iterations, oblique splits, axis-aligned fallbacks.
     """
-    target = None
-    if n_classes is None:
-        y, target, params = standardize_targets(y, sample_weight, params)
-        prior = np.zeros(y.shape[1])  # the weighted mean of the standardised targets
-        n_classes = y.shape[1]
-    else:
-        prior = class_prior(y, n_classes, sample_weight, class_weight)
-        y = np.ascontiguousarray(y, dtype=np.int64)
-    mean, scale = standardization(X, sample_weight)
-    if sp.issparse(X):
-        # the sparse kernels centre each node on its own mean: the global mean cancels
-        Xs = scaled_csr(X, scale)
-        mean = np.zeros_like(mean)
-    else:
-        # no standardised copy (1 X of memory): the kernels compute (x - mean) / scale,
-        # the bits of that copy, as they read the rows (co2._node.dense_source)
-        Xs = np.ascontiguousarray(X, dtype=np.float64)
-    order = column_order(X if sp.issparse(X) else Xs)
-    node_counts = []  # shared by the threads: sizes the growth tables
-    results = parallel_map(
-        _fit_one_tree,
-        [
-            (
-                Xs,
-                y,
-                sample_weight,
-                class_weight,
-                n_classes,
-                int(s),
-                params,
-                prior,
-                mean,
-                scale,
-                target,
-                node_counts,
-                monotonic_cst,
-                order,
-            )
-            for s in seeds
-        ],
-        n_jobs=n_jobs,
-        verbose=verbose,
-        name=name,
+    data = CO2TrainingData(
+        X,
+        y,
+        sample_weight,
+        params,
+        n_classes=n_classes,
+        class_weight=class_weight,
+        monotonic_cst=monotonic_cst,
     )
-    trees = [r[0] for r in results]
-    stats = np.array([r[1] for r in results], dtype=np.int64).reshape(-1, 3)
+    progress = Progress(name, len(seeds), unit="tree", verbose=verbose)
+    trees, stats = data.grow(seeds, n_jobs=n_jobs, progress=progress)
     return trees, {"stats": stats}
+
+
+class CO2TrainingData:
+    """The data of a CO2 fit, prepared once for every tree grown from it.
+
+    :func:`fit_co2` in two steps, for a fit that grows its trees in more than
+    one parallel call (``oblique_penalty="auto"``: pilot trees at each margin,
+    then the rest at the chosen one). The features' standardisation, the
+    standardised targets, the class prior and the column order are computed
+    once; :meth:`shipped` sends the large arrays to a dask cluster once for
+    all the calls. Parameters: :func:`fit_co2`'s.
+    """
+
+    def __init__(
+        self, X, y, sample_weight, params, *, n_classes, class_weight=None, monotonic_cst=None
+    ):
+        self.target = None
+        if n_classes is None:
+            y, self.target, params = standardize_targets(y, sample_weight, params)
+            # the weighted mean of the standardised targets
+            self.prior = np.zeros(y.shape[1])
+            n_classes = y.shape[1]
+        else:
+            self.prior = class_prior(y, n_classes, sample_weight, class_weight)
+            y = np.ascontiguousarray(y, dtype=np.int64)
+        self.y, self.sample_weight, self.params = y, sample_weight, params
+        self.n_classes, self.class_weight, self.monotonic_cst = (
+            n_classes,
+            class_weight,
+            monotonic_cst,
+        )
+        self.mean, self.scale = standardization(X, sample_weight)
+        if sp.issparse(X):
+            # the sparse kernels centre each node on its own mean: the global mean cancels
+            self.X = scaled_csr(X, self.scale)
+            self.mean = np.zeros_like(self.mean)
+        else:
+            # no standardised copy (1 X of memory): the kernels compute (x - mean) / scale,
+            # the bits of that copy, as they read the rows (co2._node.dense_source)
+            self.X = np.ascontiguousarray(X, dtype=np.float64)
+        self.order = column_order(X if sp.issparse(X) else self.X)
+        self.node_counts = []  # shared by the threads: sizes the growth tables
+
+    def shipped(self):
+        """A context in which the training arrays reach a dask cluster once for every call.
+
+        See :func:`~obliquetrees._training._parallel.shared_arguments`.
+        """
+        return shared_arguments(self.X, self.y, self.sample_weight, self.order)
+
+    def grow(self, seeds, *, margins=None, n_jobs=None, progress=None):
+        """One tree per seed, in parallel.
+
+        Parameters
+        ----------
+        seeds : sequence of int
+        margins : sequence of (float or None), or None
+            The ``oblique_penalty`` of each seed's tree (None:
+            ``params.oblique_penalty`` for every tree).
+        n_jobs : int or None
+        progress : Progress or None
+            Reports each finished tree (:func:`~obliquetrees._training._parallel.parallel_map`).
+
+        Returns
+        -------
+        trees : list of ObliqueTree
+        stats : ndarray of int64, shape (n_trees, 3)
+            As :func:`fit_co2`'s ``info["stats"]``.
+        """
+        if margins is None:
+            margins = [self.params.oblique_penalty] * len(seeds)
+        params = {m: dataclasses.replace(self.params, oblique_penalty=m) for m in margins}
+        results = parallel_map(
+            _fit_one_tree,
+            [
+                (
+                    self.X,
+                    self.y,
+                    self.sample_weight,
+                    self.class_weight,
+                    self.n_classes,
+                    int(s),
+                    params[m],
+                    self.prior,
+                    self.mean,
+                    self.scale,
+                    self.target,
+                    self.node_counts,
+                    self.monotonic_cst,
+                    self.order,
+                )
+                for s, m in zip(seeds, margins, strict=True)
+            ],
+            n_jobs=n_jobs,
+            progress=progress,
+        )
+        trees = [r[0] for r in results]
+        stats = np.array([r[1] for r in results], dtype=np.int64).reshape(-1, 3)
+        return trees, stats

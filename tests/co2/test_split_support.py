@@ -53,7 +53,13 @@ def _split_gain(*args):
 def _kernel_params(**kw):
     defaults = CO2ForestClassifier().get_params()
     fields = {f: defaults[f] for f in co2.CO2Params.__dataclass_fields__ if f in defaults}
-    fields |= {"max_features": 3, "max_samples": None, "max_split_features": None}
+    # the estimator resolves oblique_penalty="auto" to a margin before the kernels
+    fields |= {
+        "max_features": 3,
+        "max_samples": None,
+        "max_split_features": None,
+        "oblique_penalty": 0.0,
+    }
     return co2.CO2Params(**(fields | kw)).kernel_args()
 
 

@@ -62,17 +62,21 @@ def test_parallel_map_keeps_the_order_and_reports_every_task(n_jobs, capsys):
 
 
 @pytest.mark.parametrize(
-    "make",
+    "make, n_grown",
     [
-        lambda v: CO2ForestClassifier(n_estimators=3, max_depth=3, verbose=v, random_state=0),
-        lambda v: CO2ForestRegressor(n_estimators=3, max_depth=3, verbose=v, random_state=0),
-        lambda v: E2EDTClassifier(
-            n_estimators=3, max_depth=2, max_epochs=1, verbose=v, random_state=0
+        # oblique_penalty="auto" grows its 3 trees at each of its 2 margins (pilots)
+        (lambda v: CO2ForestClassifier(n_estimators=3, max_depth=3, verbose=v, random_state=0), 6),
+        (lambda v: CO2ForestRegressor(n_estimators=3, max_depth=3, verbose=v, random_state=0), 3),
+        (
+            lambda v: E2EDTClassifier(
+                n_estimators=3, max_depth=2, max_epochs=1, verbose=v, random_state=0
+            ),
+            3,
         ),
     ],
     ids=["CO2ForestClassifier", "CO2ForestRegressor", "E2EDTClassifier"],
 )
-def test_forests_report_each_tree_at_verbose_1_only(make, capsys):
+def test_forests_report_each_tree_grown_at_verbose_1_only(make, n_grown, capsys):
     X, y = make_classification(n_samples=200, n_features=6, random_state=0)
     y = y.astype(float) if "Regressor" in type(make(0)).__name__ else y
     quiet = make(0).fit(X, y)
@@ -81,8 +85,9 @@ def test_forests_report_each_tree_at_verbose_1_only(make, capsys):
     lines = capsys.readouterr().out.splitlines()
     matches = [LINE.match(line) for line in lines]
     assert all(matches), lines
-    assert [m.group(1) for m in matches] == [type(loud).__name__] * 3
-    assert [int(m.group(2)) for m in matches] == [1, 2, 3]
+    assert [m.group(1) for m in matches] == [type(loud).__name__] * n_grown
+    assert [int(m.group(2)) for m in matches] == list(range(1, n_grown + 1))
+    assert lines[-1].endswith("done")
     np.testing.assert_array_equal(quiet.predict(X), loud.predict(X))
 
 
