@@ -1193,7 +1193,7 @@ class _CO2Trees:
                 f"max_samples={self.max_samples!r}: on dask input rows_per_tree gives the "
                 "rows each tree draws; leave max_samples=None."
             )
-        if self.oblique_test == "out_of_bag" and self.oblique_penalty not in (None, 0, "auto"):
+        if self._margin_needs_out_of_bag_rows():
             raise ValueError(
                 f'oblique_test="out_of_bag" with oblique_penalty={self.oblique_penalty!r}: a '
                 "tree of a dask fit receives only the rows it drew, none out of bag, so no "
@@ -1214,7 +1214,8 @@ class _CO2Trees:
             for field in dataclasses.fields(CO2Params)
             if field.name not in resolved
         }
-        params["oblique_penalty"] = _dask_margin(template.oblique_penalty)
+        # no tree of a dask fit has out-of-bag rows: "auto" is 0, as without bootstrap
+        params["oblique_penalty"] = template._oblique_margin(False, None)
         classifier = is_classifier(self)
         return NodeStep(
             rows=rows,
@@ -1235,17 +1236,8 @@ class _CO2Trees:
         self.max_features_, self.max_split_features_ = next(r[2] for r in results if r[2])
         stats = np.array([r[1] for r in results], dtype=np.int64).reshape(-1, 2)
         self._store_trees([r[0] for r in results], stats, None, None)
-        self.oblique_penalty_ = _dask_margin(self.oblique_penalty)
+        self.oblique_penalty_ = self._oblique_margin(False, None)
         self._remember_constraints(check_monotonic_cst(self, self.monotonic_cst))
-
-
-def _dask_margin(oblique_penalty):
-    """The margin of a dask fit's CO2 trees: ``"auto"`` is 0, as without bootstrap in memory.
-
-    No tree receives out-of-bag rows, so no pilot could choose (and at margin
-    0 a node without out-of-bag rows keeps its oblique split).
-    """
-    return 0.0 if oblique_penalty == "auto" else oblique_penalty
 
 
 class _E2EDTTrees:

@@ -76,18 +76,25 @@ class _BaseCO2Forest(BaseObliqueForest):
         **RUN_CONSTRAINTS,
     }
 
+    def _margin_needs_out_of_bag_rows(self):
+        """Whether the out-of-bag test at this ``oblique_penalty`` needs rows out of bag.
+
+        A positive margin does: without such rows no oblique split could gain
+        it. At margin 0 a node without out-of-bag rows keeps its oblique split
+        (the paper), and ``"auto"`` falls back to margin 0 where no row is out
+        of bag (:meth:`_oblique_margin`).
+        """
+        return self.oblique_test == "out_of_bag" and self.oblique_penalty not in (None, 0, "auto")
+
     def _check_bootstrap_parameters(self):
         """Raise ``ValueError`` for a parameter that needs ``bootstrap=True`` without it."""
         if self.bootstrap:
             return
         if self.oob_score:
             raise ValueError("Out-of-bag estimation needs bootstrap=True.")
-        margin = self.oblique_penalty
-        # "auto" falls back to margin 0 without out-of-bag rows (_oblique_margin)
-        if self.oblique_test == "out_of_bag" and margin not in (None, 0, "auto"):
-            # at margin 0 a node without out-of-bag rows keeps its oblique split (the paper)
+        if self._margin_needs_out_of_bag_rows():
             raise ValueError(
-                f'oblique_test="out_of_bag" with oblique_penalty={margin!r} needs '
+                f'oblique_test="out_of_bag" with oblique_penalty={self.oblique_penalty!r} needs '
                 "bootstrap=True: without bootstrap no row is out of bag, so no oblique "
                 "split could gain a positive margin; set bootstrap=True, "
                 'oblique_penalty=0 or oblique_test="fit".'
