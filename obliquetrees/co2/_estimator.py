@@ -31,7 +31,7 @@ MIN_TREE_BYTES = 4096
 #: ``oblique_penalty="auto"``: the margins of the out-of-bag test the forest chooses
 #: between, and the pilot trees it grows at each to choose (:meth:`_grow_auto`).
 AUTO_MARGINS = (0.0, 2.0)
-AUTO_PILOT_TREES = 5
+AUTO_PILOT_TREES = 2
 #: The second margin is chosen only when its pilot's mean out-of-bag loss is lower by
 #: more than this many standard errors of the paired per-row differences.
 AUTO_STANDARD_ERRORS = 1.0
@@ -744,11 +744,11 @@ class CO2ForestClassifier(ObliqueClassifierMixin, _BaseCO2Forest):
       scored 0.592 at margin 2 against 0.562 at 0, letter 0.953 against
       0.960, and every fixed setting that lifted poker (a margin, a support
       of ``sqrt(n_features)``, no oblique split in small nodes) lost letter,
-      usps or satimage. Five pilot trees grow at each margin from the same
+      usps or satimage. Two pilot trees grow at each margin from the same
       bootstraps; margin 2 is chosen only when its pilot forest's
       out-of-bag log-loss is lower by more than one standard error of the
       paired per-row differences, and the chosen pilot trees are kept (the
-      forest is the one grown at that margin; five trees more of fit
+      forest is the one grown at that margin; two trees more of fit
       time). Against margin 0 on the 20 classification sets' validation
       parts (family ``co2-classifier-auto``): poker won (0.587 against
       0.562; margin 2 in 4 of 5 runs), 19 tied, none lost, the better

@@ -77,12 +77,12 @@ oblique_penalty : float, "auto" or None, default={penalty}
     drop of the weighted entropy of the two sides; targets:
     ``N / 2 log(SSE_axis / SSE_oblique)``, Gaussian sides). None always
     keeps the oblique split (the paper). ``"auto"`` chooses 0 or 2 for the
-    whole forest: five pilot trees grow at each (the same bootstraps), and
+    whole forest: two pilot trees grow at each (the same bootstraps), and
     2 is chosen only when its pilot forest's loss on the training rows they
     left out (classes: log-loss, each row's probability floored at 1e-3;
     targets: squared error) is lower by more than one standard error of the
     paired differences; the chosen pilot trees are kept, at the cost of
-    five trees more. The margin grown with is ``oblique_penalty_``.
+    two trees more. The margin grown with is ``oblique_penalty_``.
     Without bootstrap (no row out of bag) and on dask input ``"auto"`` takes
     0; a warm start grows its new trees at the margin of the kept ones.
 oblique_test : {{"fit", "out_of_bag"}}, default={test}

@@ -82,7 +82,7 @@ def test_auto_chooses_either_margin():
     # a margin of 2 nats keeps fewer oblique splits; which pays depends on the data
     chosen = set()
     for seed in range(6):
-        X, y = _data(seed, n=400)
+        X, y = _data(seed, n=1000)
         flip = np.random.default_rng(seed).random(y.shape[0]) < 0.3 * (seed % 2)
         y = np.where(flip, (y + 1) % 3, y)  # label noise on odd seeds
         model = CO2ForestClassifier(10, oblique_penalty="auto", random_state=seed).fit(X, y)
@@ -90,8 +90,8 @@ def test_auto_chooses_either_margin():
     assert chosen == set(AUTO_MARGINS)
 
 
-@pytest.mark.parametrize("n_estimators", [1, 3])
-def test_auto_with_fewer_trees_than_pilots(n_estimators):
+@pytest.mark.parametrize("n_estimators", [1, AUTO_PILOT_TREES])
+def test_auto_with_no_more_trees_than_pilots(n_estimators):
     X, y = _data()
     kw = dict(n_estimators=n_estimators, random_state=0, max_depth=6)
     auto = CO2ForestClassifier(oblique_penalty="auto", **kw).fit(X, y)
