@@ -103,7 +103,8 @@ class CO2ForestRegressor(ObliqueRegressorMixin, _BaseCO2Forest):
         seed per tree is drawn up front.
     verbose : int, default=0
         0 is quiet; at 1 and above one line per finished tree, with the
-        time elapsed and an estimate of the time left.
+        time elapsed and an estimate of the time left (``"auto"``'s pilot
+        trees count: the lines number the trees grown).
     warm_start : bool, default=False
         Reuse the trees of the previous fit and add new ones up to
         ``n_estimators``; the result equals a cold fit with the same
