@@ -126,7 +126,7 @@ def shared_arguments(*arrays):
     would ship its training data once per call. Under that backend the block
     runs on a new backend of the same client that broadcast ``arrays`` up
     front (joblib's ``scatter``), which every call then reuses; under any
-    other backend the block runs unchanged. None entries are skipped.
+    other backend the block runs unchanged.
     """
     backend, n_jobs = get_active_backend()
     dask_backend = BACKENDS.get("dask")  # registered once a dask backend was asked for
@@ -135,7 +135,7 @@ def shared_arguments(*arrays):
         return
     shipping = dask_backend(
         client=backend.client,
-        scatter=[a for a in arrays if a is not None],
+        scatter=list(arrays),
         wait_for_workers_timeout=backend.wait_for_workers_timeout,
         **backend.submit_kwargs,
     )

@@ -587,9 +587,12 @@ class CO2TrainingData:
     def shipped(self):
         """A context in which the training arrays reach a dask cluster once for every call.
 
-        See :func:`~obliquetrees._training._parallel.shared_arguments`.
+        See :func:`~obliquetrees._training._parallel.shared_arguments`. A
+        CSR triple is not among them: it travels inside its tuple, pickled
+        with each task, as in a fit of one call.
         """
-        return shared_arguments(self.X, self.y, self.sample_weight, self.order)
+        arrays = (self.X, self.y, self.sample_weight, self.order)
+        return shared_arguments(*(a for a in arrays if isinstance(a, np.ndarray)))
 
     def grow(self, seeds, *, margins=None, n_jobs=None, progress=None):
         """One tree per seed, in parallel.
