@@ -1,4 +1,5 @@
-"""The suite's warm-up: what it fits before the timed runs, and that it never loses a pair.
+"""The suite's warm-up (what it fits before the timed runs, and that it never loses a pair)
+and its report's cost table.
 
 Runs no benchmark and needs no data (synthetic arrays, scikit-learn's tree).
 """
@@ -6,7 +7,14 @@ Runs no benchmark and needs no data (synthetic arrays, scikit-learn's tree).
 import numpy as np
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
-from benchmarks.bench_suite import N_RUNS, WARM_UP_ROWS, summarize, warm_up, warm_up_rows
+from benchmarks.bench_suite import (
+    N_RUNS,
+    WARM_UP_ROWS,
+    _cost_ratios,
+    summarize,
+    warm_up,
+    warm_up_rows,
+)
 
 
 def test_the_warm_up_rows_hold_every_class_even_a_rare_one():
@@ -58,3 +66,27 @@ def test_the_summary_has_the_median_fit_cpu_only_when_every_run_timed_it():
     old = summarize(_cells([{"fit CPU s": 1.0}] + [{}] * (N_RUNS - 1)))
     assert old[("d", "e")]["fit CPU s"] == ""
     assert old[("d", "e")]["fit s"] == 3.0
+
+
+def test_the_cost_table_summarises_the_per_set_ratios_of_medians():
+    def ok(fit_cpu, predict):
+        return {"status": "ok", "fit CPU s": fit_cpu, "predict s": predict}
+
+    summary = {
+        ("a", "CO2(30)"): ok(2.0, 1.0),
+        ("a", "ET(100)"): ok(1.0, 9.0),
+        ("a", "RF(30)"): ok(9.0, 0.5),
+        ("b", "CO2(30)"): ok(3.0, 3.0),
+        ("b", "ET(100)"): ok(1.0, 9.0),
+        ("b", "RF(30)"): ok(9.0, 1.0),
+        ("c", "CO2(30)"): ok(8.0, 1.0),  # no ET(100) cell: left out of the fit column
+        ("c", "RF(30)"): ok(9.0, 4.0),
+        ("d", "CO2(30)"): {"status": "timeout"},
+        ("d", "ET(100)"): ok(1.0, 9.0),
+        ("d", "RF(30)"): ok(9.0, 1.0),
+    }
+    (row,) = _cost_ratios(summary, ["a", "b", "c", "d"], ["CO2(30)", "RF(30)"])
+    assert row["estimator"] == "CO2(30)"
+    # fit CPU: 2 and 3 -> median 2.5; predict: 2, 3 and 0.25 -> median 2
+    assert row["fit CPU / ET(100)"] == "2.50 (2.00-3.00; 2 sets)"
+    assert row["predict / RF(30)"] == "2.00 (0.25-3.00; 3 sets)"
