@@ -112,3 +112,21 @@ def test_dask_backend_ships_the_training_data_once(cls, dask_client, monkeypatch
     # X in the user's dtype and at most one internal (standardised) copy of it
     assert sum(a.nbytes for a in arrays) <= 2.5 * X.nbytes, [a.shape for a in arrays]
     assert sum(a.nbytes >= X.nbytes / 2 and a.ndim == 2 for a in arrays) <= 2
+
+
+@pytest.mark.slow
+def test_dask_backend_fits_the_same_data_again_after_the_first_model_is_gone(dask_client):
+    # the training arrays are broadcast once per fit under keys of their own: keyed by a hash
+    # of their contents, the first fit's futures, released when its backend is collected,
+    # would cancel the second fit's tasks ("lost dependencies")
+    import gc
+
+    cls = JOBLIB_FORESTS[0]
+    X, y = _data(cls)
+    reference = _state(_make(cls, n_jobs=1).fit(X, y), X)
+    with joblib.parallel_backend("dask"):
+        for _ in range(3):
+            model = _make(cls, n_jobs=-1).fit(X, y)
+            assert _state(model, X) == reference
+            del model
+            gc.collect()

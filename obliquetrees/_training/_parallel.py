@@ -124,9 +124,10 @@ def shared_arguments(*arrays):
     joblib's dask backend scatters each large argument to the cluster once
     per ``Parallel`` call, so a fit that grows its trees in several calls
     would ship its training data once per call. Under that backend the block
-    runs on a new backend of the same client that broadcast ``arrays`` up
-    front (joblib's ``scatter``), which every call then reuses; under any
-    other backend the block runs unchanged.
+    runs on a new backend of the same client whose scattered data (joblib's
+    ``data_futures``) are ``arrays``, broadcast once up front; under any
+    other backend, or a joblib without that attribute, the block runs
+    unchanged.
     """
     backend, n_jobs = get_active_backend()
     dask_backend = BACKENDS.get("dask")  # registered once a dask backend was asked for
@@ -135,9 +136,20 @@ def shared_arguments(*arrays):
         return
     shipping = dask_backend(
         client=backend.client,
-        scatter=list(arrays),
         wait_for_workers_timeout=backend.wait_for_workers_timeout,
         **backend.submit_kwargs,
     )
-    with parallel_config(backend=shipping, n_jobs=n_jobs):
+    if not isinstance(getattr(shipping, "data_futures", None), dict):
         yield
+        return
+    # not joblib's scatter=: it keys the data by a hash of its contents, so two fits on equal
+    # arrays share keys, and the first's futures, released when its backend is collected,
+    # cancel the second's tasks ("lost dependencies"); joblib's own per-call scatter does
+    # not hash either
+    futures = backend.client.scatter(list(arrays), broadcast=True, hash=False)
+    shipping.data_futures = {id(a): f for a, f in zip(arrays, futures, strict=True)}
+    try:
+        with parallel_config(backend=shipping, n_jobs=n_jobs):
+            yield
+    finally:
+        shipping.data_futures = {}
