@@ -511,6 +511,20 @@ def report(cells, protocol):
         _figure(records)
 
 
+def per_set_ratios(summary, names, label, other, key):
+    """Per data set of ``names`` where both ran: ``label``'s median ``key`` over ``other``'s.
+
+    Sets where either has no such median (cells from before the suite timed
+    the fit CPU hold ``""``) are left out.
+    """
+    ratios = []
+    for data in names:
+        a, b = summary.get((data, label), {}), summary.get((data, other), {})
+        if a.get("status") == b.get("status") == "ok" and "" not in (a[key], b[key]):
+            ratios.append(a[key] / b[key])
+    return ratios
+
+
 def _cost_ratios(summary, names, labels):
     """Each of our estimators' fit CPU against :data:`COST_FIT_PEER`'s and predict time
     against :data:`REFERENCE`'s: the per-set ratio of medians, summarised over data sets.
@@ -525,11 +539,7 @@ def _cost_ratios(summary, names, labels):
             (f"fit CPU / {COST_FIT_PEER}", COST_FIT_PEER, "fit CPU s"),
             (f"predict / {REFERENCE}", REFERENCE, "predict s"),
         ):
-            ratios = []
-            for data in names:
-                a, b = summary.get((data, ours), {}), summary.get((data, peer), {})
-                if a.get("status") == b.get("status") == "ok" and "" not in (a[key], b[key]):
-                    ratios.append(a[key] / b[key])
+            ratios = per_set_ratios(summary, names, ours, peer, key)
             row[column] = (
                 f"{np.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f}; {len(ratios)} sets)"
                 if ratios

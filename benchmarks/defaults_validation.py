@@ -256,6 +256,7 @@ from benchmarks.bench_suite import (
     N_RUNS,
     compare,
     data_sets,
+    per_set_ratios,
     ranks,
     run_missing,
     summarize,
@@ -487,13 +488,7 @@ RESULTS = "defaults_validation.json"
 
 def fit_time_ratios(summary, names, label, default):
     """Per data set of ``names`` run by both: ``label``'s median fit time over ``default``'s."""
-    return [
-        summary[(d, label)]["fit s"] / summary[(d, default)]["fit s"]
-        for d in names
-        if summary.get((d, label), {}).get("status")
-        == summary.get((d, default), {}).get("status")
-        == "ok"
-    ]
+    return per_set_ratios(summary, names, label, default, "fit s")
 
 
 def decide(summary, names, labels, rule="accuracy", not_defaults=()):
