@@ -91,7 +91,7 @@ CONSTRAINED_RESTARTS = {"regression": 3, "classification": 1}
 #: Factor on the Adam step (``learning_rate``, and the finetune's own when set) of
 #: every tree a constrained fit trains (:func:`constrained_params`), by task; chosen on
 #: validation parts (``benchmarks/results/monotonic_defaults_e2edt-step-classifier.md``).
-CONSTRAINED_STEP_SCALE = {"regression": 1.0, "classification": 1.0}
+CONSTRAINED_STEP_SCALE = {"regression": 1.0, "classification": 3.0}
 #: Largest depth of a constrained regressor's tree of the free inputs
 #: (:func:`_with_free_tree`; None: no free tree), chosen on validation parts
 #: (``benchmarks/results/monotonic_defaults_e2edt-free-depth.md``).

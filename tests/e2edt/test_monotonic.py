@@ -105,3 +105,44 @@ def test_soft_routing_refits_constrained_leaves_to_the_soft_prediction(seed, mon
         error_means = np.mean((soft.predict(X) - y) ** 2)
         assert error_soft <= error_means
         assert error_soft < 0.999 * error_means  # the refit moved them
+
+
+@pytest.mark.parametrize("finetune_rate", [None, 0.002])
+def test_constrained_params_scale_the_steps_of_constrained_fits_only(finetune_rate, monkeypatch):
+    """:func:`~obliquetrees.e2edt.training.constrained_params`: a constrained fit's greedy and
+    finetune steps times its task's ``CONSTRAINED_STEP_SCALE`` (the finetune's own rate
+    only when set); no constraints, or a factor of 1: the same parameters."""
+    from tests.e2edt._params import e2edt_params
+
+    monkeypatch.setattr(
+        training, "CONSTRAINED_STEP_SCALE", {"regression": 1.0, "classification": 10.0}
+    )
+    params = e2edt_params(learning_rate=0.001, finetune_learning_rate=finetune_rate)
+    sign = np.array([1, 0, -1], dtype=np.int8)
+    scaled = training.constrained_params(params, sign, n_classes=2)
+    assert scaled.learning_rate == pytest.approx(0.01)
+    assert scaled.finetune_learning_rate == (None if finetune_rate is None else 0.02)
+    assert training.constrained_params(params, None, n_classes=2) is params
+    assert training.constrained_params(params, sign, n_classes=None) is params
+
+
+@pytest.mark.parametrize("classifier", [False, True])
+def test_a_constrained_fit_trains_with_the_scaled_steps(classifier, monkeypatch):
+    """The estimator's fit reaches the trees with its task's scaled step under
+    constraints, and with its own ``learning_rate`` without them."""
+    monkeypatch.setattr(
+        training, "CONSTRAINED_STEP_SCALE", {"regression": 3.0, "classification": 10.0}
+    )
+    seen = []
+    fit_one_tree = training._fit_one_tree
+
+    def recording_fit(*args):
+        seen.append(args[7].learning_rate)  # the E2EDTParams argument
+        return fit_one_tree(*args)
+
+    monkeypatch.setattr(training, "_fit_one_tree", recording_fit)
+    X, y, labels, cst = monotone_problem(0)
+    target = labels if classifier else y
+    _make(classifier, learning_rate=0.002, monotonic_cst=cst).fit(X, target)
+    _make(classifier, learning_rate=0.002).fit(X, target)
+    assert seen == pytest.approx([0.002 * (10.0 if classifier else 3.0), 0.002])
