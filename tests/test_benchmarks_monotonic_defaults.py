@@ -55,13 +55,11 @@ def test_a_candidate_is_set_only_inside_its_block(family, candidate):
             training.FREE_TREE_DEPTH,
             training.LOGIT_ROUNDS,
             dict(training.CONSTRAINED_RESTARTS),
-            dict(training.CONSTRAINED_STEP_SCALE),
             soft_training.FREE_TREE,
         )
 
     saved = constants()
     restarts_before = dict(training.CONSTRAINED_RESTARTS)
-    steps_before = dict(training.CONSTRAINED_STEP_SCALE)
     with candidate_settings(family, candidate):
         if family == "co2-refine":
             assert CO2ForestRegressor._refines_leaves is (candidate != OFF)
@@ -74,9 +72,6 @@ def test_a_candidate_is_set_only_inside_its_block(family, candidate):
             assert soft_training.FREE_TREE is (candidate != OFF)
         elif family == "e2edt-logit-rounds":
             assert training.LOGIT_ROUNDS == (0 if candidate == OFF else int(candidate))
-        elif family == "e2edt-step-classifier":
-            task = FAMILIES[family].task
-            assert training.CONSTRAINED_STEP_SCALE == {**steps_before, task: float(candidate)}
         elif family.startswith("e2edt-restarts"):
             task = FAMILIES[family].task
             assert training.CONSTRAINED_RESTARTS == {**restarts_before, task: int(candidate)}

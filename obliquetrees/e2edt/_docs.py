@@ -493,22 +493,6 @@ LOGIT_FREE_TREE_NOTE = """
 
 """
 
-STEP_NOTE = """
-    A constrained classifier trains every tree of its fit with three times
-    the Adam step it is given (``CONSTRAINED_STEP_SCALE``, greedy growth and
-    finetune alike; ``learning_rate=0.001`` trains at 0.003). Ours: an
-    ordered split keeps every leaf of one side below every leaf of the
-    other, so a constrained tree is only as good as the directions of its
-    ordered splits, which the paper's step moves little in the epochs given.
-    The factor was chosen on validation parts among 1, 3 and 10
-    (``benchmarks/results/monotonic_defaults_e2edt-step-classifier.md``:
-    mean rank 1.75 against 1.875 for 1); left one data set out, it moved
-    test accuracy by -0.83, 0, +0.35 and 0 points on the synthetic set,
-    breast_cancer_wisconsin, pima and wdbc. The regressor, whose default
-    step is already ten times the classifier's, keeps its own.
-
-"""
-
 REFERENCES = """
     References
     ----------
@@ -595,7 +579,6 @@ CLASSIFIER = compose(
     SPARSE_NOTE,
     MONOTONIC_NOTE,
     LOGIT_FREE_TREE_NOTE,
-    STEP_NOTE,
     REFERENCES,
     CLASSIFIER_EXAMPLES,
     forest_output="class\n        distributions (eq. 20)",

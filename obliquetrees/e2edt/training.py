@@ -88,10 +88,6 @@ RESTART_STREAM = 4
 #: training loss is kept (:func:`_least_loss_fit`), by task; chosen on validation
 #: parts (``benchmarks/results/monotonic_defaults_e2edt-restarts*.md``).
 CONSTRAINED_RESTARTS = {"regression": 3, "classification": 1}
-#: Factor on the Adam step (``learning_rate``, and the finetune's own when set) of
-#: every tree a constrained fit trains (:func:`constrained_params`), by task; chosen on
-#: validation parts (``benchmarks/results/monotonic_defaults_e2edt-step-classifier.md``).
-CONSTRAINED_STEP_SCALE = {"regression": 1.0, "classification": 3.0}
 #: Largest depth of a constrained regressor's tree of the free inputs
 #: (:func:`_with_free_tree`; None: no free tree), chosen on validation parts
 #: (``benchmarks/results/monotonic_defaults_e2edt-free-depth.md``).
@@ -225,7 +221,6 @@ def fit_e2edt(
     leaves = leaf_model(y, n_classes, sample_weight)
     y = leaves.training_targets(y)
     sign = constraint_signs(monotonic_cst, n_features)
-    params = constrained_params(params, sign, n_classes)
     # epoch lines: at verbose=1 for a single tree, at verbose=2 for a forest's trees
     per_epoch = verbose >= (1 if len(seeds) == 1 else 2)
     labels = [
@@ -249,31 +244,6 @@ def fit_e2edt(
     ]
     results = parallel_map(_fit_one_tree, args, n_jobs=n_jobs, verbose=verbose, name=name)
     return [tree for tree, _ in results], {"steepness": [steep for _, steep in results]}
-
-
-def constrained_params(params, sign, n_classes):
-    """``params`` with the Adam steps of a constrained fit (``sign`` not None): the
-    greedy and finetune steps times :data:`CONSTRAINED_STEP_SCALE` of the task.
-
-    Ours (issue 41). An ordered split bounds every leaf of one side by every
-    leaf of the other, so a constrained tree is only as good as the directions
-    of its ordered splits (near the root above all), which the paper's step
-    (0.001, the classifier's default) moves little in the epochs given: on the
-    classification synthetic set of ``benchmarks/bench_monotonic.py`` the
-    constrained tree's root stayed near the direction EM first found and its
-    training accuracy ranged 0.80-0.90 with the seed. Whether a larger step
-    pays is chosen per task on validation parts. Without constraints,
-    ``params`` unchanged.
-    """
-    scale = CONSTRAINED_STEP_SCALE["regression" if n_classes is None else "classification"]
-    if sign is None or scale == 1.0:
-        return params
-    finetune_rate = params.finetune_learning_rate
-    return replace(
-        params,
-        learning_rate=params.learning_rate * scale,
-        finetune_learning_rate=None if finetune_rate is None else finetune_rate * scale,
-    )
 
 
 def _standardized_float32(X, mean, scale, block=4096):
