@@ -87,7 +87,7 @@ RESTART_STREAM = 4
 #: Fits of a constrained tree, each from its own seed, of which the one of least
 #: training loss is kept (:func:`_least_loss_fit`), by task; chosen on validation
 #: parts (``benchmarks/results/monotonic_defaults_e2edt-restarts*.md``).
-CONSTRAINED_RESTARTS = {"regression": 3, "classification": 1}
+CONSTRAINED_RESTARTS = {"regression": 3, "classification": 5}
 #: Largest depth of a constrained regressor's tree of the free inputs
 #: (:func:`_with_free_tree`; None: no free tree), chosen on validation parts
 #: (``benchmarks/results/monotonic_defaults_e2edt-free-depth.md``).
