@@ -226,8 +226,8 @@ class CO2ForestRegressor(ObliqueRegressorMixin, _BaseCO2Forest):
     Each tree ordered on its own clamps leaves that hold one or two
     bootstrap rows, and the average of such trees paid for every clamp (on
     ``concrete``, 2.0 of the 2.8 points of R^2 x 100 the constraints took).
-    A pass moves every leaf of one tree after another by half its in-bag
-    rows' mean residual against the whole forest, then orders that tree
+    A pass moves every leaf of one tree after another by its in-bag rows'
+    mean residual against the whole forest, then orders that tree
     again, so every tree stays monotone and the others make up for its
     clamp (backfitting, as in Ren et al.'s global refinement of random
     forests, each tree projected on its order). The number of passes
