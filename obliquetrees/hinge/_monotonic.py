@@ -35,12 +35,13 @@ pool decisions' all-right path (``>= 0``) and all-left path (``<= 0``) can be
 non-zero: the constrained inputs act through an intersection of ``k`` oblique
 half-spaces (on both sides), a finer monotone region than one margin, at the
 price of the other leaves, kept at 0. The binary classifiers' validation runs
-chose 4 levels on three seeds and 3 on ten, the regressors' 1. Without the
-linear layer (``n_hinge_features=None``) the hinge features are the inputs: the pool is the
-constrained inputs (``dir = c``), and if every input is constrained, deeper
-decisions use them too and the condition zeroes the leaves it must.
-Projections after every optimiser step (projected Adam/AdaGrad/SGD) keep the
-condition; the missing-value indicator inputs are free.
+chose 4 levels on three seeds and 3 on ten, the regressors' 1 on both. Without
+the linear layer (``n_hinge_features=None``) the hinge features are the
+inputs: the pool is the constrained inputs (``dir = c``), and if every input
+is constrained, deeper decisions use them too and the condition zeroes the
+leaves it must. Projections after every optimiser step (projected
+Adam/AdaGrad/SGD) keep the condition; the missing-value indicator inputs are
+free.
 """
 
 import numpy as np
