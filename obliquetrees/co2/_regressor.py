@@ -233,14 +233,15 @@ class CO2ForestRegressor(ObliqueRegressorMixin, _BaseCO2Forest):
     forests, each tree projected on its order). The number of passes
     (``n_refine_passes_``) is chosen on 20 % of the training rows held out
     from a second forest of the same parameters and seeds grown on the
-    other 80 %: a constrained fit took 2.1 s against 0.5 s unrefined on
-    ``concrete`` (50 passes, most of it the passes' re-ordering) and 7.8 s
-    against 4.1 s on 5000 rows of ``california_housing`` (1 pass). The
-    refinement and its step were chosen on validation parts, leaving one
-    data set out (``benchmarks/results/monotonic_defaults_co2-refine.md``);
-    against unconstrained fits (``benchmarks/results/monotonic.md``) the
-    constrained forest went from 2.8 points of R^2 x 100 below to 0.8 above
-    on ``concrete``, and scores above on the other three sets. A warm
+    other 80 %: on one thread of an Intel Xeon a constrained fit took 3.2 s
+    against 1.1 s unrefined on ``concrete`` (36 passes, most of it the
+    passes' re-ordering) and 17.4 s against 9.3 s on 5000 rows of
+    ``california_housing`` (1 pass). The refinement and its step were
+    chosen on validation parts, leaving one data set out
+    (``benchmarks/results/monotonic_defaults_co2-refine.md``); against
+    unconstrained fits (``benchmarks/results/monotonic.md``) the constrained
+    forest went from 2.8 points of R^2 x 100 below to 0.5 above on
+    ``concrete``, and scores above on the other three sets. A warm
     start refines the enlarged forest again from the values its kept trees
     had (not the same model as a cold fit of as many trees), and a fit on
     dask collections (:mod:`obliquetrees.dask`) does not refine: its rows
