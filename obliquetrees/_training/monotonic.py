@@ -287,6 +287,22 @@ def order_leaves(children_left, children_right, ordered, value, weight):
 LEAST_SQUARES_MAX_STEPS = 500
 LEAST_SQUARES_TOL = 1e-10
 
+#: :func:`leaf_bounds`: the box of a soft refit's leaves is the fitted targets'
+#: range widened on each side by this fraction of its width (a soft
+#: prediction is a mixture of leaves, so a leaf may need to lie beyond every
+#: target for the mixture to reach the extreme ones).
+LEAF_RANGE_MARGIN = 1.0
+
+
+def leaf_bounds(target, weight):
+    """``(lo, hi)`` for :func:`least_squares_leaves`: the range of ``target`` over the
+    rows of positive ``weight``, widened on each side by :data:`LEAF_RANGE_MARGIN`
+    times its width."""
+    fitted = target[weight > 0]
+    lo, hi = float(fitted.min()), float(fitted.max())
+    margin = LEAF_RANGE_MARGIN * (hi - lo)
+    return lo - margin, hi + margin
+
 
 def normal_equations(blocks, weight, target, n_leaves):
     """``(P' S P, P' S target)`` of :func:`least_squares_leaves`, summed block by block.
@@ -304,7 +320,9 @@ def normal_equations(blocks, weight, target, n_leaves):
     return gram, rhs
 
 
-def least_squares_leaves(children_left, children_right, ordered, leaves, gram, rhs, start):
+def least_squares_leaves(
+    children_left, children_right, ordered, leaves, gram, rhs, start, bounds=None
+):
     """Leaf values lowering ``f(v) = v' gram v / 2 - rhs' v`` under the ordering constraints.
 
     For a soft prediction ``P v`` (rows of ``P``: a training row's path
@@ -325,6 +343,15 @@ def least_squares_leaves(children_left, children_right, ordered, leaves, gram, r
     short of it. Every accepted step lowers ``f``, so the result is feasible
     and never worse than ``start``.
 
+    ``bounds = (lo, hi)`` adds ``lo <= v <= hi`` (callers pass
+    :func:`leaf_bounds`): a leaf that almost no row reaches has almost no weight
+    in ``gram``, and the unbounded minimum may give it any value (an
+    E2EDTRegressor leaf of -3039 against targets in [-2.7, 5.2] predicted
+    -446 for a row that reached it). Each step clips the projection to the
+    bounds; clipping keeps every order, so the steps stay feasible (for a
+    weighted isotonic fit the clipped projection is the projection onto the
+    order and the bounds together, Barlow et al. 1972).
+
     Parameters
     ----------
     children_left, children_right : ndarray of int64 (n_nodes,)
@@ -336,7 +363,9 @@ def least_squares_leaves(children_left, children_right, ordered, leaves, gram, r
         Symmetric, no negative entry.
     rhs : ndarray of float64 (n_leaves,)
     start : ndarray of float64 (n_leaves,)
-        Leaf values satisfying the constraints.
+        Leaf values satisfying the constraints (clipped to ``bounds``).
+    bounds : tuple of float or None, default=None
+        ``(lo, hi)``, ``lo <= hi``: every leaf value stays in ``[lo, hi]``.
 
     Returns
     -------
@@ -355,9 +384,11 @@ def least_squares_leaves(children_left, children_right, ordered, leaves, gram, r
         full = np.zeros(n_nodes)
         full[leaves] = v - (gram @ v - rhs) / metric
         order_leaves(children_left, children_right, ordered, full, node_mass)
-        return full[leaves]
+        return full[leaves] if bounds is None else np.clip(full[leaves], *bounds)
 
     x = np.asarray(start, dtype=np.float64).copy()
+    if bounds is not None:
+        x = np.clip(x, *bounds)
     fx = objective(x)
     scale = max(abs(fx), float(np.abs(rhs).sum()) * float(np.abs(x).max(initial=0.0)), 1e-300)
     z, t = x, 1.0

@@ -54,6 +54,7 @@ from obliquetrees._training._weights import balanced_class_weight
 from obliquetrees._training.leaf_models import as_leaf_model, leaf_model
 from obliquetrees._training.monotonic import (
     constraint_signs,
+    leaf_bounds,
     least_squares_leaves,
     mixed_free_inputs,
     normal_equations,
@@ -885,13 +886,16 @@ def _soft_least_squares(tt, tree, steepness, X, y, row_weight, leaves, values):
     R^2 x 100 +2.4 on california_housing and +1.1 on concrete in
     ``benchmarks/results/monotonic.md``'s setting (E2EDT at its defaults,
     3 seeds). Done on the standardised targets ``y`` (rows of ``P`` sum to 1,
-    so the fit commutes with the affine map back). Returns the leaves'
-    column 0 in raw units.
+    so the fit commutes with the affine map back), every leaf kept within
+    :func:`~obliquetrees._training.monotonic.leaf_bounds` of the targets of
+    the rows it fits (a leaf few rows reach could otherwise take any value).
+    Returns the leaves' column 0 in raw units.
     """
     leaf = tt.leaf_nodes
     gram, rhs = _soft_gram(tree, steepness, X, y[:, 0], row_weight, leaf)
     start = (values[:, 0] - leaves.mean[0]) / leaves.scale[0]
-    fitted = least_squares_leaves(tt.left, tt.right, tt.ordered, leaf, gram, rhs, start)
+    bounds = leaf_bounds(y[:, 0], row_weight)
+    fitted = least_squares_leaves(tt.left, tt.right, tt.ordered, leaf, gram, rhs, start, bounds)
     return fitted * leaves.scale[0] + leaves.mean[0]
 
 

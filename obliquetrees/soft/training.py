@@ -47,6 +47,7 @@ from obliquetrees._training._rows import sorted_columns, sparse_rows, take_rows
 from obliquetrees._training.grower import Grower
 from obliquetrees._training.monotonic import (
     constraint_signs,
+    leaf_bounds,
     leaf_interval,
     least_squares_leaves,
     mixed_free_inputs,
@@ -514,7 +515,9 @@ def joint_leaves(tree, m, split, train, valid, metric):
     weighted least-squares fit of its output ``P z`` (``P``: every training
     row's leaf path probabilities) under the ordering
     (:func:`~obliquetrees._training.monotonic.least_squares_leaves`, from the
-    current leaves and the new pair at their node's value, a feasible start).
+    current leaves and the new pair at their node's value, a feasible start;
+    every leaf within :func:`~obliquetrees._training.monotonic.leaf_bounds` of
+    the training targets ``R``).
     ``train`` and ``valid`` are ``(X, R, sw)``. Returns the validation error,
     the split tree ``(children_left, children_right, W, b, n_nodes, leaves)``
     (``m``'s children numbered next, as the grower numbers them), the
@@ -540,7 +543,8 @@ def joint_leaves(tree, m, split, train, valid, metric):
     blocks = _leaf_paths(X, R.shape[0], grown)
     gram, rhs = normal_equations(blocks, sw, R[:, 0], leaves.shape[0])
     start = np.append(Z[:n_nodes, 0], [Z[m, 0], Z[m, 0]])[leaves]
-    z = least_squares_leaves(cl, cr, ordered, leaves, gram, rhs, start)
+    bounds = leaf_bounds(R[:, 0], sw)
+    z = least_squares_leaves(cl, cr, ordered, leaves, gram, rhs, start, bounds)
     Xv, Rv, swv = valid
     Fv = tree_output(Xv, Rv.shape[0], grown, z)
     error = _k.mean_error(Fv, Rv, swv, _k.LOSS_SQUARED, metric)

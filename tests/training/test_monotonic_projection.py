@@ -246,6 +246,79 @@ def test_least_squares_leaves_never_leave_the_constraints_nor_rise(seed):
     assert f_best - 1e-9 * abs(f_best) <= f_got <= f_start
 
 
+def _bounded_reference(left, right, ordered, leaves, gram, rhs, bounds):
+    """The bounded minimum by scipy's SLSQP (a general solver, for small problems)."""
+    from scipy.optimize import minimize
+
+    position = {int(leaf): q for q, leaf in enumerate(leaves)}
+    rows = []
+    for node in np.flatnonzero((left >= 0) & ordered):
+        for a in _under(left, right, left[node]):
+            for b in _under(left, right, right[node]):
+                row = np.zeros(len(leaves))
+                row[position[b]], row[position[a]] = 1.0, -1.0
+                rows.append(row)
+    order = np.array(rows)
+    constraints = [{"type": "ineq", "fun": lambda v: order @ v}] if rows else []
+    result = minimize(
+        lambda v: _objective(gram, rhs, v),
+        np.full(len(leaves), 0.5 * (bounds[0] + bounds[1])),
+        jac=lambda v: gram @ v - rhs,
+        bounds=[bounds] * len(leaves),
+        constraints=constraints,
+        method="SLSQP",
+        options={"ftol": 1e-14, "maxiter": 1000},
+    )
+    return result.x
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_bounded_least_squares_leaves_reach_the_bounded_minimum(seed):
+    """Every split ordered, bounds that bind (between the unbounded minimum's quartiles):
+    inside the bounds, feasible, and the minimum of SLSQP on the same problem."""
+    rng = np.random.default_rng(seed)
+    left, right = _random_tree(rng, int(rng.integers(2, 12)))
+    ordered = left >= 0
+    leaves, gram, rhs = _soft_problem(rng, left, right)
+    free = M.least_squares_leaves(left, right, ordered, leaves, gram, rhs, np.zeros(len(leaves)))
+    bounds = tuple(np.quantile(free, [0.25, 0.75]))
+    start = np.zeros(leaves.shape[0])  # feasible once clipped
+    fitted = M.least_squares_leaves(left, right, ordered, leaves, gram, rhs, start, bounds)
+    assert np.all((fitted >= bounds[0]) & (fitted <= bounds[1]))
+    value = np.zeros(left.shape[0])
+    value[leaves] = fitted
+    assert _violation(left, right, ordered, value) <= 0.0
+    want = _bounded_reference(left, right, ordered, leaves, gram, rhs, bounds)
+    best, got = _objective(gram, rhs, want), _objective(gram, rhs, fitted)
+    assert got <= best + 1e-6 * abs(best)
+    np.testing.assert_allclose(fitted, want, atol=1e-3)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_bounded_least_squares_leaves_keep_a_leaf_few_rows_reach_in_range(seed):
+    """A leaf of almost no weight (its rows' probabilities scaled by 1e-9): within the
+    bounds, feasible and no worse than the clipped start, free splits included."""
+    rng = np.random.default_rng(seed)
+    left, right = _random_tree(rng, int(rng.integers(2, 12)))
+    ordered = (left >= 0) & (rng.random(left.shape[0]) < 0.6)
+    leaves = M.in_order_leaves(left, right)
+    P = rng.dirichlet(np.full(leaves.shape[0], 0.3), size=400)
+    P[:, rng.integers(leaves.shape[0])] *= 1e-9
+    P /= P.sum(axis=1, keepdims=True)
+    target = P @ rng.normal(size=leaves.shape[0]) + rng.normal(size=400)
+    gram, rhs = P.T @ P, P.T @ target
+    bounds = (target.min(), target.max())
+    start_value = rng.normal(size=left.shape[0]) * 10
+    M.order_leaves(left, right, ordered, start_value, np.ones(left.shape[0]))
+    start = start_value[leaves]
+    fitted = M.least_squares_leaves(left, right, ordered, leaves, gram, rhs, start, bounds)
+    assert np.all((fitted >= bounds[0]) & (fitted <= bounds[1]))
+    value = np.zeros(left.shape[0])
+    value[leaves] = fitted
+    assert _violation(left, right, ordered, value) <= 0.0
+    assert _objective(gram, rhs, fitted) <= _objective(gram, rhs, np.clip(start, *bounds))
+
+
 @pytest.mark.parametrize("seed", range(10))
 def test_least_squares_leaves_of_hard_routing_are_the_ordered_means(seed):
     """One-hot rows: ``gram`` is diagonal, the minimum the weighted projection of the means."""
