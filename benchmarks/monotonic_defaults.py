@@ -63,6 +63,19 @@ and chosen again here without reading a test part:
   their defaults. Incumbent: ``off``. First measured for the regressor as a
   study (``monotone_additive.py``, on the test parts).
 
+- ``e2edt-leaf-margin`` and ``soft-leaf-margin``:
+  :data:`~obliquetrees._training.monotonic.LEAF_RANGE_MARGIN`, how far
+  beyond the fitted targets' range (a fraction of its width, each side) the
+  constrained soft leaf refit may move a leaf
+  (:func:`~obliquetrees._training.monotonic.leaf_bounds`): 0, 0.5, 1, 2.
+  Estimators: ``E2EDTRegressor()`` and ``SoftTreeRegressor()`` at their
+  defaults. The behaviour before it, ``off`` (no bound), is run and listed
+  for the record but is not a candidate: unbounded, an E2EDT regressor at
+  ``FREE_TREE_DEPTH`` 2 kept a leaf of -3039 on abalone's seed 6 (targets in
+  [-2.7, 5.2], a validation R^2 of -266), so the rule's ties go to the
+  smallest margin. 1 was set before the runs (the first bound, the targets'
+  range itself, cost the soft regressor 1.9 points of test R^2 on concrete).
+
 Rule, fixed before the runs, the same for all families:
 
 - Data sets, constraints, training and test parts: exactly those of
@@ -113,6 +126,8 @@ Results: ``results/monotonic_defaults_<family>.md`` (cells in the json).
     python -m benchmarks monotonic-defaults --family e2edt-restarts-classifier
     python -m benchmarks monotonic-defaults --family soft-free-tree
     python -m benchmarks monotonic-defaults --family soft-free-tree-classifier
+    python -m benchmarks monotonic-defaults --family e2edt-leaf-margin
+    python -m benchmarks monotonic-defaults --family soft-leaf-margin
 """
 
 import time
@@ -182,7 +197,8 @@ def _soft_classifier(cst, seed):
 @dataclass(frozen=True)
 class Family:
     """One constant: its estimator (name, ``make(cst, seed)``), candidates (strings),
-    the incumbent, what the candidates are, and the task (``bench_monotonic``'s)."""
+    the incumbent, what the candidates are, the task (``bench_monotonic``'s) and
+    settings run and listed for the record but never chosen (``reference``)."""
 
     estimator: str
     make: Callable
@@ -190,6 +206,7 @@ class Family:
     incumbent: str
     what: str
     task: str = "regression"
+    reference: tuple = ()
 
     @property
     def datasets(self):
@@ -261,13 +278,35 @@ FAMILIES = {
         "off (no free tree) and on (FREE_TREE)",
         task="classification",
     ),
+    "e2edt-leaf-margin": Family(
+        "E2EDTRegressor()",
+        _e2edt,
+        ("0", "0.5", "1", "2"),
+        OFF,
+        "LEAF_RANGE_MARGIN (off: no bound, listed for the record, never chosen)",
+        reference=(OFF,),
+    ),
+    "soft-leaf-margin": Family(
+        "SoftTreeRegressor()",
+        _soft,
+        ("0", "0.5", "1", "2"),
+        OFF,
+        "LEAF_RANGE_MARGIN (off: no bound, listed for the record, never chosen)",
+        reference=(OFF,),
+    ),
 }
+
+
+def _unbounded(target, weight):
+    """``leaf_bounds`` of the ``off`` setting: no bound."""
+    return -float("inf"), float("inf")
 
 
 @contextmanager
 def candidate_settings(family, candidate):
     """The package set up as ``candidate`` of ``family`` for the duration of the block."""
     from obliquetrees import CO2ForestRegressor
+    from obliquetrees._training import monotonic
     from obliquetrees.co2 import _refine
     from obliquetrees.e2edt import training
     from obliquetrees.hinge import _monotonic
@@ -284,6 +323,9 @@ def candidate_settings(family, candidate):
         training.LOGIT_ROUNDS,
         dict(training.CONSTRAINED_RESTARTS),
         soft_training.FREE_TREE,
+        monotonic.LEAF_RANGE_MARGIN,
+        training.leaf_bounds,
+        soft_training.leaf_bounds,
     )
     try:
         if family == "co2-refine" and candidate == OFF:
@@ -301,6 +343,10 @@ def candidate_settings(family, candidate):
                 **training.CONSTRAINED_RESTARTS,
                 spec.task: int(candidate),
             }
+        elif family.endswith("leaf-margin") and candidate == OFF:
+            training.leaf_bounds = soft_training.leaf_bounds = _unbounded
+        elif family.endswith("leaf-margin"):
+            monotonic.LEAF_RANGE_MARGIN = float(candidate)
         elif family == "e2edt-logit-rounds":
             training.LOGIT_ROUNDS = 0 if candidate == OFF else int(candidate)
         else:
@@ -316,6 +362,9 @@ def candidate_settings(family, candidate):
             training.LOGIT_ROUNDS,
             training.CONSTRAINED_RESTARTS,
             soft_training.FREE_TREE,
+            monotonic.LEAF_RANGE_MARGIN,
+            training.leaf_bounds,
+            soft_training.leaf_bounds,
         ) = saved
 
 
@@ -368,8 +417,12 @@ def _order(candidate):
     return {OFF: 0.0, ON: 1.0}[candidate] if candidate in (OFF, ON) else float(candidate)
 
 
-def _table(scores, datasets, candidates, ranks=None):
-    return validation.table(scores, datasets, candidates, ranks, name=str)
+def _table(scores, datasets, candidates, ranks=None, reference=()):
+    """``validation.table`` with the ``reference`` settings' columns after the candidates
+    (no rank: the rule never reads them)."""
+    if ranks is not None:
+        ranks = {**ranks, **dict.fromkeys(reference, "")}
+    return validation.table(scores, datasets, (*candidates, *reference), ranks, name=str)
 
 
 def write_report(family, cells, datasets, candidates):
@@ -392,7 +445,7 @@ def write_report(family, cells, datasets, candidates):
     tables = [
         (
             f"Validation {shown} (mean over the seeds) and mean rank",
-            _table(val, datasets, candidates, ranks),
+            _table(val, datasets, candidates, ranks, spec.reference),
         ),
         (
             "Leave one data set out: chosen on the other sets' validation, scored on the test part",
@@ -400,7 +453,7 @@ def write_report(family, cells, datasets, candidates):
         ),
         (
             f"Test {shown} of every candidate (read by no choice)",
-            _table(test, datasets, candidates),
+            _table(test, datasets, candidates, reference=spec.reference),
         ),
     ]
     if family == "co2-refine":
@@ -440,7 +493,7 @@ def main(args):
         raise SystemExit(f"not a {spec.task} data set of this benchmark: {sorted(unknown)}")
     seeds = range(args.seeds or SEEDS)
     cells = []
-    for candidate in spec.candidates:
+    for candidate in (*spec.candidates, *spec.reference):
         start = time.perf_counter()
         cells += score_cells(args.family, candidate, datasets, seeds, args.max_train)
         print(f"{candidate}: {time.perf_counter() - start:.0f} s", flush=True)

@@ -1,5 +1,6 @@
 """benchmarks/monotonic_defaults.py's rule: the choice and the leave-one-set-out rows."""
 
+import numpy as np
 import pytest
 
 from benchmarks.monotonic_defaults import FAMILIES, OFF, candidate_settings, choose, lodo
@@ -38,10 +39,11 @@ def test_each_held_out_set_is_chosen_for_on_the_others_only():
 
 @pytest.mark.parametrize(
     "family, candidate",
-    [(family, c) for family, spec in FAMILIES.items() for c in spec.candidates],
+    [(family, c) for family, spec in FAMILIES.items() for c in spec.candidates + spec.reference],
 )
 def test_a_candidate_is_set_only_inside_its_block(family, candidate):
     from obliquetrees import CO2ForestRegressor
+    from obliquetrees._training import monotonic
     from obliquetrees.co2 import _refine
     from obliquetrees.e2edt import training
     from obliquetrees.hinge import _monotonic
@@ -56,6 +58,9 @@ def test_a_candidate_is_set_only_inside_its_block(family, candidate):
             training.LOGIT_ROUNDS,
             dict(training.CONSTRAINED_RESTARTS),
             soft_training.FREE_TREE,
+            monotonic.LEAF_RANGE_MARGIN,
+            training.leaf_bounds,
+            soft_training.leaf_bounds,
         )
 
     saved = constants()
@@ -75,6 +80,17 @@ def test_a_candidate_is_set_only_inside_its_block(family, candidate):
         elif family.startswith("e2edt-restarts"):
             task = FAMILIES[family].task
             assert training.CONSTRAINED_RESTARTS == {**restarts_before, task: int(candidate)}
+        elif family.endswith("leaf-margin"):
+            target = np.array([1.0, 3.0, 2.0, 100.0])
+            bounds = training.leaf_bounds(target, np.array([1.0, 1.0, 0.5, 0.0]))
+            assert soft_training.leaf_bounds(target, np.ones(4)) == training.leaf_bounds(
+                target, np.ones(4)
+            )
+            if candidate == OFF:
+                assert bounds == (-np.inf, np.inf)
+            else:
+                margin = 2.0 * float(candidate)  # the range [1, 3] (the 100 has no weight)
+                assert bounds == (1.0 - margin, 3.0 + margin)
         else:
             depth = training.FREE_TREE_DEPTH
             assert depth is None if candidate == OFF else depth == int(candidate)
