@@ -287,21 +287,20 @@ def order_leaves(children_left, children_right, ordered, value, weight):
 LEAST_SQUARES_MAX_STEPS = 500
 LEAST_SQUARES_TOL = 1e-10
 
-#: :func:`leaf_bounds`: the box of a soft refit's leaves is the fitted targets'
-#: range widened on each side by this fraction of its width (a soft
-#: prediction is a mixture of leaves, so a leaf may need to lie beyond every
-#: target for the mixture to reach the extreme ones).
-LEAF_RANGE_MARGIN = 1.0
 
-
-def leaf_bounds(target, weight):
+def leaf_bounds(target, weight, margin):
     """``(lo, hi)`` for :func:`least_squares_leaves`: the range of ``target`` over the
-    rows of positive ``weight``, widened on each side by :data:`LEAF_RANGE_MARGIN`
-    times its width."""
+    rows of positive ``weight``, widened on each side by ``margin`` times its width.
+
+    A soft prediction is a mixture of leaves, so a leaf may need to lie beyond
+    every target for the mixture to reach the extreme ones; each method
+    chooses its ``margin`` on validation parts
+    (``benchmarks/monotonic_defaults.py``, families ``e2edt-leaf-margin`` and
+    ``soft-leaf-margin``).
+    """
     fitted = target[weight > 0]
     lo, hi = float(fitted.min()), float(fitted.max())
-    margin = LEAF_RANGE_MARGIN * (hi - lo)
-    return lo - margin, hi + margin
+    return lo - margin * (hi - lo), hi + margin * (hi - lo)
 
 
 def normal_equations(blocks, weight, target, n_leaves):

@@ -104,6 +104,11 @@ LOGIT_ROUNDS = 1
 #: weight ``p (1 - p)`` of a row and the largest working response, in logits.
 MIN_NEWTON_WEIGHT = 1e-3
 MAX_LOGIT = 8.0
+#: How far beyond the fitted targets' range a constrained regressor's soft leaf
+#: refit may move a leaf, in widths of that range each side
+#: (:func:`~obliquetrees._training.monotonic.leaf_bounds`), chosen on validation
+#: parts (``benchmarks/results/monotonic_defaults_e2edt-leaf-margin.md``).
+LEAF_RANGE_MARGIN = 0.0
 
 
 @dataclass(frozen=True)
@@ -894,7 +899,7 @@ def _soft_least_squares(tt, tree, steepness, X, y, row_weight, leaves, values):
     leaf = tt.leaf_nodes
     gram, rhs = _soft_gram(tree, steepness, X, y[:, 0], row_weight, leaf)
     start = (values[:, 0] - leaves.mean[0]) / leaves.scale[0]
-    bounds = leaf_bounds(y[:, 0], row_weight)
+    bounds = leaf_bounds(y[:, 0], row_weight, LEAF_RANGE_MARGIN)
     fitted = least_squares_leaves(tt.left, tt.right, tt.ordered, leaf, gram, rhs, start, bounds)
     return fitted * leaves.scale[0] + leaves.mean[0]
 

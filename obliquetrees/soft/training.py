@@ -91,6 +91,11 @@ JOINT_BLOCK_CELLS = 1 << 22
 #: the classifier (``benchmarks/results/monotonic_defaults_soft-free-tree.md``,
 #: ``monotonic_defaults_soft-free-tree-classifier.md``).
 FREE_TREE = True
+#: How far beyond the training targets' range :func:`joint_leaves` may move a
+#: constrained regressor's leaf, in widths of that range each side
+#: (:func:`~obliquetrees._training.monotonic.leaf_bounds`), chosen on validation
+#: parts (``benchmarks/results/monotonic_defaults_soft-leaf-margin.md``).
+LEAF_RANGE_MARGIN = 0.5
 #: Backfitting rounds of a constrained tree and its tree of the free inputs
 #: (:func:`_with_free_tree`; E2EDT's two).
 BACKFIT_ROUNDS = 2
@@ -543,7 +548,7 @@ def joint_leaves(tree, m, split, train, valid, metric):
     blocks = _leaf_paths(X, R.shape[0], grown)
     gram, rhs = normal_equations(blocks, sw, R[:, 0], leaves.shape[0])
     start = np.append(Z[:n_nodes, 0], [Z[m, 0], Z[m, 0]])[leaves]
-    bounds = leaf_bounds(R[:, 0], sw)
+    bounds = leaf_bounds(R[:, 0], sw, LEAF_RANGE_MARGIN)
     z = least_squares_leaves(cl, cr, ordered, leaves, gram, rhs, start, bounds)
     Xv, Rv, swv = valid
     Fv = tree_output(Xv, Rv.shape[0], grown, z)
