@@ -451,12 +451,12 @@ FREE_TREE_NOTE = """
 
 RESTARTS_NOTE = """
     A constrained {restart_model}'s tree (with free inputs, {restart_sum}
-    above) is fitted {restart_count} times (``CONSTRAINED_RESTARTS``), from
-    the tree's seed and seeds drawn from it, and the fit of least
-    training {restart_loss} is kept (ours, as
-    k-means' ``n_init``: projected steps end in local optima that depend on
-    the seed), so a constrained fit costs {restart_count} fits. The number
-    was chosen on validation parts over ten seeds
+    above) is fitted {restart_count} times (``CONSTRAINED_RESTARTS``), from the
+    tree's seed and seeds drawn from it, and the fit of least training
+    {restart_loss}
+    is kept (ours, as k-means' ``n_init``: projected steps end in local
+    optima that depend on the seed), so a constrained fit costs
+    {restart_count} fits. The number was chosen on validation parts over ten seeds
     (``benchmarks/results/monotonic_defaults_{restart_family}.md``):
 {restart_figures}
 
