@@ -39,8 +39,9 @@ def result_file_table(name):
 
 
 def readme_table(datasets):
-    """``{estimator: [cost per data set..., average rank]}`` of the README table whose
-    columns are ``estimator``, the data sets ``datasets`` (in any order) and the rank."""
+    """``(columns, {estimator: [cost per column..., average rank]})`` of the README table
+    whose columns are ``estimator``, the data sets ``datasets`` (in any order) and the rank;
+    ``columns`` are the data sets in the table's order."""
     lines = [line.strip() for line in README.splitlines()]
     for i, line in enumerate(lines):
         cells = _cells(line) if line.startswith("| estimator |") else []
