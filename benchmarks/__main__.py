@@ -33,6 +33,7 @@ SUBCOMMANDS = {
     "monotonic-defaults": "benchmarks.monotonic_defaults",
     "monotone-pairs": "benchmarks.monotone_pairs",
     "monotone-additive": "benchmarks.monotone_additive",
+    "hinge-concrete-cost": "benchmarks.hinge_concrete_cost",
     "free-tree-price": "benchmarks.free_tree_price",
     "regression": "benchmarks.bench_regression",
     "quantiles": "benchmarks.bench_quantiles",
