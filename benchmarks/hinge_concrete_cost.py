@@ -20,10 +20,11 @@ Variants (hinge forests at their defaults unless said):
   ``n_hinge_features=100``. Each against the unconstrained default.
 - ``raw, <input> only``: one constraint at a time (the others 0).
 - ``raw, POOL_LEVELS 2``: the pool decisions in each tree's first two levels
-  (:data:`obliquetrees.hinge._monotonic.POOL_LEVELS`, 1 by default).
+  (:data:`obliquetrees.hinge._monotonic.POOL_LEVELS`, 1 by default), set as
+  ``monotonic_defaults``' family ``hinge-pool-levels`` sets its candidate 2.
 - ``leaf offsets``: a class the package does not have, fitted after the
   fact: each tree gets an offset per leaf, ``f(x) + sum_m b[m, leaf_m(x)]``,
-  fitted to the training residuals by backfitting (:func:`fit_offsets`,
+  fitted to the training residuals by backfitting (:class:`LeafOffsets`,
   :data:`OFFSET_PASSES` passes over the trees, ridge :data:`OFFSET_RIDGE`).
   In a constrained raw-input fit every tree's first decision tests a
   constrained input and every other decision a free one, so along a
@@ -33,8 +34,9 @@ Variants (hinge forests at their defaults unless said):
   :func:`order_halves`, exact per tree). Offsets add capacity, so they are
   fitted to the unconstrained default fit too: the like-for-like cost is
   the one that says whether they repair the constraint.
-- ``HGB``: ``HistGradientBoostingRegressor(random_state=seed)``, all three
-  constraints and water only, against its unconstrained fit.
+- ``HGB``: ``HistGradientBoostingRegressor`` with the fold's
+  ``random_state``, all three constraints and water only, against its
+  unconstrained fit.
 
 Every constrained model with offsets is checked along random lines
 (``max violation``, <= 0 up to rounding: monotone).
@@ -44,7 +46,6 @@ Every constrained model with offsets is checked along random lines
 """
 
 import time
-from contextlib import contextmanager
 
 import numpy as np
 from sklearn.ensemble import HistGradientBoostingRegressor
@@ -59,6 +60,7 @@ from benchmarks.bench_monotonic import (
     max_violation,
 )
 from benchmarks.common import cpu_model, load_average, write_results
+from benchmarks.monotonic_defaults import candidate_settings
 
 #: concrete's constraints (feature index: sign) and its constrained inputs by name.
 CONCRETE = CONSTRAINTS["concrete"]
@@ -160,19 +162,6 @@ class LeafOffsets:
         return est._y_mean + est._y_scale * (est._decision(X)[:, 0] + added)
 
 
-@contextmanager
-def pool_levels(levels):
-    """The regressor's POOL_LEVELS set to ``levels`` for the block."""
-    from obliquetrees.hinge import _monotonic
-
-    saved = _monotonic.POOL_LEVELS
-    _monotonic.POOL_LEVELS = {**saved, "regression": levels}
-    try:
-        yield
-    finally:
-        _monotonic.POOL_LEVELS = saved
-
-
 def only(cst, names):
     """``cst`` with every constraint but those of ``names`` set to 0."""
     kept = np.zeros_like(cst)
@@ -202,7 +191,7 @@ def fold_scores(X, y, train, test, cst, state, n_jobs):
     }
     for name in INPUTS:
         row[f"raw, {name} only"] = score(hinge(only(cst, [name]), n_hinge_features=None))
-    with pool_levels(2):
+    with candidate_settings("hinge-pool-levels", "2"):
         row["raw, POOL_LEVELS 2"] = score(hinge(cst, n_hinge_features=None))
     free_offsets = LeafOffsets(free).fit(X[train], y[train])
     raw_offsets = LeafOffsets(raw).fit(X[train], y[train])
